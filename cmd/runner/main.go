@@ -1,0 +1,140 @@
+// Command runner runs multi-agent LLM debates described in YAML specs.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/alecthomas/kong"
+)
+
+// Exit codes, documented in README.md.
+const (
+	exitOK       = 0
+	exitFailure  = 1
+	exitUsage    = 2
+	exitEndpoint = 3
+	exitInvalid  = 4
+	exitWaiting  = 5
+)
+
+// exitError carries the exit code a command failed with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageErrorf is a problem with the command line: exit 2.
+func usageErrorf(format string, args ...any) error {
+	return withCode(exitUsage, fmt.Errorf(format, args...))
+}
+
+// env is what commands write to; tests replace it.
+type env struct {
+	stdout, stderr io.Writer
+	stdin          io.Reader
+	getenv         func(string) string
+}
+
+type cli struct {
+	Validate validateCmd `cmd:"" help:"Check specs: schema, references, templates and expressions."`
+	Run      runCmd      `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
+	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
+	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
+	Version  versionCmd  `cmd:"" help:"Print the runner version."`
+}
+
+const description = `runner runs multi-agent LLM debates described in YAML.
+
+A spec names agents, prompt templates, a graph of nodes and the conditions that
+end its loops. 'runner validate' checks it without spending a token; 'runner run'
+runs it against any OpenAI-compatible endpoint and leaves a replayable record.
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 model endpoint failure after
+retries, 4 invalid spec, 5 run waiting for human input.`
+
+func main() {
+	os.Exit(run(os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}))
+}
+
+// run parses args, runs the command and returns the exit code.
+func run(args []string, e *env) int {
+	var c cli
+	exitCode := -1
+	parser, err := kong.New(&c,
+		kong.Name("runner"),
+		kong.Description(description),
+		kong.UsageOnError(),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true, NoExpandSubcommands: true}),
+		kong.Writers(e.stdout, e.stderr),
+		kong.Exit(func(code int) { exitCode = code; panic(exitSignal{}) }),
+		kong.BindTo(e, (*env)(nil)),
+	)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "runner:", err)
+		return exitFailure
+	}
+	code, done := parseArgs(parser, args, e)
+	if done {
+		return code
+	}
+	if exitCode >= 0 {
+		return exitCode
+	}
+	return code
+}
+
+type exitSignal struct{}
+
+// parseArgs parses and runs, turning kong's exit calls (after --help) and
+// errors into exit codes.
+func parseArgs(parser *kong.Kong, args []string, e *env) (code int, done bool) {
+	exitCalled := false
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(exitSignal); !ok {
+				panic(r)
+			}
+			exitCalled = true
+		}
+		if exitCalled {
+			done = false
+		}
+	}()
+	if len(args) == 0 {
+		args = []string{"--help"}
+	}
+	ctx, err := parser.Parse(args)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "runner: %v\n", err)
+		var pe *kong.ParseError
+		if errors.As(err, &pe) {
+			fmt.Fprintln(e.stderr, "Run 'runner --help' (or 'runner COMMAND --help') for usage.")
+		}
+		return exitUsage, true
+	}
+	if err := ctx.Run(e); err != nil {
+		var xe *exitError
+		if errors.As(err, &xe) {
+			if xe.err.Error() != "" {
+				fmt.Fprintf(e.stderr, "runner: %v\n", xe.err)
+			}
+			return xe.code, true
+		}
+		fmt.Fprintf(e.stderr, "runner: %v\n", err)
+		return exitFailure, true
+	}
+	return exitOK, true
+}

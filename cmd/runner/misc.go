@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/debate-runner/runner/schemas"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+// Version returns the runner version: the build's, or the module's.
+func Version() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
+}
+
+type schemaCmd struct{}
+
+func (schemaCmd) Help() string {
+	return `Prints the JSON Schema (draft 2020-12) of spec files. Point your editor at it
+for completion and help, e.g. with a first line in the spec:
+
+  # yaml-language-server: $schema=../../schemas/spec.schema.json
+
+Examples:
+  runner schema > spec.schema.json`
+}
+
+func (schemaCmd) Run(e *env) error {
+	_, err := e.stdout.Write(schemas.Spec)
+	return err
+}
+
+type versionCmd struct{}
+
+func (versionCmd) Run(e *env) error {
+	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
+	return nil
+}

@@ -1,0 +1,215 @@
+// Package converse is the node kind for a turn-based conversation among
+// agents (personas), with whispers, verdicts and a time keeper.
+package converse
+
+import (
+	_ "embed"
+
+	"github.com/debate-runner/runner/spec"
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed schema.json
+var schema []byte
+
+// Kind is the converse node kind.
+type Kind struct{}
+
+// Name implements spec.Kind.
+func (Kind) Name() string { return "converse" }
+
+// Description implements spec.Kind.
+func (Kind) Description() string {
+	return "A turn-based conversation: one speaker per turn, whispers, verdicts, interjections, until a condition holds."
+}
+
+// Schema implements spec.Kind.
+func (Kind) Schema() []byte { return schema }
+
+// Speaker selection strategies.
+const (
+	SpeakerRoundRobin  = "round_robin"
+	SpeakerRandom      = "random"
+	SpeakerLeastSpoken = "least_spoken"
+	SpeakerExpr        = "expr"
+)
+
+// Config is a compiled converse node.
+type Config struct {
+	Speaker        string
+	SpeakerExpr    *spec.Program
+	ReplyToWhisper float64
+	Model          *spec.ModelPlan
+	System         string
+	Format         string
+	Template       string
+	VerdictSet     string
+	Options        []string
+	Reasoning      bool
+	Repair         int
+	Rules          []Rule
+	Until          *spec.Program
+	MaxTurns       int
+	Interject      []Interject
+	Watch          []Watch
+}
+
+// Rule is an extra check on a message.
+type Rule struct {
+	Check   *spec.Program
+	Message string
+}
+
+// Interject posts a templated message without a model call.
+type Interject struct {
+	Every        int
+	When         *spec.Program
+	Template     string
+	ForceVerdict bool
+}
+
+// Watch runs another node every N turns.
+type Watch struct {
+	Every    int
+	Node     string
+	Template string
+}
+
+// ParticipantsSample is the environment a converse expression sees beyond
+// the flow's, with values that fix the types.
+func ParticipantsSample() map[string]any {
+	return map[string]any{
+		"participants": []spec.Participant{},
+		"turn":         0,
+		"max_turns":    0,
+		"undecided":    []string{},
+		"speakers":     []string{},
+		"last":         spec.Message{},
+		"transcript":   []spec.Message{},
+	}
+}
+
+// RuleSample adds the message under check.
+func RuleSample() map[string]any {
+	m := ParticipantsSample()
+	m["msg"] = spec.Message{}
+	return m
+}
+
+type rawConfig struct {
+	Speaker        yaml.Node `yaml:"speaker"`
+	ReplyToWhisper *float64  `yaml:"reply_to_whisper"`
+	Model          spec.Str  `yaml:"model"`
+	System         spec.Str  `yaml:"system"`
+	Message        struct {
+		Format   string   `yaml:"format"`
+		Template spec.Str `yaml:"template"`
+	} `yaml:"message"`
+	Verdict *struct {
+		Options   yaml.Node `yaml:"options"`
+		Reasoning string    `yaml:"reasoning"`
+		Repair    *int      `yaml:"repair"`
+		Rules     []struct {
+			Check   spec.Expr `yaml:"check"`
+			Message string    `yaml:"message"`
+		} `yaml:"rules"`
+	} `yaml:"verdict"`
+	Until     spec.Expr `yaml:"until"`
+	MaxTurns  int       `yaml:"max_turns"`
+	Interject []struct {
+		Every        int       `yaml:"every"`
+		When         spec.Expr `yaml:"when"`
+		Template     spec.Str  `yaml:"template"`
+		ForceVerdict bool      `yaml:"force_verdict"`
+	} `yaml:"interject"`
+	Watch []struct {
+		Every    int      `yaml:"every"`
+		Node     spec.Str `yaml:"node"`
+		Template spec.Str `yaml:"template"`
+	} `yaml:"watch"`
+}
+
+// Compile implements spec.Kind.
+func (Kind) Compile(c *spec.NodeContext) any {
+	var raw rawConfig
+	c.Decode(&raw)
+	cfg := &Config{
+		Speaker:        SpeakerLeastSpoken,
+		ReplyToWhisper: 0.8,
+		Model:          c.Model(raw.Model),
+		System:         c.Template(raw.System),
+		Format:         "tags",
+		Template:       c.Template(raw.Message.Template),
+		Reasoning:      true,
+		Repair:         3,
+		MaxTurns:       60,
+	}
+	if len(c.Node.Agents) < 2 && c.Field("agents") != nil && len(c.Node.Agents) > 0 {
+		c.Warnf(c.FieldPos("agents"), "a conversation with one agent is a monologue")
+	}
+	if len(c.Node.Agents) == 0 && c.Field("agents") == nil {
+		c.Errorf(c.Decl.Pos, "has no agents: add agents: [ID, ...]")
+	}
+	switch raw.Speaker.Kind {
+	case yaml.ScalarNode:
+		cfg.Speaker = raw.Speaker.Value
+	case yaml.MappingNode:
+		var s struct {
+			Expr spec.Expr `yaml:"expr"`
+		}
+		_ = raw.Speaker.Decode(&s)
+		cfg.Speaker = SpeakerExpr
+		cfg.SpeakerExpr = c.Expr(s.Expr, ParticipantsSample(), spec.AnyResult, "speaker")
+	}
+	if raw.ReplyToWhisper != nil {
+		cfg.ReplyToWhisper = *raw.ReplyToWhisper
+	}
+	if raw.Message.Format != "" {
+		cfg.Format = raw.Message.Format
+	}
+	if v := raw.Verdict; v != nil {
+		switch v.Options.Kind {
+		case yaml.ScalarNode:
+			cfg.VerdictSet, cfg.Options = c.VerdictSet(spec.Str{V: v.Options.Value, Pos: spec.Pos{Line: v.Options.Line, Col: v.Options.Column}, Set: true})
+		case yaml.SequenceNode:
+			_ = v.Options.Decode(&cfg.Options)
+			cfg.VerdictSet = "inline"
+		}
+		cfg.Reasoning = v.Reasoning != "optional"
+		if v.Repair != nil {
+			cfg.Repair = *v.Repair
+		}
+		for _, r := range v.Rules {
+			if p := c.Expr(r.Check, RuleSample(), spec.BoolResult, "verdict rule"); p != nil {
+				cfg.Rules = append(cfg.Rules, Rule{Check: p, Message: r.Message})
+			}
+		}
+	}
+	cfg.Until = c.Expr(raw.Until, ParticipantsSample(), spec.BoolResult, "until")
+	if raw.MaxTurns > 0 {
+		cfg.MaxTurns = raw.MaxTurns
+	}
+	for _, in := range raw.Interject {
+		ij := Interject{Every: in.Every, Template: c.Template(in.Template), ForceVerdict: in.ForceVerdict}
+		ij.When = c.Expr(in.When, ParticipantsSample(), spec.BoolResult, "interject when")
+		if in.Every == 0 && in.When.IsZero() {
+			c.Errorf(in.Template.Pos, "interject needs every: N or when: CONDITION")
+		}
+		cfg.Interject = append(cfg.Interject, ij)
+	}
+	for _, w := range raw.Watch {
+		if !c.HasNode(w.Node.V) {
+			c.Errorf(w.Node.Pos, "watch runs unknown node %q", w.Node.V)
+		} else {
+			c.MarkReachable(w.Node.V)
+		}
+		if w.Node.V == c.Node.ID {
+			c.Errorf(w.Node.Pos, "a conversation cannot watch itself")
+		}
+		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, Node: w.Node.V, Template: c.Template(w.Template)})
+	}
+	if cfg.Until == nil && cfg.Options == nil {
+		c.Warnf(c.Decl.Pos, "no verdict and no until: the conversation runs max_turns (%d) turns", cfg.MaxTurns)
+	}
+	return cfg
+}

@@ -1,0 +1,132 @@
+package spec
+
+// This file defines the values that prompts (text/template) and expressions
+// (expr) see at run time. The compiler checks templates and expressions
+// against these types, and the runtime fills them, so a field that does not
+// exist here is a validation error rather than a "<no value>" in a prompt.
+
+// AgentView is what a template sees of an agent.
+type AgentView struct {
+	ID      string         `json:"id" expr:"id"`
+	Name    string         `json:"name" expr:"name"`
+	Role    string         `json:"role,omitempty" expr:"role"`
+	Model   string         `json:"model,omitempty" expr:"model"`
+	Persona Persona        `json:"persona" expr:"persona"`
+	Vars    map[string]any `json:"vars,omitempty" expr:"vars"`
+}
+
+// GoalView is the goal a foreach over goals is on.
+type GoalView struct {
+	ID          string         `json:"id" expr:"id"`
+	Description string         `json:"description" expr:"description"`
+	Index       int            `json:"index" expr:"index"` // 1-based
+	Count       int            `json:"count" expr:"count"`
+	Vars        map[string]any `json:"vars,omitempty" expr:"vars"`
+}
+
+// Message is one recorded contribution of a run: a proposal, a critique, a
+// turn of a conversation, an interjection.
+type Message struct {
+	ID      string `json:"id" expr:"id"`
+	Node    string `json:"node" expr:"node"`
+	Round   int    `json:"round,omitempty" expr:"round"`
+	Goal    string `json:"goal,omitempty" expr:"goal"`
+	Turn    int    `json:"turn,omitempty" expr:"turn"`
+	From    string `json:"from" expr:"from"`
+	// To is the addressee's agent id; empty means everyone.
+	To string `json:"to,omitempty" expr:"to"`
+	// Whisper messages are visible to their sender and addressee only.
+	Whisper bool `json:"whisper,omitempty" expr:"whisper"`
+	// Private messages are visible to their sender only.
+	Private bool   `json:"private,omitempty" expr:"private"`
+	Record  string `json:"record,omitempty" expr:"record"`
+	Content string `json:"content" expr:"content"`
+	// Output is the parsed reply (json, tags, regex), when the node parses.
+	Output any `json:"output,omitempty" expr:"output"`
+	// Fields are the tags of a tag-formatted reply.
+	Fields    map[string]string `json:"fields,omitempty" expr:"fields"`
+	Verdict   string            `json:"verdict,omitempty" expr:"verdict"`
+	Reasoning string            `json:"reasoning,omitempty" expr:"reasoning"`
+	Withdrawn bool              `json:"withdrawn,omitempty" expr:"withdrawn"`
+	// Carried marks a message copied from an earlier one without a model call.
+	Carried bool `json:"carried,omitempty" expr:"carried"`
+}
+
+// NodeResult is what a finished node leaves for later nodes, templates and
+// expressions (nodes.ID.output).
+type NodeResult struct {
+	// Output is the parsed output of the node's last call (or its text).
+	Output any `json:"output" expr:"output"`
+	// Outputs holds the latest parsed output per agent id.
+	Outputs map[string]any `json:"outputs,omitempty" expr:"outputs"`
+	// Text is the raw text of the node's last reply.
+	Text     string    `json:"text,omitempty" expr:"text"`
+	Messages []Message `json:"-" expr:"messages"`
+	Calls    int       `json:"calls" expr:"calls"`
+}
+
+// Participant is an agent's standing in a conversation.
+type Participant struct {
+	ID        string `json:"id" expr:"id"`
+	Name      string `json:"name" expr:"name"`
+	Turns     int    `json:"turns" expr:"turns"`
+	Verdict   string `json:"verdict,omitempty" expr:"verdict"`
+	Reasoning string `json:"reasoning,omitempty" expr:"reasoning"`
+	Withdrawn bool   `json:"withdrawn" expr:"withdrawn"`
+}
+
+// VerdictView describes the verdicts a conversation asks for.
+type VerdictView struct {
+	Set       string   `json:"set"`
+	Options   []string `json:"options"`
+	Reasoning bool     `json:"reasoning"`
+}
+
+// Question is a clarifying question and, once given, its answer.
+type Question struct {
+	ID       string `json:"id" yaml:"id" expr:"id"`
+	Agent    string `json:"agent" yaml:"agent" expr:"agent"`
+	Question string `json:"question" yaml:"question" expr:"question"`
+	Answer   string `json:"answer,omitempty" yaml:"answer,omitempty" expr:"answer"`
+}
+
+// PromptData is the dot of every prompt template. Kinds fill the fields
+// that make sense for them and leave the rest empty.
+type PromptData struct {
+	Agent  AgentView
+	Agents []AgentView
+	// Round is the innermost loop counter (1-based), 0 outside loops.
+	Round int
+	// Loop holds every loop and foreach variable in scope by its 'as' name.
+	Loop map[string]any
+	// Item is the element of the innermost foreach.
+	Item   any
+	Goal   GoalView
+	Inputs map[string]any `tmplkeys:"inputs"`
+	Vars   map[string]any `tmplkeys:"vars"`
+	Nodes  map[string]NodeResult `tmplkeys:"nodes"`
+	// Target is the message being answered (nodes with each:).
+	Target Message
+	// History is every earlier message this agent may see, oldest first.
+	History []Message
+	// Summary replaces History when the agent's history was summarised.
+	Summary string
+	// Inbox is the messages addressed to this agent in the current round.
+	Inbox []Message
+	// Own is this agent's latest message of the node's record, if any.
+	Own Message
+	// Verdict is the verdict set of a conversation.
+	Verdict      VerdictView
+	Turn         int
+	MaxTurns     int
+	Participants []Participant
+	Undecided    []string
+	Questions    []Question
+	MaxQuestions int
+	// Feedback explains why the previous reply was rejected (repairs).
+	Feedback string
+	// Text is free text a kind hands to a template, e.g. what to summarise.
+	Text string
+	// Extra carries kind-specific values that have no field of their own.
+	Extra map[string]any
+}

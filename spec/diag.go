@@ -1,0 +1,233 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Severity says whether a diagnostic stops a spec from running.
+type Severity int
+
+const (
+	// Error diagnostics make a spec invalid.
+	Error Severity = iota
+	// Warning diagnostics are reported but do not stop a run.
+	Warning
+)
+
+func (s Severity) String() string {
+	if s == Warning {
+		return "warning"
+	}
+	return "error"
+}
+
+// Pos is a position in a spec file. Line and Col are 1-based; zero means unknown.
+type Pos struct {
+	Line int `json:"line"`
+	Col  int `json:"col"`
+}
+
+// Diagnostic is one problem found in a spec, tied to the place it is about.
+type Diagnostic struct {
+	File     string   `json:"file"`
+	Pos      Pos      `json:"pos"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	// Snippet is the offending line followed by a caret line, empty when the
+	// position is unknown.
+	Snippet string `json:"snippet,omitempty"`
+}
+
+// String renders the diagnostic as FILE:LINE:COL: SEVERITY: MESSAGE.
+func (d Diagnostic) String() string {
+	loc := d.File
+	if d.Pos.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", d.File, d.Pos.Line, d.Pos.Col)
+	}
+	return fmt.Sprintf("%s: %s: %s", loc, d.Severity, d.Message)
+}
+
+// Diagnostics is an ordered list of problems.
+type Diagnostics []Diagnostic
+
+// HasErrors reports whether any diagnostic is an error.
+func (ds Diagnostics) HasErrors() bool {
+	for _, d := range ds {
+		if d.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// Errors returns only the error diagnostics.
+func (ds Diagnostics) Errors() Diagnostics {
+	var out Diagnostics
+	for _, d := range ds {
+		if d.Severity == Error {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Error makes Diagnostics usable as an error value.
+func (ds Diagnostics) Error() string {
+	lines := make([]string, len(ds))
+	for i, d := range ds {
+		lines[i] = d.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Format renders every diagnostic with its snippet, the way the CLI prints them.
+func (ds Diagnostics) Format() string {
+	var b strings.Builder
+	for _, d := range ds {
+		b.WriteString(d.String())
+		b.WriteByte('\n')
+		if d.Snippet != "" {
+			b.WriteString(d.Snippet)
+		}
+	}
+	return b.String()
+}
+
+// sortAndDedupe orders diagnostics by file and position and drops exact repeats,
+// which happen when the schema and a decoder both notice the same mistake.
+func (ds Diagnostics) sortAndDedupe() Diagnostics {
+	sort.SliceStable(ds, func(i, j int) bool {
+		a, b := ds[i], ds[j]
+		if a.File != b.File {
+			return a.File < b.File
+		}
+		if a.Pos.Line != b.Pos.Line {
+			return a.Pos.Line < b.Pos.Line
+		}
+		return a.Pos.Col < b.Pos.Col
+	})
+	out := ds[:0]
+	seen := map[string]bool{}
+	for _, d := range ds {
+		k := fmt.Sprintf("%s|%d|%d|%s", d.File, d.Pos.Line, d.Pos.Col, d.Message)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, d)
+	}
+	return out
+}
+
+// source holds a file's text so diagnostics can quote it.
+type source struct {
+	name  string
+	lines []string
+}
+
+func newSource(name string, data []byte) *source {
+	return &source{name: name, lines: strings.Split(string(data), "\n")}
+}
+
+// snippet returns the line at pos and a caret under the column.
+func (s *source) snippet(pos Pos) string {
+	if s == nil || pos.Line <= 0 || pos.Line > len(s.lines) {
+		return ""
+	}
+	text := strings.TrimRight(s.lines[pos.Line-1], "\r")
+	if len(text) > 160 {
+		text = text[:160] + "..."
+	}
+	gutter := fmt.Sprintf("%5d | ", pos.Line)
+	col := pos.Col
+	if col < 1 {
+		col = 1
+	}
+	pad := make([]byte, 0, col)
+	for i := 0; i < col-1 && i < len(text); i++ {
+		if text[i] == '\t' {
+			pad = append(pad, '\t')
+		} else {
+			pad = append(pad, ' ')
+		}
+	}
+	return gutter + text + "\n" + strings.Repeat(" ", 6) + "| " + string(pad) + "^\n"
+}
+
+// reporter collects diagnostics for one file.
+type reporter struct {
+	src   *source
+	diags Diagnostics
+}
+
+func (r *reporter) add(sev Severity, pos Pos, format string, args ...any) {
+	r.diags = append(r.diags, Diagnostic{
+		File:     r.src.name,
+		Pos:      pos,
+		Severity: sev,
+		Message:  fmt.Sprintf(format, args...),
+		Snippet:  r.src.snippet(pos),
+	})
+}
+
+func (r *reporter) errorf(pos Pos, format string, args ...any) {
+	r.add(Error, pos, format, args...)
+}
+
+func (r *reporter) warnf(pos Pos, format string, args ...any) {
+	r.add(Warning, pos, format, args...)
+}
+
+// suggest returns the candidate closest to name when it is close enough to be
+// a likely typo, or "".
+func suggest(name string, candidates []string) string {
+	best, bestDist := "", 1<<30
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(name), strings.ToLower(c))
+		if d < bestDist || (d == bestDist && c < best) {
+			best, bestDist = c, d
+		}
+	}
+	limit := 2
+	if len(name) > 8 {
+		limit = 3
+	}
+	if len(name) <= 3 {
+		limit = 1
+	}
+	if best == "" || bestDist > limit {
+		return ""
+	}
+	return best
+}
+
+// didYouMean formats a suggestion as a sentence suffix.
+func didYouMean(name string, candidates []string) string {
+	if s := suggest(name, candidates); s != "" {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}

@@ -1,0 +1,209 @@
+package spec
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
+)
+
+// Env holds the values an expression sees. Map turns it into the expr
+// environment; the compiler builds the same shape from empty values, so an
+// expression that compiles finds every name it uses at run time.
+type Env struct {
+	Inputs   map[string]any
+	Vars     map[string]any
+	Nodes    map[string]NodeResult
+	Goals    []GoalView
+	Verdicts map[string][]string
+	Messages []Message
+	Round    int
+	Goal     GoalView
+	// Loop holds loop and foreach variables by their 'as' name; they are
+	// also visible as top-level names.
+	Loop map[string]any
+	// Extra holds kind-specific names (participants, turn, undecided...).
+	Extra map[string]any
+}
+
+// Map returns the expr environment.
+func (e *Env) Map() map[string]any {
+	m := map[string]any{
+		"inputs":   orEmpty(e.Inputs),
+		"vars":     orEmpty(e.Vars),
+		"nodes":    e.Nodes,
+		"goals":    e.Goals,
+		"verdicts": e.Verdicts,
+		"messages": e.Messages,
+		"round":    e.Round,
+		"goal":     e.Goal,
+		"loop":     orEmpty(e.Loop),
+		"latest":   func(record string) []Message { return latestOf(e.Messages, record) },
+	}
+	if m["nodes"] == nil || len(e.Nodes) == 0 {
+		if e.Nodes == nil {
+			m["nodes"] = map[string]NodeResult{}
+		}
+	}
+	if e.Goals == nil {
+		m["goals"] = []GoalView{}
+	}
+	if e.Verdicts == nil {
+		m["verdicts"] = map[string][]string{}
+	}
+	if e.Messages == nil {
+		m["messages"] = []Message{}
+	}
+	for k, v := range e.Loop {
+		if _, reserved := m[k]; !reserved {
+			m[k] = v
+		}
+	}
+	for k, v := range e.Extra {
+		m[k] = v
+	}
+	return m
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// latestOf returns each author's latest message of a record, in the order the
+// authors first appear.
+func latestOf(ms []Message, record string) []Message {
+	return latestPerAuthor(byRecord(record, ms))
+}
+
+// exprFunctions are the functions every expression may call, beyond expr's
+// builtins (all, any, filter, map, len, sum, mean, max, min...).
+var exprFunctions = []expr.Option{
+	expr.Function("mode", func(params ...any) (any, error) {
+		list, ok := params[0].([]any)
+		if !ok {
+			return nil, fmt.Errorf("mode: expected a list, got %T", params[0])
+		}
+		return mode(list), nil
+	}, new(func([]any) any)),
+	expr.Function("counts", func(params ...any) (any, error) {
+		list, ok := params[0].([]any)
+		if !ok {
+			return nil, fmt.Errorf("counts: expected a list, got %T", params[0])
+		}
+		out := map[string]any{}
+		for _, v := range list {
+			k := fmt.Sprint(v)
+			n, _ := out[k].(int)
+			out[k] = n + 1
+		}
+		return out, nil
+	}, new(func([]any) map[string]any)),
+}
+
+// mode returns the most frequent value; ties go to the value seen first. Nil
+// values do not vote.
+func mode(list []any) any {
+	counts := map[string]int{}
+	first := map[string]int{}
+	vals := map[string]any{}
+	for i, v := range list {
+		if v == nil {
+			continue
+		}
+		k := fmt.Sprint(v)
+		if _, ok := first[k]; !ok {
+			first[k] = i
+			vals[k] = v
+		}
+		counts[k]++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return first[keys[i]] < first[keys[j]]
+	})
+	if len(keys) == 0 {
+		return nil
+	}
+	return vals[keys[0]]
+}
+
+// ExprResult says what an expression must produce.
+type ExprResult int
+
+// Expression result kinds.
+const (
+	AnyResult ExprResult = iota
+	BoolResult
+	IntResult
+)
+
+// refChecker walks an expression and checks names indexed on nodes, vars,
+// inputs and verdicts, which a map environment would otherwise accept.
+type refChecker struct {
+	known map[string][]string
+	errs  []refError
+}
+
+type refError struct {
+	offset int
+	msg    string
+}
+
+func (v *refChecker) Visit(node *ast.Node) {
+	m, ok := (*node).(*ast.MemberNode)
+	if !ok {
+		return
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	if !ok {
+		return
+	}
+	names, checked := v.known[id.Value]
+	if !checked {
+		return
+	}
+	prop, ok := m.Property.(*ast.StringNode)
+	if !ok {
+		return
+	}
+	for _, n := range names {
+		if n == prop.Value {
+			return
+		}
+	}
+	what := map[string]string{"nodes": "node", "vars": "var", "inputs": "input", "verdicts": "verdict set"}[id.Value]
+	v.errs = append(v.errs, refError{
+		offset: m.Location().From,
+		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, didYouMean(prop.Value, names)),
+	})
+}
+
+// exprErrorPos turns an expr compile error into a spec position.
+func exprErrorPos(base Pos, err error) (Pos, string) {
+	var fe *file.Error
+	if e, ok := err.(*file.Error); ok {
+		fe = e
+	}
+	if fe == nil {
+		return base, err.Error()
+	}
+	pos := base
+	if fe.Line <= 1 {
+		pos.Col += fe.Column
+	} else {
+		pos.Line += fe.Line - 1
+		pos.Col = fe.Column + 1
+	}
+	return pos, fe.Message
+}

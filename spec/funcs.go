@@ -1,0 +1,141 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/template"
+)
+
+// TemplateFuncs are the helpers every prompt template may call.
+func TemplateFuncs() template.FuncMap {
+	return template.FuncMap{
+		"upper":     strings.ToUpper,
+		"lower":     strings.ToLower,
+		"trim":      strings.TrimSpace,
+		"join":      func(sep string, items []string) string { return strings.Join(items, sep) },
+		"split":     func(sep, s string) []string { return strings.Split(s, sep) },
+		"contains":  func(sub, s string) bool { return strings.Contains(s, sub) },
+		"hasPrefix": func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
+		"replace":   func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		"indent":    indent,
+		"truncate":  truncate,
+		"toJSON":    toJSON,
+		"default":   defaultValue,
+		"add":       func(a, b int) int { return a + b },
+		"sub":       func(a, b int) int { return a - b },
+		"byRecord":  byRecord,
+		"byFrom":    byFrom,
+		"byTo":      byTo,
+		"inRound":   inRound,
+		"notFrom":   notFrom,
+		"latest":    latestPerAuthor,
+		"last":      lastMessage,
+		"count":     func(ms []Message) int { return len(ms) },
+		"agentName": func(agents []AgentView, id string) string { return agentName(agents, id) },
+	}
+}
+
+func indent(n int, s string) string {
+	pad := strings.Repeat(" ", n)
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func truncate(n int, s string) string {
+	r := []rune(s)
+	if n < 0 || len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
+}
+
+func toJSON(v any) (string, error) {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("toJSON: %w", err)
+	}
+	return string(b), nil
+}
+
+func defaultValue(def, v any) any {
+	switch x := v.(type) {
+	case nil:
+		return def
+	case string:
+		if x == "" {
+			return def
+		}
+	case int:
+		if x == 0 {
+			return def
+		}
+	}
+	return v
+}
+
+func filter(ms []Message, keep func(Message) bool) []Message {
+	var out []Message
+	for _, m := range ms {
+		if keep(m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func byRecord(record string, ms []Message) []Message {
+	return filter(ms, func(m Message) bool { return m.Record == record })
+}
+
+func byFrom(agent string, ms []Message) []Message {
+	return filter(ms, func(m Message) bool { return m.From == agent })
+}
+
+func notFrom(agent string, ms []Message) []Message {
+	return filter(ms, func(m Message) bool { return m.From != agent })
+}
+
+func byTo(agent string, ms []Message) []Message {
+	return filter(ms, func(m Message) bool { return m.To == agent })
+}
+
+func inRound(round int, ms []Message) []Message {
+	return filter(ms, func(m Message) bool { return m.Round == round })
+}
+
+// latestPerAuthor keeps each author's last message, in order of first appearance.
+func latestPerAuthor(ms []Message) []Message {
+	idx := map[string]int{}
+	var out []Message
+	for _, m := range ms {
+		if i, ok := idx[m.From]; ok {
+			out[i] = m
+			continue
+		}
+		idx[m.From] = len(out)
+		out = append(out, m)
+	}
+	return out
+}
+
+func lastMessage(ms []Message) Message {
+	if len(ms) == 0 {
+		return Message{}
+	}
+	return ms[len(ms)-1]
+}
+
+func agentName(agents []AgentView, id string) string {
+	for _, a := range agents {
+		if a.ID == id {
+			return a.Name
+		}
+	}
+	return id
+}

@@ -1,0 +1,183 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Mermaid draws the plan's flow as a Mermaid flowchart: nodes in order,
+// loops and foreach as subgraphs labelled with their bounds, if as a
+// decision.
+func Mermaid(p *Plan) string {
+	g := &graphWriter{plan: p, mermaid: true}
+	g.line("flowchart TD")
+	g.line(`  start([start])`)
+	last := g.steps(p.Flow, []string{"start"}, "  ")
+	g.line(`  finish([finish])`)
+	for _, l := range last {
+		g.line(fmt.Sprintf("  %s --> finish", l))
+	}
+	return g.b.String()
+}
+
+// Dot draws the plan's flow for Graphviz, with loops and foreach as clusters.
+func Dot(p *Plan) string {
+	g := &graphWriter{plan: p}
+	g.line(fmt.Sprintf("digraph %q {", p.Name))
+	g.line(`  rankdir=TB; node [shape=box, style=rounded, fontname="Helvetica"];`)
+	g.line(`  start [shape=oval]; finish [shape=oval];`)
+	last := g.steps(p.Flow, []string{"start"}, "  ")
+	for _, l := range last {
+		g.line(fmt.Sprintf("  %s -> finish;", l))
+	}
+	g.line("}")
+	return g.b.String()
+}
+
+type graphWriter struct {
+	plan    *Plan
+	mermaid bool
+	b       strings.Builder
+	n       int
+}
+
+func (g *graphWriter) line(s string) { g.b.WriteString(s + "\n") }
+
+func (g *graphWriter) id(prefix string) string {
+	g.n++
+	return fmt.Sprintf("%s%d", prefix, g.n)
+}
+
+func (g *graphWriter) edge(from, to, label, indent string) {
+	switch {
+	case g.mermaid && label != "":
+		g.line(fmt.Sprintf("%s%s -->|%s| %s", indent, from, mermaidText(label), to))
+	case g.mermaid:
+		g.line(fmt.Sprintf("%s%s --> %s", indent, from, to))
+	case label != "":
+		g.line(fmt.Sprintf("%s%s -> %s [label=%q];", indent, from, to, label))
+	default:
+		g.line(fmt.Sprintf("%s%s -> %s;", indent, from, to))
+	}
+}
+
+func mermaidText(s string) string {
+	s = strings.ReplaceAll(s, `"`, "#quot;")
+	s = strings.ReplaceAll(s, "|", "#124;")
+	return `"` + s + `"`
+}
+
+func (g *graphWriter) nodeLabel(n *NodePlan) string {
+	var agents []string
+	for _, a := range n.Agents {
+		agents = append(agents, a.ID)
+	}
+	label := fmt.Sprintf("%s (%s)", n.ID, n.Kind)
+	if len(agents) > 0 {
+		label += "\n" + strings.Join(agents, ", ")
+	}
+	return label
+}
+
+// steps draws a sequence, connecting it from the given predecessors, and
+// returns the ids the next step should connect from.
+func (g *graphWriter) steps(steps []*FlowStep, prev []string, indent string) []string {
+	return g.stepsLabelled(steps, prev, "", indent)
+}
+
+// stepsLabelled is steps with a label on the edges into the first step.
+func (g *graphWriter) stepsLabelled(steps []*FlowStep, prev []string, label, indent string) []string {
+	for _, s := range steps {
+		prev = g.step(s, prev, label, indent)
+		label = ""
+	}
+	return prev
+}
+
+func (g *graphWriter) step(s *FlowStep, prev []string, in, indent string) []string {
+	switch s.Kind {
+	case StepNode:
+		id := g.id("n")
+		label := g.nodeLabel(s.Node)
+		if g.mermaid {
+			g.line(fmt.Sprintf("%s%s[%s]", indent, id, mermaidText(strings.ReplaceAll(label, "\n", "<br/>"))))
+		} else {
+			g.line(fmt.Sprintf("%s%s [label=%q];", indent, id, label))
+		}
+		for _, p := range prev {
+			g.edge(p, id, in, indent)
+		}
+		return []string{id}
+	case StepLoop, StepForeach:
+		title := loopTitle(s)
+		cid := g.id("c")
+		head := g.id("h")
+		if g.mermaid {
+			g.line(fmt.Sprintf("%ssubgraph %s[%s]", indent, cid, mermaidText(title)))
+			g.line(fmt.Sprintf("%s  %s{{%s}}", indent, head, mermaidText(headLabel(s))))
+		} else {
+			g.line(fmt.Sprintf("%ssubgraph cluster_%s {", indent, cid))
+			g.line(fmt.Sprintf("%s  label=%q; style=dashed;", indent, title))
+			g.line(fmt.Sprintf("%s  %s [shape=hexagon, label=%q];", indent, head, headLabel(s)))
+		}
+		body := g.steps(s.Do, []string{head}, indent+"  ")
+		for _, b := range body {
+			g.edge(b, head, "next", indent+"  ")
+		}
+		if g.mermaid {
+			g.line(indent + "end")
+		} else {
+			g.line(indent + "}")
+		}
+		for _, p := range prev {
+			g.edge(p, head, in, indent)
+		}
+		return []string{head}
+	case StepIf:
+		id := g.id("d")
+		if g.mermaid {
+			g.line(fmt.Sprintf("%s%s{%s}", indent, id, mermaidText("if "+s.Cond.Source)))
+		} else {
+			g.line(fmt.Sprintf("%s%s [shape=diamond, label=%q];", indent, id, "if "+s.Cond.Source))
+		}
+		for _, p := range prev {
+			g.edge(p, id, in, indent)
+		}
+		thenEnd := g.stepsLabelled(s.Do, []string{id}, "then", indent)
+		if len(s.Else) == 0 {
+			return append(thenEnd, id)
+		}
+		elseEnd := g.stepsLabelled(s.Else, []string{id}, "else", indent)
+		return append(thenEnd, elseEnd...)
+	}
+	return prev
+}
+
+func loopTitle(s *FlowStep) string {
+	if s.Kind == StepForeach {
+		return fmt.Sprintf("foreach %s in %s", s.As, s.In.Source)
+	}
+	return fmt.Sprintf("loop %s", s.As)
+}
+
+func headLabel(s *FlowStep) string {
+	if s.Kind == StepForeach {
+		return fmt.Sprintf("next %s of %s", s.As, sourceOf(s.In))
+	}
+	max := fmt.Sprint(s.MaxConst)
+	if s.MaxExpr != nil {
+		max = s.MaxExpr.Source
+	}
+	label := fmt.Sprintf("%s = 1..%s", s.As, max)
+	if s.Until != nil {
+		label += "\nuntil " + s.Until.Source
+	}
+	return label
+}
+
+func sourceOf(p *Program) string {
+	if p == nil {
+		return "?"
+	}
+	return p.Source
+}

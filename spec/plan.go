@@ -1,0 +1,180 @@
+package spec
+
+import (
+	"text/template"
+	"time"
+
+	"github.com/expr-lang/expr/vm"
+	"github.com/santhosh-tekuri/jsonschema/v5"
+)
+
+// Plan is a compiled spec: every reference resolved, every template parsed and
+// every expression compiled. The runtime executes a Plan and never looks at
+// YAML again.
+type Plan struct {
+	File   *File
+	Path   string
+	Source []byte
+	// Digest is the SHA-256 of the spec file, hex encoded.
+	Digest string
+	Name   string
+
+	Inputs    []*InputPlan
+	Vars      []*VarPlan
+	Endpoints map[string]*EndpointPlan
+	Models    map[string]*ModelPlan
+	Agents    []*AgentPlan
+	AgentByID map[string]*AgentPlan
+	Verdicts  map[string][]string
+	Goals     []GoalView
+
+	// Templates holds every template the spec can use, by full name.
+	Templates *template.Template
+	// TemplateSources says where each template came from and its digest.
+	TemplateSources map[string]TemplateSource
+	// Schemas are the named JSON Schemas of template libraries (schema_ref).
+	Schemas map[string]*jsonschema.Schema
+
+	Summarize *SummarizePlan
+
+	Nodes     map[string]*NodePlan
+	NodeOrder []string
+	Flow      []*FlowStep
+	Outputs   []*OutputPlan
+	Score     *Program
+}
+
+// InputPlan is a declared input.
+type InputPlan struct {
+	Name        string
+	Required    bool
+	Description string
+	Default     any
+	HasDefault  bool
+	MaxChars    int
+}
+
+// VarPlan is a declared variable; its default fixes its type.
+type VarPlan struct {
+	Name    string
+	Default any
+}
+
+// EndpointPlan is a resolved endpoint.
+type EndpointPlan struct {
+	Name      string
+	BaseURL   string
+	APIKeyEnv string
+	// FromEnv is set for the implicit default endpoint, whose base URL comes
+	// from OPENAI_BASE_URL when set.
+	FromEnv           bool
+	MaxConcurrency    int
+	RequestsPerMinute int
+	TokensPerMinute   int
+	Timeout           time.Duration
+	MaxRetries        int
+	Headers           map[string]string
+}
+
+// ModelPlan is a resolved model configuration.
+type ModelPlan struct {
+	Name        string
+	Model       string
+	Endpoint    *EndpointPlan
+	Temperature *float64
+	TopP        *float64
+	MaxTokens   int
+	Seed        *int
+	Stream      bool
+	Price       *Price
+}
+
+// AgentPlan is a resolved agent.
+type AgentPlan struct {
+	ID      string
+	Name    string
+	Role    string
+	Model   *ModelPlan
+	System  string // template name, or ""
+	Persona Persona
+	Tools   []string
+	Vars    map[string]any
+}
+
+// View is what templates and expressions see of the agent.
+func (a *AgentPlan) View() AgentView {
+	v := AgentView{ID: a.ID, Name: a.Name, Role: a.Role, Persona: a.Persona, Vars: a.Vars}
+	if a.Model != nil {
+		v.Model = a.Model.Model
+	}
+	return v
+}
+
+// SummarizePlan configures history summaries.
+type SummarizePlan struct {
+	OverChars int
+	MaxChars  int
+	Template  string
+	Model     *ModelPlan
+}
+
+// TemplateSource records where a template was defined.
+type TemplateSource struct {
+	// Origin is "library:NAME", a file path, or "spec" for define:.
+	Origin string `json:"origin"`
+	Digest string `json:"digest"`
+}
+
+// NodePlan is a compiled node.
+type NodePlan struct {
+	ID          string
+	Kind        string
+	Description string
+	Agents      []*AgentPlan
+	// Config is what the kind's Compile returned.
+	Config any
+	Pos    Pos
+}
+
+// StepKind distinguishes flow steps.
+type StepKind int
+
+// The flow step kinds.
+const (
+	StepNode StepKind = iota
+	StepLoop
+	StepForeach
+	StepIf
+)
+
+// FlowStep is a compiled flow step.
+type FlowStep struct {
+	Kind StepKind
+	Pos  Pos
+	Node *NodePlan // StepNode
+	// As is the loop or foreach variable name.
+	As string
+	// Max bounds a loop: MaxConst when the spec wrote a number, else MaxExpr.
+	MaxConst int
+	MaxExpr  *Program
+	Until    *Program // StepLoop, optional
+	In       *Program // StepForeach
+	Cond     *Program // StepIf
+	Do       []*FlowStep
+	Else     []*FlowStep
+	// Path is a stable id of the step, e.g. "flow[1].loop", used in journals.
+	Path string
+}
+
+// OutputPlan is a compiled output expression.
+type OutputPlan struct {
+	Name    string
+	Program *Program
+}
+
+// Program is a compiled expression with its source and position.
+type Program struct {
+	Source  string
+	Pos     Pos
+	Program *vm.Program
+}

@@ -1,0 +1,300 @@
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxSpecBytes bounds the size of a spec file. Real specs are a few kilobytes;
+// the bound keeps a wrong path (a log, a dataset) from being parsed at length.
+const MaxSpecBytes = 2 << 20
+
+// maxValueNodes bounds how many YAML values one document may expand to once
+// aliases are followed, which defuses "billion laughs" anchor bombs.
+const maxValueNodes = 200_000
+
+// readSpecFile reads a spec file and rejects inputs that cannot be a spec
+// before any parsing: directories, oversized files, binary data.
+func readSpecFile(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no such file")
+		}
+		return nil, err
+	}
+	if info.IsDir() {
+		return nil, fmt.Errorf("is a directory, not a spec file")
+	}
+	if !info.Mode().IsRegular() && info.Mode()&os.ModeNamedPipe == 0 {
+		return nil, fmt.Errorf("is not a regular file")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxSpecBytes {
+		return nil, fmt.Errorf("file is larger than %d MiB; a spec is a small YAML file", MaxSpecBytes>>20)
+	}
+	return data, nil
+}
+
+// checkText rejects data that is not UTF-8 text.
+func checkText(data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return fmt.Errorf("spec is empty")
+	}
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return fmt.Errorf("spec is binary data (NUL byte at offset %d), not YAML text", i)
+	}
+	if !utf8.Valid(data) {
+		return fmt.Errorf("spec is not valid UTF-8 text")
+	}
+	return nil
+}
+
+// parseYAML parses one YAML document into a node tree that keeps positions.
+func parseYAML(r *reporter, data []byte) *yaml.Node {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			r.errorf(Pos{1, 1}, "spec is empty")
+			return nil
+		}
+		pos, msg := yamlErrorPos(err)
+		r.errorf(pos, "YAML syntax: %s", msg)
+		return nil
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		r.errorf(nodePos(&extra), "a spec file holds one YAML document; found a second one")
+	} else if !errors.Is(err, io.EOF) {
+		pos, msg := yamlErrorPos(err)
+		r.errorf(pos, "YAML syntax: %s", msg)
+		return nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		r.errorf(Pos{1, 1}, "spec is empty")
+		return nil
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		r.errorf(nodePos(root), "a spec must be a mapping of keys (version, name, agents, nodes, flow, ...), found %s", kindName(root))
+		return nil
+	}
+	return root
+}
+
+// yamlErrorPos pulls "line N" out of a yaml.v3 error message, which carries no
+// structured position.
+func yamlErrorPos(err error) (Pos, string) {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	if strings.HasPrefix(msg, "line ") {
+		rest := msg[len("line "):]
+		if i := strings.Index(rest, ":"); i > 0 {
+			if n, convErr := strconv.Atoi(rest[:i]); convErr == nil {
+				return Pos{Line: n, Col: 1}, strings.TrimSpace(rest[i+1:])
+			}
+		}
+	}
+	return Pos{Line: 1, Col: 1}, msg
+}
+
+func nodePos(n *yaml.Node) Pos {
+	if n == nil {
+		return Pos{}
+	}
+	return Pos{Line: n.Line, Col: n.Column}
+}
+
+// kindName names a YAML node's shape for messages.
+func kindName(n *yaml.Node) string {
+	n = resolveAlias(n)
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "null"
+		case "!!bool":
+			return "a boolean"
+		case "!!int":
+			return "an integer"
+		case "!!float":
+			return "a number"
+		default:
+			return "a string"
+		}
+	}
+	return "nothing"
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+// located is the result of turning a YAML tree into plain JSON-like values:
+// the value, plus where each JSON pointer came from.
+type located struct {
+	value any
+	// values maps a JSON pointer to the YAML node of its value; keys maps a
+	// pointer to the key node that introduced it (absent for list items).
+	values map[string]*yaml.Node
+	keys   map[string]*yaml.Node
+}
+
+// yamlToJSON converts a YAML node tree into values the JSON Schema validator
+// accepts, recording positions by JSON pointer. Duplicate keys and non-string
+// keys are reported; alias expansion is bounded.
+func yamlToJSON(r *reporter, root *yaml.Node) *located {
+	l := &located{values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+	budget := maxValueNodes
+	bombed := false
+	var conv func(n *yaml.Node, ptr string, depth int) any
+	conv = func(n *yaml.Node, ptr string, depth int) any {
+		if bombed {
+			return nil
+		}
+		budget--
+		if budget < 0 || depth > 200 {
+			bombed = true
+			r.errorf(nodePos(n), "spec expands to more than %d values (YAML aliases nested too deeply?); refusing to process it", maxValueNodes)
+			return nil
+		}
+		if n.Kind == yaml.AliasNode {
+			if _, ok := l.values[ptr]; !ok {
+				l.values[ptr] = n
+			}
+			return conv(n.Alias, ptr, depth+1)
+		}
+		if _, ok := l.values[ptr]; !ok {
+			l.values[ptr] = n
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			m := make(map[string]any, len(n.Content)/2)
+			firstAt := map[string]*yaml.Node{}
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+					// "<<: *base" merges keys of the aliased mapping(s).
+					for _, src := range mergeSources(v) {
+						for j := 0; j+1 < len(src.Content); j += 2 {
+							mk := resolveAlias(src.Content[j])
+							if _, exists := m[mk.Value]; exists {
+								continue
+							}
+							cp := ptr + "/" + escapePointer(mk.Value)
+							l.keys[cp] = k
+							m[mk.Value] = conv(src.Content[j+1], cp, depth+1)
+						}
+					}
+					continue
+				}
+				if k.Kind != yaml.ScalarNode {
+					r.errorf(nodePos(k), "keys must be plain strings, found %s", kindName(k))
+					continue
+				}
+				name := k.Value
+				if prev, dup := firstAt[name]; dup {
+					r.errorf(nodePos(k), "duplicate key %q (first defined at line %d)", name, prev.Line)
+					continue
+				}
+				firstAt[name] = k
+				cp := ptr + "/" + escapePointer(name)
+				l.keys[cp] = k
+				m[name] = conv(v, cp, depth+1)
+			}
+			return m
+		case yaml.SequenceNode:
+			s := make([]any, len(n.Content))
+			for i, c := range n.Content {
+				s[i] = conv(c, ptr+"/"+strconv.Itoa(i), depth+1)
+			}
+			return s
+		case yaml.ScalarNode:
+			return scalarValue(n)
+		}
+		return nil
+	}
+	l.value = conv(root, "", 0)
+	if bombed {
+		return nil
+	}
+	return l
+}
+
+func mergeSources(v *yaml.Node) []*yaml.Node {
+	v = resolveAlias(v)
+	if v.Kind == yaml.MappingNode {
+		return []*yaml.Node{v}
+	}
+	var out []*yaml.Node
+	if v.Kind == yaml.SequenceNode {
+		for _, c := range v.Content {
+			if c = resolveAlias(c); c.Kind == yaml.MappingNode {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// scalarValue turns a scalar into the Go value JSON decoding would give.
+func scalarValue(n *yaml.Node) any {
+	switch n.ShortTag() {
+	case "!!null":
+		return nil
+	case "!!bool":
+		var b bool
+		if n.Decode(&b) == nil {
+			return b
+		}
+	case "!!int":
+		var i int64
+		if n.Decode(&i) == nil {
+			return i
+		}
+		var f float64
+		if n.Decode(&f) == nil {
+			return f
+		}
+	case "!!float":
+		var f float64
+		if n.Decode(&f) == nil {
+			return f
+		}
+	}
+	return n.Value
+}
+
+func escapePointer(s string) string {
+	s = strings.ReplaceAll(s, "~", "~0")
+	return strings.ReplaceAll(s, "/", "~1")
+}
+
+func unescapePointer(s string) string {
+	s = strings.ReplaceAll(s, "~1", "/")
+	return strings.ReplaceAll(s, "~0", "~")
+}

@@ -1,0 +1,328 @@
+package spec
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed base.schema.json
+var baseSchema []byte
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// validateSchema checks the spec against the registry's JSON Schema and
+// reports each failure at the YAML key or value it is about.
+func validateSchema(r *reporter, reg *Registry, loc *located) {
+	reg.build()
+	if reg.err != nil {
+		r.errorf(Pos{}, "internal error: spec schema: %v", reg.err)
+		return
+	}
+	err := reg.compiled.Validate(loc.value)
+	if err == nil {
+		return
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		r.errorf(Pos{1, 1}, "schema validation: %v", err)
+		return
+	}
+	for _, leaf := range leaves(ve) {
+		reportSchemaError(r, reg, loc, leaf)
+	}
+}
+
+// leaves flattens a validation error tree. For anyOf/oneOf failures it keeps
+// only the branch that got furthest into the value, which is almost always the
+// one the author meant.
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	kw := lastSegment(ve.KeywordLocation)
+	if kw == "anyOf" || kw == "oneOf" {
+		var best []*jsonschema.ValidationError
+		bestScore := -1
+		for _, c := range ve.Causes {
+			ls := leaves(c)
+			score := 0
+			for _, l := range ls {
+				d := strings.Count(l.InstanceLocation, "/")*4 + specificity(l)
+				if d > score {
+					score = d
+				}
+			}
+			if score > bestScore || (score == bestScore && len(ls) < len(best)) {
+				best, bestScore = ls, score
+			}
+		}
+		return best
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// specificity prefers errors that show the branch was the intended one: a
+// failing type check means the branch did not fit at all.
+func specificity(l *jsonschema.ValidationError) int {
+	switch lastSegment(l.KeywordLocation) {
+	case "type":
+		return 0
+	case "required":
+		return 1
+	case "additionalProperties":
+		return 2
+	}
+	return 3
+}
+
+func lastSegment(p string) string {
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.ValidationError) {
+	ptr := ve.InstanceLocation
+	node := loc.values[ptr]
+	pos := nodePos(node)
+	if pos.Line == 0 {
+		pos = Pos{1, 1}
+	}
+	where := describePointer(ptr)
+	switch lastSegment(ve.KeywordLocation) {
+	case "additionalProperties":
+		allowed := allowedProperties(reg, ve.KeywordLocation)
+		for _, name := range quotedNames(ve.Message) {
+			kp := ptr + "/" + escapePointer(name)
+			kpos := pos
+			if k := loc.keys[kp]; k != nil {
+				kpos = nodePos(k)
+			}
+			msg := fmt.Sprintf("unknown key %q in %s%s", name, where, didYouMean(name, allowed))
+			if len(allowed) > 0 && suggest(name, allowed) == "" && len(allowed) <= 12 {
+				msg += "; allowed: " + strings.Join(allowed, ", ")
+			}
+			r.errorf(kpos, "%s", msg)
+		}
+		return
+	case "required":
+		names := quotedNames(ve.Message)
+		if k := loc.keys[ptr]; k != nil && ptr != "" {
+			pos = nodePos(k)
+		}
+		for _, name := range names {
+			r.errorf(pos, "%s is missing required key %q", where, name)
+		}
+		return
+	case "type":
+		r.errorf(pos, "%s: %s", where, typeMessage(ve.Message, node))
+		return
+	case "const":
+		if ptr == "/version" {
+			r.errorf(pos, "unsupported spec version %s: this runner knows version 1", scalarText(node))
+			return
+		}
+	case "enum":
+		r.errorf(pos, "%s: %s", where, enumMessage(ve.Message, node))
+		return
+	case "pattern":
+		if strings.Contains(ve.KeywordLocation, "propertyNames") {
+			name := unescapePointer(lastSegment(ptr))
+			if k := loc.keys[ptr]; k != nil {
+				pos = nodePos(k)
+			}
+			if strings.Contains(ve.KeywordLocation, "/define/") {
+				r.errorf(pos, "%q is not a valid template name (use LIBRARY/NAME with letters, digits, '_', '-' and '.')", name)
+				return
+			}
+			r.errorf(pos, "%q is not a valid id in %s (use letters, digits, '_' and '-', starting with a letter or '_')", name, describePointer(parentPointer(ptr)))
+			return
+		}
+		r.errorf(pos, "%s: %q does not have the expected form (%s)", where, scalarText(node), strings.TrimPrefix(ve.Message, "does not match pattern "))
+		return
+	case "minProperties":
+		r.errorf(pos, "%s must not be empty", where)
+		return
+	case "minItems":
+		r.errorf(pos, "%s must have at least one entry", where)
+		return
+	}
+	r.errorf(pos, "%s: %s", where, ve.Message)
+}
+
+func parentPointer(ptr string) string {
+	if i := strings.LastIndex(ptr, "/"); i >= 0 {
+		return ptr[:i]
+	}
+	return ""
+}
+
+func scalarText(n *yaml.Node) string {
+	n = resolveAlias(n)
+	if n == nil {
+		return ""
+	}
+	if n.Kind == yaml.ScalarNode {
+		return n.Value
+	}
+	return kindName(n)
+}
+
+func typeMessage(msg string, n *yaml.Node) string {
+	// jsonschema says "expected integer, but got string".
+	want := strings.TrimPrefix(msg, "expected ")
+	if i := strings.Index(want, ", but got"); i >= 0 {
+		want = want[:i]
+	}
+	want = strings.ReplaceAll(want, " or ", " or ")
+	return fmt.Sprintf("expected %s, found %s", article(want), describeValue(n))
+}
+
+func article(t string) string {
+	switch t {
+	case "object":
+		return "a mapping"
+	case "array":
+		return "a list"
+	case "integer":
+		return "an integer"
+	case "null":
+		return "null"
+	}
+	if strings.Contains(t, ",") || strings.Contains(t, " or ") {
+		return "one of " + t
+	}
+	return "a " + t
+}
+
+func describeValue(n *yaml.Node) string {
+	n = resolveAlias(n)
+	if n == nil {
+		return "nothing"
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!null" {
+		v := n.Value
+		if len(v) > 40 {
+			v = v[:40] + "..."
+		}
+		return fmt.Sprintf("%s %q", kindName(n), v)
+	}
+	return kindName(n)
+}
+
+func enumMessage(msg string, n *yaml.Node) string {
+	opts := quotedNames(msg)
+	got := scalarText(n)
+	s := fmt.Sprintf("%q is not one of %s", got, strings.Join(opts, ", "))
+	return s + didYouMean(got, opts)
+}
+
+// quotedNames extracts 'x' or "x" items from a validator message.
+func quotedNames(msg string) []string {
+	var out []string
+	for _, q := range []byte{'\'', '"'} {
+		parts := strings.Split(msg, string(q))
+		for i := 1; i < len(parts); i += 2 {
+			out = append(out, parts[i])
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return out
+}
+
+// describePointer names a JSON pointer the way a user reads the spec:
+// "nodes.propose", "flow[2].loop", or "the spec" for the root.
+func describePointer(ptr string) string {
+	if ptr == "" {
+		return "the spec"
+	}
+	var b strings.Builder
+	for _, seg := range strings.Split(ptr[1:], "/") {
+		seg = unescapePointer(seg)
+		if _, err := strconv.Atoi(seg); err == nil {
+			b.WriteString("[" + seg + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(seg)
+	}
+	return b.String()
+}
+
+// allowedProperties finds the properties a schema location allows, for
+// "did you mean" suggestions.
+func allowedProperties(reg *Registry, keywordLoc string) []string {
+	// keywordLoc is like /properties/nodes/additionalProperties/$ref/allOf/0/then/$ref/additionalProperties;
+	// resolve it against the raw schema, following $ref.
+	segs := strings.Split(strings.TrimPrefix(keywordLoc, "/"), "/")
+	if len(segs) == 0 {
+		return nil
+	}
+	segs = segs[:len(segs)-1] // drop the failing keyword itself
+	cur := any(reg.raw)
+	for _, s := range segs {
+		s = unescapePointer(s)
+		m, ok := cur.(map[string]any)
+		if s == "$ref" && ok {
+			ref, _ := m["$ref"].(string)
+			cur = resolveRef(reg.raw, ref)
+			continue
+		}
+		switch v := cur.(type) {
+		case map[string]any:
+			cur = v[s]
+		case []any:
+			i, err := strconv.Atoi(s)
+			if err != nil || i >= len(v) {
+				return nil
+			}
+			cur = v[i]
+		default:
+			return nil
+		}
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return nil
+	}
+	props, _ := m["properties"].(map[string]any)
+	out := make([]string, 0, len(props))
+	for k := range props {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func resolveRef(root map[string]any, ref string) any {
+	if !strings.HasPrefix(ref, "#/") {
+		return nil
+	}
+	var cur any = root
+	for _, s := range strings.Split(ref[2:], "/") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[unescapePointer(s)]
+	}
+	return cur
+}

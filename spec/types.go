@@ -1,0 +1,343 @@
+package spec
+
+import (
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Value is a decoded YAML value that remembers where it was written.
+type Value[T any] struct {
+	V   T
+	Pos Pos
+	Set bool
+}
+
+// UnmarshalYAML decodes the value and keeps its position.
+func (v *Value[T]) UnmarshalYAML(n *yaml.Node) error {
+	v.Pos = nodePos(n)
+	v.Set = true
+	return n.Decode(&v.V)
+}
+
+// Str is a string with its position.
+type Str = Value[string]
+
+// StrList is a list of strings; a single string is accepted as a list of one.
+type StrList []Str
+
+// UnmarshalYAML accepts a scalar or a sequence of scalars.
+func (l *StrList) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	if n.Kind == yaml.ScalarNode {
+		if n.ShortTag() == "!!null" {
+			return nil
+		}
+		*l = StrList{{V: n.Value, Pos: nodePos(n), Set: true}}
+		return nil
+	}
+	var items []Str
+	if err := n.Decode(&items); err != nil {
+		return err
+	}
+	*l = items
+	return nil
+}
+
+// Values returns the plain strings.
+func (l StrList) Values() []string {
+	out := make([]string, len(l))
+	for i, s := range l {
+		out[i] = s.V
+	}
+	return out
+}
+
+// Expr is an expr-lang expression as written in the spec. Plain numbers and
+// booleans are expressions too (max: 3).
+type Expr struct {
+	Source string
+	Pos    Pos
+}
+
+// UnmarshalYAML accepts any scalar.
+func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	e.Pos = nodePos(n)
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("expression must be a scalar")
+	}
+	e.Source = n.Value
+	return nil
+}
+
+// IsZero reports whether no expression was written.
+func (e Expr) IsZero() bool { return e.Source == "" && e.Pos.Line == 0 }
+
+// Map is a YAML mapping decoded in declaration order, which matters: agents
+// are called and recorded in the order they are declared.
+type Map[T any] struct {
+	Keys   []Str
+	Values map[string]*T
+}
+
+// UnmarshalYAML decodes each entry, keeping key order and positions.
+func (m *Map[T]) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("expected a mapping")
+	}
+	m.Values = map[string]*T{}
+	var errs []string
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+			continue
+		}
+		if _, dup := m.Values[k.Value]; dup {
+			continue
+		}
+		var t T
+		if err := v.Decode(&t); err != nil {
+			errs = append(errs, err.Error())
+		}
+		m.Keys = append(m.Keys, Str{V: k.Value, Pos: nodePos(k), Set: true})
+		m.Values[k.Value] = &t
+	}
+	if len(errs) > 0 {
+		return &yaml.TypeError{Errors: errs}
+	}
+	return nil
+}
+
+// Names returns the keys in declaration order.
+func (m Map[T]) Names() []string {
+	out := make([]string, len(m.Keys))
+	for i, k := range m.Keys {
+		out[i] = k.V
+	}
+	return out
+}
+
+// Has reports whether a key is present.
+func (m Map[T]) Has(name string) bool {
+	_, ok := m.Values[name]
+	return ok
+}
+
+// Len is the number of entries.
+func (m Map[T]) Len() int { return len(m.Keys) }
+
+// File is a decoded spec: the typed form of what the user wrote, with
+// positions. Node kinds decode their own fields from Node.Raw.
+type File struct {
+	Path        string
+	Version     Value[int]      `yaml:"version"`
+	Name        Str             `yaml:"name"`
+	Description string          `yaml:"description"`
+	Inputs      Map[Input]      `yaml:"inputs"`
+	Vars        Map[Value[any]] `yaml:"vars"`
+	Endpoints   Map[Endpoint]   `yaml:"endpoints"`
+	Models      Map[Model]      `yaml:"models"`
+	Templates   Templates       `yaml:"templates"`
+	Agents      Map[Agent]      `yaml:"agents"`
+	Verdicts    Map[StrList]    `yaml:"verdicts"`
+	Goals       []Goal          `yaml:"goals"`
+	History     History         `yaml:"history"`
+	Nodes       Map[NodeDecl]   `yaml:"nodes"`
+	Flow        []Step          `yaml:"flow"`
+	Outputs     Map[Expr]       `yaml:"outputs"`
+	Score       Expr            `yaml:"score"`
+	Defaults    Defaults        `yaml:"defaults"`
+	Root        *yaml.Node      `yaml:"-"`
+}
+
+// Defaults are run-wide settings a spec may fix.
+type Defaults struct {
+	Seed       *int64 `yaml:"seed"`
+	MaxRetries *int   `yaml:"max_retries"`
+	Timeout    string `yaml:"timeout"`
+}
+
+// Input is a value the user gives on the command line.
+type Input struct {
+	Required    bool   `yaml:"required"`
+	Description string `yaml:"description"`
+	Default     *any   `yaml:"default"`
+	MaxChars    int    `yaml:"max_chars"`
+}
+
+// Endpoint is an OpenAI-compatible API.
+type Endpoint struct {
+	BaseURL           string            `yaml:"base_url"`
+	APIKeyEnv         string            `yaml:"api_key_env"`
+	MaxConcurrency    int               `yaml:"max_concurrency"`
+	RequestsPerMinute int               `yaml:"requests_per_minute"`
+	TokensPerMinute   int               `yaml:"tokens_per_minute"`
+	Timeout           Str               `yaml:"timeout"`
+	MaxRetries        *int              `yaml:"max_retries"`
+	Headers           map[string]string `yaml:"headers"`
+}
+
+// Model is a named model configuration. A plain string is shorthand for
+// {model: NAME}.
+type Model struct {
+	Model       string   `yaml:"model"`
+	Endpoint    Str      `yaml:"endpoint"`
+	Temperature *float64 `yaml:"temperature"`
+	TopP        *float64 `yaml:"top_p"`
+	MaxTokens   int      `yaml:"max_tokens"`
+	Seed        *int     `yaml:"seed"`
+	Stream      bool     `yaml:"stream"`
+	Price       *Price   `yaml:"price"`
+}
+
+// Price is what a model costs, in currency units per million tokens.
+type Price struct {
+	Prompt     float64 `yaml:"prompt"`
+	Completion float64 `yaml:"completion"`
+}
+
+// UnmarshalYAML accepts the string shorthand.
+func (m *Model) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	if n.Kind == yaml.ScalarNode {
+		m.Model = n.Value
+		return nil
+	}
+	type plain Model
+	return n.Decode((*plain)(m))
+}
+
+// Templates says which template libraries a spec uses and which templates it
+// defines itself.
+type Templates struct {
+	Use    StrList  `yaml:"use"`
+	Define Map[Str] `yaml:"define"`
+}
+
+// Agent is a participant of the debate.
+type Agent struct {
+	Name    string         `yaml:"name"`
+	Role    string         `yaml:"role"`
+	Model   Str            `yaml:"model"`
+	System  Str            `yaml:"system"`
+	Persona *Persona       `yaml:"persona"`
+	Tools   StrList        `yaml:"tools"`
+	Vars    map[string]any `yaml:"vars"`
+}
+
+// Persona describes a character for persona-driven debates.
+type Persona struct {
+	Title         string `yaml:"title" json:"title,omitempty"`
+	Expertise     string `yaml:"expertise" json:"expertise,omitempty"`
+	Personality   string `yaml:"personality" json:"personality,omitempty"`
+	SpeakingStyle string `yaml:"speaking_style" json:"speaking_style,omitempty"`
+	Background    string `yaml:"background" json:"background,omitempty"`
+}
+
+// Goal is one topic of a goal-chained debate.
+type Goal struct {
+	ID          Str            `yaml:"id"`
+	Description string         `yaml:"description"`
+	Vars        map[string]any `yaml:"vars"`
+}
+
+// History configures how earlier messages reach prompts.
+type History struct {
+	Summarize *Summarize `yaml:"summarize"`
+}
+
+// Summarize turns a long history into a model-written summary.
+type Summarize struct {
+	OverChars int `yaml:"over_chars"`
+	MaxChars  int `yaml:"max_chars"`
+	Template  Str `yaml:"template"`
+	Model     Str `yaml:"model"`
+}
+
+// NodeDecl is a node as declared. The fields every kind shares are decoded
+// here; the kind decodes the rest from Raw.
+type NodeDecl struct {
+	Kind        Str
+	Agents      StrList
+	Description string
+	Raw         *yaml.Node
+	Pos         Pos
+}
+
+// UnmarshalYAML keeps the raw mapping for the kind's decoder.
+func (d *NodeDecl) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	d.Raw = n
+	d.Pos = nodePos(n)
+	var common struct {
+		Kind        Str     `yaml:"kind"`
+		Agents      StrList `yaml:"agents"`
+		Description string  `yaml:"description"`
+	}
+	err := n.Decode(&common)
+	d.Kind, d.Agents, d.Description = common.Kind, common.Agents, common.Description
+	return err
+}
+
+// Step is one entry of a flow: a node to run, a loop, a foreach or an if.
+type Step struct {
+	Pos     Pos
+	Node    Str
+	Loop    *LoopStep
+	Foreach *ForeachStep
+	If      *IfStep
+}
+
+// LoopStep repeats its body until a condition holds or a bound is reached.
+type LoopStep struct {
+	As    Str    `yaml:"as"`
+	Max   Expr   `yaml:"max"`
+	Until Expr   `yaml:"until"`
+	Do    []Step `yaml:"do"`
+}
+
+// ForeachStep runs its body once per element of a list.
+type ForeachStep struct {
+	In Expr   `yaml:"in"`
+	As Str    `yaml:"as"`
+	Do []Step `yaml:"do"`
+}
+
+// IfStep runs one branch or the other.
+type IfStep struct {
+	Cond Expr
+	Then []Step
+	Else []Step
+}
+
+// UnmarshalYAML accepts a node name, {loop: ...}, {foreach: ...} or
+// {if: COND, then: [...], else: [...]}.
+func (s *Step) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	s.Pos = nodePos(n)
+	switch n.Kind {
+	case yaml.ScalarNode:
+		s.Node = Str{V: n.Value, Pos: nodePos(n), Set: true}
+		return nil
+	case yaml.MappingNode:
+		var raw struct {
+			Loop    *LoopStep    `yaml:"loop"`
+			Foreach *ForeachStep `yaml:"foreach"`
+			If      *Expr        `yaml:"if"`
+			Then    []Step       `yaml:"then"`
+			Else    []Step       `yaml:"else"`
+		}
+		err := n.Decode(&raw)
+		s.Loop, s.Foreach = raw.Loop, raw.Foreach
+		if raw.If != nil {
+			s.If = &IfStep{Cond: *raw.If, Then: raw.Then, Else: raw.Else}
+		}
+		return err
+	}
+	return fmt.Errorf("a flow step must be a node name or a mapping")
+}
