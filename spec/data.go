@@ -27,12 +27,12 @@ type GoalView struct {
 // Message is one recorded contribution of a run: a proposal, a critique, a
 // turn of a conversation, an interjection.
 type Message struct {
-	ID      string `json:"id" expr:"id"`
-	Node    string `json:"node" expr:"node"`
-	Round   int    `json:"round,omitempty" expr:"round"`
-	Goal    string `json:"goal,omitempty" expr:"goal"`
-	Turn    int    `json:"turn,omitempty" expr:"turn"`
-	From    string `json:"from" expr:"from"`
+	ID    string `json:"id" expr:"id"`
+	Node  string `json:"node" expr:"node"`
+	Round int    `json:"round,omitempty" expr:"round"`
+	Goal  string `json:"goal,omitempty" expr:"goal"`
+	Turn  int    `json:"turn,omitempty" expr:"turn"`
+	From  string `json:"from" expr:"from"`
 	// To is the addressee's agent id; empty means everyone.
 	To string `json:"to,omitempty" expr:"to"`
 	// Whisper messages are visible to their sender and addressee only.
@@ -102,8 +102,8 @@ type PromptData struct {
 	// Item is the element of the innermost foreach.
 	Item   any
 	Goal   GoalView
-	Inputs map[string]any `tmplkeys:"inputs"`
-	Vars   map[string]any `tmplkeys:"vars"`
+	Inputs map[string]any        `tmplkeys:"inputs"`
+	Vars   map[string]any        `tmplkeys:"vars"`
 	Nodes  map[string]NodeResult `tmplkeys:"nodes"`
 	// Target is the message being answered (nodes with each:).
 	Target Message
