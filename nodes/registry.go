@@ -7,6 +7,7 @@ import (
 	"github.com/debate-runner/runner/nodes/ask"
 	"github.com/debate-runner/runner/nodes/clarify"
 	"github.com/debate-runner/runner/nodes/converse"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -19,3 +20,13 @@ var registry = spec.NewRegistry(Kinds()...)
 
 // Registry returns the registry of all node kinds.
 func Registry() *spec.Registry { return registry }
+
+// Executor returns the executor of a node kind, when the kind can run.
+func Executor(kind string) (kit.Executor, bool) {
+	k, ok := registry.Lookup(kind)
+	if !ok {
+		return nil, false
+	}
+	e, ok := k.(kit.Executor)
+	return e, ok
+}

@@ -51,6 +51,7 @@ type env struct {
 type cli struct {
 	Validate validateCmd `cmd:"" help:"Check specs: schema, references, templates and expressions."`
 	Run      runCmd      `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
+	Resume   resumeCmd   `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
 	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
 	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
 	Version  versionCmd  `cmd:"" help:"Print the runner version."`

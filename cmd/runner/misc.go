@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime/debug"
 
@@ -43,4 +44,12 @@ type versionCmd struct{}
 func (versionCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
 	return nil
+}
+
+func toJSON(v any) string {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
 }

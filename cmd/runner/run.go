@@ -1,11 +1,177 @@
 package main
 
-import "errors"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/spec"
+)
 
 type runCmd struct {
-	File string `arg:"" name:"FILE" help:"Spec file."`
+	File      string   `arg:"" name:"FILE" help:"Spec file."`
+	Input     []string `short:"i" name:"input" placeholder:"NAME=VALUE|NAME=@PATH" help:"Give an input (repeatable). @PATH reads a file."`
+	Set       []string `short:"s" name:"set" placeholder:"NAME=VALUE" help:"Override a var (repeatable); the value must have the var's type."`
+	RunsDir   string   `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Where run directories are created."`
+	Seed      *int64   `help:"Seed for random choices (speaker order...)."`
+	Answers   string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions (question id: answer)."`
+	Quiet     bool     `short:"q" help:"No progress on stderr."`
+	Verbose   bool     `short:"v" help:"Progress as plain lines even on a terminal."`
+	JSON      bool     `name:"json" help:"Print journal events to stderr as JSON lines as they happen."`
+	LogPrompt bool     `name:"log-prompts" help:"Write full prompt texts into the journal (by default only digests and sizes)."`
+}
+
+func (runCmd) Help() string {
+	return `Validates the spec (exit 4 if invalid, before any model call), then runs it.
+The run leaves DIR/<run-id>/ with spec.yaml, run.json (inputs, vars, seed,
+versions), journal.jsonl (every event), result.json and report.md. The first
+output is printed on stdout, the run directory on stderr.
+
+Endpoints: the default endpoint reads OPENAI_BASE_URL and OPENAI_API_KEY;
+endpoints in the spec name their own base_url and api_key_env. A .env file next
+to the spec is read for variables not set in the environment.
+
+Examples:
+  runner run examples/reasoning-debate/spec.yaml -i question="What is 12+7*3?"
+  runner run examples/design-debate/spec.yaml -i problem=@problem.md --set max_rounds=2
+  OPENAI_BASE_URL=http://localhost:11434/v1 runner run spec.yaml -i question=@q.txt`
 }
 
 func (c *runCmd) Run(e *env) error {
-	return withCode(exitFailure, errors.New("run is not available in this build yet"))
+	plan, diags := spec.Load(c.File, nodes.Registry())
+	fmt.Fprint(e.stderr, diags.Format())
+	if diags.HasErrors() {
+		return withCode(exitInvalid, fmt.Errorf("%s is invalid; nothing was run", c.File))
+	}
+	opts, err := c.options(e)
+	if err != nil {
+		return err
+	}
+	r, err := runtime.Start(plan, opts)
+	if err != nil {
+		return runError(err)
+	}
+	return execute(e, r)
+}
+
+func (c *runCmd) options(e *env) (runtime.Options, error) {
+	opts := runtime.Options{
+		RunsDir: c.RunsDir, Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Getenv: e.getenv,
+		Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version(),
+	}
+	if c.Answers != "" {
+		a, err := runtime.ReadAnswers(c.Answers)
+		if err != nil {
+			return opts, runError(err)
+		}
+		opts.Answers = a
+	}
+	return opts, nil
+}
+
+func progressFor(e *env, quiet, verbose, asJSON bool) func(runtime.Notice) {
+	mode := runtime.ProgressPlain
+	switch {
+	case asJSON:
+		mode = runtime.ProgressJSON
+	case quiet:
+		mode = runtime.ProgressQuiet
+	case verbose:
+		mode = runtime.ProgressPlain
+	case isTerminal(e.stderr):
+		mode = runtime.ProgressLive
+	}
+	return runtime.NewProgress(e.stderr, mode)
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// execute runs to the end, prints the first output and the run directory,
+// and maps the outcome to an exit code.
+func execute(e *env, r *runtime.Run) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := r.Execute(ctx)
+	if res != nil && len(res.OutputOrder) > 0 && res.Status == runtime.StatusCompleted {
+		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
+	}
+	fmt.Fprintf(e.stderr, "run: %s\n", r.Dir)
+	if err != nil {
+		if errors.Is(err, runtime.ErrWaiting) {
+			fmt.Fprintf(e.stderr, "waiting for answers: edit %s/questions.yaml, then run: runner resume %s --answers %s/questions.yaml\n", r.Dir, r.Dir, r.Dir)
+			return withCode(exitWaiting, errors.New(""))
+		}
+		return runError(fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir))
+	}
+	return nil
+}
+
+func runError(err error) error {
+	var fe *runtime.FlagError
+	var ee *runtime.EndpointError
+	switch {
+	case errors.As(err, &fe):
+		return withCode(exitUsage, err)
+	case errors.As(err, &ee):
+		return withCode(exitEndpoint, err)
+	case errors.Is(err, runtime.ErrWaiting):
+		return withCode(exitWaiting, err)
+	}
+	return withCode(exitFailure, err)
+}
+
+type resumeCmd struct {
+	Dir     string `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>)."`
+	Answers string `placeholder:"FILE" help:"YAML file of answers to clarifying questions."`
+	Quiet   bool   `short:"q" help:"No progress on stderr."`
+	Verbose bool   `short:"v" help:"Progress as plain lines even on a terminal."`
+	JSON    bool   `name:"json" help:"Print journal events to stderr as JSON lines."`
+}
+
+func (resumeCmd) Help() string {
+	return `Continues a run that was killed, failed, or is waiting for answers. Model
+calls whose responses are in the journal are not made again; the result is the
+one an uninterrupted run would have given.
+
+Examples:
+  runner resume runs/20261121T101500.000Z-design-debate-1a2b3c
+  runner resume runs/<id> --answers runs/<id>/questions.yaml`
+}
+
+func (c *resumeCmd) Run(e *env) error {
+	opts := runtime.Options{Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version()}
+	if c.Answers != "" {
+		a, err := runtime.ReadAnswers(c.Answers)
+		if err != nil {
+			return runError(err)
+		}
+		opts.Answers = a
+	}
+	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
+	if err != nil {
+		return runError(err)
+	}
+	return execute(e, r)
+}
+
+func formatOutput(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	}
+	return toJSON(v)
 }

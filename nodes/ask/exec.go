@@ -1,0 +1,206 @@
+package ask
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/parse"
+	"github.com/debate-runner/runner/spec"
+)
+
+// task is one reply the node needs: a call, or a carried-over message.
+type task struct {
+	agent   *spec.AgentPlan
+	target  *spec.Message
+	carried *spec.Message
+}
+
+// Execute implements kit.Executor: it plans one task per agent (or per agent
+// and target), runs the calls concurrently, and records the replies in
+// declaration order so results do not depend on timing.
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+	cfg, ok := node.Config.(*Config)
+	if !ok {
+		return spec.NodeResult{}, fmt.Errorf("node %q: not an ask node", node.ID)
+	}
+	scope := h.Scope()
+	all := h.Messages()
+	var tasks []task
+	for _, a := range node.Agents {
+		if cfg.CarryOver != "" && scope.Round > 1 {
+			if prev, ok := latestFrom(all, cfg.CarryOver, a.ID, scope.Goal.ID); ok {
+				tasks = append(tasks, task{agent: a, carried: &prev})
+				continue
+			}
+			h.Warn("node %q: agent %q has no %q message to carry over in round %d; asking the model", node.ID, a.ID, cfg.CarryOver, scope.Round)
+		}
+		if cfg.Each == nil {
+			tasks = append(tasks, task{agent: a})
+			continue
+		}
+		for _, t := range targets(node, cfg.Each, all, a.ID, scope.Goal.ID) {
+			t := t
+			tasks = append(tasks, task{agent: a, target: &t})
+		}
+	}
+	calls := 0
+	for _, t := range tasks {
+		if t.carried == nil {
+			calls++
+		}
+	}
+	replies := make([]spec.Message, len(tasks))
+	errs := make([]error, len(tasks))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, t := range tasks {
+		if t.carried != nil {
+			m := *t.carried
+			replies[i] = spec.Message{
+				From: t.agent.ID, Record: cfg.Record, Content: m.Content, Output: m.Output,
+				Fields: m.Fields, Carried: true,
+			}
+			continue
+		}
+		wg.Add(1)
+		go func(i int, t task) {
+			defer wg.Done()
+			h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Started: true, Expected: calls})
+			msg, err := ask(ctx, h, node, cfg, t)
+			h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Finished: true, Expected: calls})
+			if err != nil {
+				errs[i] = err
+				cancel() // one failed call fails the node; stop the others early
+				return
+			}
+			replies[i] = msg
+		}(i, t)
+	}
+	wg.Wait()
+	// Report the failure that caused the others to be cancelled.
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return spec.NodeResult{}, err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	if first != nil {
+		return spec.NodeResult{}, first
+	}
+	recorded := h.Record(replies...)
+	res := spec.NodeResult{Outputs: map[string]any{}, Messages: recorded, Calls: calls}
+	for _, m := range recorded {
+		res.Outputs[m.From] = m.Output
+		res.Output = m.Output
+		res.Text = m.Content
+	}
+	return res, nil
+}
+
+// latestFrom finds the agent's latest message of a record in the goal.
+func latestFrom(all []spec.Message, record, agent, goal string) (spec.Message, bool) {
+	for i := len(all) - 1; i >= 0; i-- {
+		m := all[i]
+		if m.Record == record && m.From == agent && m.Goal == goal {
+			return m, true
+		}
+	}
+	return spec.Message{}, false
+}
+
+// targets lists the latest message of the record per author, in the node's
+// agent order, filtered by whose messages the node answers.
+func targets(node *spec.NodePlan, each *Each, all []spec.Message, self, goal string) []spec.Message {
+	var out []spec.Message
+	for _, a := range node.Agents {
+		switch each.From {
+		case FromOthers:
+			if a.ID == self {
+				continue
+			}
+		case FromSelf:
+			if a.ID != self {
+				continue
+			}
+		}
+		if m, ok := latestFrom(all, each.Record, a.ID, goal); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ask makes one call (plus repairs) and returns the message to record.
+func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t task) (spec.Message, error) {
+	data := h.Prompt(node, t.agent)
+	key := t.agent.ID
+	to := ""
+	if t.target != nil {
+		data.Target = *t.target
+		key += ">" + t.target.From
+		to = t.target.From
+	}
+	if cfg.Record != "" {
+		if own, ok := latestFrom(h.Messages(), cfg.Record, t.agent.ID, h.Scope().Goal.ID); ok {
+			data.Own = own
+		}
+	}
+	system, err := kit.SystemPrompt(h, cfg.System, t.agent, data)
+	if err != nil {
+		return spec.Message{}, err
+	}
+	user, err := h.Render(cfg.Template, data)
+	if err != nil {
+		return spec.Message{}, err
+	}
+	model := cfg.Model
+	if model == nil {
+		model = t.agent.Model
+	}
+	call := kit.Call{
+		Key: key, Node: node.ID, Agent: t.agent, Model: model,
+		Messages: kit.Messages(system, user), Target: to,
+		JSONMode: cfg.Output.Format == FormatJSON,
+	}
+	parser := parse.Spec{Format: string(cfg.Output.Format), Schema: cfg.Output.Schema, Pattern: cfg.Output.Pattern, Fields: cfg.Output.Fields}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
+		}
+		reply, err := h.Complete(ctx, call)
+		if err != nil {
+			return spec.Message{}, err
+		}
+		out, perr := parser.Parse(reply.Content)
+		if perr == nil {
+			msg := spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: out.Value, Fields: out.Fields}
+			_ = h.Event("output", call.Key, map[string]any{"output": out.Value})
+			return msg, nil
+		}
+		if attempt >= cfg.Output.Repair {
+			if cfg.Output.Fallback != nil {
+				fb := map[string]any{}
+				for k, v := range cfg.Output.Fallback {
+					fb[k] = v
+				}
+				fb["text"] = reply.Content
+				_ = h.Event("fallback", call.Key, map[string]any{"error": perr.Error(), "output": fb})
+				h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, attempt, perr)
+				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb}, nil
+			}
+			return spec.Message{}, fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr)
+		}
+		_ = h.Event("repair", call.Key, map[string]any{"error": perr.Error(), "attempt": attempt + 1})
+		call.Messages = append(call.Messages,
+			kit.ChatMessage{Role: "assistant", Content: reply.Content},
+			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt(string(cfg.Output.Format), perr)},
+		)
+	}
+}

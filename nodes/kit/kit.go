@@ -1,0 +1,162 @@
+// Package kit is the contract between the runtime and node executors: what a
+// node may ask of the run (model calls, templates, messages, state) and what
+// it must give back. The runtime implements Host; each node kind implements
+// Executor. Keeping it here lets node packages stay independent of the
+// runtime (the import graph flows cmd -> runtime -> nodes -> spec).
+package kit
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+
+	"github.com/debate-runner/runner/spec"
+)
+
+// Executor runs one node of a plan.
+type Executor interface {
+	Execute(ctx context.Context, h Host, node *spec.NodePlan) (spec.NodeResult, error)
+}
+
+// ChatMessage is one message of a chat completion request or reply.
+type ChatMessage struct {
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	Name       string     `json:"name,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is a function call a model asked for.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function a model may call.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Call is one model call a node wants made.
+type Call struct {
+	// Key identifies the call within the run; the same key always means the
+	// same call, which is how resume and replay find recorded responses.
+	Key      string
+	Node     string
+	Agent    *spec.AgentPlan
+	Model    *spec.ModelPlan
+	Messages []ChatMessage
+	Tools    []Tool
+	JSONMode bool
+	// Target is the agent whose message is being answered (each:), if any.
+	Target string
+}
+
+// Reply is a model's answer to a Call.
+type Reply struct {
+	Content          string     `json:"content"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	FinishReason     string     `json:"finish_reason,omitempty"`
+	Model            string     `json:"model,omitempty"`
+	PromptTokens     int        `json:"prompt_tokens"`
+	CompletionTokens int        `json:"completion_tokens"`
+	LatencyMS        int64      `json:"latency_ms"`
+	Attempts         int        `json:"attempts"`
+	// Replayed is set when the reply came from a journal, not the network.
+	Replayed bool `json:"-"`
+}
+
+// Scope is where in the flow a node runs.
+type Scope struct {
+	// Round is the innermost loop counter (1-based), 0 outside loops.
+	Round int
+	// Goal is the current goal, zero outside a foreach over goals.
+	Goal spec.GoalView
+	// Loop holds every loop/foreach variable in scope by name.
+	Loop map[string]any
+	// Item is the innermost foreach element.
+	Item any
+	// Key is a stable text form of the scope, e.g. "round=2" or
+	// "goal=tech/round=1", used in call keys.
+	Key string
+}
+
+// Host is what a node may do during a run. Its methods are safe for
+// concurrent use unless noted.
+type Host interface {
+	// Scope is where the node runs.
+	Scope() Scope
+	// Complete makes (or replays) a model call. The runtime journals the
+	// request and the reply, applies limits and retries, and counts usage.
+	Complete(ctx context.Context, c Call) (Reply, error)
+	// Render executes a template with data.
+	Render(name string, data *spec.PromptData) (string, error)
+	// Prompt returns the prompt data for an agent: inputs, vars, scope, the
+	// agents of the node, and the history visible to the agent.
+	Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptData
+	// Messages returns every message recorded so far (all visibilities).
+	Messages() []spec.Message
+	// Record stores messages in the given order, assigning ids and filling
+	// node, round and goal when empty. Call it from one goroutine.
+	Record(msgs ...spec.Message) []spec.Message
+	// Env returns the expression environment at this point of the run.
+	Env() *spec.Env
+	// Event journals a node-specific event (e.g. "repair", "warning").
+	Event(typ, key string, data any) error
+	// Warn reports a problem that does not stop the run.
+	Warn(format string, args ...any)
+	// Rand is a deterministic source for this node execution, derived from
+	// the run seed and the node's scope.
+	Rand() *rand.Rand
+	// Result returns a finished node's result.
+	Result(node string) (spec.NodeResult, bool)
+	// RunNode executes another node in the current scope (watchers).
+	RunNode(ctx context.Context, id string) (spec.NodeResult, error)
+	// Answers returns answers to clarifying questions known to the run, by
+	// question id, and whether the run may ask interactively.
+	Answers() Answerer
+	// Progress reports calls started/finished for live progress views.
+	Progress(ev ProgressEvent)
+}
+
+// Answerer provides answers to clarifying questions.
+type Answerer interface {
+	// Answer returns the answer to q, or ok=false when none is known and the
+	// run must wait for one.
+	Answer(ctx context.Context, q spec.Question) (answer string, ok bool, err error)
+}
+
+// ProgressEvent describes work in flight for progress displays.
+type ProgressEvent struct {
+	Node     string
+	Agent    string
+	Started  bool
+	Finished bool
+	Expected int // calls the node expects to make, when known
+}
+
+// SystemPrompt renders the system prompt for an agent in a node: the node's
+// system template, else the agent's, else none.
+func SystemPrompt(h Host, nodeSystem string, agent *spec.AgentPlan, data *spec.PromptData) (string, error) {
+	name := nodeSystem
+	if name == "" {
+		name = agent.System
+	}
+	if name == "" {
+		return "", nil
+	}
+	return h.Render(name, data)
+}
+
+// Messages builds a chat request from an optional system prompt and a user prompt.
+func Messages(system, user string) []ChatMessage {
+	var out []ChatMessage
+	if system != "" {
+		out = append(out, ChatMessage{Role: "system", Content: system})
+	}
+	return append(out, ChatMessage{Role: "user", Content: user})
+}

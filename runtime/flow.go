@@ -1,0 +1,221 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
+)
+
+// frame is the scope of the flow being walked.
+type frame struct {
+	scope kit.Scope
+}
+
+func (f *frame) with(name string, value any, keyPart string) *frame {
+	loop := map[string]any{}
+	for k, v := range f.scope.Loop {
+		loop[k] = v
+	}
+	loop[name] = value
+	s := f.scope
+	s.Loop = loop
+	if f.scope.Key == "-" || f.scope.Key == "" {
+		s.Key = keyPart
+	} else {
+		s.Key = f.scope.Key + "/" + keyPart
+	}
+	return &frame{scope: s}
+}
+
+func (r *Run) runSteps(ctx context.Context, steps []*spec.FlowStep, f *frame) error {
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := r.runStep(ctx, s, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
+	switch s.Kind {
+	case spec.StepNode:
+		_, err := r.runNode(ctx, s.Node, f)
+		return err
+	case spec.StepLoop:
+		max := s.MaxConst
+		if s.MaxExpr != nil {
+			v, err := evalProgram(s.MaxExpr, r.env(f.scope))
+			if err != nil {
+				return fmt.Errorf("%s: loop max (%s): %w", posString(r.Plan, s.Pos), s.MaxExpr.Source, err)
+			}
+			n, ok := toInt(v)
+			if !ok || n < 0 {
+				return fmt.Errorf("%s: loop max (%s) gave %v, not a count", posString(r.Plan, s.Pos), s.MaxExpr.Source, v)
+			}
+			max = n
+		}
+		for i := 1; i <= max; i++ {
+			inner := f.with(s.As, i, fmt.Sprintf("%s=%d", s.As, i))
+			inner.scope.Round = i
+			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+				return err
+			}
+			if s.Until != nil {
+				v, err := evalProgram(s.Until, r.env(inner.scope))
+				if err != nil {
+					return fmt.Errorf("%s: loop until (%s): %w", posString(r.Plan, s.Pos), s.Until.Source, err)
+				}
+				if b, _ := v.(bool); b {
+					_ = r.event("loop_ended", s.Path, map[string]any{"as": s.As, "iteration": i, "reason": "until"})
+					return nil
+				}
+			}
+		}
+		_ = r.event("loop_ended", s.Path, map[string]any{"as": s.As, "iteration": max, "reason": "max"})
+		return nil
+	case spec.StepForeach:
+		v, err := evalProgram(s.In, r.env(f.scope))
+		if err != nil {
+			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
+		}
+		items, err := toList(v)
+		if err != nil {
+			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
+		}
+		for i, item := range items {
+			key := fmt.Sprintf("%s=%d", s.As, i+1)
+			if g, ok := item.(spec.GoalView); ok {
+				key = fmt.Sprintf("%s=%s", s.As, g.ID)
+			}
+			inner := f.with(s.As, item, key)
+			inner.scope.Item = item
+			if g, ok := item.(spec.GoalView); ok {
+				inner.scope.Goal = g
+				inner.scope.Round = 0
+			}
+			_ = r.event("foreach_item", s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
+			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+				return err
+			}
+		}
+		return nil
+	case spec.StepIf:
+		v, err := evalProgram(s.Cond, r.env(f.scope))
+		if err != nil {
+			return fmt.Errorf("%s: if (%s): %w", posString(r.Plan, s.Pos), s.Cond.Source, err)
+		}
+		if b, _ := v.(bool); b {
+			return r.runSteps(ctx, s.Do, f)
+		}
+		return r.runSteps(ctx, s.Else, f)
+	}
+	return nil
+}
+
+// runNode executes one node in a scope and stores its result.
+func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
+	exec, ok := nodes.Executor(node.Kind)
+	if !ok {
+		return spec.NodeResult{}, fmt.Errorf("node %q: kind %q cannot run in this build", node.ID, node.Kind)
+	}
+	r.mu.Lock()
+	occKey := node.ID + "/" + f.scope.Key
+	r.occurrences[occKey]++
+	occ := r.occurrences[occKey]
+	r.mu.Unlock()
+	scopeKey := f.scope.Key
+	if occ > 1 {
+		scopeKey = fmt.Sprintf("%s#%d", scopeKey, occ)
+	}
+	h := &host{run: r, node: node, scope: f.scope, prefix: node.ID + "/" + scopeKey, frame: f, ctx: ctx}
+	if err := r.event("node_started", h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
+		return spec.NodeResult{}, err
+	}
+	res, err := exec.Execute(ctx, h, node)
+	if err != nil {
+		if !errors.Is(err, ErrWaiting) {
+			_ = r.event("node_failed", h.prefix, map[string]any{"node": node.ID, "error": err.Error()})
+		}
+		return res, err
+	}
+	r.mu.Lock()
+	r.results[node.ID] = res
+	r.mu.Unlock()
+	r.usage.nodeDone(node.ID)
+	err = r.event("node_finished", h.prefix, map[string]any{"node": node.ID, "calls": res.Calls, "messages": len(res.Messages), "output": res.Output})
+	return res, err
+}
+
+func posString(p *spec.Plan, pos spec.Pos) string {
+	return fmt.Sprintf("%s:%d:%d", p.Path, pos.Line, pos.Col)
+}
+
+// env builds the expression environment at a scope.
+func (r *Run) env(s kit.Scope) *spec.Env {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	results := make(map[string]spec.NodeResult, len(r.results))
+	for k, v := range r.results {
+		results[k] = v
+	}
+	msgs := make([]spec.Message, len(r.messages))
+	copy(msgs, r.messages)
+	return &spec.Env{
+		Inputs: r.inputs, Vars: r.vars, Nodes: results, Goals: r.Plan.Goals, Verdicts: r.Plan.Verdicts,
+		Messages: msgs, Round: s.Round, Goal: s.Goal, Loop: s.Loop,
+		Extra: map[string]any{"goal_verdicts": goalVerdicts(r.Plan, msgs)},
+	}
+}
+
+func evalProgram(p *spec.Program, env *spec.Env) (any, error) {
+	v, err := vm.Run(p.Program, env.Map())
+	if err != nil {
+		return nil, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+	}
+	return v, nil
+}
+
+func toInt(v any) (int, bool) {
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case int64:
+		return int(x), true
+	case float64:
+		if x == float64(int(x)) {
+			return int(x), true
+		}
+	}
+	return 0, false
+}
+
+func toList(v any) ([]any, error) {
+	switch x := v.(type) {
+	case []any:
+		return x, nil
+	case []spec.GoalView:
+		out := make([]any, len(x))
+		for i, g := range x {
+			out[i] = g
+		}
+		return out, nil
+	case []string:
+		out := make([]any, len(x))
+		for i, s := range x {
+			out[i] = s
+		}
+		return out, nil
+	case nil:
+		return nil, nil
+	}
+	return nil, fmt.Errorf("expected a list, got %T", v)
+}

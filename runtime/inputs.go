@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/debate-runner/runner/spec"
+)
+
+// FlagError is a problem with a command-line value; the CLI exits 2.
+type FlagError struct {
+	Flag string
+	Err  error
+}
+
+func (e *FlagError) Error() string { return fmt.Sprintf("%s: %v", e.Flag, e.Err) }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// ResolveInputs turns --input NAME=VALUE and NAME=@PATH flags into input
+// values, applying defaults and checking required inputs and limits.
+func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
+	declared := map[string]*spec.InputPlan{}
+	var names []string
+	for _, in := range plan.Inputs {
+		declared[in.Name] = in
+		names = append(names, in.Name)
+	}
+	out := map[string]any{}
+	for _, f := range flags {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, &FlagError{Flag: "--input " + f, Err: fmt.Errorf("expected NAME=VALUE or NAME=@FILE")}
+		}
+		in, known := declared[name]
+		if !known {
+			return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("the spec declares no input %q%s", name, hint(name, names))}
+		}
+		if strings.HasPrefix(value, "@") {
+			path := value[1:]
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))}
+			}
+			if !utf8.Valid(data) {
+				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("%s is not UTF-8 text", path)}
+			}
+			value = string(data)
+		}
+		if in.MaxChars > 0 && utf8.RuneCountInString(value) > in.MaxChars {
+			return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("value has %d characters; the spec allows at most %d", utf8.RuneCountInString(value), in.MaxChars)}
+		}
+		if _, dup := out[name]; dup {
+			return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("given twice")}
+		}
+		out[name] = value
+	}
+	var missing []string
+	for _, in := range plan.Inputs {
+		if _, ok := out[in.Name]; ok {
+			continue
+		}
+		switch {
+		case in.HasDefault:
+			out[in.Name] = in.Default
+		case in.Required:
+			missing = append(missing, in.Name)
+		default:
+			out[in.Name] = ""
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, &FlagError{Flag: "--input", Err: fmt.Errorf("missing required input(s): %s (give --input %s=VALUE or %s=@FILE)", strings.Join(missing, ", "), missing[0], missing[0])}
+	}
+	return out, nil
+}
+
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
+
+func hint(name string, names []string) string {
+	if len(names) == 0 {
+		return " (it declares no inputs)"
+	}
+	return fmt.Sprintf(" (declared: %s)", strings.Join(names, ", "))
+}
+
+// ResolveVars applies --set NAME=VALUE flags to the spec's vars. A value must
+// have the type of the var's default.
+func ResolveVars(plan *spec.Plan, flags []string) (map[string]any, error) {
+	out := map[string]any{}
+	var names []string
+	for _, v := range plan.Vars {
+		out[v.Name] = v.Default
+		names = append(names, v.Name)
+	}
+	for _, f := range flags {
+		name, raw, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, &FlagError{Flag: "--set " + f, Err: fmt.Errorf("expected NAME=VALUE")}
+		}
+		def, known := out[name]
+		if !known {
+			return nil, &FlagError{Flag: "--set " + name, Err: fmt.Errorf("the spec declares no var %q%s", name, hintVars(names))}
+		}
+		v, err := convertLike(def, raw)
+		if err != nil {
+			return nil, &FlagError{Flag: "--set " + name, Err: err}
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+func hintVars(names []string) string {
+	if len(names) == 0 {
+		return " (it declares no vars)"
+	}
+	return fmt.Sprintf(" (declared: %s)", strings.Join(names, ", "))
+}
+
+// convertLike parses raw as a value of def's type.
+func convertLike(def any, raw string) (any, error) {
+	switch def.(type) {
+	case int:
+		n, err := strconv.Atoi(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer (the default is %v)", raw, def)
+		}
+		return n, nil
+	case float64:
+		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number (the default is %v)", raw, def)
+		}
+		return f, nil
+	case bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false (the default is %v)", raw, def)
+		}
+		return b, nil
+	case string, nil:
+		return raw, nil
+	case []any:
+		parts := strings.Split(raw, ",")
+		list := make([]any, len(parts))
+		for i, p := range parts {
+			list[i] = strings.TrimSpace(p)
+		}
+		return list, nil
+	}
+	return nil, fmt.Errorf("this var (a %T) cannot be set from the command line", def)
+}

@@ -1,0 +1,358 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("journal closed")
+
+// Options tune a [Writer]. The zero value is what a run uses.
+type Options struct {
+	// NoSync skips fsync. Appends are then written but not durable; it exists
+	// for benchmarks and tests that measure CPU, never for real runs.
+	NoSync bool
+	// Redact, if set, replaces every occurrence of a secret in an event's
+	// type, key and payload before its line is written. (The seq and time
+	// fields are the journal's own digits and cannot carry one.) Payloads are
+	// redacted token by token, so the line stays valid JSON.
+	Redact *Redactor
+	// Now supplies event times; nil means time.Now. Tests set it to make
+	// journals byte-for-byte reproducible.
+	Now func() time.Time
+}
+
+// file is what the writer needs of an *os.File; tests substitute it to
+// observe syncs and inject failures.
+type file interface {
+	io.Writer
+	Sync() error
+	Close() error
+}
+
+// journalPerm keeps the journal private to the user: it holds prompts and
+// model replies.
+const journalPerm = 0o600
+
+// maxRetainedBuffer bounds the batch buffer kept between flushes, so one huge
+// event does not pin its memory for the rest of the run.
+const maxRetainedBuffer = 4 << 20
+
+// Writer appends events to a journal. It is safe for concurrent use.
+//
+// Appends use group commit: one appender (the leader) writes and fsyncs the
+// lines queued so far while later appenders queue theirs for the next batch,
+// so N concurrent appends cost far fewer than N fsyncs. No Append returns
+// before its own line is durable. After a write or sync error the writer is
+// broken and every later Append returns that error.
+type Writer struct {
+	path string
+	f    file
+	opts Options
+	now  func() time.Time
+
+	mu   sync.Mutex
+	cond sync.Cond // broadcast when a flush ends; cond.L is &mu
+
+	seq      int64  // last assigned Seq
+	durable  int64  // every line up to this Seq is written (and synced unless NoSync)
+	pending  []byte // lines not yet handed to a flush, in Seq order
+	spare    []byte // the previous batch buffer, reused
+	flushing bool   // a leader is writing and syncing outside the lock
+	err      error  // sticky: set by the first failed flush
+	closed   bool
+
+	syncs     int64 // fsyncs done, for measuring group commit
+	truncated int64 // bytes of torn tail removed by OpenAppend
+}
+
+// Create creates a new journal at path and fails if the file exists.
+func Create(path string) (*Writer, error) { return CreateWith(path, Options{}) }
+
+// CreateWith is [Create] with options.
+func CreateWith(path string, opts Options) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, journalPerm)
+	if err != nil {
+		return nil, fmt.Errorf("journal: create: %w", err)
+	}
+	if !opts.NoSync {
+		// The first event is only durable if the file's directory entry is.
+		if err := syncDir(filepath.Dir(path)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("journal %s: create: %w", path, err)
+		}
+	}
+	return newWriter(path, f, opts), nil
+}
+
+// OpenAppend opens an existing journal to continue it, as when a killed run
+// resumes. It reads the events already there so Seq numbering continues. If
+// the last line is torn (see [Scan]), the file is truncated to the end of the
+// last good line first; [Writer.Truncated] reports how many bytes were cut.
+// Damage anywhere else is an error and the file is left untouched.
+func OpenAppend(path string) (*Writer, error) { return OpenAppendWith(path, Options{}) }
+
+// OpenAppendWith is [OpenAppend] with options.
+func OpenAppendWith(path string, opts Options) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("journal: open for append: %w", err)
+	}
+	res, err := scan(f, nil)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal %s: %w", path, err)
+	}
+	if res.torn {
+		if err := f.Truncate(res.goodEnd); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("journal %s: cut torn last line: %w", path, err)
+		}
+		if !opts.NoSync {
+			if err := f.Sync(); err != nil {
+				f.Close()
+				return nil, fmt.Errorf("journal %s: cut torn last line: %w", path, err)
+			}
+		}
+	}
+	w := newWriter(path, f, opts)
+	w.seq, w.durable = res.lastSeq, res.lastSeq
+	w.truncated = res.size - res.goodEnd
+	return w, nil
+}
+
+func newWriter(path string, f file, opts Options) *Writer {
+	w := &Writer{path: path, f: f, opts: opts, now: opts.Now}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	w.cond.L = &w.mu
+	return w
+}
+
+// Truncated returns how many bytes of a torn last line OpenAppend removed;
+// zero if the journal was intact or the writer came from Create.
+func (w *Writer) Truncated() int64 { return w.truncated }
+
+// Seq returns the last Seq assigned, which for a writer from OpenAppend
+// starts at the last event already in the journal.
+func (w *Writer) Seq() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seq
+}
+
+// Append writes one event with the given type, key and payload and returns it
+// once its line is durable. data is marshalled as JSON without HTML escaping
+// (a json.RawMessage is validated and compacted, not re-encoded); nil or an
+// empty json.RawMessage means no payload. Seq and Time are assigned by the
+// journal. The returned event is exactly what [Read] will return for it,
+// redaction included.
+func (w *Writer) Append(typ, key string, data any) (Event, error) {
+	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
+		data = nil
+	}
+	return w.append(typ, key, time.Time{}, data)
+}
+
+// AppendEvent writes e like [Writer.Append] does, keeping e.Time (in UTC) if
+// it is set. e.Seq is ignored: the journal always assigns it.
+func (w *Writer) AppendEvent(e Event) (Event, error) {
+	var data any
+	if len(e.Data) > 0 {
+		data = e.Data
+	}
+	return w.append(e.Type, e.Key, e.Time, data)
+}
+
+func (w *Writer) append(typ, key string, t time.Time, data any) (Event, error) {
+	if typ == "" {
+		return Event{}, fmt.Errorf("journal %s: append: empty event type", w.path)
+	}
+	if !utf8.ValidString(typ) || !utf8.ValidString(key) {
+		return Event{}, fmt.Errorf("journal %s: append %s %q: type and key must be valid UTF-8", w.path, typ, key)
+	}
+	if !t.IsZero() {
+		// RFC 3339 has four-digit years; anything else could not be read back.
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return Event{}, fmt.Errorf("journal %s: append %s %q: time %v out of range", w.path, typ, key, t)
+		}
+	}
+	var payload []byte
+	if data != nil {
+		enc := getEncoder()
+		defer putEncoder(enc)
+		var err error
+		if payload, err = enc.encode(data); err != nil {
+			return Event{}, fmt.Errorf("journal %s: append %s %q: encode data: %w", w.path, typ, key, err)
+		}
+	}
+	if r := w.opts.Redact; r.active() {
+		typ, key = r.Redact(typ), r.Redact(key)
+		payload = r.redactJSON(payload)
+	}
+	seq, t, err := w.commit(typ, key, t, payload)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := Event{Seq: seq, Time: t, Type: typ, Key: key}
+	if len(payload) > 0 {
+		ev.Data = bytes.Clone(payload)
+	}
+	return ev, nil
+}
+
+// commit queues one line and returns once it is durable, leading a flush
+// when no other appender is.
+func (w *Writer) commit(typ, key string, t time.Time, payload []byte) (int64, time.Time, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return 0, time.Time{}, w.err
+	}
+	if w.closed {
+		return 0, time.Time{}, fmt.Errorf("journal %s: append %s %q: %w", w.path, typ, key, ErrClosed)
+	}
+	w.seq++
+	seq := w.seq
+	if t.IsZero() {
+		// Read under the lock so times never go backwards along Seq.
+		t = w.now()
+	}
+	t = t.UTC()
+	w.pending = appendLine(w.pending, seq, t, typ, key, payload)
+	for w.durable < seq && w.err == nil {
+		if w.flushing {
+			w.cond.Wait()
+			continue
+		}
+		w.flushLocked()
+	}
+	if w.durable < seq {
+		return 0, time.Time{}, w.err
+	}
+	return seq, t, nil
+}
+
+// flushLocked writes and syncs every pending line as one batch. It is called
+// with w.mu held and releases it during I/O, so appenders arriving meanwhile
+// queue into the next batch.
+func (w *Writer) flushLocked() {
+	batch, upTo := w.pending, w.seq
+	w.pending, w.spare = w.spare[:0], nil
+	w.flushing = true
+	w.mu.Unlock()
+
+	synced := false
+	_, err := w.f.Write(batch)
+	if err == nil && !w.opts.NoSync {
+		synced = true
+		if err = w.f.Sync(); err != nil {
+			err = fmt.Errorf("sync: %w", err)
+		}
+	}
+
+	w.mu.Lock()
+	w.flushing = false
+	if synced {
+		w.syncs++
+	}
+	if cap(batch) <= maxRetainedBuffer {
+		w.spare = batch[:0]
+	}
+	if err != nil {
+		w.err = fmt.Errorf("journal %s: write events %d..%d: %w", w.path, w.durable+1, upTo, err)
+	} else {
+		w.durable = upTo
+	}
+	w.cond.Broadcast()
+}
+
+// Close waits for queued events to be written and closes the file. It reports
+// the error that broke the writer, if one did, or the error closing the
+// file. Later Appends return ErrClosed; a second Close does nothing.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	// Queued lines belong to appenders still in commit; one of them flushes.
+	for w.flushing || (len(w.pending) > 0 && w.err == nil) {
+		w.cond.Wait()
+	}
+	err := w.err
+	w.mu.Unlock()
+	if cerr := w.f.Close(); cerr != nil && err == nil {
+		err = fmt.Errorf("journal %s: close: %w", w.path, cerr)
+	}
+	return err
+}
+
+// syncCount returns the number of fsyncs so far (for group-commit checks).
+func (w *Writer) syncCount() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.syncs
+}
+
+func syncDir(dir string) error {
+	if runtime.GOOS == "windows" {
+		// Directories cannot be opened for sync there; NTFS journals the
+		// entry itself.
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// encoder marshals payloads without HTML escaping, so model replies full of
+// "<", ">" and "&" stay readable and the same size in the journal.
+type encoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &encoder{}
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+func getEncoder() *encoder { return encoders.Get().(*encoder) }
+
+func putEncoder(e *encoder) {
+	if e.buf.Cap() > maxRetainedBuffer {
+		return
+	}
+	encoders.Put(e)
+}
+
+// encode returns the compact JSON of v, valid until the next use of e.
+func (e *encoder) encode(v any) ([]byte, error) {
+	e.buf.Reset()
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := e.buf.Bytes()
+	return b[:len(b)-1], nil // Encode ends with a newline
+}

@@ -1,0 +1,265 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+	"gopkg.in/yaml.v3"
+)
+
+// Run statuses.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusWaiting   = "waiting"
+)
+
+// ErrWaiting stops a run that needs answers from a person; the CLI exits 5.
+var ErrWaiting = errors.New("the run is waiting for answers to clarifying questions")
+
+// Result is result.json.
+type Result struct {
+	RunID        string         `json:"run_id"`
+	Spec         string         `json:"spec"`
+	Status       string         `json:"status"`
+	Error        string         `json:"error,omitempty"`
+	Outputs      map[string]any `json:"outputs"`
+	OutputOrder  []string       `json:"output_order"`
+	Messages     []spec.Message `json:"messages"`
+	GoalVerdicts []GoalVerdicts `json:"goal_verdicts,omitempty"`
+	Usage        UsageReport    `json:"usage"`
+	Warnings     []string       `json:"warnings,omitempty"`
+	DurationMS   int64          `json:"duration_ms"`
+}
+
+// Usage counts calls and tokens.
+type Usage struct {
+	Calls            int     `json:"calls"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	LatencyMS        int64   `json:"latency_ms"`
+	Cost             float64 `json:"cost,omitempty"`
+	// Priced is false when some call's model has no declared price, so Cost
+	// is a lower bound.
+	Priced bool `json:"priced"`
+}
+
+// UsageReport is usage per agent, per node and in total.
+type UsageReport struct {
+	Total   Usage            `json:"total"`
+	ByAgent map[string]Usage `json:"by_agent"`
+	ByNode  map[string]Usage `json:"by_node"`
+	ByModel map[string]Usage `json:"by_model"`
+}
+
+type usageBook struct {
+	mu     sync.Mutex
+	report UsageReport
+}
+
+func newUsageBook() *usageBook {
+	return &usageBook{report: UsageReport{
+		Total: Usage{Priced: true}, ByAgent: map[string]Usage{}, ByNode: map[string]Usage{}, ByModel: map[string]Usage{},
+	}}
+}
+
+func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply) {
+	cost, priced := 0.0, false
+	if model != nil && model.Price != nil {
+		cost = (float64(rep.PromptTokens)*model.Price.Prompt + float64(rep.CompletionTokens)*model.Price.Completion) / 1e6
+		priced = true
+	}
+	one := func(u Usage) Usage {
+		if u.Calls == 0 {
+			u.Priced = true
+		}
+		u.Calls++
+		u.PromptTokens += rep.PromptTokens
+		u.CompletionTokens += rep.CompletionTokens
+		u.LatencyMS += rep.LatencyMS
+		u.Cost += cost
+		u.Priced = u.Priced && priced
+		return u
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.report.Total = one(b.report.Total)
+	b.report.ByNode[node] = one(b.report.ByNode[node])
+	if agent != "" {
+		b.report.ByAgent[agent] = one(b.report.ByAgent[agent])
+	}
+	if model != nil {
+		b.report.ByModel[model.Name] = one(b.report.ByModel[model.Name])
+	}
+}
+
+func (b *usageBook) nodeDone(string) {}
+
+func (b *usageBook) snapshot() UsageReport {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r := b.report
+	r.ByAgent, r.ByNode, r.ByModel = copyUsage(r.ByAgent), copyUsage(r.ByNode), copyUsage(r.ByModel)
+	return r
+}
+
+func copyUsage(m map[string]Usage) map[string]Usage {
+	out := make(map[string]Usage, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// GoalVerdicts are the verdicts given during one goal.
+type GoalVerdicts struct {
+	Goal     string             `json:"goal" expr:"goal"`
+	Verdicts []AgentVerdict     `json:"verdicts" expr:"verdicts"`
+	Counts   map[string]int     `json:"counts" expr:"counts"`
+	Percent  map[string]float64 `json:"percent" expr:"percent"`
+}
+
+// AgentVerdict is an agent's final verdict on a goal.
+type AgentVerdict struct {
+	Agent     string `json:"agent" expr:"agent"`
+	Verdict   string `json:"verdict" expr:"verdict"`
+	Reasoning string `json:"reasoning,omitempty" expr:"reasoning"`
+	Withdrawn bool   `json:"withdrawn" expr:"withdrawn"`
+}
+
+// goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
+// per goal, in goal order.
+func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
+	type key struct{ goal, agent string }
+	latest := map[key]spec.Message{}
+	var goals []string
+	agentsOf := map[string][]string{}
+	for _, m := range msgs {
+		if m.Verdict == "" {
+			continue
+		}
+		k := key{m.Goal, m.From}
+		if _, ok := latest[k]; !ok {
+			if len(agentsOf[m.Goal]) == 0 {
+				goals = append(goals, m.Goal)
+			}
+			agentsOf[m.Goal] = append(agentsOf[m.Goal], m.From)
+		}
+		latest[k] = m
+	}
+	var out []GoalVerdicts
+	for _, g := range goals {
+		gv := GoalVerdicts{Goal: g, Counts: map[string]int{}, Percent: map[string]float64{}}
+		for _, a := range agentsOf[g] {
+			m := latest[key{g, a}]
+			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: m.Withdrawn})
+			gv.Counts[m.Verdict]++
+		}
+		for v, n := range gv.Counts {
+			gv.Percent[v] = float64(int(float64(n)*10000/float64(len(gv.Verdicts)))) / 100
+		}
+		out = append(out, gv)
+	}
+	return out
+}
+
+func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d time.Duration) *Result {
+	r.mu.Lock()
+	msgs := make([]spec.Message, len(r.messages))
+	copy(msgs, r.messages)
+	warnings := append([]string(nil), r.warnings...)
+	r.mu.Unlock()
+	if outputs == nil {
+		outputs = map[string]any{}
+	}
+	res := &Result{
+		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
+		Messages: msgs, GoalVerdicts: goalVerdicts(r.Plan, msgs), Usage: r.usage.snapshot(),
+		Warnings: warnings, DurationMS: d.Milliseconds(),
+	}
+	if res.Messages == nil {
+		res.Messages = []spec.Message{}
+	}
+	if runErr != nil && status == StatusFailed {
+		res.Error = runErr.Error()
+	}
+	return res
+}
+
+// answerer serves answers to clarifying questions: from --answers, then
+// from the interactive prompt, else the run must wait.
+type answerer struct{ run *Run }
+
+func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, error) {
+	if v, ok := a.run.opts.Answers[q.ID]; ok {
+		if v == "" {
+			v = "NA"
+		}
+		return v, true, nil
+	}
+	if a.run.opts.Ask != nil {
+		v, err := a.run.opts.Ask(ctx, q)
+		if err != nil {
+			return "", false, err
+		}
+		if v == "" {
+			v = "NA"
+		}
+		return v, true, nil
+	}
+	a.run.mu.Lock()
+	a.run.waiting = append(a.run.waiting, q)
+	a.run.mu.Unlock()
+	return "", false, nil
+}
+
+// writeQuestions writes the open questions to questions.yaml for a person
+// to answer and `runner resume --answers` to read.
+func (r *Run) writeQuestions() error {
+	r.mu.Lock()
+	qs := append([]spec.Question(nil), r.waiting...)
+	r.mu.Unlock()
+	sort.SliceStable(qs, func(i, j int) bool { return qs[i].ID < qs[j].ID })
+	var doc yaml.Node
+	doc.Kind = yaml.MappingNode
+	for _, q := range qs {
+		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: fmt.Sprintf("%s asks: %s", q.Agent, q.Question)}
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: "", Style: yaml.DoubleQuotedStyle}
+		doc.Content = append(doc.Content, k, v)
+	}
+	data, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	header := "# Answer the questions below (an empty answer means \"not applicable\"), then run:\n#   runner resume " + r.Dir + " --answers " + filepath.Join(r.Dir, "questions.yaml") + "\n"
+	return writeFileAtomic(filepath.Join(r.Dir, "questions.yaml"), append([]byte(header), data...))
+}
+
+// ReadAnswers reads an answers file: a YAML mapping of question id to answer.
+func ReadAnswers(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, &FlagError{Flag: "--answers", Err: unwrapPathError(err)}
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, &FlagError{Flag: "--answers", Err: fmt.Errorf("%s is not a YAML mapping of question id to answer: %v", path, err)}
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		if v == nil {
+			out[k] = ""
+			continue
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}

@@ -1,0 +1,475 @@
+// Package runtime executes a compiled plan: it walks the flow, runs node
+// executors, makes model calls through per-endpoint clients with limits and
+// retries, journals every event before reporting it, and writes the result
+// and report of the run. A killed or failed run resumes from its journal
+// without repeating a model call whose response was recorded.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Options configure a run.
+type Options struct {
+	// RunsDir is where run directories are created (default "runs").
+	RunsDir string
+	// Inputs are --input NAME=VALUE / NAME=@PATH flags.
+	Inputs []string
+	// Sets are --set NAME=VALUE flags.
+	Sets []string
+	// Seed fixes random choices; nil picks the spec's default or 1.
+	Seed *int64
+	// Getenv reads environment variables (default os.Getenv, plus a .env
+	// file next to the spec).
+	Getenv func(string) string
+	// Observer receives every journal event and progress notice as it
+	// happens. It must not block for long.
+	Observer func(Notice)
+	// HTTPClient is used for all endpoints (tests); nil means the default.
+	HTTPClient *http.Client
+	// Answers are answers to clarifying questions by question id.
+	Answers map[string]string
+	// Ask, when set, is asked for answers that Answers lacks (a terminal).
+	Ask func(ctx context.Context, q spec.Question) (string, error)
+	// LogPrompts writes full prompt texts into the journal's model_request
+	// events; otherwise only their digests and sizes are written, which keeps
+	// the journal linear in the size of the debate.
+	LogPrompts bool
+	// Version is the runner version recorded in the run.
+	Version string
+	// Sleep replaces time.Sleep in retries (tests).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Notice is something that happened in a run, for progress displays and
+// --json output.
+type Notice struct {
+	Event    *journal.Event     // a journaled event, or nil
+	Progress *kit.ProgressEvent // a progress update, or nil
+	Scope    string
+	Message  string // a warning or status line
+}
+
+// Manifest is run.json: everything needed to reproduce or resume the run.
+type Manifest struct {
+	RunID           string                         `json:"run_id"`
+	SpecPath        string                         `json:"spec_path"`
+	SpecName        string                         `json:"spec_name"`
+	SpecDigest      string                         `json:"spec_digest"`
+	TemplateSources map[string]spec.TemplateSource `json:"template_sources"`
+	Inputs          map[string]any                 `json:"inputs"`
+	Vars            map[string]any                 `json:"vars"`
+	Seed            int64                          `json:"seed"`
+	RunnerVersion   string                         `json:"runner_version"`
+	GoVersion       string                         `json:"go_version"`
+	Models          map[string]ModelInfo           `json:"models"`
+	Created         time.Time                      `json:"created"`
+}
+
+// ModelInfo records a model's parameters in the manifest (never keys).
+type ModelInfo struct {
+	Model       string   `json:"model"`
+	Endpoint    string   `json:"endpoint"`
+	BaseURL     string   `json:"base_url"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+	MaxTokens   int      `json:"max_tokens,omitempty"`
+	Seed        *int     `json:"seed,omitempty"`
+}
+
+// Run is one execution of a plan, with its directory and journal.
+type Run struct {
+	ID   string
+	Dir  string
+	Plan *spec.Plan
+
+	opts     Options
+	manifest Manifest
+	journal  *journal.Writer
+	inputs   map[string]any
+	vars     map[string]any
+	seed     int64
+	getenv   func(string) string
+	clients  map[string]*llm.Client
+	secrets  []string
+	recorded map[string]kit.Reply
+
+	mu          sync.Mutex
+	messages    []spec.Message
+	results     map[string]spec.NodeResult
+	usage       *usageBook
+	occurrences map[string]int
+	warnings    []string
+	seenText    map[string]bool
+	waiting     []spec.Question
+}
+
+// Start prepares a new run of plan: resolves inputs and vars, checks that
+// every endpoint the run needs has its key, creates the run directory and
+// journals the start. Nothing is sent to a model yet.
+func Start(plan *spec.Plan, opts Options) (*Run, error) {
+	inputs, err := ResolveInputs(plan, opts.Inputs)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := ResolveVars(plan, opts.Sets)
+	if err != nil {
+		return nil, err
+	}
+	r := newRun(plan, opts)
+	r.inputs, r.vars = inputs, vars
+	r.seed = 1
+	if plan.File.Defaults.Seed != nil {
+		r.seed = *plan.File.Defaults.Seed
+	}
+	if opts.Seed != nil {
+		r.seed = *opts.Seed
+	}
+	if err := r.connect(); err != nil {
+		return nil, err
+	}
+	if err := r.createDir(); err != nil {
+		return nil, err
+	}
+	r.manifest = r.buildManifest()
+	if err := writeJSONAtomic(filepath.Join(r.Dir, "run.json"), r.manifest); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
+		return nil, err
+	}
+	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: journal.NewRedactor(r.secrets...)})
+	if err != nil {
+		return nil, err
+	}
+	r.journal = j
+	if err := r.event("run_started", "", map[string]any{
+		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": inputs, "vars": vars,
+		"seed": r.seed, "runner_version": r.manifest.RunnerVersion, "go_version": r.manifest.GoVersion,
+		"template_sources": plan.TemplateSources,
+	}); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+func newRun(plan *spec.Plan, opts Options) *Run {
+	if opts.RunsDir == "" {
+		opts.RunsDir = "runs"
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	dotenv := readDotEnv(filepath.Join(filepath.Dir(plan.Path), ".env"))
+	return &Run{
+		Plan: plan,
+		opts: opts,
+		getenv: func(k string) string {
+			if v := getenv(k); v != "" {
+				return v
+			}
+			return dotenv[k]
+		},
+		clients:     map[string]*llm.Client{},
+		recorded:    map[string]kit.Reply{},
+		results:     map[string]spec.NodeResult{},
+		usage:       newUsageBook(),
+		occurrences: map[string]int{},
+		seenText:    map[string]bool{},
+	}
+}
+
+// readDotEnv reads KEY=VALUE lines; a missing file is no error.
+func readDotEnv(path string) map[string]string {
+	out := map[string]string{}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		line = strings.TrimPrefix(line, "export ")
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
+			v = v[1 : len(v)-1]
+		}
+		out[strings.TrimSpace(k)] = v
+	}
+	return out
+}
+
+// usedModels finds every model the run can call: agents' models, the
+// summary model, and models named by node configurations.
+func usedModels(plan *spec.Plan) []*spec.ModelPlan {
+	seen := map[*spec.ModelPlan]bool{}
+	var out []*spec.ModelPlan
+	add := func(m *spec.ModelPlan) {
+		if m != nil && !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	for _, a := range plan.Agents {
+		add(a.Model)
+	}
+	if plan.Summarize != nil {
+		add(plan.Summarize.Model)
+	}
+	for _, id := range plan.NodeOrder {
+		v := reflect.ValueOf(plan.Nodes[id].Config)
+		if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
+			f := v.Elem().FieldByName("Model")
+			if f.IsValid() {
+				if m, ok := f.Interface().(*spec.ModelPlan); ok {
+					add(m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// connect creates one client per endpoint the run uses, after checking that
+// each has its API key.
+func (r *Run) connect() error {
+	for _, m := range usedModels(r.Plan) {
+		ep := m.Endpoint
+		if ep == nil || r.clients[ep.Name] != nil {
+			continue
+		}
+		base := ep.BaseURL
+		if ep.FromEnv {
+			if v := r.getenv("OPENAI_BASE_URL"); v != "" {
+				base = strings.TrimRight(v, "/")
+			}
+		}
+		key := ""
+		if ep.APIKeyEnv != "" {
+			key = r.getenv(ep.APIKeyEnv)
+		}
+		if key == "" && !llm.IsLocal(base) {
+			return &FlagError{
+				Flag: "environment variable " + ep.APIKeyEnv,
+				Err:  fmt.Errorf("endpoint %q (%s) needs an API key: set %s (or put it in a .env file next to the spec)", ep.Name, base, ep.APIKeyEnv),
+			}
+		}
+		if key != "" {
+			r.secrets = append(r.secrets, key)
+		}
+		r.clients[ep.Name] = llm.New(llm.Endpoint{
+			Name: ep.Name, BaseURL: base, APIKey: key,
+			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
+			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: ep.Headers,
+			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
+		})
+	}
+	return nil
+}
+
+func (r *Run) createDir() error {
+	if err := os.MkdirAll(r.opts.RunsDir, 0o755); err != nil {
+		return fmt.Errorf("runs directory: %w", err)
+	}
+	for i := 0; i < 10; i++ {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		id := fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102T150405.000Z"), safeName(r.Plan.Name), hex.EncodeToString(b[:]))
+		dir := filepath.Join(r.opts.RunsDir, id)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			r.ID, r.Dir = id, dir
+			return nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("run directory: %w", err)
+		}
+	}
+	return errors.New("could not create a unique run directory")
+}
+
+func safeName(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('-')
+		}
+	}
+	if b.Len() == 0 {
+		return "run"
+	}
+	return b.String()
+}
+
+func (r *Run) buildManifest() Manifest {
+	m := Manifest{
+		RunID: r.ID, SpecPath: r.Plan.Path, SpecName: r.Plan.Name, SpecDigest: r.Plan.Digest,
+		TemplateSources: r.Plan.TemplateSources, Inputs: r.inputs, Vars: r.vars, Seed: r.seed,
+		RunnerVersion: r.opts.Version, Models: map[string]ModelInfo{}, Created: time.Now().UTC(),
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		m.GoVersion = info.GoVersion
+	}
+	for _, mp := range usedModels(r.Plan) {
+		mi := ModelInfo{Model: mp.Model, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed}
+		if mp.Endpoint != nil {
+			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL
+		}
+		m.Models[mp.Name] = mi
+	}
+	return m
+}
+
+// event journals an event and tells the observer, in that order.
+func (r *Run) event(typ, key string, data any) error {
+	ev, err := r.journal.Append(typ, key, data)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if r.opts.Observer != nil {
+		r.opts.Observer(Notice{Event: &ev})
+	}
+	return nil
+}
+
+func (r *Run) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	r.warnings = append(r.warnings, msg)
+	r.mu.Unlock()
+	_ = r.event("warning", "", map[string]any{"message": msg})
+	if r.opts.Observer != nil {
+		r.opts.Observer(Notice{Message: "warning: " + msg})
+	}
+}
+
+// Execute runs the flow to the end (or to the first failure), evaluates the
+// outputs and writes result.json and report.md. The result is returned even
+// when err is not nil.
+func (r *Run) Execute(ctx context.Context) (*Result, error) {
+	started := time.Now()
+	runErr := r.runSteps(ctx, r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
+	status := StatusCompleted
+	var outputs map[string]any
+	var outErr error
+	switch {
+	case errors.Is(runErr, ErrWaiting):
+		status = StatusWaiting
+	case runErr != nil:
+		status = StatusFailed
+	default:
+		outputs, outErr = r.evalOutputs()
+		if outErr != nil {
+			status, runErr = StatusFailed, outErr
+		}
+	}
+	if runErr != nil && status == StatusFailed {
+		_ = r.event("error", "", map[string]any{"error": runErr.Error()})
+	}
+	res := r.buildResult(status, outputs, runErr, time.Since(started))
+	if err := writeJSONAtomic(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := writeFileAtomic(filepath.Join(r.Dir, "report.md"), []byte(Report(r.Plan, r.manifest, res))); err != nil && runErr == nil {
+		runErr = err
+	}
+	if status == StatusWaiting {
+		if err := r.writeQuestions(); err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	_ = r.event("run_finished", "", map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()})
+	if cerr := r.journal.Close(); cerr != nil && runErr == nil {
+		runErr = cerr
+	}
+	return res, runErr
+}
+
+func (r *Run) evalOutputs() (map[string]any, error) {
+	env := r.env(kit.Scope{})
+	out := map[string]any{}
+	for _, o := range r.Plan.Outputs {
+		v, err := evalProgram(o.Program, env)
+		if err != nil {
+			return nil, fmt.Errorf("output %q (%s): %w", o.Name, o.Program.Source, err)
+		}
+		out[o.Name] = v
+	}
+	return out, nil
+}
+
+// Outputs returns the output names in declaration order.
+func (r *Run) Outputs() []string {
+	var out []string
+	for _, o := range r.Plan.Outputs {
+		out = append(out, o.Name)
+	}
+	return out
+}
+
+func writeJSONAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, append(data, '\n'))
+}
+
+// writeFileAtomic writes through a temporary file and a rename so a reader
+// never sees a half-written file.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
