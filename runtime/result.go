@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,7 +22,7 @@ const (
 )
 
 // ErrWaiting stops a run that needs answers from a person; the CLI exits 5.
-var ErrWaiting = errors.New("the run is waiting for answers to clarifying questions")
+var ErrWaiting = kit.ErrWaiting
 
 // Result is result.json.
 type Result struct {

@@ -8,6 +8,7 @@ package kit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 
 	"github.com/debate-runner/runner/spec"
@@ -160,3 +161,7 @@ func Messages(system, user string) []ChatMessage {
 	}
 	return append(out, ChatMessage{Role: "user", Content: user})
 }
+
+// ErrWaiting is returned by a node that needs answers from a person that
+// the run does not have; the run stops with status waiting.
+var ErrWaiting = errors.New("the run is waiting for answers to clarifying questions")

@@ -1,0 +1,220 @@
+package clarify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/parse"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Execute implements kit.Executor: each agent asks up to MaxQuestions
+// questions per iteration (concurrently); answers come from the run's
+// answerer; follow-up iterations continue until nobody asks anything new or
+// MaxIterations is reached. Questions nobody can answer yet stop the run
+// with kit.ErrWaiting, after every question of the iteration is known, so a
+// person answers them all at once.
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+	cfg, ok := node.Config.(*Config)
+	if !ok {
+		return spec.NodeResult{}, fmt.Errorf("node %q: not a clarify node", node.ID)
+	}
+	var answered []spec.Question
+	calls := 0
+	var recorded []spec.Message
+	for iter := 1; iter <= cfg.MaxIterations; iter++ {
+		asked := make([][]spec.Question, len(node.Agents))
+		errs := make([]error, len(node.Agents))
+		var wg sync.WaitGroup
+		for i, a := range node.Agents {
+			wg.Add(1)
+			go func(i int, a *spec.AgentPlan) {
+				defer wg.Done()
+				asked[i], errs[i] = ask(ctx, h, node, cfg, a, iter, answered)
+			}(i, a)
+		}
+		wg.Wait()
+		calls += len(node.Agents)
+		if err := errors.Join(errs...); err != nil {
+			return spec.NodeResult{}, err
+		}
+		var fresh []spec.Question
+		for _, qs := range asked {
+			fresh = append(fresh, qs...)
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		waiting := false
+		for i := range fresh {
+			ans, ok, err := h.Answers().Answer(ctx, fresh[i])
+			if err != nil {
+				return spec.NodeResult{}, fmt.Errorf("node %q: answering %s: %w", node.ID, fresh[i].ID, err)
+			}
+			if !ok {
+				waiting = true
+				continue
+			}
+			fresh[i].Answer = ans
+		}
+		if waiting {
+			_ = h.Event("waiting", "", map[string]any{"questions": fresh})
+			return spec.NodeResult{}, kit.ErrWaiting
+		}
+		// One message per agent and iteration, in agent order.
+		var msgs []spec.Message
+		for i, a := range node.Agents {
+			var qs []spec.Question
+			for _, q := range fresh {
+				if q.Agent == a.ID {
+					qs = append(qs, q)
+				}
+			}
+			if len(qs) == 0 {
+				continue
+			}
+			_ = i
+			msgs = append(msgs, spec.Message{From: a.ID, Record: "clarification", Content: formatQA(qs), Output: questionsOutput(qs)})
+		}
+		recorded = append(recorded, h.Record(msgs...)...)
+		answered = append(answered, fresh...)
+	}
+	out := make([]any, 0, len(answered))
+	for _, q := range answered {
+		out = append(out, map[string]any{"id": q.ID, "agent": q.Agent, "question": q.Question, "answer": q.Answer})
+	}
+	return spec.NodeResult{Output: out, Messages: recorded, Calls: calls, Outputs: map[string]any{}}, nil
+}
+
+func formatQA(qs []spec.Question) string {
+	var b strings.Builder
+	for _, q := range qs {
+		fmt.Fprintf(&b, "Q (%s): %s\nA: %s\n\n", q.ID, q.Question, q.Answer)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func questionsOutput(qs []spec.Question) []any {
+	out := make([]any, len(qs))
+	for i, q := range qs {
+		out[i] = map[string]any{"id": q.ID, "question": q.Question, "answer": q.Answer}
+	}
+	return out
+}
+
+// ask gets one agent's questions for an iteration.
+func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []spec.Question) ([]spec.Question, error) {
+	data := h.Prompt(node, a)
+	data.Questions = answered
+	data.MaxQuestions = cfg.MaxQuestions
+	system, err := kit.SystemPrompt(h, cfg.System, a, data)
+	if err != nil {
+		return nil, err
+	}
+	user, err := h.Render(cfg.Template, data)
+	if err != nil {
+		return nil, err
+	}
+	model := cfg.Model
+	if model == nil {
+		model = a.Model
+	}
+	key := fmt.Sprintf("%s/i%d", a.ID, iter)
+	call := kit.Call{Key: key, Node: node.ID, Agent: a, Model: model, Messages: kit.Messages(system, user), JSONMode: true}
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 {
+			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
+		}
+		reply, err := h.Complete(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		texts, perr := questionsFrom(reply.Content)
+		if perr == nil {
+			if len(texts) > cfg.MaxQuestions {
+				texts = texts[:cfg.MaxQuestions]
+			}
+			seen := map[string]bool{}
+			for _, q := range answered {
+				if q.Agent == a.ID {
+					seen[normalize(q.Question)] = true
+				}
+			}
+			var out []spec.Question
+			n := 0
+			for _, q := range answered {
+				if q.Agent == a.ID {
+					n++
+				}
+			}
+			for _, t := range texts {
+				if seen[normalize(t)] {
+					continue // asked before: not a follow-up
+				}
+				seen[normalize(t)] = true
+				n++
+				out = append(out, spec.Question{ID: fmt.Sprintf("%s.q%d", a.ID, n), Agent: a.ID, Question: t})
+			}
+			return out, nil
+		}
+		if attempt >= cfg.Repair {
+			return nil, fmt.Errorf("node %q, agent %q: questions are not valid JSON after %d repair(s): %w", node.ID, a.ID, attempt, perr)
+		}
+		_ = h.Event("repair", call.Key, map[string]any{"error": perr.Error()})
+		call.Messages = append(call.Messages,
+			kit.ChatMessage{Role: "assistant", Content: reply.Content},
+			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt("json", perr)})
+	}
+}
+
+func normalize(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+// questionsFrom reads {"questions": [{"question": "..."} | "..."]} or a bare list.
+func questionsFrom(reply string) ([]string, error) {
+	v, err := parse.JSON(reply)
+	if err != nil {
+		return nil, err
+	}
+	var list []any
+	switch x := v.(type) {
+	case map[string]any:
+		q, ok := x["questions"]
+		if !ok {
+			return nil, errors.New(`the JSON has no "questions" list`)
+		}
+		if q == nil {
+			return nil, nil
+		}
+		l, ok := q.([]any)
+		if !ok {
+			return nil, errors.New(`"questions" must be a list`)
+		}
+		list = l
+	case []any:
+		list = x
+	default:
+		return nil, errors.New(`expected {"questions": [...]}`)
+	}
+	var out []string
+	for i, item := range list {
+		switch q := item.(type) {
+		case string:
+			if s := strings.TrimSpace(q); s != "" {
+				out = append(out, s)
+			}
+		case map[string]any:
+			s, _ := q["question"].(string)
+			if s = strings.TrimSpace(s); s == "" {
+				return nil, fmt.Errorf(`questions[%d] has no "question" text`, i)
+			}
+			out = append(out, s)
+		default:
+			return nil, fmt.Errorf("questions[%d] must be a string or {\"question\": ...}", i)
+		}
+	}
+	return out, nil
+}

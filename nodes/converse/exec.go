@@ -1,0 +1,481 @@
+package converse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Speaker names used for messages that no agent wrote.
+const (
+	TimeKeeper = "timekeeper"
+)
+
+// state is a conversation in progress.
+type state struct {
+	cfg          *Config
+	node         *spec.NodePlan
+	h            kit.Host
+	participants []spec.Participant
+	index        map[string]int
+	turn         int
+	last         string // last speaker
+	lastMsg      spec.Message
+	transcript   []spec.Message
+	fired        []bool
+	forced       map[string]bool
+	endedBy      string
+}
+
+// Execute implements kit.Executor: turns until the until-condition holds,
+// every participant has withdrawn, or max_turns is reached.
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+	cfg, ok := node.Config.(*Config)
+	if !ok {
+		return spec.NodeResult{}, fmt.Errorf("node %q: not a converse node", node.ID)
+	}
+	s := &state{cfg: cfg, node: node, h: h, index: map[string]int{}, fired: make([]bool, len(cfg.Interject)), forced: map[string]bool{}}
+	for i, a := range node.Agents {
+		s.participants = append(s.participants, spec.Participant{ID: a.ID, Name: a.Name})
+		s.index[a.ID] = i
+	}
+	calls := 0
+	for s.turn < cfg.MaxTurns {
+		if err := ctx.Err(); err != nil {
+			return spec.NodeResult{}, err
+		}
+		speaker, err := s.nextSpeaker()
+		if err != nil {
+			return spec.NodeResult{}, err
+		}
+		if speaker == "" {
+			s.endedBy = "everyone withdrew"
+			break
+		}
+		n, err := s.takeTurn(ctx, speaker)
+		calls += n
+		if err != nil {
+			return spec.NodeResult{}, err
+		}
+		done, err := s.finished()
+		if err != nil {
+			return spec.NodeResult{}, err
+		}
+		if done {
+			break
+		}
+		n, err = s.interject(ctx)
+		calls += n
+		if err != nil {
+			return spec.NodeResult{}, err
+		}
+		if err := s.watch(ctx); err != nil {
+			return spec.NodeResult{}, err
+		}
+		if done, err = s.finished(); err != nil || done {
+			if err != nil {
+				return spec.NodeResult{}, err
+			}
+			break
+		}
+	}
+	if s.endedBy == "" {
+		s.endedBy = "max_turns"
+	}
+	_ = h.Event("conversation_ended", "", map[string]any{"turns": s.turn, "reason": s.endedBy})
+	return s.result(calls), nil
+}
+
+func (s *state) result(calls int) spec.NodeResult {
+	verdicts := map[string]any{}
+	counts := map[string]any{}
+	var list []any
+	for _, p := range s.participants {
+		verdicts[p.ID] = p.Verdict
+		if p.Verdict != "" {
+			n, _ := counts[p.Verdict].(int)
+			counts[p.Verdict] = n + 1
+		}
+		list = append(list, map[string]any{"agent": p.ID, "verdict": p.Verdict, "reasoning": p.Reasoning, "withdrawn": p.Withdrawn, "turns": p.Turns})
+	}
+	out := map[string]any{"turns": s.turn, "ended_by": s.endedBy, "verdicts": list, "counts": counts}
+	if s.h.Scope().Goal.ID != "" {
+		out["goal"] = s.h.Scope().Goal.ID
+	}
+	return spec.NodeResult{Output: out, Outputs: verdicts, Messages: s.transcript, Calls: calls, Text: s.lastMsg.Content}
+}
+
+// env is the expression environment: the flow's plus the conversation's.
+func (s *state) env() map[string]any {
+	m := s.h.Env().Map()
+	undecided := s.undecided()
+	var speakers []string
+	for _, p := range s.participants {
+		speakers = append(speakers, p.ID)
+	}
+	m["participants"] = append([]spec.Participant(nil), s.participants...)
+	m["turn"] = s.turn
+	m["max_turns"] = s.cfg.MaxTurns
+	m["undecided"] = undecided
+	m["speakers"] = speakers
+	m["last"] = s.lastMsg
+	m["transcript"] = append([]spec.Message(nil), s.transcript...)
+	return m
+}
+
+func (s *state) undecided() []string {
+	out := []string{}
+	for _, p := range s.participants {
+		if p.Verdict == "" {
+			out = append(out, p.ID)
+		}
+	}
+	return out
+}
+
+func (s *state) eval(p *spec.Program, env map[string]any) (any, error) {
+	v, err := vm.Run(p.Program, env)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: %s (%s): %w", s.node.ID, "expression", p.Source, errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
+	}
+	return v, nil
+}
+
+func (s *state) finished() (bool, error) {
+	if s.cfg.Until != nil {
+		v, err := s.eval(s.cfg.Until, s.env())
+		if err != nil {
+			return false, err
+		}
+		if b, _ := v.(bool); b {
+			s.endedBy = "until"
+			return true, nil
+		}
+		return false, nil
+	}
+	for _, p := range s.participants {
+		if !p.Withdrawn {
+			return false, nil
+		}
+	}
+	s.endedBy = "everyone withdrew"
+	return true, nil
+}
+
+// active are the participants who have not withdrawn.
+func (s *state) active() []spec.Participant {
+	var out []spec.Participant
+	for _, p := range s.participants {
+		if !p.Withdrawn {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// nextSpeaker picks who speaks: a whisper's target first (with the
+// configured chance), then the strategy. "" means nobody can speak.
+func (s *state) nextSpeaker() (string, error) {
+	active := s.active()
+	if len(active) == 0 {
+		return "", nil
+	}
+	rng := s.h.Rand()
+	if s.lastMsg.Whisper && s.lastMsg.To != "" {
+		if i, ok := s.index[s.lastMsg.To]; ok && !s.participants[i].Withdrawn && rng.Float64() < s.cfg.ReplyToWhisper {
+			return s.lastMsg.To, nil
+		}
+	}
+	candidates := active
+	if len(active) > 1 {
+		candidates = nil
+		for _, p := range active {
+			if p.ID != s.last {
+				candidates = append(candidates, p)
+			}
+		}
+	}
+	switch s.cfg.Speaker {
+	case SpeakerRoundRobin:
+		// The next participant after the last speaker in declaration order.
+		start := 0
+		if i, ok := s.index[s.last]; ok {
+			start = i + 1
+		}
+		for k := 0; k < len(s.participants); k++ {
+			p := s.participants[(start+k)%len(s.participants)]
+			if !p.Withdrawn && (p.ID != s.last || len(active) == 1) {
+				return p.ID, nil
+			}
+		}
+		return active[0].ID, nil
+	case SpeakerRandom:
+		return candidates[rng.IntN(len(candidates))].ID, nil
+	case SpeakerExpr:
+		v, err := s.eval(s.cfg.SpeakerExpr, s.env())
+		if err != nil {
+			return "", err
+		}
+		id, _ := v.(string)
+		i, ok := s.index[id]
+		if !ok {
+			return "", fmt.Errorf("node %q: speaker expression %q chose %v, which is not a participant", s.node.ID, s.cfg.SpeakerExpr.Source, v)
+		}
+		if s.participants[i].Withdrawn {
+			return "", fmt.Errorf("node %q: speaker expression chose %q, who has withdrawn", s.node.ID, id)
+		}
+		return id, nil
+	default: // least_spoken: weight 1/(1+turns)^2 favours the quiet
+		total := 0.0
+		weights := make([]float64, len(candidates))
+		for i, p := range candidates {
+			w := 1.0 / float64((1+p.Turns)*(1+p.Turns))
+			weights[i] = w
+			total += w
+		}
+		x := rng.Float64() * total
+		for i, w := range weights {
+			if x < w {
+				return candidates[i].ID, nil
+			}
+			x -= w
+		}
+		return candidates[len(candidates)-1].ID, nil
+	}
+}
+
+// takeTurn asks the speaker for a message, re-asking with the reasons when
+// it breaks the rules, and records it. It returns the number of calls made.
+func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
+	agent := s.node.Agents[s.index[speaker]]
+	p := s.participants[s.index[speaker]]
+	mustDecide := s.forced[speaker] && p.Verdict == ""
+	feedback := ""
+	var parsed Parsed
+	var content string
+	calls := 0
+	for attempt := 0; ; attempt++ {
+		data := s.h.Prompt(s.node, agent)
+		s.fill(data)
+		data.Feedback = feedback
+		system, err := kit.SystemPrompt(s.h, s.cfg.System, agent, data)
+		if err != nil {
+			return calls, err
+		}
+		user, err := s.h.Render(s.cfg.Template, data)
+		if err != nil {
+			return calls, err
+		}
+		model := s.cfg.Model
+		if model == nil {
+			model = agent.Model
+		}
+		key := fmt.Sprintf("t%d/%s", s.turn+1, speaker)
+		if attempt > 0 {
+			key += fmt.Sprintf("#repair%d", attempt)
+		}
+		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
+		reply, err := s.h.Complete(ctx, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, user)})
+		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.cfg.MaxTurns})
+		calls++
+		if err != nil {
+			return calls, err
+		}
+		content = reply.Content
+		if s.cfg.Format == "text" {
+			parsed = Parsed{Content: strings.TrimSpace(content)}
+			break
+		}
+		parsed, err = ParseMessage(content, s.node.Agents, speaker, s.cfg.Options, s.cfg.Reasoning, p.Verdict != "", mustDecide)
+		if err == nil {
+			err = s.checkRules(speaker, parsed)
+		}
+		if err == nil {
+			break
+		}
+		_ = s.h.Event("rejected", key, map[string]any{"speaker": speaker, "reasons": err.Error(), "attempt": attempt + 1})
+		if attempt >= s.cfg.Repair {
+			return calls, fmt.Errorf("node %q, turn %d: %s's message was rejected %d time(s), last because: %v", s.node.ID, s.turn+1, speaker, attempt+1, err)
+		}
+		feedback = fmt.Sprintf("Your last message was not accepted: %v. Write your message again, following the format.", err)
+	}
+	s.turn++
+	msg := spec.Message{
+		From: speaker, To: parsed.To, Whisper: parsed.Whisper, Content: parsed.Content, Turn: s.turn,
+		Record: "message", Verdict: parsed.Verdict, Reasoning: parsed.Reasoning, Withdrawn: parsed.Withdrawn,
+	}
+	toRecord := []spec.Message{msg}
+	if parsed.Private != "" {
+		toRecord = append(toRecord, spec.Message{From: speaker, Private: true, Content: parsed.Private, Turn: s.turn, Record: "private"})
+	}
+	recorded := s.h.Record(toRecord...)
+	s.transcript = append(s.transcript, recorded[0])
+	s.lastMsg, s.last = recorded[0], speaker
+	pp := &s.participants[s.index[speaker]]
+	pp.Turns++
+	if parsed.Verdict != "" {
+		pp.Verdict, pp.Reasoning = parsed.Verdict, parsed.Reasoning
+		delete(s.forced, speaker)
+	}
+	if parsed.HasWithdrawn {
+		pp.Withdrawn = parsed.Withdrawn
+	}
+	return calls, nil
+}
+
+func (s *state) checkRules(speaker string, p Parsed) error {
+	if len(s.cfg.Rules) == 0 {
+		return nil
+	}
+	env := s.env()
+	env["msg"] = spec.Message{From: speaker, To: p.To, Whisper: p.Whisper, Content: p.Content, Verdict: p.Verdict, Reasoning: p.Reasoning, Withdrawn: p.Withdrawn, Turn: s.turn + 1}
+	var reasons []string
+	for _, r := range s.cfg.Rules {
+		v, err := s.eval(r.Check, env)
+		if err != nil {
+			return err
+		}
+		if b, _ := v.(bool); !b {
+			reasons = append(reasons, r.Message)
+		}
+	}
+	if len(reasons) > 0 {
+		return &Rejection{Reasons: reasons}
+	}
+	return nil
+}
+
+// fill adds the conversation's state to prompt data.
+func (s *state) fill(d *spec.PromptData) {
+	d.Turn = s.turn + 1
+	d.MaxTurns = s.cfg.MaxTurns
+	d.Participants = append([]spec.Participant(nil), s.participants...)
+	d.Undecided = s.undecided()
+	d.Verdict = spec.VerdictView{Set: s.cfg.VerdictSet, Options: s.cfg.Options, Reasoning: s.cfg.Reasoning}
+	if len(d.Agents) == 0 {
+		for _, a := range s.node.Agents {
+			d.Agents = append(d.Agents, a.View())
+		}
+	}
+}
+
+// interject posts the time keeper's message when a rule applies after this
+// turn. Rules are in escalating order: when several apply, the last one is
+// posted. A rule without every fires once; with every, each time both hold.
+// force_verdict makes every undecided participant answer now with a verdict.
+func (s *state) interject(ctx context.Context) (int, error) {
+	chosen := -1
+	env := s.env()
+	for i, r := range s.cfg.Interject {
+		if r.Every > 0 && s.turn%r.Every != 0 {
+			continue
+		}
+		if r.Every == 0 && s.fired[i] {
+			continue
+		}
+		if r.When != nil {
+			v, err := s.eval(r.When, env)
+			if err != nil {
+				return 0, err
+			}
+			if b, _ := v.(bool); !b {
+				continue
+			}
+		}
+		chosen = i
+	}
+	if chosen < 0 {
+		return 0, nil
+	}
+	r := s.cfg.Interject[chosen]
+	s.fired[chosen] = true
+	data := s.h.Prompt(s.node, s.node.Agents[0])
+	s.fill(data)
+	data.Turn = s.turn
+	data.Agent = spec.AgentView{ID: TimeKeeper, Name: "Time Keeper"}
+	text, err := s.h.Render(r.Template, data)
+	if err != nil {
+		return 0, err
+	}
+	rec := s.h.Record(spec.Message{From: TimeKeeper, Content: strings.TrimSpace(text), Turn: s.turn, Record: "interjection"})
+	s.transcript = append(s.transcript, rec[0])
+	_ = s.h.Event("interjection", "", map[string]any{"turn": s.turn, "template": r.Template, "force_verdict": r.ForceVerdict})
+	if !r.ForceVerdict {
+		return 0, nil
+	}
+	calls := 0
+	for _, id := range s.undecided() {
+		if s.participants[s.index[id]].Withdrawn {
+			continue
+		}
+		s.forced[id] = true
+		n, err := s.takeTurn(ctx, id)
+		calls += n
+		if err != nil {
+			return calls, err
+		}
+	}
+	return calls, nil
+}
+
+// watch runs watcher nodes every N turns and posts their decision when a
+// majority of the watcher's agents agree.
+func (s *state) watch(ctx context.Context) error {
+	for _, w := range s.cfg.Watch {
+		if s.turn%w.Every != 0 {
+			continue
+		}
+		res, err := s.h.RunNode(ctx, w.Node)
+		if err != nil {
+			return fmt.Errorf("node %q: watcher %q: %w", s.node.ID, w.Node, err)
+		}
+		decision, votes, total := majority(res)
+		_ = s.h.Event("watch", "", map[string]any{"watcher": w.Node, "turn": s.turn, "decision": decision, "votes": votes, "of": total})
+		if decision == "" {
+			continue
+		}
+		text := fmt.Sprintf("%s decided: %s (%d of %d agree).", w.Node, decision, votes, total)
+		if w.Template != "" {
+			data := s.h.Prompt(s.node, s.node.Agents[0])
+			s.fill(data)
+			data.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
+			data.Text = decision
+			if text, err = s.h.Render(w.Template, data); err != nil {
+				return err
+			}
+		}
+		rec := s.h.Record(spec.Message{From: w.Node, Content: strings.TrimSpace(text), Turn: s.turn, Record: "watch", Verdict: ""})
+		s.transcript = append(s.transcript, rec[0])
+	}
+	return nil
+}
+
+// majority finds the verdict (or output) more than half of a node's agents
+// gave.
+func majority(res spec.NodeResult) (string, int, int) {
+	counts := map[string]int{}
+	total := 0
+	for _, v := range res.Outputs {
+		if sv := fmt.Sprint(v); v != nil && sv != "" {
+			counts[sv]++
+		}
+		total++
+	}
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if counts[k]*2 > total {
+			return k, counts[k], total
+		}
+	}
+	return "", 0, total
+}
