@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -248,6 +249,25 @@ type messageEvent struct {
 }
 
 func (h *host) Record(msgs ...spec.Message) []spec.Message {
+	r := h.run
+	// Summaries made for this node's prompts go first, in agent order, so
+	// the record does not depend on which call finished first.
+	r.mu.Lock()
+	pending := r.pendingSummaries
+	r.pendingSummaries = nil
+	r.mu.Unlock()
+	if len(pending) > 0 {
+		order := map[string]int{}
+		for i, a := range r.Plan.Agents {
+			order[a.ID] = i
+		}
+		sort.SliceStable(pending, func(i, j int) bool { return order[pending[i].From] < order[pending[j].From] })
+		h.record(pending)
+	}
+	return h.record(msgs)
+}
+
+func (h *host) record(msgs []spec.Message) []spec.Message {
 	r := h.run
 	out := make([]spec.Message, 0, len(msgs))
 	for _, m := range msgs {

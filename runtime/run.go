@@ -56,6 +56,8 @@ type Options struct {
 	LogPrompts bool
 	// Version is the runner version recorded in the run.
 	Version string
+	// ContextDir is the folder read_file and list_files may read.
+	ContextDir string
 	// Sleep replaces time.Sleep in retries (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
 }
@@ -121,6 +123,11 @@ type Run struct {
 	warnings    []string
 	seenText    map[string]bool
 	waiting     []spec.Question
+	// summaries caches summaries by agent and scope; pendingSummaries are
+	// recorded as messages when the node that asked for them records.
+	result           *Result
+	summaries        map[string]*summaryEntry
+	pendingSummaries []spec.Message
 }
 
 // Start prepares a new run of plan: resolves inputs and vars, checks that
@@ -395,6 +402,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		_ = r.event("error", "", map[string]any{"error": runErr.Error()})
 	}
 	res := r.buildResult(status, outputs, runErr, time.Since(started))
+	r.result = res
 	if err := writeJSONAtomic(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
 	}
@@ -425,6 +433,9 @@ func (r *Run) evalOutputs() (map[string]any, error) {
 	}
 	return out, nil
 }
+
+// Result is the result of Execute, or nil before it finished.
+func (r *Run) Result() *Result { return r.result }
 
 // Outputs returns the output names in declaration order.
 func (r *Run) Outputs() []string {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/debate-runner/runner/nodes"
@@ -24,6 +27,8 @@ type runCmd struct {
 	Verbose   bool     `short:"v" help:"Progress as plain lines even on a terminal."`
 	JSON      bool     `name:"json" help:"Print journal events to stderr as JSON lines as they happen."`
 	LogPrompt bool     `name:"log-prompts" help:"Write full prompt texts into the journal (by default only digests and sizes)."`
+	Context   string   `placeholder:"FILE|DIR" help:"A file: its text becomes the spec's 'context' input. A folder: agents' read_file and list_files tools may read it."`
+	CSV       string   `name:"csv" placeholder:"FILE" help:"Append a row with the run's outputs to this CSV file (header written when new)."`
 }
 
 func (runCmd) Help() string {
@@ -52,11 +57,29 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
+	if c.Context != "" && opts.ContextDir == "" && !declaresInput(plan, "context") {
+		return usageErrorf("--context %s: the spec declares no 'context' input to put the file's text in (give a folder to let tools read it)", c.Context)
+	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		return runError(err)
 	}
-	return execute(e, r)
+	err = execute(e, r)
+	if c.CSV != "" && r.Result() != nil {
+		if cerr := runtime.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
+			err = withCode(exitFailure, cerr)
+		}
+	}
+	return err
+}
+
+func declaresInput(plan *spec.Plan, name string) bool {
+	for _, in := range plan.Inputs {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *runCmd) options(e *env) (runtime.Options, error) {
@@ -70,8 +93,42 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 			return opts, runError(err)
 		}
 		opts.Answers = a
+	} else if isTerminal(e.stdin) {
+		opts.Ask = terminalAsker(e)
+	}
+	if c.Context != "" {
+		info, err := os.Stat(c.Context)
+		if err != nil {
+			return opts, usageErrorf("--context %s: %v", c.Context, errors.Unwrap(err))
+		}
+		if info.IsDir() {
+			opts.ContextDir = c.Context
+		} else {
+			data, err := os.ReadFile(c.Context)
+			if err != nil {
+				return opts, usageErrorf("--context %s: %v", c.Context, err)
+			}
+			opts.Inputs = append(opts.Inputs, "context="+string(data))
+		}
 	}
 	return opts, nil
+}
+
+// terminalAsker asks clarifying questions on the terminal; an empty line
+// means "not applicable".
+func terminalAsker(e *env) func(ctx context.Context, q spec.Question) (string, error) {
+	in := bufio.NewReader(e.stdin)
+	var mu sync.Mutex
+	return func(ctx context.Context, q spec.Question) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(e.stderr, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			return "", fmt.Errorf("reading the answer to %s: %w", q.ID, err)
+		}
+		return strings.TrimSpace(line), nil
+	}
 }
 
 func progressFor(e *env, quiet, verbose, asJSON bool) func(runtime.Notice) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
+	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -152,6 +153,9 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 			data.Own = own
 		}
 	}
+	if cfg.Summarize {
+		data.Summary = h.Summary(ctx, t.agent)
+	}
 	system, err := kit.SystemPrompt(h, cfg.System, t.agent, data)
 	if err != nil {
 		return spec.Message{}, err
@@ -169,15 +173,21 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		Messages: kit.Messages(system, user), Target: to,
 		JSONMode: cfg.Output.Format == FormatJSON,
 	}
+	toolNames := mergeTools(t.agent.Tools, cfg.Tools)
+	if len(toolNames) > 0 {
+		call.Tools = tools.Definitions(toolNames)
+	}
+	env := tools.Env{Visible: data.History, Dir: h.ContextDir()}
 	parser := parse.Spec{Format: string(cfg.Output.Format), Schema: cfg.Output.Schema, Pattern: cfg.Output.Pattern, Fields: cfg.Output.Fields}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
 		}
-		reply, err := h.Complete(ctx, call)
+		reply, msgs, err := completeWithTools(ctx, h, call, env, cfg.MaxToolCalls)
 		if err != nil {
 			return spec.Message{}, err
 		}
+		call.Messages = msgs
 		out, perr := parser.Parse(reply.Content)
 		if perr == nil {
 			msg := spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: out.Value, Fields: out.Fields}
@@ -202,5 +212,59 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 			kit.ChatMessage{Role: "assistant", Content: reply.Content},
 			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt(string(cfg.Output.Format), perr)},
 		)
+	}
+}
+
+func mergeTools(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range append(append([]string(nil), a...), b...) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// completeWithTools makes a call and, while the model asks for tools, runs
+// them and calls again, up to limit tool calls; then it asks for an answer
+// without tools. It returns the final reply and the conversation so far.
+func completeWithTools(ctx context.Context, h kit.Host, call kit.Call, env tools.Env, limit int) (kit.Reply, []kit.ChatMessage, error) {
+	base := call.Key
+	msgs := append([]kit.ChatMessage(nil), call.Messages...)
+	used := 0
+	for round := 0; ; round++ {
+		c := call
+		c.Messages = msgs
+		if round > 0 {
+			c.Key = fmt.Sprintf("%s/tool%d", base, round)
+		}
+		if used >= limit {
+			c.Tools = nil
+		}
+		reply, err := h.Complete(ctx, c)
+		if err != nil {
+			return reply, msgs, err
+		}
+		if len(reply.ToolCalls) == 0 || len(c.Tools) == 0 {
+			return reply, msgs, nil
+		}
+		msgs = append(msgs, kit.ChatMessage{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
+		for _, tc := range reply.ToolCalls {
+			used++
+			var result string
+			if used > limit {
+				result = fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)
+			} else {
+				out, terr := tools.Call(env, tc.Name, tc.Arguments)
+				result = out
+				if terr != nil {
+					result = "error: " + terr.Error()
+				}
+			}
+			_ = h.Event("tool_call", c.Key, map[string]any{"agent": call.Agent.ID, "tool": tc.Name, "arguments": tc.Arguments, "result": result})
+			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
+		}
 	}
 }

@@ -122,6 +122,13 @@ type Host interface {
 	Answers() Answerer
 	// Progress reports calls started/finished for live progress views.
 	Progress(ev ProgressEvent)
+	// Summary returns a model-written summary of the agent's history when
+	// the spec asks for summaries and the history is long enough, else "".
+	// It is computed once per agent and scope; a failed summary gives ""
+	// and a warning, so prompts fall back to the full history.
+	Summary(ctx context.Context, agent *spec.AgentPlan) string
+	// ContextDir is the directory file tools may read (--context DIR), or "".
+	ContextDir() string
 }
 
 // Answerer provides answers to clarifying questions.

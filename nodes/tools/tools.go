@@ -1,0 +1,208 @@
+// Package tools implements the functions agents may call during a node:
+// search_history over the messages an agent may see, and read_file and
+// list_files confined to one directory. A bad call yields an error text for
+// the model, never a failure of the run.
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Names of the tools.
+const (
+	SearchHistory = "search_history"
+	ReadFile      = "read_file"
+	ListFiles     = "list_files"
+)
+
+// MaxFileBytes bounds what read_file returns.
+const MaxFileBytes = 64 << 10
+
+// Definitions returns the tool definitions sent to the model.
+func Definitions(names []string) []kit.Tool {
+	var out []kit.Tool
+	for _, n := range names {
+		switch n {
+		case SearchHistory:
+			out = append(out, kit.Tool{Name: n, Description: "Search the debate so far (messages you can see) for a word or phrase, case-insensitively.",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"Text to look for."},"limit":{"type":"integer","description":"Most matches to return (default 5)."}},"required":["query"]}`)})
+		case ReadFile:
+			out = append(out, kit.Tool{Name: n, Description: "Read a text file from the context directory.",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Path relative to the context directory."}},"required":["path"]}`)})
+		case ListFiles:
+			out = append(out, kit.Tool{Name: n, Description: "List files in a folder of the context directory.",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"Folder relative to the context directory (default: its root)."}}}`)})
+		}
+	}
+	return out
+}
+
+// Env is what tools may use.
+type Env struct {
+	// Visible are the messages the calling agent may see.
+	Visible []spec.Message
+	// Dir is the context directory; file tools refuse to work without it.
+	Dir string
+}
+
+// Call runs a tool and returns its result text. Errors are returned as
+// text too ("error: ..."), for the model to read.
+func Call(env Env, name, arguments string) (string, error) {
+	var args map[string]any
+	if strings.TrimSpace(arguments) == "" {
+		arguments = "{}"
+	}
+	if err := json.Unmarshal([]byte(arguments), &args); err != nil {
+		return "", fmt.Errorf("arguments are not a JSON object: %v", err)
+	}
+	switch name {
+	case SearchHistory:
+		q, _ := args["query"].(string)
+		if strings.TrimSpace(q) == "" {
+			return "", errors.New(`"query" is required`)
+		}
+		limit := 5
+		if l, ok := args["limit"].(float64); ok && l >= 1 {
+			limit = min(int(l), 20)
+		}
+		return search(env.Visible, q, limit), nil
+	case ReadFile:
+		p, _ := args["path"].(string)
+		full, err := confine(env.Dir, p)
+		if err != nil {
+			return "", err
+		}
+		info, err := os.Stat(full)
+		if err != nil {
+			return "", fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+		}
+		if info.IsDir() {
+			return "", fmt.Errorf("%q is a folder; use list_files", p)
+		}
+		f, err := os.Open(full)
+		if err != nil {
+			return "", fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+		}
+		defer f.Close()
+		buf := make([]byte, MaxFileBytes+1)
+		n, _ := f.Read(buf)
+		text := string(buf[:min(n, MaxFileBytes)])
+		if n > MaxFileBytes {
+			text += fmt.Sprintf("\n[truncated: the file is %d bytes; first %d shown]", info.Size(), MaxFileBytes)
+		}
+		return text, nil
+	case ListFiles:
+		p, _ := args["path"].(string)
+		full, err := confine(env.Dir, p)
+		if err != nil {
+			return "", err
+		}
+		entries, err := os.ReadDir(full)
+		if err != nil {
+			return "", fmt.Errorf("cannot list %q: %v", p, unwrap(err))
+		}
+		var lines []string
+		for _, e := range entries {
+			n := e.Name()
+			if e.IsDir() {
+				n += "/"
+			} else if e.Type()&fs.ModeSymlink != 0 {
+				n += " (link)"
+			}
+			lines = append(lines, n)
+		}
+		sort.Strings(lines)
+		if len(lines) == 0 {
+			return "(empty folder)", nil
+		}
+		return strings.Join(lines, "\n"), nil
+	}
+	return "", fmt.Errorf("unknown tool %q", name)
+}
+
+func unwrap(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// confine resolves p inside dir and refuses anything that leaves it: ".."
+// segments, absolute paths, and symbolic links pointing outside.
+func confine(dir, p string) (string, error) {
+	if dir == "" {
+		return "", errors.New("no context directory was given to this run (--context DIR)")
+	}
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
+		return "", fmt.Errorf("%q is an absolute path; give a path relative to the context directory", p)
+	}
+	clean := filepath.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%q leaves the context directory", p)
+	}
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", fmt.Errorf("context directory: %v", unwrap(err))
+	}
+	full := filepath.Join(root, clean)
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return "", fmt.Errorf("cannot open %q: %v", p, unwrap(err))
+	}
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") || filepath.IsAbs(rel) {
+		return "", fmt.Errorf("%q leaves the context directory", p)
+	}
+	return real, nil
+}
+
+func search(msgs []spec.Message, query string, limit int) string {
+	q := strings.ToLower(query)
+	var hits []string
+	for i := len(msgs) - 1; i >= 0 && len(hits) < limit; i-- {
+		m := msgs[i]
+		lc := strings.ToLower(m.Content)
+		at := strings.Index(lc, q)
+		if at < 0 {
+			continue
+		}
+		lo, hi := max(0, at-120), min(len(m.Content), at+len(q)+120)
+		for lo > 0 && !isBoundary(m.Content[lo]) {
+			lo--
+		}
+		for hi < len(m.Content) && !isBoundary(m.Content[hi]) {
+			hi++
+		}
+		where := fmt.Sprintf("[%s] %s", m.ID, m.From)
+		if m.To != "" {
+			where += " to " + m.To
+		}
+		if m.Record != "" {
+			where += " (" + m.Record
+			if m.Round > 0 {
+				where += fmt.Sprintf(", round %d", m.Round)
+			}
+			where += ")"
+		}
+		hits = append(hits, where+": ..."+strings.TrimSpace(m.Content[lo:hi])+"...")
+	}
+	if len(hits) == 0 {
+		return fmt.Sprintf("no message contains %q", query)
+	}
+	return strings.Join(hits, "\n\n")
+}
+
+func isBoundary(b byte) bool {
+	return b == ' ' || b == '\n' || b < 0x80 && b != 0 && (b == '.' || b == ',')
+}

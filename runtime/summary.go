@@ -1,0 +1,125 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+)
+
+// summaryEntry caches one agent's summary for one scope, so every node of a
+// round uses the same summary and only one call is made for it.
+type summaryEntry struct {
+	done chan struct{}
+	text string
+}
+
+// perspective is the part of the debate an agent's summary covers: what it
+// wrote and what was addressed to it. An agent with neither (a judge) gets
+// the latest round's messages.
+func perspective(msgs []spec.Message, agent string, round int) []spec.Message {
+	var out []spec.Message
+	for _, m := range msgs {
+		if m.Private || m.Record == "summary" {
+			continue
+		}
+		if m.From == agent || m.To == agent {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	last := 0
+	for _, m := range msgs {
+		if m.Round > last && !m.Private {
+			last = m.Round
+		}
+	}
+	for _, m := range msgs {
+		if m.Round == last && !m.Private && m.Record != "summary" && m.Record != "clarification" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func formatMessages(ms []spec.Message) string {
+	var b strings.Builder
+	for _, m := range ms {
+		head := m.From
+		if m.To != "" {
+			head += " to " + m.To
+		}
+		if m.Record != "" {
+			head += ", " + m.Record
+		}
+		if m.Round > 0 {
+			head += fmt.Sprintf(", round %d", m.Round)
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n\n", head, strings.TrimSpace(m.Content))
+	}
+	return strings.TrimSpace(b.String())
+}
+
+func (h *host) ContextDir() string { return h.run.opts.ContextDir }
+
+func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
+	r := h.run
+	sp := r.Plan.Summarize
+	if sp == nil {
+		return ""
+	}
+	key := agent.ID + "/" + h.scope.Key
+	r.mu.Lock()
+	if r.summaries == nil {
+		r.summaries = map[string]*summaryEntry{}
+	}
+	if e, ok := r.summaries[key]; ok {
+		r.mu.Unlock()
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return ""
+		}
+		return e.text
+	}
+	e := &summaryEntry{done: make(chan struct{})}
+	r.summaries[key] = e
+	msgs := make([]spec.Message, len(r.messages))
+	copy(msgs, r.messages)
+	r.mu.Unlock()
+	defer close(e.done)
+
+	text := formatMessages(perspective(msgs, agent.ID, h.scope.Round))
+	if len(text) <= sp.OverChars {
+		return ""
+	}
+	data := h.Prompt(h.node, agent)
+	data.Text = text
+	data.Extra = map[string]any{"max_chars": sp.MaxChars, "chars": len(text)}
+	prompt, err := h.Render(sp.Template, data)
+	if err != nil {
+		h.Warn("summary of %s's history failed (%v); using the full history", agent.ID, err)
+		return ""
+	}
+	model := sp.Model
+	if model == nil {
+		model = agent.Model
+	}
+	rep, err := h.Complete(ctx, kit.Call{Key: "summary/" + agent.ID, Node: h.node.ID, Agent: agent, Model: model, Messages: kit.Messages("", prompt)})
+	if err != nil || strings.TrimSpace(rep.Content) == "" {
+		if ctx.Err() == nil {
+			h.Warn("summary of %s's history failed (%v); using the full history", agent.ID, err)
+		}
+		return ""
+	}
+	e.text = strings.TrimSpace(rep.Content)
+	_ = h.Event("summary", "summary/"+agent.ID, map[string]any{"agent": agent.ID, "before_chars": len(text), "after_chars": len(e.text), "max_chars": sp.MaxChars})
+	r.mu.Lock()
+	r.pendingSummaries = append(r.pendingSummaries, spec.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
+	r.mu.Unlock()
+	return e.text
+}
