@@ -302,6 +302,12 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 func (h *host) Env() *spec.Env { return h.run.env(h.scope) }
 
 func (h *host) Event(typ, key string, data any) error {
+	if typ == "tool_call" {
+		// key is already a full call key; keep tool calls for the result.
+		if m, ok := data.(map[string]any); ok {
+			h.run.noteToolCall(ToolCallInfo{Key: h.prefix + "/" + key, Agent: fmt.Sprint(m["agent"]), Tool: fmt.Sprint(m["tool"]), Arguments: fmt.Sprint(m["arguments"]), Result: fmt.Sprint(m["result"])})
+		}
+	}
 	if key != "" {
 		key = h.prefix + "/" + key
 	} else {

@@ -59,7 +59,7 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 	}
 	lastGoal, lastRound := "\x00", -1
 	for _, msg := range res.Messages {
-		if msg.Private {
+		if msg.Private && msg.Record != "summary" {
 			continue // private thoughts stay out of the public record
 		}
 		if msg.Goal != lastGoal {
@@ -83,6 +83,9 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 		if msg.Whisper {
 			tags = append(tags, "whisper")
 		}
+		if msg.Record == "summary" {
+			tags = append(tags, "summary of the agent's history, seen only by it")
+		}
 		if msg.Carried {
 			tags = append(tags, "carried over, no call")
 		}
@@ -98,12 +101,31 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 			w("\n\n")
 		}
 	}
+	if len(res.ToolCalls) > 0 {
+		w("## Tool calls\n\n| call | agent | tool | arguments | result |\n| --- | --- | --- | --- | --- |\n")
+		for _, tc := range res.ToolCalls {
+			w("| %s | %s | %s | %s | %s |\n", cell(tc.Key), who(names, tc.Agent), tc.Tool, cell(oneLine(tc.Arguments)), cell(truncateText(oneLine(tc.Result), 160)))
+		}
+		w("\n")
+	}
+	if stats := whisperStats(res.Messages); len(stats) > 0 {
+		w("## Whispers\n\n| goal | from | to | count |\n| --- | --- | --- | --- |\n")
+		for _, s := range stats {
+			w("| %s | %s | %s | %d |\n", s.Goal, who(names, s.From), who(names, s.To), s.Count)
+		}
+		w("\n")
+	}
 	if len(res.GoalVerdicts) > 0 {
 		w("## Verdicts\n\n")
 		for _, g := range res.GoalVerdicts {
 			w("### %s\n\n| agent | verdict | withdrawn | reasoning |\n| --- | --- | --- | --- |\n", g.Goal)
 			for _, v := range g.Verdicts {
 				w("| %s | %s | %v | %s |\n", who(names, v.Agent), v.Verdict, v.Withdrawn, cell(oneLine(v.Reasoning)))
+			}
+			opts := sortedKeys(g.Counts)
+			w("\n| verdict | count | percent |\n| --- | --- | --- |\n")
+			for _, o := range opts {
+				w("| %s | %d | %.1f%% |\n", o, g.Counts[o], g.Percent[o])
 			}
 			w("\n")
 		}
@@ -196,4 +218,38 @@ func oneLine(s string) string {
 
 func cell(s string) string {
 	return strings.ReplaceAll(s, "|", "\\|")
+}
+
+// WhisperStat counts whispers from one agent to another within a goal.
+type WhisperStat struct {
+	Goal  string `json:"goal,omitempty"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Count int    `json:"count"`
+}
+
+func whisperStats(msgs []spec.Message) []WhisperStat {
+	idx := map[[3]string]int{}
+	var out []WhisperStat
+	for _, m := range msgs {
+		if !m.Whisper {
+			continue
+		}
+		k := [3]string{m.Goal, m.From, m.To}
+		if i, ok := idx[k]; ok {
+			out[i].Count++
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, WhisperStat{Goal: m.Goal, From: m.From, To: m.To, Count: 1})
+	}
+	return out
+}
+
+func truncateText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
 }

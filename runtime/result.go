@@ -34,6 +34,8 @@ type Result struct {
 	OutputOrder  []string       `json:"output_order"`
 	Messages     []spec.Message `json:"messages"`
 	GoalVerdicts []GoalVerdicts `json:"goal_verdicts,omitempty"`
+	Whispers     []WhisperStat  `json:"whispers,omitempty"`
+	ToolCalls    []ToolCallInfo `json:"tool_calls,omitempty"`
 	Usage        UsageReport    `json:"usage"`
 	Warnings     []string       `json:"warnings,omitempty"`
 	DurationMS   int64          `json:"duration_ms"`
@@ -139,9 +141,13 @@ type AgentVerdict struct {
 func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
 	type key struct{ goal, agent string }
 	latest := map[key]spec.Message{}
+	withdrawn := map[key]bool{}
 	var goals []string
 	agentsOf := map[string][]string{}
 	for _, m := range msgs {
+		if m.Withdrawn {
+			withdrawn[key{m.Goal, m.From}] = true
+		}
 		if m.Verdict == "" {
 			continue
 		}
@@ -159,7 +165,7 @@ func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
 		gv := GoalVerdicts{Goal: g, Counts: map[string]int{}, Percent: map[string]float64{}}
 		for _, a := range agentsOf[g] {
 			m := latest[key{g, a}]
-			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: m.Withdrawn})
+			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[key{g, a}]})
 			gv.Counts[m.Verdict]++
 		}
 		for v, n := range gv.Counts {
@@ -181,7 +187,8 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	}
 	res := &Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
-		Messages: msgs, GoalVerdicts: goalVerdicts(r.Plan, msgs), Usage: r.usage.snapshot(),
+		Messages: msgs, GoalVerdicts: goalVerdicts(r.Plan, msgs), Whispers: whisperStats(msgs), Usage: r.usage.snapshot(),
+		ToolCalls: r.toolCallLog(),
 		Warnings: warnings, DurationMS: d.Milliseconds(),
 	}
 	if res.Messages == nil {
@@ -261,4 +268,27 @@ func ReadAnswers(path string) (map[string]string, error) {
 		out[k] = fmt.Sprint(v)
 	}
 	return out, nil
+}
+
+// ToolCallInfo is a tool call an agent made, for the result and report.
+type ToolCallInfo struct {
+	Key       string `json:"key"`
+	Agent     string `json:"agent"`
+	Tool      string `json:"tool"`
+	Arguments string `json:"arguments"`
+	Result    string `json:"result"`
+}
+
+func (r *Run) noteToolCall(t ToolCallInfo) {
+	r.mu.Lock()
+	r.toolCalls = append(r.toolCalls, t)
+	r.mu.Unlock()
+}
+
+func (r *Run) toolCallLog() []ToolCallInfo {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := append([]ToolCallInfo(nil), r.toolCalls...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }

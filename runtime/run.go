@@ -126,6 +126,7 @@ type Run struct {
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
 	result           *Result
+	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
 }

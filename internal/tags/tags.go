@@ -295,6 +295,8 @@ func (p *parser) lexTag(i, hi int) (token, bool) {
 		p.steps++
 		c := s[j]
 		switch {
+		case c == '<':
+			return t, false
 		case quote != 0:
 			if c == quote {
 				quote = 0
@@ -435,9 +437,11 @@ func (p *parser) collect(lo, hi int) Result {
 // ("<Withdrawn>false</Withdr").
 func dropPartialClose(v, name string) string {
 	v = strings.TrimRight(v, " \t\r\n\f\v")
-	want := "</" + name + ">"
-	for n := len(want) - 1; n > 0; n-- {
-		if len(v) >= n && strings.EqualFold(v[len(v)-n:], want[:n]) {
+	// Try the longest proper prefix of "</name>" first: "</", "</n", ... up to
+	// "</name" (a complete closing tag would have matched).
+	for n := min(len(name)+2, len(v)); n > 0; n-- {
+		tail := v[len(v)-n:]
+		if tail[0] == '<' && (n == 1 || tail[1] == '/' && strings.EqualFold(tail[2:], name[:n-2])) {
 			return v[:len(v)-n]
 		}
 	}
