@@ -189,7 +189,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
 		Messages: msgs, GoalVerdicts: goalVerdicts(r.Plan, msgs), Whispers: whisperStats(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(),
-		Warnings: warnings, DurationMS: d.Milliseconds(),
+		Warnings:  warnings, DurationMS: d.Milliseconds(),
 	}
 	if res.Messages == nil {
 		res.Messages = []spec.Message{}
