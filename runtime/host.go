@@ -61,6 +61,21 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		r.usage.add(h.node.ID, who, model, rep)
 		return rep, nil
 	}
+	if r.opts.Replay != nil {
+		rep, ok := r.opts.Replay[key]
+		if ok {
+			rep.Replayed = true
+			r.noteText(rep.Content)
+			if err := r.event("model_response", key, replayedReply{Reply: rep, Source: "replay"}); err != nil {
+				return kit.Reply{}, err
+			}
+			r.usage.add(h.node.ID, who, model, rep)
+			return rep, nil
+		}
+		if !r.opts.ReplayMissingLive {
+			return kit.Reply{}, &MissingReplayError{Key: key}
+		}
+	}
 	client := r.clients[model.Endpoint.Name]
 	if client == nil {
 		return kit.Reply{}, fmt.Errorf("model call %s: endpoint %q is not connected", key, model.Endpoint.Name)
@@ -92,6 +107,18 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		return kit.Reply{}, err
 	}
 	start := time.Now()
+	cacheKey := ""
+	if r.opts.Cache != nil {
+		cacheKey = CacheKey(model, req, key)
+		if rep, ok := r.opts.Cache.Get(cacheKey); ok {
+			r.noteText(rep.Content)
+			if err := r.event("model_response", key, replayedReply{Reply: rep, Source: "cache"}); err != nil {
+				return kit.Reply{}, err
+			}
+			r.usage.add(h.node.ID, who, model, rep)
+			return rep, nil
+		}
+	}
 	resp, err := client.Complete(ctx, req, func(a llm.Attempt) {
 		_ = r.event("retry", key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
 	})
@@ -120,6 +147,9 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	r.noteText(rep.Content)
 	if err := r.event("model_response", key, rep); err != nil {
 		return kit.Reply{}, err
+	}
+	if cacheKey != "" {
+		r.opts.Cache.Put(cacheKey, rep)
 	}
 	r.usage.add(h.node.ID, who, model, rep)
 	return rep, nil

@@ -56,6 +56,13 @@ type Options struct {
 	LogPrompts bool
 	// Version is the runner version recorded in the run.
 	Version string
+	// Replay serves model calls from a recorded run by call key, with no
+	// network; a call it lacks fails with MissingReplayError unless
+	// ReplayMissingLive is set.
+	Replay            map[string]kit.Reply
+	ReplayMissingLive bool
+	// Cache, when set, serves and stores responses by request content.
+	Cache Cache
 	// ContextDir is the folder read_file and list_files may read.
 	ContextDir string
 	// Sleep replaces time.Sleep in retries (tests).

@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Cache stores model responses by request content. Implementations must be
+// safe for concurrent use; errors are never stored.
+type Cache interface {
+	Get(key string) (kit.Reply, bool)
+	Put(key string, rep kit.Reply)
+}
+
+// replayedReply is a model_response event whose reply came from a replay
+// or the cache rather than the network.
+type replayedReply struct {
+	kit.Reply
+	Source string `json:"source"`
+}
+
+// MissingReplayError is a call the recording being replayed does not have.
+type MissingReplayError struct{ Key string }
+
+func (e *MissingReplayError) Error() string {
+	return fmt.Sprintf("the recording has no response for call %s (the spec, inputs or vars differ from the recorded run; use --replay-missing live to call the model for such calls)", e.Key)
+}
+
+// LoadReplay reads the model responses of a recorded run, from its journal
+// file or its run directory, keyed by call key.
+func LoadReplay(path string) (map[string]kit.Reply, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, &FlagError{Flag: "--replay", Err: unwrapPathError(err)}
+	}
+	if info.IsDir() {
+		path = filepath.Join(path, "journal.jsonl")
+	}
+	events, err := journal.Read(path)
+	if err != nil {
+		return nil, &FlagError{Flag: "--replay", Err: err}
+	}
+	out := map[string]kit.Reply{}
+	for _, ev := range events {
+		if ev.Type != "model_response" {
+			continue
+		}
+		var rep kit.Reply
+		if err := json.Unmarshal(ev.Data, &rep); err != nil {
+			return nil, &FlagError{Flag: "--replay", Err: fmt.Errorf("%s event %d: %w", path, ev.Seq, err)}
+		}
+		out[ev.Key] = rep
+	}
+	if len(out) == 0 {
+		return nil, &FlagError{Flag: "--replay", Err: fmt.Errorf("%s holds no model responses", path)}
+	}
+	return out, nil
+}
+
+// CacheKey is the content address of a request: endpoint, model,
+// parameters, messages and tools, plus a sample discriminator so that
+// repeated samples at temperature > 0 stay distinct. The discriminator is
+// the call key, which is the same for the same call across runs (so sweeps
+// share early rounds) but differs between agents asking the same thing.
+func CacheKey(model *spec.ModelPlan, req llm.Request, callKey string) string {
+	sample := ""
+	if req.Temperature == nil || *req.Temperature > 0 {
+		sample = callKey
+	}
+	body := struct {
+		Endpoint string          `json:"endpoint"`
+		BaseURL  string          `json:"base_url"`
+		Model    string          `json:"model"`
+		Temp     *float64        `json:"temperature"`
+		TopP     *float64        `json:"top_p"`
+		Max      int             `json:"max_tokens"`
+		Seed     *int            `json:"seed"`
+		JSON     bool            `json:"json"`
+		Messages []llm.Message   `json:"messages"`
+		Tools    []llm.Tool      `json:"tools"`
+		Sample   string          `json:"sample"`
+		Extra    json.RawMessage `json:"extra,omitempty"`
+	}{
+		Endpoint: model.Endpoint.Name, BaseURL: model.Endpoint.BaseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
+		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSONMode, Messages: req.Messages, Tools: req.Tools, Sample: sample,
+	}
+	data, _ := json.Marshal(body)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
