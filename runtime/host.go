@@ -58,6 +58,8 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	}
 	if rep, ok := r.recorded[key]; ok {
 		rep.Replayed = true
+		r.noteText(rep.Content) // already in the journal: messages refer to it
+		r.countCall("journal")
 		r.usage.add(h.node.ID, who, model, rep)
 		return rep, nil
 	}
@@ -69,6 +71,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 			if err := r.event("model_response", key, replayedReply{Reply: rep, Source: "replay"}); err != nil {
 				return kit.Reply{}, err
 			}
+			r.countCall("replay")
 			r.usage.add(h.node.ID, who, model, rep)
 			return rep, nil
 		}
@@ -107,50 +110,61 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		return kit.Reply{}, err
 	}
 	start := time.Now()
-	cacheKey := ""
-	if r.opts.Cache != nil {
-		cacheKey = CacheKey(model, req, key)
-		if rep, ok := r.opts.Cache.Get(cacheKey); ok {
-			r.noteText(rep.Content)
-			if err := r.event("model_response", key, replayedReply{Reply: rep, Source: "cache"}); err != nil {
-				return kit.Reply{}, err
+	send := func() (kit.Reply, error) {
+		r.pool.sent.Add(1)
+		resp, err := client.Complete(ctx, req, func(a llm.Attempt) {
+			_ = r.event("retry", key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
+		})
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return kit.Reply{}, ctx.Err()
 			}
-			r.usage.add(h.node.ID, who, model, rep)
-			return rep, nil
+			_ = r.event("model_error", key, map[string]any{"error": err.Error()})
+			var le *llm.Error
+			if errors.As(err, &le) {
+				return kit.Reply{}, &EndpointError{Key: key, Err: err}
+			}
+			return kit.Reply{}, fmt.Errorf("model call %s: %w", key, err)
 		}
+		rep := kit.Reply{
+			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
+			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
+		}
+		if rep.LatencyMS == 0 {
+			rep.LatencyMS = time.Since(start).Milliseconds()
+		}
+		for _, tc := range resp.ToolCalls {
+			rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		return rep, nil
 	}
-	resp, err := client.Complete(ctx, req, func(a llm.Attempt) {
-		_ = r.event("retry", key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
-	})
+	var (
+		rep    kit.Reply
+		source string // "" for a reply this call received from the endpoint
+		err    error
+	)
+	if r.opts.Cache != nil {
+		rep, source, err = r.cached(ctx, CacheKey(model, r.bases[model.Endpoint.Name], req, r.sampleKey(key)), send)
+		if err != nil && source == "shared" {
+			// Another run's identical call failed; report it under this key.
+			_ = r.event("model_error", key, map[string]any{"error": err.Error(), "source": source})
+		}
+	} else {
+		rep, err = send()
+	}
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-			return kit.Reply{}, ctx.Err()
-		}
-		_ = r.event("model_error", key, map[string]any{"error": err.Error()})
-		var le *llm.Error
-		if errors.As(err, &le) {
-			return kit.Reply{}, &EndpointError{Key: key, Err: err}
-		}
-		return kit.Reply{}, fmt.Errorf("model call %s: %w", key, err)
-	}
-	rep := kit.Reply{
-		Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
-		PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
-		LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
-	}
-	if rep.LatencyMS == 0 {
-		rep.LatencyMS = time.Since(start).Milliseconds()
-	}
-	for _, tc := range resp.ToolCalls {
-		rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-	}
-	r.noteText(rep.Content)
-	if err := r.event("model_response", key, rep); err != nil {
 		return kit.Reply{}, err
 	}
-	if cacheKey != "" {
-		r.opts.Cache.Put(cacheKey, rep)
+	r.noteText(rep.Content)
+	var ev any = rep
+	if source != "" {
+		ev = replayedReply{Reply: rep, Source: source}
 	}
+	if err := r.event("model_response", key, ev); err != nil {
+		return kit.Reply{}, err
+	}
+	r.countCall(source)
 	r.usage.add(h.node.ID, who, model, rep)
 	return rep, nil
 }
@@ -235,6 +249,9 @@ func (h *host) Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptDa
 	for _, a := range node.Agents {
 		data.Agents = append(data.Agents, a.View())
 	}
+	for _, a := range r.Plan.Agents {
+		data.AllAgents = append(data.AllAgents, a.View())
+	}
 	for k, v := range r.results {
 		data.Nodes[k] = v
 	}
@@ -270,9 +287,11 @@ func (h *host) Messages() []spec.Message {
 	return out
 }
 
-// messageEvent is a recorded message as journaled: content is left out when
-// an identical text is already in the journal (a model response), keeping the
-// journal about as large as the debate itself.
+// messageEvent is a recorded message as journaled: content and output are
+// left out when an identical text is already in the journal (a model
+// response, or an earlier message), keeping the journal about as large as the
+// debate itself. The output is then the one parsed from that text, journaled
+// with the call that produced it (its "output" event).
 type messageEvent struct {
 	spec.Message
 	ContentDigest string `json:"content_digest,omitempty"`
@@ -320,7 +339,7 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 		r.mu.Unlock()
 		ev := messageEvent{Message: m}
 		if seen && m.Content != "" {
-			ev.Content = ""
+			ev.Content, ev.Output = "", nil
 			ev.ContentDigest = d[:16]
 		}
 		_ = r.event("message", m.ID, ev)

@@ -37,8 +37,12 @@ type Result struct {
 	Whispers     []WhisperStat  `json:"whispers,omitempty"`
 	ToolCalls    []ToolCallInfo `json:"tool_calls,omitempty"`
 	Usage        UsageReport    `json:"usage"`
-	Warnings     []string       `json:"warnings,omitempty"`
-	DurationMS   int64          `json:"duration_ms"`
+	// Expected and Score are set when the run was given an expected value
+	// (a dataset line) and the spec has a score expression.
+	Expected   any      `json:"expected,omitempty"`
+	Score      *float64 `json:"score,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
+	DurationMS int64    `json:"duration_ms"`
 }
 
 // Usage counts calls and tokens.
@@ -120,21 +124,11 @@ func copyUsage(m map[string]Usage) map[string]Usage {
 	return out
 }
 
-// GoalVerdicts are the verdicts given during one goal.
-type GoalVerdicts struct {
-	Goal     string             `json:"goal" expr:"goal"`
-	Verdicts []AgentVerdict     `json:"verdicts" expr:"verdicts"`
-	Counts   map[string]int     `json:"counts" expr:"counts"`
-	Percent  map[string]float64 `json:"percent" expr:"percent"`
-}
+// GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
+type GoalVerdicts = spec.GoalVerdicts
 
 // AgentVerdict is an agent's final verdict on a goal.
-type AgentVerdict struct {
-	Agent     string `json:"agent" expr:"agent"`
-	Verdict   string `json:"verdict" expr:"verdict"`
-	Reasoning string `json:"reasoning,omitempty" expr:"reasoning"`
-	Withdrawn bool   `json:"withdrawn" expr:"withdrawn"`
-}
+type AgentVerdict = spec.AgentVerdict
 
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
 // per goal, in goal order.

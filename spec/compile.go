@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 
@@ -59,8 +60,13 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 		return nil
 	}
 	schemaErrs := len(r.diags)
-	validateSchema(r, reg, loc)
+	failed := validateSchema(r, reg, loc)
 	schemaFailed := len(r.diags) > schemaErrs
+	r.claimReported()
+	flowBroken := false
+	for _, p := range failed {
+		flowBroken = flowBroken || p == "" || strings.HasPrefix(p, "/flow")
+	}
 
 	f := &File{Path: path, Root: root}
 	if err := root.Decode(f); err != nil && !schemaFailed {
@@ -90,8 +96,9 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 			TemplateSources: map[string]TemplateSource{}, Schemas: map[string]*jsonschema.Schema{},
 			Nodes: map[string]*NodePlan{},
 		},
-		records:   map[string]bool{},
-		reachable: map[string]bool{},
+		records:    map[string]bool{},
+		reachable:  map[string]bool{},
+		flowBroken: flowBroken,
 	}
 	c.compile()
 	return c.plan
@@ -113,21 +120,30 @@ type compiler struct {
 	deferred  []func()
 	loopNames []string
 	reachable map[string]bool
+	// flowBroken is set when the schema found mistakes in flow; which
+	// nodes it runs is then unknown.
+	flowBroken bool
+	// typedVars and typedInputs are zero structs whose fields have the
+	// declared types of vars and inputs (see typedEnvSample).
+	typedVars, typedInputs any
 }
 
 type templateOrigin struct {
 	file     string // file to report in, "" = the spec
 	lineBase int    // line in that file of the template's first line, minus one
-	col      int
-	pos      Pos // position of the reference/definition in the spec
+	// inline is set for a define: written as a plain or quoted scalar,
+	// whose first line starts at column col of line lineBase+1.
+	inline bool
+	col    int
+	pos    Pos // position of the reference/definition in the spec
 }
 
 func (c *compiler) compile() {
 	c.inputsAndVars()
 	c.endpointsAndModels()
 	c.verdictsAndGoals()
-	c.agents()
 	c.templates()
+	c.agents()
 	c.summarize()
 	c.collectLoopNames(c.file.Flow)
 	c.nodes()
@@ -266,7 +282,7 @@ func (c *compiler) agents() {
 		}
 		ap.Model = c.modelRef(a.Model, fmt.Sprintf("agent %q", k.V))
 		if a.System.Set {
-			ap.System = a.System.V
+			ap.System = c.TemplateRef(a.System)
 		}
 		c.plan.Agents = append(c.plan.Agents, ap)
 		c.plan.AgentByID[k.V] = ap
@@ -302,7 +318,15 @@ func (c *compiler) templates() {
 	for _, k := range c.file.Templates.Define.Keys {
 		v := c.file.Templates.Define.Values[k.V]
 		c.sources[k.V] = v.V
-		c.origins[k.V] = templateOrigin{lineBase: v.Pos.Line, col: v.Pos.Col, pos: k.Pos}
+		o := templateOrigin{lineBase: v.Pos.Line, col: v.Pos.Col, pos: k.Pos}
+		if n := mappingValue(mappingValue(mappingValue(c.file.Root, "templates"), "define"), k.V); n != nil && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+			// Text on the key's line: template line 1 is spec line lineBase.
+			o.inline, o.lineBase = true, v.Pos.Line-1
+			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+				o.col++
+			}
+		}
+		c.origins[k.V] = o
 		sum := sha256.Sum256([]byte(v.V))
 		c.plan.TemplateSources[k.V] = TemplateSource{Origin: "spec", Digest: hex.EncodeToString(sum[:8])}
 	}
@@ -353,8 +377,12 @@ func (c *compiler) loadLibrary(use Str) {
 	}
 	info, err := os.Stat(dir)
 	if err != nil || !info.IsDir() {
-		c.r.errorf(use.Pos, "unknown template library %q: not an embedded library (%s) nor a folder next to the spec%s",
-			name, strings.Join(templates.Libraries(), ", "), didYouMean(name, templates.Libraries()))
+		if hint := didYouMean(name, templates.Libraries()); hint != "" {
+			c.r.errorf(use.Pos, "unknown template library %q: not an embedded library nor a folder next to the spec%s", name, hint)
+			return
+		}
+		c.r.errorf(use.Pos, "unknown template library %q: not an embedded library (%s) nor a folder next to the spec",
+			name, strings.Join(templates.Libraries(), ", "))
 		return
 	}
 	lib := filepath.Base(filepath.Clean(dir))
@@ -394,15 +422,28 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 				continue
 			}
 			name := lib + "/" + strings.TrimSuffix(p, ".schema.json")
+			embedded := strings.HasPrefix(origin, "library:")
+			if sch, ok := embeddedSchemas.Load(name); ok && embedded {
+				c.plan.Schemas[name] = sch.(*jsonschema.Schema)
+				continue
+			}
 			sch, err := CompileJSONSchema(name, data)
 			if err != nil {
 				c.r.errorf(Pos{1, 1}, "schema %s/%s: %v", display, p, err)
 				continue
 			}
+			if embedded {
+				embeddedSchemas.Store(name, sch)
+			}
 			c.plan.Schemas[name] = sch
 		}
 	}
 }
+
+// embeddedSchemas caches the compiled schemas of the embedded libraries,
+// which never change while the program runs; compiling them (meta-schema
+// validation included) was most of the cost of loading a spec.
+var embeddedSchemas sync.Map // "library/name" -> *jsonschema.Schema
 
 // CompileJSONSchema compiles a JSON Schema document (draft 2020-12 unless it
 // says otherwise).
@@ -421,6 +462,9 @@ func (c *compiler) templateError(name string, err error) {
 	tname, line, col, msg := templateErrorLine(err.Error())
 	if tname == "" {
 		tname = name
+	}
+	if msg == "unexpected EOF" {
+		msg = "unexpected end of template: an {{if}}, {{range}}, {{with}} or {{define}} lacks its {{end}}"
 	}
 	c.reportTemplateProblem(tname, line, col, msg, Pos{})
 }
@@ -450,10 +494,27 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 		line, col = last, 1
 	}
 	pos := Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
+	if o.inline && line == 1 {
+		pos.Col = o.col + col - 1
+	}
 	if line == 0 || pos.Line > len(c.r.src.lines) {
 		pos = o.pos
 	}
 	c.r.errorf(pos, "template %s: %s", name, msg)
+}
+
+// mappingValue returns the value of key in mapping n, or nil.
+func mappingValue(n *yaml.Node, key string) *yaml.Node {
+	n = resolveAlias(n)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return resolveAlias(n.Content[i+1])
+		}
+	}
+	return nil
 }
 
 // indentOf is the indentation of a spec line (block scalars are indented).
@@ -498,7 +559,8 @@ func (c *compiler) TemplateRef(s Str) string {
 				c.r.errorf(s.Pos, "template %s: %s", s.V, msg)
 				continue
 			}
-			c.reportTemplateProblem(tname, line, col, rest, s.Pos)
+			// ErrorContext counts columns from 0.
+			c.reportTemplateProblem(tname, line, col+1, rest, s.Pos)
 		}
 	}
 	return s.V
@@ -510,6 +572,12 @@ func (c *compiler) envSample(extra map[string]any) map[string]any {
 	loop := map[string]any{}
 	for _, n := range c.loopNames {
 		loop[n] = 0
+	}
+	if extra == nil {
+		extra = map[string]any{}
+	}
+	if _, ok := extra["goal_verdicts"]; !ok {
+		extra["goal_verdicts"] = []GoalVerdicts{}
 	}
 	env := &Env{
 		Inputs:   map[string]any{},
@@ -529,7 +597,8 @@ func (c *compiler) envSample(extra map[string]any) map[string]any {
 }
 
 // compileExpr compiles an expression against the environment plus extra
-// names, checking node/var/input/verdict references.
+// names, checking node/var/input/verdict references and, where the spec
+// fixes them (vars by their default, inputs as text), the types of values.
 func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
 	if e.IsZero() {
 		return nil
@@ -539,7 +608,54 @@ func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, wh
 		c.r.errorf(e.Pos, "%s: expression is empty", what)
 		return nil
 	}
-	opts := []expr.Option{expr.Env(c.envSample(extra)), expr.MaxNodes(2000)}
+	tree, err := parser.Parse(src)
+	if err != nil {
+		pos, msg := exprErrorPos(e.textPos(), err)
+		if msg == "unexpected token EOF" {
+			msg = "the expression ends too early"
+		}
+		c.r.errorf(pos, "%s: syntax error: %s", what, msg)
+		return nil
+	}
+	env := c.envSample(extra)
+	prog, err := expr.Compile(src, exprOptions(env, want)...)
+	if err != nil {
+		c.exprError(e, src, err, env, what)
+		return nil
+	}
+	v := &refChecker{known: map[string][]string{
+		"nodes":    c.file.Nodes.Names(),
+		"vars":     c.file.Vars.Names(),
+		"inputs":   c.file.Inputs.Names(),
+		"verdicts": c.file.Verdicts.Names(),
+	}}
+	ast.Walk(&tree.Node, v)
+	if len(v.errs) > 0 {
+		for _, re := range v.errs {
+			pos := e.textPos()
+			if !strings.Contains(src[:min(re.offset, len(src))], "\n") {
+				pos.Col += re.offset
+			}
+			c.r.errorf(pos, "%s: %s", what, re.msg)
+		}
+		return nil
+	}
+	// The environment above types vars and inputs as maps of anything, so
+	// `if: vars.title` compiles whatever title holds. Compiling once more
+	// with them as structs of the declared types catches a string used as
+	// a condition before a run fails on it.
+	if v.typed {
+		typed := c.typedEnvSample(env)
+		if _, err := expr.Compile(src, exprOptions(typed, want)...); err != nil && !strings.Contains(err.Error(), "struct {") {
+			c.exprError(e, src, err, typed, what)
+			return nil
+		}
+	}
+	return &Program{Source: src, Pos: e.Pos, Program: prog}
+}
+
+func exprOptions(env map[string]any, want ExprResult) []expr.Option {
+	opts := []expr.Option{expr.Env(env), expr.MaxNodes(2000)}
 	opts = append(opts, exprFunctions...)
 	switch want {
 	case BoolResult:
@@ -547,39 +663,81 @@ func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, wh
 	case IntResult:
 		opts = append(opts, expr.AsInt())
 	}
-	prog, err := expr.Compile(src, opts...)
-	if err != nil {
-		pos, msg := exprErrorPos(e.Pos, err)
-		if want == BoolResult && strings.Contains(msg, "expected bool") {
-			msg = "condition must be true or false, but " + strings.TrimPrefix(msg, "expected bool, but got ") + " is not a boolean"
-			msg = fmt.Sprintf("condition must be a boolean expression (%s)", strings.TrimPrefix(err.(interface{ Error() string }).Error(), ""))
-			msg = firstLine(msg)
+	return opts
+}
+
+// exprError reports a compile error of an expression in the spec's words.
+func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, what string) {
+	pos, msg := exprErrorPos(e.textPos(), err)
+	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
+		msg = fmt.Sprintf("condition must be a boolean, but %q is %s", src, exprTypeWords(got))
+	} else if got, ok := strings.CutPrefix(msg, "expected int, but got "); ok {
+		msg = fmt.Sprintf("must be a number, but %q is %s", src, exprTypeWords(got))
+	} else if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
+		names := make([]string, 0, len(env))
+		for k := range env {
+			names = append(names, k)
 		}
-		c.r.errorf(pos, "%s: %s", what, msg)
-		return nil
+		sort.Strings(names)
+		msg = fmt.Sprintf("unknown name %q%s", name, didYouMean(name, names))
 	}
-	tree, perr := parser.Parse(src)
-	if perr == nil {
-		known := map[string][]string{
-			"nodes":    c.file.Nodes.Names(),
-			"vars":     c.file.Vars.Names(),
-			"inputs":   c.file.Inputs.Names(),
-			"verdicts": c.file.Verdicts.Names(),
-		}
-		v := &refChecker{known: known}
-		ast.Walk(&tree.Node, v)
-		if len(v.errs) > 0 {
-			for _, re := range v.errs {
-				pos := e.Pos
-				if !strings.Contains(src[:min(re.offset, len(src))], "\n") {
-					pos.Col += re.offset
-				}
-				c.r.errorf(pos, "%s: %s", what, re.msg)
+	c.r.errorf(pos, "%s: %s", what, firstLine(msg))
+}
+
+// exprTypeWords names an expr type for a spec author.
+func exprTypeWords(t string) string {
+	switch {
+	case t == "bool":
+		return "a boolean"
+	case t == "string":
+		return "a string"
+	case t == "nil":
+		return "nil"
+	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+		return "an integer"
+	case strings.HasPrefix(t, "float"):
+		return "a number"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	case t == "spec.Message":
+		return "a message"
+	}
+	return "of type " + t
+}
+
+// typedEnvSample replaces the vars and inputs maps of env with structs whose
+// fields have the types the spec declares, for type checking only: the
+// runtime environment keeps maps.
+func (c *compiler) typedEnvSample(env map[string]any) map[string]any {
+	if c.typedVars == nil {
+		anyType := reflect.TypeOf((*any)(nil)).Elem()
+		var vars []reflect.StructField
+		for i, v := range c.plan.Vars {
+			t := anyType
+			if v.Default != nil {
+				t = reflect.TypeOf(v.Default)
 			}
-			return nil
+			vars = append(vars, reflect.StructField{Name: fmt.Sprintf("V%d", i), Type: t, Tag: reflect.StructTag(fmt.Sprintf("expr:%q", v.Name))})
 		}
+		var inputs []reflect.StructField
+		for i, in := range c.plan.Inputs {
+			t := reflect.TypeOf("")
+			if _, text := in.Default.(string); in.HasDefault && !text {
+				t = anyType
+			}
+			inputs = append(inputs, reflect.StructField{Name: fmt.Sprintf("I%d", i), Type: t, Tag: reflect.StructTag(fmt.Sprintf("expr:%q", in.Name))})
+		}
+		c.typedVars = reflect.New(reflect.StructOf(vars)).Elem().Interface()
+		c.typedInputs = reflect.New(reflect.StructOf(inputs)).Elem().Interface()
 	}
-	return &Program{Source: src, Pos: e.Pos, Program: prog}
+	typed := make(map[string]any, len(env))
+	for k, v := range env {
+		typed[k] = v
+	}
+	typed["vars"], typed["inputs"] = c.typedVars, c.typedInputs
+	return typed
 }
 
 func firstLine(s string) string {
@@ -696,7 +854,7 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 			out = append(out, fs)
 		case s.If != nil:
 			fs := &FlowStep{Kind: StepIf, Pos: s.Pos, Path: p + ".if"}
-			fs.Cond = c.compileExpr(s.If.Cond, nil, BoolResult, "if condition")
+			fs.Cond = c.compileExpr(s.If.Cond, nil, BoolResult, "if")
 			fs.Do = c.flow(s.If.Then, p+".then")
 			fs.Else = c.flow(s.If.Else, p+".else")
 			out = append(out, fs)
@@ -714,6 +872,9 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 }
 
 func (c *compiler) unreachable() {
+	if len(c.file.Flow) == 0 || c.flowBroken {
+		return // the schema reported the flow's mistakes; a guess would mislead
+	}
 	for _, k := range c.file.Nodes.Keys {
 		if !c.reachable[k.V] {
 			c.r.errorf(k.Pos, "node %q is never run: no flow step names it (add it to flow or remove it)", k.V)
@@ -858,22 +1019,58 @@ func (n *NodeContext) RequireRecord(s Str) {
 
 // JSONSchema compiles an inline JSON Schema written in YAML at node.
 func (n *NodeContext) JSONSchema(node *yaml.Node) *jsonschema.Schema {
-	var v any
-	if err := node.Decode(&v); err != nil {
-		n.Errorf(nodePos(node), "output schema: %v", err)
+	// Duplicate keys and the like were reported when the whole spec was
+	// converted; a scratch reporter keeps them from being reported twice.
+	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
+	if loc == nil {
+		n.Errorf(nodePos(node), "output schema is too large")
 		return nil
 	}
-	data, err := json.Marshal(v)
+	data, err := json.Marshal(loc.value)
 	if err != nil {
 		n.Errorf(nodePos(node), "output schema: %v", err)
 		return nil
 	}
 	sch, err := CompileJSONSchema(n.Node.ID+"-output", data)
 	if err != nil {
-		n.Errorf(nodePos(node), "output schema is not a valid JSON Schema: %v", firstLine(err.Error()))
+		n.schemaDocError(node, loc, err)
 		return nil
 	}
 	return sch
+}
+
+// schemaDocError reports why a JSON Schema written in the spec does not
+// compile, at the key or value each complaint of the meta-schema is about.
+func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
+	var se *jsonschema.SchemaError
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
+		msg := firstLine(err.Error())
+		if i := strings.Index(msg, "compilation failed: "); i >= 0 {
+			msg = msg[i+len("compilation failed: "):]
+		}
+		n.Errorf(nodePos(node), "output schema is not a valid JSON Schema: %s", msg)
+		return
+	}
+	for _, leaf := range leaves(ve, loc) {
+		ptr := unescapeURLPointer(leaf.InstanceLocation)
+		at := loc.values[ptr]
+		if at == nil {
+			at = node
+		}
+		where := "schema"
+		if ptr != "" {
+			where = "schema." + describePointer(ptr)
+		}
+		msg := leaf.Message
+		switch lastSegment(leaf.KeywordLocation) {
+		case "enum":
+			msg = enumMessage(leaf.Message, at)
+		case "type":
+			msg = typeMessage(leaf.Message, at)
+		}
+		n.Errorf(nodePos(at), "output %s: %s", where, msg)
+	}
 }
 
 // SchemaRef resolves a named schema from a template library.

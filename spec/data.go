@@ -93,8 +93,11 @@ type Question struct {
 // PromptData is the dot of every prompt template. Kinds fill the fields
 // that make sense for them and leave the rest empty.
 type PromptData struct {
-	Agent  AgentView
+	Agent AgentView
+	// Agents are the agents of the node being run, in declaration order.
 	Agents []AgentView
+	// AllAgents are every agent of the spec, in declaration order.
+	AllAgents []AgentView
 	// Round is the innermost loop counter (1-based), 0 outside loops.
 	Round int
 	// Loop holds every loop and foreach variable in scope by its 'as' name.
@@ -129,4 +132,21 @@ type PromptData struct {
 	Text string
 	// Extra carries kind-specific values that have no field of their own.
 	Extra map[string]any
+}
+
+// GoalVerdicts are the verdicts given during one goal: each agent's latest
+// verdict, and how many agents chose each option.
+type GoalVerdicts struct {
+	Goal     string             `json:"goal" expr:"goal"`
+	Verdicts []AgentVerdict     `json:"verdicts" expr:"verdicts"`
+	Counts   map[string]int     `json:"counts" expr:"counts"`
+	Percent  map[string]float64 `json:"percent" expr:"percent"`
+}
+
+// AgentVerdict is an agent's final verdict on a goal.
+type AgentVerdict struct {
+	Agent     string `json:"agent" expr:"agent"`
+	Verdict   string `json:"verdict" expr:"verdict"`
+	Reasoning string `json:"reasoning,omitempty" expr:"reasoning"`
+	Withdrawn bool   `json:"withdrawn" expr:"withdrawn"`
 }
