@@ -134,10 +134,13 @@ type PromptData struct {
 	Extra map[string]any
 }
 
-// GoalVerdicts are the verdicts given during one goal: each agent's latest
-// verdict, and how many agents chose each option.
+// GoalVerdicts are the verdicts given in one node during one goal: each
+// agent's latest verdict, and how many agents chose each option. Nodes are
+// kept apart so that, e.g., a moderation panel watching a debate does not
+// count among the debaters.
 type GoalVerdicts struct {
 	Goal     string             `json:"goal" expr:"goal"`
+	Node     string             `json:"node" expr:"node"`
 	Verdicts []AgentVerdict     `json:"verdicts" expr:"verdicts"`
 	Counts   map[string]int     `json:"counts" expr:"counts"`
 	Percent  map[string]float64 `json:"percent" expr:"percent"`

@@ -127,8 +127,12 @@ type source struct {
 	lines []string
 }
 
+// lineBreaks are the line breaks of the YAML parser, which counts lines by
+// all of them; splitting the same way keeps snippets on the reported line.
+var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
+
 func newSource(name string, data []byte) *source {
-	return &source{name: name, lines: strings.Split(string(data), "\n")}
+	return &source{name: name, lines: strings.Split(lineBreaks.Replace(string(data)), "\n")}
 }
 
 // snippet returns the line at pos and a caret under the column.
@@ -160,9 +164,32 @@ func (s *source) snippet(pos Pos) string {
 type reporter struct {
 	src   *source
 	diags Diagnostics
+	// claimed holds the positions the schema already reported. A later
+	// error at the same place restates the same mistake (an integer where a
+	// node id belongs is also an unknown node) and only adds noise.
+	claimed map[Pos]bool
+}
+
+// claimReported marks every position reported so far as claimed.
+func (r *reporter) claimReported() {
+	if r.claimed == nil {
+		r.claimed = map[Pos]bool{}
+	}
+	for _, d := range r.diags {
+		if d.Severity == Error && d.Pos.Line > 0 {
+			r.claimed[d.Pos] = true
+		}
+	}
 }
 
 func (r *reporter) add(sev Severity, pos Pos, format string, args ...any) {
+	if r.claimed[pos] {
+		return
+	}
+	if n := len(r.src.lines); pos.Line > n {
+		// The parser places a few errors just past the end of the text.
+		pos = Pos{Line: n, Col: 1}
+	}
 	r.diags = append(r.diags, Diagnostic{
 		File:     r.src.name,
 		Pos:      pos,
@@ -211,8 +238,13 @@ func didYouMean(name string, candidates []string) string {
 	return ""
 }
 
+// editDistance is the optimal string alignment distance: insertions,
+// deletions, substitutions and swaps of two adjacent letters each cost one,
+// so the common typo "recrod" is as close to "record" as "recod" is.
 func editDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
+	// rows i-2, i-1 and i of the dynamic programming table
+	prev2 := make([]int, len(rb)+1)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)
 	for j := range prev {
@@ -226,8 +258,11 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(rb)]
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/expr-lang/expr"
@@ -84,14 +85,14 @@ func latestOf(ms []Message, record string) []Message {
 // builtins (all, any, filter, map, len, sum, mean, max, min...).
 var exprFunctions = []expr.Option{
 	expr.Function("mode", func(params ...any) (any, error) {
-		list, ok := params[0].([]any)
+		list, ok := toList(params[0])
 		if !ok {
 			return nil, fmt.Errorf("mode: expected a list, got %T", params[0])
 		}
 		return mode(list), nil
 	}, new(func([]any) any)),
 	expr.Function("counts", func(params ...any) (any, error) {
-		list, ok := params[0].([]any)
+		list, ok := toList(params[0])
 		if !ok {
 			return nil, fmt.Errorf("counts: expected a list, got %T", params[0])
 		}
@@ -103,6 +104,23 @@ var exprFunctions = []expr.Option{
 		}
 		return out, nil
 	}, new(func([]any) map[string]any)),
+}
+
+// toList accepts any slice: a value typed "any" when the expression was
+// compiled may hold []string or []Message when it runs.
+func toList(v any) ([]any, bool) {
+	if l, ok := v.([]any); ok {
+		return l, true
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
+		return nil, false
+	}
+	out := make([]any, rv.Len())
+	for i := range out {
+		out[i] = rv.Index(i).Interface()
+	}
+	return out, true
 }
 
 // mode returns the most frequent value; ties go to the value seen first. Nil
@@ -153,6 +171,9 @@ const (
 type refChecker struct {
 	known map[string][]string
 	errs  []refError
+	// typed is set when the expression reads vars or inputs, whose
+	// declared types are worth a second, typed compile.
+	typed bool
 }
 
 type refError struct {
@@ -161,6 +182,9 @@ type refError struct {
 }
 
 func (v *refChecker) Visit(node *ast.Node) {
+	if id, ok := (*node).(*ast.IdentifierNode); ok && (id.Value == "vars" || id.Value == "inputs") {
+		v.typed = true
+	}
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok {
 		return

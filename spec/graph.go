@@ -61,7 +61,10 @@ func (g *graphWriter) edge(from, to, label, indent string) {
 	}
 }
 
+// mermaidText quotes a label for Mermaid, which ends a label at a raw
+// newline or quote.
 func mermaidText(s string) string {
+	s = strings.ReplaceAll(s, "\n", "<br/>")
 	s = strings.ReplaceAll(s, `"`, "#quot;")
 	s = strings.ReplaceAll(s, "|", "#124;")
 	return `"` + s + `"`

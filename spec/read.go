@@ -75,7 +75,7 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 			r.errorf(Pos{1, 1}, "spec is empty")
 			return nil
 		}
-		pos, msg := yamlErrorPos(err)
+		pos, msg := explainYAMLError(r.src.lines, err)
 		r.errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
@@ -83,7 +83,7 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 	if err := dec.Decode(&extra); err == nil {
 		r.errorf(nodePos(&extra), "a spec file holds one YAML document; found a second one")
 	} else if !errors.Is(err, io.EOF) {
-		pos, msg := yamlErrorPos(err)
+		pos, msg := explainYAMLError(r.src.lines, err)
 		r.errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
@@ -92,6 +92,10 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 		return nil
 	}
 	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" && root.Value == "" {
+		r.errorf(Pos{1, 1}, "spec is empty") // "---" and nothing after it
+		return nil
+	}
 	if root.Kind != yaml.MappingNode {
 		r.errorf(nodePos(root), "a spec must be a mapping of keys (version, name, agents, nodes, flow, ...), found %s", kindName(root))
 		return nil
@@ -113,6 +117,110 @@ func yamlErrorPos(err error) (Pos, string) {
 		}
 	}
 	return Pos{Line: 1, Col: 1}, msg
+}
+
+// explainYAMLError turns the parser's terse messages into advice and moves
+// the position from the start of the line to the character at fault where
+// that can be found.
+func explainYAMLError(lines []string, err error) (Pos, string) {
+	pos, msg := yamlErrorPos(err)
+	if strings.HasPrefix(msg, "did not find expected") && strings.Contains(err.Error(), "line ") {
+		// yaml.v3 numbers the lines of parser errors (unlike scanner
+		// errors) from 0; it names the line where the unfinished list or
+		// mapping starts.
+		pos.Line++
+	}
+	line := ""
+	if pos.Line >= 1 && pos.Line <= len(lines) {
+		line = strings.TrimRight(lines[pos.Line-1], "\r")
+		pos.Col = len(line) - len(strings.TrimLeft(line, " ")) + 1
+	}
+	switch {
+	case strings.Contains(msg, "cannot start any token"):
+		if i := strings.IndexByte(line, '\t'); i >= 0 && strings.TrimLeft(line[:i], " ") == "" {
+			return Pos{Line: pos.Line, Col: i + 1}, "a tab is used for indentation; YAML indents with spaces only"
+		}
+		if i := strings.IndexAny(line, "@`"); i >= 0 {
+			return Pos{Line: pos.Line, Col: i + 1}, fmt.Sprintf("a value cannot start with %q; put the value in quotes", line[i])
+		}
+	case strings.Contains(msg, "found unexpected end of stream"):
+		for n := min(pos.Line, len(lines)); n >= 1; n-- {
+			if col := unclosedQuote(lines[n-1]); col > 0 {
+				return Pos{Line: n, Col: col}, "the quoted string that starts here is never closed"
+			}
+		}
+	case strings.Contains(msg, "mapping values are not allowed"):
+		return pos, "unexpected ':' here; check the indentation of this line, or quote a value that contains \": \""
+	case strings.Contains(msg, "did not find expected key"):
+		return pos, msg + " (check the indentation of this line and of the lines below it)"
+	case strings.Contains(msg, "did not find expected '-' indicator"):
+		return pos, msg + " (a list and a mapping at the same indentation?)"
+	case strings.Contains(msg, "did not find expected ',' or"):
+		if col := unclosedBracket(line); col > 0 {
+			pos.Col = col
+		}
+		return pos, msg + " (a [list] or {mapping} that starts here is not closed?)"
+	}
+	return pos, msg
+}
+
+// unclosedBracket returns the 1-based column of the first [ or { on line
+// that is not closed on it, or 0. Brackets inside quotes are not told apart;
+// this only places a caret.
+func unclosedBracket(line string) int {
+	var open []int
+	for i := 0; i < len(line); i++ {
+		switch line[i] {
+		case '[', '{':
+			open = append(open, i)
+		case ']', '}':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	if len(open) == 0 {
+		return 0
+	}
+	return open[0] + 1
+}
+
+// unclosedQuote returns the 1-based column of a quote that opens a YAML
+// value on line and is not closed on it, or 0.
+func unclosedQuote(line string) int {
+	inValuePos := true // at a place where a scalar may start
+	for i := 0; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case ch == '#' && (i == 0 || line[i-1] == ' '):
+			return 0
+		case (ch == '"' || ch == '\'') && inValuePos:
+			j := i + 1
+			for ; j < len(line); j++ {
+				if ch == '"' && line[j] == '\\' {
+					j++
+					continue
+				}
+				if line[j] == ch {
+					if ch == '\'' && j+1 < len(line) && line[j+1] == '\'' {
+						j++
+						continue
+					}
+					break
+				}
+			}
+			if j >= len(line) {
+				return i + 1
+			}
+			i = j
+			inValuePos = false
+		case ch == ' ' || ch == '[' || ch == '{' || ch == ',' || ch == '-' || ch == ':' || ch == '?':
+			inValuePos = true
+		default:
+			inValuePos = false
+		}
+	}
+	return 0
 }
 
 func nodePos(n *yaml.Node) Pos {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,31 +21,35 @@ var baseSchema []byte
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // validateSchema checks the spec against the registry's JSON Schema and
-// reports each failure at the YAML key or value it is about.
-func validateSchema(r *reporter, reg *Registry, loc *located) {
+// reports each failure at the YAML key or value it is about. It returns the
+// JSON pointers of the values that failed.
+func validateSchema(r *reporter, reg *Registry, loc *located) []string {
 	reg.build()
 	if reg.err != nil {
 		r.errorf(Pos{}, "internal error: spec schema: %v", reg.err)
-		return
+		return nil
 	}
 	err := reg.compiled.Validate(loc.value)
 	if err == nil {
-		return
+		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		r.errorf(Pos{1, 1}, "schema validation: %v", err)
-		return
+		return []string{""}
 	}
-	for _, leaf := range leaves(ve) {
+	var failed []string
+	for _, leaf := range leaves(ve, loc) {
 		reportSchemaError(r, reg, loc, leaf)
+		failed = append(failed, unescapeURLPointer(leaf.InstanceLocation))
 	}
+	return failed
 }
 
 // leaves flattens a validation error tree. For anyOf/oneOf failures it keeps
 // only the branch that got furthest into the value, which is almost always the
 // one the author meant.
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+func leaves(ve *jsonschema.ValidationError, loc *located) []*jsonschema.ValidationError {
 	if len(ve.Causes) == 0 {
 		return []*jsonschema.ValidationError{ve}
 	}
@@ -52,34 +57,47 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 	if kw == "anyOf" || kw == "oneOf" {
 		var best []*jsonschema.ValidationError
 		bestScore := -1
+		bestUnknown := 0
 		for _, c := range ve.Causes {
-			ls := leaves(c)
-			score := 0
+			ls := leaves(c, loc)
+			score, unknown := 0, 0
 			for _, l := range ls {
-				d := strings.Count(l.InstanceLocation, "/")*4 + specificity(l)
+				d := strings.Count(l.InstanceLocation, "/")*4 + specificity(l, loc)
 				if d > score {
 					score = d
 				}
+				if lastSegment(l.KeywordLocation) == "additionalProperties" {
+					unknown += len(quotedNames(l.Message))
+				}
 			}
-			if score > bestScore || (score == bestScore && len(ls) < len(best)) {
-				best, bestScore = ls, score
+			// Among equally deep branches, the one that knows more of the
+			// keys written is the one meant ({if: .., thn: ..} is an if).
+			better := best == nil || score > bestScore ||
+				(score == bestScore && (unknown < bestUnknown || (unknown == bestUnknown && len(ls) < len(best))))
+			if better {
+				best, bestScore, bestUnknown = ls, score, unknown
 			}
 		}
 		return best
 	}
 	var out []*jsonschema.ValidationError
 	for _, c := range ve.Causes {
-		out = append(out, leaves(c)...)
+		out = append(out, leaves(c, loc)...)
 	}
 	return out
 }
 
 // specificity prefers errors that show the branch was the intended one: a
-// failing type check means the branch did not fit at all.
-func specificity(l *jsonschema.ValidationError) int {
+// failing type check means the branch did not fit at all, and so does a list
+// of allowed words when the value is a mapping or a list.
+func specificity(l *jsonschema.ValidationError, loc *located) int {
 	switch lastSegment(l.KeywordLocation) {
 	case "type":
 		return 0
+	case "enum", "const":
+		if n := resolveAlias(loc.values[unescapeURLPointer(l.InstanceLocation)]); n != nil && n.Kind != yaml.ScalarNode {
+			return 0
+		}
 	case "required":
 		return 1
 	case "additionalProperties":
@@ -96,13 +114,16 @@ func lastSegment(p string) string {
 }
 
 func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.ValidationError) {
-	ptr := ve.InstanceLocation
+	ptr := unescapeURLPointer(ve.InstanceLocation)
 	node := loc.values[ptr]
 	pos := nodePos(node)
 	if pos.Line == 0 {
 		pos = Pos{1, 1}
 	}
 	where := describePointer(ptr)
+	if stepShapeError(r, ve, node, where) {
+		return
+	}
 	switch lastSegment(ve.KeywordLocation) {
 	case "additionalProperties":
 		allowed := allowedProperties(reg, ve.KeywordLocation)
@@ -152,16 +173,106 @@ func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.
 			r.errorf(pos, "%q is not a valid id in %s (use letters, digits, '_' and '-', starting with a letter or '_')", name, describePointer(parentPointer(ptr)))
 			return
 		}
-		r.errorf(pos, "%s: %q does not have the expected form (%s)", where, scalarText(node), strings.TrimPrefix(ve.Message, "does not match pattern "))
+		pattern := strings.TrimPrefix(ve.Message, "does not match pattern ")
+		// The validator quotes the pattern, doubling its backslashes.
+		if form, ok := patternForms[strings.ReplaceAll(strings.Trim(pattern, "'"), `\\`, `\`)]; ok {
+			r.errorf(pos, "%s: %q is not %s", where, scalarText(node), form)
+			return
+		}
+		r.errorf(pos, "%s: %q does not have the expected form (%s)", where, scalarText(node), pattern)
 		return
-	case "minProperties":
+	case "minProperties", "minLength":
 		r.errorf(pos, "%s must not be empty", where)
 		return
+	case "uniqueItems":
+		// "items at index 0 and 1 are equal": point at the repeat.
+		var i, j int
+		if _, err := fmt.Sscanf(ve.Message, "items at index %d and %d are equal", &i, &j); err == nil {
+			item := resolveAlias(loc.values[ptr+"/"+strconv.Itoa(j)])
+			what := describeValue(item)
+			if item != nil {
+				pos = nodePos(loc.values[ptr+"/"+strconv.Itoa(j)])
+				if item.Kind == yaml.ScalarNode {
+					what = strconv.Quote(item.Value)
+				}
+			}
+			r.errorf(pos, "%s: %s is listed twice", where, what)
+			return
+		}
 	case "minItems":
 		r.errorf(pos, "%s must have at least one entry", where)
 		return
 	}
 	r.errorf(pos, "%s: %s", where, ve.Message)
+}
+
+// stepKeys are the keys that make a flow step mapping a loop, foreach or if.
+var stepKeys = []string{"loop", "foreach", "if"}
+
+// stepShapeError explains a flow step mapping that is none or several of
+// loop, foreach and if. Which branch of the step schema a validator blames
+// is then arbitrary, so its complaint would mislead.
+func stepShapeError(r *reporter, ve *jsonschema.ValidationError, node *yaml.Node, where string) bool {
+	kw := lastSegment(ve.KeywordLocation)
+	if (kw != "required" && kw != "additionalProperties") || !strings.Contains(ve.AbsoluteKeywordLocation, "/$defs/step/anyOf/") {
+		return false
+	}
+	if i := strings.LastIndex(ve.AbsoluteKeywordLocation, "/$defs/step/anyOf/"); strings.Count(ve.AbsoluteKeywordLocation[i:], "/") != 5 {
+		return false // about a value inside the step, not the step itself
+	}
+	n := resolveAlias(node)
+	if n == nil || n.Kind != yaml.MappingNode {
+		return false
+	}
+	var found []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		for _, k := range stepKeys {
+			if n.Content[i].Value == k {
+				found = append(found, n.Content[i])
+			}
+		}
+	}
+	switch {
+	case len(found) == 0 && len(n.Content) > 0:
+		k := n.Content[0]
+		r.errorf(nodePos(k), "%s: unknown step %q%s; a step is a node id or a mapping with loop, foreach or if", where, k.Value, didYouMean(k.Value, stepKeys))
+		return true
+	case len(found) == 0:
+		r.errorf(nodePos(n), "%s: empty step; a step is a node id or a mapping with loop, foreach or if", where)
+		return true
+	case len(found) > 1:
+		r.errorf(nodePos(found[1]), "%s: a step is one of loop, foreach or if; split %s and %s into two steps", where, found[0].Value, found[1].Value)
+		return true
+	}
+	return false
+}
+
+// patternForms says in words what the patterns of the base schema accept, so
+// a user reads "not a valid id" rather than a regular expression.
+var patternForms = map[string]string{
+	`^[A-Za-z_][A-Za-z0-9_-]*$`:                 "a valid id (use letters, digits, '_' and '-', starting with a letter or '_')",
+	`^[A-Za-z0-9_.-]+$`:                         "a valid name (use letters, digits, '_', '-' and '.')",
+	`^[A-Za-z0-9_-]+$`:                          "a valid option (use letters, digits, '_' and '-')",
+	`^[A-Za-z_][A-Za-z0-9_]*$`:                  "a valid environment variable name (letters, digits and '_')",
+	`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`: "a duration such as 90s, 2m or 1m30s",
+	`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`:      "a valid template name (LIBRARY/NAME)",
+}
+
+// unescapeURLPointer undoes the percent-encoding the validator applies to
+// each segment of an instance location ("first answer" arrives as
+// "first%20answer"), leaving the JSON-pointer escapes (~0, ~1) that the
+// position maps are keyed with.
+func unescapeURLPointer(ptr string) string {
+	if !strings.Contains(ptr, "%") {
+		return ptr
+	}
+	segs := strings.Split(ptr, "/")
+	for i, s := range segs {
+		if u, err := url.PathUnescape(s); err == nil {
+			segs[i] = u
+		}
+	}
+	return strings.Join(segs, "/")
 }
 
 func parentPointer(ptr string) string {
@@ -188,7 +299,16 @@ func typeMessage(msg string, n *yaml.Node) string {
 	if i := strings.Index(want, ", but got"); i >= 0 {
 		want = want[:i]
 	}
-	want = strings.ReplaceAll(want, " or ", " or ")
+	if want == "string or integer or number or boolean" {
+		return fmt.Sprintf("expected an expression (text, a number or a boolean), found %s", describeValue(n))
+	}
+	if strings.Contains(want, " or ") {
+		alts := strings.Split(want, " or ")
+		for i, a := range alts {
+			alts[i] = article(a)
+		}
+		return fmt.Sprintf("expected %s, found %s", strings.Join(alts, " or "), describeValue(n))
+	}
 	return fmt.Sprintf("expected %s, found %s", article(want), describeValue(n))
 }
 
@@ -226,6 +346,9 @@ func describeValue(n *yaml.Node) string {
 
 func enumMessage(msg string, n *yaml.Node) string {
 	opts := quotedNames(msg)
+	if r := resolveAlias(n); r == nil || r.Kind != yaml.ScalarNode {
+		return fmt.Sprintf("expected one of %s, found %s", strings.Join(opts, ", "), describeValue(n))
+	}
 	got := scalarText(n)
 	s := fmt.Sprintf("%q is not one of %s", got, strings.Join(opts, ", "))
 	return s + didYouMean(got, opts)

@@ -101,7 +101,11 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 			arg = c.pipe(tree, n.Pipe, dot, vars)
 		}
 		if c.set.Lookup(n.Name) == nil {
-			c.errorf(tree, n, "template %q is not defined", n.Name)
+			var names []string
+			for _, t := range c.set.Templates() {
+				names = append(names, t.Name())
+			}
+			c.errorf(tree, n, "template %q is not defined%s", n.Name, didYouMean(n.Name, names))
 			return
 		}
 		if !arg.unknown() {
@@ -304,11 +308,35 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 		case reflect.Interface:
 			return tmplType{}
 		default:
-			c.errorf(tree, n, "cannot read field %q of %s (a %s)", name, typeLabel(cur, t), t.Kind())
+			what := "the value"
+			if cur.what != "" {
+				what = "." + cur.what
+			}
+			c.errorf(tree, n, "cannot read field %q: %s is %s, not a struct", name, what, kindWords(t))
 			return tmplType{}
 		}
 	}
 	return cur
+}
+
+// kindWords names a Go type the way a template author thinks of it.
+func kindWords(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "text"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map:
+		return "a map"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a number"
+	}
+	return "a " + t.Kind().String()
 }
 
 func singular(what string) string {
@@ -326,6 +354,9 @@ func singular(what string) string {
 func typeLabel(cur tmplType, t reflect.Type) string {
 	if cur.what != "" {
 		return "." + cur.what + " (" + t.Name() + ")"
+	}
+	if t == reflect.TypeOf(PromptData{}) {
+		return "the prompt data"
 	}
 	return t.Name()
 }

@@ -58,6 +58,9 @@ func (l StrList) Values() []string {
 type Expr struct {
 	Source string
 	Pos    Pos
+	// quoted is set when Source was written in quotes, so its first
+	// character sits one column after Pos.
+	quoted bool
 }
 
 // UnmarshalYAML accepts any scalar.
@@ -68,7 +71,16 @@ func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("expression must be a scalar")
 	}
 	e.Source = n.Value
+	e.quoted = n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
 	return nil
+}
+
+// textPos is the position of the expression's first character.
+func (e Expr) textPos() Pos {
+	if e.quoted {
+		return Pos{Line: e.Pos.Line, Col: e.Pos.Col + 1}
+	}
+	return e.Pos
 }
 
 // IsZero reports whether no expression was written.

@@ -208,7 +208,7 @@ func (Kind) Compile(c *spec.NodeContext) any {
 		}
 		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, Node: w.Node.V, Template: c.Template(w.Template)})
 	}
-	if cfg.Until == nil && cfg.Options == nil {
+	if raw.Until.IsZero() && raw.Verdict == nil {
 		c.Warnf(c.Decl.Pos, "no verdict and no until: the conversation runs max_turns (%d) turns", cfg.MaxTurns)
 	}
 	return cfg

@@ -1,0 +1,95 @@
+package spec_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/spec"
+)
+
+// TestGraphGolden draws a plan with a loop bounded by a number and a
+// condition, a foreach over goals holding a loop bounded by an expression,
+// an if with else and one without, and compares both renderings with
+// testdata/graph (-update rewrites them).
+func TestGraphGolden(t *testing.T) {
+	plan, diags := spec.Load("testdata/graph/flow.yaml", nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatalf("graph spec does not load:\n%s", diags.Error())
+	}
+	for _, tc := range []struct {
+		file string
+		draw func(*spec.Plan) string
+	}{
+		{"testdata/graph/flow.mmd", spec.Mermaid},
+		{"testdata/graph/flow.dot", spec.Dot},
+	} {
+		got := tc.draw(plan)
+		if *update {
+			if err := os.WriteFile(tc.file, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(tc.file)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s differs\n--- got\n%s--- want\n%s", tc.file, got, want)
+		}
+		// Drawing the same plan twice gives the same text: ids come from a
+		// counter, not from map order or addresses.
+		if again := tc.draw(plan); again != got {
+			t.Errorf("%s: drawing is not deterministic", tc.file)
+		}
+	}
+}
+
+// TestGraphShape checks the structure the goldens should show, so that a
+// careless -update cannot bless a broken drawing.
+func TestGraphShape(t *testing.T) {
+	plan, diags := spec.Load("testdata/graph/flow.yaml", nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatalf("graph spec does not load:\n%s", diags.Error())
+	}
+	m := spec.Mermaid(plan)
+	for _, want := range []string{
+		"flowchart TD",
+		`subgraph c1["loop round"]`,
+		`h2{{"round = 1..4<br/>until nodes.evaluate.output.confidence >= 80"}}`,
+		`subgraph c5["foreach goal in goals"]`,
+		`{{"turn = 1..vars.rounds"}}`,
+		`{"if vars.review"}`,
+		`-->|"then"|`,
+		`-->|"else"|`,
+		`-->|"next"|`,
+		"--> finish",
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, m)
+		}
+	}
+	// Labels with quotes and pipes must not break Mermaid's syntax.
+	if strings.Count(m, `"`)%2 != 0 {
+		t.Errorf("unbalanced quotes in mermaid output:\n%s", m)
+	}
+	d := spec.Dot(plan)
+	for _, want := range []string{
+		`digraph "graph-flow" {`,
+		"subgraph cluster_c1 {",
+		`[shape=hexagon, label="round = 1..4\nuntil nodes.evaluate.output.confidence >= 80"]`,
+		`[shape=diamond, label="if vars.review"]`,
+		`[label="then"]`,
+		`[label="else"]`,
+		"-> finish;",
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("dot lacks %q:\n%s", want, d)
+		}
+	}
+	if strings.Count(d, "{") != strings.Count(d, "}") {
+		t.Errorf("unbalanced braces in dot output:\n%s", d)
+	}
+}
