@@ -92,6 +92,9 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 		if msg.Turn > 0 {
 			tags = append(tags, fmt.Sprintf("turn %d", msg.Turn))
 		}
+		if msg.Withdrawn {
+			tags = append(tags, "withdrawn")
+		}
 		w("**%s** (%s)\n\n%s\n\n", head, strings.Join(tags, ", "), quote(msg.Content))
 		if msg.Verdict != "" {
 			w("> Verdict: **%s**", msg.Verdict)
@@ -118,7 +121,11 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 	if len(res.GoalVerdicts) > 0 {
 		w("## Verdicts\n\n")
 		for _, g := range res.GoalVerdicts {
-			w("### %s\n\n| agent | verdict | withdrawn | reasoning |\n| --- | --- | --- | --- |\n", g.Goal)
+			title := "node " + g.Node
+			if g.Goal != "" {
+				title = g.Goal + " (" + title + ")"
+			}
+			w("### %s\n\n| agent | verdict | withdrawn | reasoning |\n| --- | --- | --- | --- |\n", title)
 			for _, v := range g.Verdicts {
 				w("| %s | %s | %v | %s |\n", who(names, v.Agent), v.Verdict, v.Withdrawn, cell(oneLine(v.Reasoning)))
 			}

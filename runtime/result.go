@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -131,39 +132,45 @@ type GoalVerdicts = spec.GoalVerdicts
 type AgentVerdict = spec.AgentVerdict
 
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
-// per goal, in goal order.
+// per goal and node, in the order they were first given.
 func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
-	type key struct{ goal, agent string }
+	type group struct{ goal, node string }
+	type key struct {
+		group
+		agent string
+	}
 	latest := map[key]spec.Message{}
 	withdrawn := map[key]bool{}
-	var goals []string
-	agentsOf := map[string][]string{}
+	var groups []group
+	agentsOf := map[group][]string{}
 	for _, m := range msgs {
+		g := group{m.Goal, m.Node}
+		k := key{g, m.From}
 		if m.Withdrawn {
-			withdrawn[key{m.Goal, m.From}] = true
+			withdrawn[k] = true
 		}
 		if m.Verdict == "" {
 			continue
 		}
-		k := key{m.Goal, m.From}
 		if _, ok := latest[k]; !ok {
-			if len(agentsOf[m.Goal]) == 0 {
-				goals = append(goals, m.Goal)
+			if len(agentsOf[g]) == 0 {
+				groups = append(groups, g)
 			}
-			agentsOf[m.Goal] = append(agentsOf[m.Goal], m.From)
+			agentsOf[g] = append(agentsOf[g], m.From)
 		}
 		latest[k] = m
 	}
 	var out []GoalVerdicts
-	for _, g := range goals {
-		gv := GoalVerdicts{Goal: g, Counts: map[string]int{}, Percent: map[string]float64{}}
+	for _, g := range groups {
+		gv := GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
 		for _, a := range agentsOf[g] {
-			m := latest[key{g, a}]
-			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[key{g, a}]})
+			k := key{g, a}
+			m := latest[k]
+			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k]})
 			gv.Counts[m.Verdict]++
 		}
 		for v, n := range gv.Counts {
-			gv.Percent[v] = float64(int(float64(n)*10000/float64(len(gv.Verdicts)))) / 100
+			gv.Percent[v] = math.Round(float64(n)*10000/float64(len(gv.Verdicts))) / 100
 		}
 		out = append(out, gv)
 	}
@@ -199,40 +206,51 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 type answerer struct{ run *Run }
 
 func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, error) {
-	if v, ok := a.run.opts.Answers[q.ID]; ok {
-		if v == "" {
-			v = "NA"
-		}
-		return v, true, nil
-	}
-	if a.run.opts.Ask != nil {
-		v, err := a.run.opts.Ask(ctx, q)
-		if err != nil {
+	v, ok := a.run.opts.Answers[q.ID]
+	if !ok && a.run.opts.Ask != nil {
+		var err error
+		if v, err = a.run.opts.Ask(ctx, q); err != nil {
 			return "", false, err
 		}
-		if v == "" {
-			v = "NA"
-		}
-		return v, true, nil
+		ok = true
 	}
 	a.run.mu.Lock()
-	a.run.waiting = append(a.run.waiting, q)
-	a.run.mu.Unlock()
-	return "", false, nil
+	defer a.run.mu.Unlock()
+	if !ok {
+		a.run.waiting = append(a.run.waiting, q)
+		return "", false, nil
+	}
+	if v == "" {
+		v = "NA"
+	}
+	q.Answer = v
+	a.run.answered = append(a.run.answered, q)
+	return v, true, nil
 }
 
 // writeQuestions writes the open questions to questions.yaml for a person
-// to answer and `runner resume --answers` to read.
+// to answer and `runner resume --answers` to read. The questions answered
+// so far come first, with their answers: a follow-up question is asked
+// only after earlier ones were answered, and a resumed run asks those
+// again, so the file must answer them all.
 func (r *Run) writeQuestions() error {
 	r.mu.Lock()
-	qs := append([]spec.Question(nil), r.waiting...)
+	qs := append(append([]spec.Question(nil), r.answered...), r.waiting...)
 	r.mu.Unlock()
-	sort.SliceStable(qs, func(i, j int) bool { return qs[i].ID < qs[j].ID })
 	var doc yaml.Node
 	doc.Kind = yaml.MappingNode
+	seen := map[string]bool{}
 	for _, q := range qs {
-		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: fmt.Sprintf("%s asks: %s", q.Agent, q.Question)}
-		v := &yaml.Node{Kind: yaml.ScalarNode, Value: "", Style: yaml.DoubleQuotedStyle}
+		if seen[q.ID] {
+			continue
+		}
+		seen[q.ID] = true
+		comment := fmt.Sprintf("%s asks: %s", q.Agent, q.Question)
+		if q.Answer != "" {
+			comment += " (answered)"
+		}
+		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: comment}
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: q.Answer, Style: yaml.DoubleQuotedStyle}
 		doc.Content = append(doc.Content, k, v)
 	}
 	data, err := yaml.Marshal(&doc)

@@ -67,7 +67,9 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		if err != nil {
 			return spec.NodeResult{}, err
 		}
-		if done {
+		// After the last allowed turn nobody speaks again, so a time keeper's
+		// call or a watcher's decision would go unheard.
+		if done || s.turn >= cfg.MaxTurns {
 			break
 		}
 		n, err = s.interject(ctx)
@@ -147,25 +149,25 @@ func (s *state) eval(p *spec.Program, env map[string]any) (any, error) {
 	return v, nil
 }
 
+// finished reports whether the conversation is over: everyone has withdrawn
+// (nobody is left to speak, whatever until says), or until holds.
 func (s *state) finished() (bool, error) {
-	if s.cfg.Until != nil {
-		v, err := s.eval(s.cfg.Until, s.env())
-		if err != nil {
-			return false, err
-		}
-		if b, _ := v.(bool); b {
-			s.endedBy = "until"
-			return true, nil
-		}
+	if len(s.active()) == 0 {
+		s.endedBy = "everyone withdrew"
+		return true, nil
+	}
+	if s.cfg.Until == nil {
 		return false, nil
 	}
-	for _, p := range s.participants {
-		if !p.Withdrawn {
-			return false, nil
-		}
+	v, err := s.eval(s.cfg.Until, s.env())
+	if err != nil {
+		return false, err
 	}
-	s.endedBy = "everyone withdrew"
-	return true, nil
+	if b, _ := v.(bool); b {
+		s.endedBy = "until"
+		return true, nil
+	}
+	return false, nil
 }
 
 // active are the participants who have not withdrawn.
@@ -231,13 +233,21 @@ func (s *state) nextSpeaker() (string, error) {
 			return "", fmt.Errorf("node %q: speaker expression chose %q, who has withdrawn", s.node.ID, id)
 		}
 		return id, nil
-	default: // least_spoken: weight 1/(1+turns)^2 favours the quiet
+	default:
+		// least_spoken: weight 1/(1+d)^2, where d is how many more turns a
+		// candidate has had than the quietest one. Counting from the quietest
+		// keeps the preference as strong at turn 50 as at turn 5; weights of
+		// absolute counts (1/(1+turns)^2) flatten out as a conversation grows.
+		quiet := candidates[0].Turns
+		for _, p := range candidates {
+			quiet = min(quiet, p.Turns)
+		}
 		total := 0.0
 		weights := make([]float64, len(candidates))
 		for i, p := range candidates {
-			w := 1.0 / float64((1+p.Turns)*(1+p.Turns))
-			weights[i] = w
-			total += w
+			d := float64(1 + p.Turns - quiet)
+			weights[i] = 1 / (d * d)
+			total += weights[i]
 		}
 		x := rng.Float64() * total
 		for i, w := range weights {
@@ -301,7 +311,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		}
 		_ = s.h.Event("rejected", key, map[string]any{"speaker": speaker, "reasons": err.Error(), "attempt": attempt + 1})
 		if attempt >= s.cfg.Repair {
-			return calls, fmt.Errorf("node %q, turn %d: %s's message was rejected %d time(s), last because: %v", s.node.ID, s.turn+1, speaker, attempt+1, err)
+			return calls, fmt.Errorf("node %q%s, turn %d: %s's message was rejected %d time(s), last because: %w", s.node.ID, s.goalNote(), s.turn+1, speaker, attempt+1, err)
 		}
 		feedback = fmt.Sprintf("Your last message was not accepted: %v. Write your message again, following the format.", err)
 	}
@@ -327,6 +337,14 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		pp.Withdrawn = parsed.Withdrawn
 	}
 	return calls, nil
+}
+
+// goalNote names the current goal for error messages, when there is one.
+func (s *state) goalNote() string {
+	if g := s.h.Scope().Goal.ID; g != "" {
+		return fmt.Sprintf(" (goal %s)", g)
+	}
+	return ""
 }
 
 func (s *state) checkRules(speaker string, p Parsed) error {
@@ -411,7 +429,7 @@ func (s *state) interject(ctx context.Context) (int, error) {
 	}
 	calls := 0
 	for _, id := range s.undecided() {
-		if s.participants[s.index[id]].Withdrawn {
+		if s.participants[s.index[id]].Withdrawn || s.turn >= s.cfg.MaxTurns {
 			continue
 		}
 		s.forced[id] = true

@@ -42,10 +42,11 @@ type Rejection struct{ Reasons []string }
 func (r *Rejection) Error() string { return strings.Join(r.Reasons, "; ") }
 
 // ParseMessage reads a tag-scaffolded reply and checks it against the rules
-// of the conversation: known addressee, whisper with an addressee, verdict from
-// the options, reasoning with a verdict, withdrawal only with a verdict given
-// now or earlier. All problems are reported together so one repair can fix
-// them all.
+// of the conversation: known addressee (a participant, All, or the time
+// keeper, which makes the message public), whisper with an addressee,
+// verdict from the options, reasoning with a verdict, withdrawal only with a
+// verdict given now or earlier, and a verdict now when mustDecide. All
+// problems are reported together so one repair can fix them all.
 func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options []string, needReasoning, hadVerdict, mustDecide bool) (Parsed, error) {
 	res := tags.Parse(reply, scaffold...)
 	var p Parsed
@@ -71,13 +72,17 @@ func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options [
 		}
 	}
 	p.Private = strings.Join(private, "\n\n")
-	if to, ok := get(TagSpeakingTo); ok && to != "" && !strings.EqualFold(to, "all") && !strings.EqualFold(to, "everyone") {
+	if to, ok := get(TagSpeakingTo); ok && to != "" && !toEveryone(to) {
 		id, err := ResolveAgent(to, agents)
-		if err != nil {
+		switch {
+		case err != nil && toTimeKeeper(to):
+			// The time keeper's messages are public, so a reply to it is
+			// public too.
+		case err != nil:
 			reasons = append(reasons, err.Error())
-		} else if id == self {
+		case id == self:
 			reasons = append(reasons, "you cannot speak to yourself: use <SpeakingTo>All</SpeakingTo> or name another participant")
-		} else {
+		default:
 			p.To = id
 		}
 	}
@@ -127,20 +132,53 @@ func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options [
 	return p, nil
 }
 
+// toEveryone reports whether an addressee means the whole conversation.
+func toEveryone(to string) bool {
+	switch addressee(to) {
+	case "all", "everyone", "everybody":
+		return true
+	}
+	return false
+}
+
+// toTimeKeeper reports whether an addressee is the time keeper, which
+// speaks in a conversation without being one of its participants.
+func toTimeKeeper(to string) bool {
+	switch addressee(to) {
+	case "timekeeper", "time keeper", "time_keeper":
+		return true
+	}
+	return false
+}
+
+// addressee normalises an addressee for the checks above: "[All]" is "all".
+func addressee(to string) string {
+	return strings.ToLower(strings.Join(strings.Fields(strings.Trim(to, "[]@ ")), " "))
+}
+
 // isPlaceholder spots a copied scaffold such as "A | B | C" or "[verdict]",
 // which models write when they have no verdict yet.
 func isPlaceholder(v string) bool {
 	return strings.Contains(v, "|") || strings.HasPrefix(v, "[") && strings.HasSuffix(v, "]")
 }
 
+// matchOption finds the option a verdict names, ignoring case, quotes,
+// Markdown emphasis and a trailing full stop, and reading spaces and hyphens
+// as underscores ("Good fit" is GOOD_FIT): models write options the way they
+// would say them.
 func matchOption(v string, options []string) (string, bool) {
-	clean := strings.Trim(strings.TrimSpace(v), "\"'`*. ")
+	clean := optionKey(strings.Trim(strings.TrimSpace(v), "\"'`*. "))
 	for _, o := range options {
-		if strings.EqualFold(clean, o) {
+		if strings.EqualFold(clean, optionKey(o)) {
 			return o, true
 		}
 	}
 	return "", false
+}
+
+// optionKey is an option with spaces, hyphens and underscores read alike.
+func optionKey(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == '-' || r == '_' }), "_")
 }
 
 // ResolveAgent finds the participant an addressee names: by id or name,
