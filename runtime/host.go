@@ -255,6 +255,9 @@ func (h *host) Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptDa
 	for k, v := range r.results {
 		data.Nodes[k] = v
 	}
+	// Usually every message is visible: size the history once rather than
+	// growing it message by message on every call.
+	data.History = make([]spec.Message, 0, len(r.messages))
 	for _, m := range r.messages {
 		if !Visible(m, agent.ID) {
 			continue

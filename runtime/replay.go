@@ -66,15 +66,21 @@ func LoadReplay(path string) (map[string]kit.Reply, error) {
 	return out, nil
 }
 
-// CacheKey is the content address of a request: endpoint, model,
-// parameters, messages and tools, plus a sample discriminator so that
-// repeated samples at temperature > 0 stay distinct. The discriminator is
-// the call key, which is the same for the same call across runs (so sweeps
-// share early rounds) but differs between agents asking the same thing.
-func CacheKey(model *spec.ModelPlan, req llm.Request, callKey string) string {
+// CacheKey is the content address of a request: endpoint (name and the
+// base URL it was reached at, which for the default endpoint comes from
+// OPENAI_BASE_URL), model, parameters, messages and tools, plus a sample
+// discriminator so that repeated samples at temperature > 0 stay distinct.
+// The discriminator is the call key (with the sample index of a repeated
+// run), which is the same for the same call across runs (so sweeps share
+// early rounds) but differs between agents asking the same thing. At
+// temperature 0 it is left out: any caller asking the same gets the same.
+func CacheKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey string) string {
+	if baseURL == "" {
+		baseURL = model.Endpoint.BaseURL
+	}
 	sample := ""
 	if req.Temperature == nil || *req.Temperature > 0 {
-		sample = callKey
+		sample = sampleKey
 	}
 	body := struct {
 		Endpoint string          `json:"endpoint"`
@@ -90,7 +96,7 @@ func CacheKey(model *spec.ModelPlan, req llm.Request, callKey string) string {
 		Sample   string          `json:"sample"`
 		Extra    json.RawMessage `json:"extra,omitempty"`
 	}{
-		Endpoint: model.Endpoint.Name, BaseURL: model.Endpoint.BaseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
+		Endpoint: model.Endpoint.Name, BaseURL: baseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
 		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSONMode, Messages: req.Messages, Tools: req.Tools, Sample: sample,
 	}
 	data, _ := json.Marshal(body)

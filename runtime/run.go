@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -61,8 +62,30 @@ type Options struct {
 	// ReplayMissingLive is set.
 	Replay            map[string]kit.Reply
 	ReplayMissingLive bool
+	// ReplayFrom is the recording Replay was loaded from, for run.json.
+	ReplayFrom string
 	// Cache, when set, serves and stores responses by request content.
 	Cache Cache
+	// Clients, when set, is the pool of endpoint clients to use; runs that
+	// share one share endpoint limits and identical in-flight calls (a
+	// sweep). nil gives the run a pool of its own.
+	Clients *ClientPool
+	// Sample is the sample index of a repeated run (--repeat): it enters the
+	// cache key of calls at temperature > 0 so each repeat gets its own
+	// samples. 0 is the plain run.
+	Sample int
+	// InputValues are inputs given as values rather than flags (a dataset
+	// line, a replayed run's inputs); they are not parsed, so a value that
+	// starts with "@" is not a file.
+	InputValues map[string]any
+	// VarValues are vars given as values (a replayed run's); --set flags in
+	// Sets override them.
+	VarValues map[string]any
+	// Expected is what the spec's score expression compares the outputs
+	// with (a dataset line's expected field); nil means no score.
+	Expected any
+	// Sweep is the id of the sweep the run belongs to, for run.json.
+	Sweep string
 	// ContextDir is the folder read_file and list_files may read.
 	ContextDir string
 	// Sleep replaces time.Sleep in retries (tests).
@@ -90,8 +113,19 @@ type Manifest struct {
 	Seed            int64                          `json:"seed"`
 	RunnerVersion   string                         `json:"runner_version"`
 	GoVersion       string                         `json:"go_version"`
+	Platform        string                         `json:"platform,omitempty"`
 	Models          map[string]ModelInfo           `json:"models"`
 	Created         time.Time                      `json:"created"`
+	// Sample is the sample index of a repeated run (part of cache keys).
+	Sample int `json:"sample,omitempty"`
+	// Expected is the value the score compared the outputs with.
+	Expected any `json:"expected,omitempty"`
+	// Sweep is the id of the sweep the run belongs to.
+	Sweep string `json:"sweep,omitempty"`
+	// ReplayedFrom is the recording the run's calls were served from.
+	ReplayedFrom string `json:"replayed_from,omitempty"`
+	// Cache says whether responses could come from the response cache.
+	Cache bool `json:"cache,omitempty"`
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).
@@ -103,6 +137,15 @@ type ModelInfo struct {
 	TopP        *float64 `json:"top_p,omitempty"`
 	MaxTokens   int      `json:"max_tokens,omitempty"`
 	Seed        *int     `json:"seed,omitempty"`
+	Stream      bool     `json:"stream,omitempty"`
+	// Price is per million tokens, as the spec declares it.
+	Price *PriceInfo `json:"price,omitempty"`
+}
+
+// PriceInfo is a model's price per million tokens in the manifest.
+type PriceInfo struct {
+	Prompt     float64 `json:"prompt"`
+	Completion float64 `json:"completion"`
 }
 
 // Run is one execution of a plan, with its directory and journal.
@@ -119,6 +162,8 @@ type Run struct {
 	seed     int64
 	getenv   func(string) string
 	clients  map[string]*llm.Client
+	pool     *ClientPool
+	bases    map[string]string // endpoint name -> base URL actually used
 	secrets  []string
 	recorded map[string]kit.Reply
 
@@ -130,23 +175,34 @@ type Run struct {
 	warnings    []string
 	seenText    map[string]bool
 	waiting     []spec.Question
+	// answered are the questions answered in this attempt; questions.yaml
+	// keeps them so that resuming with it answers every question again.
+	answered []spec.Question
+
+	// notifyMu orders observer notices by Seq: concurrent appends return in
+	// any order, and --json output should read like the journal.
+	notifyMu   sync.Mutex
+	nextNotify int64
+	early      map[int64]journal.Event
+
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
 	result           *Result
 	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
+	callCounts       CallCounts
 }
 
 // Start prepares a new run of plan: resolves inputs and vars, checks that
 // every endpoint the run needs has its key, creates the run directory and
 // journals the start. Nothing is sent to a model yet.
 func Start(plan *spec.Plan, opts Options) (*Run, error) {
-	inputs, err := ResolveInputs(plan, opts.Inputs)
+	inputs, err := resolveInputs(plan, opts.Inputs, opts.InputValues)
 	if err != nil {
 		return nil, err
 	}
-	vars, err := ResolveVars(plan, opts.Sets)
+	vars, err := resolveVars(plan, opts.Sets, opts.VarValues)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +252,15 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		getenv = os.Getenv
 	}
 	dotenv := readDotEnv(filepath.Join(filepath.Dir(plan.Path), ".env"))
+	pool := opts.Clients
+	if pool == nil {
+		pool = NewClientPool()
+	}
 	return &Run{
-		Plan: plan,
-		opts: opts,
+		pool:  pool,
+		bases: map[string]string{},
+		Plan:  plan,
+		opts:  opts,
 		getenv: func(k string) string {
 			if v := getenv(k); v != "" {
 				return v
@@ -272,8 +334,12 @@ func usedModels(plan *spec.Plan) []*spec.ModelPlan {
 }
 
 // connect creates one client per endpoint the run uses, after checking that
-// each has its API key.
+// each has its API key. A run served wholly from a recording (--replay
+// without live calls) connects nowhere and needs no key.
 func (r *Run) connect() error {
+	if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
+		return nil
+	}
 	for _, m := range usedModels(r.Plan) {
 		ep := m.Endpoint
 		if ep == nil || r.clients[ep.Name] != nil {
@@ -298,7 +364,8 @@ func (r *Run) connect() error {
 		if key != "" {
 			r.secrets = append(r.secrets, key)
 		}
-		r.clients[ep.Name] = llm.New(llm.Endpoint{
+		r.bases[ep.Name] = base
+		r.clients[ep.Name] = r.pool.client(llm.Endpoint{
 			Name: ep.Name, BaseURL: base, APIKey: key,
 			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
 			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: ep.Headers,
@@ -345,34 +412,88 @@ func safeName(s string) string {
 }
 
 func (r *Run) buildManifest() Manifest {
+	// Resume compiles the spec under this path to find template folders and
+	// the .env next to it, from whatever directory it is run in.
+	specPath := r.Plan.Path
+	if abs, err := filepath.Abs(specPath); err == nil {
+		specPath = abs
+	}
 	m := Manifest{
-		RunID: r.ID, SpecPath: r.Plan.Path, SpecName: r.Plan.Name, SpecDigest: r.Plan.Digest,
+		RunID: r.ID, SpecPath: specPath, SpecName: r.Plan.Name, SpecDigest: r.Plan.Digest,
 		TemplateSources: r.Plan.TemplateSources, Inputs: r.inputs, Vars: r.vars, Seed: r.seed,
 		RunnerVersion: r.opts.Version, Models: map[string]ModelInfo{}, Created: time.Now().UTC(),
+		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
+		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion
 	}
 	for _, mp := range usedModels(r.Plan) {
-		mi := ModelInfo{Model: mp.Model, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed}
+		mi := ModelInfo{Model: mp.Model, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream}
+		if mp.Price != nil {
+			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion}
+		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL
+			if b := r.bases[mp.Endpoint.Name]; b != "" {
+				mi.BaseURL = b
+			}
 		}
 		m.Models[mp.Name] = mi
 	}
 	return m
 }
 
+// syncedEvents are fsynced before the run goes on: a response that was paid
+// for, and the run's start, resumption and end. Every other event is derived
+// again from these when a run resumes, so it is only written (it survives a
+// killed process) and becomes durable with the next synced event; that keeps
+// an fsync per event off the critical path between dependent calls.
+var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true}
+
 // event journals an event and tells the observer, in that order.
 func (r *Run) event(typ, key string, data any) error {
-	ev, err := r.journal.Append(typ, key, data)
+	write := r.journal.AppendUnsynced
+	if syncedEvents[typ] {
+		write = r.journal.Append
+	}
+	ev, err := write(typ, key, data)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	if r.opts.Observer != nil {
-		r.opts.Observer(Notice{Event: &ev})
+		r.notify(ev)
 	}
 	return nil
+}
+
+// notify tells the observer about ev once every event before it was told.
+// The first event of a run or resumption is appended alone, so its Seq
+// starts the count.
+func (r *Run) notify(ev journal.Event) {
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
+	if r.nextNotify == 0 {
+		r.nextNotify = ev.Seq
+	}
+	if ev.Seq != r.nextNotify {
+		if r.early == nil {
+			r.early = map[int64]journal.Event{}
+		}
+		r.early[ev.Seq] = ev
+		return
+	}
+	for {
+		told := ev // each notice gets its own copy: observers may keep it
+		r.opts.Observer(Notice{Event: &told})
+		r.nextNotify++
+		next, ok := r.early[r.nextNotify]
+		if !ok {
+			return
+		}
+		delete(r.early, r.nextNotify)
+		ev = next
+	}
 }
 
 func (r *Run) warn(format string, args ...any) {
@@ -410,6 +531,9 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		_ = r.event("error", "", map[string]any{"error": runErr.Error()})
 	}
 	res := r.buildResult(status, outputs, runErr, time.Since(started))
+	if status == StatusCompleted {
+		r.score(res)
+	}
 	r.result = res
 	if err := writeJSONAtomic(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
@@ -437,7 +561,7 @@ func (r *Run) evalOutputs() (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("output %q (%s): %w", o.Name, o.Program.Source, err)
 		}
-		out[o.Name] = v
+		out[o.Name] = jsonable(v)
 	}
 	return out, nil
 }

@@ -52,6 +52,9 @@ type cli struct {
 	Validate validateCmd `cmd:"" help:"Check specs: schema, references, templates and expressions."`
 	Run      runCmd      `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
 	Resume   resumeCmd   `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
+	Runs     runsCmd     `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
+	Compare  compareCmd  `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
+	Cache    cacheCmd    `cmd:"" help:"Show or clear the response cache."`
 	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
 	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
 	Version  versionCmd  `cmd:"" help:"Print the runner version."`

@@ -18,8 +18,8 @@ import (
 
 type runCmd struct {
 	File      string   `arg:"" name:"FILE" help:"Spec file."`
-	Input     []string `short:"i" name:"input" placeholder:"NAME=VALUE|NAME=@PATH" help:"Give an input (repeatable). @PATH reads a file."`
-	Set       []string `short:"s" name:"set" placeholder:"NAME=VALUE" help:"Override a var (repeatable); the value must have the var's type."`
+	Input     []string `short:"i" name:"input" sep:"none" placeholder:"NAME=VALUE|NAME=@PATH" help:"Give an input (repeatable). @PATH reads a file."`
+	Set       []string `short:"s" name:"set" sep:"none" placeholder:"NAME=VALUE" help:"Override a var (repeatable); the value must have the var's type."`
 	RunsDir   string   `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Where run directories are created."`
 	Seed      *int64   `help:"Seed for random choices (speaker order...)."`
 	Answers   string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions (question id: answer)."`
@@ -29,6 +29,8 @@ type runCmd struct {
 	LogPrompt bool     `name:"log-prompts" help:"Write full prompt texts into the journal (by default only digests and sizes)."`
 	Context   string   `placeholder:"FILE|DIR" help:"A file: its text becomes the spec's 'context' input. A folder: agents' read_file and list_files tools may read it."`
 	CSV       string   `name:"csv" placeholder:"FILE" help:"Append a row with the run's outputs to this CSV file (header written when new)."`
+
+	experimentFlags `embed:""`
 }
 
 func (runCmd) Help() string {
@@ -44,7 +46,8 @@ to the spec is read for variables not set in the environment.
 Examples:
   runner run examples/reasoning-debate/spec.yaml -i question="What is 12+7*3?"
   runner run examples/design-debate/spec.yaml -i problem=@problem.md --set max_rounds=2
-  OPENAI_BASE_URL=http://localhost:11434/v1 runner run spec.yaml -i question=@q.txt`
+  OPENAI_BASE_URL=http://localhost:11434/v1 runner run spec.yaml -i question=@q.txt
+` + experimentsHelp
 }
 
 func (c *runCmd) Run(e *env) error {
@@ -53,6 +56,9 @@ func (c *runCmd) Run(e *env) error {
 	if diags.HasErrors() {
 		return withCode(exitInvalid, fmt.Errorf("%s is invalid; nothing was run", c.File))
 	}
+	if c.DryRun {
+		return c.dryRun(e, plan)
+	}
 	opts, err := c.options(e)
 	if err != nil {
 		return err
@@ -60,11 +66,18 @@ func (c *runCmd) Run(e *env) error {
 	if c.Context != "" && opts.ContextDir == "" && !declaresInput(plan, "context") {
 		return usageErrorf("--context %s: the spec declares no 'context' input to put the file's text in (give a folder to let tools read it)", c.Context)
 	}
+	if err := c.experimentOptions(e, plan, &opts); err != nil {
+		return err
+	}
+	if c.sweeping() {
+		return c.sweep(e, plan, opts)
+	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		return runError(err)
 	}
 	err = execute(e, r)
+	c.reportCalls(e, r)
 	if c.CSV != "" && r.Result() != nil {
 		if cerr := runtime.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
 			err = withCode(exitFailure, cerr)
@@ -152,7 +165,13 @@ func isTerminal(w any) bool {
 		return false
 	}
 	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
+	if err != nil || info.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	// /dev/null is a character device too, and what stdin is in CI and
+	// cron jobs: nobody is there to answer.
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(info, null)
 }
 
 // execute runs to the end, prints the first output and the run directory,

@@ -1,0 +1,317 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/cache"
+	"github.com/debate-runner/runner/spec"
+)
+
+// experimentFlags are the run flags for reproducible experiments: dry runs,
+// replays, the response cache, sweeps and datasets.
+type experimentFlags struct {
+	DryRun        bool     `name:"dry-run" help:"Validate, render the first round's prompts and print the plan of calls with token and cost estimates. No model is called."`
+	Replay        string   `placeholder:"JOURNAL|RUN_DIR" help:"Serve every model call from a recorded run: no network, no API key. Inputs, vars and seed default to the recording's."`
+	ReplayMissing string   `name:"replay-missing" enum:"error,live" default:"error" help:"What a call the recording lacks does: error, or live (call the model)."`
+	CacheDir      string   `name:"cache-dir" placeholder:"DIR" help:"Response cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
+	NoCache       bool     `name:"no-cache" help:"Neither read nor write the response cache: every call goes to the model."`
+	Matrix        []string `name:"matrix" sep:"none" placeholder:"NAME=V1,V2,..." help:"Sweep a var (or input) over values; repeat the flag to run every combination."`
+	Repeat        int      `default:"1" placeholder:"N" help:"Run each combination N times, each with its own samples."`
+	Dataset       string   `placeholder:"FILE.jsonl" help:"Run once per line: a line's fields are inputs; its 'expected' (or 'answer') is scored with the spec's score."`
+	Parallel      int      `default:"4" placeholder:"N" help:"Runs of a sweep at once (endpoint limits hold across them)."`
+}
+
+const experimentsHelp = `
+Experiments:
+  Identical requests are answered from the response cache (keyed by endpoint,
+  model, parameters, messages and the call's sample), so running the same spec
+  with the same inputs again costs nothing; --no-cache asks the model afresh.
+  --matrix, --repeat and --dataset make a sweep: every combination runs (up to
+  --parallel at once) in runs/sweep-<id>/, which gets summary.md and
+  summary.json. Runs of a sweep share the cache, so a sweep over max_rounds
+  makes the early rounds once.
+
+  runner run spec.yaml -i question="What is 12+7*3?" --dry-run
+  runner run spec.yaml --replay runs/<run-id>
+  runner run spec.yaml -i question=@q.txt --matrix max_rounds=1,2,3 --repeat 3
+  runner run examples/reasoning-debate/spec.yaml --dataset examples/reasoning-debate/dataset.jsonl`
+
+// sweeping reports whether the flags ask for more than one run.
+func (c *runCmd) sweeping() bool {
+	return len(c.Matrix) > 0 || c.Dataset != "" || c.Repeat > 1
+}
+
+// experimentOptions adds the replay and the cache to a run's options.
+func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Options) error {
+	if c.Repeat < 1 {
+		return usageErrorf("--repeat %d: give a count of at least 1", c.Repeat)
+	}
+	if c.Parallel < 1 {
+		return usageErrorf("--parallel %d: give a count of at least 1", c.Parallel)
+	}
+	if c.Replay != "" {
+		if c.sweeping() {
+			return usageErrorf("--replay serves one recorded run; it cannot be combined with --matrix, --repeat or --dataset")
+		}
+		rec, err := runtime.LoadReplay(c.Replay)
+		if err != nil {
+			return runError(err)
+		}
+		opts.Replay, opts.ReplayFrom = rec, c.Replay
+		opts.ReplayMissingLive = c.ReplayMissing == "live"
+		if m, ok := recordedManifest(c.Replay); ok {
+			replayDefaults(plan, m, opts)
+		}
+	}
+	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
+		return nil
+	}
+	dir, explicit := c.CacheDir, c.CacheDir != ""
+	if dir == "" {
+		d, err := cache.DefaultDir(e.getenv)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "runner: warning: no response cache: %v\n", err)
+			return nil
+		}
+		dir = d
+	}
+	if dir == "" {
+		return nil // no home to put a cache in (and none asked for)
+	}
+	st, err := cache.Open(dir)
+	if err != nil {
+		if explicit {
+			return usageErrorf("--cache-dir %s: %v", dir, err)
+		}
+		fmt.Fprintf(e.stderr, "runner: warning: no response cache: %v\n", err)
+		return nil
+	}
+	opts.Cache = st
+	return nil
+}
+
+// recordedManifest reads run.json of the run a --replay path belongs to.
+func recordedManifest(path string) (runtime.Manifest, bool) {
+	dir := path
+	if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	var m runtime.Manifest
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil || json.Unmarshal(data, &m) != nil {
+		return m, false
+	}
+	return m, true
+}
+
+// replayDefaults takes the recorded run's inputs, vars and seed for those
+// the command line does not give, so that a replay reproduces the run.
+func replayDefaults(plan *spec.Plan, m runtime.Manifest, opts *runtime.Options) {
+	given := map[string]bool{}
+	for _, f := range opts.Inputs {
+		name, _, _ := strings.Cut(f, "=")
+		given[name] = true
+	}
+	declared := map[string]bool{}
+	for _, in := range plan.Inputs {
+		declared[in.Name] = true
+	}
+	for k, v := range m.Inputs {
+		if given[k] || !declared[k] {
+			continue
+		}
+		if opts.InputValues == nil {
+			opts.InputValues = map[string]any{}
+		}
+		opts.InputValues[k] = v
+	}
+	if len(m.Vars) > 0 {
+		opts.VarValues = m.Vars
+	}
+	if opts.Seed == nil {
+		seed := m.Seed
+		opts.Seed = &seed
+	}
+}
+
+// reportCalls says where the calls of a run came from when not all went to
+// the model.
+func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
+	cc := r.CallCounts()
+	if c.Quiet || cc.Total() == cc.Network {
+		return
+	}
+	var parts []string
+	parts = append(parts, fmt.Sprintf("%d sent", cc.Network))
+	if cc.Cache > 0 {
+		parts = append(parts, fmt.Sprintf("%d from the cache", cc.Cache))
+	}
+	if cc.Shared > 0 {
+		parts = append(parts, fmt.Sprintf("%d shared", cc.Shared))
+	}
+	if cc.Replay > 0 {
+		parts = append(parts, fmt.Sprintf("%d replayed", cc.Replay))
+	}
+	if cc.Journal > 0 {
+		parts = append(parts, fmt.Sprintf("%d from the journal", cc.Journal))
+	}
+	fmt.Fprintf(e.stderr, "calls: %d (%s)\n", cc.Total(), strings.Join(parts, ", "))
+}
+
+// dryRun prints the plan of a run without calling any model. Required
+// inputs that are not given stand as placeholders.
+func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
+	if c.sweeping() || c.Replay != "" {
+		return usageErrorf("--dry-run plans one run; it cannot be combined with --matrix, --repeat, --dataset or --replay")
+	}
+	opts, err := c.options(e)
+	if err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	for _, f := range opts.Inputs {
+		name, _, _ := strings.Cut(f, "=")
+		given[name] = true
+	}
+	values := map[string]any{}
+	var placeholders []string
+	for _, in := range plan.Inputs {
+		if in.Required && !given[in.Name] {
+			values[in.Name] = "<input " + in.Name + ">"
+			placeholders = append(placeholders, in.Name)
+		}
+	}
+	rep, err := runtime.DryRun(plan, runtime.DryRunOptions{Inputs: opts.Inputs, InputValues: values, Sets: c.Set})
+	if err != nil {
+		return runError(err)
+	}
+	if len(placeholders) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("input(s) %s not given: a placeholder stands in, so prompt sizes leave them out", strings.Join(placeholders, ", ")))
+	}
+	if c.JSON {
+		data, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return withCode(exitFailure, err)
+		}
+		fmt.Fprintln(e.stdout, string(data))
+		return nil
+	}
+	rep.Write(e.stdout, !c.Quiet)
+	return nil
+}
+
+// sweep runs every combination and prints the summary.
+func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
+	var axes []runtime.Axis
+	for _, m := range c.Matrix {
+		a, err := runtime.ParseAxis(m)
+		if err != nil {
+			return runError(err)
+		}
+		axes = append(axes, a)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	so := runtime.SweepOptions{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
+	if !c.Quiet {
+		so.OnStart = func(dir string, total int) {
+			fmt.Fprintf(e.stderr, "sweep: %d runs in %s\n", total, dir)
+		}
+		so.OnRun = func(done, total int, r runtime.SweepRun) {
+			fmt.Fprintf(e.stderr, "[%d/%d] %s%s\n", done, total, r.Status, describeSweepRun(r))
+		}
+	}
+	sum, err := runtime.Sweep(ctx, plan, so)
+	if sum == nil {
+		return runError(err)
+	}
+	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
+	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
+	if line := sum.AccuracyLine(); line != "" {
+		fmt.Fprintln(e.stdout, line)
+	}
+	if len(sum.UnusedFields) > 0 {
+		fmt.Fprintf(e.stderr, "runner: warning: dataset fields that are no input of the spec were ignored: %s\n", strings.Join(sum.UnusedFields, ", "))
+	}
+	fmt.Fprintf(e.stderr, "sweep: %s\n", sum.Dir)
+	if c.CSV != "" {
+		for _, r := range sum.Runs {
+			res, rerr := readRunResult(r.Dir)
+			if rerr != nil {
+				continue
+			}
+			if cerr := runtime.AppendCSV(c.CSV, res); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
+	}
+	switch {
+	case err != nil:
+		return withCode(exitFailure, err)
+	case sum.Waiting > 0:
+		return withCode(exitWaiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+	}
+	return nil
+}
+
+func describeSweepRun(r runtime.SweepRun) string {
+	var parts []string
+	keys := make([]string, 0, len(r.Vars))
+	for k := range r.Vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+r.Vars[k])
+	}
+	if r.Line > 0 {
+		parts = append(parts, fmt.Sprintf("line %d", r.Line))
+	}
+	if r.Sample > 0 {
+		parts = append(parts, fmt.Sprintf("sample %d", r.Sample))
+	}
+	if len(r.OutputOrder) > 0 {
+		out := runtime.FormatValue(r.Outputs[r.OutputOrder[0]])
+		if len(out) > 40 {
+			out = out[:40] + "…"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", r.OutputOrder[0], strings.Join(strings.Fields(out), " ")))
+	}
+	if r.Score != nil {
+		parts = append(parts, fmt.Sprintf("score=%g", *r.Score))
+	}
+	if r.Error != "" {
+		parts = append(parts, r.Error)
+	}
+	s := " " + strings.Join(parts, " ")
+	if r.Dir != "" {
+		s += " (" + r.Dir + ")"
+	}
+	return s
+}
+
+// readRunResult reads result.json of a run directory.
+func readRunResult(dir string) (*runtime.Result, error) {
+	if dir == "" {
+		return nil, errors.New("no run directory")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return nil, err
+	}
+	var res runtime.Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("%s/result.json: %w", dir, err)
+	}
+	return &res, nil
+}

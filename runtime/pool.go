@@ -1,0 +1,179 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/llm"
+)
+
+// ClientPool holds the endpoint clients of one or more runs. Runs that share
+// a pool (the runs of a sweep) share each endpoint's concurrency and rate
+// limits, so the limits hold for the sweep as a whole, and identical cached
+// requests in flight at the same time are sent once.
+type ClientPool struct {
+	mu      sync.Mutex
+	clients map[string]*llm.Client
+	flights flightGroup
+	sent    atomic.Int64
+}
+
+// NewClientPool returns an empty pool.
+func NewClientPool() *ClientPool {
+	return &ClientPool{clients: map[string]*llm.Client{}, flights: flightGroup{m: map[string]*flight{}}}
+}
+
+// Sent is the number of model calls that went to an endpoint through the
+// pool (not served by a cache, a replay or another run's identical call).
+func (p *ClientPool) Sent() int64 { return p.sent.Load() }
+
+// client returns the pool's client for ep, creating it on first use. Two
+// runs get the same client when they name the same endpoint at the same URL
+// with the same key; the key enters the identity only as a digest.
+func (p *ClientPool) client(ep llm.Endpoint) *llm.Client {
+	sum := sha256.Sum256([]byte(ep.APIKey))
+	id := fmt.Sprintf("%s\x00%s\x00%s", ep.Name, ep.BaseURL, hex.EncodeToString(sum[:8]))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[id]; ok {
+		return c
+	}
+	c := llm.New(ep)
+	p.clients[id] = c
+	return c
+}
+
+// CallCounts say where a run's model calls were answered from.
+type CallCounts struct {
+	// Network calls were sent to an endpoint by this run.
+	Network int `json:"network"`
+	// Cache calls were answered from the response cache.
+	Cache int `json:"cache"`
+	// Shared calls waited for an identical call of another run (or of this
+	// one) that was in flight, and took its reply.
+	Shared int `json:"shared"`
+	// Replay calls came from the recording given with --replay.
+	Replay int `json:"replay"`
+	// Journal calls came from this run's own journal (resume).
+	Journal int `json:"journal"`
+}
+
+// Total is the number of calls however they were answered.
+func (c CallCounts) Total() int { return c.Network + c.Cache + c.Shared + c.Replay + c.Journal }
+
+// CallCounts returns where the run's calls were answered from so far.
+func (r *Run) CallCounts() CallCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.callCounts
+}
+
+// countCall notes where a call was answered from ("" is the network).
+func (r *Run) countCall(source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch source {
+	case "":
+		r.callCounts.Network++
+	case "cache":
+		r.callCounts.Cache++
+	case "shared":
+		r.callCounts.Shared++
+	case "replay":
+		r.callCounts.Replay++
+	case "journal":
+		r.callCounts.Journal++
+	}
+}
+
+// sampleKey is the sample discriminator of a call's cache key: the call key,
+// extended by the sample index of a repeated run so repeats draw new samples.
+func (r *Run) sampleKey(callKey string) string {
+	if r.opts.Sample > 0 {
+		return fmt.Sprintf("%s#sample%d", callKey, r.opts.Sample)
+	}
+	return callKey
+}
+
+// cached answers a call from the cache, or sends it once however many runs
+// ask for the same key at the same time, and stores the reply. The source
+// is "cache", "shared" or "" (sent by this call).
+func (r *Run) cached(ctx context.Context, key string, send func() (kit.Reply, error)) (kit.Reply, string, error) {
+	if rep, ok := r.opts.Cache.Get(key); ok {
+		return rep, "cache", nil
+	}
+	return r.pool.flights.do(ctx, key, func() (kit.Reply, string, error) {
+		// An identical call may have finished between the lookup above and
+		// this flight; its reply was stored before its flight ended.
+		if rep, ok := r.opts.Cache.Get(key); ok {
+			return rep, "cache", nil
+		}
+		rep, err := send()
+		if err != nil {
+			return kit.Reply{}, "", err
+		}
+		r.opts.Cache.Put(key, rep)
+		return rep, "", nil
+	})
+}
+
+// flightGroup runs one function per key at a time; callers that arrive
+// while it runs wait for its result instead of running their own.
+type flightGroup struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+type flight struct {
+	done   chan struct{}
+	rep    kit.Reply
+	source string
+	err    error
+}
+
+// do runs fn for key unless a call for key is in flight, in which case it
+// waits for that call and returns its reply with source "shared" (or the
+// leader's source when the leader itself found the reply in the cache).
+// Errors are shared too, except a leader's cancellation: a waiter whose own
+// context is alive tries again rather than failing for someone else's ^C.
+func (g *flightGroup) do(ctx context.Context, key string, fn func() (kit.Reply, string, error)) (kit.Reply, string, error) {
+	for {
+		g.mu.Lock()
+		if f, ok := g.m[key]; ok {
+			g.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return kit.Reply{}, "", ctx.Err()
+			}
+			if f.err != nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+				continue
+			}
+			src := f.source
+			if src == "" {
+				src = "shared"
+			}
+			return f.rep, src, f.err
+		}
+		f := &flight{done: make(chan struct{})}
+		g.m[key] = f
+		g.mu.Unlock()
+
+		func() {
+			defer func() {
+				g.mu.Lock()
+				delete(g.m, key)
+				g.mu.Unlock()
+				close(f.done)
+			}()
+			f.rep, f.source, f.err = fn()
+		}()
+		return f.rep, f.source, f.err
+	}
+}

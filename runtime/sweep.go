@@ -1,0 +1,897 @@
+package runtime
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Axis is one dimension of a sweep (--matrix NAME=V1,V2,...): a var or an
+// input of the spec and the values to try, as command-line text.
+type Axis struct {
+	Name   string   `json:"name"`
+	Values []string `json:"values"`
+}
+
+// ParseAxis parses NAME=V1,V2,...
+func ParseAxis(s string) (Axis, error) {
+	name, list, ok := strings.Cut(s, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || strings.TrimSpace(list) == "" {
+		return Axis{}, &FlagError{Flag: "--matrix " + s, Err: errors.New("expected NAME=V1,V2 (the values separated by commas)")}
+	}
+	a := Axis{Name: name}
+	seen := map[string]bool{}
+	for _, v := range strings.Split(list, ",") {
+		v = strings.TrimSpace(v)
+		if seen[v] {
+			return Axis{}, &FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("value %q is given twice", v)}
+		}
+		seen[v] = true
+		a.Values = append(a.Values, v)
+	}
+	return a, nil
+}
+
+// DatasetLine is one line of a --dataset file: inputs for one run and the
+// value its outputs are scored against.
+type DatasetLine struct {
+	Line     int            `json:"line"`
+	Inputs   map[string]any `json:"inputs"`
+	Expected any            `json:"expected,omitempty"`
+}
+
+// ReadDataset reads a JSONL file: one JSON object per line, whose fields
+// become inputs, except "expected" (or "answer"), which is what the spec's
+// score compares the outputs with. Fields the spec declares no input for are
+// returned in unused; blank lines are skipped.
+func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []string, err error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, &FlagError{Flag: "--dataset", Err: unwrapPathError(err)}
+	}
+	declared := map[string]bool{}
+	for _, in := range plan.Inputs {
+		declared[in.Name] = true
+	}
+	unusedSet := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), len(data)+1)
+	n := 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.UseNumber()
+		var obj map[string]any
+		if err := dec.Decode(&obj); err != nil || obj == nil {
+			if err == nil {
+				err = errors.New("not a JSON object")
+			}
+			return nil, nil, &FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
+		}
+		line := DatasetLine{Line: n, Inputs: map[string]any{}}
+		for _, k := range sortedKeys(obj) {
+			v := plainNumbers(obj[k])
+			switch {
+			case k == "expected":
+				line.Expected = v
+			case k == "answer" && !declared["answer"]:
+				if _, ok := obj["expected"]; !ok {
+					line.Expected = v
+				}
+			case declared[k]:
+				line.Inputs[k] = v
+			default:
+				unusedSet[k] = true
+			}
+		}
+		lines = append(lines, line)
+	}
+	if len(lines) == 0 {
+		return nil, nil, &FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
+	}
+	return lines, sortedKeys(unusedSet), nil
+}
+
+// plainNumbers turns json.Numbers into ints when whole, else float64s.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	case []any:
+		for i := range x {
+			x[i] = plainNumbers(x[i])
+		}
+	case map[string]any:
+		for k := range x {
+			x[k] = plainNumbers(x[k])
+		}
+	}
+	return v
+}
+
+// SweepOptions configure a sweep.
+type SweepOptions struct {
+	// Run is the base of every run's options. Its RunsDir is where the sweep
+	// directory is created; its Cache is what lets runs share calls.
+	Run Options
+	// Matrix are the axes; every combination of their values is run.
+	Matrix []Axis
+	// Repeat runs each combination this many times (default 1), each with
+	// its own sample index and seed.
+	Repeat int
+	// Dataset runs every combination once per line of this JSONL file.
+	Dataset string
+	// Parallel is how many runs go at once (default 4). Endpoint limits
+	// hold across all of them, as they share one client pool.
+	Parallel int
+	// OnRun, when set, is told about each run as it finishes (one at a time).
+	OnRun func(done, total int, run SweepRun)
+	// OnStart, when set, is told the sweep directory and the number of runs
+	// before the first run starts.
+	OnStart func(dir string, total int)
+}
+
+// SweepRun is one run of a sweep as the summary lists it.
+type SweepRun struct {
+	Index int    `json:"index"`
+	RunID string `json:"run_id,omitempty"`
+	Dir   string `json:"dir,omitempty"`
+	// Vars are the matrix values of the run's combination, as given.
+	Vars map[string]string `json:"vars,omitempty"`
+	// Line is the dataset line (1-based), 0 without a dataset.
+	Line        int            `json:"line,omitempty"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
+	Sample      int            `json:"sample,omitempty"`
+	Seed        int64          `json:"seed"`
+	Expected    any            `json:"expected,omitempty"`
+	Status      string         `json:"status"`
+	Error       string         `json:"error,omitempty"`
+	Outputs     map[string]any `json:"outputs,omitempty"`
+	OutputOrder []string       `json:"output_order,omitempty"`
+	Score       *float64       `json:"score,omitempty"`
+	Usage       Usage          `json:"usage"`
+	Calls       CallCounts     `json:"calls"`
+	DurationMS  int64          `json:"duration_ms"`
+}
+
+// Accuracy is the mean score of a sweep with a 95% confidence interval:
+// Wilson's when every score is 0 or 1, else the normal approximation.
+type Accuracy struct {
+	Mean   float64 `json:"mean"`
+	Low    float64 `json:"low"`
+	High   float64 `json:"high"`
+	N      int     `json:"n"`
+	Method string  `json:"method"`
+}
+
+// SweepSummary is summary.json of a sweep directory.
+type SweepSummary struct {
+	ID         string    `json:"id"`
+	Dir        string    `json:"dir"`
+	Spec       string    `json:"spec"`
+	SpecPath   string    `json:"spec_path"`
+	SpecDigest string    `json:"spec_digest"`
+	Created    time.Time `json:"created"`
+	Matrix     []Axis    `json:"matrix,omitempty"`
+	Repeat     int       `json:"repeat"`
+	Dataset    string    `json:"dataset,omitempty"`
+	// UnusedFields are dataset fields that are no input of the spec.
+	UnusedFields []string   `json:"unused_fields,omitempty"`
+	Runs         []SweepRun `json:"runs"`
+	Completed    int        `json:"completed"`
+	Failed       int        `json:"failed"`
+	Waiting      int        `json:"waiting"`
+	Usage        Usage      `json:"usage"`
+	// CallsMade were sent to endpoints; CallsWithoutCache is how many the
+	// runs would have sent each on its own with no cache (all their calls).
+	CallsMade         int       `json:"calls_made"`
+	CallsWithoutCache int       `json:"calls_without_cache"`
+	Accuracy          *Accuracy `json:"accuracy,omitempty"`
+	// ByCombination is the accuracy of each matrix combination, when the
+	// sweep has a matrix and scores.
+	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
+	DurationMS    int64                 `json:"duration_ms"`
+}
+
+// CombinationAccuracy is the mean score of the runs of one combination of
+// matrix values.
+type CombinationAccuracy struct {
+	Vars     map[string]string `json:"vars"`
+	Label    string            `json:"label"`
+	Runs     int               `json:"runs"`
+	Calls    int               `json:"calls"`
+	Accuracy *Accuracy         `json:"accuracy,omitempty"`
+}
+
+// sweepJob is one run to make.
+type sweepJob struct {
+	vars        map[string]string
+	sets        []string
+	inputFlags  []string
+	line        *DatasetLine
+	sample      int
+	seed        int64
+	inputValues map[string]any
+}
+
+// Sweep runs every combination of the matrix (times Repeat, times the
+// dataset's lines) concurrently, each in its own run directory under a new
+// sweep directory, and writes summary.json and summary.md there. Runs share
+// one client pool, so endpoint limits hold for the sweep as a whole, and
+// the cache of opts.Run, so calls that are the same across runs (the early
+// rounds of a sweep over a round limit) are made once. A failed run does not
+// stop the others; the summary is returned with an error when any failed.
+func Sweep(ctx context.Context, plan *spec.Plan, opts SweepOptions) (*SweepSummary, error) {
+	jobs, unused, err := planSweep(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	base := opts.Run
+	if base.RunsDir == "" {
+		base.RunsDir = "runs"
+	}
+	if base.Clients == nil {
+		base.Clients = NewClientPool()
+	}
+	base.Ask = nil // concurrent runs cannot share a terminal
+	base.Observer = nil
+	// A missing API key would fail every run the same way: say so once,
+	// before any directory is made.
+	if err := newRun(plan, base).connect(); err != nil {
+		return nil, err
+	}
+	id, dir, err := createSweepDir(base.RunsDir, plan.Name)
+	if err != nil {
+		return nil, err
+	}
+	sum := &SweepSummary{
+		ID: id, Dir: dir, Spec: plan.Name, SpecPath: plan.Path, SpecDigest: plan.Digest, Created: time.Now().UTC(),
+		Matrix: opts.Matrix, Repeat: max(opts.Repeat, 1), Dataset: opts.Dataset, UnusedFields: unused,
+		Runs: make([]SweepRun, len(jobs)),
+	}
+	if opts.OnStart != nil {
+		opts.OnStart(dir, len(jobs))
+	}
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = 4
+	}
+	started := time.Now()
+	sem := make(chan struct{}, parallel)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		done   int
+		runErr error
+	)
+	for i, job := range jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			sum.Runs[i] = SweepRun{Index: i + 1, Vars: job.vars, Status: StatusFailed, Error: "not started: " + ctx.Err().Error()}
+			continue
+		}
+		wg.Add(1)
+		go func(i int, job sweepJob) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			sr := runSweepJob(ctx, plan, base, id, dir, i+1, job)
+			mu.Lock()
+			defer mu.Unlock()
+			sum.Runs[i] = sr
+			done++
+			if sr.Status == StatusFailed && runErr == nil {
+				runErr = fmt.Errorf("run %d (%s) failed: %s", sr.Index, sr.Dir, sr.Error)
+			}
+			if opts.OnRun != nil {
+				opts.OnRun(done, len(jobs), sr)
+			}
+		}(i, job)
+	}
+	wg.Wait()
+	sum.DurationMS = time.Since(started).Milliseconds()
+	sum.tally()
+	if err := sum.write(); err != nil {
+		return sum, err
+	}
+	if runErr == nil && ctx.Err() != nil {
+		runErr = ctx.Err()
+	}
+	return sum, runErr
+}
+
+// planSweep lists the runs of a sweep and checks every one's inputs and
+// vars, so that a bad value is reported before anything runs.
+func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error) {
+	declaredVar := map[string]bool{}
+	for _, v := range plan.Vars {
+		declaredVar[v.Name] = true
+	}
+	declaredInput := map[string]bool{}
+	for _, in := range plan.Inputs {
+		declaredInput[in.Name] = true
+	}
+	seenAxis := map[string]bool{}
+	for _, a := range opts.Matrix {
+		if seenAxis[a.Name] {
+			return nil, nil, &FlagError{Flag: "--matrix " + a.Name, Err: errors.New("the same name is swept twice; give all its values in one --matrix")}
+		}
+		seenAxis[a.Name] = true
+		if !declaredVar[a.Name] && !declaredInput[a.Name] {
+			var names []string
+			for _, v := range plan.Vars {
+				names = append(names, v.Name)
+			}
+			for _, in := range plan.Inputs {
+				names = append(names, in.Name)
+			}
+			return nil, nil, &FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s)", a.Name, strings.Join(names, ", "))}
+		}
+	}
+	var lines []*DatasetLine
+	var unused []string
+	if opts.Dataset != "" {
+		ls, un, err := ReadDataset(plan, opts.Dataset)
+		if err != nil {
+			return nil, nil, err
+		}
+		unused = un
+		for i := range ls {
+			for name := range ls[i].Inputs {
+				if seenAxis[name] {
+					return nil, nil, &FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("the dataset gives input %q too", name)}
+				}
+			}
+			lines = append(lines, &ls[i])
+		}
+	} else {
+		lines = []*DatasetLine{nil}
+	}
+	combos := []map[string]string{{}}
+	for _, a := range opts.Matrix {
+		var next []map[string]string
+		for _, c := range combos {
+			for _, v := range a.Values {
+				m := make(map[string]string, len(c)+1)
+				for k, x := range c {
+					m[k] = x
+				}
+				m[a.Name] = v
+				next = append(next, m)
+			}
+		}
+		combos = next
+	}
+	repeat := max(opts.Repeat, 1)
+	baseSeed := int64(1)
+	if plan.File.Defaults.Seed != nil {
+		baseSeed = *plan.File.Defaults.Seed
+	}
+	if opts.Run.Seed != nil {
+		baseSeed = *opts.Run.Seed
+	}
+	var jobs []sweepJob
+	for _, line := range lines {
+		for _, c := range combos {
+			for s := 0; s < repeat; s++ {
+				j := sweepJob{vars: c, line: line, sample: s, seed: baseSeed + int64(s)}
+				for _, a := range opts.Matrix {
+					if declaredVar[a.Name] {
+						j.sets = append(j.sets, a.Name+"="+c[a.Name])
+					} else {
+						j.inputFlags = append(j.inputFlags, a.Name+"="+c[a.Name])
+					}
+				}
+				j.inputValues = map[string]any{}
+				for k, v := range opts.Run.InputValues {
+					j.inputValues[k] = v
+				}
+				if line != nil {
+					for k, v := range line.Inputs {
+						j.inputValues[k] = v
+					}
+				}
+				where := ""
+				if line != nil {
+					where = fmt.Sprintf("dataset line %d: ", line.Line)
+				}
+				if _, err := resolveInputs(plan, append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...), j.inputValues); err != nil {
+					return nil, nil, prefixFlagError(where, err)
+				}
+				if _, err := resolveVars(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues); err != nil {
+					return nil, nil, prefixFlagError(where, err)
+				}
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	return jobs, unused, nil
+}
+
+func prefixFlagError(prefix string, err error) error {
+	var fe *FlagError
+	if prefix != "" && errors.As(err, &fe) {
+		return &FlagError{Flag: fe.Flag, Err: fmt.Errorf("%s%w", prefix, fe.Err)}
+	}
+	return err
+}
+
+// runSweepJob makes one run of a sweep; its failures go into the SweepRun.
+func runSweepJob(ctx context.Context, plan *spec.Plan, base Options, sweepID, dir string, index int, job sweepJob) SweepRun {
+	opts := base
+	opts.RunsDir = dir
+	opts.Sweep = sweepID
+	opts.Sets = append(append([]string(nil), base.Sets...), job.sets...)
+	opts.Inputs = append(append([]string(nil), base.Inputs...), job.inputFlags...)
+	opts.InputValues = job.inputValues
+	opts.Sample = job.sample
+	seed := job.seed
+	opts.Seed = &seed
+	sr := SweepRun{Index: index, Vars: job.vars, Sample: job.sample, Seed: seed}
+	if job.line != nil {
+		sr.Line, sr.Inputs, sr.Expected = job.line.Line, job.line.Inputs, job.line.Expected
+		opts.Expected = job.line.Expected
+	}
+	r, err := Start(plan, opts)
+	if err != nil {
+		sr.Status, sr.Error = StatusFailed, err.Error()
+		return sr
+	}
+	sr.RunID, sr.Dir = r.ID, r.Dir
+	res, err := r.Execute(ctx)
+	if res != nil {
+		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = res.Status, res.Outputs, res.OutputOrder, res.Score
+		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
+	}
+	if err != nil && !errors.Is(err, ErrWaiting) {
+		sr.Status, sr.Error = StatusFailed, err.Error()
+	}
+	sr.Calls = r.CallCounts()
+	return sr
+}
+
+func createSweepDir(runsDir, name string) (id, dir string, err error) {
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return "", "", fmt.Errorf("runs directory: %w", err)
+	}
+	for i := 0; i < 10; i++ {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		id = fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102T150405Z"), safeName(name), hex.EncodeToString(b[:]))
+		dir = filepath.Join(runsDir, "sweep-"+id)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return id, dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", "", fmt.Errorf("sweep directory: %w", err)
+		}
+	}
+	return "", "", errors.New("could not create a unique sweep directory")
+}
+
+// tally adds up the runs.
+func (s *SweepSummary) tally() {
+	s.Usage = Usage{Priced: true}
+	s.Completed, s.Failed, s.Waiting, s.CallsMade, s.CallsWithoutCache = 0, 0, 0, 0, 0
+	var scores []float64
+	for _, r := range s.Runs {
+		switch r.Status {
+		case StatusCompleted:
+			s.Completed++
+		case StatusWaiting:
+			s.Waiting++
+		default:
+			s.Failed++
+		}
+		s.CallsMade += r.Calls.Network
+		s.CallsWithoutCache += r.Usage.Calls
+		s.Usage.Calls += r.Usage.Calls
+		s.Usage.PromptTokens += r.Usage.PromptTokens
+		s.Usage.CompletionTokens += r.Usage.CompletionTokens
+		s.Usage.LatencyMS += r.Usage.LatencyMS
+		s.Usage.Cost += r.Usage.Cost
+		if r.Usage.Calls > 0 {
+			s.Usage.Priced = s.Usage.Priced && r.Usage.Priced
+		}
+		if r.Score != nil {
+			scores = append(scores, *r.Score)
+		}
+	}
+	if s.Usage.Calls == 0 {
+		s.Usage.Priced = false
+	}
+	s.Accuracy = MeanCI(scores)
+	s.ByCombination = nil
+	if len(s.Matrix) == 0 || s.Accuracy == nil {
+		return
+	}
+	index := map[string]int{}
+	groupScores := map[string][]float64{}
+	for _, r := range s.Runs {
+		var parts []string
+		for _, a := range s.Matrix {
+			parts = append(parts, a.Name+"="+r.Vars[a.Name])
+		}
+		label := strings.Join(parts, " ")
+		i, ok := index[label]
+		if !ok {
+			i = len(s.ByCombination)
+			index[label] = i
+			s.ByCombination = append(s.ByCombination, CombinationAccuracy{Vars: r.Vars, Label: label})
+		}
+		s.ByCombination[i].Runs++
+		s.ByCombination[i].Calls += r.Usage.Calls
+		if r.Score != nil {
+			groupScores[label] = append(groupScores[label], *r.Score)
+		}
+	}
+	for i := range s.ByCombination {
+		s.ByCombination[i].Accuracy = MeanCI(groupScores[s.ByCombination[i].Label])
+	}
+}
+
+// z95 is the standard normal quantile of a two-sided 95% interval.
+const z95 = 1.959963984540054
+
+// MeanCI is the mean of scores with a 95% confidence interval: Wilson's
+// score interval when every score is 0 or 1 (it stays inside [0, 1] and
+// behaves at 0% and 100%, unlike the normal one), else mean ± z·s/√n.
+// It is nil for no scores.
+func MeanCI(scores []float64) *Accuracy {
+	n := len(scores)
+	if n == 0 {
+		return nil
+	}
+	sum, binary := 0.0, true
+	for _, x := range scores {
+		sum += x
+		if x != 0 && x != 1 {
+			binary = false
+		}
+	}
+	mean := sum / float64(n)
+	a := &Accuracy{Mean: mean, N: n}
+	if binary {
+		nf, z2 := float64(n), z95*z95
+		den := 1 + z2/nf
+		center := (mean + z2/(2*nf)) / den
+		half := z95 / den * math.Sqrt(mean*(1-mean)/nf+z2/(4*nf*nf))
+		a.Low, a.High, a.Method = math.Max(0, center-half), math.Min(1, center+half), "wilson"
+		return a
+	}
+	ss := 0.0
+	for _, x := range scores {
+		ss += (x - mean) * (x - mean)
+	}
+	half := 0.0
+	if n > 1 {
+		half = z95 * math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
+	}
+	a.Low, a.High, a.Method = mean-half, mean+half, "normal"
+	return a
+}
+
+// write saves summary.json and summary.md in the sweep directory.
+func (s *SweepSummary) write() error {
+	if err := writeJSONAtomic(filepath.Join(s.Dir, "summary.json"), s); err != nil {
+		return fmt.Errorf("sweep summary: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
+		return fmt.Errorf("sweep summary: %w", err)
+	}
+	return nil
+}
+
+// LoadSweep reads summary.json of a sweep directory.
+func LoadSweep(dir string) (*SweepSummary, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a sweep directory: %w", dir, unwrapPathError(err))
+	}
+	var s SweepSummary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, fmt.Errorf("%s/summary.json: %w", dir, err)
+	}
+	s.Dir = dir
+	return &s, nil
+}
+
+// CallsLine is the cache's effect on a sweep, as one line.
+func (s *SweepSummary) CallsLine() string {
+	line := fmt.Sprintf("calls made: %d; without the cache: %d", s.CallsMade, s.CallsWithoutCache)
+	if s.CallsWithoutCache > 0 && s.CallsMade < s.CallsWithoutCache {
+		line += fmt.Sprintf(" (%.0f%% of the calls", 100*float64(s.CallsMade)/float64(s.CallsWithoutCache))
+		if s.CallsMade > 0 {
+			line += fmt.Sprintf(", %.2fx fewer", float64(s.CallsWithoutCache)/float64(s.CallsMade))
+		}
+		line += ")"
+	}
+	return line
+}
+
+// AccuracyLine is the mean score and its interval as one line, or "".
+func (s *SweepSummary) AccuracyLine() string {
+	a := s.Accuracy
+	if a == nil {
+		return ""
+	}
+	line := "accuracy: " + a.String()
+	for _, c := range s.ByCombination {
+		if c.Accuracy != nil {
+			line += fmt.Sprintf("\naccuracy at %s: %s", c.Label, c.Accuracy)
+		}
+	}
+	return line
+}
+
+// String shows the mean with its interval.
+func (a *Accuracy) String() string {
+	return fmt.Sprintf("%.3f (95%% CI %.3f–%.3f, %s, n=%d)", a.Mean, a.Low, a.High, a.Method, a.N)
+}
+
+// Table lists the runs: matrix values, dataset line, outputs, score,
+// status and usage.
+func (s *SweepSummary) Table() Table {
+	var axes []string
+	for _, a := range s.Matrix {
+		axes = append(axes, a.Name)
+	}
+	outputs := []string{}
+	seen := map[string]bool{}
+	hasScore := false
+	for _, r := range s.Runs {
+		for _, o := range r.OutputOrder {
+			if !seen[o] {
+				seen[o] = true
+				outputs = append(outputs, o)
+			}
+		}
+		hasScore = hasScore || r.Score != nil || r.Expected != nil
+	}
+	t := Table{Header: []string{"#", "run"}}
+	t.Header = append(t.Header, axes...)
+	if s.Dataset != "" {
+		t.Header = append(t.Header, "line")
+	}
+	if s.Repeat > 1 {
+		t.Header = append(t.Header, "sample")
+	}
+	t.Header = append(t.Header, "status")
+	t.Header = append(t.Header, outputs...)
+	if hasScore {
+		t.Header = append(t.Header, "expected", "score")
+	}
+	t.Header = append(t.Header, "calls", "sent", "tokens", "cost", "seconds")
+	for _, r := range s.Runs {
+		run := ""
+		if r.Dir != "" {
+			run = filepath.Base(r.Dir)
+		}
+		row := []string{fmt.Sprint(r.Index), run}
+		for _, a := range axes {
+			row = append(row, r.Vars[a])
+		}
+		if s.Dataset != "" {
+			row = append(row, fmt.Sprint(r.Line))
+		}
+		if s.Repeat > 1 {
+			row = append(row, fmt.Sprint(r.Sample))
+		}
+		status := r.Status
+		if r.Error != "" {
+			status += ": " + r.Error
+		}
+		row = append(row, status)
+		for _, o := range outputs {
+			row = append(row, FormatValue(r.Outputs[o]))
+		}
+		if hasScore {
+			score := ""
+			if r.Score != nil {
+				score = fmt.Sprintf("%g", *r.Score)
+			}
+			row = append(row, FormatValue(r.Expected), score)
+		}
+		row = append(row, fmt.Sprint(r.Usage.Calls), fmt.Sprint(r.Calls.Network),
+			fmt.Sprint(r.Usage.PromptTokens+r.Usage.CompletionTokens), FormatCost(r.Usage), fmt.Sprintf("%.1f", float64(r.DurationMS)/1000))
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// Markdown is summary.md.
+func (s *SweepSummary) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Sweep %s\n\n", s.ID)
+	fmt.Fprintf(&b, "- Spec: %s (`%s`, sha256 `%s`)\n", s.Spec, s.SpecPath, short(s.SpecDigest))
+	for _, a := range s.Matrix {
+		fmt.Fprintf(&b, "- Matrix: %s = %s\n", a.Name, strings.Join(a.Values, ", "))
+	}
+	if s.Dataset != "" {
+		fmt.Fprintf(&b, "- Dataset: `%s`\n", s.Dataset)
+	}
+	if len(s.UnusedFields) > 0 {
+		fmt.Fprintf(&b, "- Dataset fields that are no input of the spec (ignored): %s\n", strings.Join(s.UnusedFields, ", "))
+	}
+	if s.Repeat > 1 {
+		fmt.Fprintf(&b, "- Repeat: %d\n", s.Repeat)
+	}
+	fmt.Fprintf(&b, "- Runs: %d (%d completed, %d failed, %d waiting)\n", len(s.Runs), s.Completed, s.Failed, s.Waiting)
+	fmt.Fprintf(&b, "- %s\n", strings.ToUpper(s.CallsLine()[:1])+s.CallsLine()[1:])
+	if line := s.AccuracyLine(); line != "" {
+		for _, l := range strings.Split(line, "\n") {
+			fmt.Fprintf(&b, "- %s\n", strings.ToUpper(l[:1])+l[1:])
+		}
+	}
+	fmt.Fprintf(&b, "- Tokens: %d prompt, %d completion", s.Usage.PromptTokens, s.Usage.CompletionTokens)
+	if c := FormatCost(s.Usage); c != "" {
+		fmt.Fprintf(&b, "; cost %s", c)
+	}
+	fmt.Fprintf(&b, "\n- Duration: %.1f s\n\n", float64(s.DurationMS)/1000)
+	b.WriteString(s.Table().Markdown(80))
+	return b.String()
+}
+
+// resolveInputs is ResolveInputs plus inputs given as values, which are
+// checked against the declarations but never parsed (no @FILE).
+func resolveInputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
+	if len(values) == 0 {
+		return ResolveInputs(plan, flags)
+	}
+	declared := map[string]*spec.InputPlan{}
+	var names []string
+	for _, in := range plan.Inputs {
+		declared[in.Name] = in
+		names = append(names, in.Name)
+	}
+	all := append([]string(nil), flags...)
+	for _, name := range sortedKeys(values) {
+		in, ok := declared[name]
+		if !ok {
+			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("the spec declares no input %q%s", name, hint(name, names))}
+		}
+		if s, ok := values[name].(string); ok && in.MaxChars > 0 && utf8.RuneCountInString(s) > in.MaxChars {
+			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("value has %d characters; the spec allows at most %d", utf8.RuneCountInString(s), in.MaxChars)}
+		}
+		// An empty flag stands in for the value: it counts as given (so a
+		// flag for the same input is reported as given twice) and is
+		// replaced below.
+		all = append(all, name+"=")
+	}
+	out, err := ResolveInputs(plan, all)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range values {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// resolveVars is ResolveVars with values (a recorded run's) applied before
+// the --set flags.
+func resolveVars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
+	if len(values) == 0 {
+		return ResolveVars(plan, sets)
+	}
+	out, err := ResolveVars(plan, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(values) {
+		def, ok := out[name]
+		if !ok {
+			continue // a var the spec no longer declares
+		}
+		out[name] = coerceLike(def, values[name])
+	}
+	set, err := ResolveVars(plan, sets)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range sets {
+		name, _, _ := strings.Cut(f, "=")
+		out[name] = set[name]
+	}
+	return out, nil
+}
+
+// coerceLike gives a decoded JSON number the numeric type of def.
+func coerceLike(def, v any) any {
+	switch def.(type) {
+	case int:
+		switch x := v.(type) {
+		case float64:
+			if x == math.Trunc(x) {
+				return int(x)
+			}
+		case int64:
+			return int(x)
+		}
+	case float64:
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case int64:
+			return float64(x)
+		}
+	}
+	return v
+}
+
+// score evaluates the spec's score expression on a completed run's outputs
+// against the expected value. A score that cannot be computed is a warning,
+// not a failed run: the run's outputs stand on their own.
+func (r *Run) score(res *Result) {
+	if r.Plan.Score == nil || r.opts.Expected == nil {
+		return
+	}
+	res.Expected = r.opts.Expected
+	env := r.env(kit.Scope{}).Map()
+	env["outputs"] = res.Outputs
+	env["expected"] = r.opts.Expected
+	v, err := vm.Run(r.Plan.Score.Program, env)
+	if err != nil {
+		msg := fmt.Sprintf("score (%s): %s", r.Plan.Score.Source, strings.SplitN(err.Error(), "\n", 2)[0])
+		r.warn("%s", msg)
+		res.Warnings = append(res.Warnings, msg)
+		return
+	}
+	f, ok := scoreValue(v)
+	if !ok {
+		msg := fmt.Sprintf("score (%s) gave %v (%T), not a number or true/false", r.Plan.Score.Source, v, v)
+		r.warn("%s", msg)
+		res.Warnings = append(res.Warnings, msg)
+		return
+	}
+	res.Score = &f
+}
+
+// scoreValue reads a score: true is 1, false 0, numbers as they are.
+func scoreValue(v any) (float64, bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, false
+		}
+		return x, true
+	}
+	return 0, false
+}
