@@ -16,20 +16,32 @@ type summaryEntry struct {
 	text string
 }
 
-// perspective is the part of the debate an agent's summary covers: what it
-// wrote and what was addressed to it. An agent with neither (a judge) gets
-// the latest round's messages.
+// perspective is the part of the debate an agent's summary covers: the
+// contributions it wrote or that were addressed to it. Inside a loop only
+// earlier rounds count: the current round is still being written and the
+// prompts show it in full, so a summary stands in for what came before
+// (the first round has nothing to summarise). Clarifications (prompts show
+// them on their own) and messages of no record (a node's rating, such as a
+// judge's confidence, not a contribution to the debate) are left out. An
+// agent with no contributions at all (a judge) gets the latest round's
+// messages, the current one included: what it is about to judge.
 func perspective(msgs []spec.Message, agent string, round int) []spec.Message {
-	var out []spec.Message
+	var own []spec.Message
 	for _, m := range msgs {
-		if m.Private || m.Record == "summary" {
+		if m.Private || m.Record == "" || m.Record == "summary" || m.Record == "clarification" {
 			continue
 		}
 		if m.From == agent || m.To == agent {
-			out = append(out, m)
+			own = append(own, m)
 		}
 	}
-	if len(out) > 0 {
+	if len(own) > 0 {
+		var out []spec.Message
+		for _, m := range own {
+			if round == 0 || m.Round < round {
+				out = append(out, m)
+			}
+		}
 		return out
 	}
 	last := 0
@@ -38,6 +50,7 @@ func perspective(msgs []spec.Message, agent string, round int) []spec.Message {
 			last = m.Round
 		}
 	}
+	var out []spec.Message
 	for _, m := range msgs {
 		if m.Round == last && !m.Private && m.Record != "summary" && m.Record != "clarification" {
 			out = append(out, m)

@@ -41,7 +41,7 @@ func TestLibraryContents(t *testing.T) {
 	want := map[string][]string{
 		"software-design": {
 			"clarifications.tmpl", "clarify.tmpl", "confidence.schema.json", "confidence.tmpl", "critique.tmpl",
-			"extra-rules.tmpl", "judge-summary.tmpl", "problem.tmpl", "propose.tmpl", "refine.tmpl",
+			"evaluate.tmpl", "evaluation.schema.json", "extra-rules.tmpl", "judge-summary.tmpl", "problem.tmpl", "propose.tmpl", "refine.tmpl",
 			"solution.schema.json", "summarize.tmpl", "synthesize.tmpl", "system.tmpl",
 		},
 		"chain-of-debate": {
@@ -92,7 +92,7 @@ func libraryFiles(t *testing.T, lib string) (tmpls, schemas []string) {
 func librarySpec(lib string, tmpls, schemas []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "version: 1\nname: check-%s\n", lib)
-	b.WriteString("inputs:\n  problem: {required: true}\n  context: {default: \"\"}\n  question: {required: true}\n")
+	b.WriteString("inputs:\n  problem: {required: true}\n  context: {default: \"\"}\n  question: {required: true}\n  run: {required: true}\n")
 	fmt.Fprintf(&b, "templates: {use: [%s]}\n", lib)
 	b.WriteString("agents:\n  a: {name: A, role: architect}\n  b: {name: B, role: security}\n")
 	b.WriteString("nodes:\n")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -149,7 +150,9 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		to = t.target.From
 	}
 	if cfg.Record != "" {
-		if own, ok := latestFrom(h.Messages(), cfg.Record, t.agent.ID, h.Scope().Goal.ID); ok {
+		// An agent always sees its own messages, so its history has them;
+		// searching it spares copying every message of the run per call.
+		if own, ok := latestFrom(data.History, cfg.Record, t.agent.ID, h.Scope().Goal.ID); ok {
 			data.Own = own
 		}
 	}
@@ -191,7 +194,13 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		out, perr := parser.Parse(reply.Content)
 		if perr == nil {
 			msg := spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: out.Value, Fields: out.Fields}
-			_ = h.Event("output", call.Key, map[string]any{"output": out.Value})
+			ev := map[string]any{"output": out.Value}
+			if s, ok := out.Value.(string); ok && s == strings.TrimSpace(reply.Content) {
+				// A text output is the reply itself, already journaled
+				// with the response; repeating it would double the journal.
+				ev = map[string]any{"output_is_reply": true}
+			}
+			_ = h.Event("output", call.Key, ev)
 			return msg, nil
 		}
 		if attempt >= cfg.Output.Repair {

@@ -67,7 +67,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		}
 		// One message per agent and iteration, in agent order.
 		var msgs []spec.Message
-		for i, a := range node.Agents {
+		for _, a := range node.Agents {
 			var qs []spec.Question
 			for _, q := range fresh {
 				if q.Agent == a.ID {
@@ -77,7 +77,6 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 			if len(qs) == 0 {
 				continue
 			}
-			_ = i
 			msgs = append(msgs, spec.Message{From: a.ID, Record: "clarification", Content: formatQA(qs), Output: questionsOutput(qs)})
 		}
 		recorded = append(recorded, h.Record(msgs...)...)
@@ -135,25 +134,20 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 		}
 		texts, perr := questionsFrom(reply.Content)
 		if perr == nil {
-			if len(texts) > cfg.MaxQuestions {
-				texts = texts[:cfg.MaxQuestions]
-			}
+			// Ids continue the agent's numbering; a question it asked
+			// before is no follow-up and does not count against the cap.
 			seen := map[string]bool{}
-			for _, q := range answered {
-				if q.Agent == a.ID {
-					seen[normalize(q.Question)] = true
-				}
-			}
-			var out []spec.Question
 			n := 0
 			for _, q := range answered {
 				if q.Agent == a.ID {
+					seen[normalize(q.Question)] = true
 					n++
 				}
 			}
+			var out []spec.Question
 			for _, t := range texts {
-				if seen[normalize(t)] {
-					continue // asked before: not a follow-up
+				if seen[normalize(t)] || len(out) == cfg.MaxQuestions {
+					continue
 				}
 				seen[normalize(t)] = true
 				n++

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -95,7 +96,10 @@ func Call(env Env, name, arguments string) (string, error) {
 		}
 		defer f.Close()
 		buf := make([]byte, MaxFileBytes+1)
-		n, _ := f.Read(buf)
+		n, err := io.ReadFull(f, buf)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+		}
 		text := string(buf[:min(n, MaxFileBytes)])
 		if n > MaxFileBytes {
 			text += fmt.Sprintf("\n[truncated: the file is %d bytes; first %d shown]", info.Size(), MaxFileBytes)
