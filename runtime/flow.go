@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/debate-runner/runner/nodes"
@@ -151,7 +152,12 @@ func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.
 	r.results[node.ID] = res
 	r.mu.Unlock()
 	r.usage.nodeDone(node.ID)
-	err = r.event("node_finished", h.prefix, map[string]any{"node": node.ID, "calls": res.Calls, "messages": len(res.Messages), "output": res.Output})
+	fin := map[string]any{"node": node.ID, "calls": res.Calls, "messages": len(res.Messages)}
+	if n := len(res.Messages); n == 0 || !reflect.DeepEqual(res.Output, res.Messages[n-1].Output) {
+		// Otherwise the output is the last message's, already journaled.
+		fin["output"] = res.Output
+	}
+	err = r.event("node_finished", h.prefix, fin)
 	return res, err
 }
 

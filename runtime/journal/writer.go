@@ -65,6 +65,7 @@ type Writer struct {
 	cond sync.Cond // broadcast when a flush ends; cond.L is &mu
 
 	seq      int64  // last assigned Seq
+	written  int64  // every line up to this Seq is written to the file
 	durable  int64  // every line up to this Seq is written (and synced unless NoSync)
 	pending  []byte // lines not yet handed to a flush, in Seq order
 	spare    []byte // the previous batch buffer, reused
@@ -126,7 +127,7 @@ func OpenAppendWith(path string, opts Options) (*Writer, error) {
 		}
 	}
 	w := newWriter(path, f, opts)
-	w.seq, w.durable = res.lastSeq, res.lastSeq
+	w.seq, w.written, w.durable = res.lastSeq, res.lastSeq, res.lastSeq
 	w.truncated = res.size - res.goodEnd
 	return w, nil
 }
@@ -162,7 +163,21 @@ func (w *Writer) Append(typ, key string, data any) (Event, error) {
 	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
 		data = nil
 	}
-	return w.append(typ, key, time.Time{}, data)
+	return w.append(typ, key, time.Time{}, data, true)
+}
+
+// AppendUnsynced is [Writer.Append] without the wait for fsync: it returns
+// once the event's line is written to the file. The line then survives the
+// process being killed (it is in the operating system's cache) but not a
+// machine crash until the next Append, whose fsync covers every line before
+// its own, or Close. It is meant for events that can be derived again from
+// the synced ones, so that each of them does not put an fsync on the
+// caller's critical path. Lines keep Seq order whichever method wrote them.
+func (w *Writer) AppendUnsynced(typ, key string, data any) (Event, error) {
+	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
+		data = nil
+	}
+	return w.append(typ, key, time.Time{}, data, false)
 }
 
 // AppendEvent writes e like [Writer.Append] does, keeping e.Time (in UTC) if
@@ -172,10 +187,10 @@ func (w *Writer) AppendEvent(e Event) (Event, error) {
 	if len(e.Data) > 0 {
 		data = e.Data
 	}
-	return w.append(e.Type, e.Key, e.Time, data)
+	return w.append(e.Type, e.Key, e.Time, data, true)
 }
 
-func (w *Writer) append(typ, key string, t time.Time, data any) (Event, error) {
+func (w *Writer) append(typ, key string, t time.Time, data any, sync bool) (Event, error) {
 	if typ == "" {
 		return Event{}, fmt.Errorf("journal %s: append: empty event type", w.path)
 	}
@@ -201,7 +216,7 @@ func (w *Writer) append(typ, key string, t time.Time, data any) (Event, error) {
 		typ, key = r.Redact(typ), r.Redact(key)
 		payload = r.redactJSON(payload)
 	}
-	seq, t, err := w.commit(typ, key, t, payload)
+	seq, t, err := w.commit(typ, key, t, payload, sync)
 	if err != nil {
 		return Event{}, err
 	}
@@ -212,9 +227,9 @@ func (w *Writer) append(typ, key string, t time.Time, data any) (Event, error) {
 	return ev, nil
 }
 
-// commit queues one line and returns once it is durable, leading a flush
-// when no other appender is.
-func (w *Writer) commit(typ, key string, t time.Time, payload []byte) (int64, time.Time, error) {
+// commit queues one line and returns once it is durable (or, without sync,
+// written), leading a flush when no other appender is.
+func (w *Writer) commit(typ, key string, t time.Time, payload []byte, sync bool) (int64, time.Time, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
@@ -231,31 +246,36 @@ func (w *Writer) commit(typ, key string, t time.Time, payload []byte) (int64, ti
 	}
 	t = t.UTC()
 	w.pending = appendLine(w.pending, seq, t, typ, key, payload)
-	for w.durable < seq && w.err == nil {
+	done := func() bool { return w.written >= seq && (!sync || w.durable >= seq) }
+	for !done() && w.err == nil {
 		if w.flushing {
 			w.cond.Wait()
 			continue
 		}
-		w.flushLocked()
+		w.flushLocked(sync)
 	}
-	if w.durable < seq {
+	if !done() {
 		return 0, time.Time{}, w.err
 	}
 	return seq, t, nil
 }
 
-// flushLocked writes and syncs every pending line as one batch. It is called
-// with w.mu held and releases it during I/O, so appenders arriving meanwhile
-// queue into the next batch.
-func (w *Writer) flushLocked() {
+// flushLocked writes every pending line as one batch and, if sync is set,
+// syncs the file (which also makes lines written earlier without sync
+// durable). It is called with w.mu held and releases it during I/O, so
+// appenders arriving meanwhile queue into the next batch.
+func (w *Writer) flushLocked(sync bool) {
 	batch, upTo := w.pending, w.seq
 	w.pending, w.spare = w.spare[:0], nil
 	w.flushing = true
 	w.mu.Unlock()
 
 	synced := false
-	_, err := w.f.Write(batch)
-	if err == nil && !w.opts.NoSync {
+	var err error
+	if len(batch) > 0 {
+		_, err = w.f.Write(batch)
+	}
+	if err == nil && sync && !w.opts.NoSync {
 		synced = true
 		if err = w.f.Sync(); err != nil {
 			err = fmt.Errorf("sync: %w", err)
@@ -270,17 +290,21 @@ func (w *Writer) flushLocked() {
 	if cap(batch) <= maxRetainedBuffer {
 		w.spare = batch[:0]
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		w.err = fmt.Errorf("journal %s: write events %d..%d: %w", w.path, w.durable+1, upTo, err)
-	} else {
-		w.durable = upTo
+	case synced || w.opts.NoSync:
+		w.written, w.durable = upTo, upTo
+	default:
+		w.written = upTo
 	}
 	w.cond.Broadcast()
 }
 
-// Close waits for queued events to be written and closes the file. It reports
-// the error that broke the writer, if one did, or the error closing the
-// file. Later Appends return ErrClosed; a second Close does nothing.
+// Close waits for queued events to be written, syncs lines written without
+// sync, and closes the file. It reports the error that broke the writer, if
+// one did, or the error syncing or closing the file. Later Appends return
+// ErrClosed; a second Close does nothing.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	if w.closed {
@@ -293,7 +317,18 @@ func (w *Writer) Close() error {
 		w.cond.Wait()
 	}
 	err := w.err
+	unsynced := err == nil && w.written > w.durable && !w.opts.NoSync
 	w.mu.Unlock()
+	if unsynced {
+		if serr := w.f.Sync(); serr != nil {
+			err = fmt.Errorf("journal %s: sync: %w", w.path, serr)
+		} else {
+			w.mu.Lock()
+			w.syncs++
+			w.durable = w.written
+			w.mu.Unlock()
+		}
+	}
 	if cerr := w.f.Close(); cerr != nil && err == nil {
 		err = fmt.Errorf("journal %s: close: %w", w.path, cerr)
 	}
