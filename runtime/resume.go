@@ -78,6 +78,11 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if err := r.connect(); err != nil {
 		return nil, err
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	r.lock = lock
 	j, err := journal.OpenAppendWith(filepath.Join(dir, "journal.jsonl"), journal.Options{Redact: journal.NewRedactor(r.secrets...)})
 	if err != nil {
 		return nil, err

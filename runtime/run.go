@@ -188,6 +188,7 @@ type Run struct {
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
 	result           *Result
+	lock             *os.File
 	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
@@ -221,6 +222,11 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	if err := r.createDir(); err != nil {
 		return nil, err
 	}
+	lock, err := lockDir(r.Dir)
+	if err != nil {
+		return nil, err
+	}
+	r.lock = lock
 	r.manifest = r.buildManifest()
 	if err := writeJSONAtomic(filepath.Join(r.Dir, "run.json"), r.manifest); err != nil {
 		return nil, err
@@ -513,6 +519,9 @@ func (r *Run) warn(format string, args ...any) {
 func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	started := time.Now()
 	runErr := r.runSteps(ctx, r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
+	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
+		runErr = ErrInterrupted
+	}
 	status := StatusCompleted
 	var outputs map[string]any
 	var outErr error
@@ -550,8 +559,14 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if cerr := r.journal.Close(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}
+	if r.lock != nil {
+		r.lock.Close()
+	}
 	return res, runErr
 }
+
+// ErrInterrupted is a run stopped by a signal (Ctrl-C); it can be resumed.
+var ErrInterrupted = errors.New("interrupted")
 
 func (r *Run) evalOutputs() (map[string]any, error) {
 	env := r.env(kit.Scope{})
