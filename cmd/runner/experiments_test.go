@@ -170,7 +170,7 @@ func TestCacheFlagsAndCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || st.Entries != 0 {
 		t.Errorf("stats after clear: %s (%v)", stdout, err)
 	}
-	if code, _, stderr := invoke(t, map[string]string{}, "cache", "stats"); code != exitUsage || !strings.Contains(stderr, "RUNNER_CACHE_DIR") {
+	if code, _, stderr := invoke(t, map[string]string{"RUNNER_CACHE_DIR": ""}, "cache", "stats"); code != exitUsage || !strings.Contains(stderr, "RUNNER_CACHE_DIR") {
 		t.Errorf("stats with no cache location: exit %d, %s", code, stderr)
 	}
 }

@@ -67,7 +67,12 @@ end its loops. 'runner validate' checks it without spending a token; 'runner run
 runs it against any OpenAI-compatible endpoint and leaves a replayable record.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 model endpoint failure after
-retries, 4 invalid spec, 5 run waiting for human input.`
+retries, 4 invalid spec, 5 run waiting for human input.
+
+Examples:
+  runner validate examples/*/spec.yaml
+  runner graph examples/reasoning-debate/spec.yaml
+  runner run examples/reasoning-debate/spec.yaml -i question="What is 12+7*3?"`
 
 func main() {
 	os.Exit(run(os.Args[1:], &env{stdout: os.Stdout, stderr: os.Stderr, stdin: os.Stdin, getenv: os.Getenv}))

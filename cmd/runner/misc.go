@@ -41,6 +41,13 @@ func (schemaCmd) Run(e *env) error {
 
 type versionCmd struct{}
 
+func (versionCmd) Help() string {
+	return `Prints the runner version and the spec language version it reads.
+
+Examples:
+  runner version`
+}
+
 func (versionCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
 	return nil

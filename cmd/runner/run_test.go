@@ -16,7 +16,15 @@ import (
 func invoke(t *testing.T, envv map[string]string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	e := &env{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(k string) string { return envv[k] }}
+	e := &env{stdout: &out, stderr: &errb, stdin: strings.NewReader(""), getenv: func(k string) string {
+		if v, ok := envv[k]; ok {
+			return v
+		}
+		if k == "RUNNER_CACHE_DIR" {
+			return os.Getenv(k) // the test binary's temporary cache (TestMain)
+		}
+		return ""
+	}}
 	code = run(args, e)
 	return code, out.String(), errb.String()
 }
