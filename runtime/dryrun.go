@@ -303,7 +303,7 @@ func (d *dry) node(n *spec.NodePlan, s kit.Scope) error {
 		dn.Detail = fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
 	case *clarify.Config:
 		calls, bound, res, err = d.clarify(n, cfg, s, prefix, show)
-		dn.Detail = fmt.Sprintf("%d agents x up to %d iterations", len(n.Agents), cfg.MaxIterations)
+		dn.Detail = fmt.Sprintf("%s x up to %d iterations", plural(len(n.Agents), "agent"), cfg.MaxIterations)
 	default:
 		d.note(fmt.Sprintf("node %q: kind %q is not simulated; its calls are not counted", n.ID, n.Kind))
 	}
@@ -323,7 +323,7 @@ func (d *dry) node(n *spec.NodePlan, s kit.Scope) error {
 }
 
 func askDetail(n *spec.NodePlan, cfg *ask.Config) string {
-	parts := []string{fmt.Sprintf("%d agents", len(n.Agents))}
+	parts := []string{plural(len(n.Agents), "agent")}
 	if cfg.Each != nil {
 		parts = append(parts, fmt.Sprintf("each %s message (%s)", cfg.Each.Record, cfg.Each.From))
 	}
@@ -765,4 +765,11 @@ func (r *DryRunReport) Write(w io.Writer, prompts bool) {
 			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
