@@ -416,6 +416,21 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 			c.origins[name] = templateOrigin{file: filepath.ToSlash(filepath.Join(display, p))}
 			sum := sha256.Sum256(data)
 			c.plan.TemplateSources[name] = TemplateSource{Origin: origin, Digest: hex.EncodeToString(sum[:8])}
+		case p == "verdicts.yaml":
+			data, err := fs.ReadFile(fsys, full)
+			if err != nil {
+				continue
+			}
+			var presets map[string][]string
+			if err := yaml.Unmarshal(data, &presets); err != nil {
+				c.r.errorf(Pos{1, 1}, "verdict presets %s/%s: %v", display, p, err)
+				continue
+			}
+			for name, opts := range presets {
+				if _, declared := c.plan.Verdicts[name]; !declared && len(opts) > 0 {
+					c.plan.Verdicts[name] = opts
+				}
+			}
 		case strings.HasSuffix(p, ".schema.json"):
 			data, err := fs.ReadFile(fsys, full)
 			if err != nil {
@@ -627,7 +642,7 @@ func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, wh
 		"nodes":    c.file.Nodes.Names(),
 		"vars":     c.file.Vars.Names(),
 		"inputs":   c.file.Inputs.Names(),
-		"verdicts": c.file.Verdicts.Names(),
+		"verdicts": sortedNames(c.plan.Verdicts),
 	}}
 	ast.Walk(&tree.Node, v)
 	if len(v.errs) > 0 {
@@ -986,7 +1001,7 @@ func (n *NodeContext) VerdictSet(s Str) (string, []string) {
 	name := strings.TrimPrefix(strings.TrimSpace(s.V), "verdicts.")
 	opts, ok := n.c.plan.Verdicts[name]
 	if !ok {
-		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, n.c.file.Verdicts.Names()))
+		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, sortedNames(n.c.plan.Verdicts)))
 		return "", nil
 	}
 	return name, opts
@@ -1086,4 +1101,13 @@ func (n *NodeContext) SchemaRef(s Str) *jsonschema.Schema {
 		return nil
 	}
 	return sch
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -46,7 +46,7 @@ func TestLibraryContents(t *testing.T) {
 		},
 		"chain-of-debate": {
 			"demand.tmpl", "force.tmpl", "insist.tmpl", "message.tmpl", "moderate.tmpl", "remind.tmpl",
-			"subject.tmpl", "system.tmpl", "undecided.tmpl", "watch.tmpl",
+			"subject.tmpl", "system.tmpl", "undecided.tmpl", "verdicts.yaml", "watch.tmpl",
 		},
 		"reasoning": {"answer.schema.json", "answer.tmpl"},
 	}

@@ -1,7 +1,8 @@
 // Package templates holds the embedded prompt template libraries that specs
 // load with `templates: {use: [NAME]}`. A library is a folder of *.tmpl files
 // (prompt templates, named LIBRARY/FILE-WITHOUT-EXTENSION) and
-// *.schema.json files (JSON Schemas for node outputs, named the same way).
+// *.schema.json files (JSON Schemas for node outputs, named the same way),
+// and optionally verdicts.yaml (verdict set presets: NAME: [OPTIONS]).
 package templates
 
 import (
@@ -11,7 +12,7 @@ import (
 	"strings"
 )
 
-//go:embed */*.tmpl */*.schema.json
+//go:embed */*.tmpl */*.schema.json */verdicts.yaml
 var files embed.FS
 
 // FS is the tree of all embedded libraries.
