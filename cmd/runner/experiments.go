@@ -165,7 +165,11 @@ func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
 	if cc.Journal > 0 {
 		parts = append(parts, fmt.Sprintf("%d from the journal", cc.Journal))
 	}
-	fmt.Fprintf(e.stderr, "calls: %d (%s)\n", cc.Total(), strings.Join(parts, ", "))
+	hint := ""
+	if cc.Cache > 0 {
+		hint = "; --no-cache asks the model again"
+	}
+	fmt.Fprintf(e.stderr, "calls: %d (%s)%s\n", cc.Total(), strings.Join(parts, ", "), hint)
 }
 
 // dryRun prints the plan of a run without calling any model. Required
