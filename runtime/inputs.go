@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -159,4 +160,91 @@ func convertLike(def any, raw string) (any, error) {
 		return list, nil
 	}
 	return nil, fmt.Errorf("this var (a %T) cannot be set from the command line", def)
+}
+
+// resolveInputs is ResolveInputs plus inputs given as values, which are
+// checked against the declarations but never parsed (no @FILE).
+func resolveInputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
+	if len(values) == 0 {
+		return ResolveInputs(plan, flags)
+	}
+	declared := map[string]*spec.InputPlan{}
+	var names []string
+	for _, in := range plan.Inputs {
+		declared[in.Name] = in
+		names = append(names, in.Name)
+	}
+	all := append([]string(nil), flags...)
+	for _, name := range sortedKeys(values) {
+		in, ok := declared[name]
+		if !ok {
+			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("the spec declares no input %q%s", name, hint(name, names))}
+		}
+		if s, ok := values[name].(string); ok && in.MaxChars > 0 && utf8.RuneCountInString(s) > in.MaxChars {
+			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("value has %d characters; the spec allows at most %d", utf8.RuneCountInString(s), in.MaxChars)}
+		}
+		// An empty flag stands in for the value: it counts as given (so a
+		// flag for the same input is reported as given twice) and is
+		// replaced below.
+		all = append(all, name+"=")
+	}
+	out, err := ResolveInputs(plan, all)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range values {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// resolveVars is ResolveVars with values (a recorded run's) applied before
+// the --set flags.
+func resolveVars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
+	if len(values) == 0 {
+		return ResolveVars(plan, sets)
+	}
+	out, err := ResolveVars(plan, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(values) {
+		def, ok := out[name]
+		if !ok {
+			continue // a var the spec no longer declares
+		}
+		out[name] = coerceLike(def, values[name])
+	}
+	set, err := ResolveVars(plan, sets)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range sets {
+		name, _, _ := strings.Cut(f, "=")
+		out[name] = set[name]
+	}
+	return out, nil
+}
+
+// coerceLike gives a decoded JSON number the numeric type of def.
+func coerceLike(def, v any) any {
+	switch def.(type) {
+	case int:
+		switch x := v.(type) {
+		case float64:
+			if x == math.Trunc(x) {
+				return int(x)
+			}
+		case int64:
+			return int(x)
+		}
+	case float64:
+		switch x := v.(type) {
+		case int:
+			return float64(x)
+		case int64:
+			return float64(x)
+		}
+	}
+	return v
 }

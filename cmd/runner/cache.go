@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
+	"github.com/debate-runner/runner/runtime/sweep"
 )
 
 type cacheCmd struct {
@@ -94,7 +94,7 @@ func (c *cacheStatsCmd) Run(e *env) error {
 	}
 	if stats.Entries > 0 {
 		fmt.Fprintf(e.stdout, "oldest: %s\nnewest: %s\n", stats.Oldest.Format("2006-01-02 15:04:05Z"), stats.Newest.Format("2006-01-02 15:04:05Z"))
-		t := runtime.Table{Header: []string{"model", "entries", "prompt tokens", "completion tokens"}}
+		t := sweep.Table{Header: []string{"model", "entries", "prompt tokens", "completion tokens"}}
 		models := make([]string, 0, len(stats.ByModel))
 		for m := range stats.ByModel {
 			models = append(models, m)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
+	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -195,7 +197,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 			placeholders = append(placeholders, in.Name)
 		}
 	}
-	rep, err := runtime.DryRun(plan, runtime.DryRunOptions{Inputs: opts.Inputs, InputValues: values, Sets: c.Set})
+	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set})
 	if err != nil {
 		return runError(err)
 	}
@@ -216,9 +218,9 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 
 // sweep runs every combination and prints the summary.
 func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
-	var axes []runtime.Axis
+	var axes []sweep.Axis
 	for _, m := range c.Matrix {
-		a, err := runtime.ParseAxis(m)
+		a, err := sweep.ParseAxis(m)
 		if err != nil {
 			return runError(err)
 		}
@@ -226,16 +228,16 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	so := runtime.SweepOptions{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
+	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
 	if !c.Quiet {
 		so.OnStart = func(dir string, total int) {
 			fmt.Fprintf(e.stderr, "sweep: %d runs in %s\n", total, dir)
 		}
-		so.OnRun = func(done, total int, r runtime.SweepRun) {
+		so.OnRun = func(done, total int, r sweep.Run) {
 			fmt.Fprintf(e.stderr, "[%d/%d] %s%s\n", done, total, r.Status, describeSweepRun(r))
 		}
 	}
-	sum, err := runtime.Sweep(ctx, plan, so)
+	sum, err := sweep.Sweep(ctx, plan, so)
 	if sum == nil {
 		return runError(err)
 	}
@@ -268,7 +270,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
 	return nil
 }
 
-func describeSweepRun(r runtime.SweepRun) string {
+func describeSweepRun(r sweep.Run) string {
 	var parts []string
 	keys := make([]string, 0, len(r.Vars))
 	for k := range r.Vars {
@@ -285,7 +287,7 @@ func describeSweepRun(r runtime.SweepRun) string {
 		parts = append(parts, fmt.Sprintf("sample %d", r.Sample))
 	}
 	if len(r.OutputOrder) > 0 {
-		out := runtime.FormatValue(r.Outputs[r.OutputOrder[0]])
+		out := sweep.FormatValue(r.Outputs[r.OutputOrder[0]])
 		if len(out) > 40 {
 			out = out[:40] + "…"
 		}

@@ -13,7 +13,8 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/sweep"
 )
 
 const (
@@ -77,7 +78,7 @@ func TestDryRunFlag(t *testing.T) {
 		t.Error("the dry run printed a round-2 prompt, which depends on replies")
 	}
 	stdout, _ = mustRun(t, live(srv), "run", debateSpec, "--dry-run", "--json", "--set", "rounds=4")
-	var rep runtime.DryRunReport
+	var rep dryrun.Report
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("--json: %v\n%s", err, stdout)
 	}
@@ -221,7 +222,7 @@ func TestSweepRunsAndCompare(t *testing.T) {
 			t.Errorf("run %d: %s calls, want %s", i+1, got, want)
 		}
 	}
-	var summary runtime.SweepSummary
+	var summary sweep.Summary
 	data, _ := os.ReadFile(filepath.Join(sweepDir, "summary.json"))
 	if err := json.Unmarshal(data, &summary); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/sweep"
 )
 
 type runsCmd struct {
@@ -126,7 +127,7 @@ func firstOutput(res *runtime.Result) string {
 	if res == nil || len(res.OutputOrder) == 0 {
 		return ""
 	}
-	return runtime.FormatValue(res.Outputs[res.OutputOrder[0]])
+	return sweep.FormatValue(res.Outputs[res.OutputOrder[0]])
 }
 
 func (c *runsCmd) Run(e *env) error {
@@ -134,7 +135,7 @@ func (c *runsCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	t := runtime.Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}}
+	t := sweep.Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}}
 	for _, r := range runs {
 		row := []string{r.Label, r.Manifest.SpecName}
 		if r.Result == nil {
@@ -143,7 +144,7 @@ func (c *runsCmd) Run(e *env) error {
 			rounds, goals := roundsAndGoals(r.Result)
 			u := r.Result.Usage.Total
 			row = append(row, r.Result.Status, countText(rounds), countText(goals), fmt.Sprint(u.Calls),
-				fmt.Sprint(u.PromptTokens+u.CompletionTokens), runtime.FormatCost(u),
+				fmt.Sprint(u.PromptTokens+u.CompletionTokens), sweep.FormatCost(u),
 				fmt.Sprintf("%.1f", float64(r.Result.DurationMS)/1000), firstOutput(r.Result))
 		}
 		t.Rows = append(t.Rows, row)
@@ -179,10 +180,10 @@ Examples:
 
 func (c *compareCmd) Run(e *env) error {
 	var runs []runInfo
-	var sweeps []*runtime.SweepSummary
+	var sweeps []*sweep.Summary
 	for _, arg := range c.Runs {
 		if _, err := os.Stat(filepath.Join(arg, "summary.json")); err == nil {
-			sum, err := runtime.LoadSweep(arg)
+			sum, err := sweep.Load(arg)
 			if err != nil {
 				return withCode(exitFailure, err)
 			}
@@ -217,7 +218,7 @@ func (c *compareCmd) Run(e *env) error {
 	}
 	fmt.Fprint(e.stdout, t.Markdown(60))
 	if len(sweeps) > 0 {
-		st := runtime.Table{Header: []string{"sweep", "spec", "runs", "completed", "accuracy", "95% CI", "calls made", "without the cache", "tokens", "cost"}}
+		st := sweep.Table{Header: []string{"sweep", "spec", "runs", "completed", "accuracy", "95% CI", "calls made", "without the cache", "tokens", "cost"}}
 		for _, s := range sweeps {
 			acc, ci := "", ""
 			if a := s.Accuracy; a != nil {
@@ -225,7 +226,7 @@ func (c *compareCmd) Run(e *env) error {
 				ci = fmt.Sprintf("%.3f–%.3f (%s)", a.Low, a.High, a.Method)
 			}
 			st.Rows = append(st.Rows, []string{filepath.Base(s.Dir), s.Spec, fmt.Sprint(len(s.Runs)), fmt.Sprint(s.Completed), acc, ci,
-				fmt.Sprint(s.CallsMade), fmt.Sprint(s.CallsWithoutCache), fmt.Sprint(s.Usage.PromptTokens + s.Usage.CompletionTokens), runtime.FormatCost(s.Usage)})
+				fmt.Sprint(s.CallsMade), fmt.Sprint(s.CallsWithoutCache), fmt.Sprint(s.Usage.PromptTokens + s.Usage.CompletionTokens), sweep.FormatCost(s.Usage)})
 		}
 		fmt.Fprint(e.stdout, "\n"+st.Markdown(0))
 	}
@@ -235,7 +236,7 @@ func (c *compareCmd) Run(e *env) error {
 // compareTable lays runs side by side. Vars and inputs are shown when they
 // differ between the runs (all of them for a single run), outputs in the
 // order the specs declare them.
-func compareTable(runs []runInfo) runtime.Table {
+func compareTable(runs []runInfo) sweep.Table {
 	varying := func(get func(runInfo) map[string]any) []string {
 		names := map[string]bool{}
 		for _, r := range runs {
@@ -277,7 +278,7 @@ func compareTable(runs []runInfo) runtime.Table {
 		}
 		hasScore = hasScore || r.Result.Score != nil || r.Result.Expected != nil
 	}
-	t := runtime.Table{Header: []string{"run", "spec"}}
+	t := sweep.Table{Header: []string{"run", "spec"}}
 	for _, v := range vars {
 		t.Header = append(t.Header, "var "+v)
 	}
@@ -293,10 +294,10 @@ func compareTable(runs []runInfo) runtime.Table {
 	for _, r := range runs {
 		row := []string{r.Label, r.Manifest.SpecName}
 		for _, v := range vars {
-			row = append(row, runtime.FormatValue(r.Manifest.Vars[v]))
+			row = append(row, sweep.FormatValue(r.Manifest.Vars[v]))
 		}
 		for _, in := range inputs {
-			row = append(row, runtime.FormatValue(r.Manifest.Inputs[in]))
+			row = append(row, sweep.FormatValue(r.Manifest.Inputs[in]))
 		}
 		res := r.Result
 		if res == nil {
@@ -310,17 +311,17 @@ func compareTable(runs []runInfo) runtime.Table {
 		}
 		row = append(row, status)
 		for _, o := range outputs {
-			row = append(row, runtime.FormatValue(res.Outputs[o]))
+			row = append(row, sweep.FormatValue(res.Outputs[o]))
 		}
 		if hasScore {
 			score := ""
 			if res.Score != nil {
 				score = fmt.Sprintf("%g", *res.Score)
 			}
-			row = append(row, runtime.FormatValue(res.Expected), score)
+			row = append(row, sweep.FormatValue(res.Expected), score)
 		}
 		u := res.Usage.Total
-		row = append(row, fmt.Sprint(u.Calls), fmt.Sprint(u.PromptTokens), fmt.Sprint(u.CompletionTokens), runtime.FormatCost(u), fmt.Sprintf("%.1f", float64(res.DurationMS)/1000))
+		row = append(row, fmt.Sprint(u.Calls), fmt.Sprint(u.PromptTokens), fmt.Sprint(u.CompletionTokens), sweep.FormatCost(u), fmt.Sprintf("%.1f", float64(res.DurationMS)/1000))
 		t.Rows = append(t.Rows, row)
 	}
 	return t

@@ -1,4 +1,4 @@
-package runtime
+package dryrun
 
 import (
 	"bytes"
@@ -93,7 +93,7 @@ outputs: {n: len(messages)}`,
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := loadPlan(t, writeSpec(t, t.TempDir(), dryBase+tc.body))
-			rep, err := DryRun(plan, DryRunOptions{Inputs: []string{"question=What is 2+2?"}})
+			rep, err := Run(plan, Options{Inputs: []string{"question=What is 2+2?"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -134,7 +134,7 @@ func TestDryRunTokens(t *testing.T) {
 flow:
   - loop: {as: round, max: 2, do: [answer]}
 outputs: {n: len(messages)}`))
-	rep, err := DryRun(plan, DryRunOptions{Inputs: []string{"question=What is 2+2?"}})
+	rep, err := Run(plan, Options{Inputs: []string{"question=What is 2+2?"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,10 +171,10 @@ func TestDryRunErrors(t *testing.T) {
 flow:
   - loop: {as: round, max: 'len(messages) + nodes.answer.calls', do: [answer]}
 outputs: {n: len(messages)}`))
-	if _, err := DryRun(plan, DryRunOptions{}); err == nil || !strings.Contains(err.Error(), "question") {
+	if _, err := Run(plan, Options{}); err == nil || !strings.Contains(err.Error(), "question") {
 		t.Errorf("missing input: %v", err)
 	}
-	rep, err := DryRun(plan, DryRunOptions{Inputs: []string{"question=q"}})
+	rep, err := Run(plan, Options{Inputs: []string{"question=q"}})
 	if err != nil {
 		t.Fatalf("a loop bound known before the run (0): %v", err)
 	}

@@ -1,4 +1,8 @@
-package runtime
+// Package sweep runs a spec many times over a matrix of var and input values,
+// repeats and the lines of a dataset, and summarizes the runs with their
+// accuracy; its tables also list and compare run directories. It is built on
+// package runtime, which knows nothing of it.
+package sweep
 
 import (
 	"bufio"
@@ -12,14 +16,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
-	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/spec"
-	"github.com/expr-lang/expr/vm"
 )
 
 // Axis is one dimension of a sweep (--matrix NAME=V1,V2,...): a var or an
@@ -34,14 +37,14 @@ func ParseAxis(s string) (Axis, error) {
 	name, list, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || strings.TrimSpace(list) == "" {
-		return Axis{}, &FlagError{Flag: "--matrix " + s, Err: errors.New("expected NAME=V1,V2 (the values separated by commas)")}
+		return Axis{}, &runtime.FlagError{Flag: "--matrix " + s, Err: errors.New("expected NAME=V1,V2 (the values separated by commas)")}
 	}
 	a := Axis{Name: name}
 	seen := map[string]bool{}
 	for _, v := range strings.Split(list, ",") {
 		v = strings.TrimSpace(v)
 		if seen[v] {
-			return Axis{}, &FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("value %q is given twice", v)}
+			return Axis{}, &runtime.FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("value %q is given twice", v)}
 		}
 		seen[v] = true
 		a.Values = append(a.Values, v)
@@ -64,7 +67,7 @@ type DatasetLine struct {
 func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, &FlagError{Flag: "--dataset", Err: unwrapPathError(err)}
+		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: unwrapPathError(err)}
 	}
 	declared := map[string]bool{}
 	for _, in := range plan.Inputs {
@@ -87,7 +90,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 			if err == nil {
 				err = errors.New("not a JSON object")
 			}
-			return nil, nil, &FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
+			return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
 		}
 		line := DatasetLine{Line: n, Inputs: map[string]any{}}
 		for _, k := range sortedKeys(obj) {
@@ -108,7 +111,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 		lines = append(lines, line)
 	}
 	if len(lines) == 0 {
-		return nil, nil, &FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
+		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
 	}
 	return lines, sortedKeys(unusedSet), nil
 }
@@ -134,11 +137,11 @@ func plainNumbers(v any) any {
 	return v
 }
 
-// SweepOptions configure a sweep.
-type SweepOptions struct {
+// Options configure a sweep.
+type Options struct {
 	// Run is the base of every run's options. Its RunsDir is where the sweep
 	// directory is created; its Cache is what lets runs share calls.
-	Run Options
+	Run runtime.Options
 	// Matrix are the axes; every combination of their values is run.
 	Matrix []Axis
 	// Repeat runs each combination this many times (default 1), each with
@@ -150,33 +153,33 @@ type SweepOptions struct {
 	// hold across all of them, as they share one client pool.
 	Parallel int
 	// OnRun, when set, is told about each run as it finishes (one at a time).
-	OnRun func(done, total int, run SweepRun)
+	OnRun func(done, total int, run Run)
 	// OnStart, when set, is told the sweep directory and the number of runs
 	// before the first run starts.
 	OnStart func(dir string, total int)
 }
 
-// SweepRun is one run of a sweep as the summary lists it.
-type SweepRun struct {
+// Run is one run of a sweep as the summary lists it.
+type Run struct {
 	Index int    `json:"index"`
 	RunID string `json:"run_id,omitempty"`
 	Dir   string `json:"dir,omitempty"`
 	// Vars are the matrix values of the run's combination, as given.
 	Vars map[string]string `json:"vars,omitempty"`
 	// Line is the dataset line (1-based), 0 without a dataset.
-	Line        int            `json:"line,omitempty"`
-	Inputs      map[string]any `json:"inputs,omitempty"`
-	Sample      int            `json:"sample,omitempty"`
-	Seed        int64          `json:"seed"`
-	Expected    any            `json:"expected,omitempty"`
-	Status      string         `json:"status"`
-	Error       string         `json:"error,omitempty"`
-	Outputs     map[string]any `json:"outputs,omitempty"`
-	OutputOrder []string       `json:"output_order,omitempty"`
-	Score       *float64       `json:"score,omitempty"`
-	Usage       Usage          `json:"usage"`
-	Calls       CallCounts     `json:"calls"`
-	DurationMS  int64          `json:"duration_ms"`
+	Line        int                `json:"line,omitempty"`
+	Inputs      map[string]any     `json:"inputs,omitempty"`
+	Sample      int                `json:"sample,omitempty"`
+	Seed        int64              `json:"seed"`
+	Expected    any                `json:"expected,omitempty"`
+	Status      string             `json:"status"`
+	Error       string             `json:"error,omitempty"`
+	Outputs     map[string]any     `json:"outputs,omitempty"`
+	OutputOrder []string           `json:"output_order,omitempty"`
+	Score       *float64           `json:"score,omitempty"`
+	Usage       runtime.Usage      `json:"usage"`
+	Calls       runtime.CallCounts `json:"calls"`
+	DurationMS  int64              `json:"duration_ms"`
 }
 
 // Accuracy is the mean score of a sweep with a 95% confidence interval:
@@ -189,8 +192,8 @@ type Accuracy struct {
 	Method string  `json:"method"`
 }
 
-// SweepSummary is summary.json of a sweep directory.
-type SweepSummary struct {
+// Summary is summary.json of a sweep directory.
+type Summary struct {
 	ID         string    `json:"id"`
 	Dir        string    `json:"dir"`
 	Spec       string    `json:"spec"`
@@ -201,12 +204,12 @@ type SweepSummary struct {
 	Repeat     int       `json:"repeat"`
 	Dataset    string    `json:"dataset,omitempty"`
 	// UnusedFields are dataset fields that are no input of the spec.
-	UnusedFields []string   `json:"unused_fields,omitempty"`
-	Runs         []SweepRun `json:"runs"`
-	Completed    int        `json:"completed"`
-	Failed       int        `json:"failed"`
-	Waiting      int        `json:"waiting"`
-	Usage        Usage      `json:"usage"`
+	UnusedFields []string      `json:"unused_fields,omitempty"`
+	Runs         []Run         `json:"runs"`
+	Completed    int           `json:"completed"`
+	Failed       int           `json:"failed"`
+	Waiting      int           `json:"waiting"`
+	Usage        runtime.Usage `json:"usage"`
 	// CallsMade were sent to endpoints; CallsWithoutCache is how many the
 	// runs would have sent each on its own with no cache (all their calls).
 	CallsMade         int       `json:"calls_made"`
@@ -246,7 +249,7 @@ type sweepJob struct {
 // the cache of opts.Run, so calls that are the same across runs (the early
 // rounds of a sweep over a round limit) are made once. A failed run does not
 // stop the others; the summary is returned with an error when any failed.
-func Sweep(ctx context.Context, plan *spec.Plan, opts SweepOptions) (*SweepSummary, error) {
+func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error) {
 	jobs, unused, err := planSweep(plan, opts)
 	if err != nil {
 		return nil, err
@@ -256,23 +259,23 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts SweepOptions) (*SweepSumma
 		base.RunsDir = "runs"
 	}
 	if base.Clients == nil {
-		base.Clients = NewClientPool()
+		base.Clients = runtime.NewClientPool()
 	}
 	base.Ask = nil // concurrent runs cannot share a terminal
 	base.Observer = nil
 	// A missing API key would fail every run the same way: say so once,
 	// before any directory is made.
-	if err := newRun(plan, base).connect(); err != nil {
+	if err := runtime.CheckEndpoints(plan, base); err != nil {
 		return nil, err
 	}
 	id, dir, err := createSweepDir(base.RunsDir, plan.Name)
 	if err != nil {
 		return nil, err
 	}
-	sum := &SweepSummary{
+	sum := &Summary{
 		ID: id, Dir: dir, Spec: plan.Name, SpecPath: plan.Path, SpecDigest: plan.Digest, Created: time.Now().UTC(),
 		Matrix: opts.Matrix, Repeat: max(opts.Repeat, 1), Dataset: opts.Dataset, UnusedFields: unused,
-		Runs: make([]SweepRun, len(jobs)),
+		Runs: make([]Run, len(jobs)),
 	}
 	if opts.OnStart != nil {
 		opts.OnStart(dir, len(jobs))
@@ -295,7 +298,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts SweepOptions) (*SweepSumma
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			sum.Runs[i] = SweepRun{Index: i + 1, Vars: job.vars, Status: StatusFailed, Error: "not started: " + ctx.Err().Error()}
+			sum.Runs[i] = Run{Index: i + 1, Vars: job.vars, Status: runtime.StatusFailed, Error: "not started: " + ctx.Err().Error()}
 			continue
 		}
 		wg.Add(1)
@@ -307,7 +310,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts SweepOptions) (*SweepSumma
 			defer mu.Unlock()
 			sum.Runs[i] = sr
 			done++
-			if sr.Status == StatusFailed && runErr == nil {
+			if sr.Status == runtime.StatusFailed && runErr == nil {
 				runErr = fmt.Errorf("run %d (%s) failed: %s", sr.Index, sr.Dir, sr.Error)
 			}
 			if opts.OnRun != nil {
@@ -329,7 +332,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts SweepOptions) (*SweepSumma
 
 // planSweep lists the runs of a sweep and checks every one's inputs and
 // vars, so that a bad value is reported before anything runs.
-func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error) {
+func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 	declaredVar := map[string]bool{}
 	for _, v := range plan.Vars {
 		declaredVar[v.Name] = true
@@ -341,7 +344,7 @@ func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error)
 	seenAxis := map[string]bool{}
 	for _, a := range opts.Matrix {
 		if seenAxis[a.Name] {
-			return nil, nil, &FlagError{Flag: "--matrix " + a.Name, Err: errors.New("the same name is swept twice; give all its values in one --matrix")}
+			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: errors.New("the same name is swept twice; give all its values in one --matrix")}
 		}
 		seenAxis[a.Name] = true
 		if !declaredVar[a.Name] && !declaredInput[a.Name] {
@@ -352,7 +355,7 @@ func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error)
 			for _, in := range plan.Inputs {
 				names = append(names, in.Name)
 			}
-			return nil, nil, &FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s)", a.Name, strings.Join(names, ", "))}
+			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s)", a.Name, strings.Join(names, ", "))}
 		}
 	}
 	var lines []*DatasetLine
@@ -366,7 +369,7 @@ func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error)
 		for i := range ls {
 			for name := range ls[i].Inputs {
 				if seenAxis[name] {
-					return nil, nil, &FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("the dataset gives input %q too", name)}
+					return nil, nil, &runtime.FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("the dataset gives input %q too", name)}
 				}
 			}
 			lines = append(lines, &ls[i])
@@ -422,10 +425,10 @@ func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error)
 				if line != nil {
 					where = fmt.Sprintf("dataset line %d: ", line.Line)
 				}
-				if _, err := resolveInputs(plan, append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...), j.inputValues); err != nil {
+				if _, err := runtime.ResolveInputValues(plan, append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...), j.inputValues); err != nil {
 					return nil, nil, prefixFlagError(where, err)
 				}
-				if _, err := resolveVars(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues); err != nil {
+				if _, err := runtime.ResolveVarValues(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues); err != nil {
 					return nil, nil, prefixFlagError(where, err)
 				}
 				jobs = append(jobs, j)
@@ -436,15 +439,16 @@ func planSweep(plan *spec.Plan, opts SweepOptions) ([]sweepJob, []string, error)
 }
 
 func prefixFlagError(prefix string, err error) error {
-	var fe *FlagError
+	var fe *runtime.FlagError
 	if prefix != "" && errors.As(err, &fe) {
-		return &FlagError{Flag: fe.Flag, Err: fmt.Errorf("%s%w", prefix, fe.Err)}
+		return &runtime.FlagError{Flag: fe.Flag, Err: fmt.Errorf("%s%w", prefix, fe.Err)}
 	}
 	return err
 }
 
-// runSweepJob makes one run of a sweep; its failures go into the SweepRun.
-func runSweepJob(ctx context.Context, plan *spec.Plan, base Options, sweepID, dir string, index int, job sweepJob) SweepRun {
+// runSweepJob makes one run of a sweep; its failures go into the Run it
+// returns.
+func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, sweepID, dir string, index int, job sweepJob) Run {
 	opts := base
 	opts.RunsDir = dir
 	opts.Sweep = sweepID
@@ -454,14 +458,14 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base Options, sweepID, di
 	opts.Sample = job.sample
 	seed := job.seed
 	opts.Seed = &seed
-	sr := SweepRun{Index: index, Vars: job.vars, Sample: job.sample, Seed: seed}
+	sr := Run{Index: index, Vars: job.vars, Sample: job.sample, Seed: seed}
 	if job.line != nil {
 		sr.Line, sr.Inputs, sr.Expected = job.line.Line, job.line.Inputs, job.line.Expected
 		opts.Expected = job.line.Expected
 	}
-	r, err := Start(plan, opts)
+	r, err := runtime.Start(plan, opts)
 	if err != nil {
-		sr.Status, sr.Error = StatusFailed, err.Error()
+		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
 		return sr
 	}
 	sr.RunID, sr.Dir = r.ID, r.Dir
@@ -470,8 +474,8 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base Options, sweepID, di
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = res.Status, res.Outputs, res.OutputOrder, res.Score
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
-	if err != nil && !errors.Is(err, ErrWaiting) {
-		sr.Status, sr.Error = StatusFailed, err.Error()
+	if err != nil && !errors.Is(err, runtime.ErrWaiting) {
+		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
 	}
 	sr.Calls = r.CallCounts()
 	return sr
@@ -498,15 +502,15 @@ func createSweepDir(runsDir, name string) (id, dir string, err error) {
 }
 
 // tally adds up the runs.
-func (s *SweepSummary) tally() {
-	s.Usage = Usage{Priced: true}
+func (s *Summary) tally() {
+	s.Usage = runtime.Usage{Priced: true}
 	s.Completed, s.Failed, s.Waiting, s.CallsMade, s.CallsWithoutCache = 0, 0, 0, 0, 0
 	var scores []float64
 	for _, r := range s.Runs {
 		switch r.Status {
-		case StatusCompleted:
+		case runtime.StatusCompleted:
 			s.Completed++
-		case StatusWaiting:
+		case runtime.StatusWaiting:
 			s.Waiting++
 		default:
 			s.Failed++
@@ -600,23 +604,23 @@ func MeanCI(scores []float64) *Accuracy {
 }
 
 // write saves summary.json and summary.md in the sweep directory.
-func (s *SweepSummary) write() error {
-	if err := writeJSONAtomic(filepath.Join(s.Dir, "summary.json"), s); err != nil {
+func (s *Summary) write() error {
+	if err := runtime.WriteJSONAtomic(filepath.Join(s.Dir, "summary.json"), s); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
+	if err := runtime.WriteFileAtomic(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
 	return nil
 }
 
-// LoadSweep reads summary.json of a sweep directory.
-func LoadSweep(dir string) (*SweepSummary, error) {
+// Load reads summary.json of a sweep directory.
+func Load(dir string) (*Summary, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a sweep directory: %w", dir, unwrapPathError(err))
 	}
-	var s SweepSummary
+	var s Summary
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%s/summary.json: %w", dir, err)
 	}
@@ -625,7 +629,7 @@ func LoadSweep(dir string) (*SweepSummary, error) {
 }
 
 // CallsLine is the cache's effect on a sweep, as one line.
-func (s *SweepSummary) CallsLine() string {
+func (s *Summary) CallsLine() string {
 	line := fmt.Sprintf("calls made: %d; without the cache: %d", s.CallsMade, s.CallsWithoutCache)
 	if s.CallsWithoutCache > 0 && s.CallsMade < s.CallsWithoutCache {
 		line += fmt.Sprintf(" (%.0f%% of the calls", 100*float64(s.CallsMade)/float64(s.CallsWithoutCache))
@@ -638,7 +642,7 @@ func (s *SweepSummary) CallsLine() string {
 }
 
 // AccuracyLine is the mean score and its interval as one line, or "".
-func (s *SweepSummary) AccuracyLine() string {
+func (s *Summary) AccuracyLine() string {
 	a := s.Accuracy
 	if a == nil {
 		return ""
@@ -659,7 +663,7 @@ func (a *Accuracy) String() string {
 
 // Table lists the runs: matrix values, dataset line, outputs, score,
 // status and usage.
-func (s *SweepSummary) Table() Table {
+func (s *Summary) Table() Table {
 	var axes []string
 	for _, a := range s.Matrix {
 		axes = append(axes, a.Name)
@@ -728,7 +732,7 @@ func (s *SweepSummary) Table() Table {
 }
 
 // Markdown is summary.md.
-func (s *SweepSummary) Markdown() string {
+func (s *Summary) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Sweep %s\n\n", s.ID)
 	fmt.Fprintf(&b, "- Spec: %s (`%s`, sha256 `%s`)\n", s.Spec, s.SpecPath, short(s.SpecDigest))
@@ -760,138 +764,48 @@ func (s *SweepSummary) Markdown() string {
 	return b.String()
 }
 
-// resolveInputs is ResolveInputs plus inputs given as values, which are
-// checked against the declarations but never parsed (no @FILE).
-func resolveInputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
-	if len(values) == 0 {
-		return ResolveInputs(plan, flags)
+// The helpers below are small pure functions that package runtime keeps to
+// itself; they are copied rather than exported to keep runtime's API small.
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	declared := map[string]*spec.InputPlan{}
-	var names []string
-	for _, in := range plan.Inputs {
-		declared[in.Name] = in
-		names = append(names, in.Name)
-	}
-	all := append([]string(nil), flags...)
-	for _, name := range sortedKeys(values) {
-		in, ok := declared[name]
-		if !ok {
-			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("the spec declares no input %q%s", name, hint(name, names))}
-		}
-		if s, ok := values[name].(string); ok && in.MaxChars > 0 && utf8.RuneCountInString(s) > in.MaxChars {
-			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("value has %d characters; the spec allows at most %d", utf8.RuneCountInString(s), in.MaxChars)}
-		}
-		// An empty flag stands in for the value: it counts as given (so a
-		// flag for the same input is reported as given twice) and is
-		// replaced below.
-		all = append(all, name+"=")
-	}
-	out, err := ResolveInputs(plan, all)
-	if err != nil {
-		return nil, err
-	}
-	for k, v := range values {
-		out[k] = v
-	}
-	return out, nil
+	sort.Strings(out)
+	return out
 }
 
-// resolveVars is ResolveVars with values (a recorded run's) applied before
-// the --set flags.
-func resolveVars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
-	if len(values) == 0 {
-		return ResolveVars(plan, sets)
-	}
-	out, err := ResolveVars(plan, nil)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range sortedKeys(values) {
-		def, ok := out[name]
-		if !ok {
-			continue // a var the spec no longer declares
+// safeName keeps the letters, digits, '-' and '_' of a spec name for a
+// directory name, as run directories do.
+func safeName(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
+			b.WriteRune(c)
+		} else {
+			b.WriteByte('-')
 		}
-		out[name] = coerceLike(def, values[name])
 	}
-	set, err := ResolveVars(plan, sets)
-	if err != nil {
-		return nil, err
+	if b.Len() == 0 {
+		return "run"
 	}
-	for _, f := range sets {
-		name, _, _ := strings.Cut(f, "=")
-		out[name] = set[name]
-	}
-	return out, nil
+	return b.String()
 }
 
-// coerceLike gives a decoded JSON number the numeric type of def.
-func coerceLike(def, v any) any {
-	switch def.(type) {
-	case int:
-		switch x := v.(type) {
-		case float64:
-			if x == math.Trunc(x) {
-				return int(x)
-			}
-		case int64:
-			return int(x)
-		}
-	case float64:
-		switch x := v.(type) {
-		case int:
-			return float64(x)
-		case int64:
-			return float64(x)
-		}
+// unwrapPathError is the cause of an *os.PathError without its operation
+// and path: the message around it says which file.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
 	}
-	return v
+	return err
 }
 
-// score evaluates the spec's score expression on a completed run's outputs
-// against the expected value. A score that cannot be computed is a warning,
-// not a failed run: the run's outputs stand on their own.
-func (r *Run) score(res *Result) {
-	if r.Plan.Score == nil || r.opts.Expected == nil {
-		return
+// short is a digest cut to 12 characters for display.
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
 	}
-	res.Expected = r.opts.Expected
-	env := r.env(kit.Scope{}).Map()
-	env["outputs"] = res.Outputs
-	env["expected"] = r.opts.Expected
-	v, err := vm.Run(r.Plan.Score.Program, env)
-	if err != nil {
-		msg := fmt.Sprintf("score (%s): %s", r.Plan.Score.Source, strings.SplitN(err.Error(), "\n", 2)[0])
-		r.warn("%s", msg)
-		res.Warnings = append(res.Warnings, msg)
-		return
-	}
-	f, ok := scoreValue(v)
-	if !ok {
-		msg := fmt.Sprintf("score (%s) gave %v (%T), not a number or true/false", r.Plan.Score.Source, v, v)
-		r.warn("%s", msg)
-		res.Warnings = append(res.Warnings, msg)
-		return
-	}
-	res.Score = &f
-}
-
-// scoreValue reads a score: true is 1, false 0, numbers as they are.
-func scoreValue(v any) (float64, bool) {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return 1, true
-		}
-		return 0, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, false
-		}
-		return x, true
-	}
-	return 0, false
+	return s
 }

@@ -1,4 +1,4 @@
-package runtime
+package sweep
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/debate-runner/runner/runtime"
 )
 
 // Table is a grid of text for the Markdown and CSV views of runs, sweeps
@@ -79,7 +81,7 @@ func FormatValue(v any) string {
 
 // FormatCost shows a cost with enough digits for small amounts; "" when no
 // call was priced.
-func FormatCost(u Usage) string {
+func FormatCost(u runtime.Usage) string {
 	if u.Cost == 0 && !u.Priced {
 		return ""
 	}

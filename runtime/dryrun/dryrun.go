@@ -1,4 +1,8 @@
-package runtime
+// Package dryrun works out what a run of a spec would do without calling any
+// model: the calls per node in the worst case, the first round's prompts and
+// an estimate of tokens and cost per model. It is built on package runtime,
+// which knows nothing of it.
+package dryrun
 
 import (
 	"errors"
@@ -12,6 +16,8 @@ import (
 	"github.com/debate-runner/runner/nodes/clarify"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -20,8 +26,8 @@ import (
 // set no max_tokens.
 const DefaultReplyTokens = 500
 
-// DryRunOptions configure DryRun.
-type DryRunOptions struct {
+// Options configure Run.
+type Options struct {
 	Inputs      []string
 	InputValues map[string]any
 	Sets        []string
@@ -31,12 +37,12 @@ type DryRunOptions struct {
 	ReplyTokens int
 }
 
-// DryRunReport is what a run would do: its calls, first prompts and an
-// estimate of tokens and cost, worked out without calling any model.
-type DryRunReport struct {
+// Report is what a run would do: its calls, first prompts and an estimate
+// of tokens and cost, worked out without calling any model.
+type Report struct {
 	Spec string `json:"spec"`
 	// Nodes in the order the flow first runs them.
-	Nodes []*DryNode `json:"nodes"`
+	Nodes []*Node `json:"nodes"`
 	// Calls is the worst case from the loop bounds and max_turns: every loop
 	// runs to its max, no until ends it early, both branches of an if whose
 	// condition depends on replies are counted.
@@ -44,15 +50,15 @@ type DryRunReport struct {
 	// UpperBound adds every repair and tool round the spec allows.
 	UpperBound int `json:"upper_bound"`
 	// Prompts are the rendered prompts of each node's first round.
-	Prompts []DryPrompt `json:"prompts"`
+	Prompts []Prompt `json:"prompts"`
 	// Models estimate tokens and cost per model over the worst case.
-	Models      []*DryModel `json:"models"`
-	ReplyTokens int         `json:"reply_tokens"`
-	Notes       []string    `json:"notes,omitempty"`
+	Models      []*Model `json:"models"`
+	ReplyTokens int      `json:"reply_tokens"`
+	Notes       []string `json:"notes,omitempty"`
 }
 
-// DryNode is one node's share of the worst case.
-type DryNode struct {
+// Node is one node's share of the worst case.
+type Node struct {
 	ID   string `json:"id"`
 	Kind string `json:"kind"`
 	// Runs is how many times the flow runs the node.
@@ -65,8 +71,8 @@ type DryNode struct {
 	Detail     string `json:"detail"`
 }
 
-// DryPrompt is one rendered prompt.
-type DryPrompt struct {
+// Prompt is one rendered prompt.
+type Prompt struct {
 	Key    string `json:"key"`
 	Node   string `json:"node"`
 	Agent  string `json:"agent"`
@@ -78,8 +84,8 @@ type DryPrompt struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// DryModel is the estimate for one model.
-type DryModel struct {
+// Model is the estimate for one model.
+type Model struct {
 	Name             string  `json:"name"`
 	Model            string  `json:"model"`
 	Encoding         string  `json:"encoding"`
@@ -96,9 +102,9 @@ type dry struct {
 	inputs      map[string]any
 	vars        map[string]any
 	replyTokens int
-	report      *DryRunReport
-	nodes       map[string]*DryNode
-	models      map[string]*DryModel
+	report      *Report
+	nodes       map[string]*Node
+	models      map[string]*Model
 	messages    []spec.Message
 	results     map[string]spec.NodeResult
 	// placeholders maps each placeholder text to the reply tokens it stands
@@ -110,23 +116,23 @@ type dry struct {
 	notes        map[string]bool
 }
 
-// DryRun works out what running plan would do, without any model call:
+// Run works out what running plan would do, without any model call:
 // the calls per node and their worst case, the prompts of every node's first
 // round (with placeholders for replies not known in advance), and prompt
 // and completion tokens and cost per model.
-func DryRun(plan *spec.Plan, opts DryRunOptions) (*DryRunReport, error) {
-	inputs, err := resolveInputs(plan, opts.Inputs, opts.InputValues)
+func Run(plan *spec.Plan, opts Options) (*Report, error) {
+	inputs, err := runtime.ResolveInputValues(plan, opts.Inputs, opts.InputValues)
 	if err != nil {
 		return nil, err
 	}
-	vars, err := ResolveVars(plan, opts.Sets)
+	vars, err := runtime.ResolveVars(plan, opts.Sets)
 	if err != nil {
 		return nil, err
 	}
 	d := &dry{
 		plan: plan, inputs: inputs, vars: vars, replyTokens: opts.ReplyTokens,
-		report: &DryRunReport{Spec: plan.Name},
-		nodes:  map[string]*DryNode{}, models: map[string]*DryModel{},
+		report: &Report{Spec: plan.Name},
+		nodes:  map[string]*Node{}, models: map[string]*Model{},
 		results: map[string]spec.NodeResult{}, placeholders: map[string]int{},
 		shown: map[string]bool{}, occurrences: map[string]int{}, lastTokens: map[string]int{}, notes: map[string]bool{},
 	}
@@ -165,7 +171,7 @@ func (d *dry) env(s kit.Scope) map[string]any {
 	e := &spec.Env{
 		Inputs: d.inputs, Vars: d.vars, Nodes: results, Goals: d.plan.Goals, Verdicts: d.plan.Verdicts,
 		Messages: append([]spec.Message(nil), d.messages...), Round: s.Round, Goal: s.Goal, Loop: s.Loop,
-		Extra: map[string]any{"goal_verdicts": goalVerdicts(d.plan, d.messages)},
+		Extra: map[string]any{"goal_verdicts": runtime.GoalVerdictsOf(d.plan, d.messages)},
 	}
 	return e.Map()
 }
@@ -210,7 +216,7 @@ func (d *dry) step(st *spec.FlowStep, s kit.Scope) error {
 		max := st.MaxConst
 		if st.MaxExpr != nil {
 			v, err := d.eval(st.MaxExpr, s)
-			n, ok := toInt(v)
+			n, ok := runtime.LoopCount(v)
 			if err != nil || !ok || n < 0 {
 				return fmt.Errorf("%s: loop max (%s) cannot be worked out before the run: %v", posString(d.plan, st.Pos), st.MaxExpr.Source, errOr(err, v))
 			}
@@ -230,7 +236,7 @@ func (d *dry) step(st *spec.FlowStep, s kit.Scope) error {
 		v, err := d.eval(st.In, s)
 		var items []any
 		if err == nil {
-			items, err = toList(v)
+			items, err = runtime.ForeachItems(v)
 		}
 		if err != nil {
 			d.note(fmt.Sprintf("foreach at %s: its list (%s) is not known before the run (%v); counted once", posString(d.plan, st.Pos), st.In.Source, err))
@@ -278,7 +284,7 @@ func errOr(err error, v any) any {
 func (d *dry) node(n *spec.NodePlan, s kit.Scope) error {
 	dn := d.nodes[n.ID]
 	if dn == nil {
-		dn = &DryNode{ID: n.ID, Kind: n.Kind, MinPerRun: -1}
+		dn = &Node{ID: n.ID, Kind: n.Kind, MinPerRun: -1}
 		d.nodes[n.ID] = dn
 		d.report.Nodes = append(d.report.Nodes, dn)
 	}
@@ -353,7 +359,7 @@ func (d *dry) prompt(n *spec.NodePlan, a *spec.AgentPlan, s kit.Scope) *spec.Pro
 		data.Nodes[k] = v
 	}
 	for _, m := range d.messages {
-		if !Visible(m, a.ID) {
+		if !runtime.Visible(m, a.ID) {
 			continue
 		}
 		data.History = append(data.History, m)
@@ -370,7 +376,7 @@ func (d *dry) call(n *spec.NodePlan, a *spec.AgentPlan, model *spec.ModelPlan, s
 	if model == nil {
 		model = a.Model
 	}
-	p := DryPrompt{Key: key, Node: n.ID, Agent: a.ID, Target: target}
+	p := Prompt{Key: key, Node: n.ID, Agent: a.ID, Target: target}
 	if model != nil {
 		p.Model = model.Name
 	}
@@ -405,7 +411,7 @@ func (d *dry) call(n *spec.NodePlan, a *spec.AgentPlan, model *spec.ModelPlan, s
 	if model != nil {
 		dm := d.models[model.Name]
 		if dm == nil {
-			dm = &DryModel{Name: model.Name, Model: model.Model, Encoding: EncodingFor(model.Model), Priced: model.Price != nil}
+			dm = &Model{Name: model.Name, Model: model.Model, Encoding: EncodingFor(model.Model), Priced: model.Price != nil}
 			d.models[model.Name] = dm
 		}
 		dm.Calls++
@@ -705,7 +711,7 @@ func (d *dry) clarify(n *spec.NodePlan, cfg *clarify.Config, s kit.Scope, prefix
 
 // Write prints the report: the first-round prompts (when prompts is set),
 // the plan of calls, and the estimate per model.
-func (r *DryRunReport) Write(w io.Writer, prompts bool) {
+func (r *Report) Write(w io.Writer, prompts bool) {
 	if prompts {
 		for _, p := range r.Prompts {
 			target := ""
@@ -724,7 +730,7 @@ func (r *DryRunReport) Write(w io.Writer, prompts bool) {
 		}
 	}
 	fmt.Fprintf(w, "Plan of %s (dry run: no model was called)\n\n", r.Spec)
-	t := Table{Header: []string{"node", "kind", "runs", "calls per run", "calls", "with repairs", "detail"}}
+	t := sweep.Table{Header: []string{"node", "kind", "runs", "calls per run", "calls", "with repairs", "detail"}}
 	for _, n := range r.Nodes {
 		per := fmt.Sprint(n.MaxPerRun)
 		if n.MinPerRun != n.MaxPerRun {
@@ -734,7 +740,7 @@ func (r *DryRunReport) Write(w io.Writer, prompts bool) {
 	}
 	fmt.Fprint(w, t.Markdown(0))
 	fmt.Fprintf(w, "\nWorst case: %d calls (every loop to its max, every conversation to max_turns); with every repair and tool round: %d.\n\n", r.Calls, r.UpperBound)
-	mt := Table{Header: []string{"model", "name", "tokenizer", "calls", "prompt tokens", "completion tokens", "cost"}}
+	mt := sweep.Table{Header: []string{"model", "name", "tokenizer", "calls", "prompt tokens", "completion tokens", "cost"}}
 	total := 0.0
 	allPriced := true
 	for _, m := range r.Models {
@@ -772,4 +778,21 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// The helpers below are small pure functions that package runtime keeps to
+// itself; they are copied rather than exported to keep runtime's API small.
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// posString is a spec position as FILE:LINE:COL, as the run's errors give it.
+func posString(p *spec.Plan, pos spec.Pos) string {
+	return fmt.Sprintf("%s:%d:%d", p.Path, pos.Line, pos.Col)
 }

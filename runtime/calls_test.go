@@ -1,0 +1,333 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+)
+
+// roundsSpec is a three-agent debate whose round count is the var
+// max_rounds; TEMP is replaced by the model temperature. Every prompt starts
+// with KEY=agent/rROUND and quotes the history, so later rounds depend on
+// earlier replies, as in a real debate.
+const roundsSpec = `version: 1
+name: sweepy
+inputs:
+  question: {required: true}
+vars:
+  max_rounds: 2
+models:
+  default: {model: test-model, temperature: TEMP, price: {prompt: 1, completion: 2}}
+agents:
+  a: {name: A}
+  b: {name: B}
+  c: {name: C}
+templates:
+  define:
+    answer: "KEY={{.Agent.ID}}/r{{.Round}}\n{{.Inputs.question}}\n{{range .History}}{{.From}}: {{.Content}}\n{{end}}"
+nodes:
+  answer: {kind: ask, agents: [a, b, c], template: answer, record: answer, output: {format: regex, pattern: 'ANSWER=(-?\d+)'}}
+flow:
+  - loop: {as: round, max: vars.max_rounds, do: [answer]}
+outputs:
+  answer: mode(map(latest("answer"), {.output}))
+score: outputs.answer == string(expected)
+`
+
+func roundsPlan(t testing.TB, temp string) *spec.Plan {
+	t.Helper()
+	return loadPlan(t, writeSpec(t, t.TempDir(), strings.ReplaceAll(roundsSpec, "TEMP", temp)))
+}
+
+// memCache is a Cache in memory that counts what it is asked.
+type memCache struct {
+	mu   sync.Mutex
+	m    map[string]kit.Reply
+	puts int
+}
+
+func newMemCache() *memCache { return &memCache{m: map[string]kit.Reply{}} }
+
+func (c *memCache) Get(key string) (kit.Reply, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[key]
+	return r, ok
+}
+
+func (c *memCache) Put(key string, rep kit.Reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = rep
+	c.puts++
+}
+
+func (c *memCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// answerSeven answers 7 to every call, naming the call so replies differ.
+func answerSeven(r llmtest.Request) llmtest.Reply {
+	return llmtest.Reply{Content: fmt.Sprintf("%s: ANSWER=7", callKey(r))}
+}
+
+func roundsOpts(url string, c Cache) Options {
+	return Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}
+}
+
+// stableParts are the parts of a result that a replay must reproduce byte
+// for byte.
+func stableParts(t *testing.T, res *Result) []byte {
+	t.Helper()
+	data, err := json.Marshal(map[string]any{"outputs": res.Outputs, "messages": res.Messages, "order": res.OutputOrder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestReplay(t *testing.T) {
+	plan := roundsPlan(t, "0.7")
+	srv := llmtest.New(t, answerSeven)
+	rec, recRes, err := execute(t, plan, roundsOpts(srv.URL, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := LoadReplay(rec.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recorded) != 6 {
+		t.Fatalf("%d recorded calls, want 6", len(recorded))
+	}
+	before := srv.Count()
+
+	t.Run("byte-identical without network or key", func(t *testing.T) {
+		r, res, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: func(string) string { return "" }, Replay: recorded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if srv.Count() != before {
+			t.Errorf("the replay sent %d requests", srv.Count()-before)
+		}
+		if !bytes.Equal(stableParts(t, res), stableParts(t, recRes)) {
+			t.Errorf("replayed result differs:\n%s\n%s", stableParts(t, res), stableParts(t, recRes))
+		}
+		if cc := r.CallCounts(); cc.Replay != 6 || cc.Network != 0 {
+			t.Errorf("call counts = %+v", cc)
+		}
+	})
+	t.Run("a missing call is an error naming it", func(t *testing.T) {
+		_, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Sets: []string{"max_rounds=3"}, Getenv: func(string) string { return "" }, Replay: recorded})
+		var me *MissingReplayError
+		if !errors.As(err, &me) || !strings.HasPrefix(me.Key, "answer/round=3/") || !strings.Contains(err.Error(), me.Key) {
+			t.Fatalf("err = %v, want a MissingReplayError for a round-3 call", err)
+		}
+		if srv.Count() != before {
+			t.Errorf("sent %d requests", srv.Count()-before)
+		}
+	})
+	t.Run("missing calls live", func(t *testing.T) {
+		o := roundsOpts(srv.URL, nil)
+		o.Sets, o.Replay, o.ReplayMissingLive = []string{"max_rounds=3"}, recorded, true
+		r, res, err := execute(t, plan, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := srv.Count() - before; n != 3 {
+			t.Errorf("%d live requests, want 3 (round 3 only)", n)
+		}
+		if cc := r.CallCounts(); cc.Replay != 6 || cc.Network != 3 || len(res.Messages) != 9 {
+			t.Errorf("call counts = %+v, %d messages", cc, len(res.Messages))
+		}
+	})
+}
+
+func TestCacheAcrossRuns(t *testing.T) {
+	plan := roundsPlan(t, "0.7")
+	var fail atomic.Bool
+	fail.Store(true)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if fail.Load() {
+			return llmtest.Reply{Status: 400, ErrorMessage: "bad request"}
+		}
+		return answerSeven(r)
+	})
+	c := newMemCache()
+	if _, _, err := execute(t, plan, roundsOpts(srv.URL, c)); err == nil {
+		t.Fatal("a run whose calls fail succeeded")
+	}
+	if c.len() != 0 {
+		t.Fatalf("%d failed replies were cached", c.len())
+	}
+	fail.Store(false)
+	n0 := srv.Count()
+	_, first, err := execute(t, plan, roundsOpts(srv.URL, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Count()-n0 != 6 || c.len() != 6 {
+		t.Fatalf("first run: %d requests, %d cached; want 6 and 6", srv.Count()-n0, c.len())
+	}
+	n1 := srv.Count()
+	r, second, err := execute(t, plan, roundsOpts(srv.URL, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.Count() != n1 {
+		t.Errorf("the identical second run sent %d requests", srv.Count()-n1)
+	}
+	if cc := r.CallCounts(); cc.Cache != 6 {
+		t.Errorf("call counts = %+v", cc)
+	}
+	if !bytes.Equal(stableParts(t, first), stableParts(t, second)) {
+		t.Error("the cached run's result differs")
+	}
+	// Identical prompts of different agents at temperature > 0 are distinct
+	// samples: the three round-1 requests differ only in the agent's key.
+	keys := map[string]bool{}
+	for k := range c.m {
+		keys[k] = true
+	}
+	if len(keys) != 6 {
+		t.Errorf("%d distinct cache keys for 6 calls", len(keys))
+	}
+}
+
+func TestConcurrentIdenticalCallsSentOnce(t *testing.T) {
+	plan := roundsPlan(t, "0.7")
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		rep := answerSeven(r)
+		rep.Delay = 150 * time.Millisecond
+		return rep
+	})
+	c, pool := newMemCache(), NewClientPool()
+	var wg sync.WaitGroup
+	runs := make([]*Run, 3)
+	for i := range runs {
+		o := roundsOpts(srv.URL, c)
+		o.Sets, o.Clients, o.RunsDir = []string{"max_rounds=1"}, pool, t.TempDir()
+		r, err := Start(plan, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = r
+	}
+	for _, r := range runs {
+		wg.Add(1)
+		go func(r *Run) {
+			defer wg.Done()
+			if _, err := r.Execute(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}(r)
+	}
+	wg.Wait()
+	if srv.Count() != 3 || pool.Sent() != 3 {
+		t.Errorf("%d requests (pool sent %d) for 3 identical concurrent runs of 3 calls, want 3", srv.Count(), pool.Sent())
+	}
+	var total CallCounts
+	for _, r := range runs {
+		cc := r.CallCounts()
+		total.Network += cc.Network
+		total.Shared += cc.Shared
+		total.Cache += cc.Cache
+	}
+	if total.Network != 3 || total.Shared+total.Cache != 6 {
+		t.Errorf("call counts over the runs = %+v", total)
+	}
+}
+
+func TestFlightGroup(t *testing.T) {
+	g := flightGroup{m: map[string]*flight{}}
+	release := make(chan struct{})
+	var calls atomic.Int32
+	fn := func() (kit.Reply, string, error) {
+		calls.Add(1)
+		<-release
+		return kit.Reply{Content: "x"}, "", nil
+	}
+	var wg sync.WaitGroup
+	sources := make([]string, 5)
+	for i := range sources {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			rep, src, err := g.do(context.Background(), "k", fn)
+			if err != nil || rep.Content != "x" {
+				t.Errorf("do = %v, %v", rep, err)
+			}
+			sources[i] = src
+		}(i)
+	}
+	for g.waiting("k") < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // let the others join the flight
+	close(release)
+	wg.Wait()
+	shared := 0
+	for _, s := range sources {
+		if s == "shared" {
+			shared++
+		}
+	}
+	if calls.Load() < 1 || int(calls.Load())+shared != 5 {
+		t.Errorf("fn ran %d times, %d callers shared; want every caller served once", calls.Load(), shared)
+	}
+
+	// A leader's failure is shared, but its cancellation is not: a waiter
+	// with a live context runs the call itself.
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		leaderErr error
+		want      error
+	}{{boom, boom}, {context.Canceled, nil}} {
+		started := make(chan struct{})
+		stop := make(chan struct{})
+		go func() {
+			_, _, _ = g.do(context.Background(), "e", func() (kit.Reply, string, error) {
+				close(started)
+				<-stop
+				return kit.Reply{}, "", tc.leaderErr
+			})
+		}()
+		<-started
+		done := make(chan error)
+		go func() {
+			_, _, err := g.do(context.Background(), "e", func() (kit.Reply, string, error) { return kit.Reply{Content: "own"}, "", nil })
+			done <- err
+		}()
+		for g.waiting("e") < 1 {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
+		close(stop)
+		if err := <-done; !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+			t.Errorf("leader failing with %v: waiter got %v, want %v", tc.leaderErr, err, tc.want)
+		}
+	}
+}
+
+// waiting reports whether a flight for key is in progress (1) or not (0).
+func (g *flightGroup) waiting(key string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if _, ok := g.m[key]; ok {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/expr-lang/expr/vm"
+)
+
+// score evaluates the spec's score expression on a completed run's outputs
+// against the expected value. A score that cannot be computed is a warning,
+// not a failed run: the run's outputs stand on their own.
+func (r *Run) score(res *Result) {
+	if r.Plan.Score == nil || r.opts.Expected == nil {
+		return
+	}
+	res.Expected = r.opts.Expected
+	env := r.env(kit.Scope{}).Map()
+	env["outputs"] = res.Outputs
+	env["expected"] = r.opts.Expected
+	v, err := vm.Run(r.Plan.Score.Program, env)
+	if err != nil {
+		msg := fmt.Sprintf("score (%s): %s", r.Plan.Score.Source, strings.SplitN(err.Error(), "\n", 2)[0])
+		r.warn("%s", msg)
+		res.Warnings = append(res.Warnings, msg)
+		return
+	}
+	f, ok := scoreValue(v)
+	if !ok {
+		msg := fmt.Sprintf("score (%s) gave %v (%T), not a number or true/false", r.Plan.Score.Source, v, v)
+		r.warn("%s", msg)
+		res.Warnings = append(res.Warnings, msg)
+		return
+	}
+	res.Score = &f
+}
+
+// scoreValue reads a score: true is 1, false 0, numbers as they are.
+func scoreValue(v any) (float64, bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, false
+		}
+		return x, true
+	}
+	return 0, false
+}
