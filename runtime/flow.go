@@ -148,10 +148,7 @@ func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.
 		}
 		return res, err
 	}
-	r.mu.Lock()
-	r.results[node.ID] = res
-	r.mu.Unlock()
-	r.usage.nodeDone(node.ID)
+	r.setResult(node.ID, res)
 	fin := map[string]any{"node": node.ID, "calls": res.Calls, "messages": len(res.Messages)}
 	if n := len(res.Messages); n == 0 || !reflect.DeepEqual(res.Output, res.Messages[n-1].Output) {
 		// Otherwise the output is the last message's, already journaled.
@@ -165,18 +162,27 @@ func posString(p *spec.Plan, pos spec.Pos) string {
 	return fmt.Sprintf("%s:%d:%d", p.Path, pos.Line, pos.Col)
 }
 
-// env builds the expression environment at a scope.
-func (r *Run) env(s kit.Scope) *spec.Env {
+// setResult stores a node's result in a new map: prompt data and
+// expression environments taken earlier keep the map they were given.
+func (r *Run) setResult(node string, res spec.NodeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	results := make(map[string]spec.NodeResult, len(r.results))
+	results := make(map[string]spec.NodeResult, len(r.results)+1)
 	for k, v := range r.results {
 		results[k] = v
 	}
-	msgs := make([]spec.Message, len(r.messages))
-	copy(msgs, r.messages)
+	results[node] = res
+	r.results = results
+}
+
+// env builds the expression environment at a scope. It shares the run's
+// results and messages (see Run.messages).
+func (r *Run) env(s kit.Scope) *spec.Env {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	msgs := r.messagesSoFar()
 	return &spec.Env{
-		Inputs: r.inputs, Vars: r.vars, Nodes: results, Goals: r.Plan.Goals, Verdicts: r.Plan.Verdicts,
+		Inputs: r.inputs, Vars: r.vars, Nodes: r.results, Goals: r.Plan.Goals, Verdicts: r.Plan.Verdicts,
 		Messages: msgs, Round: s.Round, Goal: s.Goal, Loop: s.Loop,
 		Extra: map[string]any{"goal_verdicts": goalVerdicts(r.Plan, msgs)},
 	}

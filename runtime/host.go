@@ -9,11 +9,14 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
 )
@@ -83,28 +86,28 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if client == nil {
 		return kit.Reply{}, fmt.Errorf("model call %s: endpoint %q is not connected", key, model.Endpoint.Name)
 	}
-	req := llm.Request{Model: model.Model, Temperature: model.Temperature, TopP: model.TopP, MaxTokens: model.MaxTokens, Seed: model.Seed, Stream: model.Stream, JSONMode: c.JSONMode}
-	digest := sha256.New()
+	req := llm.Request{
+		Model: model.Model, Temperature: model.Temperature, TopP: model.TopP, MaxTokens: model.MaxTokens, Seed: model.Seed, Stream: model.Stream, JSONMode: c.JSONMode,
+		Messages: make([]llm.Message, 0, len(c.Messages)),
+	}
 	promptChars := 0
 	for _, m := range c.Messages {
 		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
-		digest.Write([]byte(m.Role + "\x00" + m.Content + "\x00"))
 		promptChars += len(m.Content)
 	}
 	for _, t := range c.Tools {
 		req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	reqEvent := map[string]any{
-		"node": h.node.ID, "agent": who, "target": c.Target, "model": model.Model, "model_name": model.Name,
-		"endpoint": model.Endpoint.Name, "params": params(model, c.JSONMode), "prompt_digest": hex.EncodeToString(digest.Sum(nil)),
-		"prompt_chars": promptChars, "messages": h.messagesForJournal(c.Messages),
+	reqEvent := requestEvent{
+		Node: h.node.ID, Agent: who, Target: c.Target, Model: model.Model, ModelName: model.Name,
+		Endpoint: model.Endpoint.Name, Params: newCallParams(model, c.JSONMode), PromptDigest: promptDigest(c.Messages),
+		PromptChars: promptChars, Messages: h.messagesForJournal(c.Messages),
 	}
 	if len(c.Tools) > 0 {
-		names := make([]string, len(c.Tools))
+		reqEvent.Tools = make([]string, len(c.Tools))
 		for i, t := range c.Tools {
-			names[i] = t.Name
+			reqEvent.Tools[i] = t.Name
 		}
-		reqEvent["tools"] = names
 	}
 	if err := r.event("model_request", key, reqEvent); err != nil {
 		return kit.Reply{}, err
@@ -177,27 +180,83 @@ func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {
 	return out
 }
 
-func params(m *spec.ModelPlan, jsonMode bool) map[string]any {
-	p := map[string]any{}
-	if m.Temperature != nil {
-		p["temperature"] = *m.Temperature
-	}
-	if m.TopP != nil {
-		p["top_p"] = *m.TopP
-	}
+// requestEvent is the payload of a model_request event. Its fields are in
+// the order of their JSON names, which is how the journal wrote these events
+// when they were maps; a struct spares a map and its sorting per call.
+type requestEvent struct {
+	Agent        string           `json:"agent"`
+	Endpoint     string           `json:"endpoint"`
+	Messages     []journalMessage `json:"messages"`
+	Model        string           `json:"model"`
+	ModelName    string           `json:"model_name"`
+	Node         string           `json:"node"`
+	Params       callParams       `json:"params"`
+	PromptChars  int              `json:"prompt_chars"`
+	PromptDigest string           `json:"prompt_digest"`
+	Target       string           `json:"target"`
+	Tools        []string         `json:"tools,omitempty"`
+}
+
+// callParams are the sampling parameters a call was made with; unset ones
+// are left out. Fields are in JSON name order, as for requestEvent.
+type callParams struct {
+	JSONMode    bool     `json:"json_mode,omitempty"`
+	MaxTokens   *int     `json:"max_tokens,omitempty"`
+	Seed        *int     `json:"seed,omitempty"`
+	Stream      bool     `json:"stream,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
+}
+
+func newCallParams(m *spec.ModelPlan, jsonMode bool) callParams {
+	p := callParams{Temperature: m.Temperature, TopP: m.TopP, Seed: m.Seed, Stream: m.Stream, JSONMode: jsonMode}
 	if m.MaxTokens > 0 {
-		p["max_tokens"] = m.MaxTokens
-	}
-	if m.Seed != nil {
-		p["seed"] = *m.Seed
-	}
-	if m.Stream {
-		p["stream"] = true
-	}
-	if jsonMode {
-		p["json_mode"] = true
+		p.MaxTokens = &m.MaxTokens
 	}
 	return p
+}
+
+// hashBufs are scratch buffers for hashing strings: sha256 takes bytes, and
+// converting a prompt or a reply to bytes would copy it to the heap on every
+// call.
+var hashBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxHashBuf bounds the scratch buffer kept for reuse, so one huge prompt
+// does not pin its size for the rest of the process.
+const maxHashBuf = 1 << 20
+
+// sumStrings returns the SHA-256 of the concatenation of parts.
+func sumStrings(parts ...string) [sha256.Size]byte {
+	bp := hashBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	sum := sha256.Sum256(b)
+	if cap(b) <= maxHashBuf {
+		*bp = b
+		hashBufs.Put(bp)
+	}
+	return sum
+}
+
+// promptDigest identifies a prompt: the SHA-256 of each message's role and
+// content, each followed by a NUL byte.
+func promptDigest(ms []kit.ChatMessage) string {
+	bp := hashBufs.Get().(*[]byte)
+	b := (*bp)[:0]
+	for _, m := range ms {
+		b = append(b, m.Role...)
+		b = append(b, 0)
+		b = append(b, m.Content...)
+		b = append(b, 0)
+	}
+	sum := sha256.Sum256(b)
+	if cap(b) <= maxHashBuf {
+		*bp = b
+		hashBufs.Put(bp)
+	}
+	return hex.EncodeToString(sum[:])
 }
 
 // journalMessage is a prompt message as the journal stores it: role, size
@@ -212,7 +271,7 @@ type journalMessage struct {
 func (h *host) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
 	out := make([]journalMessage, len(ms))
 	for i, m := range ms {
-		sum := sha256.Sum256([]byte(m.Content))
+		sum := sumStrings(m.Content)
 		out[i] = journalMessage{Role: m.Role, Chars: len(m.Content), Digest: hex.EncodeToString(sum[:8])}
 		if h.run.opts.LogPrompts {
 			out[i].Content = m.Content
@@ -224,50 +283,106 @@ func (h *host) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
 // noteText remembers that a text is already in the journal, so a message
 // with the same content refers to it instead of repeating it.
 func (r *Run) noteText(s string) {
-	sum := sha256.Sum256([]byte(s))
+	sum := sumStrings(s)
 	r.mu.Lock()
-	r.seenText[hex.EncodeToString(sum[:])] = true
+	r.seenText[sum] = true
 	r.mu.Unlock()
 }
 
 func (h *host) Render(name string, data *spec.PromptData) (string, error) {
+	// Size the output like the template's previous one: prompts grow and
+	// shrink slowly, and growing a builder from empty copies a prompt about
+	// twice over.
+	hint := h.run.renderHint(name)
 	var b strings.Builder
+	if n := hint.Load(); n > 0 {
+		b.Grow(int(n + n/8))
+	}
 	if err := h.run.Plan.Templates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
 	}
+	hint.Store(int64(b.Len()))
 	return b.String(), nil
 }
 
+// renderHint returns the size of the last rendering of a template.
+func (r *Run) renderHint(name string) *atomic.Int64 {
+	if v, ok := r.renderSizes.Load(name); ok {
+		return v.(*atomic.Int64)
+	}
+	v, _ := r.renderSizes.LoadOrStore(name, new(atomic.Int64))
+	return v.(*atomic.Int64)
+}
+
+// Prompt returns the data an agent's prompts see. The maps and slices in it
+// may be shared with the run and with other prompts: callers may set its
+// fields but must not change what those hold.
 func (h *host) Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptData {
 	r := h.run
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Results, messages and agent views are shared rather than copied (see
+	// setResult and messagesSoFar), so that a call's cost does not grow
+	// with the length of the debate.
 	data := &spec.PromptData{
 		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Item: h.scope.Item, Goal: h.scope.Goal,
-		Inputs: r.inputs, Vars: r.vars, Nodes: map[string]spec.NodeResult{},
+		Inputs: r.inputs, Vars: r.vars, Nodes: r.results,
+		Agents: r.agentViews(node), AllAgents: r.agentViews(nil),
 	}
-	for _, a := range node.Agents {
-		data.Agents = append(data.Agents, a.View())
-	}
-	for _, a := range r.Plan.Agents {
-		data.AllAgents = append(data.AllAgents, a.View())
-	}
-	for k, v := range r.results {
-		data.Nodes[k] = v
-	}
-	// Usually every message is visible: size the history once rather than
-	// growing it message by message on every call.
-	data.History = make([]spec.Message, 0, len(r.messages))
-	for _, m := range r.messages {
-		if !Visible(m, agent.ID) {
-			continue
+	if r.restricted == 0 {
+		// No message is private or whispered: the agent sees them all.
+		data.History = r.messagesSoFar()
+	} else {
+		data.History = make([]spec.Message, 0, len(r.messages))
+		for i := range r.messages {
+			if Visible(r.messages[i], agent.ID) {
+				data.History = append(data.History, r.messages[i])
+			}
 		}
-		data.History = append(data.History, m)
-		if m.To == agent.ID && m.Round == h.scope.Round && m.Goal == h.scope.Goal.ID {
-			data.Inbox = append(data.Inbox, m)
+	}
+	for i := range data.History {
+		if m := &data.History[i]; m.To == agent.ID && m.Round == h.scope.Round && m.Goal == h.scope.Goal.ID {
+			data.Inbox = append(data.Inbox, *m)
 		}
 	}
 	return data
+}
+
+// messagesSoFar returns the messages recorded so far without copying them:
+// the slice is capped at its length, so appending to it copies, and the run
+// never changes a recorded message. It is never nil. Call with r.mu held.
+func (r *Run) messagesSoFar() []spec.Message {
+	n := len(r.messages)
+	if n == 0 {
+		return []spec.Message{}
+	}
+	return r.messages[:n:n]
+}
+
+// agentViews returns the views of a node's agents, or of every agent of the
+// spec for a nil node. They are made once per list (the plan does not change
+// during a run) and shared by every prompt; nil for no agents. Call with r.mu
+// held.
+func (r *Run) agentViews(node *spec.NodePlan) []spec.AgentView {
+	if v, ok := r.views[node]; ok {
+		return v
+	}
+	agents := r.Plan.Agents
+	if node != nil {
+		agents = node.Agents
+	}
+	var v []spec.AgentView
+	if len(agents) > 0 {
+		v = make([]spec.AgentView, len(agents))
+		for i, a := range agents {
+			v[i] = a.View()
+		}
+	}
+	if r.views == nil {
+		r.views = map[*spec.NodePlan][]spec.AgentView{}
+	}
+	r.views[node] = v
+	return v
 }
 
 // Visible reports whether agent may see message m: private messages only by
@@ -282,12 +397,12 @@ func Visible(m spec.Message, agent string) bool {
 	return true
 }
 
+// Messages returns the run's messages so far. The slice is shared with the
+// run (see Run.messagesSoFar): callers read it and must not change it.
 func (h *host) Messages() []spec.Message {
 	h.run.mu.Lock()
 	defer h.run.mu.Unlock()
-	out := make([]spec.Message, len(h.run.messages))
-	copy(out, h.run.messages)
-	return out
+	return h.run.messagesSoFar()
 }
 
 // messageEvent is a recorded message as journaled: content and output are
@@ -322,9 +437,13 @@ func (h *host) Record(msgs ...spec.Message) []spec.Message {
 func (h *host) record(msgs []spec.Message) []spec.Message {
 	r := h.run
 	out := make([]spec.Message, 0, len(msgs))
+	// The messages are journaled together, in one write: a node records
+	// all of its replies at once.
+	entries := make([]journal.Entry, 0, len(msgs))
 	for _, m := range msgs {
+		sum := sumStrings(m.Content)
 		r.mu.Lock()
-		m.ID = fmt.Sprintf("m%d", len(r.messages)+1)
+		m.ID = "m" + strconv.Itoa(len(r.messages)+1)
 		if m.Node == "" {
 			m.Node = h.node.ID
 		}
@@ -335,18 +454,26 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 			m.Goal = h.scope.Goal.ID
 		}
 		r.messages = append(r.messages, m)
-		sum := sha256.Sum256([]byte(m.Content))
-		d := hex.EncodeToString(sum[:])
-		seen := r.seenText[d]
-		r.seenText[d] = true
+		if m.Private || m.Whisper {
+			r.restricted++
+		}
+		seen := r.seenText[sum]
+		r.seenText[sum] = true
 		r.mu.Unlock()
 		ev := messageEvent{Message: m}
 		if seen && m.Content != "" {
 			ev.Content, ev.Output = "", nil
-			ev.ContentDigest = d[:16]
+			ev.ContentDigest = hex.EncodeToString(sum[:8])
 		}
-		_ = r.event("message", m.ID, ev)
+		entries = append(entries, journal.Entry{Type: "message", Key: m.ID, Data: ev})
 		out = append(out, m)
+	}
+	switch len(entries) {
+	case 0:
+	case 1:
+		_ = r.event(entries[0].Type, entries[0].Key, entries[0].Data)
+	default:
+		_ = r.events(entries)
 	}
 	return out
 }
@@ -398,6 +525,7 @@ func (h *host) Answers() kit.Answerer { return answerer{h.run} }
 
 func (h *host) Progress(ev kit.ProgressEvent) {
 	if h.run.opts.Observer != nil {
-		h.run.opts.Observer(Notice{Progress: &ev, Scope: h.scope.Key})
+		told := ev // only a notice that is sent needs its own copy on the heap
+		h.run.opts.Observer(Notice{Progress: &told, Scope: h.scope.Key})
 	}
 }

@@ -81,12 +81,23 @@ func (p *progress) observe(n Notice) {
 		return
 	}
 	ev := n.Event
+	// Only a few event types matter here, and model requests, responses
+	// and messages carry whole prompts and replies: decode no more than
+	// the line needs.
 	var data map[string]any
-	_ = json.Unmarshal(ev.Data, &data)
+	switch ev.Type {
+	case "retry", "node_finished", "node_failed":
+		_ = json.Unmarshal(ev.Data, &data)
+	}
 	switch ev.Type {
 	case "node_started":
-		p.node, _ = data["node"].(string)
-		p.scope, _ = data["scope"].(string)
+		var started struct {
+			Node  any `json:"node"`
+			Scope any `json:"scope"`
+		}
+		_ = json.Unmarshal(ev.Data, &started)
+		p.node, _ = started.Node.(string)
+		p.scope, _ = started.Scope.(string)
 		p.done, p.expected = 0, 0
 		p.working = map[string]int{}
 		if p.mode == ProgressPlain {
@@ -94,10 +105,15 @@ func (p *progress) observe(n Notice) {
 		}
 		p.draw()
 	case "model_response":
-		if v, ok := data["prompt_tokens"].(float64); ok {
+		var usage struct {
+			PromptTokens     any `json:"prompt_tokens"`
+			CompletionTokens any `json:"completion_tokens"`
+		}
+		_ = json.Unmarshal(ev.Data, &usage)
+		if v, ok := usage.PromptTokens.(float64); ok {
 			p.tokens += int(v)
 		}
-		if v, ok := data["completion_tokens"].(float64); ok {
+		if v, ok := usage.CompletionTokens.(float64); ok {
 			p.tokens += int(v)
 		}
 	case "retry":

@@ -107,8 +107,6 @@ func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply
 	}
 }
 
-func (b *usageBook) nodeDone(string) {}
-
 func (b *usageBook) snapshot() UsageReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -8,10 +8,12 @@ package runtime
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -167,13 +169,20 @@ type Run struct {
 	secrets  []string
 	recorded map[string]kit.Reply
 
-	mu          sync.Mutex
-	messages    []spec.Message
-	results     map[string]spec.NodeResult
+	mu sync.Mutex
+	// messages only grows, and results is replaced (setResult) rather
+	// than changed: prompts and expressions share both without copying.
+	messages []spec.Message
+	results  map[string]spec.NodeResult
+	// restricted counts private and whisper messages; while there are none
+	// every agent sees every message.
+	restricted int
+	// views are agent views by node (nil: every agent), made once.
+	views       map[*spec.NodePlan][]spec.AgentView
 	usage       *usageBook
 	occurrences map[string]int
 	warnings    []string
-	seenText    map[string]bool
+	seenText    map[[sha256.Size]byte]bool // SHA-256 of texts already in the journal
 	waiting     []spec.Question
 	// answered are the questions answered in this attempt; questions.yaml
 	// keeps them so that resuming with it answers every question again.
@@ -193,6 +202,9 @@ type Run struct {
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
 	callCounts       CallCounts
+	// renderSizes holds the last output size per template name
+	// (*atomic.Int64), to size the next rendering.
+	renderSizes sync.Map
 }
 
 // Start prepares a new run of plan: resolves inputs and vars, checks that
@@ -278,7 +290,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		results:     map[string]spec.NodeResult{},
 		usage:       newUsageBook(),
 		occurrences: map[string]int{},
-		seenText:    map[string]bool{},
+		seenText:    map[[sha256.Size]byte]bool{},
 	}
 }
 
@@ -459,16 +471,41 @@ var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "mo
 
 // event journals an event and tells the observer, in that order.
 func (r *Run) event(typ, key string, data any) error {
+	sync := syncedEvents[typ]
+	if r.opts.Observer == nil {
+		// Nobody looks at the event: spare the journal copying it back.
+		if _, err := r.journal.AppendSeq(typ, key, data, sync); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		return nil
+	}
 	write := r.journal.AppendUnsynced
-	if syncedEvents[typ] {
+	if sync {
 		write = r.journal.Append
 	}
 	ev, err := write(typ, key, data)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	r.notify(ev)
+	return nil
+}
+
+// events journals several events in one write and tells the observer about
+// each, in order. The batch is synced if any of its events must be.
+func (r *Run) events(entries []journal.Entry) error {
+	sync := false
+	for _, e := range entries {
+		sync = sync || syncedEvents[e.Type]
+	}
+	evs, err := r.journal.AppendBatch(entries, sync)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
 	if r.opts.Observer != nil {
-		r.notify(ev)
+		for _, ev := range evs {
+			r.notify(ev)
+		}
 	}
 	return nil
 }
@@ -547,7 +584,11 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if err := writeJSONAtomic(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "report.md"), []byte(Report(r.Plan, r.manifest, res))); err != nil && runErr == nil {
+	report := Report(r.Plan, r.manifest, res)
+	if err := writeAtomic(filepath.Join(r.Dir, "report.md"), func(w io.Writer) error {
+		_, err := io.WriteString(w, report)
+		return err
+	}); err != nil && runErr == nil {
 		runErr = err
 	}
 	if status == StatusWaiting {
@@ -601,26 +642,36 @@ func writeJSONAtomic(path string, v any) error {
 	return writeFileAtomic(path, append(data, '\n'))
 }
 
-// writeFileAtomic writes through a temporary file and a rename so a reader
-// never sees a half-written file.
+// writeFileAtomic writes data through writeAtomic.
 func writeFileAtomic(path string, data []byte) error {
+	return writeAtomic(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeAtomic writes a file through a temporary file, synced, and a rename
+// so a reader never sees a half-written file.
+func writeAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
 	}
-	return os.Rename(tmp.Name(), path)
+	if err != nil {
+		// Only a failed write leaves the temporary file behind.
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -79,34 +79,55 @@ func defaultValue(def, v any) any {
 	return v
 }
 
-func filter(ms []Message, keep func(Message) bool) []Message {
-	var out []Message
-	for _, m := range ms {
-		if keep(m) {
-			out = append(out, m)
+// filter returns the messages keep accepts, nil if none. Prompts filter the
+// whole history on every call, so it avoids copying: when the kept messages
+// are next to each other, as a round's or a node's usually are, it returns
+// them as a part of ms (capped, so appending to it copies); otherwise it
+// copies them into a slice of the right size.
+func filter(ms []Message, keep func(*Message) bool) []Message {
+	n, first, last := 0, -1, -1
+	for i := range ms {
+		if keep(&ms[i]) {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if last-first+1 == n {
+		return ms[first : last+1 : last+1]
+	}
+	out := make([]Message, 0, n)
+	for i := first; i <= last; i++ {
+		if keep(&ms[i]) {
+			out = append(out, ms[i])
 		}
 	}
 	return out
 }
 
 func byRecord(record string, ms []Message) []Message {
-	return filter(ms, func(m Message) bool { return m.Record == record })
+	return filter(ms, func(m *Message) bool { return m.Record == record })
 }
 
 func byFrom(agent string, ms []Message) []Message {
-	return filter(ms, func(m Message) bool { return m.From == agent })
+	return filter(ms, func(m *Message) bool { return m.From == agent })
 }
 
 func notFrom(agent string, ms []Message) []Message {
-	return filter(ms, func(m Message) bool { return m.From != agent })
+	return filter(ms, func(m *Message) bool { return m.From != agent })
 }
 
 func byTo(agent string, ms []Message) []Message {
-	return filter(ms, func(m Message) bool { return m.To == agent })
+	return filter(ms, func(m *Message) bool { return m.To == agent })
 }
 
 func inRound(round int, ms []Message) []Message {
-	return filter(ms, func(m Message) bool { return m.Round == round })
+	return filter(ms, func(m *Message) bool { return m.Round == round })
 }
 
 // latestPerAuthor keeps each author's last message, in order of first appearance.

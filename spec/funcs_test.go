@@ -55,3 +55,66 @@ func TestTemplateFuncs(t *testing.T) {
 		}
 	}
 }
+
+// TestFilter: filter keeps the accepted messages in order, returns nil for
+// none, and a result that shares the input (kept messages side by side) is
+// capped so that appending to it never overwrites the input.
+func TestFilter(t *testing.T) {
+	ms := []Message{
+		{ID: "m1", Round: 1}, {ID: "m2", Round: 1}, {ID: "m3", Round: 2},
+		{ID: "m4", Round: 2}, {ID: "m5", Round: 1},
+	}
+	ids := func(ms []Message) string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	tests := []struct {
+		name   string
+		keep   func(*Message) bool
+		want   string
+		shares bool // the result is a part of ms
+	}{
+		{name: "none", keep: func(m *Message) bool { return m.Round == 3 }, want: ""},
+		{name: "side by side", keep: func(m *Message) bool { return m.Round == 2 }, want: "m3,m4", shares: true},
+		{name: "all", keep: func(*Message) bool { return true }, want: "m1,m2,m3,m4,m5", shares: true},
+		{name: "apart", keep: func(m *Message) bool { return m.Round == 1 }, want: "m1,m2,m5"},
+		{name: "last one", keep: func(m *Message) bool { return m.ID == "m5" }, want: "m5", shares: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := filter(ms, tt.keep)
+			if ids(got) != tt.want {
+				t.Fatalf("filter kept %q, want %q", ids(got), tt.want)
+			}
+			if tt.want == "" {
+				if got != nil {
+					t.Fatalf("filter kept nothing but returned %#v, want nil", got)
+				}
+				return
+			}
+			if shares := &got[0] == &ms[indexOf(ms, got[0].ID)]; shares != tt.shares {
+				t.Errorf("result shares the input: %v, want %v", shares, tt.shares)
+			}
+			if cap(got) != len(got) {
+				t.Errorf("result has cap %d > len %d: appending to it could overwrite messages", cap(got), len(got))
+			}
+			before := ids(ms)
+			_ = append(got, Message{ID: "new"})
+			if ids(ms) != before {
+				t.Errorf("appending to the result changed the input: %s", ids(ms))
+			}
+		})
+	}
+}
+
+func indexOf(ms []Message, id string) int {
+	for i, m := range ms {
+		if m.ID == id {
+			return i
+		}
+	}
+	return -1
+}

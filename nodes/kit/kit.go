@@ -97,9 +97,11 @@ type Host interface {
 	// Render executes a template with data.
 	Render(name string, data *spec.PromptData) (string, error)
 	// Prompt returns the prompt data for an agent: inputs, vars, scope, the
-	// agents of the node, and the history visible to the agent.
+	// agents of the node, and the history visible to the agent. Its slices
+	// and maps may be shared with the run: read them, never modify them.
 	Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptData
-	// Messages returns every message recorded so far (all visibilities).
+	// Messages returns every message recorded so far (all visibilities),
+	// as a slice shared with the run: read it, never modify it.
 	Messages() []spec.Message
 	// Record stores messages in the given order, assigning ids and filling
 	// node, round and goal when empty. Call it from one goroutine.

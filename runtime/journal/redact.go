@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strings"
 )
 
 // Redacted replaces a secret in redacted text.
@@ -23,18 +24,28 @@ const minSecretLen = 4
 // redacts nothing.
 type Redactor struct {
 	secrets [][]byte
+	strs    []string // the secrets again, to search strings without copying them
+	// plain is set when no secret holds a character that JSON writes as a
+	// two-character escape (quote, backslash, slash, control characters).
+	// Then in JSON without \u escapes a secret is in a string's decoded text
+	// only if it is in its encoded text too, and a plain search suffices.
+	plain bool
 }
 
 // NewRedactor returns a Redactor for the given secrets. Secrets shorter than
 // four bytes are ignored.
 func NewRedactor(secrets ...string) *Redactor {
-	r := &Redactor{}
+	r := &Redactor{plain: true}
 	for _, s := range secrets {
 		if len(s) < minSecretLen {
 			continue
 		}
-		if !slices.ContainsFunc(r.secrets, func(b []byte) bool { return string(b) == s }) {
+		if !slices.Contains(r.strs, s) {
 			r.secrets = append(r.secrets, []byte(s))
+			r.strs = append(r.strs, s)
+			if strings.ContainsFunc(s, func(c rune) bool { return c < 0x20 || c == '"' || c == '\\' || c == '/' }) {
+				r.plain = false
+			}
 		}
 	}
 	return r
@@ -46,7 +57,7 @@ func (r *Redactor) active() bool { return r != nil && len(r.secrets) > 0 }
 // [Redacted]. Overlapping or adjacent occurrences become one [Redacted], so no
 // byte of any occurrence survives.
 func (r *Redactor) Redact(s string) string {
-	if !r.active() {
+	if !r.active() || !slices.ContainsFunc(r.strs, func(sec string) bool { return strings.Contains(s, sec) }) {
 		return s
 	}
 	b := []byte(s)
@@ -109,8 +120,10 @@ func (r *Redactor) redactJSON(data []byte) []byte {
 		return data
 	}
 	// Without a backslash every string is literal text, so a plain search
-	// tells whether there is anything to do.
-	if bytes.IndexByte(data, '\\') < 0 && !r.containsAny(data) {
+	// tells whether there is anything to do; so it does for plain secrets
+	// when no escape is a \u one. Model replies are full of \n: without the
+	// second case every event holding one would be decoded string by string.
+	if !r.containsAny(data) && (bytes.IndexByte(data, '\\') < 0 || r.plain && !bytes.Contains(data, []byte(`\u`))) {
 		return data
 	}
 	var out []byte

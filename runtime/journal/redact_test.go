@@ -73,6 +73,38 @@ func TestRedactJSON(t *testing.T) {
 	}
 }
 
+// TestRedactJSONEscapedSecrets: a secret holding a character that JSON
+// escapes with two characters (slash, newline, quote, backslash) is found
+// behind those escapes, while escapes around a plain secret's text do not
+// hide it either.
+func TestRedactJSONEscapedSecrets(t *testing.T) {
+	tests := []struct {
+		name   string
+		secret string
+		in     string
+		want   string
+	}{
+		{name: "escaped slash", secret: "key/123456", in: `{"a":"x key\/123456 y\n"}`, want: `{"a":"x [REDACTED] y\n"}`},
+		{name: "escaped newline", secret: "line1\nline2", in: `["line1\nline2"]`, want: `["[REDACTED]"]`},
+		{name: "escaped quote", secret: `say "hi" now`, in: `"say \"hi\" now"`, want: `"[REDACTED]"`},
+		{name: "escaped backslash", secret: `dom\x-user1`, in: `{"u":"dom\\x-user1"}`, want: `{"u":"[REDACTED]"}`},
+		{name: "plain secret between newlines", secret: "sk-plain-123456", in: `"a\nsk-plain-123456\nb"`, want: `"a\n[REDACTED]\nb"`},
+		{name: "plain secret, newlines, no match", secret: "sk-plain-123456", in: `"a\nsk-plain-12\n3456"`, want: `"a\nsk-plain-12\n3456"`},
+		{name: "plain secret behind a \\u escape and a newline", secret: "sk-plain-123456", in: `"\nsk-pl\u0061in-123456"`, want: `"\n[REDACTED]"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := NewRedactor(tt.secret).redactJSON([]byte(tt.in))
+			if string(got) != tt.want {
+				t.Fatalf("redactJSON(%s) = %s, want %s", tt.in, got, tt.want)
+			}
+			if !json.Valid(got) {
+				t.Fatalf("redactJSON produced invalid JSON: %s", got)
+			}
+		})
+	}
+}
+
 func TestWriterRedacts(t *testing.T) {
 	const secret = "sk-test-1234567890"
 	type reply struct {

@@ -2,8 +2,10 @@ package journal
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -59,6 +61,136 @@ func TestAppendUnsynced(t *testing.T) {
 	}
 	if got := len(f.writtenEvents(t)); got != 3 {
 		t.Errorf("%d events written, want 3", got)
+	}
+}
+
+// TestAppendSeq: AppendSeq writes the line Append or AppendUnsynced would,
+// syncing only when asked, and returns its Seq.
+func TestAppendSeq(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	clock := func() time.Time { return now }
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			viaSeq, viaEvent := &fakeFile{}, &fakeFile{}
+			ws := newWriter("fake", viaSeq, Options{Now: clock})
+			we := newWriter("fake", viaEvent, Options{Now: clock})
+			appendEvent := we.AppendUnsynced
+			if sync {
+				appendEvent = we.Append
+			}
+			for i, data := range []any{map[string]string{"content": "a <b> & c\n"}, nil, []int{1, 2}} {
+				seq, err := ws.AppendSeq("message", fmt.Sprintf("m%d", i+1), data, sync)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := appendEvent("message", fmt.Sprintf("m%d", i+1), data); err != nil {
+					t.Fatal(err)
+				}
+				if seq != int64(i+1) {
+					t.Errorf("AppendSeq returned seq %d, want %d", seq, i+1)
+				}
+			}
+			if !bytes.Equal(viaSeq.data, viaEvent.data) {
+				t.Errorf("AppendSeq wrote\n%s\nthe other appends wrote\n%s", viaSeq.data, viaEvent.data)
+			}
+			wantSyncs := 0
+			if sync {
+				wantSyncs = 3
+			}
+			if viaSeq.syncs != wantSyncs {
+				t.Errorf("%d syncs, want %d", viaSeq.syncs, wantSyncs)
+			}
+		})
+	}
+}
+
+// TestAppendBatch: a batch is written with one write, as the same events
+// appended one by one would be, synced only when asked, redacted like any
+// other event, and returned as Read returns them.
+func TestAppendBatch(t *testing.T) {
+	now := time.Date(2030, 1, 2, 3, 4, 5, 6, time.UTC)
+	clock := func() time.Time { return now }
+	const secret = "sk-batch-secret-1"
+	entries := []Entry{
+		{Type: "message", Key: "m1", Data: map[string]string{"content": "first <b>\n"}},
+		{Type: "message", Key: "m2"},
+		{Type: "message", Key: "m3", Data: json.RawMessage(`{"echo":"` + secret + `"}`)},
+		{Type: "note", Data: json.RawMessage(nil)},
+	}
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			batched, single := &fakeFile{}, &fakeFile{}
+			opts := Options{Now: clock, Redact: NewRedactor(secret)}
+			wb, ws := newWriter("fake", batched, opts), newWriter("fake", single, opts)
+			if _, err := wb.AppendUnsynced("run_started", "", nil); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := wb.AppendBatch(entries, sync)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if batched.writes != 2 {
+				t.Errorf("%d writes for an event and a batch, want 2", batched.writes)
+			}
+			wantSyncs := 0
+			if sync {
+				wantSyncs = 1
+			}
+			if batched.syncs != wantSyncs {
+				t.Errorf("%d syncs, want %d", batched.syncs, wantSyncs)
+			}
+			if _, err := ws.AppendUnsynced("run_started", "", nil); err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if _, err := ws.AppendUnsynced(e.Type, e.Key, e.Data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !bytes.Equal(batched.data, single.data) {
+				t.Fatalf("the batch wrote\n%s\none by one\n%s", batched.data, single.data)
+			}
+			if bytes.Contains(batched.data, []byte(secret)) {
+				t.Errorf("the batch wrote the secret: %s", batched.data)
+			}
+			written := batched.writtenEvents(t)
+			if len(evs) != len(entries) {
+				t.Fatalf("%d events returned, want %d", len(evs), len(entries))
+			}
+			for i, ev := range evs {
+				if want := written[int64(i+2)]; !reflect.DeepEqual(ev, want) {
+					t.Errorf("event %d returned as %+v, read back as %+v", i, ev, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAppendBatchAllOrNothing: a batch with an entry that cannot be
+// appended writes nothing; an empty batch writes nothing either.
+func TestAppendBatchAllOrNothing(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries []Entry
+		wantErr bool
+	}{
+		{name: "empty", entries: nil},
+		{name: "no type", entries: []Entry{{Type: "message", Key: "m1"}, {Key: "m2"}}, wantErr: true},
+		{name: "invalid key", entries: []Entry{{Type: "message", Key: "m1"}, {Type: "message", Key: "\xff"}}, wantErr: true},
+		{name: "unencodable data", entries: []Entry{{Type: "message", Key: "m1"}, {Type: "message", Data: func() {}}}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeFile{}
+			w := newWriter("fake", f, Options{})
+			evs, err := w.AppendBatch(tt.entries, false)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
+			}
+			if len(evs) != 0 || f.writes != 0 || w.Seq() != 0 {
+				t.Errorf("%d events, %d writes, seq %d; want none", len(evs), f.writes, w.Seq())
+			}
+		})
 	}
 }
 

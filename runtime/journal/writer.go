@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -163,7 +164,7 @@ func (w *Writer) Append(typ, key string, data any) (Event, error) {
 	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
 		data = nil
 	}
-	return w.append(typ, key, time.Time{}, data, true)
+	return w.append(typ, key, time.Time{}, data, true, true)
 }
 
 // AppendUnsynced is [Writer.Append] without the wait for fsync: it returns
@@ -177,7 +178,19 @@ func (w *Writer) AppendUnsynced(typ, key string, data any) (Event, error) {
 	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
 		data = nil
 	}
-	return w.append(typ, key, time.Time{}, data, false)
+	return w.append(typ, key, time.Time{}, data, false, true)
+}
+
+// AppendSeq appends an event like [Writer.Append], or like
+// [Writer.AppendUnsynced] when sync is false, and returns only its Seq. It
+// spares the copy of the payload that their returned [Event] carries, for
+// callers that keep nothing of the event.
+func (w *Writer) AppendSeq(typ, key string, data any, sync bool) (int64, error) {
+	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
+		data = nil
+	}
+	ev, err := w.append(typ, key, time.Time{}, data, sync, false)
+	return ev.Seq, err
 }
 
 // AppendEvent writes e like [Writer.Append] does, keeping e.Time (in UTC) if
@@ -187,21 +200,79 @@ func (w *Writer) AppendEvent(e Event) (Event, error) {
 	if len(e.Data) > 0 {
 		data = e.Data
 	}
-	return w.append(e.Type, e.Key, e.Time, data, true)
+	return w.append(e.Type, e.Key, e.Time, data, true, true)
 }
 
-func (w *Writer) append(typ, key string, t time.Time, data any, sync bool) (Event, error) {
-	if typ == "" {
-		return Event{}, fmt.Errorf("journal %s: append: empty event type", w.path)
+// Entry is one event of [Writer.AppendBatch]: its type, key and payload, as
+// for [Writer.Append].
+type Entry struct {
+	Type string
+	Key  string
+	Data any
+}
+
+// AppendBatch appends entries as consecutive events in one write, as
+// [Writer.AppendUnsynced] would one by one, or [Writer.Append] if sync is
+// set. It is for a caller that has several events at once, such as the
+// messages a node records, and spares a write per event. If any entry
+// cannot be appended, none is. The events are returned in order.
+func (w *Writer) AppendBatch(entries []Entry, sync bool) ([]Event, error) {
+	if len(entries) == 0 {
+		return nil, nil
 	}
-	if !utf8.ValidString(typ) || !utf8.ValidString(key) {
-		return Event{}, fmt.Errorf("journal %s: append %s %q: type and key must be valid UTF-8", w.path, typ, key)
-	}
-	if !t.IsZero() {
-		// RFC 3339 has four-digit years; anything else could not be read back.
-		if y := t.UTC().Year(); y < 0 || y > 9999 {
-			return Event{}, fmt.Errorf("journal %s: append %s %q: time %v out of range", w.path, typ, key, t)
+	lines := make([]pendingLine, len(entries))
+	ends := make([]int, len(entries)) // end of each payload in buf
+	var buf []byte
+	enc := getEncoder()
+	defer putEncoder(enc)
+	for i, e := range entries {
+		if err := w.check(e.Type, e.Key, time.Time{}); err != nil {
+			return nil, err
 		}
+		data := e.Data
+		if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
+			data = nil
+		}
+		var payload []byte
+		if data != nil {
+			var err error
+			if payload, err = enc.encode(data); err != nil {
+				return nil, fmt.Errorf("journal %s: append %s %q: encode data: %w", w.path, e.Type, e.Key, err)
+			}
+		}
+		typ, key, payload := w.redact(e.Type, e.Key, payload)
+		lines[i] = pendingLine{typ: typ, key: key}
+		if len(buf)+len(payload) > cap(buf) {
+			// Guess that the payloads still to come are about this size.
+			buf = slices.Grow(buf, len(payload)*(len(entries)-i))
+		}
+		buf = append(buf, payload...)
+		ends[i] = len(buf)
+	}
+	start := 0
+	for i := range lines {
+		lines[i].payload = buf[start:ends[i]:ends[i]]
+		start = ends[i]
+	}
+	first, err := w.commit(lines, sync)
+	if err != nil {
+		return nil, err
+	}
+	evs := make([]Event, len(lines))
+	for i, l := range lines {
+		evs[i] = Event{Seq: first + int64(i), Time: l.t, Type: l.typ, Key: l.key}
+		if len(l.payload) > 0 {
+			evs[i].Data = l.payload // buf is this call's own
+		}
+	}
+	return evs, nil
+}
+
+// append writes one event; the returned event carries a copy of the payload
+// only if keepData is set.
+func (w *Writer) append(typ, key string, t time.Time, data any, sync, keepData bool) (Event, error) {
+	if err := w.check(typ, key, t); err != nil {
+		return Event{}, err
 	}
 	var payload []byte
 	if data != nil {
@@ -212,41 +283,75 @@ func (w *Writer) append(typ, key string, t time.Time, data any, sync bool) (Even
 			return Event{}, fmt.Errorf("journal %s: append %s %q: encode data: %w", w.path, typ, key, err)
 		}
 	}
-	if r := w.opts.Redact; r.active() {
-		typ, key = r.Redact(typ), r.Redact(key)
-		payload = r.redactJSON(payload)
-	}
-	seq, t, err := w.commit(typ, key, t, payload, sync)
+	typ, key, payload = w.redact(typ, key, payload)
+	lines := [1]pendingLine{{typ: typ, key: key, t: t, payload: payload}}
+	seq, err := w.commit(lines[:], sync)
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{Seq: seq, Time: t, Type: typ, Key: key}
-	if len(payload) > 0 {
+	ev := Event{Seq: seq, Time: lines[0].t, Type: typ, Key: key}
+	if keepData && len(payload) > 0 {
 		ev.Data = bytes.Clone(payload)
 	}
 	return ev, nil
 }
 
-// commit queues one line and returns once it is durable (or, without sync,
-// written), leading a flush when no other appender is.
-func (w *Writer) commit(typ, key string, t time.Time, payload []byte, sync bool) (int64, time.Time, error) {
+// check rejects an event that could not be read back.
+func (w *Writer) check(typ, key string, t time.Time) error {
+	if typ == "" {
+		return fmt.Errorf("journal %s: append: empty event type", w.path)
+	}
+	if !utf8.ValidString(typ) || !utf8.ValidString(key) {
+		return fmt.Errorf("journal %s: append %s %q: type and key must be valid UTF-8", w.path, typ, key)
+	}
+	if !t.IsZero() {
+		// RFC 3339 has four-digit years; anything else could not be read back.
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("journal %s: append %s %q: time %v out of range", w.path, typ, key, t)
+		}
+	}
+	return nil
+}
+
+// redact removes secrets from an event's type, key and encoded payload.
+func (w *Writer) redact(typ, key string, payload []byte) (string, string, []byte) {
+	if r := w.opts.Redact; r.active() {
+		return r.Redact(typ), r.Redact(key), r.redactJSON(payload)
+	}
+	return typ, key, payload
+}
+
+// pendingLine is an event on its way into the journal; commit sets its time.
+type pendingLine struct {
+	typ, key string
+	t        time.Time // zero: now
+	payload  []byte
+}
+
+// commit queues lines as consecutive events and returns the Seq of the first
+// once all are durable (or, without sync, written), leading a flush when no
+// other appender is.
+func (w *Writer) commit(lines []pendingLine, sync bool) (int64, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
-		return 0, time.Time{}, w.err
+		return 0, w.err
 	}
 	if w.closed {
-		return 0, time.Time{}, fmt.Errorf("journal %s: append %s %q: %w", w.path, typ, key, ErrClosed)
+		return 0, fmt.Errorf("journal %s: append %s %q: %w", w.path, lines[0].typ, lines[0].key, ErrClosed)
 	}
-	w.seq++
-	seq := w.seq
-	if t.IsZero() {
-		// Read under the lock so times never go backwards along Seq.
-		t = w.now()
+	first := w.seq + 1
+	for i := range lines {
+		w.seq++
+		if lines[i].t.IsZero() {
+			// Read under the lock so times never go backwards along Seq.
+			lines[i].t = w.now()
+		}
+		lines[i].t = lines[i].t.UTC()
+		w.pending = appendLine(w.pending, w.seq, lines[i].t, lines[i].typ, lines[i].key, lines[i].payload)
 	}
-	t = t.UTC()
-	w.pending = appendLine(w.pending, seq, t, typ, key, payload)
-	done := func() bool { return w.written >= seq && (!sync || w.durable >= seq) }
+	last := w.seq
+	done := func() bool { return w.written >= last && (!sync || w.durable >= last) }
 	for !done() && w.err == nil {
 		if w.flushing {
 			w.cond.Wait()
@@ -255,9 +360,9 @@ func (w *Writer) commit(typ, key string, t time.Time, payload []byte, sync bool)
 		w.flushLocked(sync)
 	}
 	if !done() {
-		return 0, time.Time{}, w.err
+		return 0, w.err
 	}
-	return seq, t, nil
+	return first, nil
 }
 
 // flushLocked writes every pending line as one batch and, if sync is set,
