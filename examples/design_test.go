@@ -1578,10 +1578,25 @@ func TestDesignEval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The prompt shows the run's outputs (not its messages), as JSON.
+		var rec struct {
+			Outputs  map[string]any  `json:"outputs"`
+			Messages json.RawMessage `json:"messages"`
+		}
+		if err := json.Unmarshal(text, &rec); err != nil {
+			t.Fatal(err)
+		}
+		shown, err := json.MarshalIndent(rec.Outputs, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
 		n := 0
 		for _, p := range prompts {
-			if strings.Contains(p, "<result>\n"+string(text)) {
+			if strings.Contains(p, "<result>\n"+string(shown)+"\n</result>") {
 				n++
+			}
+			if len(rec.Messages) > 2 && strings.Contains(p, `"messages"`) {
+				t.Errorf("an evaluation prompt shows the run's messages, which cost tokens and are not graded")
 			}
 		}
 		// Evaluators 1 and 2 once each plus 2's repair, evaluator 3 and its two repairs.

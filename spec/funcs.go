@@ -21,6 +21,7 @@ func TemplateFuncs() template.FuncMap {
 		"indent":    indent,
 		"truncate":  truncate,
 		"toJSON":    toJSON,
+		"fromJSON":  fromJSON,
 		"default":   defaultValue,
 		"add":       func(a, b int) int { return a + b },
 		"sub":       func(a, b int) int { return a - b },
@@ -159,4 +160,14 @@ func agentName(agents []AgentView, id string) string {
 		}
 	}
 	return id
+}
+
+// fromJSON decodes JSON text, or gives nil when the text is not JSON, so a
+// template can fall back to showing the text as it is.
+func fromJSON(s string) any {
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil
+	}
+	return v
 }

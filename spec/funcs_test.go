@@ -118,3 +118,14 @@ func indexOf(ms []Message, id string) int {
 	}
 	return -1
 }
+
+func TestFromJSON(t *testing.T) {
+	v := fromJSON(`{"outputs": {"solution": "x"}, "n": 2}`)
+	m, ok := v.(map[string]any)
+	if !ok || m["n"] != 2.0 || m["outputs"].(map[string]any)["solution"] != "x" {
+		t.Errorf("fromJSON = %#v", v)
+	}
+	if v := fromJSON("not json {"); v != nil {
+		t.Errorf("fromJSON of text = %#v, want nil", v)
+	}
+}
