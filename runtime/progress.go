@@ -157,6 +157,9 @@ func (p *progress) draw() {
 	}
 	sort.Strings(agents)
 	line := fmt.Sprintf("%s %s · %d/%d calls", scopeLabel(p.scope), p.node, p.done, p.expected)
+	if p.expected == 0 {
+		line = fmt.Sprintf("%s %s · starting", scopeLabel(p.scope), p.node)
+	}
 	if len(agents) > 0 {
 		line += " · working: " + strings.Join(agents, ", ")
 	}

@@ -44,7 +44,9 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
 	recorded := map[string]kit.Reply{}
+	already := map[string]int{}
 	for _, ev := range events {
+		already[ev.Type+"\x00"+ev.Key]++
 		switch ev.Type {
 		case "model_response":
 			var rep kit.Reply
@@ -70,6 +72,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.vars = normalizeNumbers(r.vars)
 	r.manifest = m
 	r.recorded = recorded
+	r.already = already
 	for d := range plan.TemplateSources {
 		if old, ok := m.TemplateSources[d]; ok && old.Digest != plan.TemplateSources[d].Digest {
 			r.warnings = append(r.warnings, fmt.Sprintf("template %s changed since the run started; replies already recorded are kept", d))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -111,6 +112,23 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 		}
 		if ev.Seq > resumedAt && (m.Content != "" || m.Digest == "" || m.Output != nil) {
 			t.Errorf("message event %s after the resume repeats its reply: %s", ev.Key, ev.Data)
+		}
+	}
+
+	// The resumed run walks the flow again but does not journal again what
+	// the journal already holds: each message and each node start appears
+	// once, as in the journal of the uninterrupted run.
+	for _, typ := range []string{"message", "node_started", "node_finished", "output"} {
+		seen := map[string]int{}
+		for _, ev := range eventsOf(evs, typ) {
+			seen[ev.Key]++
+		}
+		clean := map[string]int{}
+		for _, ev := range eventsOf(readEvents(t, cleanRun.Dir), typ) {
+			clean[ev.Key]++
+		}
+		if !reflect.DeepEqual(seen, clean) {
+			t.Errorf("%s events by key after resume = %v, want those of an uninterrupted run %v", typ, seen, clean)
 		}
 	}
 

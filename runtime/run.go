@@ -196,7 +196,11 @@ type Run struct {
 
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
-	result           *Result
+	result *Result
+	// already counts, by type and key, the events a resumed run's journal
+	// holds from before; see repeated.
+	already          map[string]int
+	alreadyMu        sync.Mutex
 	lock             *os.File
 	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
@@ -469,8 +473,36 @@ func (r *Run) buildManifest() Manifest {
 // an fsync per event off the critical path between dependent calls.
 var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true}
 
+// neverRepeated are the event types a resumed run always writes: the run's
+// own milestones, failures, and events of calls actually made.
+var neverRepeated = map[string]bool{
+	"run_started": true, "run_resumed": true, "run_finished": true, "error": true, "node_failed": true,
+	"model_request": true, "model_response": true, "retry": true, "model_error": true,
+}
+
+// repeated reports whether an event is already in the journal from before a
+// resume. A resumed run walks its flow again from the start; the events it
+// re-derives (node_started, message, output, ...) are left out, so the
+// journal holds each of them once.
+func (r *Run) repeated(typ, key string) bool {
+	if r.already == nil || neverRepeated[typ] {
+		return false
+	}
+	r.alreadyMu.Lock()
+	defer r.alreadyMu.Unlock()
+	k := typ + "\x00" + key
+	if r.already[k] > 0 {
+		r.already[k]--
+		return true
+	}
+	return false
+}
+
 // event journals an event and tells the observer, in that order.
 func (r *Run) event(typ, key string, data any) error {
+	if r.repeated(typ, key) {
+		return nil
+	}
 	sync := syncedEvents[typ]
 	if r.opts.Observer == nil {
 		// Nobody looks at the event: spare the journal copying it back.
@@ -494,6 +526,17 @@ func (r *Run) event(typ, key string, data any) error {
 // events journals several events in one write and tells the observer about
 // each, in order. The batch is synced if any of its events must be.
 func (r *Run) events(entries []journal.Entry) error {
+	if r.already != nil {
+		kept := entries[:0:0]
+		for _, e := range entries {
+			if !r.repeated(e.Type, e.Key) {
+				kept = append(kept, e)
+			}
+		}
+		if entries = kept; len(entries) == 0 {
+			return nil
+		}
+	}
 	sync := false
 	for _, e := range entries {
 		sync = sync || syncedEvents[e.Type]
