@@ -18,9 +18,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -208,7 +208,7 @@ func serverEnv(srv *llmtest.Server) func(string) string {
 }
 
 // noSleep makes retries immediate.
-func noSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+var noSleep = runtest.NoSleep
 
 // startDesign starts a run of a spec variant against srv; opts may set
 // inputs, vars, answers and the like.

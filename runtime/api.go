@@ -9,6 +9,10 @@ import (
 // that those packages see exactly what a run does rather than copies of it
 // that could drift.
 
+// DirName is a spec name as run directories spell it: letters, digits,
+// '-' and '_' kept, anything else '-'. Sweep directories use it too.
+func DirName(name string) string { return safeName(name) }
+
 // ResolveInputValues is ResolveInputs plus inputs given as values (a
 // dataset line's, placeholders), which are checked against the spec's
 // declarations but never parsed: a value that starts with "@" is text, not

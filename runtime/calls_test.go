@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,76 +12,17 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes/kit"
-	"github.com/debate-runner/runner/spec"
 )
 
-// roundsSpec is a three-agent debate whose round count is the var
-// max_rounds; TEMP is replaced by the model temperature. Every prompt starts
-// with KEY=agent/rROUND and quotes the history, so later rounds depend on
-// earlier replies, as in a real debate.
-const roundsSpec = `version: 1
-name: sweepy
-inputs:
-  question: {required: true}
-vars:
-  max_rounds: 2
-models:
-  default: {model: test-model, temperature: TEMP, price: {prompt: 1, completion: 2}}
-agents:
-  a: {name: A}
-  b: {name: B}
-  c: {name: C}
-templates:
-  define:
-    answer: "KEY={{.Agent.ID}}/r{{.Round}}\n{{.Inputs.question}}\n{{range .History}}{{.From}}: {{.Content}}\n{{end}}"
-nodes:
-  answer: {kind: ask, agents: [a, b, c], template: answer, record: answer, output: {format: regex, pattern: 'ANSWER=(-?\d+)'}}
-flow:
-  - loop: {as: round, max: vars.max_rounds, do: [answer]}
-outputs:
-  answer: mode(map(latest("answer"), {.output}))
-score: outputs.answer == string(expected)
-`
-
-func roundsPlan(t testing.TB, temp string) *spec.Plan {
-	t.Helper()
-	return loadPlan(t, writeSpec(t, t.TempDir(), strings.ReplaceAll(roundsSpec, "TEMP", temp)))
-}
-
-// memCache is a Cache in memory that counts what it is asked.
-type memCache struct {
-	mu   sync.Mutex
-	m    map[string]kit.Reply
-	puts int
-}
-
-func newMemCache() *memCache { return &memCache{m: map[string]kit.Reply{}} }
-
-func (c *memCache) Get(key string) (kit.Reply, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[key]
-	return r, ok
-}
-
-func (c *memCache) Put(key string, rep kit.Reply) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[key] = rep
-	c.puts++
-}
-
-func (c *memCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
-
-// answerSeven answers 7 to every call, naming the call so replies differ.
-func answerSeven(r llmtest.Request) llmtest.Reply {
-	return llmtest.Reply{Content: fmt.Sprintf("%s: ANSWER=7", callKey(r))}
-}
+// The rounds spec, its scripted answers and an in-memory cache are shared
+// with the sweep tests (internal/runtest).
+var (
+	roundsPlan  = runtest.RoundsPlan
+	answerSeven = runtest.AnswerSeven
+	newMemCache = runtest.NewMemCache
+)
 
 func roundsOpts(url string, c Cache) Options {
 	return Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}
@@ -170,8 +110,8 @@ func TestCacheAcrossRuns(t *testing.T) {
 	if _, _, err := execute(t, plan, roundsOpts(srv.URL, c)); err == nil {
 		t.Fatal("a run whose calls fail succeeded")
 	}
-	if c.len() != 0 {
-		t.Fatalf("%d failed replies were cached", c.len())
+	if c.Len() != 0 {
+		t.Fatalf("%d failed replies were cached", c.Len())
 	}
 	fail.Store(false)
 	n0 := srv.Count()
@@ -179,8 +119,8 @@ func TestCacheAcrossRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if srv.Count()-n0 != 6 || c.len() != 6 {
-		t.Fatalf("first run: %d requests, %d cached; want 6 and 6", srv.Count()-n0, c.len())
+	if srv.Count()-n0 != 6 || c.Len() != 6 {
+		t.Fatalf("first run: %d requests, %d cached; want 6 and 6", srv.Count()-n0, c.Len())
 	}
 	n1 := srv.Count()
 	r, second, err := execute(t, plan, roundsOpts(srv.URL, c))
@@ -198,12 +138,8 @@ func TestCacheAcrossRuns(t *testing.T) {
 	}
 	// Identical prompts of different agents at temperature > 0 are distinct
 	// samples: the three round-1 requests differ only in the agent's key.
-	keys := map[string]bool{}
-	for k := range c.m {
-		keys[k] = true
-	}
-	if len(keys) != 6 {
-		t.Errorf("%d distinct cache keys for 6 calls", len(keys))
+	if n := c.Len(); n != 6 {
+		t.Errorf("%d distinct cache keys for 6 calls", n)
 	}
 }
 

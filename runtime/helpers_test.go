@@ -6,13 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
 )
@@ -20,28 +18,16 @@ import (
 // testKey is the API key tests configure; no file of a run may contain it.
 const testKey = "sk-runtime-test-key-0123456789"
 
-// noSleep skips retry waits so fault tests run at full speed.
-func noSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+// Helpers shared with other packages' tests (internal/runtest).
+var (
+	noSleep   = runtest.NoSleep
+	loadPlan  = runtest.LoadPlan
+	writeSpec = runtest.WriteSpec
+	callKey   = runtest.CallKey
+)
 
-// loadPlan compiles a spec file and fails the test on any error.
-func loadPlan(t testing.TB, path string) *spec.Plan {
-	t.Helper()
-	plan, diags := spec.Load(path, nodes.Registry())
-	if diags.HasErrors() {
-		t.Fatalf("%s does not compile:\n%s", path, diags.Format())
-	}
-	return plan
-}
-
-// writeSpec writes a spec into dir and returns its path.
-func writeSpec(t testing.TB, dir, text string) string {
-	t.Helper()
-	path := filepath.Join(dir, "spec.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// envFor points the default endpoint at url with the test key.
+func envFor(url string) func(string) string { return runtest.Env(url, testKey) }
 
 // simpleSpec is testdata/simple.yaml with extra top-level YAML appended
 // (defaults, endpoints, models).
@@ -52,35 +38,6 @@ func simpleSpec(t testing.TB, extra string) *spec.Plan {
 		t.Fatal(err)
 	}
 	return loadPlan(t, writeSpec(t, t.TempDir(), string(base)+"\n"+extra))
-}
-
-// envFor returns a Getenv that points the default endpoint at url with
-// the test key.
-func envFor(url string) func(string) string {
-	return func(k string) string {
-		switch k {
-		case "OPENAI_BASE_URL":
-			return url
-		case "OPENAI_API_KEY":
-			return testKey
-		}
-		return ""
-	}
-}
-
-// callKey extracts the KEY= marker the test specs put on the first line of
-// every prompt: it names agent, target, round and step of the call.
-func callKey(r llmtest.Request) string {
-	last := r.LastUser()
-	i := strings.Index(last, "KEY=")
-	if i < 0 {
-		return ""
-	}
-	rest := last[i+4:]
-	if j := strings.IndexAny(rest, " \n"); j >= 0 {
-		rest = rest[:j]
-	}
-	return rest
 }
 
 // keyed answers every call with reply(key), so results do not depend on

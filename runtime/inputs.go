@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -175,7 +177,7 @@ func resolveInputs(plan *spec.Plan, flags []string, values map[string]any) (map[
 		names = append(names, in.Name)
 	}
 	all := append([]string(nil), flags...)
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		in, ok := declared[name]
 		if !ok {
 			return nil, &FlagError{Flag: "input " + name, Err: fmt.Errorf("the spec declares no input %q%s", name, hint(name, names))}
@@ -208,7 +210,7 @@ func resolveVars(plan *spec.Plan, sets []string, values map[string]any) (map[str
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range sortedKeys(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		def, ok := out[name]
 		if !ok {
 			continue // a var the spec no longer declares

@@ -3,6 +3,8 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -31,7 +33,7 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 	}
 	if len(m.Vars) > 0 {
 		w("## Vars\n\n| var | value |\n| --- | --- |\n")
-		for _, k := range sortedKeys(m.Vars) {
+		for _, k := range slices.Sorted(maps.Keys(m.Vars)) {
 			w("| %s | %s |\n", k, cell(fmt.Sprint(m.Vars[k])))
 		}
 		w("\n")
@@ -129,7 +131,7 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 			for _, v := range g.Verdicts {
 				w("| %s | %s | %v | %s |\n", who(names, v.Agent), v.Verdict, v.Withdrawn, cell(oneLine(v.Reasoning)))
 			}
-			opts := sortedKeys(g.Counts)
+			opts := slices.Sorted(maps.Keys(g.Counts))
 			w("\n| verdict | count | percent |\n| --- | --- | --- |\n")
 			for _, o := range opts {
 				w("| %s | %d | %.1f%% |\n", o, g.Counts[o], g.Percent[o])

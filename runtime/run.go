@@ -20,7 +20,6 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -715,13 +714,4 @@ func writeAtomic(path string, write func(io.Writer) error) error {
 		os.Remove(tmp.Name())
 	}
 	return err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -642,7 +644,7 @@ func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, wh
 		"nodes":    c.file.Nodes.Names(),
 		"vars":     c.file.Vars.Names(),
 		"inputs":   c.file.Inputs.Names(),
-		"verdicts": sortedNames(c.plan.Verdicts),
+		"verdicts": slices.Sorted(maps.Keys(c.plan.Verdicts)),
 	}}
 	ast.Walk(&tree.Node, v)
 	if len(v.errs) > 0 {
@@ -1001,7 +1003,7 @@ func (n *NodeContext) VerdictSet(s Str) (string, []string) {
 	name := strings.TrimPrefix(strings.TrimSpace(s.V), "verdicts.")
 	opts, ok := n.c.plan.Verdicts[name]
 	if !ok {
-		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, sortedNames(n.c.plan.Verdicts)))
+		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, slices.Sorted(maps.Keys(n.c.plan.Verdicts))))
 		return "", nil
 	}
 	return name, opts
@@ -1101,13 +1103,4 @@ func (n *NodeContext) SchemaRef(s Str) *jsonschema.Schema {
 		return nil
 	}
 	return sch
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -33,7 +33,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	tasks := make([]task, 0, len(node.Agents))
 	for _, a := range node.Agents {
 		if cfg.CarryOver != "" && scope.Round > 1 {
-			if prev, ok := latestFrom(all, cfg.CarryOver, a.ID, scope.Goal.ID); ok {
+			if prev, ok := LatestFrom(all, cfg.CarryOver, a.ID, scope.Goal.ID); ok {
 				tasks = append(tasks, task{agent: a, carried: &prev})
 				continue
 			}
@@ -128,8 +128,9 @@ func reserveStack() {
 //go:noinline
 func touch(b []byte) { b[len(b)-1] = 0 }
 
-// latestFrom finds the agent's latest message of a record in the goal.
-func latestFrom(all []spec.Message, record, agent, goal string) (spec.Message, bool) {
+// LatestFrom finds the agent's latest message of a record in the goal. A
+// dry run plans carry-over and each: with it, as the executor runs them.
+func LatestFrom(all []spec.Message, record, agent, goal string) (spec.Message, bool) {
 	for i := len(all) - 1; i >= 0; i-- {
 		m := all[i]
 		if m.Record == record && m.From == agent && m.Goal == goal {
@@ -154,7 +155,7 @@ func targets(node *spec.NodePlan, each *Each, all []spec.Message, self, goal str
 				continue
 			}
 		}
-		if m, ok := latestFrom(all, each.Record, a.ID, goal); ok {
+		if m, ok := LatestFrom(all, each.Record, a.ID, goal); ok {
 			out = append(out, m)
 		}
 	}
@@ -174,7 +175,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	if cfg.Record != "" {
 		// An agent always sees its own messages, so its history has them;
 		// searching it spares copying every message of the run per call.
-		if own, ok := latestFrom(data.History, cfg.Record, t.agent.ID, h.Scope().Goal.ID); ok {
+		if own, ok := LatestFrom(data.History, cfg.Record, t.agent.ID, h.Scope().Goal.ID); ok {
 			data.Own = own
 		}
 	}

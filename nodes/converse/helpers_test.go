@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
@@ -23,16 +23,6 @@ const testKey = "sk-converse-test-0000"
 
 // hiringPanel is the real example spec the tests run unchanged.
 const hiringPanel = "../../examples/hiring-panel/spec.yaml"
-
-// loadPlan compiles a spec file and fails the test on any error.
-func loadPlan(t testing.TB, path string) *spec.Plan {
-	t.Helper()
-	plan, diags := spec.Load(path, nodes.Registry())
-	if diags.HasErrors() {
-		t.Fatalf("%s does not compile:\n%s", path, diags.Format())
-	}
-	return plan
-}
 
 // variant compiles a copy of a testdata spec with text replaced: pairs are
 // old, new, old, new... Every old text must occur, so a test cannot silently
@@ -58,17 +48,9 @@ func variant(t testing.TB, path string, pairs ...string) *spec.Plan {
 }
 
 // envFor points the default endpoint at a scripted server.
-func envFor(url string) func(string) string {
-	return func(k string) string {
-		switch k {
-		case "OPENAI_BASE_URL":
-			return url
-		case "OPENAI_API_KEY":
-			return testKey
-		}
-		return ""
-	}
-}
+func envFor(url string) func(string) string { return runtest.Env(url, testKey) }
+
+var loadPlan = runtest.LoadPlan
 
 // call is what a test script knows about one turn request.
 type call struct {

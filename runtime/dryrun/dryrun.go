@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -150,7 +152,7 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 		d.report.Calls += n.Calls
 		d.report.UpperBound += n.UpperBound
 	}
-	for _, name := range sortedKeys(d.models) {
+	for _, name := range slices.Sorted(maps.Keys(d.models)) {
 		d.report.Models = append(d.report.Models, d.models[name])
 	}
 	return d.report, nil
@@ -495,16 +497,6 @@ func roundLabel(s kit.Scope) string {
 	return ", " + strings.Join(parts, ", ")
 }
 
-func latestOfRecord(all []spec.Message, record, agent, goal string) (spec.Message, bool) {
-	for i := len(all) - 1; i >= 0; i-- {
-		m := all[i]
-		if m.Record == record && m.From == agent && m.Goal == goal {
-			return m, true
-		}
-	}
-	return spec.Message{}, false
-}
-
 func (d *dry) ask(n *spec.NodePlan, cfg *ask.Config, s kit.Scope, prefix string, show bool) (int, int, spec.NodeResult, error) {
 	type task struct {
 		agent   *spec.AgentPlan
@@ -514,7 +506,7 @@ func (d *dry) ask(n *spec.NodePlan, cfg *ask.Config, s kit.Scope, prefix string,
 	var tasks []task
 	for _, a := range n.Agents {
 		if cfg.CarryOver != "" && s.Round > 1 {
-			if prev, ok := latestOfRecord(d.messages, cfg.CarryOver, a.ID, s.Goal.ID); ok {
+			if prev, ok := ask.LatestFrom(d.messages, cfg.CarryOver, a.ID, s.Goal.ID); ok {
 				tasks = append(tasks, task{agent: a, carried: &prev})
 				continue
 			}
@@ -527,7 +519,7 @@ func (d *dry) ask(n *spec.NodePlan, cfg *ask.Config, s kit.Scope, prefix string,
 			if cfg.Each.From == ask.FromOthers && other.ID == a.ID || cfg.Each.From == ask.FromSelf && other.ID != a.ID {
 				continue
 			}
-			if m, ok := latestOfRecord(d.messages, cfg.Each.Record, other.ID, s.Goal.ID); ok {
+			if m, ok := ask.LatestFrom(d.messages, cfg.Each.Record, other.ID, s.Goal.ID); ok {
 				tasks = append(tasks, task{agent: a, target: &m})
 			}
 		}
@@ -554,7 +546,7 @@ func (d *dry) ask(n *spec.NodePlan, cfg *ask.Config, s kit.Scope, prefix string,
 			to, about = t.target.From, " on "+t.target.From
 		}
 		if cfg.Record != "" {
-			if own, ok := latestOfRecord(d.messages, cfg.Record, t.agent.ID, s.Goal.ID); ok {
+			if own, ok := ask.LatestFrom(d.messages, cfg.Record, t.agent.ID, s.Goal.ID); ok {
 				data.Own = own
 			}
 		}
@@ -782,15 +774,6 @@ func plural(n int, noun string) string {
 
 // The helpers below are small pure functions that package runtime keeps to
 // itself; they are copied rather than exported to keep runtime's API small.
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // posString is a spec position as FILE:LINE:COL, as the run's errors give it.
 func posString(p *spec.Plan, pos spec.Pos) string {

@@ -13,10 +13,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -93,7 +94,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 			return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
 		}
 		line := DatasetLine{Line: n, Inputs: map[string]any{}}
-		for _, k := range sortedKeys(obj) {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			v := plainNumbers(obj[k])
 			switch {
 			case k == "expected":
@@ -113,7 +114,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 	if len(lines) == 0 {
 		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
 	}
-	return lines, sortedKeys(unusedSet), nil
+	return lines, slices.Sorted(maps.Keys(unusedSet)), nil
 }
 
 // plainNumbers turns json.Numbers into ints when whole, else float64s.
@@ -488,7 +489,7 @@ func createSweepDir(runsDir, name string) (id, dir string, err error) {
 	for i := 0; i < 10; i++ {
 		var b [3]byte
 		_, _ = rand.Read(b[:])
-		id = fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102T150405Z"), safeName(name), hex.EncodeToString(b[:]))
+		id = fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102T150405Z"), runtime.DirName(name), hex.EncodeToString(b[:]))
 		dir = filepath.Join(runsDir, "sweep-"+id)
 		err := os.Mkdir(dir, 0o755)
 		if err == nil {
@@ -766,32 +767,6 @@ func (s *Summary) Markdown() string {
 
 // The helpers below are small pure functions that package runtime keeps to
 // itself; they are copied rather than exported to keep runtime's API small.
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// safeName keeps the letters, digits, '-' and '_' of a spec name for a
-// directory name, as run directories do.
-func safeName(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	if b.Len() == 0 {
-		return "run"
-	}
-	return b.String()
-}
 
 // unwrapPathError is the cause of an *os.PathError without its operation
 // and path: the message around it says which file.

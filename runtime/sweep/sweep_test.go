@@ -9,73 +9,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/spec"
 )
 
-// sweepSpec is a three-agent debate whose round count is the var
-// max_rounds; TEMP is replaced by the model temperature. Every prompt starts
-// with KEY=agent/rROUND and quotes the history, so later rounds depend on
-// earlier replies, as in a real debate.
-const sweepSpec = `version: 1
-name: sweepy
-inputs:
-  question: {required: true}
-vars:
-  max_rounds: 2
-models:
-  default: {model: test-model, temperature: TEMP, price: {prompt: 1, completion: 2}}
-agents:
-  a: {name: A}
-  b: {name: B}
-  c: {name: C}
-templates:
-  define:
-    answer: "KEY={{.Agent.ID}}/r{{.Round}}\n{{.Inputs.question}}\n{{range .History}}{{.From}}: {{.Content}}\n{{end}}"
-nodes:
-  answer: {kind: ask, agents: [a, b, c], template: answer, record: answer, output: {format: regex, pattern: 'ANSWER=(-?\d+)'}}
-flow:
-  - loop: {as: round, max: vars.max_rounds, do: [answer]}
-outputs:
-  answer: mode(map(latest("answer"), {.output}))
-score: outputs.answer == string(expected)
-`
-
-func sweepPlan(t testing.TB, temp string) *spec.Plan {
-	t.Helper()
-	return loadPlan(t, writeSpec(t, t.TempDir(), strings.ReplaceAll(sweepSpec, "TEMP", temp)))
-}
-
-// memCache is a runtime.Cache in memory.
-type memCache struct {
-	mu sync.Mutex
-	m  map[string]kit.Reply
-}
-
-func newMemCache() *memCache { return &memCache{m: map[string]kit.Reply{}} }
-
-func (c *memCache) Get(key string) (kit.Reply, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.m[key]
-	return r, ok
-}
-
-func (c *memCache) Put(key string, rep kit.Reply) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.m[key] = rep
-}
-
-// answerSeven answers 7 to every call, naming the call so replies differ.
-func answerSeven(r llmtest.Request) llmtest.Reply {
-	return llmtest.Reply{Content: fmt.Sprintf("%s: ANSWER=7", callKey(r))}
-}
+// The rounds spec, its scripted answers and an in-memory cache are shared
+// with runtime's tests (internal/runtest).
+var (
+	sweepPlan   = runtest.RoundsPlan
+	answerSeven = runtest.AnswerSeven
+	newMemCache = runtest.NewMemCache
+)
 
 func sweepOpts(url string, c runtime.Cache) runtime.Options {
 	return runtime.Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}

@@ -1,0 +1,170 @@
+// Package runtest holds what tests of several packages need to run specs
+// against the scripted server of internal/llmtest: compiling specs, an
+// environment pointing the default endpoint at the server, the call-key
+// marker convention of test specs, an in-memory response cache, and keeping
+// the user's response cache out of test runs. It imports neither runtime
+// nor cmd, so internal tests of package runtime can use it too.
+package runtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+)
+
+// NoSleep skips retry waits so fault tests run at full speed.
+func NoSleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
+
+// LoadPlan compiles a spec file and fails the test on any error.
+func LoadPlan(t testing.TB, path string) *spec.Plan {
+	t.Helper()
+	plan, diags := spec.Load(path, nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatalf("%s does not compile:\n%s", path, diags.Format())
+	}
+	return plan
+}
+
+// WriteSpec writes a spec into dir as spec.yaml and returns its path.
+func WriteSpec(t testing.TB, dir, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Env returns a Getenv that points the default endpoint at url with key.
+func Env(url, key string) func(string) string {
+	return func(k string) string {
+		switch k {
+		case "OPENAI_BASE_URL":
+			return url
+		case "OPENAI_API_KEY":
+			return key
+		}
+		return ""
+	}
+}
+
+// CallKey extracts the KEY= marker test specs put in every prompt; it names
+// the call (agent, round, target, step) so a scripted server can answer by
+// call whatever order the calls arrive in.
+func CallKey(r llmtest.Request) string {
+	last := r.LastUser()
+	i := strings.Index(last, "KEY=")
+	if i < 0 {
+		return ""
+	}
+	rest := last[i+4:]
+	if j := strings.IndexAny(rest, " \n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return rest
+}
+
+// RoundsSpec is a three-agent debate whose round count is the var
+// max_rounds; TEMP is replaced by the model temperature. Every prompt starts
+// with KEY=agent/rROUND and quotes the history, so later rounds depend on
+// earlier replies, as in a real debate.
+const RoundsSpec = `version: 1
+name: sweepy
+inputs:
+  question: {required: true}
+vars:
+  max_rounds: 2
+models:
+  default: {model: test-model, temperature: TEMP, price: {prompt: 1, completion: 2}}
+agents:
+  a: {name: A}
+  b: {name: B}
+  c: {name: C}
+templates:
+  define:
+    answer: "KEY={{.Agent.ID}}/r{{.Round}}\n{{.Inputs.question}}\n{{range .History}}{{.From}}: {{.Content}}\n{{end}}"
+nodes:
+  answer: {kind: ask, agents: [a, b, c], template: answer, record: answer, output: {format: regex, pattern: 'ANSWER=(-?\d+)'}}
+flow:
+  - loop: {as: round, max: vars.max_rounds, do: [answer]}
+outputs:
+  answer: mode(map(latest("answer"), {.output}))
+score: outputs.answer == string(expected)
+`
+
+// RoundsPlan compiles RoundsSpec at a temperature.
+func RoundsPlan(t testing.TB, temp string) *spec.Plan {
+	t.Helper()
+	return LoadPlan(t, WriteSpec(t, t.TempDir(), strings.ReplaceAll(RoundsSpec, "TEMP", temp)))
+}
+
+// AnswerSeven answers 7 to every call, naming the call so replies differ.
+func AnswerSeven(r llmtest.Request) llmtest.Reply {
+	return llmtest.Reply{Content: fmt.Sprintf("%s: ANSWER=7", CallKey(r))}
+}
+
+// MemCache is a response cache in memory (it satisfies runtime.Cache) that
+// counts what it stores.
+type MemCache struct {
+	mu   sync.Mutex
+	m    map[string]kit.Reply
+	puts int
+}
+
+// NewMemCache returns an empty cache.
+func NewMemCache() *MemCache { return &MemCache{m: map[string]kit.Reply{}} }
+
+// Get returns a stored reply.
+func (c *MemCache) Get(key string) (kit.Reply, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.m[key]
+	return r, ok
+}
+
+// Put stores a reply.
+func (c *MemCache) Put(key string, rep kit.Reply) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m[key] = rep
+	c.puts++
+}
+
+// Len is the number of stored replies.
+func (c *MemCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// Puts is how many times Put was called.
+func (c *MemCache) Puts() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.puts
+}
+
+// IsolateCache runs a package's tests with RUNNER_CACHE_DIR set to a
+// temporary directory, so no run they make (in process, or through a built
+// binary, which inherits the environment) writes the user's response cache.
+// Call it from TestMain: os.Exit(runtest.IsolateCache(m)).
+func IsolateCache(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "runner-test-cache-*")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Setenv("RUNNER_CACHE_DIR", dir)
+	return m.Run()
+}
