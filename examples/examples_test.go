@@ -177,7 +177,7 @@ func TestExampleReadmes(t *testing.T) {
 // promptBase is the prompt data every call of an example starts from: the
 // sample inputs of its README (or the defaults), the vars, and a history
 // with one message of every record the spec declares.
-func promptBase(t *testing.T, name string, plan *spec.Plan, node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptData {
+func promptBase(t *testing.T, name string, plan *spec.Plan, node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase {
 	t.Helper()
 	r, _ := readReadme(t, name)
 	inputs := map[string]any{}
@@ -195,9 +195,9 @@ func promptBase(t *testing.T, name string, plan *spec.Plan, node *spec.NodePlan,
 	for _, v := range plan.Vars {
 		vars[v.Name] = v.Default
 	}
-	d := spec.PromptData{
+	d := spec.PromptBase{
 		Agent: agent.View(), Round: 2, Inputs: inputs, Vars: vars, Nodes: map[string]spec.NodeResult{},
-		Loop: map[string]any{}, Extra: map[string]any{},
+		Loop: map[string]any{},
 	}
 	if node != nil {
 		for _, a := range node.Agents {
@@ -224,7 +224,9 @@ func promptBase(t *testing.T, name string, plan *spec.Plan, node *spec.NodePlan,
 type rendering struct {
 	what     string
 	template string
-	data     spec.PromptData
+	data     any
+	// inputs are the inputs the data holds.
+	inputs map[string]any
 }
 
 // renderings lists every template an example's run would render, with the
@@ -232,19 +234,20 @@ type rendering struct {
 func renderings(t *testing.T, name string, plan *spec.Plan) []rendering {
 	t.Helper()
 	var out []rendering
-	system := func(node *spec.NodePlan, nodeSystem string, a *spec.AgentPlan, d spec.PromptData) {
+	system := func(node *spec.NodePlan, nodeSystem string, a *spec.AgentPlan, d any) {
 		if s := nodeSystem; s != "" {
-			out = append(out, rendering{node.ID + " system", s, d})
+			out = append(out, rendering{node.ID + " system", s, d, nil})
 		} else if a.System != "" {
-			out = append(out, rendering{node.ID + " system of " + a.ID, a.System, d})
+			out = append(out, rendering{node.ID + " system of " + a.ID, a.System, d, nil})
 		}
 	}
 	for _, id := range plan.NodeOrder {
 		node := plan.Nodes[id]
 		for _, a := range node.Agents {
-			d := promptBase(t, name, plan, node, a)
+			base := promptBase(t, name, plan, node, a)
 			switch cfg := node.Config.(type) {
 			case *ask.Config:
+				d := &ask.PromptData{PromptBase: base}
 				if cfg.Each != nil {
 					for _, o := range node.Agents {
 						if o.ID != a.ID {
@@ -254,14 +257,16 @@ func renderings(t *testing.T, name string, plan *spec.Plan) []rendering {
 					}
 				}
 				d.Own = spec.Message{Round: 1, From: a.ID, Record: cfg.Record, Content: "own " + cfg.Record}
-				out = append(out, rendering{id + " for " + a.ID, cfg.Template, d})
+				out = append(out, rendering{id + " for " + a.ID, cfg.Template, d, base.Inputs})
 				system(node, cfg.System, a, d)
 			case *clarify.Config:
+				d := &clarify.PromptData{PromptBase: base}
 				d.MaxQuestions = cfg.MaxQuestions
 				d.Questions = []spec.Question{{ID: "q1", Agent: a.ID, Question: "How many users?", Answer: "About 1000."}, {ID: "q2", Agent: a.ID, Question: "Budget?", Answer: "NA"}}
-				out = append(out, rendering{id + " for " + a.ID, cfg.Template, d})
+				out = append(out, rendering{id + " for " + a.ID, cfg.Template, d, base.Inputs})
 				system(node, cfg.System, a, d)
 			case *converse.Config:
+				d := &converse.PromptData{PromptBase: base}
 				for _, p := range node.Agents {
 					d.Participants = append(d.Participants, spec.Participant{ID: p.ID, Name: p.Name, Turns: 1})
 				}
@@ -272,24 +277,23 @@ func renderings(t *testing.T, name string, plan *spec.Plan) []rendering {
 				d.Verdict = spec.VerdictView{Set: cfg.VerdictSet, Options: cfg.Options, Reasoning: cfg.Reasoning}
 				d.Turn, d.MaxTurns = 5, cfg.MaxTurns
 				d.Feedback = "the previous reply had no <Content>"
-				out = append(out, rendering{id + " turn of " + a.ID, cfg.Template, d})
+				out = append(out, rendering{id + " turn of " + a.ID, cfg.Template, d, base.Inputs})
 				system(node, cfg.System, a, d)
 				if a != node.Agents[0] {
 					continue
 				}
-				tk := d
+				tk := *d
 				tk.Agent = spec.AgentView{ID: converse.TimeKeeper, Name: "Time Keeper"}
 				tk.Feedback = ""
 				for _, ij := range cfg.Interject {
-					out = append(out, rendering{id + " interjection", ij.Template, tk})
+					out = append(out, rendering{id + " interjection", ij.Template, &tk, nil})
 				}
 				for _, w := range cfg.Watch {
-					wd := tk
 					watcher := plan.Nodes[w.Node].Config.(*converse.Config)
-					wd.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
 					for _, opt := range watcher.Options {
-						wd.Text = opt
-						out = append(out, rendering{id + " watch " + opt, w.Template, wd})
+						wd := &converse.WatchData{PromptData: tk, Decision: opt, Text: opt}
+						wd.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
+						out = append(out, rendering{id + " watch " + opt, w.Template, wd, nil})
 					}
 				}
 			default:
@@ -299,10 +303,9 @@ func renderings(t *testing.T, name string, plan *spec.Plan) []rendering {
 	}
 	if s := plan.Summarize; s != nil {
 		for _, a := range plan.Agents {
-			d := promptBase(t, name, plan, nil, a)
-			d.Text = "a long history"
+			d := &spec.SummaryData{PromptBase: promptBase(t, name, plan, nil, a), Text: "a long history", MaxChars: s.MaxChars, Chars: 9000}
 			d.Extra = map[string]any{"max_chars": s.MaxChars, "chars": 9000}
-			out = append(out, rendering{"summary of " + a.ID, s.Template, d})
+			out = append(out, rendering{"summary of " + a.ID, s.Template, d, nil})
 		}
 	}
 	return out
@@ -348,7 +351,7 @@ func TestExamplePromptsRender(t *testing.T) {
 						}
 						continue
 					}
-					if v, ok := r.data.Inputs[in.Name].(string); ok && in.Required && !strings.Contains(out, strings.TrimSpace(v)) {
+					if v, ok := r.inputs[in.Name].(string); ok && in.Required && !strings.Contains(out, strings.TrimSpace(v)) {
 						t.Errorf("%s: %s does not show input %s", r.what, r.template, in.Name)
 					}
 				}

@@ -1,32 +1,42 @@
 // Package nodes registers every node kind in one place. Each kind lives in
-// its own package with its schema fragment, compiler and executor; adding a
-// kind means adding a package and a line here, never touching the loader.
+// its own package with its schema fragment, YAML form, prompt data, compiler
+// and executor; adding a kind means adding a package and a line here, never
+// touching the loader or the runtime.
 package nodes
 
 import (
 	"github.com/debate-runner/runner/nodes/ask"
 	"github.com/debate-runner/runner/nodes/clarify"
+	"github.com/debate-runner/runner/nodes/compute"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
 
 // Kinds returns every node kind, in the order they are documented.
-func Kinds() []spec.Kind {
-	return []spec.Kind{ask.Kind{}, converse.Kind{}, clarify.Kind{}}
+func Kinds() []kit.Kind {
+	return []kit.Kind{
+		ask.Kind{},
+		converse.Kind{},
+		clarify.Kind{},
+		compute.Kind{},
+	}
 }
 
-var registry = spec.NewRegistry(Kinds()...)
-
-// Registry returns the registry of all node kinds.
+// Registry returns the registry of every node kind, built once (it compiles
+// the spec schema once). Loading takes a registry value and the plan keeps
+// it; the runtime runs each node through the kind the plan recorded for it:
+// nothing looks kinds up globally.
 func Registry() *spec.Registry { return registry }
 
-// Executor returns the executor of a node kind, when the kind can run.
-func Executor(kind string) (kit.Executor, bool) {
-	k, ok := registry.Lookup(kind)
-	if !ok {
-		return nil, false
+var registry = NewRegistry(Kinds()...)
+
+// NewRegistry returns a registry of the given kinds, for tools and tests
+// that want only some of them.
+func NewRegistry(kinds ...kit.Kind) *spec.Registry {
+	out := make([]spec.Kind, len(kinds))
+	for i, k := range kinds {
+		out[i] = k
 	}
-	e, ok := k.(kit.Executor)
-	return e, ok
+	return spec.NewRegistry(out...)
 }

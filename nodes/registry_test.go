@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -231,11 +232,8 @@ func TestSchemaProblemsFinds(t *testing.T) {
 	}
 }
 
-// TestKindSchemasAgainstYAML runs real node snippets through the loader so
-// the published schema and the kinds' decoders cannot drift apart: every
-// snippet that should load does, a misspelt field is named, and the "full"
-// snippet of each kind uses every property its schema.json declares (add a
-// property there and this test asks for an example of it here).
+// TestKindSchemasAgainstYAML runs real node snippets through the loader: a
+// snippet that should load does, and a misspelt field is named.
 func TestKindSchemasAgainstYAML(t *testing.T) {
 	const head = `version: 1
 name: t
@@ -247,31 +245,17 @@ agents: {a: {name: A}, b: {name: B}}
 `
 	tests := []struct {
 		name string
-		kind string // set for the snippet that must use every property
 		node string
 		want string // "" = loads without diagnostics
 	}{
-		{"ask minimal", "", `{kind: ask, agents: [a], template: software-design/propose}`, ""},
-		{"ask full", "ask", `{kind: ask, agents: [a, b], description: d, template: software-design/critique, system: software-design/system,
-          model: m, record: critique, carry_over: critique, each: {record: critique, from: others},
-          output: {format: json, schema_ref: software-design/confidence, repair: 1, fallback: {confidence: 0}},
-          tools: [search_history], max_tool_calls: 2, summarize: false}`, ""},
-		{"ask typo", "", `{kind: ask, agents: [a], template: software-design/propose, recrod: x}`, `"recrod"`},
-		{"ask output typo", "", `{kind: ask, agents: [a], template: software-design/propose, output: {format: json, shcema: {}}}`, `"shcema"`},
-		{"converse full", "converse", `{kind: converse, agents: [a, b], description: d, speaker: round_robin, reply_to_whisper: 0.5,
-          model: m, system: chain-of-debate/system, message: {format: tags, template: chain-of-debate/message},
-          verdict: {options: verdicts.v, reasoning: optional, repair: 1, rules: [{check: "msg.content != ''", message: say something}]},
-          until: "all(participants, {.withdrawn})", max_turns: 10,
-          interject: [{every: 2, when: "turn > 1", template: chain-of-debate/remind, force_verdict: false}],
-          watch: [{every: 4, node: w, template: chain-of-debate/watch}]}
-  w: {kind: converse, agents: [a, b], message: {template: chain-of-debate/moderate}, verdict: {options: [OK, STOP]}}`, ""},
-		{"converse typo", "", `{kind: converse, agents: [a, b], message: {template: chain-of-debate/message}, verdict: {options: verdicts.v}, max_turn: 3}`, `"max_turn"`},
-		{"clarify full", "clarify", `{kind: clarify, agents: [a], description: d, template: software-design/clarify, system: software-design/system,
-          model: m, max_questions: 3, max_iterations: 2, repair: 1}`, ""},
-		{"clarify typo", "", `{kind: clarify, agents: [a], template: software-design/clarify, max_question: 3}`, `"max_question"`},
-		{"unknown kind", "", `{kind: vote, agents: [a]}`, `vote`},
+		{"ask minimal", `{kind: ask, agents: [a], template: software-design/propose}`, ""},
+		{"ask typo", `{kind: ask, agents: [a], template: software-design/propose, recrod: x}`, `"recrod"`},
+		{"ask output typo", `{kind: ask, agents: [a], template: software-design/propose, output: {format: json, shcema: {}}}`, `"shcema"`},
+		{"converse typo", `{kind: converse, agents: [a, b], message: {template: chain-of-debate/message}, verdict: {options: verdicts.v}, max_turn: 3}`, `"max_turn"`},
+		{"clarify typo", `{kind: clarify, agents: [a], template: software-design/clarify, max_question: 3}`, `"max_question"`},
+		{"compute typo", `{kind: compute, vaule: "1 + 1"}`, `"vaule"`},
+		{"unknown kind", `{kind: vote, agents: [a]}`, `vote`},
 	}
-	full := map[string]bool{}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := head + "nodes:\n  n: " + tc.node + "\nflow: [n]\n"
@@ -284,31 +268,158 @@ agents: {a: {name: A}, b: {name: B}}
 			case tc.want != "" && !strings.Contains(diags.Format(), tc.want):
 				t.Fatalf("expected an error naming %s, got:\n%s", tc.want, diags.Format())
 			}
-			if tc.kind == "" {
-				return
+		})
+	}
+}
+
+// TestKindExamplesCompile: each kind's example spec, kept in its package,
+// validates without a diagnostic and uses its kind.
+func TestKindExamplesCompile(t *testing.T) {
+	for _, k := range nodes.Kinds() {
+		t.Run(k.Name(), func(t *testing.T) {
+			plan, diags := spec.Compile(k.Name()+"-example.yaml", []byte(k.Example()), nodes.Registry())
+			if len(diags) > 0 {
+				t.Fatalf("the example of kind %s must validate without diagnostics:\n%s", k.Name(), diags.Format())
 			}
-			full[tc.kind] = true
-			var doc struct {
-				Nodes map[string]map[string]any `yaml:"nodes"`
+			used := false
+			for _, n := range plan.Nodes {
+				used = used || n.Kind == k.Name()
 			}
-			if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
-				t.Fatal(err)
+			if !used {
+				t.Errorf("the example of kind %s has no node of that kind", k.Name())
 			}
-			k, _ := nodes.Registry().Lookup(tc.kind)
-			var frag fragment
+		})
+	}
+}
+
+// TestKindConfigsDecodeEverySchemaProperty proves, for every kind, that
+// each property its schema.json declares (nested ones too) is decoded into
+// its YAML form: a sample value of the property alone, decoded strictly
+// into NewConfig(), must be accepted and must change the decoded value.
+// Dropping or renaming a field of the YAML form, or adding a property to the
+// schema that nothing decodes, fails here.
+func TestKindConfigsDecodeEverySchemaProperty(t *testing.T) {
+	for _, k := range nodes.Kinds() {
+		t.Run(k.Name(), func(t *testing.T) {
+			var frag map[string]any
 			if err := json.Unmarshal(k.Schema(), &frag); err != nil {
 				t.Fatal(err)
 			}
-			for name := range frag.Properties {
-				if _, ok := doc.Nodes["n"][name]; !ok {
-					t.Errorf("the full %s snippet does not use property %q", tc.kind, name)
+			paths := propertyPaths(frag, nil)
+			if len(paths) == 0 {
+				t.Fatal("the schema declares no properties")
+			}
+			for _, path := range paths {
+				doc := sampleAt(frag, path)
+				text, err := yaml.Marshal(doc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := k.NewConfig()
+				dec := yaml.NewDecoder(bytes.NewReader(text))
+				dec.KnownFields(true)
+				if err := dec.Decode(cfg); err != nil {
+					t.Errorf("property %s: %s does not decode into %T: %v", strings.Join(path, "."), strings.TrimSpace(string(text)), cfg, err)
+					continue
+				}
+				if reflect.DeepEqual(cfg, k.NewConfig()) {
+					t.Errorf("property %s: %s decodes into nothing of %T", strings.Join(path, "."), strings.TrimSpace(string(text)), cfg)
 				}
 			}
 		})
 	}
-	for _, k := range nodes.Kinds() {
-		if !full[k.Name()] {
-			t.Errorf("no full snippet for kind %s", k.Name())
+}
+
+// propertyPaths lists the paths to every property of an object schema, and
+// of the objects nested in it (through items of lists, too).
+func propertyPaths(schema map[string]any, prefix []string) [][]string {
+	var out [][]string
+	props, _ := schema["properties"].(map[string]any)
+	for _, name := range sortedKeys(props) {
+		p := append(append([]string(nil), prefix...), name)
+		out = append(out, p)
+		sub, _ := props[name].(map[string]any)
+		if items, ok := sub["items"].(map[string]any); ok {
+			sub = items
+		}
+		if sub != nil {
+			out = append(out, propertyPaths(sub, p)...)
 		}
 	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// sampleAt builds a document holding a sample value at path and, on the
+// way, what the schemas along it require of an object.
+func sampleAt(schema map[string]any, path []string) map[string]any {
+	props, _ := schema["properties"].(map[string]any)
+	sub, _ := props[path[0]].(map[string]any)
+	doc := map[string]any{}
+	if len(path) == 1 {
+		doc[path[0]] = sampleValue(sub)
+		return doc
+	}
+	if items, ok := sub["items"].(map[string]any); ok {
+		doc[path[0]] = []any{sampleAt(items, path[1:])}
+		return doc
+	}
+	doc[path[0]] = sampleAt(sub, path[1:])
+	return doc
+}
+
+// sampleValue is a value a schema accepts, never the zero value of its type.
+func sampleValue(s map[string]any) any {
+	if v, ok := s["const"]; ok {
+		return v
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[len(e)-1]
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s[key].([]any); ok && len(alts) > 0 {
+			if a, ok := alts[0].(map[string]any); ok {
+				return sampleValue(a)
+			}
+		}
+	}
+	ty := s["type"]
+	if list, ok := ty.([]any); ok && len(list) > 0 {
+		ty = list[0]
+	}
+	switch ty {
+	case "string":
+		return "x"
+	case "integer":
+		if m, ok := s["minimum"].(float64); ok && m > 1 {
+			return int(m)
+		}
+		return 1
+	case "number":
+		return 0.5
+	case "boolean":
+		return true
+	case "array":
+		items, _ := s["items"].(map[string]any)
+		return []any{sampleValue(items)}
+	}
+	// An object: one sample entry of its open part, or of its first
+	// property.
+	if ap, ok := s["additionalProperties"].(map[string]any); ok {
+		return map[string]any{"x": sampleValue(ap)}
+	}
+	if props, ok := s["properties"].(map[string]any); ok && len(props) > 0 {
+		k := sortedKeys(props)[0]
+		p, _ := props[k].(map[string]any)
+		return map[string]any{k: sampleValue(p)}
+	}
+	return map[string]any{"x": "y"}
 }

@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -124,9 +123,9 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 
 // runNode executes one node in a scope and stores its result.
 func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
-	exec, ok := nodes.Executor(node.Kind)
-	if !ok {
-		return spec.NodeResult{}, fmt.Errorf("node %q: kind %q cannot run in this build", node.ID, node.Kind)
+	exec, err := kit.Of(node)
+	if err != nil {
+		return spec.NodeResult{}, err
 	}
 	r.mu.Lock()
 	occKey := node.ID + "/" + f.scope.Key

@@ -19,6 +19,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
 )
 
 // host is what one node execution sees of the run (kit.Host).
@@ -289,7 +290,7 @@ func (r *Run) noteText(s string) {
 	r.mu.Unlock()
 }
 
-func (h *host) Render(name string, data *spec.PromptData) (string, error) {
+func (h *host) Render(name string, data any) (string, error) {
 	// Size the output like the template's previous one: prompts grow and
 	// shrink slowly, and growing a builder from empty copies a prompt about
 	// twice over.
@@ -314,17 +315,17 @@ func (r *Run) renderHint(name string) *atomic.Int64 {
 	return v.(*atomic.Int64)
 }
 
-// Prompt returns the data an agent's prompts see. The maps and slices in it
-// may be shared with the run and with other prompts: callers may set its
+// Base returns what every prompt of an agent sees. The maps and slices in
+// it may be shared with the run and with other prompts: callers may set its
 // fields but must not change what those hold.
-func (h *host) Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptData {
+func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase {
 	r := h.run
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Results, messages and agent views are shared rather than copied (see
 	// setResult and messagesSoFar), so that a call's cost does not grow
 	// with the length of the debate.
-	data := &spec.PromptData{
+	data := spec.PromptBase{
 		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Item: h.scope.Item, Goal: h.scope.Goal,
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results,
 		Agents: r.agentViews(node), AllAgents: r.agentViews(nil),
@@ -479,6 +480,16 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 }
 
 func (h *host) Env() *spec.Env { return h.run.env(h.scope) }
+
+// Holds evaluates a condition that ends something.
+func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
+	v, err := vm.Run(p.Program, env)
+	if err != nil {
+		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
 
 func (h *host) Event(typ, key string, data any) error {
 	if typ == "tool_call" {

@@ -44,7 +44,7 @@ func bytesPerPrompt(h *host, agent *spec.AgentPlan) float64 {
 	var before, after goruntime.MemStats
 	goruntime.ReadMemStats(&before)
 	for range runs {
-		_ = h.Prompt(h.node, agent)
+		_ = h.Base(h.node, agent)
 	}
 	goruntime.ReadMemStats(&after)
 	return float64(after.TotalAlloc-before.TotalAlloc) / runs
@@ -63,7 +63,7 @@ func TestPromptCostIndependentOfHistory(t *testing.T) {
 	if b > a+4096 { // copying 2000 messages would add some 450 KB
 		t.Errorf("a prompt allocates %.0f B with 10 messages and %.0f B with 2000: it copies the history", a, b)
 	}
-	data := long.Prompt(long.node, agent)
+	data := long.Base(long.node, agent)
 	if len(data.History) != 2000 || cap(data.History) != len(data.History) {
 		t.Fatalf("history of %d messages with cap %d, want 2000 and cap = len", len(data.History), cap(data.History))
 	}
@@ -89,7 +89,7 @@ func TestPromptVisibility(t *testing.T) {
 	for _, tt := range tests {
 		a := h.run.Plan.Agents[tt.agent]
 		t.Run(fmt.Sprint(a.ID), func(t *testing.T) {
-			data := h.Prompt(h.node, a)
+			data := h.Base(h.node, a)
 			if len(data.History) != tt.wantHistory || len(data.Inbox) != tt.wantInbox {
 				t.Errorf("history %d, inbox %d; want %d and %d", len(data.History), len(data.Inbox), tt.wantHistory, tt.wantInbox)
 			}

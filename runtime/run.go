@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
@@ -323,36 +322,9 @@ func readDotEnv(path string) map[string]string {
 	return out
 }
 
-// usedModels finds every model the run can call: agents' models, the
-// summary model, and models named by node configurations.
-func usedModels(plan *spec.Plan) []*spec.ModelPlan {
-	seen := map[*spec.ModelPlan]bool{}
-	var out []*spec.ModelPlan
-	add := func(m *spec.ModelPlan) {
-		if m != nil && !seen[m] {
-			seen[m] = true
-			out = append(out, m)
-		}
-	}
-	for _, a := range plan.Agents {
-		add(a.Model)
-	}
-	if plan.Summarize != nil {
-		add(plan.Summarize.Model)
-	}
-	for _, id := range plan.NodeOrder {
-		v := reflect.ValueOf(plan.Nodes[id].Config)
-		if v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct {
-			f := v.Elem().FieldByName("Model")
-			if f.IsValid() {
-				if m, ok := f.Interface().(*spec.ModelPlan); ok {
-					add(m)
-				}
-			}
-		}
-	}
-	return out
-}
+// usedModels are the models the run can call: those its nodes declared
+// (the compiler records them), so an agent no node uses needs no key.
+func usedModels(plan *spec.Plan) []*spec.ModelPlan { return plan.UsedModels }
 
 // connect creates one client per endpoint the run uses, after checking that
 // each has its API key. A run served wholly from a recording (--replay

@@ -110,9 +110,10 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
 	if len(text) <= sp.OverChars {
 		return ""
 	}
-	data := h.Prompt(h.node, agent)
-	data.Text = text
-	data.Extra = map[string]any{"max_chars": sp.MaxChars, "chars": len(text)}
+	data := &spec.SummaryData{
+		PromptBase: h.Base(h.node, agent), Text: text, MaxChars: sp.MaxChars, Chars: len(text),
+		Extra: map[string]any{"max_chars": sp.MaxChars, "chars": len(text)},
+	}
 	prompt, err := h.Render(sp.Template, data)
 	if err != nil {
 		h.Warn("summary of %s's history failed (%v); using the full history", agent.ID, err)

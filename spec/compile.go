@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,9 +20,6 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/templates"
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/ast"
-	"github.com/expr-lang/expr/parser"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -96,11 +93,14 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 			Endpoints: map[string]*EndpointPlan{}, Models: map[string]*ModelPlan{},
 			AgentByID: map[string]*AgentPlan{}, Verdicts: map[string][]string{},
 			TemplateSources: map[string]TemplateSource{}, Schemas: map[string]*jsonschema.Schema{},
-			Nodes: map[string]*NodePlan{},
+			SchemaDocs: map[string]json.RawMessage{}, Nodes: map[string]*NodePlan{}, Registry: reg,
 		},
-		records:    map[string]bool{},
-		reachable:  map[string]bool{},
-		flowBroken: flowBroken,
+		records:       map[string]bool{},
+		reachable:     map[string]bool{},
+		runsAt:        map[string]Pos{},
+		nodeTemplates: map[string][]templateUse{},
+		systemChecked: map[string]bool{},
+		flowBroken:    flowBroken,
 	}
 	c.compile()
 	return c.plan
@@ -108,15 +108,17 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 
 // compiler turns a decoded File into a Plan, reporting as it goes.
 type compiler struct {
-	r         *reporter
-	reg       *Registry
-	file      *File
-	dir       string
-	plan      *Plan
-	sources   map[string]string // template name -> text
-	origins   map[string]templateOrigin
-	checker   *templateChecker
-	checked   map[string]bool
+	r       *reporter
+	reg     *Registry
+	file    *File
+	dir     string
+	plan    *Plan
+	sources map[string]string // template name -> text
+	origins map[string]templateOrigin
+	checker *templateChecker
+	// checked holds, per template and dot type, the nodes the template
+	// reads through .Nodes.ID (nil once checked and reading none).
+	checked   map[string][]tmplNodeRead
 	broken    map[string]bool
 	records   map[string]bool
 	deferred  []func()
@@ -125,9 +127,32 @@ type compiler struct {
 	// flowBroken is set when the schema found mistakes in flow; which
 	// nodes it runs is then unknown.
 	flowBroken bool
-	// typedVars and typedInputs are zero structs whose fields have the
-	// declared types of vars and inputs (see typedEnvSample).
-	typedVars, typedInputs any
+	// typedVars, typedInputs and typedNodes are zero structs whose fields
+	// have the declared types of vars, inputs and node results (see
+	// typedEnvSample).
+	typedVars, typedInputs, typedNodes any
+	// pending are the expressions to compile once every node has compiled;
+	// site is where expressions registered now are evaluated.
+	pending []*pendingExpr
+	site    *site
+	// runsAt holds where node A declared it runs node B ("A\x00B").
+	runsAt map[string]Pos
+	// nodeTemplates are the templates each node renders, with the
+	// positions that name them.
+	nodeTemplates map[string][]templateUse
+	// outputBuilders build output types from expression types.
+	outputBuilders []outputBuilder
+	// systemChecked marks agent system templates checked against a dot
+	// type ("agent\x00type").
+	systemChecked map[string]bool
+}
+
+// templateUse is a template a node renders, checked against a dot type.
+type templateUse struct {
+	name string
+	pos  Pos
+	// reads are the nodes the template reads through .Nodes.ID.
+	reads []tmplNodeRead
 }
 
 type templateOrigin struct {
@@ -150,11 +175,23 @@ func (c *compiler) compile() {
 	c.collectLoopNames(c.file.Flow)
 	c.nodes()
 	c.plan.Flow = c.flow(c.file.Flow, "flow")
+	c.site = &site{end: true}
+	c.outputs()
+	c.site = nil
 	for _, d := range c.deferred {
 		d()
 	}
 	c.unreachable()
-	c.outputs()
+	c.runCycles()
+	c.agentSystems()
+	c.usedModels()
+	// Expressions are typed by the outputs nodes declare, so they are
+	// compiled last.
+	c.finishExprs()
+	if !c.r.diags.HasErrors() {
+		// What runs when is only known for a flow without errors.
+		c.checkRunOrder()
+	}
 }
 
 func (c *compiler) inputsAndVars() {
@@ -284,7 +321,8 @@ func (c *compiler) agents() {
 		}
 		ap.Model = c.modelRef(a.Model, fmt.Sprintf("agent %q", k.V))
 		if a.System.Set {
-			ap.System = c.TemplateRef(a.System)
+			ap.System = c.templateExists(a.System)
+			ap.systemPos = a.System.Pos
 		}
 		c.plan.Agents = append(c.plan.Agents, ap)
 		c.plan.AgentByID[k.V] = ap
@@ -303,7 +341,7 @@ func (c *compiler) summarize() {
 	if s.Model.Set {
 		sp.Model = c.modelRef(s.Model, "history.summarize")
 	}
-	c.TemplateRef(s.Template)
+	c.templateRef(s.Template, reflect.TypeOf(SummaryData{}), nil)
 	c.plan.Summarize = sp
 }
 
@@ -348,12 +386,13 @@ func (c *compiler) templates() {
 	}
 	c.plan.Templates = set
 	domains := map[string][]string{
-		"inputs": c.file.Inputs.Names(),
-		"vars":   c.file.Vars.Names(),
-		"nodes":  c.file.Nodes.Names(),
+		"inputs":        c.file.Inputs.Names(),
+		"vars":          c.file.Vars.Names(),
+		"nodes":         c.file.Nodes.Names(),
+		"summary_extra": {"chars", "max_chars"},
 	}
 	c.checker = &templateChecker{set: set, funcs: TemplateFuncs(), domains: domains}
-	c.checked = map[string]bool{}
+	c.checked = map[string][]tmplNodeRead{}
 }
 
 func rebuildWithout(set *template.Template, name string) *template.Template {
@@ -440,6 +479,7 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 			}
 			name := lib + "/" + strings.TrimSuffix(p, ".schema.json")
 			embedded := strings.HasPrefix(origin, "library:")
+			c.plan.SchemaDocs[name] = data
 			if sch, ok := embeddedSchemas.Load(name); ok && embedded {
 				c.plan.Schemas[name] = sch.(*jsonschema.Schema)
 				continue
@@ -467,11 +507,11 @@ var embeddedSchemas sync.Map // "library/name" -> *jsonschema.Schema
 func CompileJSONSchema(name string, data []byte) (*jsonschema.Schema, error) {
 	comp := jsonschema.NewCompiler()
 	comp.Draft = jsonschema.Draft2020
-	url := "mem:///" + name + ".json"
-	if err := comp.AddResource(url, bytesReader(data)); err != nil {
+	loc := "mem:///" + url.PathEscape(name) + ".json"
+	if err := comp.AddResource(loc, bytesReader(data)); err != nil {
 		return nil, err
 	}
-	return comp.Compile(url)
+	return comp.Compile(loc)
 }
 
 // templateError reports a text/template error at the right file and line.
@@ -543,9 +583,9 @@ func (c *compiler) indentOf(line int) int {
 	return len(l) - len(strings.TrimLeft(l, " "))
 }
 
-// TemplateRef checks that a template exists and uses only fields a prompt
-// has. It returns the template name, or "" when the reference is invalid.
-func (c *compiler) TemplateRef(s Str) string {
+// templateExists checks that a template of that name exists. It returns
+// the name, or "" when the reference is invalid.
+func (c *compiler) templateExists(s Str) string {
 	if !s.Set || s.V == "" {
 		return ""
 	}
@@ -567,201 +607,45 @@ func (c *compiler) TemplateRef(s Str) string {
 		c.r.errorf(s.Pos, "unknown template %q%s", s.V, hint)
 		return ""
 	}
-	if !c.checked[s.V] {
-		c.checked[s.V] = true
-		for _, msg := range c.checker.check(s.V, reflect.TypeOf(PromptData{})) {
-			// msg is "NAME:LINE:COL: problem" (from ErrorContext) or plain.
-			tname, line, col, rest := templateErrorLine("template: " + msg)
-			if tname == "" {
-				c.r.errorf(s.Pos, "template %s: %s", s.V, msg)
-				continue
-			}
-			// ErrorContext counts columns from 0.
-			c.reportTemplateProblem(tname, line, col+1, rest, s.Pos)
-		}
-	}
 	return s.V
 }
 
-// --- expressions ------------------------------------------------------------
-
-func (c *compiler) envSample(extra map[string]any) map[string]any {
-	loop := map[string]any{}
-	for _, n := range c.loopNames {
-		loop[n] = 0
+// templateRef checks that a template exists and uses only fields its dot
+// (of type data) has, and records it as rendered by node (nil: by the
+// runtime itself). It returns the name, or "" when the reference is invalid.
+func (c *compiler) templateRef(s Str, data reflect.Type, node *NodePlan) string {
+	name := c.templateExists(s)
+	if name == "" {
+		return ""
 	}
-	if extra == nil {
-		extra = map[string]any{}
+	reads := c.checkTemplate(name, data, s.Pos)
+	if node != nil {
+		c.nodeTemplates[node.ID] = append(c.nodeTemplates[node.ID], templateUse{name: name, pos: s.Pos, reads: reads})
 	}
-	if _, ok := extra["goal_verdicts"]; !ok {
-		extra["goal_verdicts"] = []GoalVerdicts{}
-	}
-	env := &Env{
-		Inputs:   map[string]any{},
-		Vars:     map[string]any{},
-		Nodes:    map[string]NodeResult{},
-		Verdicts: c.plan.Verdicts,
-		Loop:     loop,
-		Extra:    extra,
-	}
-	for _, v := range c.plan.Vars {
-		env.Vars[v.Name] = v.Default
-	}
-	for _, in := range c.plan.Inputs {
-		env.Inputs[in.Name] = ""
-	}
-	return env.Map()
+	return name
 }
 
-// compileExpr compiles an expression against the environment plus extra
-// names, checking node/var/input/verdict references and, where the spec
-// fixes them (vars by their default, inputs as text), the types of values.
-func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
-	if e.IsZero() {
-		return nil
+// checkTemplate type-checks a template against a dot type once, reporting
+// problems at the template's own lines (and where it is used), and returns
+// the nodes it reads through .Nodes.ID.
+func (c *compiler) checkTemplate(name string, data reflect.Type, ref Pos) []tmplNodeRead {
+	key := name + "\x00" + data.String()
+	if reads, ok := c.checked[key]; ok {
+		return reads
 	}
-	src := strings.TrimSpace(e.Source)
-	if src == "" {
-		c.r.errorf(e.Pos, "%s: expression is empty", what)
-		return nil
-	}
-	tree, err := parser.Parse(src)
-	if err != nil {
-		pos, msg := exprErrorPos(e.textPos(), err)
-		if msg == "unexpected token EOF" {
-			msg = "the expression ends too early"
+	msgs, reads := c.checker.check(name, data)
+	c.checked[key] = reads
+	for _, msg := range msgs {
+		// msg is "NAME:LINE:COL: problem" (from ErrorContext) or plain.
+		tname, line, col, rest := templateErrorLine("template: " + msg)
+		if tname == "" {
+			c.r.errorf(ref, "template %s: %s", name, msg)
+			continue
 		}
-		c.r.errorf(pos, "%s: syntax error: %s", what, msg)
-		return nil
+		// ErrorContext counts columns from 0.
+		c.reportTemplateProblem(tname, line, col+1, rest, ref)
 	}
-	env := c.envSample(extra)
-	prog, err := expr.Compile(src, exprOptions(env, want)...)
-	if err != nil {
-		c.exprError(e, src, err, env, what)
-		return nil
-	}
-	v := &refChecker{known: map[string][]string{
-		"nodes":    c.file.Nodes.Names(),
-		"vars":     c.file.Vars.Names(),
-		"inputs":   c.file.Inputs.Names(),
-		"verdicts": slices.Sorted(maps.Keys(c.plan.Verdicts)),
-	}}
-	ast.Walk(&tree.Node, v)
-	if len(v.errs) > 0 {
-		for _, re := range v.errs {
-			pos := e.textPos()
-			if !strings.Contains(src[:min(re.offset, len(src))], "\n") {
-				pos.Col += re.offset
-			}
-			c.r.errorf(pos, "%s: %s", what, re.msg)
-		}
-		return nil
-	}
-	// The environment above types vars and inputs as maps of anything, so
-	// `if: vars.title` compiles whatever title holds. Compiling once more
-	// with them as structs of the declared types catches a string used as
-	// a condition before a run fails on it.
-	if v.typed {
-		typed := c.typedEnvSample(env)
-		if _, err := expr.Compile(src, exprOptions(typed, want)...); err != nil && !strings.Contains(err.Error(), "struct {") {
-			c.exprError(e, src, err, typed, what)
-			return nil
-		}
-	}
-	return &Program{Source: src, Pos: e.Pos, Program: prog}
-}
-
-func exprOptions(env map[string]any, want ExprResult) []expr.Option {
-	opts := []expr.Option{expr.Env(env), expr.MaxNodes(2000)}
-	opts = append(opts, exprFunctions...)
-	switch want {
-	case BoolResult:
-		opts = append(opts, expr.AsBool())
-	case IntResult:
-		opts = append(opts, expr.AsInt())
-	}
-	return opts
-}
-
-// exprError reports a compile error of an expression in the spec's words.
-func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, what string) {
-	pos, msg := exprErrorPos(e.textPos(), err)
-	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
-		msg = fmt.Sprintf("condition must be a boolean, but %q is %s", src, exprTypeWords(got))
-	} else if got, ok := strings.CutPrefix(msg, "expected int, but got "); ok {
-		msg = fmt.Sprintf("must be a number, but %q is %s", src, exprTypeWords(got))
-	} else if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
-		names := make([]string, 0, len(env))
-		for k := range env {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		msg = fmt.Sprintf("unknown name %q%s", name, didYouMean(name, names))
-	}
-	c.r.errorf(pos, "%s: %s", what, firstLine(msg))
-}
-
-// exprTypeWords names an expr type for a spec author.
-func exprTypeWords(t string) string {
-	switch {
-	case t == "bool":
-		return "a boolean"
-	case t == "string":
-		return "a string"
-	case t == "nil":
-		return "nil"
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		return "an integer"
-	case strings.HasPrefix(t, "float"):
-		return "a number"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	case strings.HasPrefix(t, "map["):
-		return "a mapping"
-	case t == "spec.Message":
-		return "a message"
-	}
-	return "of type " + t
-}
-
-// typedEnvSample replaces the vars and inputs maps of env with structs whose
-// fields have the types the spec declares, for type checking only: the
-// runtime environment keeps maps.
-func (c *compiler) typedEnvSample(env map[string]any) map[string]any {
-	if c.typedVars == nil {
-		anyType := reflect.TypeOf((*any)(nil)).Elem()
-		var vars []reflect.StructField
-		for i, v := range c.plan.Vars {
-			t := anyType
-			if v.Default != nil {
-				t = reflect.TypeOf(v.Default)
-			}
-			vars = append(vars, reflect.StructField{Name: fmt.Sprintf("V%d", i), Type: t, Tag: reflect.StructTag(fmt.Sprintf("expr:%q", v.Name))})
-		}
-		var inputs []reflect.StructField
-		for i, in := range c.plan.Inputs {
-			t := reflect.TypeOf("")
-			if _, text := in.Default.(string); in.HasDefault && !text {
-				t = anyType
-			}
-			inputs = append(inputs, reflect.StructField{Name: fmt.Sprintf("I%d", i), Type: t, Tag: reflect.StructTag(fmt.Sprintf("expr:%q", in.Name))})
-		}
-		c.typedVars = reflect.New(reflect.StructOf(vars)).Elem().Interface()
-		c.typedInputs = reflect.New(reflect.StructOf(inputs)).Elem().Interface()
-	}
-	typed := make(map[string]any, len(env))
-	for k, v := range env {
-		typed[k] = v
-	}
-	typed["vars"], typed["inputs"] = c.typedVars, c.typedInputs
-	return typed
-}
-
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
+	return reads
 }
 
 // --- nodes and flow -----------------------------------------------------------
@@ -786,12 +670,97 @@ func (c *compiler) nodes() {
 			seen[a.V] = true
 			np.Agents = append(np.Agents, ap)
 		}
+	}
+	for _, k := range c.file.Nodes.Keys {
+		d, np := c.file.Nodes.Values[k.V], c.plan.Nodes[k.V]
 		kind, ok := c.reg.Lookup(d.Kind.V)
 		if !ok {
 			continue // the schema reported it
 		}
-		nc := &NodeContext{c: c, Node: np, Decl: d}
-		np.Config = kind.Compile(nc)
+		np.Impl = kind
+		nc := &NodeContext{c: c, Node: np, Decl: d, kind: kind}
+		if data := kind.PromptData(); data != nil {
+			nc.data = reflect.TypeOf(data)
+		}
+		raw := kind.NewConfig()
+		nc.Decode(raw)
+		c.site = &site{node: np}
+		np.Config = kind.Compile(nc, raw)
+		c.site = nil
+	}
+}
+
+// agentSystems checks the system template of each agent that no node
+// checked against its own prompt data, against what every prompt has.
+func (c *compiler) agentSystems() {
+	base := reflect.TypeOf(PromptBase{})
+	for _, a := range c.plan.Agents {
+		if a.System == "" {
+			continue
+		}
+		checked := false
+		for k := range c.systemChecked {
+			if strings.HasPrefix(k, a.ID+"\x00") {
+				checked = true
+				break
+			}
+		}
+		if !checked {
+			c.checkTemplate(a.System, base, a.systemPos)
+		}
+	}
+}
+
+// usedModels gathers the models the nodes call, in node order.
+func (c *compiler) usedModels() {
+	seen := map[*ModelPlan]bool{}
+	for _, id := range c.plan.NodeOrder {
+		for _, m := range c.plan.Nodes[id].Models {
+			if m != nil && !seen[m] {
+				seen[m] = true
+				c.plan.UsedModels = append(c.plan.UsedModels, m)
+			}
+		}
+	}
+}
+
+// runCycles reports nodes that run each other (watchers watching their
+// watcher): such a run would never end.
+func (c *compiler) runCycles() {
+	const (
+		unseen = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	reported := map[string]bool{}
+	var visit func(id string)
+	visit = func(id string) {
+		state[id] = active
+		path = append(path, id)
+		np := c.plan.Nodes[id]
+		for _, next := range np.Runs {
+			switch state[next] {
+			case unseen:
+				visit(next)
+			case active:
+				i := slices.Index(path, next)
+				cycle := append(append([]string(nil), path[i:]...), next)
+				key := strings.Join(cycle, ">")
+				if !reported[key] {
+					reported[key] = true
+					c.r.errorf(c.runsAt[id+"\x00"+next], "node %q: nodes run each other in a cycle (%s), which would never end", id, strings.Join(cycle, " runs "))
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[id] = done
+	}
+	for _, id := range c.plan.NodeOrder {
+		if state[id] == unseen {
+			visit(id)
+		}
 	}
 }
 
@@ -854,10 +823,13 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 					}
 					fs.MaxConst = n
 				} else {
+					c.site = &site{step: fs}
 					fs.MaxExpr = c.compileExpr(l.Max, nil, IntResult, "loop max")
 				}
 			}
+			c.site = &site{step: fs, after: true}
 			fs.Until = c.compileExpr(l.Until, nil, BoolResult, "loop until")
+			c.site = nil
 			fs.Do = c.flow(l.Do, p+".loop.do")
 			out = append(out, fs)
 		case s.Foreach != nil:
@@ -866,12 +838,16 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 			if strings.TrimSpace(f.In.Source) == "goals" && len(c.plan.Goals) == 0 {
 				c.r.errorf(f.In.Pos, "foreach over goals, but the spec declares no goals")
 			}
-			fs.In = c.compileExpr(f.In, nil, AnyResult, "foreach in")
+			c.site = &site{step: fs}
+			fs.In = c.compileExpr(f.In, nil, ListResult, "foreach in")
+			c.site = nil
 			fs.Do = c.flow(f.Do, p+".foreach.do")
 			out = append(out, fs)
 		case s.If != nil:
 			fs := &FlowStep{Kind: StepIf, Pos: s.Pos, Path: p + ".if"}
+			c.site = &site{step: fs}
 			fs.Cond = c.compileExpr(s.If.Cond, nil, BoolResult, "if")
+			c.site = nil
 			fs.Do = c.flow(s.If.Then, p+".then")
 			fs.Else = c.flow(s.If.Else, p+".else")
 			out = append(out, fs)
@@ -910,197 +886,4 @@ func (c *compiler) outputs() {
 	if !c.file.Score.IsZero() {
 		c.plan.Score = c.compileExpr(c.file.Score, map[string]any{"outputs": map[string]any{}, "expected": nil}, AnyResult, "score")
 	}
-}
-
-// --- the context node kinds compile in -----------------------------------------
-
-// NodeContext is what a node kind sees while it compiles: its declaration,
-// the spec around it, and ways to report problems and resolve references.
-type NodeContext struct {
-	c    *compiler
-	Node *NodePlan
-	Decl *NodeDecl
-}
-
-// Plan is the plan being built (agents, models, verdicts and goals are
-// already resolved when kinds compile).
-func (n *NodeContext) Plan() *Plan { return n.c.plan }
-
-// Decode decodes the node's YAML into v. Type mismatches are ignored here
-// because the schema has already reported them.
-func (n *NodeContext) Decode(v any) {
-	if err := n.Decl.Raw.Decode(v); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			n.Errorf(n.Decl.Pos, "%v", err)
-		}
-	}
-}
-
-// Field returns the YAML value of a key of the node, or nil.
-func (n *NodeContext) Field(key string) *yaml.Node {
-	m := n.Decl.Raw
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}
-
-// FieldPos is the position of a key's value, or the node's position.
-func (n *NodeContext) FieldPos(key string) Pos {
-	if f := n.Field(key); f != nil {
-		return nodePos(f)
-	}
-	return n.Decl.Pos
-}
-
-// Errorf reports an error at pos, prefixed with the node id.
-func (n *NodeContext) Errorf(pos Pos, format string, args ...any) {
-	n.c.r.errorf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
-}
-
-// Warnf reports a warning at pos.
-func (n *NodeContext) Warnf(pos Pos, format string, args ...any) {
-	n.c.r.warnf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
-}
-
-// Template checks a template reference; "" when invalid or absent.
-func (n *NodeContext) Template(s Str) string { return n.c.TemplateRef(s) }
-
-// HasTemplate reports whether a template of that name exists.
-func (n *NodeContext) HasTemplate(name string) bool {
-	return n.c.plan.Templates.Lookup(name) != nil
-}
-
-// Expr compiles an expression with the flow environment plus extra names
-// (their values fix their types).
-func (n *NodeContext) Expr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
-	return n.c.compileExpr(e, extra, want, fmt.Sprintf("node %q: %s", n.Node.ID, what))
-}
-
-// Agent resolves an agent reference.
-func (n *NodeContext) Agent(s Str) *AgentPlan {
-	a, ok := n.c.plan.AgentByID[s.V]
-	if !ok {
-		n.Errorf(s.Pos, "unknown agent %q%s", s.V, didYouMean(s.V, n.c.file.Agents.Names()))
-		return nil
-	}
-	return a
-}
-
-// Model resolves a model reference; nil when absent or invalid.
-func (n *NodeContext) Model(s Str) *ModelPlan {
-	if !s.Set {
-		return nil
-	}
-	return n.c.modelRef(s, fmt.Sprintf("node %q", n.Node.ID))
-}
-
-// VerdictSet resolves "verdicts.NAME" or "NAME" to its options.
-func (n *NodeContext) VerdictSet(s Str) (string, []string) {
-	name := strings.TrimPrefix(strings.TrimSpace(s.V), "verdicts.")
-	opts, ok := n.c.plan.Verdicts[name]
-	if !ok {
-		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, slices.Sorted(maps.Keys(n.c.plan.Verdicts))))
-		return "", nil
-	}
-	return name, opts
-}
-
-// HasNode reports whether the spec declares a node of that id.
-func (n *NodeContext) HasNode(id string) bool { return n.c.file.Nodes.Has(id) }
-
-// MarkReachable records that this node runs node id itself (a watcher), so
-// id need not appear in flow.
-func (n *NodeContext) MarkReachable(id string) { n.c.reachable[id] = true }
-
-// DeclareRecord notes that this node records messages under name.
-func (n *NodeContext) DeclareRecord(name string) { n.c.records[name] = true }
-
-// RequireRecord checks, once every node has compiled, that some node records
-// messages under name.
-func (n *NodeContext) RequireRecord(s Str) {
-	n.c.deferred = append(n.c.deferred, func() {
-		if !n.c.records[s.V] {
-			var names []string
-			for r := range n.c.records {
-				names = append(names, r)
-			}
-			sort.Strings(names)
-			n.Errorf(s.Pos, "no node records %q%s", s.V, didYouMean(s.V, names))
-		}
-	})
-}
-
-// JSONSchema compiles an inline JSON Schema written in YAML at node.
-func (n *NodeContext) JSONSchema(node *yaml.Node) *jsonschema.Schema {
-	// Duplicate keys and the like were reported when the whole spec was
-	// converted; a scratch reporter keeps them from being reported twice.
-	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
-	if loc == nil {
-		n.Errorf(nodePos(node), "output schema is too large")
-		return nil
-	}
-	data, err := json.Marshal(loc.value)
-	if err != nil {
-		n.Errorf(nodePos(node), "output schema: %v", err)
-		return nil
-	}
-	sch, err := CompileJSONSchema(n.Node.ID+"-output", data)
-	if err != nil {
-		n.schemaDocError(node, loc, err)
-		return nil
-	}
-	return sch
-}
-
-// schemaDocError reports why a JSON Schema written in the spec does not
-// compile, at the key or value each complaint of the meta-schema is about.
-func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
-	var se *jsonschema.SchemaError
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
-		msg := firstLine(err.Error())
-		if i := strings.Index(msg, "compilation failed: "); i >= 0 {
-			msg = msg[i+len("compilation failed: "):]
-		}
-		n.Errorf(nodePos(node), "output schema is not a valid JSON Schema: %s", msg)
-		return
-	}
-	for _, leaf := range leaves(ve, loc) {
-		ptr := unescapeURLPointer(leaf.InstanceLocation)
-		at := loc.values[ptr]
-		if at == nil {
-			at = node
-		}
-		where := "schema"
-		if ptr != "" {
-			where = "schema." + describePointer(ptr)
-		}
-		msg := leaf.Message
-		switch lastSegment(leaf.KeywordLocation) {
-		case "enum":
-			msg = enumMessage(leaf.Message, at)
-		case "type":
-			msg = typeMessage(leaf.Message, at)
-		}
-		n.Errorf(nodePos(at), "output %s: %s", where, msg)
-	}
-}
-
-// SchemaRef resolves a named schema from a template library.
-func (n *NodeContext) SchemaRef(s Str) *jsonschema.Schema {
-	sch, ok := n.c.plan.Schemas[s.V]
-	if !ok {
-		var names []string
-		for k := range n.c.plan.Schemas {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		n.Errorf(s.Pos, "unknown schema %q%s", s.V, didYouMean(s.V, names))
-		return nil
-	}
-	return sch
 }

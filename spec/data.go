@@ -90,9 +90,12 @@ type Question struct {
 	Answer   string `json:"answer,omitempty" yaml:"answer,omitempty" expr:"answer"`
 }
 
-// PromptData is the dot of every prompt template. Kinds fill the fields
-// that make sense for them and leave the rest empty.
-type PromptData struct {
+// PromptBase is what every prompt template sees, whatever the kind: each
+// kind's prompt data embeds it and adds the fields of its own (ask adds
+// .Target and .Own, converse .Turn and .Participants, ...), and templates
+// are checked against the kind's type, so a field another kind has is a
+// validation error rather than an empty string in a prompt.
+type PromptBase struct {
 	Agent AgentView
 	// Agents are the agents of the node being run, in declaration order.
 	Agents []AgentView
@@ -108,30 +111,25 @@ type PromptData struct {
 	Inputs map[string]any        `tmplkeys:"inputs"`
 	Vars   map[string]any        `tmplkeys:"vars"`
 	Nodes  map[string]NodeResult `tmplkeys:"nodes"`
-	// Target is the message being answered (nodes with each:).
-	Target Message
 	// History is every earlier message this agent may see, oldest first.
 	History []Message
-	// Summary replaces History when the agent's history was summarised.
-	Summary string
-	// Inbox is the messages addressed to this agent in the current round.
+	// Inbox is the messages addressed to this agent in the current round
+	// and goal.
 	Inbox []Message
-	// Own is this agent's latest message of the node's record, if any.
-	Own Message
-	// Verdict is the verdict set of a conversation.
-	Verdict      VerdictView
-	Turn         int
-	MaxTurns     int
-	Participants []Participant
-	Undecided    []string
-	Questions    []Question
-	MaxQuestions int
-	// Feedback explains why the previous reply was rejected (repairs).
-	Feedback string
-	// Text is free text a kind hands to a template, e.g. what to summarise.
+}
+
+// SummaryData is the dot of the history.summarize template.
+type SummaryData struct {
+	PromptBase
+	// Text is the history to condense.
 	Text string
-	// Extra carries kind-specific values that have no field of their own.
-	Extra map[string]any
+	// MaxChars is the length the summary must stay under.
+	MaxChars int
+	// Chars is the length of Text.
+	Chars int
+	// Extra holds max_chars and chars again, under the names templates of
+	// earlier versions read them by.
+	Extra map[string]any `tmplkeys:"summary_extra"`
 }
 
 // GoalVerdicts are the verdicts given in one node during one goal: each

@@ -164,16 +164,28 @@ const (
 	AnyResult ExprResult = iota
 	BoolResult
 	IntResult
+	// StringResult is text, such as an agent id.
+	StringResult
+	// ListResult is a list, such as what foreach iterates over.
+	ListResult
 )
 
 // refChecker walks an expression and checks names indexed on nodes, vars,
-// inputs and verdicts, which a map environment would otherwise accept.
+// inputs and verdicts, which a map environment would otherwise accept. It
+// also collects the nodes the expression reads, and which of those reads
+// are guarded against a node that has not run (nodes.X?.output,
+// nodes.X.output ?? fallback).
 type refChecker struct {
 	known map[string][]string
 	errs  []refError
-	// typed is set when the expression reads vars or inputs, whose
-	// declared types are worth a second, typed compile.
-	typed bool
+	// typed is set when the expression reads vars or inputs.
+	typed   bool
+	reads   []nodeRead
+	guarded map[ast.Node]bool
+	// outputReads are the nodes.X member accesses followed by .output or
+	// .outputs (a node that has not run has them nil; its calls, text and
+	// messages are zero values that do no harm).
+	outputReads map[ast.Node]bool
 }
 
 type refError struct {
@@ -181,13 +193,31 @@ type refError struct {
 	msg    string
 }
 
+type nodeRead struct {
+	id     string
+	offset int
+	at     ast.Node
+}
+
 func (v *refChecker) Visit(node *ast.Node) {
 	if id, ok := (*node).(*ast.IdentifierNode); ok && (id.Value == "vars" || id.Value == "inputs") {
 		v.typed = true
 	}
+	if b, ok := (*node).(*ast.BinaryNode); ok && b.Operator == "??" {
+		v.guard(b.Left)
+	}
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok {
 		return
+	}
+	if m.Optional {
+		v.guard(m.Node)
+	}
+	if prop, ok := m.Property.(*ast.StringNode); ok && (prop.Value == "output" || prop.Value == "outputs") {
+		if v.outputReads == nil {
+			v.outputReads = map[ast.Node]bool{}
+		}
+		v.outputReads[m.Node] = true
 	}
 	id, ok := m.Node.(*ast.IdentifierNode)
 	if !ok {
@@ -203,6 +233,9 @@ func (v *refChecker) Visit(node *ast.Node) {
 	}
 	for _, n := range names {
 		if n == prop.Value {
+			if id.Value == "nodes" {
+				v.reads = append(v.reads, nodeRead{id: prop.Value, offset: prop.Location().From, at: m})
+			}
 			return
 		}
 	}
@@ -211,6 +244,30 @@ func (v *refChecker) Visit(node *ast.Node) {
 		offset: m.Location().From,
 		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, didYouMean(prop.Value, names)),
 	})
+}
+
+// guard marks every member access inside n as guarded.
+func (v *refChecker) guard(n ast.Node) {
+	if v.guarded == nil {
+		v.guarded = map[ast.Node]bool{}
+	}
+	ast.Walk(&n, visitorFunc(func(x *ast.Node) {
+		if _, ok := (*x).(*ast.MemberNode); ok {
+			v.guarded[*x] = true
+		}
+	}))
+}
+
+// nodeRefs are the nodes whose output the expression reads, at their
+// positions.
+func (v *refChecker) nodeRefs(pos func(offset int) Pos, what string) []nodeRef {
+	out := make([]nodeRef, 0, len(v.reads))
+	for _, r := range v.reads {
+		if v.outputReads[r.at] {
+			out = append(out, nodeRef{id: r.id, pos: pos(r.offset), guarded: v.guarded[r.at], what: what})
+		}
+	}
+	return out
 }
 
 // exprErrorPos turns an expr compile error into a spec position.

@@ -7,7 +7,7 @@ import (
 )
 
 func TestTemplateFuncs(t *testing.T) {
-	data := PromptData{
+	data := PromptData{PromptBase: PromptBase{
 		Agent:  AgentView{ID: "a", Name: "Alice"},
 		Agents: []AgentView{{ID: "a", Name: "Alice"}, {ID: "b", Name: "Bob"}},
 		Round:  2,
@@ -18,7 +18,7 @@ func TestTemplateFuncs(t *testing.T) {
 			{From: "a", Record: "answer", Round: 2, Content: "A2"},
 		},
 		Item: nil,
-	}
+	}}
 	tests := []struct{ src, want string }{
 		{`{{upper "ab"}} {{lower "AB"}} [{{trim "  x "}}]`, "AB ab [x]"},
 		{`{{join ", " (split "," "x,y,z")}}`, "x, y, z"},

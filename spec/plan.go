@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"text/template"
 	"time"
 
@@ -34,6 +35,8 @@ type Plan struct {
 	TemplateSources map[string]TemplateSource
 	// Schemas are the named JSON Schemas of template libraries (schema_ref).
 	Schemas map[string]*jsonschema.Schema
+	// SchemaDocs are the same schemas as JSON.
+	SchemaDocs map[string]json.RawMessage
 
 	Summarize *SummarizePlan
 
@@ -42,6 +45,12 @@ type Plan struct {
 	Flow      []*FlowStep
 	Outputs   []*OutputPlan
 	Score     *Program
+	// UsedModels are the models some node calls, in the order nodes
+	// declare them: a run connects to their endpoints, and only theirs.
+	UsedModels []*ModelPlan
+	// Registry is the set of node kinds the plan was compiled with; each
+	// node's Impl is one of them.
+	Registry *Registry
 }
 
 // InputPlan is a declared input.
@@ -99,6 +108,8 @@ type AgentPlan struct {
 	Persona Persona
 	Tools   []string
 	Vars    map[string]any
+	// systemPos is where the system template is named, for diagnostics.
+	systemPos Pos
 }
 
 // View is what templates and expressions see of the agent.
@@ -131,9 +142,20 @@ type NodePlan struct {
 	Kind        string
 	Description string
 	Agents      []*AgentPlan
+	// Impl is the kind (from the plan's registry) that compiled the node
+	// and runs it.
+	Impl Kind
 	// Config is what the kind's Compile returned.
 	Config any
 	Pos    Pos
+	// Output is the type of the node's output, Outputs the type of each
+	// agent's output (nil: the same as Output); nil is any.
+	Output  *Type
+	Outputs *Type
+	// Models are the models the node calls.
+	Models []*ModelPlan
+	// Runs are the nodes this node runs itself (watchers).
+	Runs []string
 }
 
 // StepKind distinguishes flow steps.

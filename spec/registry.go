@@ -9,9 +9,12 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
-// Kind is a node kind: it decodes and checks its own fields and compiles
-// them into a configuration the runtime executes. Kinds live in package
-// nodes; the loader knows them only through a Registry.
+// Kind is a node kind as the loader sees it: everything a kind declares is
+// here, in one place, so that schema, decoding, template checks, expression
+// types and the models a plan needs all come from the kind itself. Kinds
+// live in package nodes; the loader knows them only through a Registry. The
+// runtime side of a kind (its executor and optional capabilities) is
+// declared in package nodes/kit, which builds on this interface.
 type Kind interface {
 	// Name is the value of `kind:` that selects this kind.
 	Name() string
@@ -19,11 +22,29 @@ type Kind interface {
 	Description() string
 	// Schema is the JSON Schema fragment of the kind's own fields:
 	// {"properties": {...}, "required": [...]}. The fields every node has
-	// (kind, agents, description) are added by the registry.
+	// (kind, agents, description) are added by the registry. A registry
+	// test decodes every property of it into NewConfig's value, so the two
+	// cannot drift apart.
 	Schema() []byte
-	// Compile decodes the node, reports problems through c, and returns the
-	// compiled configuration (nil when the node is invalid).
-	Compile(c *NodeContext) any
+	// Example is a small complete spec that uses the kind, kept in the
+	// kind's package: it documents the kind and must validate without a
+	// diagnostic (the registry tests compile it).
+	Example() string
+	// NewConfig returns a pointer to a new zero value of the kind's YAML
+	// form. The loader decodes the node into it (fields every node has
+	// included, when the struct declares them) and hands it to Compile.
+	NewConfig() any
+	// PromptData returns a zero value of the dot the kind's prompt
+	// templates are rendered with: a struct embedding PromptBase. Templates
+	// the kind names through NodeContext.Template are type-checked against
+	// exactly this type. nil means the kind renders no prompts.
+	PromptData() any
+	// Compile checks the decoded node, resolves its references through c
+	// (reporting problems at their positions) and returns the compiled
+	// configuration the executor runs. It also declares the node's output
+	// type (NodeContext.SetOutput) and the models it calls
+	// (NodeContext.UseModel, NodeContext.AgentModel).
+	Compile(c *NodeContext, raw any) any
 }
 
 // Registry is the set of node kinds a loader accepts. It is a value so that
@@ -57,6 +78,9 @@ func (r *Registry) Lookup(name string) (Kind, bool) {
 	k, ok := r.byName[name]
 	return k, ok
 }
+
+// Kinds lists the kinds in registration order.
+func (r *Registry) Kinds() []Kind { return append([]Kind(nil), r.kinds...) }
 
 // Names lists the kind names in registration order.
 func (r *Registry) Names() []string {

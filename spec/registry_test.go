@@ -21,13 +21,24 @@ type echoConfig struct {
 	Times    int
 }
 
-func (echoKind) Compile(c *NodeContext) any {
-	var raw struct {
-		Template Str `yaml:"template"`
-		Record   Str `yaml:"record"`
-		Times    int `yaml:"times"`
-	}
-	c.Decode(&raw)
+type echoRaw struct {
+	Template Str `yaml:"template"`
+	Record   Str `yaml:"record"`
+	Times    int `yaml:"times"`
+}
+
+// echoData is the dot of an echo node's template.
+type echoData struct {
+	PromptBase
+	Times int
+}
+
+func (echoKind) Example() string { return "" }
+func (echoKind) NewConfig() any  { return &echoRaw{} }
+func (echoKind) PromptData() any { return echoData{} }
+
+func (echoKind) Compile(c *NodeContext, r any) any {
+	raw := r.(*echoRaw)
 	if raw.Record.Set {
 		c.DeclareRecord(raw.Record.V)
 	}

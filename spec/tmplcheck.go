@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -29,15 +30,26 @@ type templateChecker struct {
 	errs    []string
 	seen    map[string]bool
 	stack   []string
+	reads   []tmplNodeRead
+	// cycles are the template cycles already reported, by their members.
+	cycles map[string]bool
 }
 
-// checkTemplate checks the named template with dot of type root. It returns
-// messages for fields that do not exist and templates that are not defined.
-func (c *templateChecker) check(name string, root reflect.Type) []string {
-	c.errs = nil
+// tmplNodeRead is a read of .Nodes.ID in a template.
+type tmplNodeRead struct {
+	id  string
+	loc string // NAME:LINE:COL of the read
+}
+
+// check checks the named template with dot of type root. It returns
+// messages for fields that do not exist, functions called wrongly,
+// templates that are not defined or call themselves, and the nodes the
+// template reads through .Nodes.ID.
+func (c *templateChecker) check(name string, root reflect.Type) ([]string, []tmplNodeRead) {
+	c.errs, c.reads = nil, nil
 	c.seen = map[string]bool{}
 	c.walkTemplate(name, tmplType{t: root})
-	return c.errs
+	return c.errs, c.reads
 }
 
 func (c *templateChecker) walkTemplate(name string, dot tmplType) {
@@ -83,6 +95,13 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 	case *parse.RangeNode:
 		*vars = append(*vars, map[string]tmplType{})
 		pt := c.pipeNoDecl(tree, n.Pipe, dot, vars)
+		if t := deref(pt.t); t != nil && !rangeable(t) {
+			what := "the value"
+			if pt.what != "" {
+				what = "." + pt.what
+			}
+			c.errorf(tree, n, "cannot range over %s: it is %s, not a list or a mapping", what, kindWords(t))
+		}
 		elem, key := rangeTypes(pt)
 		if len(n.Pipe.Decl) == 1 {
 			(*vars)[len(*vars)-1][n.Pipe.Decl[0].Ident[0]] = elem
@@ -108,10 +127,41 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 			c.errorf(tree, n, "template %q is not defined%s", n.Name, didYouMean(n.Name, names))
 			return
 		}
+		if i := stackIndex(c.stack, n.Name); i >= 0 {
+			cycle := append(append([]string(nil), c.stack[i:]...), n.Name)
+			key := strings.Join(sortedCopy(c.stack[i:]), ",")
+			if c.cycles == nil {
+				c.cycles = map[string]bool{}
+			}
+			if !c.cycles[key] {
+				c.cycles[key] = true
+				c.errorf(tree, n, "templates call each other in a cycle (%s): rendering would never end", strings.Join(cycle, " -> "))
+			}
+			return
+		}
 		if !arg.unknown() {
 			c.walkTemplate(n.Name, arg)
+		} else {
+			// The dot passed is of no known type: still follow the call,
+			// for cycles and undefined templates, without field checks.
+			c.walkTemplate(n.Name, tmplType{t: anyType})
 		}
 	}
+}
+
+func stackIndex(list []string, s string) int {
+	for i, x := range list {
+		if x == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func sortedCopy(list []string) []string {
+	out := append([]string(nil), list...)
+	sort.Strings(out)
+	return out
 }
 
 func (c *templateChecker) branch(tree *parse.Tree, b *parse.BranchNode, dot tmplType, vars *[]map[string]tmplType, with bool) {
@@ -126,6 +176,17 @@ func (c *templateChecker) branch(tree *parse.Tree, b *parse.BranchNode, dot tmpl
 	if b.ElseList != nil {
 		c.walk(tree, b.ElseList, dot, vars)
 	}
+}
+
+// rangeable reports whether text/template can range over values of t.
+func rangeable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array, reflect.Map, reflect.Chan, reflect.Interface,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Func:
+		return true
+	}
+	return false
 }
 
 func rangeTypes(pt tmplType) (elem, key tmplType) {
@@ -160,26 +221,124 @@ func (c *templateChecker) pipeNoDecl(tree *parse.Tree, p *parse.PipeNode, dot tm
 		return tmplType{}
 	}
 	var last tmplType
-	for _, cmd := range p.Cmds {
-		last = c.command(tree, cmd, dot, vars)
+	for i, cmd := range p.Cmds {
+		var piped *tmplType
+		if i > 0 {
+			prev := last
+			piped = &prev
+		}
+		last = c.command(tree, cmd, dot, vars, piped)
 	}
 	return last
 }
 
-func (c *templateChecker) command(tree *parse.Tree, cmd *parse.CommandNode, dot tmplType, vars *[]map[string]tmplType) tmplType {
+// command types one command of a pipeline; piped is the value the previous
+// command hands on (nil for the first), which a function gets as its last
+// argument.
+func (c *templateChecker) command(tree *parse.Tree, cmd *parse.CommandNode, dot tmplType, vars *[]map[string]tmplType, piped *tmplType) tmplType {
 	var result tmplType
+	args := make([]tmplType, 0, len(cmd.Args))
 	for i, arg := range cmd.Args {
 		t := c.arg(tree, arg, dot, vars)
 		if i == 0 {
 			result = t
+		} else {
+			args = append(args, t)
 		}
 	}
 	if len(cmd.Args) > 0 {
 		if id, ok := cmd.Args[0].(*parse.IdentifierNode); ok {
+			if piped != nil {
+				args = append(args, *piped)
+			}
+			c.checkCall(tree, cmd, id.Ident, args, cmd.Args[1:], piped != nil)
 			return c.funcResult(id.Ident)
 		}
 	}
 	return result
+}
+
+// builtinArity is how many arguments text/template's own functions take:
+// at least min, at most max (-1: any number).
+var builtinArity = map[string][2]int{
+	"and": {1, -1}, "or": {1, -1}, "not": {1, 1}, "len": {1, 1}, "index": {1, -1},
+	"slice": {1, 4}, "print": {0, -1}, "printf": {1, -1}, "println": {0, -1},
+	"html": {0, -1}, "js": {0, -1}, "urlquery": {0, -1}, "call": {1, -1},
+	"eq": {2, -1}, "ne": {2, 2}, "lt": {2, 2}, "le": {2, 2}, "gt": {2, 2}, "ge": {2, 2},
+}
+
+// checkCall checks a function call's number of arguments and, where both
+// are known, their types: a wrong call fails when the prompt is rendered,
+// which may be after many paid calls.
+func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) {
+	got := len(args)
+	plural := func(n int) string {
+		if n == 1 {
+			return "1 argument"
+		}
+		return fmt.Sprintf("%d arguments", n)
+	}
+	pipedNote := ""
+	if piped {
+		pipedNote = " (counting the value piped into it)"
+	}
+	fn, ok := c.funcs[name]
+	if !ok {
+		if a, ok := builtinArity[name]; ok {
+			switch {
+			case got < a[0]:
+				c.errorf(tree, cmd, "%s takes at least %s, but is given %d%s", name, plural(a[0]), got, pipedNote)
+			case a[1] >= 0 && got > a[1]:
+				c.errorf(tree, cmd, "%s takes at most %s, but is given %d%s", name, plural(a[1]), got, pipedNote)
+			}
+		}
+		return
+	}
+	ft := reflect.TypeOf(fn)
+	in := ft.NumIn()
+	switch {
+	case ft.IsVariadic() && got < in-1:
+		c.errorf(tree, cmd, "%s takes at least %s, but is given %d%s", name, plural(in-1), got, pipedNote)
+		return
+	case !ft.IsVariadic() && got != in:
+		c.errorf(tree, cmd, "%s takes %s, but is given %d%s", name, plural(in), got, pipedNote)
+		return
+	}
+	for i, at := range args {
+		var want reflect.Type
+		switch {
+		case ft.IsVariadic() && i >= in-1:
+			want = ft.In(in - 1).Elem()
+		default:
+			want = ft.In(i)
+		}
+		if at.unknown() || want.Kind() == reflect.Interface || at.t.AssignableTo(want) {
+			continue
+		}
+		if i < len(nodes) {
+			if num, ok := nodes[i].(*parse.NumberNode); ok && (num.IsInt && isIntKind(want) || num.IsFloat && isFloatKind(want)) {
+				continue // an untyped constant converts
+			}
+		}
+		which := fmt.Sprintf("argument %d", i+1)
+		if piped && i == len(args)-1 {
+			which = "the value piped into it"
+		}
+		c.errorf(tree, cmd, "%s: %s is %s, but %s is wanted", name, which, kindWords(deref(at.t)), kindWords(want))
+	}
+}
+
+func isIntKind(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
+}
+
+func isFloatKind(t reflect.Type) bool {
+	return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 || isIntKind(t)
 }
 
 func (c *templateChecker) funcResult(name string) tmplType {
@@ -300,6 +459,13 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 					c.errorf(tree, n, "no %s named %q%s", singular(cur.what), name, didYouMean(name, cur.keys))
 					return tmplType{}
 				}
+				if cur.what == "nodes" {
+					loc := ""
+					if tree != nil && n != nil {
+						loc, _ = tree.ErrorContext(n)
+					}
+					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc})
+				}
 			}
 			if t.Elem().Kind() == reflect.Interface {
 				return tmplType{}
@@ -355,17 +521,24 @@ func typeLabel(cur tmplType, t reflect.Type) string {
 	if cur.what != "" {
 		return "." + cur.what + " (" + t.Name() + ")"
 	}
-	if t == reflect.TypeOf(PromptData{}) {
+	switch {
+	case t.Name() == "PromptData" && path.Base(t.PkgPath()) != "spec":
+		return "the prompt data of " + path.Base(t.PkgPath()) + " nodes"
+	case t.Name() == "PromptData":
 		return "the prompt data"
+	case t == reflect.TypeOf(PromptBase{}):
+		return "the prompt data"
+	case t == reflect.TypeOf(SummaryData{}):
+		return "the data of the summary template"
 	}
 	return t.Name()
 }
 
 func exportedFields(t reflect.Type) []string {
 	var out []string
-	for i := 0; i < t.NumField(); i++ {
-		if t.Field(i).IsExported() {
-			out = append(out, t.Field(i).Name)
+	for _, f := range reflect.VisibleFields(t) {
+		if f.IsExported() && !f.Anonymous {
+			out = append(out, f.Name)
 		}
 	}
 	sort.Strings(out)

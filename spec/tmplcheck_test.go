@@ -22,7 +22,8 @@ func checkTemplates(t *testing.T, sources map[string]string) []string {
 		"vars":   {"rounds"},
 		"nodes":  {"answer", "evaluate"},
 	}}
-	return c.check("main", reflect.TypeOf(PromptData{}))
+	msgs, _ := c.check("main", reflect.TypeOf(PromptData{}))
+	return msgs
 }
 
 // Problems read NAME:LINE:COL as text/template's ErrorContext gives them,
@@ -91,7 +92,9 @@ func TestTemplateChecker(t *testing.T) {
 		{"template call other dot typo", `{{template "who" .Agent}}`, map[string]string{"who": `{{.Round}}`}, `who:1:2: .Agent (AgentView) has no field "Round"`},
 		{"template call in range", `{{range .History}}{{template "msg" .}}{{end}}`, map[string]string{"msg": `{{.From}}: {{.Content}}`}, ""},
 		{"unknown template", `{{template "rulez" .}}`, map[string]string{"rules": `x`}, `main:1:11: template "rulez" is not defined (did you mean "rules"?)`},
-		{"recursive template", `{{template "loop" .}}`, map[string]string{"loop": `{{if .Round}}{{template "loop" .}}{{end}}`}, ""},
+		// The data does not change from call to call, so a template that
+		// calls itself renders forever (or until the stack overflows).
+		{"recursive template", `{{template "loop" .}}`, map[string]string{"loop": `{{if .Round}}{{template "loop" .}}{{end}}`}, `loop:1:24: templates call each other in a cycle (loop -> loop): rendering would never end`},
 		{"define block", `{{define "part"}}{{.Agent.Name}}{{end}}{{template "part" .}}`, nil, ""},
 	}
 	for _, tc := range tests {

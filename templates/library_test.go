@@ -85,32 +85,47 @@ func libraryFiles(t *testing.T, lib string) (tmpls, schemas []string) {
 	return tmpls, schemas
 }
 
-// librarySpec is a spec that names every template and schema of a library
-// from a node of its own, so that the loader parses and field-checks each
-// one (including the templates they include) against PromptData and the
-// inputs the libraries document.
-func librarySpec(lib string, tmpls, schemas []string) string {
+// templateUses are the ways a spec can render a template, one per kind of
+// dot: as an ask prompt, a conversation turn, a clarify prompt, a watch
+// notice, or the history summary. Each gives the node (or history) lines of
+// a spec that renders the template T.
+var templateUses = []struct {
+	name  string
+	nodes string
+	extra string
+}{
+	{"ask prompt", "  n: {kind: ask, agents: [a, b], template: T}\n", ""},
+	{"conversation turn", "  n: {kind: converse, agents: [a, b], message: {template: T}, verdict: {options: [YES, NO]}}\n", ""},
+	{"clarify prompt", "  n: {kind: clarify, agents: [a, b], template: T}\n  p: {kind: ask, agents: [a], template: software-design/propose}\n", ""},
+	{"watch notice", "  n: {kind: converse, agents: [a, b], message: {template: chain-of-debate/message}, verdict: {options: [YES, NO]}, watch: [{every: 2, node: w, template: T}]}\n  w: {kind: converse, agents: [a, b], message: {template: chain-of-debate/moderate}, verdict: {options: [YES, NO]}}\n", ""},
+	{"history summary", "  n: {kind: ask, agents: [a, b], template: software-design/propose}\n", "history: {summarize: {over_chars: 100, template: T}}\n"},
+}
+
+// librarySpec is a spec that renders tmpl one way (a templateUse), so that
+// the loader parses and type-checks it (and the templates it includes)
+// against that dot and the inputs the libraries document.
+func librarySpec(lib, tmpl string, use int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "version: 1\nname: check-%s\n", lib)
+	fmt.Fprintf(&b, "version: 1\nname: check-%s\n", strings.ReplaceAll(lib, "/", "-"))
 	b.WriteString("inputs:\n  problem: {required: true}\n  context: {default: \"\"}\n  question: {required: true}\n  run: {required: true}\n")
-	fmt.Fprintf(&b, "templates: {use: [%s]}\n", lib)
+	fmt.Fprintf(&b, "templates: {use: [%s, software-design, chain-of-debate]}\n", lib)
+	b.WriteString("goals: [{id: g, description: G}]\n")
 	b.WriteString("agents:\n  a: {name: A, role: architect}\n  b: {name: B, role: security}\n")
+	u := templateUses[use]
+	b.WriteString(strings.ReplaceAll(u.extra, "T", tmpl))
 	b.WriteString("nodes:\n")
-	var ids []string
-	for i, name := range tmpls {
-		id := fmt.Sprintf("t%d", i)
-		ids = append(ids, id)
-		fmt.Fprintf(&b, "  %s: {kind: ask, agents: [a, b], template: %s}\n", id, name)
+	b.WriteString(strings.ReplaceAll(u.nodes, "template: T", "template: "+tmpl))
+	if strings.Contains(u.nodes, "  p:") {
+		b.WriteString("flow: [n, p]\n")
+	} else {
+		b.WriteString("flow: [{foreach: {in: goals, do: [n]}}]\n")
 	}
-	for i, name := range schemas {
-		id := fmt.Sprintf("s%d", i)
-		ids = append(ids, id)
-		fmt.Fprintf(&b, "  %s: {kind: ask, agents: [a], template: %s, output: {format: json, schema_ref: %s}}\n", id, tmpls[0], name)
-	}
-	fmt.Fprintf(&b, "flow: [%s]\n", strings.Join(ids, ", "))
 	return b.String()
 }
 
+// TestEveryLibraryTemplateChecks: every template of every library
+// type-checks cleanly as at least one of the things a spec renders, and
+// every schema of a library loads as a node's output schema.
 func TestEveryLibraryTemplateChecks(t *testing.T) {
 	for _, lib := range templates.Libraries() {
 		t.Run(lib, func(t *testing.T) {
@@ -118,12 +133,29 @@ func TestEveryLibraryTemplateChecks(t *testing.T) {
 			if len(tmpls) == 0 {
 				t.Fatalf("library %s has no templates", lib)
 			}
-			src := librarySpec(lib, tmpls, schemas)
-			plan, diags := spec.Compile("check.yaml", []byte(src), nodes.Registry())
-			if len(diags) > 0 {
-				t.Fatalf("library %s does not check cleanly:\n%s\nspec:\n%s", lib, diags.Format(), src)
+			for _, tmpl := range tmpls {
+				var tried []string
+				ok := false
+				for i, u := range templateUses {
+					_, diags := spec.Compile("check.yaml", []byte(librarySpec(lib, tmpl, i)), nodes.Registry())
+					if len(diags) == 0 {
+						ok = true
+						break
+					}
+					tried = append(tried, fmt.Sprintf("as a %s:\n%s", u.name, diags.Format()))
+				}
+				if !ok {
+					t.Errorf("template %s checks cleanly as nothing a spec renders:\n%s", tmpl, strings.Join(tried, "\n"))
+				}
 			}
 			for _, name := range schemas {
+				src := fmt.Sprintf("version: 1\nname: s\ntemplates: {use: [%s]}\nagents: {a: {}}\nnodes: {n: {kind: ask, agents: [a], template: t/x, output: {format: json, schema_ref: %s}}}\nflow: [n]\n", lib, name)
+				src = strings.Replace(src, "templates: {use: [", "templates: {define: {t/x: x}, use: [", 1)
+				plan, diags := spec.Compile("check.yaml", []byte(src), nodes.Registry())
+				if len(diags) > 0 {
+					t.Errorf("schema %s does not load:\n%s", name, diags.Format())
+					continue
+				}
 				if plan.Schemas[name] == nil {
 					t.Errorf("schema %s was not loaded", name)
 				}

@@ -44,8 +44,8 @@ var (
 )
 
 // designData is a prompt of a software-design debate in round 2.
-func designData(agent spec.AgentView) spec.PromptData {
-	return spec.PromptData{
+func designData(agent spec.AgentView) promptData {
+	return promptData{
 		Agent:  agent,
 		Agents: []spec.AgentView{architect, security, judge},
 		Round:  2,
@@ -72,8 +72,8 @@ func designData(agent spec.AgentView) spec.PromptData {
 // their private thoughts as separate private messages, time keeper
 // interjections, a moderator's turn from a watcher node and the decision the
 // watcher posted.
-func panelData(agent spec.AgentView) spec.PromptData {
-	return spec.PromptData{
+func panelData(agent spec.AgentView) promptData {
+	return promptData{
 		Agent:  agent,
 		Agents: []spec.AgentView{chen, marcus, ruiz},
 		Goal:   spec.GoalView{ID: "culture", Description: "Assess team fit", Index: 2, Count: 3},
@@ -104,7 +104,7 @@ func panelData(agent spec.AgentView) spec.PromptData {
 
 // moderationData is the prompt of moderator adler in a watcher node run
 // after turn 4 of the panel above.
-func moderationData() spec.PromptData {
+func moderationData() promptData {
 	d := panelData(spec.AgentView{ID: "adler", Name: "Ruth Adler"})
 	d.Agents = []spec.AgentView{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
 	d.Participants = []spec.Participant{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
@@ -125,7 +125,7 @@ func moderationData() spec.PromptData {
 	return d
 }
 
-func render(t *testing.T, set *template.Template, name string, data spec.PromptData) string {
+func render(t *testing.T, set *template.Template, name string, data promptData) string {
 	t.Helper()
 	var b strings.Builder
 	if err := set.ExecuteTemplate(&b, name, data); err != nil {
@@ -143,40 +143,40 @@ func TestRender(t *testing.T) {
 	tests := []struct {
 		name     string
 		template string
-		data     func() spec.PromptData
+		data     func() promptData
 		want     []string
 		wantNot  []string
 	}{
 		{
 			name: "system architect", template: "software-design/system",
-			data: func() spec.PromptData { return designData(architect) },
+			data: func() promptData { return designData(architect) },
 			want: []string{"You are System Architect", "as the system architect.", "Be concrete"},
 		},
 		{
 			name: "system judge", template: "software-design/system",
-			data: func() spec.PromptData { return designData(judge) },
+			data: func() promptData { return designData(judge) },
 			want: []string{"impartial technical judge"}, wantNot: []string{"How to work in this debate"},
 		},
 		{
 			name: "system other role", template: "software-design/system",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				return designData(spec.AgentView{ID: "ux", Name: "UX Lead", Role: "ux"})
 			},
 			want: []string{"as the ux specialist."},
 		},
 		{
 			name: "system no role", template: "software-design/system",
-			data: func() spec.PromptData { return designData(spec.AgentView{ID: "x", Name: "X"}) },
+			data: func() promptData { return designData(spec.AgentView{ID: "x", Name: "X"}) },
 			want: []string{"as the specialist."},
 		},
 		{
 			name: "problem without context", template: "software-design/problem",
-			data: func() spec.PromptData { return designData(architect) },
+			data: func() promptData { return designData(architect) },
 			want: []string{"## Problem\nBuild a ticket booking system."}, wantNot: []string{"Extra context"},
 		},
 		{
 			name: "problem with context", template: "software-design/problem",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.Inputs["context"] = "Must run on-premises."
 				return d
@@ -185,7 +185,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "propose round 1", template: "software-design/propose",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.Round, d.History = 1, nil
 				return d
@@ -195,13 +195,14 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "propose with clarifications and own proposal", template: "software-design/propose",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.Own = spec.Message{From: "arch", Content: "OWN-PREVIOUS"}
-				d.Questions = []spec.Question{
-					{ID: "q1", Agent: "sec", Question: "How many users?", Answer: "10k"},
-					{ID: "q2", Agent: "arch", Question: "Budget?", Answer: "NA"},
-				}
+				// As a clarify node records them: one message per agent.
+				d.History = append([]spec.Message{
+					{From: "sec", Record: "clarification", Output: []any{map[string]any{"id": "sec.q1", "question": "How many users?", "answer": "10k"}}},
+					{From: "arch", Record: "clarification", Output: []any{map[string]any{"id": "arch.q1", "question": "Budget?", "answer": "NA"}}},
+				}, d.History...)
 				return d
 			},
 			want:    []string{"## Clarifications from the user\n- Q: How many users?\n  A: 10k\n\n## Your proposal from the previous round\nOWN-PREVIOUS", "Improve on your previous proposal"},
@@ -209,7 +210,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "propose with recorded clarifications", template: "software-design/propose",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.History = append([]spec.Message{
 					{From: "sec", Record: "clarification", Content: "Q (q1): ...", Output: []any{
@@ -227,7 +228,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "nothing answered", template: "software-design/propose",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.History = append([]spec.Message{{From: "sec", Record: "clarification", Output: []any{
 					map[string]any{"id": "q1", "question": "Budget?", "answer": "NA"},
@@ -238,7 +239,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "critique", template: "software-design/critique",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.Target = spec.Message{From: "sec", Record: "proposal", Content: "SEC-PROPOSAL-2"}
 				return d
@@ -247,13 +248,13 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "refine from history", template: "software-design/refine",
-			data:    func() spec.PromptData { return designData(architect) },
+			data:    func() promptData { return designData(architect) },
 			want:    []string{"ARCH-PROPOSAL-2", "### From Security Specialist\nSEC-CRITIQUES-ARCH-2"},
 			wantNot: []string{"SEC-CRITIQUES-ARCH-1", "ARCH-PROPOSAL-1", "No critiques"},
 		},
 		{
 			name: "refine from inbox and own", template: "software-design/refine",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.History = nil
 				d.Summary = "MY-SUMMARY"
@@ -265,7 +266,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "refine with nothing", template: "software-design/refine",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.History = nil
 				return d
@@ -274,7 +275,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "clarify first iteration", template: "software-design/clarify",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.MaxQuestions = 1
 				return d
@@ -284,7 +285,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "clarify follow-up", template: "software-design/clarify",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.MaxQuestions = 3
 				d.Questions = []spec.Question{{ID: "q1", Agent: "arch", Question: "Peak load?", Answer: "NA"}, {ID: "q2", Agent: "arch", Question: "Region?", Answer: "EU"}}
@@ -294,7 +295,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "summarize with limit", template: "software-design/summarize",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(security)
 				d.Text = "HISTORY-TEXT"
 				d.Extra = map[string]any{"max_chars": 2500}
@@ -304,7 +305,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "summarize without limit", template: "software-design/summarize",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(security)
 				d.Text, d.Extra = "HISTORY-TEXT", nil
 				return d
@@ -313,7 +314,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "summarize as judge", template: "software-design/summarize",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(judge)
 				d.Text = "DEBATE-TEXT"
 				return d
@@ -322,13 +323,13 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "confidence sees latest refinements", template: "software-design/confidence",
-			data:    func() spec.PromptData { return designData(judge) },
+			data:    func() promptData { return designData(judge) },
 			want:    []string{"(round 2)", "### System Architect\nARCH-REFINEMENT-2", "### Security Specialist\nSEC-REFINEMENT-1", `{"confidence": 0, "reason":`},
 			wantNot: []string{"ARCH-REFINEMENT-1", "PROPOSAL"},
 		},
 		{
 			name: "confidence falls back to proposals", template: "software-design/confidence",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(judge)
 				d.History = d.History[:2]
 				return d
@@ -337,12 +338,12 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "synthesize", template: "software-design/synthesize",
-			data: func() spec.PromptData { return designData(judge) },
+			data: func() promptData { return designData(judge) },
 			want: []string{"ARCH-REFINEMENT-2", `"solution_markdown"`, `"unmet_requirements"`, "confidence must be 40 or less"},
 		},
 		{
 			name: "synthesize from summary", template: "software-design/synthesize",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(judge)
 				d.Summary = "JUDGE-SUMMARY"
 				return d
@@ -351,22 +352,22 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "extra rules are empty", template: "software-design/extra-rules",
-			data: func() spec.PromptData { return designData(architect) },
+			data: func() promptData { return designData(architect) },
 		},
 		{
 			name: "persona system", template: "chain-of-debate/system",
-			data:    func() spec.PromptData { return panelData(chen) },
+			data:    func() promptData { return panelData(chen) },
 			want:    []string{"You are Dr. Chen, Technical Lead,", "Your expertise: databases.", "Your personality: exacting.", "How you speak: terse.", "- Marcus (id: marcus), Manager", "- Ana Ruiz (id: ruiz)"},
 			wantNot: []string{"(id: chen)", "background"},
 		},
 		{
 			name: "default subject lists inputs", template: "chain-of-debate/subject",
-			data: func() spec.PromptData { return panelData(chen) },
+			data: func() promptData { return panelData(chen) },
 			want: []string{"## problem\nP", "## question\nQ"},
 		},
 		{
 			name: "turn prompt", template: "chain-of-debate/message",
-			data: func() spec.PromptData { return panelData(chen) },
+			data: func() promptData { return panelData(chen) },
 			want: []string{
 				"## Current goal (2 of 3): culture\nAssess team fit",
 				"- skills: Dr. Chen gave GOOD_FIT\n\n## The panel",
@@ -385,7 +386,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "turn prompt of whisper target after a rejection", template: "chain-of-debate/message",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(marcus)
 				d.History = d.History[:5] // up to the whisper
 				d.Feedback = "Verdict MAYBE is not one of the options."
@@ -397,7 +398,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "turn prompt without verdicts or history", template: "chain-of-debate/message",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(marcus)
 				d.History, d.Verdict, d.Goal = nil, spec.VerdictView{}, spec.GoalView{}
 				return d
@@ -407,7 +408,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "turn prompt when only outsiders judged earlier goals", template: "chain-of-debate/message",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(chen)
 				d.History = d.History[1:] // keeps only the moderator's verdict on skills
 				return d
@@ -416,12 +417,12 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "remind", template: "chain-of-debate/remind",
-			data: func() spec.PromptData { return panelData(chen) },
+			data: func() promptData { return panelData(chen) },
 			want: []string{"turn 5", "goal 2 of 3, culture", "using exactly one of: EXCELLENT_FIT", "Still without a verdict: Dr. Chen, Marcus.\nSet <Withdrawn>"},
 		},
 		{
 			name: "remind when all decided", template: "chain-of-debate/remind",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(chen)
 				d.Undecided = nil
 				return d
@@ -430,22 +431,22 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "insist", template: "chain-of-debate/insist",
-			data: func() spec.PromptData { return panelData(chen) },
+			data: func() promptData { return panelData(chen) },
 			want: []string{"Dr. Chen, Marcus: the panel needs your verdict"},
 		},
 		{
 			name: "demand", template: "chain-of-debate/demand",
-			data: func() spec.PromptData { return panelData(chen) },
+			data: func() promptData { return panelData(chen) },
 			want: []string{"out of time on goal culture", "Dr. Chen, Marcus: your next message must contain a <Verdict> (EXCELLENT_FIT"},
 		},
 		{
 			name: "force", template: "chain-of-debate/force",
-			data: func() spec.PromptData { return panelData(chen) },
+			data: func() promptData { return panelData(chen) },
 			want: []string{"final call on goal culture", "will be rejected", "This goal closes now."},
 		},
 		{
 			name: "watch", template: "chain-of-debate/watch",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(chen)
 				d.Text = "GENTLE_REDIRECT"
 				return d
@@ -454,7 +455,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "watch without guidance", template: "chain-of-debate/watch",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(chen)
 				d.Text = "FIRM_CORRECTION"
 				return d
@@ -463,7 +464,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "watch all clear", template: "chain-of-debate/watch",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := panelData(chen)
 				d.Text = "NO_ACTION"
 				return d
@@ -488,7 +489,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "moderate first session", template: "chain-of-debate/moderate",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := moderationData()
 				d.History = d.History[:len(d.History)-2]
 				return d
@@ -497,7 +498,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "reasoning first round", template: "reasoning/answer",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.Round = 1
 				return d
@@ -506,7 +507,7 @@ func TestRender(t *testing.T) {
 		},
 		{
 			name: "reasoning later round", template: "reasoning/answer",
-			data: func() spec.PromptData {
+			data: func() promptData {
 				d := designData(architect)
 				d.History = []spec.Message{
 					{Round: 1, From: "arch", Record: "answer", Content: "MINE"},
@@ -576,4 +577,38 @@ func TestNoTrailingWhitespace(t *testing.T) {
 			t.Errorf("%s starts with a blank line", name)
 		}
 	}
+}
+
+// promptData has the fields of every kind's prompt data, flat, so one value
+// can stand for what any of them would give a template; validate checks the
+// templates against each kind's own type.
+type promptData struct {
+	Agent        spec.AgentView
+	Agents       []spec.AgentView
+	AllAgents    []spec.AgentView
+	Round        int
+	Loop         map[string]any
+	Item         any
+	Goal         spec.GoalView
+	Inputs       map[string]any
+	Vars         map[string]any
+	Nodes        map[string]spec.NodeResult
+	History      []spec.Message
+	Inbox        []spec.Message
+	Target       spec.Message
+	Summary      string
+	Own          spec.Message
+	Verdict      spec.VerdictView
+	Turn         int
+	MaxTurns     int
+	Participants []spec.Participant
+	Undecided    []string
+	Questions    []spec.Question
+	MaxQuestions int
+	Feedback     string
+	Text         string
+	Decision     string
+	MaxChars     int
+	Chars        int
+	Extra        map[string]any
 }

@@ -164,7 +164,7 @@ func targets(node *spec.NodePlan, each *Each, all []spec.Message, self, goal str
 
 // ask makes one call (plus repairs) and returns the message to record.
 func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t task) (spec.Message, error) {
-	data := h.Prompt(node, t.agent)
+	data := &PromptData{PromptBase: h.Base(node, t.agent)}
 	key := t.agent.ID
 	to := ""
 	if t.target != nil {

@@ -34,11 +34,12 @@ func (h *host) Scope() kit.Scope { return h.scope }
 
 func (h *host) Messages() []spec.Message { return append([]spec.Message(nil), h.history...) }
 
-func (h *host) Prompt(_ *spec.NodePlan, a *spec.AgentPlan) *spec.PromptData {
-	return &spec.PromptData{Agent: a.View(), Round: h.scope.Round, History: h.Messages()}
+func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) spec.PromptBase {
+	return spec.PromptBase{Agent: a.View(), Round: h.scope.Round, History: h.Messages()}
 }
 
-func (h *host) Render(_ string, d *spec.PromptData) (string, error) {
+func (h *host) Render(_ string, data any) (string, error) {
+	d := data.(*PromptData)
 	return fmt.Sprintf("%s answers %s (own: %q)", d.Agent.ID, d.Target.From, d.Own.Content), nil
 }
 

@@ -4,7 +4,10 @@ package ask
 
 import (
 	_ "embed"
+	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 
 	"github.com/debate-runner/runner/spec"
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -81,8 +84,35 @@ type Output struct {
 	// Fallback, when set, is used (with "text" set to the reply) after the
 	// repairs are spent, instead of failing the node.
 	Fallback map[string]any
+	// SchemaJSON is Schema as JSON, for endpoints that take it.
+	SchemaJSON json.RawMessage
 }
 
+// PromptData is the dot of an ask node's prompt and system templates.
+type PromptData struct {
+	spec.PromptBase
+	// Target is the message being answered (each:).
+	Target spec.Message
+	// Own is this agent's latest message of the node's record, if any.
+	Own spec.Message
+	// Summary is the agent's history summary, when history.summarize
+	// applied (else empty: the prompt shows the history).
+	Summary string
+}
+
+// PromptData implements spec.Kind.
+func (Kind) PromptData() any { return PromptData{} }
+
+//go:embed example.yaml
+var example string
+
+// Example implements spec.Kind.
+func (Kind) Example() string { return example }
+
+// NewConfig implements spec.Kind.
+func (Kind) NewConfig() any { return &rawConfig{} }
+
+// rawConfig is an ask node as written in YAML.
 type rawConfig struct {
 	Template  spec.Str `yaml:"template"`
 	System    spec.Str `yaml:"system"`
@@ -108,12 +138,10 @@ type rawConfig struct {
 }
 
 // Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext) any {
-	var raw rawConfig
-	c.Decode(&raw)
+func (Kind) Compile(c *spec.NodeContext, r any) any {
+	raw := r.(*rawConfig)
 	cfg := &Config{
 		Template:     c.Template(raw.Template),
-		System:       c.Template(raw.System),
 		Model:        c.Model(raw.Model),
 		Record:       raw.Record.V,
 		CarryOver:    raw.CarryOver.V,
@@ -122,14 +150,27 @@ func (Kind) Compile(c *spec.NodeContext) any {
 		Summarize:    true,
 		Output:       Output{Format: FormatText, Repair: 2},
 	}
+	if raw.System.Set {
+		cfg.System = c.Template(raw.System)
+	} else {
+		for _, a := range c.Node.Agents {
+			c.AgentSystem(a)
+		}
+	}
 	if len(c.Node.Agents) == 0 && c.Field("agents") == nil {
 		c.Errorf(c.Decl.Pos, "has no agents: add agents: [ID, ...]")
+	}
+	for _, a := range c.Node.Agents {
+		c.AgentModel(a, cfg.Model)
 	}
 	if raw.MaxToolCalls != nil {
 		cfg.MaxToolCalls = *raw.MaxToolCalls
 	}
 	if raw.Summarize != nil {
 		cfg.Summarize = *raw.Summarize
+	}
+	if cfg.Summarize {
+		c.UseSummaries()
 	}
 	if cfg.Record != "" {
 		c.DeclareRecord(cfg.Record)
@@ -147,6 +188,7 @@ func (Kind) Compile(c *spec.NodeContext) any {
 			c.Warnf(c.FieldPos("each"), "each: {from: others} with a single agent makes no calls")
 		}
 	}
+	out := spec.TypeString
 	if o := raw.Output; o != nil {
 		if o.Format.Set {
 			cfg.Output.Format = Format(o.Format.V)
@@ -159,13 +201,20 @@ func (Kind) Compile(c *spec.NodeContext) any {
 		hasSchema := o.Schema.Kind != 0
 		switch cfg.Output.Format {
 		case FormatJSON:
+			out = spec.TypeAny
 			switch {
 			case hasSchema && o.SchemaRef.Set:
 				c.Errorf(o.SchemaRef.Pos, "output has both schema and schema_ref; keep one")
 			case hasSchema:
-				cfg.Output.Schema = c.JSONSchema(&o.Schema)
+				cfg.Output.Schema, cfg.Output.SchemaJSON = c.JSONSchema(&o.Schema)
 			case o.SchemaRef.Set:
-				cfg.Output.Schema = c.SchemaRef(o.SchemaRef)
+				cfg.Output.Schema, cfg.Output.SchemaJSON = c.SchemaRef(o.SchemaRef)
+			}
+			if cfg.Output.SchemaJSON != nil {
+				var doc any
+				if json.Unmarshal(cfg.Output.SchemaJSON, &doc) == nil {
+					out = spec.TypeOfSchema(doc)
+				}
 			}
 		case FormatRegex:
 			if !o.Pattern.Set {
@@ -178,6 +227,9 @@ func (Kind) Compile(c *spec.NodeContext) any {
 				break
 			}
 			cfg.Output.Pattern = re
+			out = regexType(re)
+		case FormatTags:
+			out = spec.MapOf(spec.TypeString)
 		}
 		if cfg.Output.Format != FormatJSON && (hasSchema || o.SchemaRef.Set) {
 			c.Errorf(c.FieldPos("output"), "output schema applies only to format json (format is %s)", cfg.Output.Format)
@@ -188,6 +240,45 @@ func (Kind) Compile(c *spec.NodeContext) any {
 		if cfg.Output.Format != FormatTags && len(o.Fields) > 0 {
 			c.Errorf(c.FieldPos("output"), "output fields apply only to format tags (format is %s)", cfg.Output.Format)
 		}
+		if o.Fallback != nil {
+			out = withFallback(out, o.Fallback)
+		}
 	}
+	c.SetOutput(out, nil)
 	return cfg
+}
+
+// regexType is the output of a regex format: the named groups, else the
+// first group or the whole match, as text.
+func regexType(re *regexp.Regexp) *spec.Type {
+	var fields []spec.Field
+	for _, n := range re.SubexpNames() {
+		if n != "" {
+			fields = append(fields, spec.Field{Name: n, Type: spec.TypeString})
+		}
+	}
+	if len(fields) > 0 {
+		return spec.ObjectOf(fields...)
+	}
+	return spec.TypeString
+}
+
+// withFallback widens an output type by a fallback output: an object gains
+// the fallback's keys and "text" (the reply); anything else may now also be
+// a mapping, so it is of any type.
+func withFallback(t *spec.Type, fallback map[string]any) *spec.Type {
+	if t.Kind != spec.ObjectType {
+		return spec.TypeAny
+	}
+	out := spec.ObjectOf(t.Fields...)
+	add := func(name string, ft *spec.Type) {
+		if _, ok := out.Field(name); !ok {
+			out.Fields = append(out.Fields, spec.Field{Name: name, Type: ft})
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(fallback)) {
+		add(k, spec.TypeAny)
+	}
+	add("text", spec.TypeString)
+	return out
 }

@@ -107,7 +107,7 @@ func questionsOutput(qs []spec.Question) []any {
 
 // ask gets one agent's questions for an iteration.
 func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []spec.Question) ([]spec.Question, error) {
-	data := h.Prompt(node, a)
+	data := &PromptData{PromptBase: h.Base(node, a)}
 	data.Questions = answered
 	data.MaxQuestions = cfg.MaxQuestions
 	system, err := kit.SystemPrompt(h, cfg.System, a, data)

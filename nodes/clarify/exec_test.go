@@ -72,11 +72,12 @@ type host struct {
 	recorded []spec.Message
 }
 
-func (h *host) Prompt(_ *spec.NodePlan, a *spec.AgentPlan) *spec.PromptData {
-	return &spec.PromptData{Agent: a.View()}
+func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) spec.PromptBase {
+	return spec.PromptBase{Agent: a.View()}
 }
 
-func (h *host) Render(_ string, d *spec.PromptData) (string, error) {
+func (h *host) Render(_ string, data any) (string, error) {
+	d := data.(*PromptData)
 	var qs []string
 	for _, q := range d.Questions {
 		qs = append(qs, q.ID+"="+q.Answer)

@@ -36,24 +36,65 @@ type Config struct {
 	Repair        int
 }
 
+// PromptData is the dot of a clarify node's prompt and system templates.
+type PromptData struct {
+	spec.PromptBase
+	// Questions are the questions asked so far, with their answers.
+	Questions []spec.Question
+	// MaxQuestions is how many questions the agent may ask now.
+	MaxQuestions int
+}
+
+// PromptData implements spec.Kind.
+func (Kind) PromptData() any { return PromptData{} }
+
+//go:embed example.yaml
+var example string
+
+// Example implements spec.Kind.
+func (Kind) Example() string { return example }
+
+// NewConfig implements spec.Kind.
+func (Kind) NewConfig() any { return &rawConfig{} }
+
+// rawConfig is a clarify node as written in YAML.
+type rawConfig struct {
+	Template      spec.Str `yaml:"template"`
+	System        spec.Str `yaml:"system"`
+	Model         spec.Str `yaml:"model"`
+	MaxQuestions  int      `yaml:"max_questions"`
+	MaxIterations int      `yaml:"max_iterations"`
+	Repair        *int     `yaml:"repair"`
+}
+
+// OutputType is the type of a clarify node's output: every question asked,
+// with its answer.
+var OutputType = spec.ListOf(spec.ObjectOf(
+	spec.Field{Name: "id", Type: spec.TypeString},
+	spec.Field{Name: "agent", Type: spec.TypeString},
+	spec.Field{Name: "question", Type: spec.TypeString},
+	spec.Field{Name: "answer", Type: spec.TypeString},
+))
+
 // Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext) any {
-	var raw struct {
-		Template      spec.Str `yaml:"template"`
-		System        spec.Str `yaml:"system"`
-		Model         spec.Str `yaml:"model"`
-		MaxQuestions  int      `yaml:"max_questions"`
-		MaxIterations int      `yaml:"max_iterations"`
-		Repair        *int     `yaml:"repair"`
-	}
-	c.Decode(&raw)
+func (Kind) Compile(c *spec.NodeContext, r any) any {
+	raw := r.(*rawConfig)
 	cfg := &Config{
 		Template:      c.Template(raw.Template),
-		System:        c.Template(raw.System),
 		Model:         c.Model(raw.Model),
 		MaxQuestions:  5,
 		MaxIterations: 1,
 		Repair:        2,
+	}
+	if raw.System.Set {
+		cfg.System = c.Template(raw.System)
+	} else {
+		for _, a := range c.Node.Agents {
+			c.AgentSystem(a)
+		}
+	}
+	for _, a := range c.Node.Agents {
+		c.AgentModel(a, cfg.Model)
 	}
 	if raw.MaxQuestions > 0 {
 		cfg.MaxQuestions = raw.MaxQuestions
@@ -67,5 +108,6 @@ func (Kind) Compile(c *spec.NodeContext) any {
 	if len(c.Node.Agents) == 0 && c.Field("agents") == nil {
 		c.Errorf(c.Decl.Pos, "has no agents: add agents: [ID, ...]")
 	}
+	c.SetOutput(OutputType, spec.TypeAny)
 	return cfg
 }

@@ -159,15 +159,14 @@ func (s *state) finished() (bool, error) {
 	if s.cfg.Until == nil {
 		return false, nil
 	}
-	v, err := s.eval(s.cfg.Until, s.env())
+	done, err := s.h.Holds(s.cfg.Until, s.env())
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("node %q: until (%s): %w", s.node.ID, s.cfg.Until.Source, err)
 	}
-	if b, _ := v.(bool); b {
+	if done {
 		s.endedBy = "until"
-		return true, nil
 	}
-	return false, nil
+	return done, nil
 }
 
 // active are the participants who have not withdrawn.
@@ -271,7 +270,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 	var content string
 	calls := 0
 	for attempt := 0; ; attempt++ {
-		data := s.h.Prompt(s.node, agent)
+		data := &PromptData{PromptBase: s.h.Base(s.node, agent)}
 		s.fill(data)
 		data.Feedback = feedback
 		system, err := kit.SystemPrompt(s.h, s.cfg.System, agent, data)
@@ -370,7 +369,7 @@ func (s *state) checkRules(speaker string, p Parsed) error {
 }
 
 // fill adds the conversation's state to prompt data.
-func (s *state) fill(d *spec.PromptData) {
+func (s *state) fill(d *PromptData) {
 	d.Turn = s.turn + 1
 	d.MaxTurns = s.cfg.MaxTurns
 	d.Participants = append([]spec.Participant(nil), s.participants...)
@@ -413,7 +412,7 @@ func (s *state) interject(ctx context.Context) (int, error) {
 	}
 	r := s.cfg.Interject[chosen]
 	s.fired[chosen] = true
-	data := s.h.Prompt(s.node, s.node.Agents[0])
+	data := &PromptData{PromptBase: s.h.Base(s.node, s.node.Agents[0])}
 	s.fill(data)
 	data.Turn = s.turn
 	data.Agent = spec.AgentView{ID: TimeKeeper, Name: "Time Keeper"}
@@ -460,10 +459,9 @@ func (s *state) watch(ctx context.Context) error {
 		}
 		text := fmt.Sprintf("%s decided: %s (%d of %d agree).", w.Node, decision, votes, total)
 		if w.Template != "" {
-			data := s.h.Prompt(s.node, s.node.Agents[0])
-			s.fill(data)
+			data := &WatchData{PromptData: PromptData{PromptBase: s.h.Base(s.node, s.node.Agents[0])}, Decision: decision, Text: decision}
+			s.fill(&data.PromptData)
 			data.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
-			data.Text = decision
 			if text, err = s.h.Render(w.Template, data); err != nil {
 				return err
 			}

@@ -75,6 +75,62 @@ type Watch struct {
 	Template string
 }
 
+// PromptData is the dot of a conversation's turn prompts and system
+// templates, and of its time keeper's interjections.
+type PromptData struct {
+	spec.PromptBase
+	// Summary is the agent's history summary, when history.summarize
+	// applied.
+	Summary string
+	// Verdict is the verdict set the conversation asks for.
+	Verdict spec.VerdictView
+	// Turn is the turn being asked for (for an interjection: the turn just
+	// taken), MaxTurns the cap.
+	Turn, MaxTurns int
+	Participants   []spec.Participant
+	// Undecided are the ids of participants without a verdict.
+	Undecided []string
+	// Feedback explains why the speaker's previous message was rejected.
+	Feedback string
+}
+
+// WatchData is the dot of a watch entry's template: the conversation's
+// data, and the watcher's decision.
+type WatchData struct {
+	PromptData
+	// Decision is the verdict (or output) most of the watcher's agents
+	// agreed on; Text is the same, under its earlier name.
+	Decision string
+	Text     string
+}
+
+// PromptData implements spec.Kind.
+func (Kind) PromptData() any { return PromptData{} }
+
+//go:embed example.yaml
+var example string
+
+// Example implements spec.Kind.
+func (Kind) Example() string { return example }
+
+// NewConfig implements spec.Kind.
+func (Kind) NewConfig() any { return &rawConfig{} }
+
+// OutputType is the type of a conversation's output (nodes.ID.output).
+var OutputType = spec.ObjectOf(
+	spec.Field{Name: "turns", Type: spec.TypeInt},
+	spec.Field{Name: "ended_by", Type: spec.TypeString},
+	spec.Field{Name: "verdicts", Type: spec.ListOf(spec.ObjectOf(
+		spec.Field{Name: "agent", Type: spec.TypeString},
+		spec.Field{Name: "verdict", Type: spec.TypeString},
+		spec.Field{Name: "reasoning", Type: spec.TypeString},
+		spec.Field{Name: "withdrawn", Type: spec.TypeBool},
+		spec.Field{Name: "turns", Type: spec.TypeInt},
+	))},
+	spec.Field{Name: "counts", Type: spec.MapOf(spec.TypeInt)},
+	spec.Field{Name: "goal", Type: spec.TypeString},
+)
+
 // ParticipantsSample is the environment a converse expression sees beyond
 // the flow's, with values that fix the types.
 func ParticipantsSample() map[string]any {
@@ -130,25 +186,35 @@ type rawConfig struct {
 }
 
 // Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext) any {
-	var raw rawConfig
-	c.Decode(&raw)
+func (Kind) Compile(c *spec.NodeContext, r any) any {
+	raw := r.(*rawConfig)
 	cfg := &Config{
 		Speaker:        SpeakerLeastSpoken,
 		ReplyToWhisper: 0.8,
 		Model:          c.Model(raw.Model),
-		System:         c.Template(raw.System),
 		Format:         "tags",
 		Template:       c.Template(raw.Message.Template),
 		Reasoning:      true,
 		Repair:         3,
 		MaxTurns:       60,
 	}
+	if raw.System.Set {
+		cfg.System = c.Template(raw.System)
+	} else {
+		for _, a := range c.Node.Agents {
+			c.AgentSystem(a)
+		}
+	}
 	if len(c.Node.Agents) < 2 && c.Field("agents") != nil && len(c.Node.Agents) > 0 {
 		c.Warnf(c.FieldPos("agents"), "a conversation with one agent is a monologue")
 	}
 	if len(c.Node.Agents) == 0 && c.Field("agents") == nil {
 		c.Errorf(c.Decl.Pos, "has no agents: add agents: [ID, ...]")
+	}
+	ids := make([]string, len(c.Node.Agents))
+	for i, a := range c.Node.Agents {
+		c.AgentModel(a, cfg.Model)
+		ids[i] = a.ID
 	}
 	switch raw.Speaker.Kind {
 	case yaml.ScalarNode:
@@ -159,7 +225,7 @@ func (Kind) Compile(c *spec.NodeContext) any {
 		}
 		_ = raw.Speaker.Decode(&s)
 		cfg.Speaker = SpeakerExpr
-		cfg.SpeakerExpr = c.Expr(s.Expr, ParticipantsSample(), spec.AnyResult, "speaker")
+		cfg.SpeakerExpr = c.ExprChoice(s.Expr, ParticipantsSample(), "speaker", ids)
 	}
 	if raw.ReplyToWhisper != nil {
 		cfg.ReplyToWhisper = *raw.ReplyToWhisper
@@ -198,18 +264,12 @@ func (Kind) Compile(c *spec.NodeContext) any {
 		cfg.Interject = append(cfg.Interject, ij)
 	}
 	for _, w := range raw.Watch {
-		if !c.HasNode(w.Node.V) {
-			c.Errorf(w.Node.Pos, "watch runs unknown node %q", w.Node.V)
-		} else {
-			c.MarkReachable(w.Node.V)
-		}
-		if w.Node.V == c.Node.ID {
-			c.Errorf(w.Node.Pos, "a conversation cannot watch itself")
-		}
-		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, Node: w.Node.V, Template: c.Template(w.Template)})
+		id := c.RunsNode(w.Node, "watch")
+		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, Node: id, Template: c.TemplateWith(w.Template, WatchData{})})
 	}
 	if raw.Until.IsZero() && raw.Verdict == nil {
 		c.Warnf(c.Decl.Pos, "no verdict and no until: the conversation runs max_turns (%d) turns", cfg.MaxTurns)
 	}
+	c.SetOutput(OutputType, spec.TypeString)
 	return cfg
 }

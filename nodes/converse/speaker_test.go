@@ -3,11 +3,13 @@ package converse_test
 import (
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -199,9 +201,19 @@ func TestSpeakerExpr(t *testing.T) {
 	if got, want := strings.Join(talk(t, plan, plain, 1, 8).speakers("talk"), " "), "a b c d a b c d"; got != want {
 		t.Errorf("speakers %q, want %q", got, want)
 	}
-	plan = chatter(t, `{expr: '"zed"'}`, 0.8)
+	// A constant that is no participant is caught by validate...
+	text, err := os.ReadFile(chatterSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(text), "speaker: least_spoken", `speaker: {expr: '"zed"'}`, 1)
+	if _, diags := spec.Compile("chatter.yaml", []byte(src), nodes.Registry()); !strings.Contains(diags.Format(), `speaker: "zed" is not one of a, b, c, d`) {
+		t.Errorf("validate of a constant non-participant speaker says:\n%s", diags.Format())
+	}
+	// ...and a computed one when the run gets to it.
+	plan = chatter(t, `{expr: 'speakers[0] + "ed"'}`, 0.8)
 	o := execute(t, plan, scripted(t, plan, plain), flags{Seed: 1})
-	if o.err == nil || !strings.Contains(o.err.Error(), `chose zed, which is not a participant`) {
+	if o.err == nil || !strings.Contains(o.err.Error(), `chose aed, which is not a participant`) {
 		t.Errorf("err = %v, want the unknown speaker named", o.err)
 	}
 	if o.srv.Count() != 0 {

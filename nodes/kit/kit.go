@@ -9,14 +9,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 
 	"github.com/debate-runner/runner/spec"
 )
 
-// Executor runs one node of a plan.
-type Executor interface {
+// Kind is a node kind: what the loader needs of it (spec.Kind: name,
+// schema, YAML form, prompt data type, compile step) and its executor.
+// Optional capabilities are further interfaces a kind may implement, found
+// by type assertion.
+type Kind interface {
+	spec.Kind
+	// Execute runs one node of a plan (node.Config is what Compile
+	// returned) and returns its result.
 	Execute(ctx context.Context, h Host, node *spec.NodePlan) (spec.NodeResult, error)
+}
+
+// Of returns the kind that runs a node, or an error naming the node when
+// its kind cannot run (a registry of compile-only kinds, in tests).
+func Of(node *spec.NodePlan) (Kind, error) {
+	k, ok := node.Impl.(Kind)
+	if !ok {
+		return nil, fmt.Errorf("node %q: kind %q cannot run in this build", node.ID, node.Kind)
+	}
+	return k, nil
 }
 
 // ChatMessage is one message of a chat completion request or reply.
@@ -94,12 +111,13 @@ type Host interface {
 	// Complete makes (or replays) a model call. The runtime journals the
 	// request and the reply, applies limits and retries, and counts usage.
 	Complete(ctx context.Context, c Call) (Reply, error)
-	// Render executes a template with data.
-	Render(name string, data *spec.PromptData) (string, error)
-	// Prompt returns the prompt data for an agent: inputs, vars, scope, the
-	// agents of the node, and the history visible to the agent. Its slices
-	// and maps may be shared with the run: read them, never modify them.
-	Prompt(node *spec.NodePlan, agent *spec.AgentPlan) *spec.PromptData
+	// Render executes a template with data (the kind's prompt data).
+	Render(name string, data any) (string, error)
+	// Base returns what every prompt of an agent sees: inputs, vars,
+	// scope, the agents of the node, and the history visible to the agent.
+	// Kinds embed it in their own prompt data. Its slices and maps may be
+	// shared with the run: read them, never modify them.
+	Base(node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase
 	// Messages returns every message recorded so far (all visibilities),
 	// as a slice shared with the run: read it, never modify it.
 	Messages() []spec.Message
@@ -108,6 +126,10 @@ type Host interface {
 	Record(msgs ...spec.Message) []spec.Message
 	// Env returns the expression environment at this point of the run.
 	Env() *spec.Env
+	// Holds evaluates a condition that ends something (a conversation's
+	// until): true when it holds. A dry run's worst case never ends early,
+	// so a dry host answers false after checking that it evaluates.
+	Holds(p *spec.Program, env map[string]any) (bool, error)
 	// Event journals a node-specific event (e.g. "repair", "warning").
 	Event(typ, key string, data any) error
 	// Warn reports a problem that does not stop the run.
@@ -151,7 +173,7 @@ type ProgressEvent struct {
 
 // SystemPrompt renders the system prompt for an agent in a node: the node's
 // system template, else the agent's, else none.
-func SystemPrompt(h Host, nodeSystem string, agent *spec.AgentPlan, data *spec.PromptData) (string, error) {
+func SystemPrompt(h Host, nodeSystem string, agent *spec.AgentPlan, data any) (string, error) {
 	name := nodeSystem
 	if name == "" {
 		name = agent.System

@@ -349,8 +349,8 @@ func askDetail(n *spec.NodePlan, cfg *ask.Config) string {
 
 // prompt builds prompt data the way the run's host does, from the
 // placeholder history.
-func (d *dry) prompt(n *spec.NodePlan, a *spec.AgentPlan, s kit.Scope) *spec.PromptData {
-	data := &spec.PromptData{
+func (d *dry) prompt(n *spec.NodePlan, a *spec.AgentPlan, s kit.Scope) spec.PromptBase {
+	data := spec.PromptBase{
 		Agent: a.View(), Round: s.Round, Loop: s.Loop, Item: s.Item, Goal: s.Goal,
 		Inputs: d.inputs, Vars: d.vars, Nodes: map[string]spec.NodeResult{},
 	}
@@ -374,7 +374,7 @@ func (d *dry) prompt(n *spec.NodePlan, a *spec.AgentPlan, s kit.Scope) *spec.Pro
 
 // call renders one call's prompt, counts it against the model and keeps
 // the prompt when it is of a node's first round.
-func (d *dry) call(n *spec.NodePlan, a *spec.AgentPlan, model *spec.ModelPlan, system, template string, data *spec.PromptData, key, target string, show bool) {
+func (d *dry) call(n *spec.NodePlan, a *spec.AgentPlan, model *spec.ModelPlan, system, template string, data any, key, target string, show bool) {
 	if model == nil {
 		model = a.Model
 	}
@@ -435,7 +435,7 @@ func systemTemplate(nodeSystem string, a *spec.AgentPlan) string {
 	return a.System
 }
 
-func (d *dry) render(name string, data *spec.PromptData) (string, error) {
+func (d *dry) render(name string, data any) (string, error) {
 	if name == "" {
 		return "", nil
 	}
@@ -537,7 +537,7 @@ func (d *dry) ask(n *spec.NodePlan, cfg *ask.Config, s kit.Scope, prefix string,
 			continue
 		}
 		calls++
-		data := d.prompt(n, t.agent, s)
+		data := &ask.PromptData{PromptBase: d.prompt(n, t.agent, s)}
 		key := prefix + "/" + t.agent.ID
 		to, about := "", ""
 		if t.target != nil {
@@ -600,7 +600,7 @@ func (d *dry) converse(n *spec.NodePlan, cfg *converse.Config, s kit.Scope, pref
 		// the prompts are alike but for the speaker.
 		i := (turn - 1) % len(n.Agents)
 		a := n.Agents[i]
-		data := d.prompt(n, a, s)
+		data := &converse.PromptData{PromptBase: d.prompt(n, a, s)}
 		data.Turn, data.MaxTurns = turn, cfg.MaxTurns
 		data.Participants = append([]spec.Participant(nil), parts...)
 		data.Undecided = undecided
@@ -627,7 +627,7 @@ func (d *dry) converse(n *spec.NodePlan, cfg *converse.Config, s kit.Scope, pref
 			fired[k], forced = true, true
 			d.note(fmt.Sprintf("node %q: a force_verdict interjection is counted once, with every participant undecided", n.ID))
 			for fi, fa := range n.Agents {
-				data := d.prompt(n, fa, s)
+				data := &converse.PromptData{PromptBase: d.prompt(n, fa, s)}
 				data.Turn, data.MaxTurns = turn+1, cfg.MaxTurns
 				data.Participants = append([]spec.Participant(nil), parts...)
 				data.Undecided = undecided
@@ -677,7 +677,7 @@ func (d *dry) clarify(n *spec.NodePlan, cfg *clarify.Config, s kit.Scope, prefix
 	var msgs []spec.Message
 	for iter := 1; iter <= cfg.MaxIterations; iter++ {
 		for _, a := range n.Agents {
-			data := d.prompt(n, a, s)
+			data := &clarify.PromptData{PromptBase: d.prompt(n, a, s)}
 			data.MaxQuestions = cfg.MaxQuestions
 			key := fmt.Sprintf("%s/%s", prefix, a.ID)
 			if iter > 1 {

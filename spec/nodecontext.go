@@ -1,0 +1,322 @@
+package spec
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"gopkg.in/yaml.v3"
+)
+
+// NodeContext is what a node kind sees while it compiles: its declaration,
+// the spec around it, and ways to report problems and resolve references.
+type NodeContext struct {
+	c    *compiler
+	Node *NodePlan
+	Decl *NodeDecl
+	kind Kind
+	// data is the kind's prompt data type (nil: the kind renders none).
+	data reflect.Type
+}
+
+// Plan is the plan being built (agents, models, verdicts and goals are
+// already resolved when kinds compile).
+func (n *NodeContext) Plan() *Plan { return n.c.plan }
+
+// Decode decodes the node's YAML into v. Type mismatches are ignored here
+// because the schema has already reported them.
+func (n *NodeContext) Decode(v any) {
+	if err := n.Decl.Raw.Decode(v); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			n.Errorf(n.Decl.Pos, "%v", err)
+		}
+	}
+}
+
+// Field returns the YAML value of a key of the node, or nil.
+func (n *NodeContext) Field(key string) *yaml.Node {
+	m := n.Decl.Raw
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// FieldPos is the position of a key's value, or the node's position.
+func (n *NodeContext) FieldPos(key string) Pos {
+	if f := n.Field(key); f != nil {
+		return nodePos(f)
+	}
+	return n.Decl.Pos
+}
+
+// Errorf reports an error at pos, prefixed with the node id.
+func (n *NodeContext) Errorf(pos Pos, format string, args ...any) {
+	n.c.r.errorf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
+}
+
+// Warnf reports a warning at pos.
+func (n *NodeContext) Warnf(pos Pos, format string, args ...any) {
+	n.c.r.warnf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
+}
+
+// Template checks a reference to a prompt template the kind renders with
+// its PromptData: the template must exist and use only fields that type
+// has. It returns the template name, "" when invalid or absent.
+func (n *NodeContext) Template(s Str) string {
+	if n.data == nil {
+		if s.Set {
+			n.Errorf(s.Pos, "kind %s renders no templates", n.Node.Kind)
+		}
+		return ""
+	}
+	return n.c.templateRef(s, n.data, n.Node)
+}
+
+// AgentSystem returns the system template an agent's prompts in this node
+// are given (its `system:`, "" when none), checked against the kind's
+// PromptData. A kind whose node names a system template of its own uses
+// Template for that one instead.
+func (n *NodeContext) AgentSystem(a *AgentPlan) string {
+	if a == nil || a.System == "" || n.data == nil {
+		return ""
+	}
+	key := a.ID + "\x00" + n.data.String()
+	reads := n.c.checkTemplate(a.System, n.data, a.systemPos)
+	n.c.systemChecked[key] = true
+	n.c.nodeTemplates[n.Node.ID] = append(n.c.nodeTemplates[n.Node.ID], templateUse{name: a.System, pos: a.systemPos, reads: reads})
+	return a.System
+}
+
+// TemplateWith checks a reference to a template the kind renders with
+// another dot than its PromptData (a zero value of that type), e.g. a
+// notice posted into a conversation.
+func (n *NodeContext) TemplateWith(s Str, data any) string {
+	return n.c.templateRef(s, reflect.TypeOf(data), n.Node)
+}
+
+// SetOutput declares the type of the node's output (nodes.ID.output) and
+// of each agent's output (nodes.ID.outputs.AGENT; nil: the same as output).
+// Expressions reading them are checked against these types. A kind that
+// does not call it outputs values of any type.
+func (n *NodeContext) SetOutput(output, perAgent *Type) {
+	n.Node.Output, n.Node.Outputs = output, perAgent
+}
+
+// SetOutputOf declares the node's output type as built from the types of
+// its own expressions (a computed value), which are known only once every
+// node has declared its output: build is called then, with typeOf giving
+// the type of one of the node's Programs, until the types settle.
+func (n *NodeContext) SetOutputOf(build func(typeOf func(*Program) *Type) *Type) {
+	n.c.outputBuilders = append(n.c.outputBuilders, outputBuilder{node: n.Node, build: build})
+}
+
+// UseModel declares that the node calls model m, so that the run connects
+// to its endpoint (and needs its key). Models no node uses need nothing.
+func (n *NodeContext) UseModel(m *ModelPlan) {
+	if m == nil {
+		return
+	}
+	for _, x := range n.Node.Models {
+		if x == m {
+			return
+		}
+	}
+	n.Node.Models = append(n.Node.Models, m)
+}
+
+// AgentModel is the model the node calls for agent a: override when the
+// node names one, else the agent's. It declares the use (UseModel).
+func (n *NodeContext) AgentModel(a *AgentPlan, override *ModelPlan) *ModelPlan {
+	m := override
+	if m == nil {
+		m = a.Model
+	}
+	n.UseModel(m)
+	return m
+}
+
+// UseSummaries declares that the node's prompts use history summaries when
+// the spec configures them: the summary template is checked and the
+// summary models are declared as used, for each of the node's agents.
+func (n *NodeContext) UseSummaries() {
+	sp := n.c.plan.Summarize
+	if sp == nil {
+		return
+	}
+	for _, a := range n.Node.Agents {
+		if sp.Model != nil {
+			n.UseModel(sp.Model)
+		} else {
+			n.UseModel(a.Model)
+		}
+	}
+}
+
+// RunsNode declares that this node runs another node itself (what names
+// the key, e.g. "watch"), which then need not appear in flow. It reports an
+// unknown node, the node itself, and (once every node compiled) cycles of
+// nodes running each other. It returns the id, "" when invalid.
+func (n *NodeContext) RunsNode(s Str, what string) string {
+	if !n.c.file.Nodes.Has(s.V) {
+		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, didYouMean(s.V, n.c.file.Nodes.Names()))
+		return ""
+	}
+	if s.V == n.Node.ID {
+		n.Errorf(s.Pos, "%s: a node cannot run itself", what)
+		return ""
+	}
+	n.c.reachable[s.V] = true
+	n.Node.Runs = append(n.Node.Runs, s.V)
+	n.c.runsAt[n.Node.ID+"\x00"+s.V] = s.Pos
+	return s.V
+}
+
+// HasTemplate reports whether a template of that name exists.
+func (n *NodeContext) HasTemplate(name string) bool {
+	return n.c.plan.Templates.Lookup(name) != nil
+}
+
+// Expr compiles an expression with the flow environment plus extra names
+// (their values fix their types). The Program is complete once every node
+// has compiled (expressions are checked against the output types nodes
+// declare); a kind keeps the pointer.
+func (n *NodeContext) Expr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
+	return n.c.compileExpr(e, extra, want, fmt.Sprintf("node %q: %s", n.Node.ID, what))
+}
+
+// ExprChoice compiles an expression that must give one of choices (an
+// agent id, say): a result of another type, or a constant that is not among
+// choices, is an error.
+func (n *NodeContext) ExprChoice(e Expr, extra map[string]any, what string, choices []string) *Program {
+	return n.c.compileExprChoice(e, extra, StringResult, fmt.Sprintf("node %q: %s", n.Node.ID, what), choices)
+}
+
+// Agent resolves an agent reference.
+func (n *NodeContext) Agent(s Str) *AgentPlan {
+	a, ok := n.c.plan.AgentByID[s.V]
+	if !ok {
+		n.Errorf(s.Pos, "unknown agent %q%s", s.V, didYouMean(s.V, n.c.file.Agents.Names()))
+		return nil
+	}
+	return a
+}
+
+// Model resolves a model reference; nil when absent or invalid.
+func (n *NodeContext) Model(s Str) *ModelPlan {
+	if !s.Set {
+		return nil
+	}
+	return n.c.modelRef(s, fmt.Sprintf("node %q", n.Node.ID))
+}
+
+// VerdictSet resolves "verdicts.NAME" or "NAME" to its options.
+func (n *NodeContext) VerdictSet(s Str) (string, []string) {
+	name := strings.TrimPrefix(strings.TrimSpace(s.V), "verdicts.")
+	opts, ok := n.c.plan.Verdicts[name]
+	if !ok {
+		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, sortedKeys(n.c.plan.Verdicts)))
+		return "", nil
+	}
+	return name, opts
+}
+
+// DeclareRecord notes that this node records messages under name.
+func (n *NodeContext) DeclareRecord(name string) { n.c.records[name] = true }
+
+// RequireRecord checks, once every node has compiled, that some node records
+// messages under name.
+func (n *NodeContext) RequireRecord(s Str) {
+	n.c.deferred = append(n.c.deferred, func() {
+		if !n.c.records[s.V] {
+			var names []string
+			for r := range n.c.records {
+				names = append(names, r)
+			}
+			sort.Strings(names)
+			n.Errorf(s.Pos, "no node records %q%s", s.V, didYouMean(s.V, names))
+		}
+	})
+}
+
+// JSONSchema compiles an inline JSON Schema written in YAML at node. It
+// returns the compiled schema and the schema as JSON (for endpoints that
+// take it, and for the output's type); nil when invalid.
+func (n *NodeContext) JSONSchema(node *yaml.Node) (*jsonschema.Schema, json.RawMessage) {
+	// Duplicate keys and the like were reported when the whole spec was
+	// converted; a scratch reporter keeps them from being reported twice.
+	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
+	if loc == nil {
+		n.Errorf(nodePos(node), "output schema is too large")
+		return nil, nil
+	}
+	data, err := json.Marshal(loc.value)
+	if err != nil {
+		n.Errorf(nodePos(node), "output schema: %v", err)
+		return nil, nil
+	}
+	sch, err := CompileJSONSchema(url.PathEscape(n.Node.ID)+"-output", data)
+	if err != nil {
+		n.schemaDocError(node, loc, err)
+		return nil, nil
+	}
+	return sch, data
+}
+
+// schemaDocError reports why a JSON Schema written in the spec does not
+// compile, at the key or value each complaint of the meta-schema is about.
+func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
+	var se *jsonschema.SchemaError
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
+		msg := firstLine(err.Error())
+		if i := strings.Index(msg, "compilation failed: "); i >= 0 {
+			msg = msg[i+len("compilation failed: "):]
+		}
+		n.Errorf(nodePos(node), "output schema is not a valid JSON Schema: %s", msg)
+		return
+	}
+	for _, leaf := range leaves(ve, loc) {
+		ptr := unescapeURLPointer(leaf.InstanceLocation)
+		at := loc.values[ptr]
+		if at == nil {
+			at = node
+		}
+		where := "schema"
+		if ptr != "" {
+			where = "schema." + describePointer(ptr)
+		}
+		msg := leaf.Message
+		switch lastSegment(leaf.KeywordLocation) {
+		case "enum":
+			msg = enumMessage(leaf.Message, at)
+		case "type":
+			msg = typeMessage(leaf.Message, at)
+		}
+		n.Errorf(nodePos(at), "output %s: %s", where, msg)
+	}
+}
+
+// SchemaRef resolves a named schema from a template library: compiled,
+// and as JSON.
+func (n *NodeContext) SchemaRef(s Str) (*jsonschema.Schema, json.RawMessage) {
+	sch, ok := n.c.plan.Schemas[s.V]
+	if !ok {
+		var names []string
+		for k := range n.c.plan.Schemas {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		n.Errorf(s.Pos, "unknown schema %q%s", s.V, didYouMean(s.V, names))
+		return nil, nil
+	}
+	return sch, n.c.plan.SchemaDocs[s.V]
+}
