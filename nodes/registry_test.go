@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"sort"
 	"strings"
@@ -422,4 +423,50 @@ func sampleValue(s map[string]any) any {
 		return map[string]any{k: sampleValue(p)}
 	}
 	return map[string]any{"x": "y"}
+}
+
+// TestREADMEDescribesPromptData keeps README's "What a template sees" in
+// step with the kinds' prompt data: every field a kind's templates can read
+// has a row naming that kind (or "every prompt", for the fields all share).
+func TestREADMEDescribesPromptData(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "### What a template sees")
+	if !ok {
+		t.Fatal(`README.md has no section "### What a template sees"`)
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	rows := map[string]string{} // field -> the "in" column
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 {
+			continue
+		}
+		for _, f := range strings.Split(cells[1], ",") {
+			rows[strings.Trim(strings.TrimSpace(f), "`.")] = strings.TrimSpace(cells[3])
+		}
+	}
+	base := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(spec.PromptBase{})) {
+		base[f.Name] = true
+		if in, ok := rows[f.Name]; !ok || in != "every prompt" {
+			t.Errorf("README does not list .%s as in every prompt (row: %q)", f.Name, in)
+		}
+	}
+	for _, k := range nodes.Kinds() {
+		d := k.PromptData()
+		if d == nil {
+			continue
+		}
+		for _, f := range reflect.VisibleFields(reflect.TypeOf(d)) {
+			if f.Anonymous || base[f.Name] || !f.IsExported() {
+				continue
+			}
+			if in := rows[f.Name]; !strings.Contains(in, k.Name()) {
+				t.Errorf("README does not list .%s as in %s prompts (row: %q)", f.Name, k.Name(), in)
+			}
+		}
+	}
 }
