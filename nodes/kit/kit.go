@@ -72,6 +72,31 @@ type Call struct {
 	JSONMode bool
 	// Target is the agent whose message is being answered (each:), if any.
 	Target string
+	// Shape says what a reply must look like to pass the node's checks, so
+	// that a stand-in reply (a dry run's placeholder) can be made that does.
+	Shape Shape
+	// Repairs is how many times the node may ask again after an invalid
+	// reply, and ToolRounds how many tool round trips a reply may take: a
+	// dry run counts them in its upper bound.
+	Repairs, ToolRounds int
+}
+
+// Shape describes the reply a call expects.
+type Shape struct {
+	// Format is text (the default), json, tags or regex.
+	Format string
+	// Schema is the JSON Schema a json reply must satisfy (nil: any JSON).
+	Schema json.RawMessage
+	// Pattern is the regular expression a regex reply must match.
+	Pattern string
+	// Tags are the tags a tags reply must have, in order, with the value
+	// to give each ("" for a placeholder text).
+	Tags []Tag
+}
+
+// Tag is a tag of a tags-formatted reply.
+type Tag struct {
+	Name, Value string
 }
 
 // Reply is a model's answer to a Call.

@@ -1,0 +1,147 @@
+package calls
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/llm"
+)
+
+// Cache stores model replies by the content of their request.
+// Implementations must be safe for concurrent use; errors are never stored.
+type Cache interface {
+	Get(key string) (kit.Reply, bool)
+	Put(key string, rep kit.Reply)
+}
+
+// Cached answers a call from the cache when an identical request was
+// answered before; otherwise it hands the call on, once however many
+// callers ask for the same request at the same time (the others wait and
+// share the reply: source Shared), and stores the reply. Failures are not
+// stored.
+func Cached(cache Cache, flights *Flights, next Stage) Stage {
+	return StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {
+		key := CacheKey(c)
+		if rep, ok := cache.Get(key); ok {
+			return rep, FromCache, nil
+		}
+		return flights.Do(ctx, key, func() (kit.Reply, Source, error) {
+			// An identical call may have finished between the lookup above
+			// and this flight; its reply was stored before its flight ended.
+			if rep, ok := cache.Get(key); ok {
+				return rep, FromCache, nil
+			}
+			rep, src, err := next.Complete(ctx, c)
+			if err != nil {
+				return kit.Reply{}, src, err
+			}
+			cache.Put(key, rep)
+			return rep, src, nil
+		})
+	})
+}
+
+// CacheKey is the content address of a call's request: endpoint (name and
+// the base URL it was reached at), model, parameters, messages and tools,
+// plus the call's sample discriminator so that repeated samples at a
+// temperature above 0 stay distinct. At temperature 0 the discriminator is
+// left out: any caller asking the same gets the same reply.
+func CacheKey(c *Call) string {
+	req := c.Request
+	baseURL := c.BaseURL
+	if baseURL == "" && c.Model != nil && c.Model.Endpoint != nil {
+		baseURL = c.Model.Endpoint.BaseURL
+	}
+	endpoint := ""
+	if c.Model != nil && c.Model.Endpoint != nil {
+		endpoint = c.Model.Endpoint.Name
+	}
+	sample := ""
+	if req.Temperature == nil || *req.Temperature > 0 {
+		sample = c.Sample
+	}
+	body := struct {
+		Endpoint string          `json:"endpoint"`
+		BaseURL  string          `json:"base_url"`
+		Model    string          `json:"model"`
+		Temp     *float64        `json:"temperature"`
+		TopP     *float64        `json:"top_p"`
+		Max      int             `json:"max_tokens"`
+		Seed     *int            `json:"seed"`
+		JSON     bool            `json:"json"`
+		Messages []llm.Message   `json:"messages"`
+		Tools    []llm.Tool      `json:"tools"`
+		Sample   string          `json:"sample"`
+		Extra    json.RawMessage `json:"extra,omitempty"`
+	}{
+		Endpoint: endpoint, BaseURL: baseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
+		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSONMode, Messages: req.Messages, Tools: req.Tools, Sample: sample,
+	}
+	data, _ := json.Marshal(body)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Flights runs one function per key at a time; callers that arrive while it
+// runs wait for its result instead of running their own. Runs that share a
+// Flights (a sweep) share identical calls in flight.
+type Flights struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+type flight struct {
+	done   chan struct{}
+	rep    kit.Reply
+	source Source
+	err    error
+}
+
+// Do runs fn for key unless a call for key is in flight, in which case it
+// waits for that call and returns its reply with source Shared (or the
+// leader's source when the leader found the reply in the cache). Errors are
+// shared too, except a leader's cancellation: a waiter whose own context is
+// alive tries again rather than failing for someone else's ^C.
+func (g *Flights) Do(ctx context.Context, key string, fn func() (kit.Reply, Source, error)) (kit.Reply, Source, error) {
+	for {
+		g.mu.Lock()
+		if g.m == nil {
+			g.m = map[string]*flight{}
+		}
+		if f, ok := g.m[key]; ok {
+			g.mu.Unlock()
+			select {
+			case <-f.done:
+			case <-ctx.Done():
+				return kit.Reply{}, Shared, ctx.Err()
+			}
+			if f.err != nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+				continue
+			}
+			src := f.source
+			if src == Network {
+				src = Shared
+			}
+			return f.rep, src, f.err
+		}
+		f := &flight{done: make(chan struct{})}
+		g.m[key] = f
+		g.mu.Unlock()
+
+		func() {
+			defer func() {
+				g.mu.Lock()
+				delete(g.m, key)
+				g.mu.Unlock()
+				close(f.done)
+			}()
+			f.rep, f.source, f.err = fn()
+		}()
+		return f.rep, f.source, f.err
+	}
+}

@@ -1,0 +1,153 @@
+// Package calls is the path a model call takes from a node to a reply: a
+// chain of small stages, each of which answers the call itself or hands it
+// on to the next. A run builds the chain it needs — replies recorded in its
+// own journal (resume), a recording (--replay), the request's journal event,
+// the response cache with identical calls in flight shared, the network; a
+// dry run ends the chain in placeholders instead — and each stage is tested
+// alone.
+package calls
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Call is a model call on its way to a reply.
+type Call struct {
+	// Key is the call's identity within the run (NODE/SCOPE/AGENT...): the
+	// same key always means the same call, which is how recorded replies
+	// are found.
+	Key string
+	// Node and Agent say whose call it is ("" for no agent).
+	Node, Agent string
+	// Model is the model configuration the call uses.
+	Model *spec.ModelPlan
+	// BaseURL is where the model's endpoint is reached in this run.
+	BaseURL string
+	// Request is what is sent to the endpoint.
+	Request llm.Request
+	// Kit is the call as the node made it: messages, tools, reply hints.
+	Kit kit.Call
+	// Sample distinguishes the cache entries of repeated samples of the
+	// same call (see CacheKey).
+	Sample string
+	// OnRetry is told of each failed attempt that will be retried.
+	OnRetry func(llm.Attempt)
+}
+
+// Source says where a reply came from.
+type Source string
+
+// Sources of replies. Network is a reply this call received from the
+// endpoint itself.
+const (
+	Network     Source = ""
+	FromCache   Source = "cache"
+	Shared      Source = "shared"
+	FromReplay  Source = "replay"
+	FromJournal Source = "journal"
+	Placeholder Source = "placeholder"
+)
+
+// Stage answers a call or hands it on.
+type Stage interface {
+	Complete(ctx context.Context, c *Call) (kit.Reply, Source, error)
+}
+
+// StageFunc is a function that is a Stage.
+type StageFunc func(ctx context.Context, c *Call) (kit.Reply, Source, error)
+
+// Complete implements Stage.
+func (f StageFunc) Complete(ctx context.Context, c *Call) (kit.Reply, Source, error) {
+	return f(ctx, c)
+}
+
+// MissingError is a call that a recording being replayed does not have.
+type MissingError struct{ Key string }
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("the recording has no response for call %s (the spec, inputs or vars differ from the recorded run; use --replay-missing live to call the model for such calls)", e.Key)
+}
+
+// Recorded answers calls from recorded replies by key, as source; a call
+// without one goes on to next, or fails with a *MissingError when next is
+// nil. Recorded replies are marked Replayed.
+func Recorded(replies map[string]kit.Reply, source Source, next Stage) Stage {
+	return StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {
+		if rep, ok := replies[c.Key]; ok {
+			rep.Replayed = true
+			return rep, source, nil
+		}
+		if next == nil {
+			return kit.Reply{}, source, &MissingError{Key: c.Key}
+		}
+		return next.Complete(ctx, c)
+	})
+}
+
+// Before calls fn with the call before handing it on; an error from fn
+// stops the call. The run journals a call's request here, once it is known
+// that no recorded reply answers it.
+func Before(fn func(c *Call) error, next Stage) Stage {
+	return StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {
+		if err := fn(c); err != nil {
+			return kit.Reply{}, Network, err
+		}
+		return next.Complete(ctx, c)
+	})
+}
+
+// EndpointError is a model call that failed after its retries.
+type EndpointError struct {
+	Key string
+	Err error
+}
+
+func (e *EndpointError) Error() string { return fmt.Sprintf("model call %s failed: %v", e.Key, e.Err) }
+func (e *EndpointError) Unwrap() error { return e.Err }
+
+// Client sends chat completions to one endpoint (an *llm.Client).
+type Client interface {
+	Complete(ctx context.Context, req llm.Request, onRetry func(llm.Attempt)) (llm.Response, error)
+}
+
+// Send is the last stage of a live chain: it sends the call to the client
+// of its model's endpoint, counting what it sends in sent (nil: uncounted).
+// An endpoint failure after retries is an *EndpointError naming the call.
+func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
+	return StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {
+		cl := client(c.Model.Endpoint.Name)
+		if cl == nil {
+			return kit.Reply{}, Network, fmt.Errorf("model call %s: endpoint %q is not connected", c.Key, c.Model.Endpoint.Name)
+		}
+		if sent != nil {
+			sent.Add(1)
+		}
+		resp, err := cl.Complete(ctx, c.Request, c.OnRetry)
+		if err != nil {
+			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				return kit.Reply{}, Network, ctx.Err()
+			}
+			var le *llm.Error
+			if errors.As(err, &le) {
+				return kit.Reply{}, Network, &EndpointError{Key: c.Key, Err: err}
+			}
+			return kit.Reply{}, Network, fmt.Errorf("model call %s: %w", c.Key, err)
+		}
+		rep := kit.Reply{
+			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
+			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
+		}
+		for _, tc := range resp.ToolCalls {
+			rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		return rep, Network, nil
+	})
+}

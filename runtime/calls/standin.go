@@ -1,0 +1,294 @@
+package calls
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"unicode"
+
+	"github.com/debate-runner/runner/nodes/kit"
+)
+
+// StandIn is a reply of the shape a call expects, made without a model:
+// text for a text reply, a JSON value its schema accepts, a match of its
+// regular expression, its tags. label (e.g. "reply of a to answer, round
+// 2") is the text it puts where a model would write prose, so that a prompt
+// quoting the reply shows what it stands for.
+func StandIn(shape kit.Shape, label string) string {
+	text := "<" + label + ">"
+	switch shape.Format {
+	case "json":
+		var schema any
+		if len(shape.Schema) > 0 {
+			_ = json.Unmarshal(shape.Schema, &schema)
+		}
+		g := jsonGen{root: schema}
+		v := g.value(schema, text, 0)
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return "{}"
+		}
+		return strings.TrimSpace(b.String())
+	case "regex":
+		re, err := syntax.Parse(shape.Pattern, syntax.Perl)
+		if err != nil {
+			return text
+		}
+		return text + "\n" + regexStandIn(re.Simplify(), text)
+	case "tags":
+		var b strings.Builder
+		for _, t := range shape.Tags {
+			v := t.Value
+			if v == "" {
+				v = text
+			}
+			fmt.Fprintf(&b, "<%s>%s</%s>\n", t.Name, v, t.Name)
+		}
+		if b.Len() == 0 {
+			return text
+		}
+		return strings.TrimRight(b.String(), "\n")
+	}
+	return text
+}
+
+// maxStandInDepth bounds how deep a schema is followed.
+const maxStandInDepth = 12
+
+// jsonGen makes values a schema accepts; root resolves local $refs.
+type jsonGen struct{ root any }
+
+// resolve follows a local reference ("#/$defs/name", "#/definitions/x").
+func (g jsonGen) resolve(ref string) any {
+	path, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return nil
+	}
+	cur := g.root
+	for _, part := range strings.Split(path, "/") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		cur = m[part]
+	}
+	return cur
+}
+
+// value is a value the schema accepts, as small as it allows: every
+// required property (and, for an object with no required ones, every
+// property), the least number of list items, the lowest number in range.
+func (g jsonGen) value(schema any, text string, depth int) any {
+	s, ok := schema.(map[string]any)
+	if !ok || depth > maxStandInDepth {
+		return text
+	}
+	if ref, ok := s["$ref"].(string); ok {
+		if target := g.resolve(ref); target != nil {
+			return g.value(target, text, depth+1)
+		}
+	}
+	if c, ok := s["const"]; ok {
+		return c
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		if alts, ok := s[key].([]any); ok && len(alts) > 0 {
+			return g.value(alts[0], text, depth+1)
+		}
+	}
+	if all, ok := s["allOf"].([]any); ok && len(all) > 0 {
+		merged := map[string]any{}
+		for _, part := range all {
+			if m, ok := part.(map[string]any); ok {
+				for k, v := range m {
+					merged[k] = v
+				}
+			}
+		}
+		for k, v := range s {
+			if k != "allOf" {
+				merged[k] = v
+			}
+		}
+		return g.value(merged, text, depth+1)
+	}
+	ty := s["type"]
+	if list, ok := ty.([]any); ok {
+		ty = nil
+		for _, t := range list {
+			if t != "null" {
+				ty = t
+				break
+			}
+		}
+	}
+	if ty == nil {
+		if _, ok := s["properties"]; ok {
+			ty = "object"
+		} else if _, ok := s["items"]; ok {
+			ty = "array"
+		}
+	}
+	switch ty {
+	case "string":
+		out := text
+		if n, ok := s["maxLength"].(float64); ok && len([]rune(out)) > int(n) {
+			out = string([]rune(out)[:max(0, int(n))])
+		}
+		if n, ok := s["minLength"].(float64); ok {
+			for len([]rune(out)) < int(n) {
+				out += "."
+			}
+		}
+		return out
+	case "integer", "number":
+		lo := 0.0
+		if m, ok := s["minimum"].(float64); ok {
+			lo = m
+		}
+		if m, ok := s["exclusiveMinimum"].(float64); ok {
+			lo = m + 1
+		}
+		if m, ok := s["maximum"].(float64); ok && lo > m {
+			lo = m
+		}
+		if ty == "integer" {
+			return int64(lo)
+		}
+		return lo
+	case "boolean":
+		return false
+	case "null":
+		return nil
+	case "array":
+		n := 0
+		if m, ok := s["minItems"].(float64); ok {
+			n = int(m)
+		}
+		out := make([]any, n)
+		for i := range out {
+			out[i] = g.value(s["items"], fmt.Sprintf("%s %d", text[:len(text)-1], i+1)+">", depth+1)
+		}
+		return out
+	case "object":
+		props, _ := s["properties"].(map[string]any)
+		var names []string
+		if req, ok := s["required"].([]any); ok && len(req) > 0 {
+			for _, r := range req {
+				if n, ok := r.(string); ok {
+					names = append(names, n)
+				}
+			}
+		} else {
+			for n := range props {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+		}
+		out := map[string]any{}
+		for _, n := range names {
+			out[n] = g.value(props[n], text, depth+1)
+		}
+		return out
+	}
+	return text
+}
+
+// regexStandIn is a string the expression matches: the first alternative,
+// the least repetition, the first character of a class (a letter or digit
+// when the class has one); captures that accept any text get the label.
+func regexStandIn(re *syntax.Regexp, text string) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return string(re.Rune)
+	case syntax.OpCharClass:
+		return string(classRune(re.Rune))
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return "x"
+	case syntax.OpCapture:
+		if accepts(re.Sub[0], text) {
+			return text
+		}
+		return regexStandIn(re.Sub[0], text)
+	case syntax.OpStar, syntax.OpQuest:
+		return ""
+	case syntax.OpPlus:
+		return regexStandIn(re.Sub[0], text)
+	case syntax.OpRepeat:
+		var b strings.Builder
+		for i := 0; i < re.Min; i++ {
+			b.WriteString(regexStandIn(re.Sub[0], text))
+		}
+		return b.String()
+	case syntax.OpConcat:
+		var b strings.Builder
+		for _, sub := range re.Sub {
+			b.WriteString(regexStandIn(sub, text))
+		}
+		return b.String()
+	case syntax.OpAlternate:
+		return regexStandIn(re.Sub[0], text)
+	}
+	// Empty matches, anchors and word boundaries add no text.
+	return ""
+}
+
+// accepts reports whether re, a capture's body, takes text as it is: a
+// class or any character, repeated (like [^}]* or .+).
+func accepts(re *syntax.Regexp, text string) bool {
+	if re.Op != syntax.OpStar && re.Op != syntax.OpPlus {
+		return false
+	}
+	for _, r := range text {
+		if !runeIn(re.Sub[0], r) {
+			return false
+		}
+	}
+	return true
+}
+
+func runeIn(re *syntax.Regexp, r rune) bool {
+	switch re.Op {
+	case syntax.OpAnyChar:
+		return true
+	case syntax.OpAnyCharNotNL:
+		return r != '\n'
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if r >= re.Rune[i] && r <= re.Rune[i+1] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// classRune picks a rune of a character class, preferring a letter or digit.
+func classRune(ranges []rune) rune {
+	for i := 0; i+1 < len(ranges); i += 2 {
+		for r := ranges[i]; r <= ranges[i+1] && r < ranges[i]+128; r++ {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return r
+			}
+		}
+	}
+	for i := 0; i+1 < len(ranges); i += 2 {
+		for r := ranges[i]; r <= ranges[i+1] && r < ranges[i]+128; r++ {
+			if unicode.IsPrint(r) && r != '\n' {
+				return r
+			}
+		}
+	}
+	if len(ranges) > 0 {
+		return ranges[0]
+	}
+	return 'x'
+}
