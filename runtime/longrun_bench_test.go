@@ -227,7 +227,8 @@ func (t *converseTransport) RoundTrip(req *http.Request) (*http.Response, error)
 
 // window measures a stretch of calls of a run: it starts at the first call
 // made once the run has recorded from messages and ends calls later, taking
-// process CPU time and heap allocations at both ends.
+// process CPU time and heap allocations at both ends, and then the heap the
+// run holds.
 type window struct {
 	next     http.RoundTripper
 	from     int
@@ -243,6 +244,7 @@ type window struct {
 	mallocs0 uint64
 	cpu      time.Duration
 	mallocs  uint64
+	heap     uint64 // bytes live on the heap after the window
 }
 
 func (w *window) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -258,6 +260,12 @@ func (w *window) RoundTrip(req *http.Request) (*http.Response, error) {
 		if w.n++; w.n == w.calls {
 			cpu, mallocs := cpuAndMallocs()
 			w.cpu, w.mallocs, w.done = cpu-w.cpu0, mallocs-w.mallocs0, true
+			// Twice: the first collection leaves pooled buffers for the next.
+			goruntime.GC()
+			goruntime.GC()
+			var ms goruntime.MemStats
+			goruntime.ReadMemStats(&ms)
+			w.heap = ms.HeapAlloc
 		}
 	}
 	w.mu.Unlock()
@@ -299,10 +307,37 @@ var longRuns = []longRun{
 	},
 }
 
+// longResult is what measureLong measured, summed over runs.
+type longResult struct {
+	cpu     time.Duration
+	mallocs uint64
+	calls   int
+	heap    uint64
+	runs    int
+}
+
+func (r *longResult) add(o longResult) {
+	r.cpu += o.cpu
+	r.mallocs += o.mallocs
+	r.calls += o.calls
+	r.heap += o.heap
+	r.runs += o.runs
+}
+
+func (r *longResult) report(b *testing.B, size string) {
+	b.ReportMetric(float64(r.cpu.Nanoseconds())/float64(r.calls), "cpu-ns/call@"+size)
+	b.ReportMetric(float64(r.mallocs)/float64(r.calls), "allocs/call@"+size)
+	b.ReportMetric(float64(r.heap)/float64(r.runs)/(1<<20), "heap-MB@"+size)
+}
+
 // measureLong runs a workload until history messages are recorded, then
-// measures the next calls calls; it returns CPU and allocations per call.
-func measureLong(b *testing.B, lr longRun, history, calls int) (cpuPerCall, allocsPerCall float64) {
+// measures the next history/4 calls. A window in proportion to the history
+// spans about as many garbage collections at every size (the heap, and so
+// the allocation between collections, grows with the history), so each
+// size is charged its share of them.
+func measureLong(b *testing.B, lr longRun, history int) longResult {
 	b.Helper()
+	calls := history / 4
 	text, sets := lr.spec(history + calls)
 	plan := loadPlan(b, writeSpec(b, b.TempDir(), text))
 	w := &window{next: lr.transport(), from: history, calls: calls}
@@ -323,32 +358,29 @@ func measureLong(b *testing.B, lr longRun, history, calls int) (cpuPerCall, allo
 	if w.history > history+history/10 {
 		b.Fatalf("%s: the window started at %d messages, not about %d", lr.name, w.history, history)
 	}
-	return float64(w.cpu.Nanoseconds()) / float64(calls), float64(w.mallocs) / float64(calls)
+	return longResult{cpu: w.cpu, mallocs: w.mallocs, calls: calls, heap: w.heap, runs: 1}
 }
 
 // BenchmarkOrchestrationLongHistory reports, per workload, the runtime's
 // CPU per model call (cpu-ns/call as in BenchmarkOrchestrationPerCall:
 // getrusage user+system, fsync off) and heap allocations per call, measured
-// over 400 calls made after 1,000 and after 20,000 recorded messages, and
-// their ratio 20k/1k.
+// over the 250 calls made after 1,000 recorded messages (in each of 4
+// runs, for 1,000 calls in all) and the 5,000 made after 20,000, their ratio
+// 20k/1k, and the heap live after each window.
 func BenchmarkOrchestrationLongHistory(b *testing.B) {
-	const calls = 400
 	for _, lr := range longRuns {
 		b.Run(lr.name, func(b *testing.B) {
-			var cpu1k, cpu20k, allocs1k, allocs20k float64
-			n := 0
+			var small, large longResult
 			for b.Loop() {
-				c1, a1 := measureLong(b, lr, 1000, calls)
-				c20, a20 := measureLong(b, lr, 20000, calls)
-				cpu1k, cpu20k, allocs1k, allocs20k = cpu1k+c1, cpu20k+c20, allocs1k+a1, allocs20k+a20
-				n++
+				for range 4 {
+					small.add(measureLong(b, lr, 1000))
+				}
+				large.add(measureLong(b, lr, 20000))
 			}
-			f := float64(n)
-			b.ReportMetric(cpu1k/f, "cpu-ns/call@1k")
-			b.ReportMetric(cpu20k/f, "cpu-ns/call@20k")
-			b.ReportMetric(cpu20k/cpu1k, "ratio-20k/1k")
-			b.ReportMetric(allocs1k/f, "allocs/call@1k")
-			b.ReportMetric(allocs20k/f, "allocs/call@20k")
+			small.report(b, "1k")
+			large.report(b, "20k")
+			perCall := func(r longResult) float64 { return float64(r.cpu) / float64(r.calls) }
+			b.ReportMetric(perCall(large)/perCall(small), "ratio-20k/1k")
 		})
 	}
 }
