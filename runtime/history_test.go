@@ -7,12 +7,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"sort"
 	"sync"
 	"testing"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -112,5 +115,79 @@ func TestIndexedPromptsMatchSpecHelpers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRenderCostIndependentOfHistory renders the library's chains of
+// message helpers for an agent whose history holds private messages and
+// whispers, after 30 and after 3,000 messages, and requires about the same
+// heap per rendering: the chains are answered from the history's indexes,
+// not by filtering every message.
+func TestRenderCostIndependentOfHistory(t *testing.T) {
+	const text = `version: 1
+name: chains
+agents:
+  a: {}
+  b: {}
+  c: {}
+templates:
+  define:
+    chains: |-
+      {{- range latest (notFrom .Agent.ID (byRecord "answer" .History))}}{{.From}}: {{.Content}}
+      {{end}}
+      {{- range byTo .Agent.ID (byRecord "critique" (inRound .Round .History))}}{{.From}}: {{.Content}}
+      {{end}}
+      {{- range .History | inRound (sub .Round 1)}}{{.From}} {{end}}
+      {{- with last (byFrom .Agent.ID .History)}}{{.ID}}{{end}} {{count .Inbox}}
+nodes:
+  answer: {kind: ask, agents: [a, b, c], template: chains, record: answer}
+flow: [answer]
+`
+	plan := loadPlan(t, writeSpec(t, t.TempDir(), text))
+	perRender := func(rounds int) float64 {
+		r := newRun(plan, Options{})
+		j, err := journal.CreateWith(filepath.Join(t.TempDir(), "journal.jsonl"), journal.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.Close()
+		r.journal = j
+		h := &host{run: r, node: plan.Nodes["answer"], scope: kit.Scope{Key: "-"}, prefix: "answer/-"}
+		ids := []string{"a", "b", "c"}
+		for round := 1; round <= rounds; round++ {
+			for i, a := range ids {
+				h.record([]spec.Message{
+					{From: a, Record: "answer", Round: round, Content: "an answer"},
+					{From: a, To: ids[(i+1)%3], Record: "critique", Round: round, Content: "a critique"},
+					{From: a, To: ids[(i+2)%3], Whisper: true, Round: round, Content: "a whisper"},
+					{From: a, Private: true, Round: round, Content: "a thought"},
+				})
+			}
+		}
+		h.scope.Round = rounds
+		agent := plan.Agents[0]
+		render := func() string {
+			out, err := h.Render("chains", h.Prompt(h.node, agent))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		first := render() // makes the indexes this template needs
+		const runs = 100
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		for range runs {
+			if render() != first {
+				t.Fatal("the same prompt rendered twice differs")
+			}
+		}
+		goruntime.ReadMemStats(&after)
+		return float64(after.TotalAlloc-before.TotalAlloc) / runs
+	}
+	short, long := perRender(3), perRender(300)
+	t.Logf("heap per rendering: %.0f B after 36 messages, %.0f B after 3,600", short, long)
+	if long > short+2048 { // filtering and copying the history: 1.3 MB after 3,600
+		t.Errorf("a rendering allocates %.0f B after 36 messages and %.0f B after 3,600: the helpers filter the history", short, long)
 	}
 }
