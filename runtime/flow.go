@@ -176,8 +176,9 @@ func (r *Run) setResult(node string, res spec.NodeResult) {
 }
 
 // env builds the expression environment at a scope. It shares the run's
-// results and messages (see Run.messages); goal_verdicts and latest are
-// answered from the history's indexes, replacing spec.Env's scans.
+// results and messages (see Run.messages). goal_verdicts and latest come
+// from the history's indexes: Extra's latest takes the place of the one
+// spec.Env.Map makes, which scans every message on each call.
 func (r *Run) env(s kit.Scope) *spec.Env {
 	r.mu.Lock()
 	defer r.mu.Unlock()
