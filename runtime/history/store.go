@@ -58,8 +58,12 @@ func (s *Store) Append(m spec.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.all, &m, -1)
-	if m.Private || m.Whisper {
+	if (m.Private || m.Whisper) && !s.restricted {
 		s.restricted = true
+		// Prompts read agents' views from now on: the lists filtered from
+		// the whole record would only grow, unread. They are made again
+		// from the record if a helper is given it.
+		s.forget(s.all)
 	}
 	for agent, v := range s.views {
 		if Visible(&m, agent) {
@@ -67,6 +71,29 @@ func (s *Store) Append(m spec.Message) {
 		}
 	}
 	s.verdicts.add(&m)
+}
+
+// forget drops the lists filtered from l and l's index of authors.
+func (s *Store) forget(l *list) {
+	var drop func(l *list)
+	drop = func(l *list) {
+		for _, fam := range l.fams {
+			for _, c := range fam {
+				if c.ready && len(c.msgs) > 0 {
+					delete(s.arrays, &c.msgs[0])
+				}
+				drop(c)
+			}
+		}
+		for _, c := range l.others {
+			if len(c.msgs) > 0 {
+				delete(s.arrays, &c.msgs[0])
+			}
+			drop(c)
+		}
+	}
+	drop(l)
+	l.fams, l.others, l.authors = [keyedOps]map[key]*list{}, nil, nil
 }
 
 // Len is the number of messages recorded.

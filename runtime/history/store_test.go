@@ -394,3 +394,29 @@ func TestTemplatesRenderAlike(t *testing.T) {
 		}
 	}
 }
+
+// TestRestrictionDropsListsOfTheRecord: lists filtered from the whole
+// record while every message was public stop growing once prompts read
+// agents' views, and a slice handed out before still gets right answers.
+func TestRestrictionDropsListsOfTheRecord(t *testing.T) {
+	s := New()
+	byRecord := s.Funcs()["byRecord"].(func(string, []spec.Message) []spec.Message)
+	notFrom := s.Funcs()["notFrom"].(func(string, []spec.Message) []spec.Message)
+	for i := range 20 {
+		s.Append(spec.Message{From: agentIDs[i%3], Record: "answer", Round: 1 + i/3})
+	}
+	before, _ := s.Seen("a", 1, "")
+	if got := len(notFrom("a", byRecord("answer", before))); got != 13 {
+		t.Fatalf("%d answers of others, want 13", got)
+	}
+	s.Append(spec.Message{From: "a", To: "b", Whisper: true})
+	s.mu.Lock()
+	lists, arrays := s.all.fams[opRecord], len(s.arrays)
+	s.mu.Unlock()
+	if lists != nil || arrays != 1 {
+		t.Fatalf("after the first whisper the record keeps %d filtered lists, %d arrays indexed; want none and 1", len(lists), arrays)
+	}
+	if got := notFrom("a", byRecord("answer", before)); len(got) != 13 || got[12].From != "b" {
+		t.Fatalf("a history handed out before the whisper: %s", describe(got))
+	}
+}
