@@ -88,7 +88,7 @@ func (a *authors) note(from string, i int) {
 // add appends m to l (at index src of l's parent when l is filtered) and to
 // the lists filtered from l that keep it.
 func (s *Store) add(l *list, m *spec.Message, src int) {
-	if l.src != nil || src >= 0 {
+	if src >= 0 {
 		l.src = append(l.src, int32(src))
 	}
 	if !l.ready {
@@ -107,7 +107,7 @@ func (s *Store) add(l *list, m *spec.Message, src int) {
 		k := keyOf(o, m)
 		c := fam[k]
 		if c == nil {
-			c = &list{src: []int32{}}
+			c = &list{}
 			fam[k] = c
 		}
 		s.add(c, m, i)
@@ -127,24 +127,32 @@ func (s *Store) add(l *list, m *spec.Message, src int) {
 // grows, against once here: with a message in a dozen lists or more, that
 // made the cost of recording grow with the history.
 func (s *Store) push(l *list, m *spec.Message) {
-	if n := len(l.msgs); n == cap(l.msgs) {
+	n := len(l.msgs)
+	moved := n == cap(l.msgs)
+	if moved {
 		grown := make([]spec.Message, n, max(8, 2*n))
 		copy(grown, l.msgs)
 		if n > 0 {
 			delete(s.arrays, &l.msgs[0])
 		}
 		l.msgs = grown
-		s.arrays[&grown[:1][0]] = l
 	}
 	l.msgs = append(l.msgs, *m)
+	if moved {
+		s.arrays[&l.msgs[0]] = l
+	}
 }
+
+// none is the answer for a key no message has: an empty list that is in no
+// family, so nothing is ever added to it.
+var none = &list{ready: true}
 
 // filtered returns the list of l that k keeps, materialised.
 func (s *Store) filtered(l *list, k key) *list {
 	if k.op == opNotFrom {
 		c := l.others[k.s]
 		if c == nil {
-			c = &list{src: []int32{}, ready: true}
+			c = &list{ready: true}
 			for i := range l.msgs {
 				if l.msgs[i].From != k.s {
 					c.src = append(c.src, int32(i))
@@ -167,7 +175,7 @@ func (s *Store) filtered(l *list, k key) *list {
 			ki := keyOf(k.op, &l.msgs[i])
 			c := fam[ki]
 			if c == nil {
-				c = &list{src: []int32{}}
+				c = &list{}
 				fam[ki] = c
 			}
 			c.src = append(c.src, int32(i))
@@ -176,8 +184,9 @@ func (s *Store) filtered(l *list, k key) *list {
 	}
 	c := fam[k]
 	if c == nil {
-		c = &list{src: []int32{}}
-		fam[k] = c
+		// No message has the key yet; asking for every round's inbox,
+		// say, must not leave a list per round behind.
+		return none
 	}
 	if !c.ready {
 		c.ready = true
