@@ -175,15 +175,16 @@ func (r *Run) setResult(node string, res spec.NodeResult) {
 }
 
 // env builds the expression environment at a scope. It shares the run's
-// results and messages (see Run.messages).
+// results and messages (see Run.messages). goal_verdicts and latest come
+// from the history's indexes: Extra's latest takes the place of the one
+// spec.Env.Map makes, which scans every message on each call.
 func (r *Run) env(s kit.Scope) *spec.Env {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	msgs := r.messagesSoFar()
 	return &spec.Env{
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results, Goals: r.Plan.Goals, Verdicts: r.Plan.Verdicts,
-		Messages: msgs, Round: s.Round, Goal: s.Goal, Loop: s.Loop,
-		Extra: map[string]any{"goal_verdicts": goalVerdicts(r.Plan, msgs)},
+		Messages: r.messagesSoFar(), Round: s.Round, Goal: s.Goal, Loop: s.Loop,
+		Extra: map[string]any{"goal_verdicts": r.hist.GoalVerdicts(), "latest": r.hist.Latest},
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
@@ -299,7 +300,7 @@ func (h *host) Render(name string, data any) (string, error) {
 	if n := hint.Load(); n > 0 {
 		b.Grow(int(n + n/8))
 	}
-	if err := h.run.Plan.Templates.ExecuteTemplate(&b, name, data); err != nil {
+	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
 	}
 	hint.Store(int64(b.Len()))
@@ -323,29 +324,14 @@ func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Results, messages and agent views are shared rather than copied (see
-	// setResult and messagesSoFar), so that a call's cost does not grow
+	// setResult and history.Store.Seen), so that a call's cost does not grow
 	// with the length of the debate.
 	data := spec.PromptBase{
 		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Item: h.scope.Item, Goal: h.scope.Goal,
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results,
 		Agents: r.agentViews(node), AllAgents: r.agentViews(nil),
 	}
-	if r.restricted == 0 {
-		// No message is private or whispered: the agent sees them all.
-		data.History = r.messagesSoFar()
-	} else {
-		data.History = make([]spec.Message, 0, len(r.messages))
-		for i := range r.messages {
-			if Visible(r.messages[i], agent.ID) {
-				data.History = append(data.History, r.messages[i])
-			}
-		}
-	}
-	for i := range data.History {
-		if m := &data.History[i]; m.To == agent.ID && m.Round == h.scope.Round && m.Goal == h.scope.Goal.ID {
-			data.Inbox = append(data.Inbox, *m)
-		}
-	}
+	data.History, data.Inbox = r.hist.Seen(agent.ID, h.scope.Round, h.scope.Goal.ID)
 	return data
 }
 
@@ -388,15 +374,7 @@ func (r *Run) agentViews(node *spec.NodePlan) []spec.AgentView {
 
 // Visible reports whether agent may see message m: private messages only by
 // their author, whispers by their author and addressee.
-func Visible(m spec.Message, agent string) bool {
-	if m.Private {
-		return strings.EqualFold(m.From, agent)
-	}
-	if m.Whisper {
-		return strings.EqualFold(m.From, agent) || strings.EqualFold(m.To, agent)
-	}
-	return true
-}
+func Visible(m spec.Message, agent string) bool { return history.Visible(&m, agent) }
 
 // Messages returns the run's messages so far. The slice is shared with the
 // run (see Run.messagesSoFar): callers read it and must not change it.
@@ -454,10 +432,8 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 		if m.Goal == "" {
 			m.Goal = h.scope.Goal.ID
 		}
-		r.messages = append(r.messages, m)
-		if m.Private || m.Whisper {
-			r.restricted++
-		}
+		r.hist.Append(m)
+		r.messages = r.hist.All()
 		seen := r.seenText[sum]
 		r.seenText[sum] = true
 		r.mu.Unlock()

@@ -177,8 +177,7 @@ func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
 
 func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d time.Duration) *Result {
 	r.mu.Lock()
-	msgs := make([]spec.Message, len(r.messages))
-	copy(msgs, r.messages)
+	msgs := r.messagesSoFar()
 	warnings := append([]string(nil), r.warnings...)
 	r.mu.Unlock()
 	if outputs == nil {
@@ -186,7 +185,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	}
 	res := &Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
-		Messages: msgs, GoalVerdicts: goalVerdicts(r.Plan, msgs), Whispers: whisperStats(msgs), Usage: r.usage.snapshot(),
+		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: whisperStats(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(),
 		Warnings:  warnings, DurationMS: d.Milliseconds(),
 	}

@@ -21,9 +21,11 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
@@ -167,14 +169,17 @@ type Run struct {
 	secrets  []string
 	recorded map[string]kit.Reply
 
+	// hist is the record of messages with each agent's view of it and
+	// indexes over them; templates renders prompts with its helpers.
+	hist      *history.Store
+	templates *template.Template
+
 	mu sync.Mutex
-	// messages only grows, and results is replaced (setResult) rather
-	// than changed: prompts and expressions share both without copying.
+	// messages is hist's record so far (see messagesSoFar): it only grows,
+	// and results is replaced (setResult) rather than changed, so prompts
+	// and expressions share both without copying.
 	messages []spec.Message
 	results  map[string]spec.NodeResult
-	// restricted counts private and whisper messages; while there are none
-	// every agent sees every message.
-	restricted int
 	// views are agent views by node (nil: every agent), made once.
 	views       map[*spec.NodePlan][]spec.AgentView
 	usage       *usageBook
@@ -276,11 +281,14 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	if pool == nil {
 		pool = NewClientPool()
 	}
+	hist := history.New()
 	return &Run{
-		pool:  pool,
-		bases: map[string]string{},
-		Plan:  plan,
-		opts:  opts,
+		hist:      hist,
+		templates: hist.Templates(plan.Templates),
+		pool:      pool,
+		bases:     map[string]string{},
+		Plan:      plan,
+		opts:      opts,
 		getenv: func(k string) string {
 			if v := getenv(k); v != "" {
 				return v

@@ -101,8 +101,7 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
 	}
 	e := &summaryEntry{done: make(chan struct{})}
 	r.summaries[key] = e
-	msgs := make([]spec.Message, len(r.messages))
-	copy(msgs, r.messages)
+	msgs := r.messagesSoFar()
 	r.mu.Unlock()
 	defer close(e.done)
 

@@ -127,7 +127,8 @@ func (s *state) env() map[string]any {
 	m["undecided"] = undecided
 	m["speakers"] = speakers
 	m["last"] = s.lastMsg
-	m["transcript"] = append([]spec.Message(nil), s.transcript...)
+	// Shared, capped so that appending copies: turns only append to it.
+	m["transcript"] = s.transcript[:len(s.transcript):len(s.transcript)]
 	return m
 }
 

@@ -1,0 +1,172 @@
+// Package history is a run's record of messages: append-only, with the view
+// each agent may see of it and indexes over those views kept up to date as
+// messages are recorded, so that what a prompt or an expression reads of the
+// history costs the same at the 20,000th message as at the 10th.
+//
+// Prompts get their History and Inbox from the store without copying; the
+// store's template helpers (Funcs) recognise slices it handed out, and the
+// lists filtered from them, and answer from indexes; any other slice gets
+// spec's helpers, which define what each helper means.
+package history
+
+import (
+	"strings"
+	"sync"
+
+	"github.com/debate-runner/runner/spec"
+)
+
+// Store holds a run's messages. Its methods are safe for concurrent use.
+// Slices it returns are shared: read them, never change them.
+type Store struct {
+	mu  sync.Mutex
+	all *list
+	// restricted is set once a message is private or whispered; until then
+	// every agent sees every message (all), after it each agent has a view.
+	restricted bool
+	views      map[string]*list
+	// arrays finds the list a slice was cut from by the first element of
+	// its backing array; every materialised list's current array is here.
+	arrays   map[*spec.Message]*list
+	verdicts verdicts
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		all:    &list{ready: true},
+		views:  map[string]*list{},
+		arrays: map[*spec.Message]*list{},
+	}
+}
+
+// Visible reports whether agent may see message m: private messages only
+// their author, whispers their author and addressee (ids compared ignoring
+// case).
+func Visible(m *spec.Message, agent string) bool {
+	if m.Private {
+		return strings.EqualFold(m.From, agent)
+	}
+	if m.Whisper {
+		return strings.EqualFold(m.From, agent) || strings.EqualFold(m.To, agent)
+	}
+	return true
+}
+
+// Append records a message; its id and scope fields are the caller's.
+func (s *Store) Append(m spec.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.add(s.all, &m, -1)
+	if (m.Private || m.Whisper) && !s.restricted {
+		s.restricted = true
+		// Prompts read agents' views from now on: the lists filtered from
+		// the whole record would only grow, unread. They are made again
+		// from the record if a helper is given it.
+		s.forget(s.all)
+	}
+	for agent, v := range s.views {
+		if Visible(&m, agent) {
+			s.add(v, &m, -1)
+		}
+	}
+	s.verdicts.add(&m)
+}
+
+// forget drops the lists filtered from l and l's index of authors.
+func (s *Store) forget(l *list) {
+	var drop func(l *list)
+	drop = func(l *list) {
+		for _, fam := range l.fams {
+			for _, c := range fam {
+				if c.ready && len(c.msgs) > 0 {
+					delete(s.arrays, &c.msgs[0])
+				}
+				drop(c)
+			}
+		}
+		for _, c := range l.others {
+			if len(c.msgs) > 0 {
+				delete(s.arrays, &c.msgs[0])
+			}
+			drop(c)
+		}
+	}
+	drop(l)
+	l.fams, l.others, l.authors = [keyedOps]map[key]*list{}, nil, nil
+}
+
+// Len is the number of messages recorded.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.all.msgs)
+}
+
+// All returns every message recorded so far, whatever its visibility; never
+// nil.
+func (s *Store) All() []spec.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return whole(s.all)
+}
+
+// whole returns a list's messages, capped so that appending to them copies;
+// never nil.
+func whole(l *list) []spec.Message {
+	n := len(l.msgs)
+	if n == 0 {
+		return []spec.Message{}
+	}
+	return l.msgs[:n:n]
+}
+
+// Seen returns what agent may see: its history (never nil), and its inbox,
+// the messages of its history addressed to it in round of goal (nil if
+// none).
+func (s *Store) Seen(agent string, round int, goal string) (history, inbox []spec.Message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.view(agent)
+	history = whole(v)
+	in := s.filtered(v, key{op: opInbox, s: agent, goal: goal, n: round})
+	return history, in.prefix(len(v.msgs), len(v.msgs))
+}
+
+// view returns the list of messages agent may see. While no message is
+// restricted it is the whole record; after that each agent's view is made
+// from the record once, the first time it is asked for, and then grows as
+// messages are recorded.
+func (s *Store) view(agent string) *list {
+	if !s.restricted {
+		return s.all
+	}
+	if v, ok := s.views[agent]; ok {
+		return v
+	}
+	v := &list{ready: true}
+	for i := range s.all.msgs {
+		if Visible(&s.all.msgs[i], agent) {
+			s.push(v, &s.all.msgs[i])
+		}
+	}
+	s.views[agent] = v
+	return v
+}
+
+// Latest returns each author's latest message of a record, in order of the
+// authors' first message of it: the latest(record) of expressions, over
+// every message.
+func (s *Store) Latest(record string) []spec.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.filtered(s.all, key{op: opRecord, s: record}).latest()
+}
+
+// GoalVerdicts returns the verdicts of every goal as runtime's goalVerdicts
+// gathers them from all messages, kept up to date as messages are recorded.
+func (s *Store) GoalVerdicts() []spec.GoalVerdicts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.verdicts.list()
+}
