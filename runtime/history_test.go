@@ -167,7 +167,8 @@ flow: [answer]
 		h.scope.Round = rounds
 		agent := plan.Agents[0]
 		render := func() string {
-			out, err := h.Render("chains", h.Prompt(h.node, agent))
+			base := h.Base(h.node, agent)
+			out, err := h.Render("chains", &base)
 			if err != nil {
 				t.Fatal(err)
 			}
