@@ -240,7 +240,10 @@ func (c *compiler) endpointsAndModels() {
 		c.plan.Models[k.V] = mp
 	}
 	if _, ok := c.plan.Models["default"]; !ok {
-		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: def}
+		// The implicit model goes to the spec's own default endpoint when it
+		// declares one: prompts must never reach a host the user did not
+		// name, billed to a key they did not give for it.
+		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: c.plan.Endpoints["default"]}
 	}
 }
 
