@@ -74,6 +74,13 @@ func LoadReplay(path string) (map[string]kit.Reply, error) {
 // run), which is the same for the same call across runs (so sweeps share
 // early rounds) but differs between agents asking the same thing. At
 // temperature 0 it is left out: any caller asking the same gets the same.
+//
+// What a request asks beyond the original parameters (an Azure deployment,
+// reasoning_effort, pass-through fields, the reply's JSON Schema and JSON
+// mode) goes in "extra", which is left out when empty, so keys of requests
+// without them are what they always were. How the request is sent (which
+// token-limit field, whether stream_options goes along) is left out: it
+// changes no reply.
 func CacheKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey string) string {
 	if baseURL == "" {
 		baseURL = model.Endpoint.BaseURL
@@ -97,9 +104,33 @@ func CacheKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey 
 		Extra    json.RawMessage `json:"extra,omitempty"`
 	}{
 		Endpoint: model.Endpoint.Name, BaseURL: baseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
-		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSONMode, Messages: req.Messages, Tools: req.Tools, Sample: sample,
+		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSON != nil, Messages: req.Messages, Tools: req.Tools, Sample: sample,
+		Extra: cacheExtra(&req),
 	}
 	data, _ := json.Marshal(body)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// cacheExtra is the "extra" part of a cache key; nil when the request asks
+// nothing beyond the original parameters.
+func cacheExtra(req *llm.Request) json.RawMessage {
+	x := struct {
+		Deployment      string          `json:"deployment,omitempty"`
+		ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+		Fields          json.RawMessage `json:"fields,omitempty"`
+		Schema          json.RawMessage `json:"schema,omitempty"`
+		JSONMode        llm.JSONMode    `json:"json_mode,omitempty"`
+	}{Deployment: req.Deployment, ReasoningEffort: req.ReasoningEffort, Fields: extraObject(req.Extra)}
+	if req.JSON != nil {
+		x.Schema = req.JSON.Schema
+		if x.JSONMode = req.JSON.Mode; x.JSONMode == llm.JSONAuto {
+			x.JSONMode = ""
+		}
+	}
+	if x.Deployment == "" && x.ReasoningEffort == "" && x.Fields == nil && x.Schema == nil && x.JSONMode == "" {
+		return nil
+	}
+	data, _ := json.Marshal(x)
+	return data
 }

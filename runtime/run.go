@@ -131,14 +131,24 @@ type Manifest struct {
 
 // ModelInfo records a model's parameters in the manifest (never keys).
 type ModelInfo struct {
-	Model       string   `json:"model"`
-	Endpoint    string   `json:"endpoint"`
-	BaseURL     string   `json:"base_url"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopP        *float64 `json:"top_p,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-	Seed        *int     `json:"seed,omitempty"`
-	Stream      bool     `json:"stream,omitempty"`
+	Model      string `json:"model"`
+	Endpoint   string `json:"endpoint"`
+	BaseURL    string `json:"base_url"`
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"api_version,omitempty"`
+	Deployment string `json:"deployment,omitempty"`
+	// MaxTokensField is the token-limit field asked for ("" picks by model
+	// name); the client may learn another from the endpoint's refusal.
+	MaxTokensField  string          `json:"max_tokens_field,omitempty"`
+	Temperature     *float64        `json:"temperature,omitempty"`
+	TopP            *float64        `json:"top_p,omitempty"`
+	MaxTokens       int             `json:"max_tokens,omitempty"`
+	Seed            *int            `json:"seed,omitempty"`
+	Stream          bool            `json:"stream,omitempty"`
+	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+	JSONMode        string          `json:"json_mode,omitempty"`
+	Omit            []string        `json:"omit,omitempty"`
+	Extra           json.RawMessage `json:"extra,omitempty"`
 	// Price is per million tokens, as the spec declares it.
 	Price *PriceInfo `json:"price,omitempty"`
 }
@@ -181,6 +191,7 @@ type Run struct {
 	usage       *usageBook
 	occurrences map[string]int
 	warnings    []string
+	warnedOnce  map[string]bool
 	seenText    map[[sha256.Size]byte]bool // SHA-256 of texts already in the journal
 	waiting     []spec.Question
 	// answered are the questions answered in this attempt; questions.yaml
@@ -272,7 +283,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	dotenv := readDotEnv(filepath.Join(filepath.Dir(plan.Path), ".env"))
+	dotEnv := readDotEnv(filepath.Join(filepath.Dir(plan.Path), ".env"))
 	pool := opts.Clients
 	if pool == nil {
 		pool = NewClientPool()
@@ -286,7 +297,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 			if v := getenv(k); v != "" {
 				return v
 			}
-			return dotenv[k]
+			return dotEnv[k]
 		},
 		clients:     map[string]*llm.Client{},
 		recorded:    map[string]kit.Reply{},
@@ -355,8 +366,9 @@ func usedModels(plan *spec.Plan) []*spec.ModelPlan {
 }
 
 // connect creates one client per endpoint the run uses, after checking that
-// each has its API key. A run served wholly from a recording (--replay
-// without live calls) connects nowhere and needs no key.
+// each has its API key and every environment variable its URL and headers
+// name. A run served wholly from a recording (--replay without live calls)
+// connects nowhere and needs no key.
 func (r *Run) connect() error {
 	if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
 		return nil
@@ -372,6 +384,10 @@ func (r *Run) connect() error {
 				base = strings.TrimRight(v, "/")
 			}
 		}
+		base, err := spec.ExpandEnv(base, r.getenv)
+		if err != nil {
+			return &FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
+		}
 		key := ""
 		if ep.APIKeyEnv != "" {
 			key = r.getenv(ep.APIKeyEnv)
@@ -385,11 +401,27 @@ func (r *Run) connect() error {
 		if key != "" {
 			r.secrets = append(r.secrets, key)
 		}
+		var headers map[string]string
+		if len(ep.Headers) > 0 {
+			headers = make(map[string]string, len(ep.Headers))
+			for name, raw := range ep.Headers {
+				v, err := spec.ExpandEnv(raw, r.getenv)
+				if err != nil {
+					return &FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q header %s: %w", ep.Name, name, err)}
+				}
+				if v != raw {
+					// What came from the environment is a secret (a gateway
+					// key, Azure's api-key): the journal never holds it.
+					r.secrets = append(r.secrets, v)
+				}
+				headers[name] = v
+			}
+		}
 		r.bases[ep.Name] = base
 		r.clients[ep.Name] = r.pool.client(llm.Endpoint{
-			Name: ep.Name, BaseURL: base, APIKey: key,
+			Name: ep.Name, Kind: llm.Kind(ep.Kind), BaseURL: base, APIVersion: ep.APIVersion, APIKey: key, KeyHeader: ep.APIKeyHeader,
 			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
-			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: ep.Headers,
+			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: headers,
 			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
 		})
 	}
@@ -450,13 +482,31 @@ func (r *Run) buildManifest() Manifest {
 		m.GoVersion = info.GoVersion
 	}
 	for _, mp := range usedModels(r.Plan) {
-		mi := ModelInfo{Model: mp.Model, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream}
+		mi := ModelInfo{
+			Model: mp.Model, Deployment: mp.Deployment, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream,
+			ReasoningEffort: mp.ReasoningEffort, MaxTokensField: mp.TokenField(), Omit: mp.Omit,
+		}
+		if mode := mp.JSONModeFor(); mode != "auto" {
+			mi.JSONMode = mode
+		}
+		if extra := mp.RequestExtra(); len(extra) > 0 {
+			fields := make([]llm.Field, len(extra))
+			for i, f := range extra {
+				fields[i] = llm.Field{Name: f.Name, Value: f.Value}
+			}
+			mi.Extra = extraObject(fields)
+		}
 		if mp.Price != nil {
 			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL
-			if b := r.bases[mp.Endpoint.Name]; b != "" {
+			if mp.Endpoint.Kind == spec.EndpointAzure {
+				mi.Kind, mi.APIVersion = mp.Endpoint.Kind, mp.Endpoint.APIVersion
+			}
+			// A URL written with ${NAME} is recorded as written: what the
+			// environment gave it may be a secret.
+			if b := r.bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
 				mi.BaseURL = b
 			}
 		}
@@ -578,6 +628,20 @@ func (r *Run) notify(ev journal.Event) {
 		}
 		delete(r.early, r.nextNotify)
 		ev = next
+	}
+}
+
+// warnOnce warns the first time a run meets a condition named by key.
+func (r *Run) warnOnce(key, format string, args ...any) {
+	r.mu.Lock()
+	seen := r.warnedOnce[key]
+	if r.warnedOnce == nil {
+		r.warnedOnce = map[string]bool{}
+	}
+	r.warnedOnce[key] = true
+	r.mu.Unlock()
+	if !seen {
+		r.warn(format, args...)
 	}
 }
 

@@ -4,6 +4,7 @@ package ask
 
 import (
 	_ "embed"
+	"encoding/json"
 	"regexp"
 
 	"github.com/debate-runner/runner/spec"
@@ -73,8 +74,11 @@ const (
 
 // Output says how to parse and check replies.
 type Output struct {
-	Format  Format
-	Schema  *jsonschema.Schema
+	Format Format
+	Schema *jsonschema.Schema
+	// SchemaJSON is the schema's text, sent to endpoints that take
+	// response_format json_schema.
+	SchemaJSON json.RawMessage
 	Pattern *regexp.Regexp
 	Fields  []string
 	Repair  int
@@ -164,8 +168,13 @@ func (Kind) Compile(c *spec.NodeContext) any {
 				c.Errorf(o.SchemaRef.Pos, "output has both schema and schema_ref; keep one")
 			case hasSchema:
 				cfg.Output.Schema = c.JSONSchema(&o.Schema)
+				var doc any
+				if o.Schema.Decode(&doc) == nil {
+					cfg.Output.SchemaJSON, _ = json.Marshal(doc)
+				}
 			case o.SchemaRef.Set:
 				cfg.Output.Schema = c.SchemaRef(o.SchemaRef)
+				cfg.Output.SchemaJSON = c.Plan().SchemaSources[o.SchemaRef.V]
 			}
 		case FormatRegex:
 			if !o.Pattern.Set {
