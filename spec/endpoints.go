@@ -257,4 +257,3 @@ func jsonable(v any) (any, error) {
 	}
 	return nil, fmt.Errorf("a %T has no JSON form; quote it to send it as text", v)
 }
-

@@ -79,9 +79,9 @@ type Output struct {
 	// SchemaJSON is the schema's text, sent to endpoints that take
 	// response_format json_schema.
 	SchemaJSON json.RawMessage
-	Pattern *regexp.Regexp
-	Fields  []string
-	Repair  int
+	Pattern    *regexp.Regexp
+	Fields     []string
+	Repair     int
 	// Fallback, when set, is used (with "text" set to the reply) after the
 	// repairs are spent, instead of failing the node.
 	Fallback map[string]any
