@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -169,5 +171,40 @@ flow: [answer]
 				}
 			})
 		}
+	}
+}
+
+// TestDotEnvNextToSpec: the .env next to the spec is read as other tools
+// read it (a comment after a value is no part of it, quotes and export are
+// understood), the environment wins over it, and a file that cannot be
+// parsed stops the run before it starts, naming the file.
+func TestDotEnvNextToSpec(t *testing.T) {
+	srv := llmtest.NewProvider(t, llmtest.OpenAI("sk-abc"), keyed(answerOf))
+	dir := t.TempDir()
+	path := writeSpec(t, dir, "version: 1\nname: dotenv\nendpoints:\n  default: {base_url: '"+srv.URL+"', api_key_env: OPENAI_API_KEY, headers: {X-Team: '${TEAM}'}}\n"+
+		"agents: {a: {}}\ntemplates: {define: {t: \"KEY=a/r0/answer hi\"}}\nnodes: {answer: {kind: ask, agents: [a], template: t}}\nflow: [answer]\n")
+	env := "# keys\nOPENAI_API_KEY=sk-abc # personal key\nexport TEAM='research # one'\n"
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := loadPlan(t, path)
+	if _, _, err := execute(t, plan, Options{Getenv: func(string) string { return "" }, Sleep: noSleep}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	r := srv.Requests()[0]
+	if got := r.Header.Get("Authorization"); got != "Bearer sk-abc" {
+		t.Errorf("Authorization = %q, want the key without the comment", got)
+	}
+	if got := r.Header.Get("X-Team"); got != "research # one" {
+		t.Errorf("X-Team = %q", got)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("OPENAI_API_KEY=\"sk-abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(plan, Options{RunsDir: t.TempDir(), Getenv: func(string) string { return "" }})
+	var fe *FlagError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), filepath.Join(dir, ".env")) {
+		t.Errorf("broken .env: error %v, want a FlagError naming the file", err)
 	}
 }

@@ -24,6 +24,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
+
+	"github.com/debate-runner/runner/internal/dotenv"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
@@ -172,6 +175,9 @@ type Run struct {
 	vars     map[string]any
 	seed     int64
 	getenv   func(string) string
+	// dotEnvErr is why the .env next to the spec could not be read; a run
+	// that connects to an endpoint reports it.
+	dotEnvErr error
 	clients  map[string]*llm.Client
 	pool     *ClientPool
 	bases    map[string]string // endpoint name -> base URL actually used
@@ -211,7 +217,7 @@ type Run struct {
 	// holds from before; see repeated.
 	already          map[string]int
 	alreadyMu        sync.Mutex
-	lock             *os.File
+	lock             *flock.Flock
 	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
@@ -283,7 +289,8 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	dotEnv := readDotEnv(filepath.Join(filepath.Dir(plan.Path), ".env"))
+	envPath := filepath.Join(filepath.Dir(plan.Path), ".env")
+	dotEnv, dotEnvErr := dotenv.Read(envPath)
 	pool := opts.Clients
 	if pool == nil {
 		pool = NewClientPool()
@@ -299,6 +306,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 			}
 			return dotEnv[k]
 		},
+		dotEnvErr:   dotEnvErr,
 		clients:     map[string]*llm.Client{},
 		recorded:    map[string]kit.Reply{},
 		results:     map[string]spec.NodeResult{},
@@ -306,32 +314,6 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		occurrences: map[string]int{},
 		seenText:    map[[sha256.Size]byte]bool{},
 	}
-}
-
-// readDotEnv reads KEY=VALUE lines; a missing file is no error.
-func readDotEnv(path string) map[string]string {
-	out := map[string]string{}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		line = strings.TrimPrefix(line, "export ")
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
-		}
-		out[strings.TrimSpace(k)] = v
-	}
-	return out
 }
 
 // usedModels finds every model the run can call: agents' models, the
@@ -372,6 +354,9 @@ func usedModels(plan *spec.Plan) []*spec.ModelPlan {
 func (r *Run) connect() error {
 	if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
 		return nil
+	}
+	if r.dotEnvErr != nil {
+		return &FlagError{Flag: ".env file", Err: r.dotEnvErr}
 	}
 	for _, m := range usedModels(r.Plan) {
 		ep := m.Endpoint
@@ -707,7 +692,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		runErr = cerr
 	}
 	if r.lock != nil {
-		r.lock.Close()
+		_ = r.lock.Unlock()
 	}
 	return res, runErr
 }
