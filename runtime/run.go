@@ -178,11 +178,11 @@ type Run struct {
 	// dotEnvErr is why the .env next to the spec could not be read; a run
 	// that connects to an endpoint reports it.
 	dotEnvErr error
-	clients  map[string]*llm.Client
-	pool     *ClientPool
-	bases    map[string]string // endpoint name -> base URL actually used
-	secrets  []string
-	recorded map[string]kit.Reply
+	clients   map[string]*llm.Client
+	pool      *ClientPool
+	bases     map[string]string // endpoint name -> base URL actually used
+	secrets   []string
+	recorded  map[string]kit.Reply
 
 	mu sync.Mutex
 	// messages only grows, and results is replaced (setResult) rather
