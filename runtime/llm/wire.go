@@ -242,13 +242,16 @@ func (c *Client) send(ctx context.Context, st *attemptState, req *Request, sh sh
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Response{}, errorFrom(resp)
 	}
-	r := bufio.NewReaderSize(resp.Body, 16<<10)
-	if req.Stream && !jsonAhead(r) {
-		return readStream(st, r, req.OnDelta)
+	if !req.Stream {
+		return readCompletion(st, resp.Body)
 	}
-	// Not streamed after all: some servers ignore stream: true and answer
-	// in one piece (whatever content type they claim).
-	return readCompletion(st, r)
+	r := bufio.NewReader(resp.Body)
+	if jsonAhead(r) {
+		// Not streamed after all: some servers ignore stream: true and
+		// answer in one piece (whatever content type they claim).
+		return readCompletion(st, r)
+	}
+	return readStream(st, r, req.OnDelta)
 }
 
 // jsonAhead reports whether the body starts with a JSON object rather than
