@@ -185,15 +185,7 @@ func (s *Server) Close() {
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	p := s.provider
-	deployment := ""
-	if p != nil {
-		d, refusal := p.route(r)
-		if refusal != nil {
-			refusal.write(w)
-			return
-		}
-		deployment = d
-	} else if r.URL.Path != completionsPath {
+	if p == nil && r.URL.Path != completionsPath {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: unknown path %s (only POST %s is served)", r.URL.Path, completionsPath))
 		return
 	}
@@ -218,6 +210,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h := s.handler
 	s.mu.Unlock()
 
+	// A provider records every request, refused ones included, so tests
+	// can count what a client sent.
+	deployment := ""
+	if p != nil {
+		d, refusal := p.route(r)
+		if refusal != nil {
+			refusal.write(w)
+			return
+		}
+		deployment = d
+	}
 	if err := errors.Join(readErr, parseErr); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
