@@ -18,18 +18,8 @@ import (
 // as json_schema with its node's schema, at once: no request is refused and
 // the run says nothing about falling back.
 func TestDesignDebateOnLMStudio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the runner binary; skipped with -short")
-	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatal("go tool not on PATH")
-	}
+	bin := runnerBinary(t)
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "runner")
-	if out, err := exec.Command(goTool, "build", "-o", bin, "../cmd/runner").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
 	path, err := filepath.Abs(filepath.Join("design-debate", "spec.yaml"))
 	if err != nil {
 		t.Fatal(err)
