@@ -424,12 +424,19 @@ func TestEnvInHeadersAndURLs(t *testing.T) {
 		if r.Header.Get("X-Gateway-Key") != gwKey {
 			return llmtest.Reply{Status: 403, ErrorMessage: "bad gateway key " + r.Header.Get("X-Gateway-Key")}
 		}
+		if r.N == 1 {
+			// Echo the secret in an error that is retried (and journaled).
+			return llmtest.Reply{Status: 503, ErrorMessage: "gateway busy for key " + gwKey, RetryAfter: "0.01"}
+		}
 		return compatReplies(r)
 	})
 	endpoints := "endpoints:\n  gw: {base_url: '${GW_ROOT}/v1', headers: {X-Gateway-Key: '${GW_KEY}', X-Team: research}}"
 	env := map[string]string{"GW_ROOT": srv.Root, "GW_KEY": gwKey}
-	dir, _ := compatRun(t, endpoints, "models:\n  default: {model: m, endpoint: gw}", "", env)
+	dir, stderr := compatRun(t, endpoints, "models:\n  default: {model: m, endpoint: gw}", "", env)
 	assertNoSecret(t, dir, gwKey)
+	if strings.Contains(stderr, gwKey) || !strings.Contains(stderr, "[REDACTED]") {
+		t.Errorf("stderr shows the gateway key, or not its redaction:\n%s", stderr)
+	}
 	copySpec, _ := os.ReadFile(filepath.Join(dir, "spec.yaml"))
 	if !strings.Contains(string(copySpec), "${GW_KEY}") {
 		t.Errorf("the spec copy lost the ${GW_KEY} reference:\n%s", copySpec)

@@ -128,6 +128,9 @@ func BenchmarkWireAgainstGoOpenAI(b *testing.B) {
 			cfg.BaseURL, cfg.HTTPClient = "http://127.0.0.1:1/v1", hc
 			c := openai.NewClientWithConfig(cfg)
 			r := benchRequest()
+			// The same body as ours: max_tokens, which go-openai deprecates
+			// but every compatible server takes.
+			//lint:ignore SA1019 see above
 			req := openai.ChatCompletionRequest{Model: r.Model, Temperature: float32(*r.Temperature), MaxTokens: r.MaxTokens}
 			for _, m := range r.Messages {
 				req.Messages = append(req.Messages, openai.ChatCompletionMessage{Role: m.Role, Content: m.Content})
