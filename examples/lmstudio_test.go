@@ -42,8 +42,11 @@ func TestDesignDebateOnLMStudio(t *testing.T) {
 	if strings.Contains(stderr.String(), "warning") {
 		t.Errorf("the run warned:\n%s", stderr.String())
 	}
+	s.mu.Lock()
+	calls := append([]scriptedCall(nil), s.calls...)
+	s.mu.Unlock()
 	jsonCalls := map[string]int{}
-	for _, c := range s.calls {
+	for _, c := range calls {
 		switch c.phase {
 		case "clarify", "evaluate", "synthesize":
 			jsonCalls[c.phase]++
@@ -59,8 +62,8 @@ func TestDesignDebateOnLMStudio(t *testing.T) {
 	if jsonCalls["clarify"] != 3 || jsonCalls["evaluate"] != 2 || jsonCalls["synthesize"] != 1 {
 		t.Errorf("JSON calls %v, want 3 clarify, 2 evaluate, 1 synthesize", jsonCalls)
 	}
-	if n := srv.Count(); n != len(s.calls) {
-		t.Errorf("the server got %d requests for %d calls: some were refused", n, len(s.calls))
+	if n := srv.Count(); n != len(calls) {
+		t.Errorf("the server got %d requests for %d calls: some were refused", n, len(calls))
 	}
 	for _, c := range s.find("clarify", "") {
 		if !c.req.Strict {

@@ -275,8 +275,7 @@ func LlamaCpp() Provider {
 // registers t.Cleanup(Close).
 func NewProvider(t testing.TB, p Provider, h Handler) *Server {
 	t.Helper()
-	s := New(t, h)
-	s.provider = &p
+	s := start(t, h, &p)
 	switch {
 	case p.Azure != nil:
 		s.URL = s.Root

@@ -129,7 +129,13 @@ type Server struct {
 // New starts a server answering with h and registers t.Cleanup(Close).
 func New(t testing.TB, h Handler) *Server {
 	t.Helper()
-	s := &Server{handler: h, done: make(chan struct{})}
+	return start(t, h, nil)
+}
+
+// start starts a server with h under p's rules (nil: the plain server).
+func start(t testing.TB, h Handler, p *Provider) *Server {
+	t.Helper()
+	s := &Server{handler: h, done: make(chan struct{}), provider: p}
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.Root = s.ts.URL
 	s.URL = s.ts.URL + "/v1"
