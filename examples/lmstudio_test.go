@@ -62,6 +62,7 @@ func TestDesignDebateOnLMStudio(t *testing.T) {
 	if jsonCalls["clarify"] != 3 || jsonCalls["evaluate"] != 2 || jsonCalls["synthesize"] != 1 {
 		t.Errorf("JSON calls %v, want 3 clarify, 2 evaluate, 1 synthesize", jsonCalls)
 	}
+	t.Logf("%d calls, %d requests, %d of them asking for JSON", len(calls), srv.Count(), jsonCalls["clarify"]+jsonCalls["evaluate"]+jsonCalls["synthesize"])
 	if n := srv.Count(); n != len(calls) {
 		t.Errorf("the server got %d requests for %d calls: some were refused", n, len(calls))
 	}

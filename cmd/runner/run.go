@@ -42,9 +42,11 @@ The run leaves DIR/<run-id>/ with spec.yaml, run.json (inputs, vars, seed,
 versions), journal.jsonl (every event), result.json and report.md. The first
 output is printed on stdout, the run directory on stderr.
 
-Endpoints: the default endpoint reads OPENAI_BASE_URL and OPENAI_API_KEY;
-endpoints in the spec name their own base_url and api_key_env. A .env file next
-to the spec is read for variables not set in the environment.
+Endpoints: the default endpoint reads OPENAI_BASE_URL and OPENAI_API_KEY
+unless the spec declares its own; endpoints in the spec name their own
+base_url and api_key_env (README's provider table gives the settings for
+OpenAI, Azure, OpenRouter, Ollama, vLLM, LM Studio and llama.cpp). A .env file
+next to the spec is read for variables not set in the environment.
 
 Examples:
   runner run examples/reasoning-debate/spec.yaml -i question="What is 12+7*3?"
