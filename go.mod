@@ -5,10 +5,13 @@ go 1.26.8
 require (
 	github.com/alecthomas/kong v1.17.0
 	github.com/expr-lang/expr v1.17.8
+	github.com/gofrs/flock v0.13.1
+	github.com/joho/godotenv v1.5.1
 	github.com/pkoukk/tiktoken-go v0.1.8
 	github.com/pkoukk/tiktoken-go-loader v0.0.2
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/sashabaranov/go-openai v1.43.0
+	golang.org/x/term v0.47.0
 	golang.org/x/time v0.16.0
 	gopkg.in/yaml.v3 v3.0.1
 )
@@ -16,4 +19,5 @@ require (
 require (
 	github.com/dlclark/regexp2 v1.10.0 // indirect
 	github.com/google/uuid v1.3.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 )

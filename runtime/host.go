@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -16,9 +17,11 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -88,10 +91,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if client == nil {
 		return kit.Reply{}, fmt.Errorf("model call %s: endpoint %q is not connected", key, model.Endpoint.Name)
 	}
-	req := llm.Request{
-		Model: model.Model, Temperature: model.Temperature, TopP: model.TopP, MaxTokens: model.MaxTokens, Seed: model.Seed, Stream: model.Stream, JSONMode: c.JSONMode,
-		Messages: make([]llm.Message, 0, len(c.Messages)),
-	}
+	req := newRequest(model, &c)
 	promptChars := 0
 	for _, m := range c.Messages {
 		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
@@ -102,7 +102,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	}
 	reqEvent := requestEvent{
 		Node: h.node.ID, Agent: who, Target: c.Target, Model: model.Model, ModelName: model.Name,
-		Endpoint: model.Endpoint.Name, Params: newCallParams(model, c.JSONMode), PromptDigest: promptDigest(c.Messages),
+		Endpoint: model.Endpoint.Name, Params: newCallParams(&req), PromptDigest: promptDigest(c.Messages),
 		PromptChars: promptChars, Messages: h.messagesForJournal(c.Messages),
 	}
 	if len(c.Tools) > 0 {
@@ -131,9 +131,19 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 			}
 			return kit.Reply{}, fmt.Errorf("model call %s: %w", key, err)
 		}
+		for _, note := range resp.Adapted {
+			r.warn("%s", note)
+		}
+		if resp.UsageEstimated {
+			r.warnOnce("usage:"+model.Endpoint.Name, "endpoint %q sent no token usage; tokens and cost of its calls are counted with the %s tokenizer and marked as estimated",
+				model.Endpoint.Name, tokens.EncodingFor(model.Model))
+		}
+		if resp.FinishReason == "length" {
+			r.warn("model call %s: the reply was cut off at the token limit (finish_reason length%s)", key, limitNote(model))
+		}
 		rep := kit.Reply{
 			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
-			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, UsageEstimated: resp.UsageEstimated,
 			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
 		}
 		if rep.LatencyMS == 0 {
@@ -199,23 +209,84 @@ type requestEvent struct {
 	Tools        []string         `json:"tools,omitempty"`
 }
 
-// callParams are the sampling parameters a call was made with; unset ones
-// are left out. Fields are in JSON name order, as for requestEvent.
+// callParams are the parameters a call was made with; unset ones are left
+// out. Fields are in JSON name order, as for requestEvent.
 type callParams struct {
-	JSONMode    bool     `json:"json_mode,omitempty"`
-	MaxTokens   *int     `json:"max_tokens,omitempty"`
-	Seed        *int     `json:"seed,omitempty"`
-	Stream      bool     `json:"stream,omitempty"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopP        *float64 `json:"top_p,omitempty"`
+	Deployment      string          `json:"deployment,omitempty"`
+	Extra           json.RawMessage `json:"extra,omitempty"`
+	JSONMode        bool            `json:"json_mode,omitempty"`
+	JSONSchema      bool            `json:"json_schema,omitempty"`
+	MaxTokens       *int            `json:"max_tokens,omitempty"`
+	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+	Seed            *int            `json:"seed,omitempty"`
+	Stream          bool            `json:"stream,omitempty"`
+	Temperature     *float64        `json:"temperature,omitempty"`
+	TopP            *float64        `json:"top_p,omitempty"`
 }
 
-func newCallParams(m *spec.ModelPlan, jsonMode bool) callParams {
-	p := callParams{Temperature: m.Temperature, TopP: m.TopP, Seed: m.Seed, Stream: m.Stream, JSONMode: jsonMode}
-	if m.MaxTokens > 0 {
-		p.MaxTokens = &m.MaxTokens
+// newCallParams describes what req asks of the model.
+func newCallParams(req *llm.Request) callParams {
+	p := callParams{
+		Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, Stream: req.Stream,
+		JSONMode: req.JSON != nil, JSONSchema: req.JSON != nil && len(req.JSON.Schema) > 0,
+		Deployment: req.Deployment, ReasoningEffort: req.ReasoningEffort, Extra: calls.ExtraObject(req.Extra),
+	}
+	if req.MaxTokens > 0 {
+		n := req.MaxTokens
+		p.MaxTokens = &n
 	}
 	return p
+}
+
+// extraObject writes pass-through fields as one JSON object, in order; nil
+// for none.
+
+// newRequest is the request for a call: the model's parameters (less those
+// it omits), what the call asks for, and the endpoint's and model's
+// pass-through fields.
+func newRequest(model *spec.ModelPlan, c *kit.Call) llm.Request {
+	req := llm.Request{
+		Model: model.Model, Deployment: model.Deployment, MaxTokens: model.MaxTokens, TokenField: model.TokenField(),
+		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream,
+		Messages: make([]llm.Message, 0, len(c.Messages)),
+	}
+	if model.Endpoint != nil {
+		req.NoStreamUsage = model.Endpoint.NoStreamUsage
+	}
+	if len(model.Omit) == 0 {
+		req.Temperature, req.TopP, req.Seed = model.Temperature, model.TopP, model.Seed
+	} else {
+		if !model.Omits("temperature") {
+			req.Temperature = model.Temperature
+		}
+		if !model.Omits("top_p") {
+			req.TopP = model.TopP
+		}
+		if !model.Omits("seed") {
+			req.Seed = model.Seed
+		}
+		if model.Omits("max_tokens") {
+			req.MaxTokens = 0
+		}
+	}
+	if c.JSONMode {
+		req.JSON = &llm.JSONReply{Schema: c.JSONSchema, Name: c.SchemaName, Mode: llm.JSONMode(model.JSONModeFor())}
+	}
+	if extra := model.RequestExtra(); len(extra) > 0 {
+		req.Extra = make([]llm.Field, len(extra))
+		for i, f := range extra {
+			req.Extra[i] = llm.Field{Name: f.Name, Value: f.Value}
+		}
+	}
+	return req
+}
+
+// limitNote names a model's token limit for a truncation warning.
+func limitNote(m *spec.ModelPlan) string {
+	if m.MaxTokens > 0 {
+		return fmt.Sprintf(", max_tokens %d of model %q", m.MaxTokens, m.Name)
+	}
+	return ", the server's own limit"
 }
 
 // hashBufs are scratch buffers for hashing strings: sha256 takes bytes, and

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -35,10 +36,20 @@ func (p *ClientPool) Sent() int64 { return p.sent.Load() }
 
 // client returns the pool's client for ep, creating it on first use. Two
 // runs get the same client when they name the same endpoint at the same URL
-// with the same key; the key enters the identity only as a digest.
+// with the same kind, key and headers; secrets enter the identity only as a
+// digest.
 func (p *ClientPool) client(ep llm.Endpoint) *llm.Client {
-	sum := sha256.Sum256([]byte(ep.APIKey))
-	id := fmt.Sprintf("%s\x00%s\x00%s", ep.Name, ep.BaseURL, hex.EncodeToString(sum[:8]))
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", ep.Kind, ep.APIVersion, ep.KeyHeader, ep.APIKey)
+	names := make([]string, 0, len(ep.Headers))
+	for k := range ep.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		fmt.Fprintf(h, "%s\x00%s\x00", k, ep.Headers[k])
+	}
+	id := fmt.Sprintf("%s\x00%s\x00%s", ep.Name, ep.BaseURL, hex.EncodeToString(h.Sum(nil)[:8]))
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.clients[id]; ok {

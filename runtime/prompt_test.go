@@ -116,6 +116,11 @@ func TestRequestEventEncoding(t *testing.T) {
 		{name: "zero temperature is kept", model: spec.ModelPlan{Temperature: &zero}},
 		{name: "negative max tokens is left out", model: spec.ModelPlan{MaxTokens: -1}},
 		{name: "tools", model: spec.ModelPlan{TopP: &topP}, tools: []string{"read_file", "search_history"}},
+		{name: "provider knobs", model: spec.ModelPlan{
+			Deployment: "prod-o3", ReasoningEffort: "high",
+			Extra: []spec.RequestParam{{Name: "provider", Value: json.RawMessage(`{"order":["a"]}`)}, {Name: "top_k", Value: json.RawMessage(`40`)}},
+		}, jsonMode: true},
+		{name: "omitted parameters", model: spec.ModelPlan{Temperature: &temp, Seed: &seed, Omit: []string{"temperature", "seed"}}},
 	}
 	encode := func(v any) string {
 		var b bytes.Buffer
@@ -130,22 +135,38 @@ func TestRequestEventEncoding(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := tt.model
 			m.Name, m.Model = "fast", "gpt-<mini>&co"
+			req := newRequest(&m, &kit.Call{JSONMode: tt.jsonMode})
 			msgs := []journalMessage{{Role: "system", Chars: 5, Digest: "0011223344556677"}, {Role: "user", Chars: 2, Digest: "8899aabbccddeeff", Content: "hi"}}
 			got := encode(requestEvent{
 				Node: "critique", Agent: "a", Target: "b", Model: m.Model, ModelName: m.Name, Endpoint: "default",
-				Params: newCallParams(&m, tt.jsonMode), PromptDigest: "abc", PromptChars: 7, Messages: msgs, Tools: tt.tools,
+				Params: newCallParams(&req), PromptDigest: "abc", PromptChars: 7, Messages: msgs, Tools: tt.tools,
 			})
 			params := map[string]any{}
-			if m.Temperature != nil {
+			if m.Temperature != nil && !m.Omits("temperature") {
 				params["temperature"] = *m.Temperature
 			}
 			if m.TopP != nil {
 				params["top_p"] = *m.TopP
 			}
+			if m.Deployment != "" {
+				params["deployment"] = m.Deployment
+			}
+			if m.ReasoningEffort != "" {
+				params["reasoning_effort"] = m.ReasoningEffort
+			}
+			if len(m.Extra) > 0 {
+				extra := map[string]any{}
+				for _, f := range m.Extra {
+					var v any
+					_ = json.Unmarshal(f.Value, &v)
+					extra[f.Name] = v
+				}
+				params["extra"] = extra
+			}
 			if m.MaxTokens > 0 {
 				params["max_tokens"] = m.MaxTokens
 			}
-			if m.Seed != nil {
+			if m.Seed != nil && !m.Omits("seed") {
 				params["seed"] = *m.Seed
 			}
 			if m.Stream {

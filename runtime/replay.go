@@ -1,14 +1,13 @@
 package runtime
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
@@ -74,32 +73,13 @@ func LoadReplay(path string) (map[string]kit.Reply, error) {
 // run), which is the same for the same call across runs (so sweeps share
 // early rounds) but differs between agents asking the same thing. At
 // temperature 0 it is left out: any caller asking the same gets the same.
+//
+// What a request asks beyond the original parameters (an Azure deployment,
+// reasoning_effort, pass-through fields, the reply's JSON Schema and JSON
+// mode) goes in "extra", which is left out when empty, so keys of requests
+// without them are what they always were. How the request is sent (which
+// token-limit field, whether stream_options goes along) is left out: it
+// changes no reply.
 func CacheKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey string) string {
-	if baseURL == "" {
-		baseURL = model.Endpoint.BaseURL
-	}
-	sample := ""
-	if req.Temperature == nil || *req.Temperature > 0 {
-		sample = sampleKey
-	}
-	body := struct {
-		Endpoint string          `json:"endpoint"`
-		BaseURL  string          `json:"base_url"`
-		Model    string          `json:"model"`
-		Temp     *float64        `json:"temperature"`
-		TopP     *float64        `json:"top_p"`
-		Max      int             `json:"max_tokens"`
-		Seed     *int            `json:"seed"`
-		JSON     bool            `json:"json"`
-		Messages []llm.Message   `json:"messages"`
-		Tools    []llm.Tool      `json:"tools"`
-		Sample   string          `json:"sample"`
-		Extra    json.RawMessage `json:"extra,omitempty"`
-	}{
-		Endpoint: model.Endpoint.Name, BaseURL: baseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
-		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSONMode, Messages: req.Messages, Tools: req.Tools, Sample: sample,
-	}
-	data, _ := json.Marshal(body)
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
+	return calls.RequestKey(model, baseURL, req, sampleKey)
 }

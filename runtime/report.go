@@ -156,7 +156,14 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 				cost += " (partial)"
 			}
 		}
-		w("| %s | %d | %d | %d | %.1f | %s |\n", name, u.Calls, u.PromptTokens, u.CompletionTokens, float64(u.LatencyMS)/1000, cost)
+		mark := ""
+		if u.EstimatedCalls > 0 {
+			mark = "~"
+			if cost != "" {
+				cost = "~" + cost
+			}
+		}
+		w("| %s | %d | %s%d | %s%d | %.1f | %s |\n", name, u.Calls, mark, u.PromptTokens, mark, u.CompletionTokens, float64(u.LatencyMS)/1000, cost)
 	}
 	for _, a := range plan.Agents {
 		if u, ok := res.Usage.ByAgent[a.ID]; ok {
@@ -172,6 +179,9 @@ func Report(plan *spec.Plan, m Manifest, res *Result) string {
 		row("node "+n, res.Usage.ByNode[n])
 	}
 	row("**total**", res.Usage.Total)
+	if n := res.Usage.Total.EstimatedCalls; n > 0 {
+		w("\n~ estimated: the server sent no token usage for %d of %d calls; their tokens were counted with a tokenizer.\n", n, res.Usage.Total.Calls)
+	}
 	if len(res.Warnings) > 0 {
 		w("\n## Warnings\n\n")
 		for _, x := range res.Warnings {

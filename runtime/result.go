@@ -48,11 +48,14 @@ type Result struct {
 
 // Usage counts calls and tokens.
 type Usage struct {
-	Calls            int     `json:"calls"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	LatencyMS        int64   `json:"latency_ms"`
-	Cost             float64 `json:"cost,omitempty"`
+	Calls            int `json:"calls"`
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	// EstimatedCalls counts the calls whose server sent no usage: their
+	// tokens (and so the cost) were counted with a tokenizer.
+	EstimatedCalls int     `json:"estimated_calls,omitempty"`
+	LatencyMS      int64   `json:"latency_ms"`
+	Cost           float64 `json:"cost,omitempty"`
 	// Priced is false when some call's model has no declared price, so Cost
 	// is a lower bound.
 	Priced bool `json:"priced"`
@@ -90,6 +93,9 @@ func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply
 		u.Calls++
 		u.PromptTokens += rep.PromptTokens
 		u.CompletionTokens += rep.CompletionTokens
+		if rep.UsageEstimated {
+			u.EstimatedCalls++
+		}
 		u.LatencyMS += rep.LatencyMS
 		u.Cost += cost
 		u.Priced = u.Priced && priced

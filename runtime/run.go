@@ -24,7 +24,11 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/gofrs/flock"
+
+	"github.com/debate-runner/runner/internal/dotenv"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
@@ -132,14 +136,24 @@ type Manifest struct {
 
 // ModelInfo records a model's parameters in the manifest (never keys).
 type ModelInfo struct {
-	Model       string   `json:"model"`
-	Endpoint    string   `json:"endpoint"`
-	BaseURL     string   `json:"base_url"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopP        *float64 `json:"top_p,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-	Seed        *int     `json:"seed,omitempty"`
-	Stream      bool     `json:"stream,omitempty"`
+	Model      string `json:"model"`
+	Endpoint   string `json:"endpoint"`
+	BaseURL    string `json:"base_url"`
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"api_version,omitempty"`
+	Deployment string `json:"deployment,omitempty"`
+	// MaxTokensField is the token-limit field asked for ("" picks by model
+	// name); the client may learn another from the endpoint's refusal.
+	MaxTokensField  string          `json:"max_tokens_field,omitempty"`
+	Temperature     *float64        `json:"temperature,omitempty"`
+	TopP            *float64        `json:"top_p,omitempty"`
+	MaxTokens       int             `json:"max_tokens,omitempty"`
+	Seed            *int            `json:"seed,omitempty"`
+	Stream          bool            `json:"stream,omitempty"`
+	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+	JSONMode        string          `json:"json_mode,omitempty"`
+	Omit            []string        `json:"omit,omitempty"`
+	Extra           json.RawMessage `json:"extra,omitempty"`
 	// Price is per million tokens, as the spec declares it.
 	Price *PriceInfo `json:"price,omitempty"`
 }
@@ -163,11 +177,14 @@ type Run struct {
 	vars     map[string]any
 	seed     int64
 	getenv   func(string) string
-	clients  map[string]*llm.Client
-	pool     *ClientPool
-	bases    map[string]string // endpoint name -> base URL actually used
-	secrets  []string
-	recorded map[string]kit.Reply
+	// dotEnvErr is why the .env next to the spec could not be read; a run
+	// that connects to an endpoint reports it.
+	dotEnvErr error
+	clients   map[string]*llm.Client
+	pool      *ClientPool
+	bases     map[string]string // endpoint name -> base URL actually used
+	secrets   []string
+	recorded  map[string]kit.Reply
 
 	// hist is the record of messages with each agent's view of it and
 	// indexes over them; templates renders prompts with its helpers.
@@ -185,6 +202,7 @@ type Run struct {
 	usage       *usageBook
 	occurrences map[string]int
 	warnings    []string
+	warnedOnce  map[string]bool
 	seenText    map[[sha256.Size]byte]bool // SHA-256 of texts already in the journal
 	waiting     []spec.Question
 	// answered are the questions answered in this attempt; questions.yaml
@@ -204,7 +222,7 @@ type Run struct {
 	// holds from before; see repeated.
 	already          map[string]int
 	alreadyMu        sync.Mutex
-	lock             *os.File
+	lock             *flock.Flock
 	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
@@ -276,7 +294,8 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	dotenv := readDotEnv(filepath.Join(filepath.Dir(plan.Path), ".env"))
+	envPath := filepath.Join(filepath.Dir(plan.Path), ".env")
+	dotEnv, dotEnvErr := dotenv.Read(envPath)
 	pool := opts.Clients
 	if pool == nil {
 		pool = NewClientPool()
@@ -293,8 +312,9 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 			if v := getenv(k); v != "" {
 				return v
 			}
-			return dotenv[k]
+			return dotEnv[k]
 		},
+		dotEnvErr:   dotEnvErr,
 		clients:     map[string]*llm.Client{},
 		recorded:    map[string]kit.Reply{},
 		results:     map[string]spec.NodeResult{},
@@ -304,42 +324,20 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	}
 }
 
-// readDotEnv reads KEY=VALUE lines; a missing file is no error.
-func readDotEnv(path string) map[string]string {
-	out := map[string]string{}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		line = strings.TrimPrefix(line, "export ")
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		if len(v) >= 2 && (v[0] == '"' && v[len(v)-1] == '"' || v[0] == '\'' && v[len(v)-1] == '\'') {
-			v = v[1 : len(v)-1]
-		}
-		out[strings.TrimSpace(k)] = v
-	}
-	return out
-}
-
 // usedModels are the models the run can call: those its nodes declared
 // (the compiler records them), so an agent no node uses needs no key.
 func usedModels(plan *spec.Plan) []*spec.ModelPlan { return plan.UsedModels }
 
 // connect creates one client per endpoint the run uses, after checking that
-// each has its API key. A run served wholly from a recording (--replay
-// without live calls) connects nowhere and needs no key.
+// each has its API key and every environment variable its URL and headers
+// name. A run served wholly from a recording (--replay without live calls)
+// connects nowhere and needs no key.
 func (r *Run) connect() error {
 	if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
 		return nil
+	}
+	if r.dotEnvErr != nil {
+		return &FlagError{Flag: ".env file", Err: r.dotEnvErr}
 	}
 	for _, m := range usedModels(r.Plan) {
 		ep := m.Endpoint
@@ -351,6 +349,10 @@ func (r *Run) connect() error {
 			if v := r.getenv("OPENAI_BASE_URL"); v != "" {
 				base = strings.TrimRight(v, "/")
 			}
+		}
+		base, err := spec.ExpandEnv(base, r.getenv)
+		if err != nil {
+			return &FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
 		}
 		key := ""
 		if ep.APIKeyEnv != "" {
@@ -365,11 +367,27 @@ func (r *Run) connect() error {
 		if key != "" {
 			r.secrets = append(r.secrets, key)
 		}
+		var headers map[string]string
+		if len(ep.Headers) > 0 {
+			headers = make(map[string]string, len(ep.Headers))
+			for name, raw := range ep.Headers {
+				v, err := spec.ExpandEnv(raw, r.getenv)
+				if err != nil {
+					return &FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q header %s: %w", ep.Name, name, err)}
+				}
+				if v != raw {
+					// What came from the environment is a secret (a gateway
+					// key, Azure's api-key): the journal never holds it.
+					r.secrets = append(r.secrets, v)
+				}
+				headers[name] = v
+			}
+		}
 		r.bases[ep.Name] = base
 		r.clients[ep.Name] = r.pool.client(llm.Endpoint{
-			Name: ep.Name, BaseURL: base, APIKey: key,
+			Name: ep.Name, Kind: llm.Kind(ep.Kind), BaseURL: base, APIVersion: ep.APIVersion, APIKey: key, KeyHeader: ep.APIKeyHeader,
 			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
-			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: ep.Headers,
+			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: headers,
 			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
 		})
 	}
@@ -430,13 +448,31 @@ func (r *Run) buildManifest() Manifest {
 		m.GoVersion = info.GoVersion
 	}
 	for _, mp := range usedModels(r.Plan) {
-		mi := ModelInfo{Model: mp.Model, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream}
+		mi := ModelInfo{
+			Model: mp.Model, Deployment: mp.Deployment, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream,
+			ReasoningEffort: mp.ReasoningEffort, MaxTokensField: mp.TokenField(), Omit: mp.Omit,
+		}
+		if mode := mp.JSONModeFor(); mode != "auto" {
+			mi.JSONMode = mode
+		}
+		if extra := mp.RequestExtra(); len(extra) > 0 {
+			fields := make([]llm.Field, len(extra))
+			for i, f := range extra {
+				fields[i] = llm.Field{Name: f.Name, Value: f.Value}
+			}
+			mi.Extra = calls.ExtraObject(fields)
+		}
 		if mp.Price != nil {
 			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL
-			if b := r.bases[mp.Endpoint.Name]; b != "" {
+			if mp.Endpoint.Kind == spec.EndpointAzure {
+				mi.Kind, mi.APIVersion = mp.Endpoint.Kind, mp.Endpoint.APIVersion
+			}
+			// A URL written with ${NAME} is recorded as written: what the
+			// environment gave it may be a secret.
+			if b := r.bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
 				mi.BaseURL = b
 			}
 		}
@@ -561,6 +597,20 @@ func (r *Run) notify(ev journal.Event) {
 	}
 }
 
+// warnOnce warns the first time a run meets a condition named by key.
+func (r *Run) warnOnce(key, format string, args ...any) {
+	r.mu.Lock()
+	seen := r.warnedOnce[key]
+	if r.warnedOnce == nil {
+		r.warnedOnce = map[string]bool{}
+	}
+	r.warnedOnce[key] = true
+	r.mu.Unlock()
+	if !seen {
+		r.warn(format, args...)
+	}
+}
+
 func (r *Run) warn(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	r.mu.Lock()
@@ -623,7 +673,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		runErr = cerr
 	}
 	if r.lock != nil {
-		r.lock.Close()
+		_ = r.lock.Unlock()
 	}
 	return res, runErr
 }

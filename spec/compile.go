@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"text/template"
-	"time"
 
 	"github.com/debate-runner/runner/templates"
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -221,64 +220,6 @@ func normalizeNumber(v any) any {
 		return int(x)
 	}
 	return v
-}
-
-func (c *compiler) endpointsAndModels() {
-	def := &EndpointPlan{Name: "default", BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY", FromEnv: true, Timeout: 120 * time.Second, MaxRetries: 4}
-	c.plan.Endpoints["default"] = def
-	defaultTimeout := 120 * time.Second
-	defaultRetries := 4
-	if t := c.file.Defaults.Timeout; t != "" {
-		if d, err := time.ParseDuration(t); err == nil {
-			defaultTimeout = d
-			def.Timeout = d
-		}
-	}
-	if c.file.Defaults.MaxRetries != nil {
-		defaultRetries = *c.file.Defaults.MaxRetries
-		def.MaxRetries = defaultRetries
-	}
-	for _, k := range c.file.Endpoints.Keys {
-		e := c.file.Endpoints.Values[k.V]
-		ep := &EndpointPlan{
-			Name: k.V, BaseURL: strings.TrimRight(e.BaseURL, "/"), APIKeyEnv: e.APIKeyEnv,
-			MaxConcurrency: e.MaxConcurrency, RequestsPerMinute: e.RequestsPerMinute, TokensPerMinute: e.TokensPerMinute,
-			Timeout: defaultTimeout, MaxRetries: defaultRetries, Headers: e.Headers,
-		}
-		if e.Timeout.Set {
-			d, err := time.ParseDuration(e.Timeout.V)
-			if err != nil || d <= 0 {
-				c.r.errorf(e.Timeout.Pos, "endpoint %q: timeout %q is not a positive duration such as 90s or 2m", k.V, e.Timeout.V)
-			} else {
-				ep.Timeout = d
-			}
-		}
-		if e.MaxRetries != nil {
-			ep.MaxRetries = *e.MaxRetries
-		}
-		c.plan.Endpoints[k.V] = ep
-	}
-	names := c.file.Endpoints.Names()
-	if !c.file.Endpoints.Has("default") {
-		names = append(names, "default")
-	}
-	for _, k := range c.file.Models.Keys {
-		m := c.file.Models.Values[k.V]
-		mp := &ModelPlan{Name: k.V, Model: m.Model, Temperature: m.Temperature, TopP: m.TopP, MaxTokens: m.MaxTokens, Seed: m.Seed, Stream: m.Stream, Price: m.Price}
-		epName := "default"
-		if m.Endpoint.Set {
-			epName = m.Endpoint.V
-		}
-		ep, ok := c.plan.Endpoints[epName]
-		if !ok {
-			c.r.errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, didYouMean(epName, names))
-		}
-		mp.Endpoint = ep
-		c.plan.Models[k.V] = mp
-	}
-	if _, ok := c.plan.Models["default"]; !ok {
-		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: def}
-	}
 }
 
 func (c *compiler) modelRef(s Str, who string) *ModelPlan {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"slices"
 	"text/template"
 	"time"
 
@@ -71,9 +72,19 @@ type VarPlan struct {
 
 // EndpointPlan is a resolved endpoint.
 type EndpointPlan struct {
-	Name      string
-	BaseURL   string
-	APIKeyEnv string
+	Name string
+	// Kind is "openai" (BASE/chat/completions, Bearer key) or "azure"
+	// (Azure OpenAI's classic deployment URLs, api-key header).
+	Kind string
+	// BaseURL is as written, without a trailing slash; ${NAME} references
+	// are expanded from the environment when a run connects.
+	BaseURL string
+	// APIVersion is Azure's api-version.
+	APIVersion string
+	APIKeyEnv  string
+	// APIKeyHeader is the header the key goes in; "" is the kind's own
+	// (Authorization: Bearer, or api-key for azure).
+	APIKeyHeader string
 	// FromEnv is set for the implicit default endpoint, whose base URL comes
 	// from OPENAI_BASE_URL when set.
 	FromEnv           bool
@@ -82,20 +93,100 @@ type EndpointPlan struct {
 	TokensPerMinute   int
 	Timeout           time.Duration
 	MaxRetries        int
-	Headers           map[string]string
+	// Headers are as written: ${NAME} references are expanded when a run
+	// connects, and the expanded values are treated as secrets.
+	Headers map[string]string
+	// JSONMode is where requests for JSON start: "auto" (json_schema when
+	// the reply has a schema, else json_object), "schema", "object" or
+	// "none"; "" means auto.
+	JSONMode string
+	// MaxTokensField is the field max_tokens is sent in ("max_tokens" or
+	// "max_completion_tokens"); "" picks by model name.
+	MaxTokensField string
+	// NoStreamUsage leaves stream_options out of streamed requests.
+	NoStreamUsage bool
+	// Extra are request fields sent with every call to the endpoint.
+	Extra []RequestParam
 }
 
 // ModelPlan is a resolved model configuration.
 type ModelPlan struct {
-	Name        string
-	Model       string
-	Endpoint    *EndpointPlan
+	Name     string
+	Model    string
+	Endpoint *EndpointPlan
+	// Deployment is the Azure deployment; "" means Model.
+	Deployment  string
 	Temperature *float64
 	TopP        *float64
 	MaxTokens   int
 	Seed        *int
 	Stream      bool
-	Price       *Price
+	// ReasoningEffort is sent as reasoning_effort when not "".
+	ReasoningEffort string
+	// JSONMode and MaxTokensField override the endpoint's when not "".
+	JSONMode       string
+	MaxTokensField string
+	// Omit are parameters never sent to this model, even when set
+	// ("temperature", "top_p", "seed", "max_tokens").
+	Omit []string
+	// Extra are request fields sent with every call of the model, after
+	// (and over) the endpoint's.
+	Extra []RequestParam
+	Price *Price
+}
+
+// RequestParam is a request field the spec passes through: a name and its
+// value as JSON.
+type RequestParam struct {
+	Name  string
+	Value json.RawMessage
+}
+
+// JSONModeFor is where the model's requests for JSON start.
+func (m *ModelPlan) JSONModeFor() string {
+	if m.JSONMode != "" {
+		return m.JSONMode
+	}
+	if m.Endpoint != nil && m.Endpoint.JSONMode != "" {
+		return m.Endpoint.JSONMode
+	}
+	return "auto"
+}
+
+// TokenField is the field the model's max_tokens is sent in; "" lets the
+// client pick by model name.
+func (m *ModelPlan) TokenField() string {
+	if m.MaxTokensField != "" {
+		return m.MaxTokensField
+	}
+	if m.Endpoint != nil {
+		return m.Endpoint.MaxTokensField
+	}
+	return ""
+}
+
+// Omits reports whether a parameter is never sent to the model.
+func (m *ModelPlan) Omits(param string) bool {
+	return slices.Contains(m.Omit, param)
+}
+
+// RequestExtra is what the model's requests carry beyond the fields runner
+// sets: the endpoint's extra fields, then the model's, a model's field
+// replacing the endpoint's of the same name in place.
+func (m *ModelPlan) RequestExtra() []RequestParam {
+	var out []RequestParam
+	if m.Endpoint != nil {
+		out = append(out, m.Endpoint.Extra...)
+	}
+	for _, p := range m.Extra {
+		i := slices.IndexFunc(out, func(q RequestParam) bool { return q.Name == p.Name })
+		if i >= 0 {
+			out[i] = p
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // AgentPlan is a resolved agent.

@@ -256,6 +256,8 @@ var patternForms = map[string]string{
 	`^[A-Za-z_][A-Za-z0-9_]*$`:                  "a valid environment variable name (letters, digits and '_')",
 	`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`: "a duration such as 90s, 2m or 1m30s",
 	`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`:      "a valid template name (LIBRARY/NAME)",
+	`^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$`:   "an Azure api-version such as 2024-10-21 or 2025-04-01-preview",
+	`^[A-Za-z0-9-]+$`:                           "an HTTP header name such as api-key",
 }
 
 // unescapeURLPointer undoes the percent-encoding the validator applies to

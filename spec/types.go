@@ -184,27 +184,52 @@ type Input struct {
 
 // Endpoint is an OpenAI-compatible API.
 type Endpoint struct {
-	BaseURL           string            `yaml:"base_url"`
+	Kind              Str               `yaml:"kind"`
+	BaseURL           Str               `yaml:"base_url"`
+	APIVersion        Str               `yaml:"api_version"`
 	APIKeyEnv         string            `yaml:"api_key_env"`
+	APIKeyHeader      Str               `yaml:"api_key_header"`
 	MaxConcurrency    int               `yaml:"max_concurrency"`
 	RequestsPerMinute int               `yaml:"requests_per_minute"`
 	TokensPerMinute   int               `yaml:"tokens_per_minute"`
 	Timeout           Str               `yaml:"timeout"`
 	MaxRetries        *int              `yaml:"max_retries"`
-	Headers           map[string]string `yaml:"headers"`
+	Headers           Map[Str]          `yaml:"headers"`
+	JSONMode          Str               `yaml:"json_mode"`
+	MaxTokensField    Str               `yaml:"max_tokens_field"`
+	StreamUsage       *bool             `yaml:"stream_usage"`
+	Extra             Map[RequestField] `yaml:"extra"`
 }
 
 // Model is a named model configuration. A plain string is shorthand for
 // {model: NAME}.
 type Model struct {
-	Model       string   `yaml:"model"`
-	Endpoint    Str      `yaml:"endpoint"`
-	Temperature *float64 `yaml:"temperature"`
-	TopP        *float64 `yaml:"top_p"`
-	MaxTokens   int      `yaml:"max_tokens"`
-	Seed        *int     `yaml:"seed"`
-	Stream      bool     `yaml:"stream"`
-	Price       *Price   `yaml:"price"`
+	Model           string            `yaml:"model"`
+	Endpoint        Str               `yaml:"endpoint"`
+	Deployment      Str               `yaml:"deployment"`
+	Temperature     *float64          `yaml:"temperature"`
+	TopP            *float64          `yaml:"top_p"`
+	MaxTokens       int               `yaml:"max_tokens"`
+	MaxTokensField  Str               `yaml:"max_tokens_field"`
+	Seed            *int              `yaml:"seed"`
+	ReasoningEffort Str               `yaml:"reasoning_effort"`
+	Stream          bool              `yaml:"stream"`
+	JSONMode        Str               `yaml:"json_mode"`
+	Omit            StrList           `yaml:"omit"`
+	Extra           Map[RequestField] `yaml:"extra"`
+	Price           *Price            `yaml:"price"`
+}
+
+// RequestField is a value of extra: any YAML, sent as JSON.
+type RequestField struct {
+	Node *yaml.Node
+}
+
+// UnmarshalYAML keeps the node, to be converted (and checked) when the spec
+// is compiled.
+func (f *RequestField) UnmarshalYAML(n *yaml.Node) error {
+	f.Node = n
+	return nil
 }
 
 // Price is what a model costs, in currency units per million tokens.

@@ -370,7 +370,8 @@ func TestSecretsNeverStored(t *testing.T) {
 }
 
 // TestProgressModes: --json prints every journal event on stderr as a JSON
-// line as it happens; -q prints nothing but the run directory.
+// line as it happens, and nothing that is not JSON; -q prints nothing but
+// the run directory.
 func TestProgressModes(t *testing.T) {
 	srv := llmtest.New(t, e2eAnswers(0))
 	spec := e2eSpec(t, simpleSource, "")
@@ -380,14 +381,20 @@ func TestProgressModes(t *testing.T) {
 		t.Fatalf("--json: exit %d\n%s", code, stderr)
 	}
 	dir := runDirFrom(t, stderr)
+	// Every line is JSON: the journal's events (with a seq), then the run
+	// directory.
 	var printed []journal.Event
-	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
-		if strings.HasPrefix(line, "run: ") {
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	for i, line := range lines {
+		var ev journal.Event
+		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Type == "" {
+			t.Errorf("--json printed a line that is not JSON with a type: %q (%v)", line, err)
 			continue
 		}
-		var ev journal.Event
-		if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Seq == 0 || ev.Type == "" {
-			t.Errorf("--json printed a line that is not an event: %q (%v)", line, err)
+		if ev.Seq == 0 {
+			if ev.Type != "run_dir" || i != len(lines)-1 {
+				t.Errorf("--json printed %q where a journal event belongs", line)
+			}
 			continue
 		}
 		printed = append(printed, ev)

@@ -82,7 +82,7 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 	if dir == "" {
 		d, err := cache.DefaultDir(e.getenv)
 		if err != nil {
-			fmt.Fprintf(e.stderr, "runner: warning: no response cache: %v\n", err)
+			e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
 			return nil
 		}
 		dir = d
@@ -95,7 +95,7 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 		if explicit {
 			return usageErrorf("--cache-dir %s: %v", dir, err)
 		}
-		fmt.Fprintf(e.stderr, "runner: warning: no response cache: %v\n", err)
+		e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
 		return nil
 	}
 	opts.Cache = st
@@ -171,7 +171,7 @@ func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
 	if cc.Cache > 0 {
 		hint = "; --no-cache asks the model again"
 	}
-	fmt.Fprintf(e.stderr, "calls: %d (%s)%s\n", cc.Total(), strings.Join(parts, ", "), hint)
+	e.say("calls", cc, fmt.Sprintf("calls: %d (%s)%s", cc.Total(), strings.Join(parts, ", "), hint))
 }
 
 // dryRun prints the plan of a run without calling any model. Required
@@ -231,10 +231,10 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
 	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
 	if !c.Quiet {
 		so.OnStart = func(dir string, total int) {
-			fmt.Fprintf(e.stderr, "sweep: %d runs in %s\n", total, dir)
+			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))
 		}
 		so.OnRun = func(done, total int, r sweep.Run) {
-			fmt.Fprintf(e.stderr, "[%d/%d] %s%s\n", done, total, r.Status, describeSweepRun(r))
+			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
 		}
 	}
 	sum, err := sweep.Sweep(ctx, plan, so)
@@ -247,9 +247,10 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
 		fmt.Fprintln(e.stdout, line)
 	}
 	if len(sum.UnusedFields) > 0 {
-		fmt.Fprintf(e.stderr, "runner: warning: dataset fields that are no input of the spec were ignored: %s\n", strings.Join(sum.UnusedFields, ", "))
+		msg := "dataset fields that are no input of the spec were ignored: " + strings.Join(sum.UnusedFields, ", ")
+		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 	}
-	fmt.Fprintf(e.stderr, "sweep: %s\n", sum.Dir)
+	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
 	if c.CSV != "" {
 		for _, r := range sum.Runs {
 			res, rerr := readRunResult(r.Dir)

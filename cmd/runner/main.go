@@ -8,6 +8,9 @@ import (
 	"os"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/spec"
 )
 
 // Exit codes, documented in README.md.
@@ -46,6 +49,31 @@ type env struct {
 	stdout, stderr io.Writer
 	stdin          io.Reader
 	getenv         func(string) string
+	// jsonLines is set by a command given --json: everything it writes to
+	// stderr is then a JSON line (see say).
+	jsonLines bool
+}
+
+// say writes a line for the user on stderr: text, or under --json the
+// same as a JSON line of the given type and data.
+func (e *env) say(typ string, data any, text string) {
+	if e.jsonLines {
+		progress.Line(e.stderr, typ, data)
+		return
+	}
+	fmt.Fprintln(e.stderr, text)
+}
+
+// sayDiagnostics writes a spec's diagnostics: as text, or under --json one
+// JSON line each.
+func (e *env) sayDiagnostics(diags spec.Diagnostics) {
+	if !e.jsonLines {
+		fmt.Fprint(e.stderr, diags.Format())
+		return
+	}
+	for _, d := range diags {
+		progress.Line(e.stderr, "diagnostic", d)
+	}
 }
 
 type cli struct {
@@ -135,15 +163,15 @@ func parseArgs(parser *kong.Kong, args []string, e *env) (code int, done bool) {
 		return exitUsage, true
 	}
 	if err := ctx.Run(e); err != nil {
+		code := exitFailure
 		var xe *exitError
 		if errors.As(err, &xe) {
-			if xe.err.Error() != "" {
-				fmt.Fprintf(e.stderr, "runner: %v\n", xe.err)
-			}
-			return xe.code, true
+			code, err = xe.code, xe.err
 		}
-		fmt.Fprintf(e.stderr, "runner: %v\n", err)
-		return exitFailure, true
+		if err.Error() != "" {
+			e.say("error", map[string]any{"message": err.Error(), "exit_code": code}, "runner: "+err.Error())
+		}
+		return code, true
 	}
 	return exitOK, true
 }

@@ -8,5 +8,9 @@ import (
 )
 
 // TestMain keeps the response cache of every run these tests make out of
-// the user's cache directory.
-func TestMain(m *testing.M) { os.Exit(runtest.IsolateCache(m)) }
+// the user's cache directory, and removes the binary tests built.
+func TestMain(m *testing.M) {
+	code := runtest.IsolateCache(m)
+	removeBinary()
+	os.Exit(code)
+}

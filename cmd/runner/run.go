@@ -7,13 +7,16 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/spec"
+	"golang.org/x/term"
 )
 
 type runCmd struct {
@@ -39,9 +42,11 @@ The run leaves DIR/<run-id>/ with spec.yaml, run.json (inputs, vars, seed,
 versions), journal.jsonl (every event), result.json and report.md. The first
 output is printed on stdout, the run directory on stderr.
 
-Endpoints: the default endpoint reads OPENAI_BASE_URL and OPENAI_API_KEY;
-endpoints in the spec name their own base_url and api_key_env. A .env file next
-to the spec is read for variables not set in the environment.
+Endpoints: the default endpoint reads OPENAI_BASE_URL and OPENAI_API_KEY
+unless the spec declares its own; endpoints in the spec name their own
+base_url and api_key_env (README's provider table gives the settings for
+OpenAI, Azure, OpenRouter, Ollama, vLLM, LM Studio and llama.cpp). A .env file
+next to the spec is read for variables not set in the environment.
 
 Examples:
   runner run examples/reasoning-debate/spec.yaml -i question="What is 12+7*3?"
@@ -51,8 +56,9 @@ Examples:
 }
 
 func (c *runCmd) Run(e *env) error {
+	e.jsonLines = c.JSON && !c.DryRun
 	plan, diags := spec.Load(c.File, nodes.Registry())
-	fmt.Fprint(e.stderr, diags.Format())
+	e.sayDiagnostics(diags)
 	if diags.HasErrors() {
 		return withCode(exitInvalid, fmt.Errorf("%s is invalid; nothing was run", c.File))
 	}
@@ -145,18 +151,27 @@ func terminalAsker(e *env) func(ctx context.Context, q spec.Question) (string, e
 }
 
 func progressFor(e *env, quiet, verbose, asJSON bool) func(runtime.Notice) {
-	mode := runtime.ProgressPlain
+	mode := progress.Plain
+	opts := progress.Options{}
 	switch {
 	case asJSON:
-		mode = runtime.ProgressJSON
+		mode = progress.JSON
 	case quiet:
-		mode = runtime.ProgressQuiet
+		mode = progress.Quiet
 	case verbose:
-		mode = runtime.ProgressPlain
+		mode = progress.Plain
 	case isTerminal(e.stderr):
-		mode = runtime.ProgressLive
+		mode = progress.Live
+		f := e.stderr.(*os.File)
+		opts.Width = func() int {
+			w, _, err := term.GetSize(int(f.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		}
 	}
-	return runtime.NewProgress(e.stderr, mode)
+	return progress.New(e.stderr, mode, opts)
 }
 
 func isTerminal(w any) bool {
@@ -183,10 +198,13 @@ func execute(e *env, r *runtime.Run) error {
 	if res != nil && len(res.OutputOrder) > 0 && res.Status == runtime.StatusCompleted {
 		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
-	fmt.Fprintf(e.stderr, "run: %s\n", r.Dir)
+	e.say("run_dir", map[string]string{"dir": r.Dir}, "run: "+r.Dir)
 	if err != nil {
 		if errors.Is(err, runtime.ErrWaiting) {
-			fmt.Fprintf(e.stderr, "waiting for answers: edit %s/questions.yaml, then run: runner resume %s --answers %s/questions.yaml\n", r.Dir, r.Dir, r.Dir)
+			questions := filepath.Join(r.Dir, "questions.yaml")
+			resume := fmt.Sprintf("runner resume %s --answers %s", r.Dir, questions)
+			e.say("waiting", map[string]string{"questions": questions, "resume": resume},
+				fmt.Sprintf("waiting for answers: edit %s, then run: %s", questions, resume))
 			return withCode(exitWaiting, errors.New(""))
 		}
 		return runError(fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir))
@@ -227,6 +245,7 @@ Examples:
 }
 
 func (c *resumeCmd) Run(e *env) error {
+	e.jsonLines = c.JSON
 	opts := runtime.Options{Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version()}
 	if c.Answers != "" {
 		a, err := runtime.ReadAnswers(c.Answers)

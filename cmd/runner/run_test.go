@@ -48,6 +48,15 @@ func runDirFrom(t *testing.T, stderr string) string {
 		if strings.HasPrefix(l, "run: ") {
 			return strings.TrimPrefix(l, "run: ")
 		}
+		var line struct {
+			Type string `json:"type"`
+			Data struct {
+				Dir string `json:"dir"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(l), &line) == nil && line.Type == "run_dir" {
+			return line.Data.Dir
+		}
 	}
 	t.Fatalf("no run directory in stderr:\n%s", stderr)
 	return ""

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -33,8 +34,16 @@ type Request struct {
 	Stream         bool
 	IncludeUsage   bool   // stream_options.include_usage
 	ResponseFormat string // "", "json_object", "json_schema"
-	Header         http.Header
-	Body           []byte // raw request body
+	// JSONSchema, SchemaName and Strict are response_format.json_schema's.
+	JSONSchema json.RawMessage
+	SchemaName string
+	Strict     bool
+	// Fields are the body's top-level members, raw, by name.
+	Fields map[string]json.RawMessage
+	Path   string     // the request path, e.g. /v1/chat/completions
+	Query  url.Values // the query, e.g. api-version on Azure
+	Header http.Header
+	Body   []byte // raw request body
 }
 
 // LastUser returns the content of the last message with role "user", or "".
@@ -100,8 +109,13 @@ type Handler func(Request) Reply
 
 // Server is a running scripted server. Create it with New or NewQueue.
 type Server struct {
-	// URL is the API base URL, ending in "/v1" (use it as go-openai's BaseURL).
+	// URL is the API base URL, ending in "/v1" (use it as go-openai's BaseURL),
+	// or what a Provider serves under.
 	URL string
+	// Root is the server's scheme, host and port, without a path.
+	Root string
+
+	provider *Provider // nil: the plain server
 
 	ts        *httptest.Server
 	done      chan struct{} // closed by Close so waiting handlers let go
@@ -115,8 +129,15 @@ type Server struct {
 // New starts a server answering with h and registers t.Cleanup(Close).
 func New(t testing.TB, h Handler) *Server {
 	t.Helper()
-	s := &Server{handler: h, done: make(chan struct{})}
+	return start(t, h, nil)
+}
+
+// start starts a server with h under p's rules (nil: the plain server).
+func start(t testing.TB, h Handler, p *Provider) *Server {
+	t.Helper()
+	s := &Server{handler: h, done: make(chan struct{}), provider: p}
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
+	s.Root = s.ts.URL
 	s.URL = s.ts.URL + "/v1"
 	t.Cleanup(s.Close)
 	return s
@@ -169,19 +190,25 @@ func (s *Server) Close() {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != completionsPath {
+	p := s.provider
+	if p == nil && r.URL.Path != completionsPath {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("llmtest: unknown path %s (only POST %s is served)", r.URL.Path, completionsPath))
 		return
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("llmtest: method %s not allowed on %s", r.Method, completionsPath))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("llmtest: method %s not allowed on %s", r.Method, r.URL.Path))
 		return
 	}
 	body, readErr := readBody(r)
 	req, parseErr := parseRequest(body)
+	if parseErr == nil {
+		parseDetails(body, &req)
+	}
 	req.Header = r.Header.Clone()
 	req.Body = body
+	req.Path = r.URL.Path
+	req.Query = r.URL.Query()
 
 	s.mu.Lock()
 	req.N = len(s.requests) + 1
@@ -189,15 +216,60 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h := s.handler
 	s.mu.Unlock()
 
+	// A provider records every request, refused ones included, so tests
+	// can count what a client sent.
+	deployment := ""
+	if p != nil {
+		d, refusal := p.route(r)
+		if refusal != nil {
+			refusal.write(w)
+			return
+		}
+		deployment = d
+	}
 	if err := errors.Join(readErr, parseErr); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	if p != nil {
+		if refusal := p.authorize(r.Header); refusal != nil {
+			refusal.write(w)
+			return
+		}
+		if refusal := p.check(&req, deployment); refusal != nil {
+			refusal.write(w)
+			return
+		}
 	}
 	if h == nil {
 		writeError(w, http.StatusInternalServerError, "llmtest: no handler set")
 		return
 	}
-	s.answer(w, r, req, h(cloneRequest(req)))
+	rep := h(cloneRequest(req))
+	if p != nil {
+		rep = p.adjust(req, rep)
+	}
+	s.answer(w, r, req, rep)
+}
+
+// parseDetails records what parseRequest leaves out: every top-level field
+// and the json_schema of response_format.
+func parseDetails(body []byte, req *Request) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return
+	}
+	req.Fields = fields
+	var rf struct {
+		JSONSchema *struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+			Strict bool            `json:"strict"`
+		} `json:"json_schema"`
+	}
+	if raw, ok := fields["response_format"]; ok && json.Unmarshal(raw, &rf) == nil && rf.JSONSchema != nil {
+		req.JSONSchema, req.SchemaName, req.Strict = rf.JSONSchema.Schema, rf.JSONSchema.Name, rf.JSONSchema.Strict
+	}
 }
 
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, rep Reply) {
@@ -237,6 +309,9 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, req Request, rep
 		return
 	}
 	c := newCompletion(req, rep)
+	if s.provider != nil && s.provider.NoUsage {
+		c.noUsage = true
+	}
 	if req.Stream {
 		s.stream(w, r, req, c, rep.ChunkDelay)
 		return
@@ -392,6 +467,19 @@ func cloneRequest(r Request) Request {
 	c := r
 	c.Header = r.Header.Clone()
 	c.Body = append([]byte(nil), r.Body...)
+	c.JSONSchema = append(json.RawMessage(nil), r.JSONSchema...)
+	if r.Fields != nil {
+		c.Fields = make(map[string]json.RawMessage, len(r.Fields))
+		for k, v := range r.Fields {
+			c.Fields[k] = append(json.RawMessage(nil), v...)
+		}
+	}
+	if r.Query != nil {
+		c.Query = url.Values{}
+		for k, v := range r.Query {
+			c.Query[k] = append([]string(nil), v...)
+		}
+	}
 	if r.Temperature != nil {
 		t := *r.Temperature
 		c.Temperature = &t
@@ -415,6 +503,7 @@ type completion struct {
 	created                    int64
 	toolCalls                  []ToolCall
 	usage                      wireUsage
+	noUsage                    bool // the server reports no usage
 }
 
 type wireUsage struct {
@@ -491,7 +580,7 @@ type wireCompletion struct {
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
 	Choices []wireChoice `json:"choices"`
-	Usage   wireUsage    `json:"usage"`
+	Usage   *wireUsage   `json:"usage,omitempty"`
 }
 
 func (c completion) message() wireCompletion {
@@ -507,11 +596,15 @@ func (c completion) message() wireCompletion {
 			Function: wireFunction{Name: tc.Name, Arguments: tc.Arguments},
 		})
 	}
-	return wireCompletion{
+	out := wireCompletion{
 		ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model,
 		Choices: []wireChoice{{Message: msg, FinishReason: c.finish}},
-		Usage:   c.usage,
 	}
+	if !c.noUsage {
+		usage := c.usage
+		out.Usage = &usage
+	}
+	return out
 }
 
 type wireDelta struct {
@@ -563,7 +656,7 @@ func (c completion) chunks(includeUsage bool) []wireChunk {
 	}
 	finish := c.finish
 	out = append(out, chunk(wireDelta{}, &finish))
-	if includeUsage {
+	if includeUsage && !c.noUsage {
 		usage := c.usage
 		out = append(out, wireChunk{
 			ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
@@ -578,9 +671,13 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, req Request, c c
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
+	comments := s.provider != nil && s.provider.StreamComments
 	for i, ch := range c.chunks(req.IncludeUsage) {
 		if i > 0 && !s.wait(r, gap) {
 			return
+		}
+		if comments {
+			_, _ = fmt.Fprint(w, ": OPENROUTER PROCESSING\n\n")
 		}
 		data, err := json.Marshal(ch)
 		if err != nil {

@@ -199,6 +199,9 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		Messages: kit.Messages(system, user), Target: to,
 		JSONMode: cfg.Output.Format == FormatJSON,
 	}
+	if call.JSONMode {
+		call.JSONSchema, call.SchemaName = cfg.Output.SchemaJSON, node.ID
+	}
 	toolNames := mergeTools(t.agent.Tools, cfg.Tools)
 	if len(toolNames) > 0 {
 		call.Tools = tools.Definitions(toolNames)
@@ -215,6 +218,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		}
 		call.Messages = msgs
 		out, perr := parser.Parse(reply.Content)
+		perr = parse.Truncated(reply.FinishReason, perr)
 		if perr == nil {
 			msg := spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: out.Value, Fields: out.Fields}
 			var ev any = outputEvent{Output: out.Value}

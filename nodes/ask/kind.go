@@ -76,16 +76,17 @@ const (
 
 // Output says how to parse and check replies.
 type Output struct {
-	Format  Format
-	Schema  *jsonschema.Schema
-	Pattern *regexp.Regexp
-	Fields  []string
-	Repair  int
+	Format Format
+	Schema *jsonschema.Schema
+	// SchemaJSON is the schema's text, sent to endpoints that take
+	// response_format json_schema.
+	SchemaJSON json.RawMessage
+	Pattern    *regexp.Regexp
+	Fields     []string
+	Repair     int
 	// Fallback, when set, is used (with "text" set to the reply) after the
 	// repairs are spent, instead of failing the node.
 	Fallback map[string]any
-	// SchemaJSON is Schema as JSON, for endpoints that take it.
-	SchemaJSON json.RawMessage
 }
 
 // PromptData is the dot of an ask node's prompt and system templates.

@@ -2,6 +2,7 @@ package clarify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -123,7 +124,10 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 		model = a.Model
 	}
 	key := fmt.Sprintf("%s/i%d", a.ID, iter)
-	call := kit.Call{Key: key, Node: node.ID, Agent: a, Model: model, Messages: kit.Messages(system, user), JSONMode: true}
+	call := kit.Call{
+		Key: key, Node: node.ID, Agent: a, Model: model, Messages: kit.Messages(system, user),
+		JSONMode: true, JSONSchema: questionsSchema(cfg.MaxQuestions), SchemaName: "questions",
+	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
@@ -133,6 +137,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 			return nil, err
 		}
 		texts, perr := questionsFrom(reply.Content)
+		perr = parse.Truncated(reply.FinishReason, perr)
 		if perr == nil {
 			// Ids continue the agent's numbering; a question it asked
 			// before is no follow-up and does not count against the cap.
@@ -163,6 +168,14 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 			kit.ChatMessage{Role: "assistant", Content: reply.Content},
 			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt("json", perr)})
 	}
+}
+
+// questionsSchema is the JSON Schema of a reply, sent to endpoints that
+// take response_format json_schema. It is closed, so strict mode applies.
+func questionsSchema(maxQuestions int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"questions":{"type":"array","maxItems":%d,`+
+		`"items":{"type":"object","properties":{"question":{"type":"string"}},"required":["question"],"additionalProperties":false}}},`+
+		`"required":["questions"],"additionalProperties":false}`, maxQuestions))
 }
 
 func normalize(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/parse"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -309,11 +310,15 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		if err == nil {
 			break
 		}
+		err = parse.Truncated(reply.FinishReason, err)
 		_ = s.h.Event("rejected", key, map[string]any{"speaker": speaker, "reasons": err.Error(), "attempt": attempt + 1})
 		if attempt >= s.cfg.Repair {
 			return calls, fmt.Errorf("node %q%s, turn %d: %s's message was rejected %d time(s), last because: %w", s.node.ID, s.goalNote(), s.turn+1, speaker, attempt+1, err)
 		}
 		feedback = fmt.Sprintf("Your last message was not accepted: %v. Write your message again, following the format.", err)
+		if errors.As(err, new(*parse.TruncatedError)) {
+			feedback = fmt.Sprintf("Your last message was not accepted: %v. Write it again, much more briefly, following the format.", err)
+		}
 	}
 	s.turn++
 	msg := spec.Message{

@@ -69,7 +69,13 @@ type Call struct {
 	Model    *spec.ModelPlan
 	Messages []ChatMessage
 	Tools    []Tool
-	JSONMode bool
+	// JSONMode asks the endpoint for a JSON reply. JSONSchema, when not
+	// nil, is the JSON Schema the reply must satisfy, sent as
+	// response_format json_schema under SchemaName where the endpoint
+	// takes it.
+	JSONMode   bool
+	JSONSchema json.RawMessage
+	SchemaName string
 	// Target is the agent whose message is being answered (each:), if any.
 	Target string
 	// Shape says what a reply must look like to pass the node's checks, so
@@ -107,8 +113,11 @@ type Reply struct {
 	Model            string     `json:"model,omitempty"`
 	PromptTokens     int        `json:"prompt_tokens"`
 	CompletionTokens int        `json:"completion_tokens"`
-	LatencyMS        int64      `json:"latency_ms"`
-	Attempts         int        `json:"attempts"`
+	// UsageEstimated is set when the server reported no usage and the
+	// token counts were computed with a tokenizer.
+	UsageEstimated bool  `json:"usage_estimated,omitempty"`
+	LatencyMS      int64 `json:"latency_ms"`
+	Attempts       int   `json:"attempts"`
 	// Replayed is set when the reply came from a journal, not the network.
 	Replayed bool `json:"-"`
 }

@@ -168,8 +168,33 @@ func schemaError(err error) string {
 	return strings.Join(msgs, "; ")
 }
 
+// TruncatedError is a reply that could not be used and was cut off at the
+// token limit: its fault is its length, not its form, and the repair asks
+// for less.
+type TruncatedError struct{ Err error }
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("the reply was truncated at the token limit (finish_reason length) before it was complete (%v)", e.Err)
+}
+
+func (e *TruncatedError) Unwrap() error { return e.Err }
+
+// Truncated wraps err, the reason a reply could not be used, in a
+// *TruncatedError when the server says the reply was cut off (finish
+// reason "length"); otherwise, or for nil, it returns err.
+func Truncated(finishReason string, err error) error {
+	if err == nil || finishReason != "length" {
+		return err
+	}
+	return &TruncatedError{Err: err}
+}
+
 // RepairPrompt asks the model to fix a rejected reply.
 func RepairPrompt(format string, err error) string {
+	var te *TruncatedError
+	if errors.As(err, &te) {
+		return "Your previous reply was cut off at the length limit before it was complete. Reply again, much more briefly, so that the whole answer fits; keep the required form."
+	}
 	what := map[string]string{
 		"json":  "Reply again with only the corrected JSON, no other text.",
 		"tags":  "Reply again using the required tags.",

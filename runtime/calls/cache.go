@@ -10,6 +10,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/spec"
 )
 
 // Cache stores model replies by the content of their request.
@@ -52,18 +53,21 @@ func Cached(cache Cache, flights *Flights, next Stage) Stage {
 // temperature above 0 stay distinct. At temperature 0 the discriminator is
 // left out: any caller asking the same gets the same reply.
 func CacheKey(c *Call) string {
-	req := c.Request
-	baseURL := c.BaseURL
-	if baseURL == "" && c.Model != nil && c.Model.Endpoint != nil {
-		baseURL = c.Model.Endpoint.BaseURL
-	}
+	return RequestKey(c.Model, c.BaseURL, c.Request, c.Sample)
+}
+
+// RequestKey is CacheKey from its parts.
+func RequestKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey string) string {
 	endpoint := ""
-	if c.Model != nil && c.Model.Endpoint != nil {
-		endpoint = c.Model.Endpoint.Name
+	if model != nil && model.Endpoint != nil {
+		endpoint = model.Endpoint.Name
+		if baseURL == "" {
+			baseURL = model.Endpoint.BaseURL
+		}
 	}
 	sample := ""
 	if req.Temperature == nil || *req.Temperature > 0 {
-		sample = c.Sample
+		sample = sampleKey
 	}
 	body := struct {
 		Endpoint string          `json:"endpoint"`
@@ -80,11 +84,56 @@ func CacheKey(c *Call) string {
 		Extra    json.RawMessage `json:"extra,omitempty"`
 	}{
 		Endpoint: endpoint, BaseURL: baseURL, Model: req.Model, Temp: req.Temperature, TopP: req.TopP,
-		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSONMode, Messages: req.Messages, Tools: req.Tools, Sample: sample,
+		Max: req.MaxTokens, Seed: req.Seed, JSON: req.JSON != nil, Messages: req.Messages, Tools: req.Tools, Sample: sample,
+		Extra: cacheExtra(&req),
 	}
 	data, _ := json.Marshal(body)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// cacheExtra is what else of a request changes its reply: a deployment, a
+// reasoning effort, pass-through fields, the JSON schema and mode. It is
+// nil for requests with none of them, so their keys are those of earlier
+// versions.
+func cacheExtra(req *llm.Request) json.RawMessage {
+	x := struct {
+		Deployment      string          `json:"deployment,omitempty"`
+		ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+		Fields          json.RawMessage `json:"fields,omitempty"`
+		Schema          json.RawMessage `json:"schema,omitempty"`
+		JSONMode        llm.JSONMode    `json:"json_mode,omitempty"`
+	}{Deployment: req.Deployment, ReasoningEffort: req.ReasoningEffort, Fields: ExtraObject(req.Extra)}
+	if req.JSON != nil {
+		x.Schema = req.JSON.Schema
+		if x.JSONMode = req.JSON.Mode; x.JSONMode == llm.JSONAuto {
+			x.JSONMode = ""
+		}
+	}
+	if x.Deployment == "" && x.ReasoningEffort == "" && x.Fields == nil && x.Schema == nil && x.JSONMode == "" {
+		return nil
+	}
+	data, _ := json.Marshal(x)
+	return data
+}
+
+// ExtraObject writes pass-through request fields as one JSON object, in
+// their order.
+func ExtraObject(fields []llm.Field) json.RawMessage {
+	if len(fields) == 0 {
+		return nil
+	}
+	b := []byte{'{'}
+	for i, f := range fields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		name, _ := json.Marshal(f.Name)
+		b = append(b, name...)
+		b = append(b, ':')
+		b = append(b, f.Value...)
+	}
+	return append(b, '}')
 }
 
 // Flights runs one function per key at a time; callers that arrive while it

@@ -17,6 +17,9 @@ type Error struct {
 	Status    int  // HTTP status of the last response, 0 if none
 	Retryable bool // the last failure was transient (so the budget ran out)
 	Err       error
+	// Hint says what to check, when the failure suggests it (a base URL
+	// without /v1 that got a 404, an Azure deployment not found, ...).
+	Hint string
 }
 
 // Error says which endpoint and model failed, after how many attempts, with
@@ -39,6 +42,11 @@ func (e *Error) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Err.Error())
 	}
+	if e.Hint != "" {
+		b.WriteString(" (hint: ")
+		b.WriteString(e.Hint)
+		b.WriteString(")")
+	}
 	return b.String()
 }
 
@@ -53,16 +61,21 @@ type redactedError struct{ msg string }
 
 func (e *redactedError) Error() string { return e.msg }
 
-// redact returns err, or a redacted copy of its text if it mentions key.
-func redact(err error, key string) error {
-	if key == "" {
-		return err
-	}
+// redact returns err, or a redacted copy of its text if it mentions the
+// key or a header value (a server echoing the credential in its error body).
+func (c *Client) redact(err error) error {
 	msg := err.Error()
-	if !strings.Contains(msg, key) {
+	changed := false
+	for _, s := range c.secrets {
+		if strings.Contains(msg, s) {
+			msg = strings.ReplaceAll(msg, s, "[REDACTED]")
+			changed = true
+		}
+	}
+	if !changed {
 		return err
 	}
-	return &redactedError{msg: strings.ReplaceAll(msg, key, "[REDACTED]")}
+	return &redactedError{msg: msg}
 }
 
 // cancelled makes sure the caller's context error is in the chain of err,

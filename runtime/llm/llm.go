@@ -1,11 +1,25 @@
-// Package llm is the runtime's model client: Chat Completions through
-// github.com/sashabaranov/go-openai against any OpenAI-compatible base URL
-// (OpenAI, OpenRouter, Azure's /openai/v1, Ollama, vLLM, ...), with the
-// per-endpoint concurrency, request-rate and token-rate limits, per-attempt
-// timeouts and retries that a long multi-agent run needs.
+// Package llm is the runtime's model client: Chat Completions against any
+// OpenAI-compatible server (OpenAI, OpenRouter, Azure's classic deployments
+// and its /openai/v1 surface, Ollama, vLLM, LM Studio, llama.cpp, ...), with
+// the per-endpoint concurrency, request-rate and token-rate limits,
+// per-attempt timeouts and retries that a long multi-agent run needs.
 //
-// One Client is meant per configured endpoint: its limits are shared by every
-// goroutine that calls Complete on it, and by nothing else.
+// Requests and replies use github.com/sashabaranov/go-openai's wire types,
+// but the HTTP exchange is the client's own (wire.go): go-openai refuses
+// some requests before sending them (a temperature for a model whose name
+// starts with gpt-5, max_tokens for o-series names) that the server behind
+// an alias or proxy would accept, it cannot send fields it does not model
+// (reasoning_effort for any model, top_k, provider routing), and it cannot
+// reach Azure's classic deployment URLs with an api-key header.
+//
+// Servers differ in what they accept; the client adapts once per endpoint
+// (adapt.go): a refused response_format steps down from json_schema to
+// json_object to none, a refused token-limit field is swapped, a refused
+// stream_options is dropped, and what was learned holds for later calls.
+//
+// One Client is meant per configured endpoint: its limits and what it learned
+// are shared by every goroutine that calls Complete on it, and by nothing
+// else.
 package llm
 
 import (
@@ -15,9 +29,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/time/rate"
 )
 
@@ -31,15 +45,38 @@ const (
 	DefaultCompletionEstimate = 512
 )
 
+// Kind is the URL layout and authentication an endpoint speaks.
+type Kind string
+
+// Endpoint kinds.
+const (
+	// KindOpenAI is BASE/chat/completions with "Authorization: Bearer KEY":
+	// OpenAI, OpenRouter, Azure's /openai/v1, Ollama, vLLM, LM Studio,
+	// llama.cpp and gateways.
+	KindOpenAI Kind = "openai"
+	// KindAzure is Azure OpenAI's classic surface:
+	// BASE/openai/deployments/DEPLOYMENT/chat/completions?api-version=V
+	// with an "api-key: KEY" header.
+	KindAzure Kind = "azure"
+)
+
 // Endpoint describes one OpenAI-compatible server and the limits the client
 // must keep towards it.
 type Endpoint struct {
 	Name    string
 	BaseURL string // e.g. https://api.openai.com/v1 or http://localhost:11434/v1
-	// APIKey is sent as "Authorization: Bearer <key>". It is never logged and
-	// never put into errors or events; empty sends no Authorization header
+	// Kind is KindOpenAI when empty.
+	Kind Kind
+	// APIVersion is the api-version query parameter of KindAzure.
+	APIVersion string
+	// APIKey is sent as "Authorization: Bearer <key>" (KindOpenAI) or as
+	// "api-key: <key>" (KindAzure), or in the header KeyHeader names. It is
+	// never logged and never put into errors or events; empty sends no key
 	// (see IsLocal).
 	APIKey string `json:"-"`
+	// KeyHeader overrides the header the key goes in; "Authorization"
+	// means the Bearer scheme, any other name gets the bare key.
+	KeyHeader string
 	// MaxConcurrency bounds in-flight requests; 0 means unlimited.
 	MaxConcurrency int
 	// RequestsPerMinute is a token bucket shared by all callers of the
@@ -62,7 +99,8 @@ type Endpoint struct {
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
 	// Headers are extra request headers (OpenRouter's HTTP-Referer and
-	// X-Title, a gateway's routing header, ...).
+	// X-Title, a gateway's key, ...). Their values may be secrets: they are
+	// never logged.
 	Headers map[string]string `json:"-"`
 	// HTTPClient is used for all requests when set; it is not modified.
 	HTTPClient *http.Client `json:"-"`
@@ -74,15 +112,19 @@ type Endpoint struct {
 	Rand func() float64 `json:"-"`
 }
 
-// String describes the endpoint without its key, so that printing an
-// Endpoint with %v or %+v cannot leak the secret.
+// String describes the endpoint without its key or header values, so that
+// printing an Endpoint with %v or %+v cannot leak a secret.
 func (e Endpoint) String() string {
 	key := "none"
 	if e.APIKey != "" {
 		key = "set"
 	}
-	return fmt.Sprintf("llm.Endpoint{Name:%q BaseURL:%q APIKey:%s MaxConcurrency:%d RequestsPerMinute:%d TokensPerMinute:%d Timeout:%s MaxRetries:%d}",
-		e.Name, e.BaseURL, key, e.MaxConcurrency, e.RequestsPerMinute, e.TokensPerMinute, e.Timeout, e.MaxRetries)
+	kind := e.Kind
+	if kind == "" {
+		kind = KindOpenAI
+	}
+	return fmt.Sprintf("llm.Endpoint{Name:%q Kind:%s BaseURL:%q APIKey:%s MaxConcurrency:%d RequestsPerMinute:%d TokensPerMinute:%d Timeout:%s MaxRetries:%d}",
+		e.Name, kind, e.BaseURL, key, e.MaxConcurrency, e.RequestsPerMinute, e.TokensPerMinute, e.Timeout, e.MaxRetries)
 }
 
 // GoString is String, so that %#v does not leak the key either.
@@ -111,20 +153,71 @@ type Tool struct {
 	Parameters  json.RawMessage // JSON Schema of the arguments; empty means no arguments
 }
 
+// JSONMode says which response_format a request for JSON starts with.
+type JSONMode string
+
+// JSON modes, from the most to the least constrained.
+const (
+	// JSONAuto sends json_schema when the reply has a schema, else
+	// json_object.
+	JSONAuto JSONMode = "auto"
+	// JSONSchema sends json_schema; a reply without a schema gets one that
+	// accepts any object.
+	JSONSchema JSONMode = "schema"
+	// JSONObject sends json_object.
+	JSONObject JSONMode = "object"
+	// JSONNone sends no response_format; the reply is still parsed as JSON.
+	JSONNone JSONMode = "none"
+)
+
+// JSONReply asks for a reply in JSON.
+type JSONReply struct {
+	// Schema is the JSON Schema of the reply; nil for any JSON object.
+	Schema json.RawMessage
+	// Name names the schema for json_schema; "" means "reply".
+	Name string
+	// Mode is where to start; "" means JSONAuto.
+	Mode JSONMode
+}
+
+// Token-limit fields.
+const (
+	MaxTokensField           = "max_tokens"
+	MaxCompletionTokensField = "max_completion_tokens"
+)
+
+// Field is a request field the client does not model, sent as given.
+type Field struct {
+	Name  string
+	Value json.RawMessage // JSON
+}
+
 // Request is one chat completion to perform.
 type Request struct {
-	Model       string
+	Model string
+	// Deployment is the Azure deployment (KindAzure); "" means Model.
+	Deployment  string
 	Messages    []Message
 	Temperature *float64 // nil leaves the server default
 	TopP        *float64 // nil leaves the server default
 	MaxTokens   int      // 0 leaves the server default
-	Seed        *int
-	Tools       []Tool
-	JSONMode    bool // response_format {"type":"json_object"}
+	// TokenField is the field MaxTokens is sent in: MaxTokensField or
+	// MaxCompletionTokensField; "" picks by model name (see TokenFieldFor).
+	TokenField      string
+	Seed            *int
+	ReasoningEffort string // reasoning_effort, when not ""
+	Tools           []Tool
+	// JSON asks for a JSON reply (response_format); nil asks for none.
+	JSON *JSONReply
+	// Extra are more request fields, sent after the ones above (which
+	// they must not repeat): top_k, provider routing, chat_template_kwargs...
+	Extra []Field
 	// Stream uses the streaming API and reassembles content, tool calls and
-	// usage (stream_options.include_usage) into the same Response a
-	// non-streaming call returns.
+	// usage into the same Response a non-streaming call returns.
 	Stream bool
+	// NoStreamUsage leaves out stream_options.include_usage, for servers
+	// that refuse it; usage is then estimated.
+	NoStreamUsage bool
 	// OnDelta, when set with Stream, receives text deltas as they arrive,
 	// for live progress. Deltas of an attempt that later fails have already
 	// been delivered; the retried attempt starts its text from the beginning.
@@ -139,8 +232,17 @@ type Response struct {
 	Model            string // as reported by the server
 	PromptTokens     int
 	CompletionTokens int
-	Latency          time.Duration // of the successful attempt
-	Attempts         int           // 1 + retries
+	// UsageEstimated is set when the server reported no usage and the
+	// token counts were computed with a tokenizer (see package tokens).
+	UsageEstimated bool
+	Latency        time.Duration // of the successful attempt
+	// Attempts counts the requests sent: 1, plus retries, plus the
+	// requests sent again with a changed shape (see Adapted).
+	Attempts int
+	// Adapted says what the client changed in the request because the
+	// endpoint refused it, for a warning; each change is reported by the
+	// first call that learned it, and later calls start from it.
+	Adapted []string
 }
 
 // Attempt describes one failed attempt that is about to be retried, for the
@@ -157,18 +259,26 @@ type Attempt struct {
 // concurrent use; its limits are shared by all callers.
 type Client struct {
 	name      string
+	kind      Kind
+	base      *url.URL
+	version   string
 	key       string
-	api       *openai.Client
+	keyHeader string
+	headers   map[string]string
+	secrets   []string // key and header values, redacted from errors
+	http      *http.Client
 	urlErr    error // a BaseURL that can never work, reported by every call
 	timeout   time.Duration
 	retries   int
-	base, max time.Duration
+	backoff   [2]time.Duration // base, ceiling
 	sleep     func(context.Context, time.Duration) error
 	rand      func() float64
 
 	slots chan struct{} // nil when MaxConcurrency is unlimited
 	rpm   *rate.Limiter // nil when unlimited
 	tpm   *rate.Limiter // nil when unlimited
+
+	learned learned
 }
 
 // New returns a client for ep, filling defaults for zero fields. A BaseURL
@@ -176,22 +286,42 @@ type Client struct {
 func New(ep Endpoint) *Client {
 	c := &Client{
 		name:    ep.Name,
+		kind:    ep.Kind,
+		version: ep.APIVersion,
 		key:     ep.APIKey,
+		headers: ep.Headers,
 		timeout: ep.Timeout,
 		retries: max(ep.MaxRetries, 0),
-		base:    ep.BackoffBase,
-		max:     ep.BackoffMax,
+		backoff: [2]time.Duration{ep.BackoffBase, ep.BackoffMax},
 		sleep:   ep.Sleep,
 		rand:    ep.Rand,
+	}
+	if c.kind == "" {
+		c.kind = KindOpenAI
+	}
+	c.keyHeader = ep.KeyHeader
+	if c.keyHeader == "" {
+		c.keyHeader = "Authorization"
+		if c.kind == KindAzure {
+			c.keyHeader = "api-key"
+		}
+	}
+	if ep.APIKey != "" {
+		c.secrets = append(c.secrets, ep.APIKey)
+	}
+	for _, v := range ep.Headers {
+		if len(v) >= 8 { // short values (a title, "1") are not worth hiding, and would redact common words
+			c.secrets = append(c.secrets, v)
+		}
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
 	}
-	if c.base <= 0 {
-		c.base = DefaultBackoffBase
+	if c.backoff[0] <= 0 {
+		c.backoff[0] = DefaultBackoffBase
 	}
-	if c.max <= 0 {
-		c.max = DefaultBackoffMax
+	if c.backoff[1] <= 0 {
+		c.backoff[1] = DefaultBackoffMax
 	}
 	if c.sleep == nil {
 		c.sleep = sleepContext
@@ -208,58 +338,92 @@ func New(ep Endpoint) *Client {
 	if ep.TokensPerMinute > 0 {
 		c.tpm = rate.NewLimiter(rate.Limit(ep.TokensPerMinute)/60, ep.TokensPerMinute)
 	}
-	if u, err := url.Parse(ep.BaseURL); err != nil {
+	u, err := url.Parse(ep.BaseURL)
+	switch {
+	case err != nil:
 		c.urlErr = fmt.Errorf("invalid base URL: %w", err)
-	} else if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		c.urlErr = fmt.Errorf("base URL %q is not an absolute http(s) URL", ep.BaseURL)
+	case c.kind == KindAzure && c.version == "":
+		c.urlErr = fmt.Errorf("azure endpoint %q has no api-version", ep.Name)
+	case c.kind != KindOpenAI && c.kind != KindAzure:
+		c.urlErr = fmt.Errorf("unknown endpoint kind %q", c.kind)
+	default:
+		u.Path = strings.TrimRight(u.Path, "/")
+		u.RawPath = ""
+		if c.kind == KindAzure {
+			u.Path = strings.TrimSuffix(u.Path, "/openai")
+		}
+		c.base = u
 	}
 
-	hc := ep.HTTPClient
-	if hc == nil {
+	c.http = ep.HTTPClient
+	if c.http == nil {
 		// The default transport keeps only two idle connections per host,
 		// which would make every burst of concurrent calls redial.
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = max(ep.MaxConcurrency, 64)
-		hc = &http.Client{Transport: tr}
+		c.http = &http.Client{Transport: tr}
 	}
-	cfg := openai.DefaultConfig(ep.APIKey) // go-openai omits Authorization for an empty key
-	cfg.BaseURL = ep.BaseURL
-	cfg.HTTPClient = &recordingDoer{client: hc, headers: ep.Headers}
-	c.api = openai.NewClientWithConfig(cfg)
+	c.learned.init()
 	return c
 }
 
 // Complete performs req, retrying retryable failures up to the endpoint's
-// MaxRetries. onRetry, if not nil, is called after each failed attempt that
-// will be retried, before the wait. A failure is always an *Error.
+// MaxRetries. A request the endpoint refuses for a field it does not take
+// (see adapt.go) is sent again at once with that field changed; that is no
+// retry. onRetry, if not nil, is called after each failed attempt that will
+// be retried, before the wait. A failure is always an *Error.
 func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt)) (Response, error) {
 	if c.urlErr != nil {
 		return Response{}, c.fail(&req, 0, 0, false, c.urlErr)
 	}
-	creq := buildRequest(&req)
+	sh := c.learned.shape(&req)
 	cost := estimateTokens(&req)
-	var last *attemptState // of the previous failed attempt, for errors while waiting
+	var (
+		last    *attemptState // of the previous failed attempt, for errors while waiting
+		adapted []string
+		retries int
+	)
 	for n := 1; ; n++ {
 		if err := c.admit(ctx, cost); err != nil {
 			return Response{}, c.failWaiting(&req, n-1, last, err)
 		}
 		st := &attemptState{}
-		resp, err := c.attempt(ctx, st, creq, req.OnDelta)
+		resp, err := c.attempt(ctx, st, &req, sh)
 		c.release()
 		if err == nil {
+			if resp.PromptTokens == 0 && resp.CompletionTokens == 0 {
+				estimateUsage(&req, &resp)
+			}
 			c.settleTokens(cost, resp.PromptTokens+resp.CompletionTokens)
 			resp.Attempts = n
+			resp.Adapted = adapted
 			return resp, nil
 		}
 		retryable := st.retryable(ctx, err) // on the original chain, before redaction
-		err = redact(err, c.key)
+		err = c.redact(err)
 		if ctx.Err() != nil {
 			return Response{}, c.fail(&req, n, st.status, false, cancelled(ctx, err))
 		}
-		if !retryable || n > c.retries {
-			return Response{}, c.fail(&req, n, st.status, retryable, err)
+		if !retryable {
+			if next, note, ok := c.learned.adapt(&req, sh, st.status, err); ok {
+				sh = next
+				if note != "" {
+					adapted = append(adapted, fmt.Sprintf("endpoint %q: %s", c.name, note))
+				}
+				last = st
+				last.err = err
+				continue
+			}
 		}
-		wait := max(backoff(n, c.base, c.max, c.rand()), st.retryAfter)
+		if !retryable || retries >= c.retries {
+			e := c.fail(&req, n, st.status, retryable, err)
+			e.Hint = c.hint(&req, st, err)
+			return Response{}, e
+		}
+		retries++
+		wait := max(backoff(retries, c.backoff[0], c.backoff[1], c.rand()), st.retryAfter)
 		if onRetry != nil {
 			onRetry(Attempt{N: n, Err: err, Status: st.status, Retryable: true, Wait: wait})
 		}
@@ -272,19 +436,11 @@ func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt
 }
 
 // attempt sends one request; the caller holds a slot and rate tokens.
-func (c *Client) attempt(ctx context.Context, st *attemptState, creq openai.ChatCompletionRequest, onDelta func(string)) (Response, error) {
-	actx, cancel := context.WithTimeout(context.WithValue(ctx, stateKey{}, st), c.timeout)
+func (c *Client) attempt(ctx context.Context, st *attemptState, req *Request, sh shape) (Response, error) {
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	start := time.Now()
-	var (
-		resp Response
-		err  error
-	)
-	if creq.Stream {
-		resp, err = c.stream(actx, creq, onDelta)
-	} else {
-		resp, err = c.once(actx, creq)
-	}
+	resp, err := c.send(actx, st, req, sh)
 	resp.Latency = time.Since(start)
 	return resp, err
 }

@@ -67,7 +67,7 @@ func TestCompleteSuccessSendsRequest(t *testing.T) {
 		MaxTokens:   100,
 		Seed:        ptr(42),
 		Tools:       []Tool{{Name: "search", Description: "Search.", Parameters: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}, {Name: "noargs"}},
-		JSONMode:    true,
+		JSON:        &JSONReply{},
 	}
 	resp, err := c.Complete(context.Background(), req, nil)
 	if err != nil {

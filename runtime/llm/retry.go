@@ -13,41 +13,14 @@ import (
 	"time"
 )
 
-// attemptState is what the HTTP layer saw during one attempt. go-openai's
-// errors carry no headers, so recordingDoer fills it through the request
-// context rather than through shared state.
+// attemptState is what the HTTP exchange of one attempt saw, for
+// classifying its error and waiting before the next attempt.
 type attemptState struct {
 	sent       bool          // the request reached the HTTP client
 	status     int           // status of the last response, 0 if none
 	retryAfter time.Duration // server-requested wait, 0 if none
+	final      bool          // an error in a 2xx body that a retry cannot fix
 	err        error         // redacted error of the attempt, kept for later failures
-}
-
-type stateKey struct{}
-
-// recordingDoer is the HTTP client given to go-openai: it adds the
-// endpoint's extra headers and records status and Retry-After into the
-// attempt's state.
-type recordingDoer struct {
-	client  *http.Client
-	headers map[string]string
-}
-
-// Do implements go-openai's HTTPDoer.
-func (d *recordingDoer) Do(req *http.Request) (*http.Response, error) {
-	for k, v := range d.headers {
-		req.Header.Set(k, v)
-	}
-	st, _ := req.Context().Value(stateKey{}).(*attemptState)
-	if st != nil {
-		st.sent = true
-	}
-	resp, err := d.client.Do(req)
-	if st != nil && resp != nil {
-		st.status = resp.StatusCode
-		st.retryAfter = retryAfter(resp.Header, time.Now())
-	}
-	return resp, err
 }
 
 // retryable classifies the attempt's error. parent is the caller's context:
@@ -57,8 +30,10 @@ func (st *attemptState) retryable(parent context.Context, err error) bool {
 	case parent.Err() != nil:
 		return false
 	case !st.sent:
-		// Rejected before anything was sent (go-openai's request checks):
-		// the same request would be rejected again.
+		// Failed before anything was sent (a request that cannot be
+		// encoded): the same request would fail again.
+		return false
+	case st.final:
 		return false
 	case st.status >= 400:
 		return retryableStatus(st.status)

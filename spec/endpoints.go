@@ -1,0 +1,259 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Endpoint kinds.
+const (
+	EndpointOpenAI = "openai"
+	EndpointAzure  = "azure"
+)
+
+// managedFields are the request fields runner sets itself; extra may not
+// set them, so that what a spec says in one place cannot be contradicted in
+// another. Each maps to where the spec sets it, if anywhere.
+var managedFields = map[string]string{
+	"model": "the model's model", "messages": "the prompts", "tools": "the agents' tools", "tool_choice": "",
+	"response_format": "json_mode", "stream": "the model's stream", "stream_options": "the endpoint's stream_usage",
+	"temperature": "the model's temperature", "top_p": "the model's top_p", "seed": "the model's seed",
+	"max_tokens": "the model's max_tokens", "max_completion_tokens": "the model's max_tokens (and max_tokens_field)",
+	"reasoning_effort": "the model's reasoning_effort", "n": "",
+}
+
+// envRef is a ${NAME} reference in a base URL or header value.
+var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// headerName is an HTTP header field name (RFC 9110 token).
+var headerName = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+// ExpandEnv replaces each ${NAME} in s by getenv(NAME). A name without a
+// value is an error naming it: an empty key or host would fail later and
+// say less.
+func ExpandEnv(s string, getenv func(string) string) (string, error) {
+	var missing []string
+	out := envRef.ReplaceAllStringFunc(s, func(ref string) string {
+		name := ref[2 : len(ref)-1]
+		v := getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return "", fmt.Errorf("environment variable %s is not set", strings.Join(missing, ", "))
+	}
+	return out, nil
+}
+
+// checkEnvRefs reports malformed ${...} references in a value.
+func (c *compiler) checkEnvRefs(s Str, what string) {
+	rest := s.V
+	for {
+		i := strings.Index(rest, "${")
+		if i < 0 {
+			return
+		}
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			c.r.errorf(s.Pos, "%s: ${ without a closing } (write ${NAME} to use an environment variable)", what)
+			return
+		}
+		if name := rest[i+2 : i+j]; !envName.MatchString(name) {
+			c.r.errorf(s.Pos, "%s: ${%s} is not an environment variable name (letters, digits and '_')", what, name)
+		}
+		rest = rest[i+j+1:]
+	}
+}
+
+func (c *compiler) endpointsAndModels() {
+	def := &EndpointPlan{Name: "default", Kind: EndpointOpenAI, BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY", FromEnv: true, Timeout: 120 * time.Second, MaxRetries: 4}
+	c.plan.Endpoints["default"] = def
+	defaultTimeout := 120 * time.Second
+	defaultRetries := 4
+	if t := c.file.Defaults.Timeout; t != "" {
+		if d, err := time.ParseDuration(t); err == nil {
+			defaultTimeout = d
+			def.Timeout = d
+		}
+	}
+	if c.file.Defaults.MaxRetries != nil {
+		defaultRetries = *c.file.Defaults.MaxRetries
+		def.MaxRetries = defaultRetries
+	}
+	for _, k := range c.file.Endpoints.Keys {
+		e := c.file.Endpoints.Values[k.V]
+		ep := &EndpointPlan{
+			Name: k.V, Kind: EndpointOpenAI, BaseURL: strings.TrimRight(e.BaseURL.V, "/"), APIVersion: e.APIVersion.V,
+			APIKeyEnv: e.APIKeyEnv, APIKeyHeader: e.APIKeyHeader.V,
+			MaxConcurrency: e.MaxConcurrency, RequestsPerMinute: e.RequestsPerMinute, TokensPerMinute: e.TokensPerMinute,
+			Timeout: defaultTimeout, MaxRetries: defaultRetries,
+			JSONMode: e.JSONMode.V, MaxTokensField: e.MaxTokensField.V, NoStreamUsage: e.StreamUsage != nil && !*e.StreamUsage,
+		}
+		if e.Kind.Set {
+			ep.Kind = e.Kind.V
+		}
+		if e.Timeout.Set {
+			d, err := time.ParseDuration(e.Timeout.V)
+			if err != nil || d <= 0 {
+				c.r.errorf(e.Timeout.Pos, "endpoint %q: timeout %q is not a positive duration such as 90s or 2m", k.V, e.Timeout.V)
+			} else {
+				ep.Timeout = d
+			}
+		}
+		if e.MaxRetries != nil {
+			ep.MaxRetries = *e.MaxRetries
+		}
+		c.checkEndpoint(k, e, ep)
+		if e.Headers.Len() > 0 {
+			ep.Headers = map[string]string{}
+			for _, h := range e.Headers.Keys {
+				v := e.Headers.Values[h.V]
+				if !headerName.MatchString(h.V) {
+					c.r.errorf(h.Pos, "endpoint %q: %q is not an HTTP header name (letters, digits and -)", k.V, h.V)
+				}
+				c.checkEnvRefs(*v, fmt.Sprintf("endpoint %q header %s", k.V, h.V))
+				ep.Headers[h.V] = v.V
+			}
+		}
+		ep.Extra = c.requestFields(e.Extra, fmt.Sprintf("endpoint %q", k.V))
+		c.plan.Endpoints[k.V] = ep
+	}
+	names := c.file.Endpoints.Names()
+	if !c.file.Endpoints.Has("default") {
+		names = append(names, "default")
+	}
+	for _, k := range c.file.Models.Keys {
+		m := c.file.Models.Values[k.V]
+		mp := &ModelPlan{
+			Name: k.V, Model: m.Model, Deployment: m.Deployment.V, Temperature: m.Temperature, TopP: m.TopP,
+			MaxTokens: m.MaxTokens, Seed: m.Seed, Stream: m.Stream, Price: m.Price,
+			ReasoningEffort: m.ReasoningEffort.V, JSONMode: m.JSONMode.V, MaxTokensField: m.MaxTokensField.V,
+			Omit: m.Omit.Values(),
+		}
+		epName := "default"
+		if m.Endpoint.Set {
+			epName = m.Endpoint.V
+		}
+		ep, ok := c.plan.Endpoints[epName]
+		if !ok {
+			c.r.errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, didYouMean(epName, names))
+		}
+		mp.Endpoint = ep
+		if m.Deployment.Set && ep != nil && ep.Kind != EndpointAzure {
+			c.r.errorf(m.Deployment.Pos, "model %q: deployment applies only to endpoints of kind azure (endpoint %q is %s); on other endpoints the model name is what the server knows", k.V, ep.Name, ep.Kind)
+		}
+		mp.Extra = c.requestFields(m.Extra, fmt.Sprintf("model %q", k.V))
+		c.plan.Models[k.V] = mp
+	}
+	if _, ok := c.plan.Models["default"]; !ok {
+		// The implicit model goes to the spec's own default endpoint when it
+		// declares one: prompts must never reach a host the user did not
+		// name, billed to a key they did not give for it.
+		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: c.plan.Endpoints["default"]}
+	}
+}
+
+// checkEndpoint reports settings of an endpoint that cannot work together.
+func (c *compiler) checkEndpoint(k Str, e *Endpoint, ep *EndpointPlan) {
+	who := fmt.Sprintf("endpoint %q", k.V)
+	c.checkEnvRefs(e.BaseURL, who+" base_url")
+	base := envRef.ReplaceAllString(ep.BaseURL, "x")
+	u, err := url.Parse(base)
+	if e.BaseURL.Set && !strings.HasPrefix(ep.BaseURL, "${") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		c.r.errorf(e.BaseURL.Pos, "%s: base_url %q is not an http:// or https:// URL", who, e.BaseURL.V)
+		return
+	}
+	switch {
+	case ep.Kind == EndpointAzure && !e.APIVersion.Set:
+		c.r.errorf(k.Pos, "%s: kind azure needs api_version (e.g. api_version: 2024-10-21)", who)
+	case ep.Kind != EndpointAzure && e.APIVersion.Set:
+		c.r.errorf(e.APIVersion.Pos, "%s: api_version applies only to kind azure (Azure's /openai/v1 surface needs none)", who)
+	}
+	if u == nil {
+		return
+	}
+	switch {
+	case ep.Kind == EndpointAzure && strings.Contains(u.Path, "/deployments/"):
+		c.r.errorf(e.BaseURL.Pos, "%s: for kind azure, base_url is the resource (https://NAME.openai.azure.com); the deployment is the model's deployment (or its model)", who)
+	case ep.Kind == EndpointAzure && u.RawQuery != "":
+		c.r.errorf(e.BaseURL.Pos, "%s: for kind azure, give the api-version as api_version, not in base_url", who)
+	case ep.Kind != EndpointAzure && (strings.Contains(u.Path, "/openai/deployments/") || u.Query().Has("api-version")):
+		c.r.warnf(e.BaseURL.Pos, "%s: this looks like a classic Azure OpenAI URL; use kind: azure with the resource URL as base_url, api_version, and the deployment on the model", who)
+	}
+}
+
+// requestFields converts extra: to JSON, refusing fields runner sets itself.
+func (c *compiler) requestFields(m Map[RequestField], who string) []RequestParam {
+	var out []RequestParam
+	for _, k := range m.Keys {
+		if where, ok := managedFields[k.V]; ok {
+			if where == "" {
+				c.r.errorf(k.Pos, "%s: extra field %q is set by runner and cannot be passed through", who, k.V)
+			} else {
+				c.r.errorf(k.Pos, "%s: extra field %q is set by runner from %s; set it there", who, k.V, where)
+			}
+			continue
+		}
+		n := m.Values[k.V].Node
+		v, err := jsonValue(n)
+		if err != nil {
+			c.r.errorf(nodePos(n), "%s: extra field %q: %v", who, k.V, err)
+			continue
+		}
+		out = append(out, RequestParam{Name: k.V, Value: v})
+	}
+	return out
+}
+
+// jsonValue converts a YAML value to JSON, refusing what JSON cannot hold.
+func jsonValue(n *yaml.Node) (json.RawMessage, error) {
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	v, err := jsonable(v)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// jsonable checks that a decoded YAML value has a JSON form: mappings with
+// text keys, no timestamps or binary.
+func jsonable(v any) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			ev, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = ev
+		}
+		return x, nil
+	case map[any]any:
+		return nil, fmt.Errorf("a mapping with keys that are not text has no JSON form")
+	case []any:
+		for i, e := range x {
+			ev, err := jsonable(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = ev
+		}
+		return x, nil
+	case nil, bool, string, int, int64, uint64, float64:
+		return x, nil
+	}
+	return nil, fmt.Errorf("a %T has no JSON form; quote it to send it as text", v)
+}
