@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,9 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/templates"
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -54,13 +58,15 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 	if root == nil {
 		return nil
 	}
+	reportOverflows := checkTree(r, root)
+	r.claimReported()
 	loc := yamlToJSON(r, root)
 	if loc == nil {
 		return nil
 	}
-	schemaErrs := len(r.diags)
 	failed := validateSchema(r, reg, loc)
-	schemaFailed := len(r.diags) > schemaErrs
+	r.claimReported()
+	reportOverflows()
 	r.claimReported()
 	flowBroken := false
 	for _, p := range failed {
@@ -68,17 +74,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 	}
 
 	f := &File{Path: path, Root: root}
-	if err := root.Decode(f); err != nil && !schemaFailed {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, e := range te.Errors {
-				pos, msg := yamlErrorPos(errors.New(e))
-				r.errorf(pos, "%s", msg)
-			}
-		} else {
-			r.errorf(Pos{1, 1}, "%v", err)
-		}
-	}
+	r.decodeError(root, root.Decode(f))
 	if f.Version.Set && f.Version.V != 1 {
 		return nil // the schema reported it; nothing else can be trusted
 	}
@@ -145,6 +141,8 @@ type compiler struct {
 	// systemChecked marks agent system templates checked against a dot
 	// type ("agent\x00type").
 	systemChecked map[string]bool
+	// loopMaxes are the loops whose bound is an expression.
+	loopMaxes []*FlowStep
 }
 
 // templateUse is a template a node renders, checked against a dot type.
@@ -188,6 +186,7 @@ func (c *compiler) compile() {
 	// Expressions are typed by the outputs nodes declare, so they are
 	// compiled last.
 	c.finishExprs()
+	c.checkLoopMaxes()
 	if !c.r.diags.HasErrors() {
 		// What runs when is only known for a flow without errors.
 		c.checkRunOrder()
@@ -270,7 +269,7 @@ func (c *compiler) endpointsAndModels() {
 			epName = m.Endpoint.V
 		}
 		ep, ok := c.plan.Endpoints[epName]
-		if !ok {
+		if !ok && !c.file.Endpoints.Invalid {
 			c.r.errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, didYouMean(epName, names))
 		}
 		mp.Endpoint = ep
@@ -287,6 +286,9 @@ func (c *compiler) modelRef(s Str, who string) *ModelPlan {
 	}
 	m, ok := c.plan.Models[s.V]
 	if !ok {
+		if c.file.Models.Invalid {
+			return nil
+		}
 		names := append(c.file.Models.Names(), "default")
 		c.r.errorf(s.Pos, "%s uses unknown model %q%s", who, s.V, didYouMean(s.V, names))
 		return nil
@@ -390,6 +392,11 @@ func (c *compiler) templates() {
 		"vars":          c.file.Vars.Names(),
 		"nodes":         c.file.Nodes.Names(),
 		"summary_extra": {"chars", "max_chars"},
+	}
+	for name, invalid := range map[string]bool{"inputs": c.file.Inputs.Invalid, "vars": c.file.Vars.Invalid, "nodes": c.file.Nodes.Invalid} {
+		if invalid {
+			delete(domains, name)
+		}
 	}
 	c.checker = &templateChecker{set: set, funcs: TemplateFuncs(), domains: domains}
 	c.checked = map[string][]tmplNodeRead{}
@@ -660,6 +667,9 @@ func (c *compiler) nodes() {
 		for _, a := range d.Agents {
 			ap, ok := c.plan.AgentByID[a.V]
 			if !ok {
+				if c.file.Agents.Invalid {
+					continue
+				}
 				c.r.errorf(a.Pos, "node %q: unknown agent %q%s", k.V, a.V, didYouMean(a.V, c.file.Agents.Names()))
 				continue
 			}
@@ -817,14 +827,12 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 				c.r.errorf(s.Pos, "loop has until but no max: a condition that never holds would run forever; add max: N as a hard cap")
 			}
 			if !l.Max.IsZero() {
-				if n, err := strconv.Atoi(strings.TrimSpace(l.Max.Source)); err == nil {
-					if n < 1 {
-						c.r.errorf(l.Max.Pos, "loop max must be at least 1, found %d", n)
-					}
+				if n, isConst := c.loopMaxConst(l.Max); isConst {
 					fs.MaxConst = n
 				} else {
 					c.site = &site{step: fs}
 					fs.MaxExpr = c.compileExpr(l.Max, nil, IntResult, "loop max")
+					c.loopMaxes = append(c.loopMaxes, fs)
 				}
 			}
 			c.site = &site{step: fs, after: true}
@@ -854,6 +862,9 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 		case s.Node.Set:
 			np, ok := c.plan.Nodes[s.Node.V]
 			if !ok {
+				if c.file.Nodes.Invalid {
+					continue
+				}
 				c.r.errorf(s.Node.Pos, "flow runs unknown node %q%s", s.Node.V, didYouMean(s.Node.V, c.file.Nodes.Names()))
 				continue
 			}
@@ -862,6 +873,87 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 		}
 	}
 	return out
+}
+
+// maxLoop is the largest bound a loop may have: the largest count every
+// platform's int holds.
+const maxLoop = math.MaxInt32
+
+// loopMaxConst reads a loop bound written as a number (max: 3, max: 0x10,
+// max: 1e3), reporting one that is not a whole number from 1 to maxLoop.
+// It returns false when the bound is an expression.
+func (c *compiler) loopMaxConst(e Expr) (int, bool) {
+	src := strings.TrimSpace(e.Source)
+	if e.quoted || src == "" {
+		return 0, false
+	}
+	if yamlIntSyntax.MatchString(src) {
+		n, err := strconv.ParseInt(src, 0, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			// reported with the number's other checks
+		case err != nil:
+			return 0, false
+		case n < 1:
+			c.r.errorf(e.Pos, "loop max must be at least 1, found %d", n)
+		case n > maxLoop:
+			c.r.errorf(e.Pos, "loop max %d is too large (at most %d)", n, maxLoop)
+		default:
+			return int(n), true
+		}
+		return 1, true
+	}
+	f, err := strconv.ParseFloat(src, 64)
+	if err != nil {
+		return 0, false
+	}
+	if f != math.Trunc(f) || f < 1 || f > maxLoop {
+		c.r.errorf(e.Pos, "loop max must be a whole number from 1 to %d, found %s", maxLoop, src)
+		return 1, true
+	}
+	return int(f), true
+}
+
+// checkLoopMaxes evaluates the loop bounds that read only vars with the
+// vars' defaults: a bound a run with those defaults would refuse (negative,
+// or not a number) is reported now.
+func (c *compiler) checkLoopMaxes() {
+	for _, fs := range c.loopMaxes {
+		p := fs.MaxExpr
+		if p == nil || p.Program == nil || !readsOnlyVars(p.Source) {
+			continue
+		}
+		v, err := expr.Run(p.Program, c.envSample(nil))
+		if err != nil {
+			continue
+		}
+		switch n := v.(type) {
+		case int:
+			if n < 0 {
+				c.r.errorf(p.Pos, "loop max %s is %d with the spec's defaults; a loop runs 0 or more times (fix the default, or guard it: max(0, %s))", p.Source, n, p.Source)
+			}
+		}
+	}
+}
+
+// readsOnlyVars reports whether an expression reads no name but vars.
+func readsOnlyVars(src string) bool {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return false
+	}
+	only := true
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		switch x := (*n).(type) {
+		case *ast.IdentifierNode:
+			if x.Value != "vars" {
+				only = false
+			}
+		case *ast.CallNode:
+			only = false
+		}
+	}))
+	return only
 }
 
 func (c *compiler) unreachable() {

@@ -28,15 +28,11 @@ type NodeContext struct {
 // already resolved when kinds compile).
 func (n *NodeContext) Plan() *Plan { return n.c.plan }
 
-// Decode decodes the node's YAML into v. Type mismatches are ignored here
-// because the schema has already reported them.
+// Decode decodes the node's YAML into v. A value that does not fit its
+// field is reported at the value, unless the schema already reported it
+// (the schema is checked first, and speaks the spec's language).
 func (n *NodeContext) Decode(v any) {
-	if err := n.Decl.Raw.Decode(v); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			n.Errorf(n.Decl.Pos, "%v", err)
-		}
-	}
+	n.c.r.decodeError(n.c.file.Root, n.Decl.Raw.Decode(v))
 }
 
 // Field returns the YAML value of a key of the node, or nil.
@@ -167,6 +163,9 @@ func (n *NodeContext) UseSummaries() {
 // nodes running each other. It returns the id, "" when invalid.
 func (n *NodeContext) RunsNode(s Str, what string) string {
 	if !n.c.file.Nodes.Has(s.V) {
+		if n.c.file.Nodes.Invalid {
+			return ""
+		}
 		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, didYouMean(s.V, n.c.file.Nodes.Names()))
 		return ""
 	}
@@ -204,6 +203,9 @@ func (n *NodeContext) ExprChoice(e Expr, extra map[string]any, what string, choi
 func (n *NodeContext) Agent(s Str) *AgentPlan {
 	a, ok := n.c.plan.AgentByID[s.V]
 	if !ok {
+		if n.c.file.Agents.Invalid {
+			return nil
+		}
 		n.Errorf(s.Pos, "unknown agent %q%s", s.V, didYouMean(s.V, n.c.file.Agents.Names()))
 		return nil
 	}

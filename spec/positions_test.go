@@ -34,7 +34,7 @@ func TestSchemaErrorPositions(t *testing.T) {
 		{"id with tilde", "vars:\n  a~b: 1\n", `4:3: "a~b" is not a valid id in vars (use letters, digits, '_' and '-', starting with a letter or '_')`},
 		{"id with accent", "vars:\n  café: 1\n", `4:3: "café" is not a valid id in vars (use letters, digits, '_' and '-', starting with a letter or '_')`},
 		{"id with percent", "vars:\n  \"100%\": 1\n", `4:3: "100%" is not a valid id in vars (use letters, digits, '_' and '-', starting with a letter or '_')`},
-		{"nested value", "models:\n  m: {model: x, temperature: 3}\n", `4:30: models.m.temperature: must be <= 2 but found 3`},
+		{"nested value", "models:\n  m: {model: x, temperature: 3}\n", `4:30: models.m.temperature: 3 is too large (at most 2)`},
 		{"empty string", "models:\n  m: {model: \"\"}\n", `4:14: models.m.model must not be empty`},
 		{"duplicate option", "verdicts:\n  v: [A, B, A]\n", `4:13: verdicts.v: "A" is listed twice`},
 		{"empty list", "verdicts:\n  v: []\n", `4:6: verdicts.v must have at least one entry`},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -370,7 +371,15 @@ func mergeSources(v *yaml.Node) []*yaml.Node {
 }
 
 // scalarValue turns a scalar into the Go value JSON decoding would give.
+// An integer too large for 64 bits becomes the nearest float, so that the
+// schema can say which bounds its field has.
 func scalarValue(n *yaml.Node) any {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 && yamlIntSyntax.MatchString(strings.TrimSpace(n.Value)) {
+		if i, ok := new(big.Int).SetString(strings.TrimSpace(n.Value), 0); ok && !i.IsInt64() {
+			f, _ := new(big.Float).SetInt(i).Float64()
+			return f
+		}
+	}
 	switch n.ShortTag() {
 	case "!!null":
 		return nil

@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -202,6 +203,26 @@ func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.
 	case "minItems":
 		r.errorf(pos, "%s must have at least one entry", where)
 		return
+	case "maximum", "minimum":
+		// "must be <= 10 but found 11"; the value as written reads better
+		// than the validator's rendering of it (1e+23 for a long integer).
+		var op, bound string
+		if _, err := fmt.Sscanf(ve.Message, "must be %s %s", &op, &bound); err == nil {
+			// The bound as the schema writes it (the validator's is a
+			// float, inexact for 64-bit bounds).
+			switch b := schemaAt(reg, strings.Split(strings.TrimPrefix(ve.KeywordLocation, "/"), "/")).(type) {
+			case json.Number:
+				bound = b.String()
+			case float64:
+				bound = strconv.FormatFloat(b, 'f', -1, 64)
+			}
+			if lastSegment(ve.KeywordLocation) == "maximum" {
+				r.errorf(pos, "%s: %s is too large (at most %s)", where, clip(scalarText(node), 40), bound)
+			} else {
+				r.errorf(pos, "%s: %s is too small (at least %s)", where, clip(scalarText(node), 40), bound)
+			}
+			return
+		}
 	}
 	r.errorf(pos, "%s: %s", where, ve.Message)
 }
@@ -400,6 +421,22 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 		return nil
 	}
 	segs = segs[:len(segs)-1] // drop the failing keyword itself
+	m, ok := schemaAt(reg, segs).(map[string]any)
+	if !ok {
+		return nil
+	}
+	props, _ := m["properties"].(map[string]any)
+	out := make([]string, 0, len(props))
+	for k := range props {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// schemaAt follows keyword location segments through the raw schema,
+// through $ref, and returns what is there (nil when nothing is).
+func schemaAt(reg *Registry, segs []string) any {
 	cur := any(reg.raw)
 	for _, s := range segs {
 		s = unescapePointer(s)
@@ -414,7 +451,7 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 			cur = v[s]
 		case []any:
 			i, err := strconv.Atoi(s)
-			if err != nil || i >= len(v) {
+			if err != nil || i < 0 || i >= len(v) {
 				return nil
 			}
 			cur = v[i]
@@ -422,17 +459,7 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 			return nil
 		}
 	}
-	m, ok := cur.(map[string]any)
-	if !ok {
-		return nil
-	}
-	props, _ := m["properties"].(map[string]any)
-	out := make([]string, 0, len(props))
-	for k := range props {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return cur
 }
 
 func resolveRef(root map[string]any, ref string) any {
