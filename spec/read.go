@@ -76,7 +76,7 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 			r.errorf(Pos{1, 1}, "spec is empty")
 			return nil
 		}
-		pos, msg := explainYAMLError(r.src.lines, err)
+		pos, msg := explainYAMLError(data, r.src.lines, err)
 		r.errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
@@ -84,7 +84,7 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 	if err := dec.Decode(&extra); err == nil {
 		r.errorf(nodePos(&extra), "a spec file holds one YAML document; found a second one")
 	} else if !errors.Is(err, io.EOF) {
-		pos, msg := explainYAMLError(r.src.lines, err)
+		pos, msg := explainYAMLError(data, r.src.lines, err)
 		r.errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
@@ -123,7 +123,7 @@ func yamlErrorPos(err error) (Pos, string) {
 // explainYAMLError turns the parser's terse messages into advice and moves
 // the position from the start of the line to the character at fault where
 // that can be found.
-func explainYAMLError(lines []string, err error) (Pos, string) {
+func explainYAMLError(data []byte, lines []string, err error) (Pos, string) {
 	pos, msg := yamlErrorPos(err)
 	if strings.HasPrefix(msg, "did not find expected") && strings.Contains(err.Error(), "line ") {
 		// yaml.v3 numbers the lines of parser errors (unlike scanner
@@ -131,12 +131,39 @@ func explainYAMLError(lines []string, err error) (Pos, string) {
 		// mapping starts.
 		pos.Line++
 	}
+	if contextOnly(msg) {
+		// yaml.v3 names where the construct in error starts (a block
+		// scalar, a quoted string, a mapping), or no line at all: the
+		// shortest start of the file that fails the same way ends on
+		// the line at fault.
+		if n := failingLine(data, msg); n > 0 {
+			pos.Line = n
+		}
+	}
 	line := ""
 	if pos.Line >= 1 && pos.Line <= len(lines) {
 		line = strings.TrimRight(lines[pos.Line-1], "\r")
 		pos.Col = len(line) - len(strings.TrimLeft(line, " ")) + 1
 	}
 	switch {
+	case strings.HasPrefix(msg, "unknown anchor '"):
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, "unknown anchor '"), "' referenced")
+		if i := strings.Index(line, "*"+name); i >= 0 {
+			pos.Col = i + 1
+		}
+		return pos, fmt.Sprintf("alias *%s names no anchor: define &%s on a value above this line (anchors must come before their aliases)", name, name)
+	case strings.Contains(msg, "tab character"):
+		if i := strings.IndexByte(line, '\t'); i >= 0 {
+			advice := "a tab is used for indentation; YAML indents with spaces only"
+			if strings.Contains(msg, "indentation space is expected") {
+				advice += " (inside a block scalar too)"
+			}
+			return Pos{Line: pos.Line, Col: i + 1}, advice
+		}
+	case strings.Contains(msg, "escape"), strings.Contains(msg, "hexdecimal number"):
+		if i := badEscape(line); i >= 0 {
+			return Pos{Line: pos.Line, Col: i + 1}, msg + ` (in double quotes a backslash starts an escape such as \n or \"; write \\ for a backslash, or use single quotes)`
+		}
 	case strings.Contains(msg, "cannot start any token"):
 		if i := strings.IndexByte(line, '\t'); i >= 0 && strings.TrimLeft(line[:i], " ") == "" {
 			return Pos{Line: pos.Line, Col: i + 1}, "a tab is used for indentation; YAML indents with spaces only"
@@ -152,6 +179,8 @@ func explainYAMLError(lines []string, err error) (Pos, string) {
 		}
 	case strings.Contains(msg, "mapping values are not allowed"):
 		return pos, "unexpected ':' here; check the indentation of this line, or quote a value that contains \": \""
+	case strings.Contains(msg, "could not find expected ':'"):
+		return pos, msg + " (each line of a mapping is KEY: VALUE; is this line missing its ':', or meant to continue the value above?)"
 	case strings.Contains(msg, "did not find expected key"):
 		return pos, msg + " (check the indentation of this line and of the lines below it)"
 	case strings.Contains(msg, "did not find expected '-' indicator"):
@@ -163,6 +192,118 @@ func explainYAMLError(lines []string, err error) (Pos, string) {
 		return pos, msg + " (a [list] or {mapping} that starts here is not closed?)"
 	}
 	return pos, msg
+}
+
+// contextOnly reports whether yaml.v3 places an error at the start of the
+// construct it is in rather than where it is.
+func contextOnly(msg string) bool {
+	for _, m := range []string{
+		"unknown anchor '",
+		"tab character",
+		"unknown escape character",
+		"did not find expected hexdecimal number",
+		"found invalid Unicode character escape code",
+		"did not find expected key",
+		"could not find expected ':'",
+		"did not find expected '-' indicator",
+		"did not find expected node content",
+		"found unexpected document indicator",
+		"found an indentation indicator equal to 0",
+	} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// failingLine returns the number of the line that ends the shortest start
+// of data on which yaml.v3 fails with msg, or 0. Parsing is streaming, so
+// a start that holds the line at fault fails and one that does not parses
+// (or fails otherwise): a binary search over lines finds it.
+func failingLine(data []byte, msg string) int {
+	ends := lineEnds(data)
+	fails := func(n int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(data[:ends[n-1]]))
+		for i := 0; i < 3; i++ {
+			var doc yaml.Node
+			err := dec.Decode(&doc)
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, io.EOF) {
+				return false
+			}
+			_, m := yamlErrorPos(err)
+			return m == msg
+		}
+		return false
+	}
+	lo, hi := 1, len(ends)
+	if !fails(hi) {
+		return 0
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// lineEnds returns the offset just past each line of data, line breaks
+// counted as YAML counts them.
+func lineEnds(data []byte) []int {
+	var ends []int
+	for i := 0; i < len(data); {
+		switch {
+		case data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n':
+			i += 2
+		case data[i] == '\n' || data[i] == '\r':
+			i++
+		case bytes.HasPrefix(data[i:], []byte("\u0085")), bytes.HasPrefix(data[i:], []byte("\u2028")), bytes.HasPrefix(data[i:], []byte("\u2029")):
+			_, size := utf8.DecodeRune(data[i:])
+			i += size
+		default:
+			i++
+			continue
+		}
+		ends = append(ends, i)
+	}
+	if len(ends) == 0 || ends[len(ends)-1] < len(data) {
+		ends = append(ends, len(data))
+	}
+	return ends
+}
+
+// badEscape returns the index of the backslash of the first escape in
+// line that YAML double quotes do not know, or -1.
+func badEscape(line string) int {
+	for i := 0; i+1 < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		c := line[i+1]
+		switch {
+		case strings.IndexByte("0abt\tnvfre \"/\\N_LP", c) >= 0:
+			i++
+		case c == 'x' || c == 'u' || c == 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			j := i + 2
+			for ; j < len(line) && j < i+2+n && strings.IndexByte("0123456789abcdefABCDEF", line[j]) >= 0; j++ {
+			}
+			if j-(i+2) < n {
+				return i
+			}
+			i = j - 1
+		default:
+			return i
+		}
+	}
+	return -1
 }
 
 // unclosedBracket returns the 1-based column of the first [ or { on line
