@@ -1,17 +1,20 @@
 package spec
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -45,6 +48,11 @@ func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
 		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
 	}
 	r := &reporter{src: newSource(path, data)}
+	if off, c := disallowedChar(data); off >= 0 {
+		// yaml.v3 refuses it without saying where.
+		r.errorf(offsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
+		return nil, r.diags
+	}
 	plan := compileInto(r, path, data, reg)
 	diags := r.diags.sortAndDedupe()
 	if diags.HasErrors() {
@@ -255,6 +263,7 @@ func (c *compiler) endpointsAndModels() {
 		if e.MaxRetries != nil {
 			ep.MaxRetries = *e.MaxRetries
 		}
+		c.checkEndpoint(k.V, e)
 		c.plan.Endpoints[k.V] = ep
 	}
 	names := c.file.Endpoints.Names()
@@ -277,6 +286,43 @@ func (c *compiler) endpointsAndModels() {
 	}
 	if _, ok := c.plan.Models["default"]; !ok {
 		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: def}
+	}
+}
+
+// headerName is the form of an HTTP header name (a token).
+var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+// checkEndpoint checks what the HTTP client would refuse at the first
+// call: a base URL that is not an http(s) URL, a header name or value it
+// cannot send.
+func (c *compiler) checkEndpoint(name string, e *Endpoint) {
+	node := mappingValue(mappingValue(c.file.Root, "endpoints"), name)
+	if e.BaseURL != "" {
+		at := nodePos(mappingValue(node, "base_url"))
+		u, err := url.Parse(e.BaseURL)
+		switch {
+		case err != nil:
+			c.r.errorf(at, "endpoint %q: base_url %q is not a URL: %v", name, e.BaseURL, errors.Unwrap(err))
+		case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+			c.r.errorf(at, "endpoint %q: base_url %q is not an http(s) URL such as http://localhost:11434/v1", name, e.BaseURL)
+		}
+	}
+	headers := mappingValue(node, "headers")
+	for _, k := range sortedKeys(e.Headers) {
+		at := Pos{}
+		if headers != nil {
+			for i := 0; i+1 < len(headers.Content); i += 2 {
+				if headers.Content[i].Value == k {
+					at = nodePos(headers.Content[i])
+				}
+			}
+		}
+		if !headerName.MatchString(k) {
+			c.r.errorf(at, "endpoint %q: %q is not a valid HTTP header name (letters, digits and !#$%%&'*+.^_`|~-)", name, k)
+		}
+		if i := strings.IndexFunc(e.Headers[k], func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
+			c.r.errorf(at, "endpoint %q: header %q holds a control character (%U); a header value is one line of text", name, k, []rune(e.Headers[k][i:])[0])
+		}
 	}
 }
 
@@ -358,6 +404,9 @@ func (c *compiler) templates() {
 		c.loadLibrary(use)
 	}
 	for _, k := range c.file.Templates.Define.Keys {
+		if !templateNamePattern.MatchString(k.V) {
+			continue // the schema reported it; such a name would garble positions
+		}
 		v := c.file.Templates.Define.Values[k.V]
 		c.sources[k.V] = v.V
 		o := templateOrigin{lineBase: v.Pos.Line, col: v.Pos.Col, pos: k.Pos}
@@ -416,7 +465,7 @@ func rebuildWithout(set *template.Template, name string) *template.Template {
 func (c *compiler) loadLibrary(use Str) {
 	name := use.V
 	if templates.Has(name) {
-		c.loadFS(templates.FS(), name, name, "library:"+name, "templates/"+name)
+		c.loadFS(use, templates.FS(), name, name, "library:"+name, "templates/"+name)
 		return
 	}
 	dir := name
@@ -434,14 +483,58 @@ func (c *compiler) loadLibrary(use Str) {
 		return
 	}
 	lib := filepath.Base(filepath.Clean(dir))
-	c.loadFS(os.DirFS(dir), ".", lib, dir, dir)
+	if !libraryFileName.MatchString(lib) || lib == "." || lib == ".." {
+		// The folder's name starts the name of every template in it.
+		c.r.errorf(use.Pos, "template library folder %q: its name %q cannot start a template name (LIBRARY/NAME); rename the folder using letters, digits, '_', '-' and '.'", name, lib)
+		return
+	}
+	c.loadFS(use, os.DirFS(dir), ".", lib, dir, dir)
 }
 
-func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
+// libraryFileName is what a library's folder and the names of its files
+// (without .tmpl or .schema.json) may hold: they make template and schema
+// names, which diagnostics, run manifests and templates quote.
+var libraryFileName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// maxLibraryFile bounds a template, schema or preset file of a library.
+const maxLibraryFile = MaxSpecBytes
+
+// readLibraryFile reads a regular file of a library, refusing anything else
+// (a FIFO or device under a template's name would hang validation).
+func readLibraryFile(fsys fs.FS, name string) ([]byte, error) {
+	info, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	if info.Size() > maxLibraryFile {
+		return nil, fmt.Errorf("file is larger than %d MiB", maxLibraryFile>>20)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLibraryFile+1))
+	if err == nil && len(data) > maxLibraryFile {
+		err = fmt.Errorf("file is larger than %d MiB", maxLibraryFile>>20)
+	}
+	return data, err
+}
+
+// loadFS loads the templates, schemas and verdict presets of a library.
+// Problems with the folder or a file's name are reported where the spec
+// uses the library; problems inside a file, in that file.
+func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string) {
 	entries, err := fs.ReadDir(fsys, root)
 	if err != nil {
-		c.r.errorf(Pos{1, 1}, "template library %s: %v", display, err)
+		c.r.errorf(use.Pos, "template library %s: %v", display, err)
 		return
+	}
+	inFile := func(file string, pos Pos, format string, args ...any) {
+		c.r.diags = append(c.r.diags, Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, e := range entries {
 		if e.IsDir() {
@@ -452,39 +545,36 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 		if root != "." {
 			full = root + "/" + p
 		}
+		var stem string
 		switch {
 		case strings.HasSuffix(p, ".tmpl"):
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				c.r.errorf(Pos{1, 1}, "template %s: %v", full, err)
-				continue
-			}
-			name := lib + "/" + strings.TrimSuffix(p, ".tmpl")
+			stem = strings.TrimSuffix(p, ".tmpl")
+		case strings.HasSuffix(p, ".schema.json"):
+			stem = strings.TrimSuffix(p, ".schema.json")
+		case p == "verdicts.yaml":
+		default:
+			continue
+		}
+		if p != "verdicts.yaml" && !libraryFileName.MatchString(stem) {
+			c.r.errorf(use.Pos, "template library %s: file %q cannot name a template or schema; rename it using letters, digits, '_', '-' and '.'", display, p)
+			continue
+		}
+		data, err := readLibraryFile(fsys, full)
+		if err != nil {
+			c.r.errorf(use.Pos, "template library %s: %s: %v", display, p, err)
+			continue
+		}
+		switch {
+		case strings.HasSuffix(p, ".tmpl"):
+			name := lib + "/" + stem
 			c.sources[name] = string(data)
 			c.origins[name] = templateOrigin{file: filepath.ToSlash(filepath.Join(display, p))}
 			sum := sha256.Sum256(data)
 			c.plan.TemplateSources[name] = TemplateSource{Origin: origin, Digest: hex.EncodeToString(sum[:8])}
 		case p == "verdicts.yaml":
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				continue
-			}
-			var presets map[string][]string
-			if err := yaml.Unmarshal(data, &presets); err != nil {
-				c.r.errorf(Pos{1, 1}, "verdict presets %s/%s: %v", display, p, err)
-				continue
-			}
-			for name, opts := range presets {
-				if _, declared := c.plan.Verdicts[name]; !declared && len(opts) > 0 {
-					c.plan.Verdicts[name] = opts
-				}
-			}
-		case strings.HasSuffix(p, ".schema.json"):
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				continue
-			}
-			name := lib + "/" + strings.TrimSuffix(p, ".schema.json")
+			c.loadPresets(data, func(pos Pos, format string, args ...any) { inFile(p, pos, format, args...) })
+		default:
+			name := lib + "/" + stem
 			embedded := strings.HasPrefix(origin, "library:")
 			c.plan.SchemaDocs[name] = data
 			if sch, ok := embeddedSchemas.Load(name); ok && embedded {
@@ -493,7 +583,15 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 			}
 			sch, err := CompileJSONSchema(name, data)
 			if err != nil {
-				c.r.errorf(Pos{1, 1}, "schema %s/%s: %v", display, p, err)
+				msg := schemaErrorMessage(err)
+				pos := Pos{}
+				if ref, ok := refusedRef(msg); ok {
+					// Point at the $ref in the file.
+					if i := bytes.Index(data, []byte(`"`+ref)); i >= 0 {
+						pos = offsetPos(data, i)
+					}
+				}
+				inFile(p, pos, "schema %s: %s", name, msg)
 				continue
 			}
 			if embedded {
@@ -502,6 +600,86 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 			c.plan.Schemas[name] = sch
 		}
 	}
+}
+
+// loadPresets reads a library's verdicts.yaml: named sets of verdict
+// options, under the same rules as the spec's own verdicts.
+func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, args ...any)) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		pos, msg := yamlErrorPos(err)
+		report(pos, "YAML syntax: %s", msg)
+		return
+	}
+	if len(doc.Content) == 0 {
+		return
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode || root.Style&yaml.TaggedStyle != 0 {
+		report(nodePos(root), "verdict presets must be a mapping of NAME: [OPTION, ...], found %s", kindName(root))
+		return
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode || !idPattern.MatchString(k.Value) {
+			report(nodePos(k), "%q is not a valid verdict set name (use letters, digits, '_' and '-', starting with a letter or '_')", k.Value)
+			continue
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			report(nodePos(v), "verdict set %q must be a list of options, found %s", k.Value, kindName(v))
+			continue
+		}
+		var opts []string
+		seen := map[string]bool{}
+		ok := true
+		for _, o := range v.Content {
+			switch {
+			case o.Kind != yaml.ScalarNode || o.Style&yaml.TaggedStyle != 0 || !optionPattern.MatchString(o.Value):
+				report(nodePos(o), "verdict set %q: %s is not a valid option (use letters, digits, '_' and '-')", k.Value, describeValue(o))
+				ok = false
+				continue
+			case seen[o.Value]:
+				report(nodePos(o), "verdict set %q: %q is listed twice", k.Value, o.Value)
+				ok = false
+				continue
+			}
+			seen[o.Value] = true
+			opts = append(opts, o.Value)
+		}
+		if _, declared := c.plan.Verdicts[k.Value]; ok && !declared {
+			c.plan.Verdicts[k.Value] = opts
+		}
+	}
+}
+
+var (
+	// idPattern and optionPattern are the base schema's forms of ids and
+	// verdict options.
+	idPattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	optionPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	// templateNamePattern is the form of a template name in define.
+	templateNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
+)
+
+// schemaErrorMessage is the first line of a schema compilation error,
+// without the validator's preamble (which names its internal URL).
+func schemaErrorMessage(err error) string {
+	msg := firstLine(err.Error())
+	if i := strings.Index(msg, "compilation failed: "); i >= 0 {
+		msg = msg[i+len("compilation failed: "):]
+	}
+	return msg
+}
+
+// refusedRef returns the $ref a schema error says could not be loaded
+// (without its fragment).
+func refusedRef(msg string) (string, bool) {
+	ref, ok := strings.CutPrefix(msg, "$ref ")
+	if !ok {
+		return "", false
+	}
+	ref, _, _ = strings.Cut(ref, ": ")
+	return ref, ref != ""
 }
 
 // embeddedSchemas caches the compiled schemas of the embedded libraries,
@@ -514,6 +692,12 @@ var embeddedSchemas sync.Map // "library/name" -> *jsonschema.Schema
 func CompileJSONSchema(name string, data []byte) (*jsonschema.Schema, error) {
 	comp := jsonschema.NewCompiler()
 	comp.Draft = jsonschema.Draft2020
+	// A $ref to a file or URL would make validation read the disk (a
+	// FIFO or /dev/zero hangs it) or the network; meta-schemas are built
+	// in, and a spec's schemas are self-contained.
+	comp.LoadURL = func(s string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("$ref %s: a schema in a spec or template library cannot load other files or URLs; put the schema it refers to under $defs and write \"$ref\": \"#/$defs/NAME\"", strings.TrimPrefix(s, "mem:///"))
+	}
 	loc := "mem:///" + url.PathEscape(name) + ".json"
 	if err := comp.AddResource(loc, bytesReader(data)); err != nil {
 		return nil, err

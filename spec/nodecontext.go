@@ -279,11 +279,20 @@ func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
 	var se *jsonschema.SchemaError
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
-		msg := firstLine(err.Error())
-		if i := strings.Index(msg, "compilation failed: "); i >= 0 {
-			msg = msg[i+len("compilation failed: "):]
+		msg := schemaErrorMessage(err)
+		at := node
+		if ref, ok := refusedRef(msg); ok {
+			// Point at the $ref that names the refused file or URL.
+			for _, ptr := range sortedKeys(loc.values) {
+				v := loc.values[ptr]
+				target, _, _ := strings.Cut(v.Value, "#")
+				if strings.HasSuffix(ptr, "/$ref") && v.Kind == yaml.ScalarNode && target != "" && strings.HasSuffix(ref, target) {
+					at = v
+					break
+				}
+			}
 		}
-		n.Errorf(nodePos(node), "output schema is not a valid JSON Schema: %s", msg)
+		n.Errorf(nodePos(at), "output schema is not a valid JSON Schema: %s", msg)
 		return
 	}
 	for _, leaf := range leaves(ve, loc) {

@@ -58,13 +58,48 @@ func checkText(data []byte) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fmt.Errorf("spec is empty")
 	}
-	if i := bytes.IndexByte(data, 0); i >= 0 {
+	if i := bytes.IndexByte(data, 0); i >= 0 && !utf8.Valid(data) {
+		// Text with a stray NUL is reported at the NUL, as YAML text
+		// with a character YAML does not allow.
 		return fmt.Errorf("spec is binary data (NUL byte at offset %d), not YAML text", i)
 	}
 	if !utf8.Valid(data) {
 		return fmt.Errorf("spec is not valid UTF-8 text")
 	}
 	return nil
+}
+
+// disallowedChar returns the offset of the first character YAML does not
+// allow in a document, and the character, or -1. These are yaml.v3's
+// rules: tab, line breaks and printable characters only.
+func disallowedChar(data []byte) (int, rune) {
+	for i, c := range string(data) {
+		switch {
+		case c == 0x09 || c == 0x0A || c == 0x0D:
+		case c >= 0x20 && c <= 0x7E:
+		case c == 0x85:
+		case c >= 0xA0 && c <= 0xD7FF:
+		case c >= 0xE000 && c <= 0xFFFD:
+		case c >= 0x10000 && c <= 0x10FFFF:
+		default:
+			return i, c
+		}
+	}
+	return -1, 0
+}
+
+// offsetPos is the line and column (in characters, as yaml.v3 counts
+// them) of a byte offset of data.
+func offsetPos(data []byte, off int) Pos {
+	ends := lineEnds(data)
+	line, start := 1, 0
+	for _, e := range ends {
+		if e > off {
+			break
+		}
+		line, start = line+1, e
+	}
+	return Pos{Line: line, Col: utf8.RuneCount(data[start:off]) + 1}
 }
 
 // parseYAML parses one YAML document into a node tree that keeps positions.

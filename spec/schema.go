@@ -277,6 +277,7 @@ var patternForms = map[string]string{
 	`^[A-Za-z_][A-Za-z0-9_]*$`:                  "a valid environment variable name (letters, digits and '_')",
 	`^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`: "a duration such as 90s, 2m or 1m30s",
 	`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`:      "a valid template name (LIBRARY/NAME)",
+	`^[A-Za-z_][A-Za-z0-9_.:-]*$`:               "a valid tag name (letters, digits, '_', '-', '.' and ':', starting with a letter or '_')",
 }
 
 // unescapeURLPointer undoes the percent-encoding the validator applies to
