@@ -1,6 +1,7 @@
 package spec_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/parser"
 )
 
 // FuzzLoad feeds arbitrary text to the loader. Whatever the input, the loader
@@ -18,7 +20,7 @@ import (
 // exists, and a spec without errors must yield a plan.
 func FuzzLoad(f *testing.F) {
 	var seeds []string
-	for _, pattern := range []string{"../examples/*/spec.yaml", "testdata/invalid/*.yaml", "testdata/graph/*.yaml"} {
+	for _, pattern := range []string{"../examples/*/spec.yaml", "../nodes/*/example.yaml", "testdata/invalid/*.yaml", "testdata/graph/*.yaml"} {
 		m, err := filepath.Glob(pattern)
 		if err != nil {
 			f.Fatal(err)
@@ -34,6 +36,11 @@ func FuzzLoad(f *testing.F) {
 			f.Fatal(err)
 		}
 		f.Add(data)
+		// The same spec with Windows line endings and a byte order mark.
+		f.Add(append([]byte("\ufeff"), bytes.ReplaceAll(data, []byte("\n"), []byte("\r\n"))...))
+	}
+	for _, s := range loadSeeds {
+		f.Add([]byte(s))
 	}
 	reg := nodes.Registry()
 	// Specs resolve template folders relative to their own path; an empty
@@ -54,6 +61,18 @@ func FuzzLoad(f *testing.F) {
 			_ = spec.Dot(plan)
 		}
 	})
+}
+
+// loadSeeds are small specs that reach the checks a broken spec seldom
+// gets to by chance: typed expressions over outputs, template checks, run
+// order, numbers at their limits, tags, merges and aliases.
+var loadSeeds = []string{
+	"version: 1\nname: n\nvars: {a: .inf, b: -.nan, c: 99999999999999999999, d: 0x7fffffffffffffffff, e: 1e19, f: !!int 3, g: !!float 1}\nagents: {a: {}}\nnodes: {n: {kind: ask, agents: [a], template: t/x, max_tool_calls: 2147483648}}\nflow: [{loop: {max: vars.c, do: [n]}}]\ntemplates: {define: {t/x: hi}}\n",
+	"version: 1\nname: n\nbase: &b {kind: ask, agents: [a]}\nagents: {a: {}}\nnodes: {n: {<<: *b, template: !include x}, m: {<<: [*b, 1], template: t/x}}\nflow: [n, m]\ntemplates: {define: {t/x: !!binary aGk=}}\n",
+	"version: 1\nname: n\nagents: {a: {}, b: {}}\ntemplates:\n  define:\n    t/x: '{{template \"t/y\" .}}{{range .Turn}}{{end}}{{len 1 2}}{{.Nodes.m.output}}'\n    t/y: '{{template \"t/x\" .}}'\nnodes:\n  n: {kind: converse, agents: [a, b], message: {template: t/x}, speaker: {expr: 'turn % 2 == 0 ? \"a\" : 3'}, until: nodes.m.output.score + 1, watch: [{every: 1, node: m}]}\n  m: {kind: ask, agents: [a], template: t/x, output: {format: json, schema: {type: object, properties: {score: {type: integer}}}}}\nflow: [{if: nodes.m.output.score > 3, then: [n]}, {foreach: {in: 3, do: [m]}}]\noutputs: {x: nodes.m.output.scor}\n",
+	"version: 1\nname: n\nagents: {a: {}}\ntemplates: {define: {t/x: hi}}\nnodes:\n  v: {kind: compute, set: {m: 'mode([1, 2])', c: nodes.v.output.m + 1}}\n  n: {kind: ask, agents: [a], template: t/x, output: {format: regex, pattern: '(?P<x>\\d+)'}}\nflow: [n, {loop: {max: 3, until: nodes.v.output.c > nodes.n.output.x, do: [v]}}]\n",
+	"version: 1\nname: n\nagents: &a {a: *a}\nnodes: *nope\n",
+	"version: 1\nname: n\ntemplates:\n  define:\n    t/x: |\n      line\n\tTab\n",
 }
 
 var yamlLineBreak = regexp.MustCompile("\r\n|[\r\n\u0085\u2028\u2029]")
@@ -272,5 +291,160 @@ func checkLibraryFileName(t *testing.T, reg *spec.Registry, id string) {
 	}
 	if !valid && plan != nil {
 		t.Errorf("library file %q accepted", id)
+	}
+}
+
+// blockScalar writes text as the body of a YAML literal block scalar whose
+// key is indented by indent spaces: any text YAML can hold survives as is.
+func blockScalar(text string, indent int) string {
+	pad := strings.Repeat(" ", indent+2)
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = pad + l
+		}
+	}
+	return "|2-\n" + strings.Join(lines, "\n") + "\n"
+}
+
+// templateSpec renders a template under test from every place a template
+// is used: each kind's prompt, a conversation's notices and watchers, an
+// agent's system prompt and the history summary.
+func templateSpec(text string) string {
+	return `version: 1
+name: tmpl
+history:
+  summarize: {over_chars: 100, template: t/x}
+agents:
+  a: {name: Alice, system: t/x}
+  b: {name: Bob}
+templates:
+  define:
+    t/x: ` + blockScalar(text, 4) + `nodes:
+  ask: {kind: ask, agents: [a, b], template: t/x}
+  talk:
+    kind: converse
+    agents: [a, b]
+    message: {template: t/x}
+    until: turn > 2
+    interject: [{every: 2, template: t/x}]
+    watch: [{every: 2, node: judge, template: t/x}]
+  judge: {kind: ask, agents: [b], template: t/x}
+  clar: {kind: clarify, agents: [a], template: t/x}
+flow: [clar, ask, talk]
+`
+}
+
+// FuzzTemplate checks any template text the parser accepts (and any it
+// refuses) against the data of every place a template is used: the
+// checker must return, and its diagnostics name places in the spec.
+func FuzzTemplate(f *testing.F) {
+	libs, err := filepath.Glob("../templates/*/*.tmpl")
+	if err != nil || len(libs) == 0 {
+		f.Fatalf("no library templates found (%v)", err)
+	}
+	for _, p := range libs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(data))
+	}
+	for _, s := range []string{
+		"{{.Agent.Name}} {{.Turn}} {{.Extra.x}} {{.Nodes.ask.Output}}",
+		`{{define "t/y"}}{{template "t/x" .}}{{end}}{{template "t/y" .}}`,
+		`{{range $i, $m := .History}}{{$m.From}}{{index $.Vars "k"}}{{end}}{{range .Turn}}{{.}}{{end}}`,
+		`{{with .Inputs}}{{.q}}{{else}}{{len .}}{{end}}{{printf "%d" 1 2 | len}}{{join ", " 1}}`,
+		`{{block "b" .}}{{.Agent}}{{end}}{{if and}}{{end}}{{template "nope"}}{{.Agent.Name.Foo}}`,
+		"{{/* c */}}{{- .Round -}}\n{{$x := 1}}{{$x = .Agent}}{{$x.Name}}{{break}}",
+	} {
+		f.Add(s)
+	}
+	reg := nodes.Registry()
+	path := filepath.Join(f.TempDir(), "tmpl.yaml")
+	f.Fuzz(func(t *testing.T, text string) {
+		if !utf8.ValidString(text) || strings.ContainsAny(text, "\r\u0085\u2028\u2029") {
+			return // line breaks YAML would change
+		}
+		if off, _ := disallowed(text); off >= 0 {
+			return
+		}
+		src := templateSpec(text)
+		_, diags := spec.Compile(path, []byte(src), reg)
+		checkDiagnostics(t, path, []byte(src), diags)
+	})
+}
+
+// disallowed finds a character YAML text cannot hold.
+func disallowed(s string) (int, rune) {
+	for i, c := range s {
+		if c == '\t' || c == '\n' || c >= 0x20 && c <= 0x7e || c == 0x85 || c >= 0xa0 && c <= 0xd7ff || c >= 0xe000 && c <= 0xfffd || c >= 0x10000 {
+			continue
+		}
+		return i, c
+	}
+	return -1, 0
+}
+
+// FuzzExpr puts any expression text in every place a spec takes one:
+// compiling it must return, and a text the expression parser refuses must
+// be an error.
+func FuzzExpr(f *testing.F) {
+	for _, s := range []string{
+		"nodes.rate.output.confidence + 1", "nodes.rate?.output ?? 0", "vars.n * 2", "turn % 2 == 0 ? \"a\" : \"b\"",
+		"all(participants, {.withdrawn})", "len(latest(\"answer\")) > 0", "mode(map(latest(\"answer\"), {.output}))",
+		"let x = 1; x + vars.n", "goals", "inputs.q == \"\"", "verdicts.vote[0]", "1..3", "[1, 2][5]",
+		"nodes.rate.outputs.a.score", "filter(transcript, {.From == \"a\"})", "{\"a\": 1}.a", "99999999999999999999999",
+		"int(vars.f)", "round", "nodes", "nodes[vars.s].output", "-", "(", "\"\\u00", "1 /",
+	} {
+		f.Add(s)
+	}
+	reg := nodes.Registry()
+	path := filepath.Join(f.TempDir(), "expr.yaml")
+	f.Fuzz(func(t *testing.T, e string) {
+		if !utf8.ValidString(e) {
+			return
+		}
+		x := q(e)
+		src := `version: 1
+name: expr
+vars: {n: 2, f: 1.5, s: rate}
+inputs: {q: {default: ""}}
+goals: [{id: g}]
+verdicts: {vote: [YES, NO]}
+agents: {a: {name: A}, b: {name: B}}
+templates: {define: {t/x: hi}}
+nodes:
+  rate: {kind: ask, agents: [a, b], template: t/x, record: answer, output: {format: json, schema: {type: object, properties: {confidence: {type: integer}}}}}
+  talk: {kind: converse, agents: [a, b], message: {template: t/x}, speaker: {expr: ` + x + `}, until: ` + x + `, verdict: {options: verdicts.vote, rules: [{check: ` + x + `, message: m}]}, interject: [{when: ` + x + `, template: t/x}]}
+  calc: {kind: compute, value: ` + x + `}
+flow:
+  - rate
+  - if: ` + x + `
+    then: [talk]
+  - loop: {max: ` + x + `, until: ` + x + `, do: [calc]}
+  - foreach: {in: ` + x + `, do: [rate]}
+outputs: {o: ` + x + `}
+score: ` + x + `
+`
+		_, diags := spec.Compile(path, []byte(src), reg)
+		checkDiagnostics(t, path, []byte(src), diags)
+		if _, err := parser.Parse(e); err != nil && strings.TrimSpace(e) != "" && !diags.HasErrors() {
+			t.Errorf("expression %q does not parse (%v) but validated", e, err)
+		}
+	})
+}
+
+// TestFuzzFixtures makes sure the fuzz targets' specs are valid around a
+// harmless value, so that what they find is about the value under test.
+func TestFuzzFixtures(t *testing.T) {
+	reg := nodes.Registry()
+	for name, src := range map[string]string{
+		"template": templateSpec("Hi {{.Agent.Name}}\n  indented {{.Round}}\n\n"),
+		"ids":      idSlots[0].spec("ok"),
+	} {
+		if _, diags := spec.Compile(name+".yaml", []byte(src), reg); diags.HasErrors() {
+			t.Errorf("%s fixture is invalid:\n%s\n%s", name, diags.Format(), src)
+		}
 	}
 }
