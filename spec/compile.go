@@ -55,6 +55,9 @@ func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
 	}
 	plan := compileInto(r, path, data, reg)
 	diags := r.diags.sortAndDedupe()
+	if d, ok := r.droppedSummary(); ok {
+		diags = append(diags, d)
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -66,7 +69,10 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 	if root == nil {
 		return nil
 	}
-	reportOverflows := checkTree(r, root)
+	reportOverflows, ok := checkTree(r, root)
+	if !ok {
+		return nil
+	}
 	r.claimReported()
 	loc := yamlToJSON(r, root)
 	if loc == nil {
@@ -534,7 +540,7 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 		return
 	}
 	inFile := func(file string, pos Pos, format string, args ...any) {
-		c.r.diags = append(c.r.diags, Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
+		c.r.keep(Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, e := range entries {
 		if e.IsDir() {
@@ -661,6 +667,33 @@ var (
 	templateNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
 )
 
+// maxSchemaValues bounds the size of a JSON Schema a spec or library gives.
+const maxSchemaValues = 5000
+
+// jsonValues counts the values of a decoded JSON document, up to limit.
+func jsonValues(v any, limit int) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		if n >= limit {
+			return
+		}
+		n++
+		switch x := v.(type) {
+		case map[string]any:
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return n
+}
+
 // schemaErrorMessage is the first line of a schema compilation error,
 // without the validator's preamble (which names its internal URL).
 func schemaErrorMessage(err error) string {
@@ -690,6 +723,14 @@ var embeddedSchemas sync.Map // "library/name" -> *jsonschema.Schema
 // CompileJSONSchema compiles a JSON Schema document (draft 2020-12 unless it
 // says otherwise).
 func CompileJSONSchema(name string, data []byte) (*jsonschema.Schema, error) {
+	var doc any
+	if err := json.Unmarshal(data, &doc); err == nil {
+		// The validator's compiler takes time quadratic in a schema's
+		// size (20,000 properties: 8 s); a reply schema is far smaller.
+		if n := jsonValues(doc, maxSchemaValues+1); n > maxSchemaValues {
+			return nil, fmt.Errorf("schema is too large: more than %d values (properties, keywords and their values); a schema for a model's reply needs far fewer, so split the reply or describe less of it", maxSchemaValues)
+		}
+	}
 	comp := jsonschema.NewCompiler()
 	comp.Draft = jsonschema.Draft2020
 	// A $ref to a file or URL would make validation read the disk (a
@@ -734,7 +775,7 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 		if ref.Line > 0 {
 			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.src.name, ref.Line, ref.Col)
 		}
-		c.r.diags = append(c.r.diags, d)
+		c.r.keep(d)
 		return
 	}
 	// define: a block scalar starts on the line after its key.

@@ -22,6 +22,10 @@ const MaxSpecBytes = 2 << 20
 // aliases are followed, which defuses "billion laughs" anchor bombs.
 const maxValueNodes = 200_000
 
+// maxValueDepth bounds how deeply values nest (a spec needs a handful of
+// levels; an inline schema a few more).
+const maxValueDepth = 200
+
 // readSpecFile reads a spec file and rejects inputs that cannot be a spec
 // before any parsing: directories, oversized files, binary data.
 func readSpecFile(path string) ([]byte, error) {
@@ -456,18 +460,29 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 	l := &located{values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
 	budget := maxValueNodes
 	bombed := false
+	aliases := 0
 	var conv func(n *yaml.Node, ptr string, depth int) any
 	conv = func(n *yaml.Node, ptr string, depth int) any {
 		if bombed {
 			return nil
 		}
 		budget--
-		if budget < 0 || depth > 200 {
+		switch {
+		case depth > maxValueDepth:
 			bombed = true
-			r.errorf(nodePos(n), "spec expands to more than %d values (YAML aliases nested too deeply?); refusing to process it", maxValueNodes)
+			r.errorf(nodePos(n), "values are nested more than %d levels deep here; refusing to process the spec", maxValueDepth)
+			return nil
+		case budget < 0 && aliases > 0:
+			bombed = true
+			r.errorf(nodePos(n), "spec expands to more than %d values through YAML aliases; refusing to process it", maxValueNodes)
+			return nil
+		case budget < 0:
+			bombed = true
+			r.errorf(nodePos(n), "spec holds more than %d values; refusing to process it", maxValueNodes)
 			return nil
 		}
 		if n.Kind == yaml.AliasNode {
+			aliases++
 			if _, ok := l.values[ptr]; !ok {
 				l.values[ptr] = n
 			}

@@ -376,8 +376,13 @@ func enumMessage(msg string, n *yaml.Node) string {
 	return s + didYouMean(got, opts)
 }
 
-// quotedNames extracts 'x' or "x" items from a validator message.
+// quotedNames extracts 'x' or "x" items from a validator message. The
+// validator writes 'x' as Go's %q does, with ' escaped and " not: names
+// holding quotes, backslashes or odd characters come back as written.
 func quotedNames(msg string) []string {
+	if names, ok := singleQuoted(msg); ok {
+		return names
+	}
 	var out []string
 	for _, q := range []byte{'\'', '"'} {
 		parts := strings.Split(msg, string(q))
@@ -389,6 +394,34 @@ func quotedNames(msg string) []string {
 		}
 	}
 	return out
+}
+
+// singleQuoted reads the validator's 'x' items (see quotedNames).
+func singleQuoted(msg string) ([]string, bool) {
+	var out []string
+	for i := 0; i < len(msg); i++ {
+		if msg[i] != '\'' {
+			continue
+		}
+		j := i + 1
+		for ; j < len(msg) && msg[j] != '\''; j++ {
+			if msg[j] == '\\' {
+				j++
+			}
+		}
+		if j >= len(msg) {
+			return nil, false
+		}
+		inner := strings.ReplaceAll(msg[i+1:j], `\'`, `'`)
+		inner = strings.ReplaceAll(inner, `"`, `\"`)
+		name, err := strconv.Unquote(`"` + inner + `"`)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, name)
+		i = j
+	}
+	return out, len(out) > 0
 }
 
 // describePointer names a JSON pointer the way a user reads the spec:

@@ -37,7 +37,14 @@ type treeChecker struct {
 	open map[*yaml.Node]bool
 	// overflows are the integers beyond 64 bits, with where they are.
 	overflows []overflow
+	// fatal is set by a problem after which nothing else is checked.
+	fatal bool
 }
+
+// maxMappingKeys bounds the keys of one mapping: yaml.v3 checks a mapping
+// for duplicate keys in time quadratic in its size (300,000 keys, which fit
+// in a spec's 2 MiB, would take minutes), and no spec needs more.
+const maxMappingKeys = 10_000
 
 type overflow struct {
 	n   *yaml.Node
@@ -48,7 +55,7 @@ type overflow struct {
 // neutralizing each so that later stages do not trip over it. It returns
 // a function that reports the integers too large for 64 bits which the
 // schema did not report (with the bounds of their field) in the meantime.
-func checkTree(r *reporter, root *yaml.Node) (reportOverflows func()) {
+func checkTree(r *reporter, root *yaml.Node) (reportOverflows func(), ok bool) {
 	t := &treeChecker{r: r, open: map[*yaml.Node]bool{}}
 	t.walk(root, "", 0)
 	return func() {
@@ -57,7 +64,7 @@ func checkTree(r *reporter, root *yaml.Node) (reportOverflows func()) {
 				r.errorf(nodePos(o.n), "%s: %s is too large for an integer: the largest a spec can hold is %d", describePointer(o.ptr), clip(strings.TrimSpace(o.n.Value), 40), int64(math.MaxInt64))
 			}
 		}
-	}
+	}, !t.fatal
 }
 
 func (t *treeChecker) walk(n *yaml.Node, ptr string, depth int) {
@@ -80,6 +87,11 @@ func (t *treeChecker) walk(n *yaml.Node, ptr string, depth int) {
 	defer delete(t.open, n)
 	switch n.Kind {
 	case yaml.MappingNode:
+		if len(n.Content)/2 > maxMappingKeys {
+			t.r.errorf(nodePos(n), "%s: this mapping has %d keys; a spec's mappings hold at most %d", describePointer(ptr), len(n.Content)/2, maxMappingKeys)
+			t.fatal = true
+			return
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
