@@ -409,6 +409,7 @@ func (c *compiler) templates() {
 	for _, use := range c.file.Templates.Use {
 		c.loadLibrary(use)
 	}
+	defines := mappingValue(mappingValue(c.file.Root, "templates"), "define")
 	for _, k := range c.file.Templates.Define.Keys {
 		if !templateNamePattern.MatchString(k.V) {
 			continue // the schema reported it; such a name would garble positions
@@ -416,7 +417,7 @@ func (c *compiler) templates() {
 		v := c.file.Templates.Define.Values[k.V]
 		c.sources[k.V] = v.V
 		o := templateOrigin{lineBase: v.Pos.Line, col: v.Pos.Col, pos: k.Pos}
-		if n := mappingValue(mappingValue(mappingValue(c.file.Root, "templates"), "define"), k.V); n != nil && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		if n := mappingValue(defines, k.V); n != nil && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			// Text on the key's line: template line 1 is spec line lineBase.
 			o.inline, o.lineBase = true, v.Pos.Line-1
 			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
@@ -798,9 +799,31 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
+	if v := lookupPair(n, key); v != nil {
+		return resolveAlias(v)
+	}
+	return nil
+}
+
+// lookupPair returns the value of key in mapping n, written in it or merged
+// in by "<<" (a written key wins, so it is looked for first), or nil.
+func lookupPair(n *yaml.Node, key string) *yaml.Node {
+	hasMerge := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return resolveAlias(n.Content[i+1])
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			hasMerge = true
+			continue
+		}
+		if resolveAlias(k).Value == key {
+			return n.Content[i+1]
+		}
+	}
+	if hasMerge {
+		for _, p := range mappingPairs(n) {
+			if p.k.Value == key {
+				return p.v
+			}
 		}
 	}
 	return nil

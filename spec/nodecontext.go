@@ -37,13 +37,10 @@ func (n *NodeContext) Decode(v any) {
 
 // Field returns the YAML value of a key of the node, or nil.
 func (n *NodeContext) Field(key string) *yaml.Node {
-	m := n.Decl.Raw
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
+	if n.Decl.Raw == nil {
+		return nil
 	}
-	return nil
+	return lookupPair(n.Decl.Raw, key)
 }
 
 // FieldPos is the position of a key's value, or the node's position.

@@ -114,3 +114,42 @@ func TestSchemaErrorsNeverAtOrigin(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeKeys checks that keys merged with "<<" reach the plan, not only
+// the schema: merged outputs were validated and then dropped.
+func TestMergeKeys(t *testing.T) {
+	src := `version: 1
+name: merge
+templates: {define: {t/x: hi}}
+models:
+  base: &base {model: m, temperature: 0.2}
+  judge: {<<: *base, temperature: 0.1}
+agents:
+  a: {name: A}
+  b: {name: B}
+nodes:
+  n: &ask {kind: ask, agents: [a, b], template: t/x}
+  m: {<<: *ask, agents: [b]}
+flow: [n, m]
+outputs:
+  <<: [{first: nodes.n.text, second: "1"}, {first: "2", third: "3"}]
+  second: nodes.m.text
+`
+	plan, diags := spec.Compile("merge.yaml", []byte(src), nodes.Registry())
+	if plan == nil {
+		t.Fatalf("merges refused:\n%s", diags.Format())
+	}
+	var outs []string
+	for _, o := range plan.Outputs {
+		outs = append(outs, o.Name+"="+o.Program.Source)
+	}
+	if got, want := strings.Join(outs, " "), "first=nodes.n.text third=3 second=nodes.m.text"; got != want {
+		t.Errorf("outputs %q, want %q", got, want)
+	}
+	if m := plan.Models["judge"]; m == nil || m.Model != "m" || m.Temperature == nil || *m.Temperature != 0.1 {
+		t.Errorf("merged model: %+v", m)
+	}
+	if ag := plan.Nodes["m"].Agents; len(ag) != 1 || ag[0].ID != "b" {
+		t.Errorf("node m agents: %v", ag)
+	}
+}

@@ -495,21 +495,13 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 		case yaml.MappingNode:
 			m := make(map[string]any, len(n.Content)/2)
 			firstAt := map[string]*yaml.Node{}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-					// "<<: *base" merges keys of the aliased mapping(s).
-					for _, src := range mergeSources(v) {
-						for j := 0; j+1 < len(src.Content); j += 2 {
-							mk := resolveAlias(src.Content[j])
-							if _, exists := m[mk.Value]; exists {
-								continue
-							}
-							cp := ptr + "/" + escapePointer(mk.Value)
-							l.keys[cp] = k
-							m[mk.Value] = conv(src.Content[j+1], cp, depth+1)
-						}
-					}
+			for _, p := range mappingPairs(n) {
+				k, v := p.k, p.v
+				if p.via != nil {
+					// Merged by "<<: *base": reported at the merge.
+					cp := ptr + "/" + escapePointer(k.Value)
+					l.keys[cp] = p.via
+					m[k.Value] = conv(v, cp, depth+1)
 					continue
 				}
 				if k.Kind != yaml.ScalarNode {
@@ -543,6 +535,58 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 		return nil
 	}
 	return l
+}
+
+// pair is a key and value of a mapping; via is the "<<" key that merged
+// it in, nil for a key written in the mapping itself.
+type pair struct{ k, v, via *yaml.Node }
+
+// mappingPairs returns the pairs of a mapping as YAML defines them: the
+// keys written in it, in order, with the keys merged by "<<" where the
+// merge is, less those the mapping writes itself; among merged mappings the
+// first that has a key wins, and merged mappings merge in turn. Written
+// keys are returned even when repeated, for the caller to report.
+func mappingPairs(n *yaml.Node) []pair {
+	return mappingPairsMemo(n, map[*yaml.Node][]pair{}, 0)
+}
+
+func mappingPairsMemo(n *yaml.Node, memo map[*yaml.Node][]pair, depth int) []pair {
+	n = resolveAlias(n)
+	if n == nil || n.Kind != yaml.MappingNode || depth > maxValueDepth {
+		return nil
+	}
+	if ps, ok := memo[n]; ok {
+		return ps
+	}
+	memo[n] = nil // a merge of itself (reported) adds nothing
+	isMerge := func(k *yaml.Node) bool { return k.Kind == yaml.ScalarNode && k.Tag == "!!merge" }
+	written := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !isMerge(k) {
+			written[resolveAlias(k).Value] = true
+		}
+	}
+	var out []pair
+	merged := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !isMerge(k) {
+			out = append(out, pair{k: k, v: v})
+			continue
+		}
+		for _, src := range mergeSources(v) {
+			for _, p := range mappingPairsMemo(src, memo, depth+1) {
+				name := resolveAlias(p.k).Value
+				if written[name] || merged[name] {
+					continue
+				}
+				merged[name] = true
+				out = append(out, pair{k: resolveAlias(p.k), v: p.v, via: k})
+			}
+		}
+	}
+	memo[n] = out
+	return out
 }
 
 func mergeSources(v *yaml.Node) []*yaml.Node {

@@ -109,9 +109,9 @@ func (m *Map[T]) UnmarshalYAML(n *yaml.Node) error {
 	}
 	m.Values = map[string]*T{}
 	var errs []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+	for _, p := range mappingPairs(n) {
+		k, v := resolveAlias(p.k), p.v
+		if k.Kind != yaml.ScalarNode {
 			continue
 		}
 		if _, dup := m.Values[k.Value]; dup {
