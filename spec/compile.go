@@ -22,6 +22,7 @@ import (
 	"sync"
 	"text/template"
 	"time"
+	"unicode/utf8"
 
 	"github.com/debate-runner/runner/templates"
 	"github.com/expr-lang/expr"
@@ -157,6 +158,9 @@ type compiler struct {
 	systemChecked map[string]bool
 	// loopMaxes are the loops whose bound is an expression.
 	loopMaxes []*FlowStep
+	// libraries are the template libraries loaded, by name: where each
+	// comes from.
+	libraries map[string]string
 }
 
 // templateUse is a template a node renders, checked against a dot type.
@@ -472,7 +476,9 @@ func rebuildWithout(set *template.Template, name string) *template.Template {
 func (c *compiler) loadLibrary(use Str) {
 	name := use.V
 	if templates.Has(name) {
-		c.loadFS(use, templates.FS(), name, name, "library:"+name, "templates/"+name)
+		if c.claimLibrary(use, name, "library:"+name) {
+			c.loadFS(use, templates.FS(), name, name, "library:"+name, "templates/"+name)
+		}
 		return
 	}
 	dir := name
@@ -495,7 +501,28 @@ func (c *compiler) loadLibrary(use Str) {
 		c.r.errorf(use.Pos, "template library folder %q: its name %q cannot start a template name (LIBRARY/NAME); rename the folder using letters, digits, '_', '-' and '.'", name, lib)
 		return
 	}
-	c.loadFS(use, os.DirFS(dir), ".", lib, dir, dir)
+	if c.claimLibrary(use, lib, dir) {
+		c.loadFS(use, os.DirFS(dir), ".", lib, dir, dir)
+	}
+}
+
+// claimLibrary records that a library of that name comes from origin. Two
+// libraries of one name (two folders called prompts, a folder named like
+// an embedded library) would silently replace each other's templates.
+func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
+	if c.libraries == nil {
+		c.libraries = map[string]string{}
+	}
+	prev, seen := c.libraries[lib]
+	switch {
+	case !seen:
+		c.libraries[lib] = origin
+		return true
+	case prev == origin:
+		return false // listed twice: loaded once
+	}
+	c.r.errorf(use.Pos, "template library %q is named %q, like %s loaded before it; their templates would replace each other (rename the folder)", use.V, lib, strings.TrimPrefix(prev, "library:"))
+	return false
 }
 
 // libraryFileName is what a library's folder and the names of its files
@@ -762,6 +789,10 @@ func (c *compiler) templateError(name string, err error) {
 func (c *compiler) reportTemplateProblem(name string, line, col int, msg string, ref Pos) {
 	if col < 1 {
 		col = 1
+	}
+	// text/template counts columns in bytes; positions count characters.
+	if tl := strings.Split(c.sources[name], "\n"); line >= 1 && line <= len(tl) && col-1 <= len(tl[line-1]) {
+		col = utf8.RuneCountInString(tl[line-1][:col-1]) + 1
 	}
 	o, ok := c.origins[name]
 	if !ok {

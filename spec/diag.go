@@ -140,16 +140,28 @@ func (s *source) snippet(pos Pos) string {
 	if s == nil || pos.Line <= 0 || pos.Line > len(s.lines) {
 		return ""
 	}
-	text := strings.TrimRight(s.lines[pos.Line-1], "\r")
-	if len(text) > 160 {
-		text = text[:160] + "..."
+	// Columns count characters; a long line is cut to a window around
+	// the column.
+	text := []rune(strings.TrimRight(s.lines[pos.Line-1], "\r"))
+	col := max(pos.Col, 1)
+	const width = 160
+	prefix, suffix := "", ""
+	if len(text) > width {
+		start := min(max(col-1-width/2, 0), len(text)-width)
+		if start > 0 {
+			prefix = "..."
+		}
+		if start+width < len(text) {
+			suffix = "..."
+		}
+		text = text[start : start+width]
+		col -= start
 	}
 	gutter := fmt.Sprintf("%5d | ", pos.Line)
-	col := pos.Col
-	if col < 1 {
-		col = 1
+	pad := []rune(prefix)
+	for i := range pad {
+		pad[i] = ' '
 	}
-	pad := make([]byte, 0, col)
 	for i := 0; i < col-1 && i < len(text); i++ {
 		if text[i] == '\t' {
 			pad = append(pad, '\t')
@@ -157,7 +169,7 @@ func (s *source) snippet(pos Pos) string {
 			pad = append(pad, ' ')
 		}
 	}
-	return gutter + text + "\n" + strings.Repeat(" ", 6) + "| " + string(pad) + "^\n"
+	return gutter + prefix + string(text) + suffix + "\n" + strings.Repeat(" ", 6) + "| " + string(pad) + "^\n"
 }
 
 // reporter collects diagnostics for one file.

@@ -163,6 +163,18 @@ func yamlErrorPos(err error) (Pos, string) {
 // the position from the start of the line to the character at fault where
 // that can be found.
 func explainYAMLError(data []byte, lines []string, err error) (Pos, string) {
+	pos, msg := explainYAMLErrorBytes(data, lines, err)
+	// The column was found as a byte offset; positions count characters,
+	// as yaml.v3's do.
+	if pos.Line >= 1 && pos.Line <= len(lines) && pos.Col > 1 {
+		if line := lines[pos.Line-1]; pos.Col-1 <= len(line) {
+			pos.Col = utf8.RuneCountInString(line[:pos.Col-1]) + 1
+		}
+	}
+	return pos, msg
+}
+
+func explainYAMLErrorBytes(data []byte, lines []string, err error) (Pos, string) {
 	pos, msg := yamlErrorPos(err)
 	if strings.HasPrefix(msg, "did not find expected") && strings.Contains(err.Error(), "line ") {
 		// yaml.v3 numbers the lines of parser errors (unlike scanner
