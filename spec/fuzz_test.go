@@ -12,6 +12,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/templates"
 	"github.com/expr-lang/expr/parser"
 )
 
@@ -163,6 +164,10 @@ var idSlots = []idSlot{
 	{"node", idRe, func(id string) string {
 		return plain(fmt.Sprintf("nodes: {%s: {kind: ask, agents: [a], template: t/ask}}\nflow: [%s]\n", q(id), q(id)))
 	}},
+	{"node with a schema", idRe, func(id string) string {
+		// Node ids name the compiled output schema's URL.
+		return plain(fmt.Sprintf("nodes: {%s: {kind: ask, agents: [a], template: t/ask, output: {format: json, schema: {type: object, properties: {x: {type: integer}}}}}}\nflow: [%s]\noutputs: {o: %s}\n", q(id), q(id), q("nodes["+q(id)+"].output.x")))
+	}},
 	{"agent", idRe, func(id string) string {
 		return idSpec(fmt.Sprintf("  %s: {name: Carol}\n", q(id)), "", fmt.Sprintf("nodes: {n: {kind: ask, agents: [a, %s], template: t/ask}}\nflow: [n]\n", q(id)))
 	}},
@@ -291,6 +296,27 @@ func checkLibraryFileName(t *testing.T, reg *spec.Registry, id string) {
 	}
 	if !valid && plan != nil {
 		t.Errorf("library file %q accepted", id)
+	}
+
+	// The same name as the library's folder.
+	folder := filepath.Join(dir, id)
+	if err := os.Mkdir(folder, 0o755); err != nil {
+		return
+	}
+	if err := os.WriteFile(filepath.Join(folder, "ask.tmpl"), []byte("Hi"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src = idSpec("", "  use: ["+q(id)+"]\n", fmt.Sprintf("nodes: {n: {kind: ask, agents: [a], template: %s}}\nflow: [n]\n", q(id+"/ask")))
+	plan, diags = spec.Compile(path, []byte(src), reg)
+	checkDiagnostics(t, path, []byte(src), diags)
+	if templates.Has(id) || id == "lib" {
+		return // an embedded library, or the folder above: another test
+	}
+	if valid && diags.HasErrors() {
+		t.Errorf("library folder %q refused:\n%s", id, diags.Error())
+	}
+	if !valid && plan != nil {
+		t.Errorf("library folder %q accepted", id)
 	}
 }
 
