@@ -60,8 +60,13 @@ func checkTree(r *reporter, root *yaml.Node) (reportOverflows func(), ok bool) {
 	t.walk(root, "", 0)
 	return func() {
 		for _, o := range t.overflows {
-			if !r.claimed[nodePos(o.n)] {
-				r.errorf(nodePos(o.n), "%s: %s is too large for an integer: the largest a spec can hold is %d", describePointer(o.ptr), clip(strings.TrimSpace(o.n.Value), 40), int64(math.MaxInt64))
+			text := strings.TrimSpace(o.n.Value)
+			switch {
+			case r.claimed[nodePos(o.n)]:
+			case strings.HasPrefix(text, "-"):
+				r.errorf(nodePos(o.n), "%s: %s is too small for an integer: the smallest a spec can hold is %d", describePointer(o.ptr), clip(text, 40), int64(math.MinInt64))
+			default:
+				r.errorf(nodePos(o.n), "%s: %s is too large for an integer: the largest a spec can hold is %d", describePointer(o.ptr), clip(text, 40), int64(math.MaxInt64))
 			}
 		}
 	}, !t.fatal
