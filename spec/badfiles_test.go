@@ -106,3 +106,79 @@ func TestAnchorBombNotExpanded(t *testing.T) {
 		t.Fatalf("want one diagnostic inside the document, got:\n%s", diags.Error())
 	}
 }
+
+// TestHostileSpecs loads specs built to be slow or deep rather than wrong
+// in any one place: each must load (a regression to exponential or
+// quadratic work shows as a test that never ends) with the diagnostics a
+// user can act on.
+func TestHostileSpecs(t *testing.T) {
+	head := "version: 1\nname: hostile\nagents: {a: {name: A}, b: {name: B}}\ntemplates: {define: {t/x: hi}}\n"
+	nodesN := func(n int) string {
+		var b strings.Builder
+		b.WriteString("nodes:\n")
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "  n%d: {kind: ask, agents: [a], template: t/x}\n", i)
+		}
+		return b.String()
+	}
+	nest := func(open, mid, close string, n int) string {
+		return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	keys := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf("k%d: 1", i)
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	tests := []struct {
+		name string
+		src  string
+		want string // substring of the first error; "" for a valid spec
+	}{
+		// Each loop walked its body twice to learn what it may run: 2^60.
+		{"60 nested loops", head + nodesN(1) + "flow:\n  - " + nest("{loop: {max: 2, do: [", "n0", "]}}", 60) + "\n", ""},
+		// Each step copied what had run so far: quadratic.
+		{"5000 nodes in a row", head + nodesN(5000) + "flow: [" + strings.TrimSuffix(strings.Repeat("n0, ", 5000), ", ") + "]\n", "is never run"},
+		{"3000 ifs in a row", head + nodesN(1) + "flow:\n" + strings.Repeat("  - {if: \"nodes.n0?.text != ''\", then: [n0], else: [n0]}\n", 3000), ""},
+		// yaml.v3 checks duplicate keys in quadratic time.
+		{"a mapping of 60000 keys", head + "vars: " + keys(60000) + "\n" + nodesN(1) + "flow: [n0]\n", "this mapping has 60000 keys"},
+		{"deep nesting", head + "vars: {x: " + nest("[", "", "]", 500) + "}\n" + nodesN(1) + "flow: [n0]\n", "nested more than 200 levels deep"},
+		{"300000 values", head + "goals: [" + strings.TrimSuffix(strings.Repeat("{id: g}, ", 101000), ", ") + "]\n" + nodesN(1) + "flow: [n0]\n", "holds more than 200000 values"},
+		// The schema compiler is quadratic in a schema's size.
+		{"an output schema of 10000 properties", head + "nodes: {n: {kind: ask, agents: [a], template: t/x, output: {format: json, schema: {type: object, properties: " + strings.ReplaceAll(keys(10000), ": 1", ": {type: integer}") + "}}}}\nflow: [n]\n", "schema is too large"},
+		{"50000 errors", head + nodesN(1) + "flow: [" + strings.TrimSuffix(strings.Repeat("nope, ", 50000), ", ") + "]\n", "flow runs unknown node"},
+	}
+	reg := nodes.Registry()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.src) > spec.MaxSpecBytes {
+				t.Fatalf("test spec is %d bytes, over the limit", len(tc.src))
+			}
+			start := time.Now()
+			plan, diags := spec.Compile("hostile.yaml", []byte(tc.src), reg)
+			t.Logf("%v, %d diagnostics", time.Since(start), len(diags))
+			if len(diags) > 1001 {
+				t.Errorf("%d diagnostics: more than a user can read", len(diags))
+			}
+			if tc.want == "" {
+				if plan == nil {
+					t.Fatalf("valid spec refused:\n%s", diags.Error())
+				}
+				return
+			}
+			errs := diags.Errors()
+			if len(errs) == 0 || !strings.Contains(errs[0].Message, tc.want) {
+				t.Fatalf("want first error containing %q, got:\n%s", tc.want, firstLines(diags.Error(), 5))
+			}
+		})
+	}
+}
+
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = lines[:n]
+	}
+	return strings.Join(lines, "\n")
+}

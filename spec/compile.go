@@ -1,24 +1,32 @@
 package spec
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"text/template"
+	"unicode/utf8"
 
 	"github.com/debate-runner/runner/templates"
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -40,8 +48,16 @@ func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
 		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
 	}
 	r := &reporter{src: newSource(path, data)}
+	if off, c := disallowedChar(data); off >= 0 {
+		// yaml.v3 refuses it without saying where.
+		r.errorf(offsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
+		return nil, r.diags
+	}
 	plan := compileInto(r, path, data, reg)
 	diags := r.diags.sortAndDedupe()
+	if d, ok := r.droppedSummary(); ok {
+		diags = append(diags, d)
+	}
 	if diags.HasErrors() {
 		return nil, diags
 	}
@@ -53,13 +69,18 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 	if root == nil {
 		return nil
 	}
+	reportOverflows, ok := checkTree(r, root)
+	if !ok {
+		return nil
+	}
+	r.claimReported()
 	loc := yamlToJSON(r, root)
 	if loc == nil {
 		return nil
 	}
-	schemaErrs := len(r.diags)
 	failed := validateSchema(r, reg, loc)
-	schemaFailed := len(r.diags) > schemaErrs
+	r.claimReported()
+	reportOverflows()
 	r.claimReported()
 	flowBroken := false
 	for _, p := range failed {
@@ -67,17 +88,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 	}
 
 	f := &File{Path: path, Root: root}
-	if err := root.Decode(f); err != nil && !schemaFailed {
-		var te *yaml.TypeError
-		if errors.As(err, &te) {
-			for _, e := range te.Errors {
-				pos, msg := yamlErrorPos(errors.New(e))
-				r.errorf(pos, "%s", msg)
-			}
-		} else {
-			r.errorf(Pos{1, 1}, "%v", err)
-		}
-	}
+	r.decodeError(root, root.Decode(f))
 	if f.Version.Set && f.Version.V != 1 {
 		return nil // the schema reported it; nothing else can be trusted
 	}
@@ -144,6 +155,11 @@ type compiler struct {
 	// systemChecked marks agent system templates checked against a dot
 	// type ("agent\x00type").
 	systemChecked map[string]bool
+	// loopMaxes are the loops whose bound is an expression.
+	loopMaxes []*FlowStep
+	// libraries are the template libraries loaded, by name: where each
+	// comes from.
+	libraries map[string]string
 }
 
 // templateUse is a template a node renders, checked against a dot type.
@@ -187,6 +203,7 @@ func (c *compiler) compile() {
 	// Expressions are typed by the outputs nodes declare, so they are
 	// compiled last.
 	c.finishExprs()
+	c.checkLoopMaxes()
 	if !c.r.diags.HasErrors() {
 		// What runs when is only known for a flow without errors.
 		c.checkRunOrder()
@@ -228,6 +245,9 @@ func (c *compiler) modelRef(s Str, who string) *ModelPlan {
 	}
 	m, ok := c.plan.Models[s.V]
 	if !ok {
+		if c.file.Models.Invalid {
+			return nil
+		}
 		names := append(c.file.Models.Names(), "default")
 		c.r.errorf(s.Pos, "%s uses unknown model %q%s", who, s.V, didYouMean(s.V, names))
 		return nil
@@ -296,11 +316,15 @@ func (c *compiler) templates() {
 	for _, use := range c.file.Templates.Use {
 		c.loadLibrary(use)
 	}
+	defines := mappingValue(mappingValue(c.file.Root, "templates"), "define")
 	for _, k := range c.file.Templates.Define.Keys {
+		if !templateNamePattern.MatchString(k.V) {
+			continue // the schema reported it; such a name would garble positions
+		}
 		v := c.file.Templates.Define.Values[k.V]
 		c.sources[k.V] = v.V
 		o := templateOrigin{lineBase: v.Pos.Line, col: v.Pos.Col, pos: k.Pos}
-		if n := mappingValue(mappingValue(mappingValue(c.file.Root, "templates"), "define"), k.V); n != nil && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		if n := mappingValue(defines, k.V); n != nil && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
 			// Text on the key's line: template line 1 is spec line lineBase.
 			o.inline, o.lineBase = true, v.Pos.Line-1
 			if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
@@ -332,6 +356,11 @@ func (c *compiler) templates() {
 		"nodes":         c.file.Nodes.Names(),
 		"summary_extra": {"chars", "max_chars"},
 	}
+	for name, invalid := range map[string]bool{"inputs": c.file.Inputs.Invalid, "vars": c.file.Vars.Invalid, "nodes": c.file.Nodes.Invalid} {
+		if invalid {
+			delete(domains, name)
+		}
+	}
 	c.checker = &templateChecker{set: set, funcs: TemplateFuncs(), domains: domains}
 	c.checked = map[string][]tmplNodeRead{}
 }
@@ -350,7 +379,9 @@ func rebuildWithout(set *template.Template, name string) *template.Template {
 func (c *compiler) loadLibrary(use Str) {
 	name := use.V
 	if templates.Has(name) {
-		c.loadFS(templates.FS(), name, name, "library:"+name, "templates/"+name)
+		if c.claimLibrary(use, name, "library:"+name) {
+			c.loadFS(use, templates.FS(), name, name, "library:"+name, "templates/"+name)
+		}
 		return
 	}
 	dir := name
@@ -368,14 +399,79 @@ func (c *compiler) loadLibrary(use Str) {
 		return
 	}
 	lib := filepath.Base(filepath.Clean(dir))
-	c.loadFS(os.DirFS(dir), ".", lib, dir, dir)
+	if !libraryFileName.MatchString(lib) || lib == "." || lib == ".." {
+		// The folder's name starts the name of every template in it.
+		c.r.errorf(use.Pos, "template library folder %q: its name %q cannot start a template name (LIBRARY/NAME); rename the folder using letters, digits, '_', '-' and '.'", name, lib)
+		return
+	}
+	if c.claimLibrary(use, lib, dir) {
+		c.loadFS(use, os.DirFS(dir), ".", lib, dir, dir)
+	}
 }
 
-func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
+// claimLibrary records that a library of that name comes from origin. Two
+// libraries of one name (two folders called prompts, a folder named like
+// an embedded library) would silently replace each other's templates.
+func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
+	if c.libraries == nil {
+		c.libraries = map[string]string{}
+	}
+	prev, seen := c.libraries[lib]
+	switch {
+	case !seen:
+		c.libraries[lib] = origin
+		return true
+	case prev == origin:
+		return false // listed twice: loaded once
+	}
+	c.r.errorf(use.Pos, "template library %q is named %q, like %s loaded before it; their templates would replace each other (rename the folder)", use.V, lib, strings.TrimPrefix(prev, "library:"))
+	return false
+}
+
+// libraryFileName is what a library's folder and the names of its files
+// (without .tmpl or .schema.json) may hold: they make template and schema
+// names, which diagnostics, run manifests and templates quote.
+var libraryFileName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// maxLibraryFile bounds a template, schema or preset file of a library.
+const maxLibraryFile = MaxSpecBytes
+
+// readLibraryFile reads a regular file of a library, refusing anything else
+// (a FIFO or device under a template's name would hang validation).
+func readLibraryFile(fsys fs.FS, name string) ([]byte, error) {
+	info, err := fs.Stat(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	if info.Size() > maxLibraryFile {
+		return nil, fmt.Errorf("file is larger than %d MiB", maxLibraryFile>>20)
+	}
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxLibraryFile+1))
+	if err == nil && len(data) > maxLibraryFile {
+		err = fmt.Errorf("file is larger than %d MiB", maxLibraryFile>>20)
+	}
+	return data, err
+}
+
+// loadFS loads the templates, schemas and verdict presets of a library.
+// Problems with the folder or a file's name are reported where the spec
+// uses the library; problems inside a file, in that file.
+func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string) {
 	entries, err := fs.ReadDir(fsys, root)
 	if err != nil {
-		c.r.errorf(Pos{1, 1}, "template library %s: %v", display, err)
+		c.r.errorf(use.Pos, "template library %s: %v", display, err)
 		return
+	}
+	inFile := func(file string, pos Pos, format string, args ...any) {
+		c.r.keep(Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, e := range entries {
 		if e.IsDir() {
@@ -386,39 +482,36 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 		if root != "." {
 			full = root + "/" + p
 		}
+		var stem string
 		switch {
 		case strings.HasSuffix(p, ".tmpl"):
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				c.r.errorf(Pos{1, 1}, "template %s: %v", full, err)
-				continue
-			}
-			name := lib + "/" + strings.TrimSuffix(p, ".tmpl")
+			stem = strings.TrimSuffix(p, ".tmpl")
+		case strings.HasSuffix(p, ".schema.json"):
+			stem = strings.TrimSuffix(p, ".schema.json")
+		case p == "verdicts.yaml":
+		default:
+			continue
+		}
+		if p != "verdicts.yaml" && !libraryFileName.MatchString(stem) {
+			c.r.errorf(use.Pos, "template library %s: file %q cannot name a template or schema; rename it using letters, digits, '_', '-' and '.'", display, p)
+			continue
+		}
+		data, err := readLibraryFile(fsys, full)
+		if err != nil {
+			c.r.errorf(use.Pos, "template library %s: %s: %v", display, p, err)
+			continue
+		}
+		switch {
+		case strings.HasSuffix(p, ".tmpl"):
+			name := lib + "/" + stem
 			c.sources[name] = string(data)
 			c.origins[name] = templateOrigin{file: filepath.ToSlash(filepath.Join(display, p))}
 			sum := sha256.Sum256(data)
 			c.plan.TemplateSources[name] = TemplateSource{Origin: origin, Digest: hex.EncodeToString(sum[:8])}
 		case p == "verdicts.yaml":
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				continue
-			}
-			var presets map[string][]string
-			if err := yaml.Unmarshal(data, &presets); err != nil {
-				c.r.errorf(Pos{1, 1}, "verdict presets %s/%s: %v", display, p, err)
-				continue
-			}
-			for name, opts := range presets {
-				if _, declared := c.plan.Verdicts[name]; !declared && len(opts) > 0 {
-					c.plan.Verdicts[name] = opts
-				}
-			}
-		case strings.HasSuffix(p, ".schema.json"):
-			data, err := fs.ReadFile(fsys, full)
-			if err != nil {
-				continue
-			}
-			name := lib + "/" + strings.TrimSuffix(p, ".schema.json")
+			c.loadPresets(data, func(pos Pos, format string, args ...any) { inFile(p, pos, format, args...) })
+		default:
+			name := lib + "/" + stem
 			embedded := strings.HasPrefix(origin, "library:")
 			c.plan.SchemaDocs[name] = data
 			if sch, ok := embeddedSchemas.Load(name); ok && embedded {
@@ -427,7 +520,15 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 			}
 			sch, err := CompileJSONSchema(name, data)
 			if err != nil {
-				c.r.errorf(Pos{1, 1}, "schema %s/%s: %v", display, p, err)
+				msg := schemaErrorMessage(err)
+				pos := Pos{}
+				if ref, ok := refusedRef(msg); ok {
+					// Point at the $ref in the file.
+					if i := bytes.Index(data, []byte(`"`+ref)); i >= 0 {
+						pos = offsetPos(data, i)
+					}
+				}
+				inFile(p, pos, "schema %s: %s", name, msg)
 				continue
 			}
 			if embedded {
@@ -438,6 +539,113 @@ func (c *compiler) loadFS(fsys fs.FS, root, lib, origin, display string) {
 	}
 }
 
+// loadPresets reads a library's verdicts.yaml: named sets of verdict
+// options, under the same rules as the spec's own verdicts.
+func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, args ...any)) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		pos, msg := yamlErrorPos(err)
+		report(pos, "YAML syntax: %s", msg)
+		return
+	}
+	if len(doc.Content) == 0 {
+		return
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode || root.Style&yaml.TaggedStyle != 0 {
+		report(nodePos(root), "verdict presets must be a mapping of NAME: [OPTION, ...], found %s", kindName(root))
+		return
+	}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		if k.Kind != yaml.ScalarNode || !idPattern.MatchString(k.Value) {
+			report(nodePos(k), "%q is not a valid verdict set name (use letters, digits, '_' and '-', starting with a letter or '_')", k.Value)
+			continue
+		}
+		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+			report(nodePos(v), "verdict set %q must be a list of options, found %s", k.Value, kindName(v))
+			continue
+		}
+		var opts []string
+		seen := map[string]bool{}
+		ok := true
+		for _, o := range v.Content {
+			switch {
+			case o.Kind != yaml.ScalarNode || o.Style&yaml.TaggedStyle != 0 || !optionPattern.MatchString(o.Value):
+				report(nodePos(o), "verdict set %q: %s is not a valid option (use letters, digits, '_' and '-')", k.Value, describeValue(o))
+				ok = false
+				continue
+			case seen[o.Value]:
+				report(nodePos(o), "verdict set %q: %q is listed twice", k.Value, o.Value)
+				ok = false
+				continue
+			}
+			seen[o.Value] = true
+			opts = append(opts, o.Value)
+		}
+		if _, declared := c.plan.Verdicts[k.Value]; ok && !declared {
+			c.plan.Verdicts[k.Value] = opts
+		}
+	}
+}
+
+var (
+	// idPattern and optionPattern are the base schema's forms of ids and
+	// verdict options.
+	idPattern     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+	optionPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+	// templateNamePattern is the form of a template name in define.
+	templateNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`)
+)
+
+// maxSchemaValues bounds the size of a JSON Schema a spec or library gives.
+const maxSchemaValues = 5000
+
+// jsonValues counts the values of a decoded JSON document, up to limit.
+func jsonValues(v any, limit int) int {
+	n := 0
+	var walk func(v any)
+	walk = func(v any) {
+		if n >= limit {
+			return
+		}
+		n++
+		switch x := v.(type) {
+		case map[string]any:
+			for _, c := range x {
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return n
+}
+
+// schemaErrorMessage is the first line of a schema compilation error,
+// without the validator's preamble (which names its internal URL).
+func schemaErrorMessage(err error) string {
+	msg := firstLine(err.Error())
+	if i := strings.Index(msg, "compilation failed: "); i >= 0 {
+		msg = msg[i+len("compilation failed: "):]
+	}
+	return msg
+}
+
+// refusedRef returns the $ref a schema error says could not be loaded
+// (without its fragment).
+func refusedRef(msg string) (string, bool) {
+	ref, ok := strings.CutPrefix(msg, "$ref ")
+	if !ok {
+		return "", false
+	}
+	ref, _, _ = strings.Cut(ref, ": ")
+	return ref, ref != ""
+}
+
 // embeddedSchemas caches the compiled schemas of the embedded libraries,
 // which never change while the program runs; compiling them (meta-schema
 // validation included) was most of the cost of loading a spec.
@@ -446,8 +654,22 @@ var embeddedSchemas sync.Map // "library/name" -> *jsonschema.Schema
 // CompileJSONSchema compiles a JSON Schema document (draft 2020-12 unless it
 // says otherwise).
 func CompileJSONSchema(name string, data []byte) (*jsonschema.Schema, error) {
+	var doc any
+	if err := json.Unmarshal(data, &doc); err == nil {
+		// The validator's compiler takes time quadratic in a schema's
+		// size (20,000 properties: 8 s); a reply schema is far smaller.
+		if n := jsonValues(doc, maxSchemaValues+1); n > maxSchemaValues {
+			return nil, fmt.Errorf("schema is too large: more than %d values (properties, keywords and their values); a schema for a model's reply needs far fewer, so split the reply or describe less of it", maxSchemaValues)
+		}
+	}
 	comp := jsonschema.NewCompiler()
 	comp.Draft = jsonschema.Draft2020
+	// A $ref to a file or URL would make validation read the disk (a
+	// FIFO or /dev/zero hangs it) or the network; meta-schemas are built
+	// in, and a spec's schemas are self-contained.
+	comp.LoadURL = func(s string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("$ref %s: a schema in a spec or template library cannot load other files or URLs; put the schema it refers to under $defs and write \"$ref\": \"#/$defs/NAME\"", strings.TrimPrefix(s, "mem:///"))
+	}
 	loc := "mem:///" + url.PathEscape(name) + ".json"
 	if err := comp.AddResource(loc, bytesReader(data)); err != nil {
 		return nil, err
@@ -471,6 +693,10 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 	if col < 1 {
 		col = 1
 	}
+	// text/template counts columns in bytes; positions count characters.
+	if tl := strings.Split(c.sources[name], "\n"); line >= 1 && line <= len(tl) && col-1 <= len(tl[line-1]) {
+		col = utf8.RuneCountInString(tl[line-1][:col-1]) + 1
+	}
 	o, ok := c.origins[name]
 	if !ok {
 		c.r.errorf(ref, "template %s: %s", name, msg)
@@ -484,7 +710,7 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 		if ref.Line > 0 {
 			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.src.name, ref.Line, ref.Col)
 		}
-		c.r.diags = append(c.r.diags, d)
+		c.r.keep(d)
 		return
 	}
 	// define: a block scalar starts on the line after its key.
@@ -507,9 +733,31 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
+	if v := lookupPair(n, key); v != nil {
+		return resolveAlias(v)
+	}
+	return nil
+}
+
+// lookupPair returns the value of key in mapping n, written in it or merged
+// in by "<<" (a written key wins, so it is looked for first), or nil.
+func lookupPair(n *yaml.Node, key string) *yaml.Node {
+	hasMerge := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return resolveAlias(n.Content[i+1])
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			hasMerge = true
+			continue
+		}
+		if resolveAlias(k).Value == key {
+			return n.Content[i+1]
+		}
+	}
+	if hasMerge {
+		for _, p := range mappingPairs(n) {
+			if p.k.Value == key {
+				return p.v
+			}
 		}
 	}
 	return nil
@@ -601,6 +849,9 @@ func (c *compiler) nodes() {
 		for _, a := range d.Agents {
 			ap, ok := c.plan.AgentByID[a.V]
 			if !ok {
+				if c.file.Agents.Invalid {
+					continue
+				}
 				c.r.errorf(a.Pos, "node %q: unknown agent %q%s", k.V, a.V, didYouMean(a.V, c.file.Agents.Names()))
 				continue
 			}
@@ -758,14 +1009,12 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 				c.r.errorf(s.Pos, "loop has until but no max: a condition that never holds would run forever; add max: N as a hard cap")
 			}
 			if !l.Max.IsZero() {
-				if n, err := strconv.Atoi(strings.TrimSpace(l.Max.Source)); err == nil {
-					if n < 1 {
-						c.r.errorf(l.Max.Pos, "loop max must be at least 1, found %d", n)
-					}
+				if n, isConst := c.loopMaxConst(l.Max); isConst {
 					fs.MaxConst = n
 				} else {
 					c.site = &site{step: fs}
 					fs.MaxExpr = c.compileExpr(l.Max, nil, IntResult, "loop max")
+					c.loopMaxes = append(c.loopMaxes, fs)
 				}
 			}
 			c.site = &site{step: fs, after: true}
@@ -795,6 +1044,9 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 		case s.Node.Set:
 			np, ok := c.plan.Nodes[s.Node.V]
 			if !ok {
+				if c.file.Nodes.Invalid {
+					continue
+				}
 				c.r.errorf(s.Node.Pos, "flow runs unknown node %q%s", s.Node.V, didYouMean(s.Node.V, c.file.Nodes.Names()))
 				continue
 			}
@@ -803,6 +1055,87 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 		}
 	}
 	return out
+}
+
+// maxLoop is the largest bound a loop may have: the largest count every
+// platform's int holds.
+const maxLoop = math.MaxInt32
+
+// loopMaxConst reads a loop bound written as a number (max: 3, max: 0x10,
+// max: 1e3), reporting one that is not a whole number from 1 to maxLoop.
+// It returns false when the bound is an expression.
+func (c *compiler) loopMaxConst(e Expr) (int, bool) {
+	src := strings.TrimSpace(e.Source)
+	if e.quoted || src == "" {
+		return 0, false
+	}
+	if yamlIntSyntax.MatchString(src) {
+		n, err := strconv.ParseInt(src, 0, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			// reported with the number's other checks
+		case err != nil:
+			return 0, false
+		case n < 1:
+			c.r.errorf(e.Pos, "loop max must be at least 1, found %d", n)
+		case n > maxLoop:
+			c.r.errorf(e.Pos, "loop max %d is too large (at most %d)", n, maxLoop)
+		default:
+			return int(n), true
+		}
+		return 1, true
+	}
+	f, err := strconv.ParseFloat(src, 64)
+	if err != nil {
+		return 0, false
+	}
+	if f != math.Trunc(f) || f < 1 || f > maxLoop {
+		c.r.errorf(e.Pos, "loop max must be a whole number from 1 to %d, found %s", maxLoop, src)
+		return 1, true
+	}
+	return int(f), true
+}
+
+// checkLoopMaxes evaluates the loop bounds that read only vars with the
+// vars' defaults: a bound a run with those defaults would refuse (negative,
+// or not a number) is reported now.
+func (c *compiler) checkLoopMaxes() {
+	for _, fs := range c.loopMaxes {
+		p := fs.MaxExpr
+		if p == nil || p.Program == nil || !readsOnlyVars(p.Source) {
+			continue
+		}
+		v, err := expr.Run(p.Program, c.envSample(nil))
+		if err != nil {
+			continue
+		}
+		switch n := v.(type) {
+		case int:
+			if n < 0 {
+				c.r.errorf(p.Pos, "loop max %s is %d with the spec's defaults; a loop runs 0 or more times (fix the default, or guard it: max(0, %s))", p.Source, n, p.Source)
+			}
+		}
+	}
+}
+
+// readsOnlyVars reports whether an expression reads no name but vars.
+func readsOnlyVars(src string) bool {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return false
+	}
+	only := true
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		switch x := (*n).(type) {
+		case *ast.IdentifierNode:
+			if x.Value != "vars" {
+				only = false
+			}
+		case *ast.CallNode:
+			only = false
+		}
+	}))
+	return only
 }
 
 func (c *compiler) unreachable() {

@@ -140,16 +140,28 @@ func (s *source) snippet(pos Pos) string {
 	if s == nil || pos.Line <= 0 || pos.Line > len(s.lines) {
 		return ""
 	}
-	text := strings.TrimRight(s.lines[pos.Line-1], "\r")
-	if len(text) > 160 {
-		text = text[:160] + "..."
+	// Columns count characters; a long line is cut to a window around
+	// the column.
+	text := []rune(strings.TrimRight(s.lines[pos.Line-1], "\r"))
+	col := max(pos.Col, 1)
+	const width = 160
+	prefix, suffix := "", ""
+	if len(text) > width {
+		start := min(max(col-1-width/2, 0), len(text)-width)
+		if start > 0 {
+			prefix = "..."
+		}
+		if start+width < len(text) {
+			suffix = "..."
+		}
+		text = text[start : start+width]
+		col -= start
 	}
 	gutter := fmt.Sprintf("%5d | ", pos.Line)
-	col := pos.Col
-	if col < 1 {
-		col = 1
+	pad := []rune(prefix)
+	for i := range pad {
+		pad[i] = ' '
 	}
-	pad := make([]byte, 0, col)
 	for i := 0; i < col-1 && i < len(text); i++ {
 		if text[i] == '\t' {
 			pad = append(pad, '\t')
@@ -157,7 +169,7 @@ func (s *source) snippet(pos Pos) string {
 			pad = append(pad, ' ')
 		}
 	}
-	return gutter + text + "\n" + strings.Repeat(" ", 6) + "| " + string(pad) + "^\n"
+	return gutter + prefix + string(text) + suffix + "\n" + strings.Repeat(" ", 6) + "| " + string(pad) + "^\n"
 }
 
 // reporter collects diagnostics for one file.
@@ -168,7 +180,38 @@ type reporter struct {
 	// error at the same place restates the same mistake (an integer where a
 	// node id belongs is also an unknown node) and only adds noise.
 	claimed map[Pos]bool
+	// droppedErrors and droppedWarnings count the diagnostics past
+	// maxDiagnostics, which are not kept: a spec with thousands of
+	// mistakes gets the first of them fast.
+	droppedErrors, droppedWarnings int
 }
+
+// keep adds a diagnostic unless maxDiagnostics are kept already.
+func (r *reporter) keep(d Diagnostic) {
+	if len(r.diags) >= maxDiagnostics {
+		if d.Severity == Error {
+			r.droppedErrors++
+		} else {
+			r.droppedWarnings++
+		}
+		return
+	}
+	r.diags = append(r.diags, d)
+}
+
+// droppedSummary is a last diagnostic counting those not kept, if any.
+func (r *reporter) droppedSummary() (Diagnostic, bool) {
+	switch {
+	case r.droppedErrors > 0:
+		return Diagnostic{File: r.src.name, Severity: Error, Message: fmt.Sprintf("%d more problems not shown (%d errors); fix the ones above first", r.droppedErrors+r.droppedWarnings, r.droppedErrors)}, true
+	case r.droppedWarnings > 0:
+		return Diagnostic{File: r.src.name, Severity: Warning, Message: fmt.Sprintf("%d more warnings not shown", r.droppedWarnings)}, true
+	}
+	return Diagnostic{}, false
+}
+
+// maxDiagnostics bounds the diagnostics kept for one spec.
+const maxDiagnostics = 1000
 
 // claimReported marks every position reported so far as claimed.
 func (r *reporter) claimReported() {
@@ -186,11 +229,15 @@ func (r *reporter) add(sev Severity, pos Pos, format string, args ...any) {
 	if r.claimed[pos] {
 		return
 	}
+	if len(r.diags) >= maxDiagnostics {
+		r.keep(Diagnostic{Severity: sev})
+		return
+	}
 	if n := len(r.src.lines); pos.Line > n {
 		// The parser places a few errors just past the end of the text.
 		pos = Pos{Line: n, Col: 1}
 	}
-	r.diags = append(r.diags, Diagnostic{
+	r.keep(Diagnostic{
 		File:     r.src.name,
 		Pos:      pos,
 		Severity: sev,

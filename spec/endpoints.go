@@ -163,9 +163,16 @@ func (c *compiler) endpointsAndModels() {
 	}
 }
 
-// checkEndpoint reports settings of an endpoint that cannot work together.
+// checkEndpoint reports settings of an endpoint that cannot work together,
+// and what the HTTP client would refuse at the first call.
 func (c *compiler) checkEndpoint(k Str, e *Endpoint, ep *EndpointPlan) {
 	who := fmt.Sprintf("endpoint %q", k.V)
+	for _, h := range e.Headers.Keys {
+		v := e.Headers.Values[h.V]
+		if i := strings.IndexFunc(v.V, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
+			c.r.errorf(h.Pos, "%s: header %q holds a control character (%U); a header value is one line of text", who, h.V, []rune(v.V[i:])[0])
+		}
+	}
 	c.checkEnvRefs(e.BaseURL, who+" base_url")
 	base := envRef.ReplaceAllString(ep.BaseURL, "x")
 	u, err := url.Parse(base)

@@ -178,6 +178,12 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		"inputs":   c.file.Inputs.Names(),
 		"verdicts": sortedKeys(c.plan.Verdicts),
 	}}
+	// A collection that is not a mapping (reported) has no known names.
+	for name, invalid := range map[string]bool{"nodes": c.file.Nodes.Invalid, "vars": c.file.Vars.Invalid, "inputs": c.file.Inputs.Invalid, "verdicts": c.file.Verdicts.Invalid} {
+		if invalid {
+			delete(v.known, name)
+		}
+	}
 	ast.Walk(&tree.Node, v)
 	if len(v.errs) > 0 {
 		for _, re := range v.errs {
@@ -236,6 +242,13 @@ func (c *compiler) checkResult(p *pendingExpr, t reflect.Type) bool {
 		return true
 	}
 	switch p.want {
+	case IntResult:
+		// expr accepts a float where an int is asked for, and drops
+		// the fraction when it runs.
+		if k := t.Kind(); k == reflect.Float32 || k == reflect.Float64 {
+			c.r.errorf(p.e.textPos(), "%s: must be a whole number, but %q is a number that may have a fraction; write a whole number, or round it: int(%s)", p.what, p.prog.Source, p.prog.Source)
+			return false
+		}
 	case ListResult:
 		if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
 			c.r.errorf(p.e.textPos(), "%s: must be a list, but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))

@@ -28,26 +28,19 @@ type NodeContext struct {
 // already resolved when kinds compile).
 func (n *NodeContext) Plan() *Plan { return n.c.plan }
 
-// Decode decodes the node's YAML into v. Type mismatches are ignored here
-// because the schema has already reported them.
+// Decode decodes the node's YAML into v. A value that does not fit its
+// field is reported at the value, unless the schema already reported it
+// (the schema is checked first, and speaks the spec's language).
 func (n *NodeContext) Decode(v any) {
-	if err := n.Decl.Raw.Decode(v); err != nil {
-		var te *yaml.TypeError
-		if !errors.As(err, &te) {
-			n.Errorf(n.Decl.Pos, "%v", err)
-		}
-	}
+	n.c.r.decodeError(n.c.file.Root, n.Decl.Raw.Decode(v))
 }
 
 // Field returns the YAML value of a key of the node, or nil.
 func (n *NodeContext) Field(key string) *yaml.Node {
-	m := n.Decl.Raw
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
+	if n.Decl.Raw == nil {
+		return nil
 	}
-	return nil
+	return lookupPair(n.Decl.Raw, key)
 }
 
 // FieldPos is the position of a key's value, or the node's position.
@@ -167,6 +160,9 @@ func (n *NodeContext) UseSummaries() {
 // nodes running each other. It returns the id, "" when invalid.
 func (n *NodeContext) RunsNode(s Str, what string) string {
 	if !n.c.file.Nodes.Has(s.V) {
+		if n.c.file.Nodes.Invalid {
+			return ""
+		}
 		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, didYouMean(s.V, n.c.file.Nodes.Names()))
 		return ""
 	}
@@ -204,6 +200,9 @@ func (n *NodeContext) ExprChoice(e Expr, extra map[string]any, what string, choi
 func (n *NodeContext) Agent(s Str) *AgentPlan {
 	a, ok := n.c.plan.AgentByID[s.V]
 	if !ok {
+		if n.c.file.Agents.Invalid {
+			return nil
+		}
 		n.Errorf(s.Pos, "unknown agent %q%s", s.V, didYouMean(s.V, n.c.file.Agents.Names()))
 		return nil
 	}
@@ -277,11 +276,20 @@ func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
 	var se *jsonschema.SchemaError
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
-		msg := firstLine(err.Error())
-		if i := strings.Index(msg, "compilation failed: "); i >= 0 {
-			msg = msg[i+len("compilation failed: "):]
+		msg := schemaErrorMessage(err)
+		at := node
+		if ref, ok := refusedRef(msg); ok {
+			// Point at the $ref that names the refused file or URL.
+			for _, ptr := range sortedKeys(loc.values) {
+				v := loc.values[ptr]
+				target, _, _ := strings.Cut(v.Value, "#")
+				if strings.HasSuffix(ptr, "/$ref") && v.Kind == yaml.ScalarNode && target != "" && strings.HasSuffix(ref, target) {
+					at = v
+					break
+				}
+			}
 		}
-		n.Errorf(nodePos(node), "output schema is not a valid JSON Schema: %s", msg)
+		n.Errorf(nodePos(at), "output schema is not a valid JSON Schema: %s", msg)
 		return
 	}
 	for _, leaf := range leaves(ve, loc) {

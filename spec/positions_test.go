@@ -34,7 +34,7 @@ func TestSchemaErrorPositions(t *testing.T) {
 		{"id with tilde", "vars:\n  a~b: 1\n", `4:3: "a~b" is not a valid id in vars (use letters, digits, '_' and '-', starting with a letter or '_')`},
 		{"id with accent", "vars:\n  café: 1\n", `4:3: "café" is not a valid id in vars (use letters, digits, '_' and '-', starting with a letter or '_')`},
 		{"id with percent", "vars:\n  \"100%\": 1\n", `4:3: "100%" is not a valid id in vars (use letters, digits, '_' and '-', starting with a letter or '_')`},
-		{"nested value", "models:\n  m: {model: x, temperature: 3}\n", `4:30: models.m.temperature: must be <= 2 but found 3`},
+		{"nested value", "models:\n  m: {model: x, temperature: 3}\n", `4:30: models.m.temperature: 3 is too large (at most 2)`},
 		{"empty string", "models:\n  m: {model: \"\"}\n", `4:14: models.m.model must not be empty`},
 		{"duplicate option", "verdicts:\n  v: [A, B, A]\n", `4:13: verdicts.v: "A" is listed twice`},
 		{"empty list", "verdicts:\n  v: []\n", `4:6: verdicts.v must have at least one entry`},
@@ -45,6 +45,8 @@ func TestSchemaErrorPositions(t *testing.T) {
 		{"unknown top key", "base: &base {name: A}\n", `3:1: unknown key "base" in the spec (did you mean "name"?)`},
 		{"list item mapping", "goals:\n  - {id: g1}\n  - description: no id\n", `5:5: goals[1] is missing required key "id"`},
 		{"anyOf mapping branch", "history:\n  summarize: {over_chars: 10, templte: x}\n", `4:3: history.summarize is missing required key "template"`},
+		{"key with a quote", "inputs:\n  q: {\"it's\": true}\n", `4:7: unknown key "it's" in inputs.q; allowed: default, description, max_chars, required`},
+		{"key with a zero-width space", "inputs:\n  q: {description: x, \"\\u200brequired\": true}\n", `4:23: unknown key "\u200brequired" in inputs.q (did you mean "required"?)`},
 		{"quoted key", "\"inputs\":\n  q: {requird: true}\n", `4:7: unknown key "requird" in inputs.q (did you mean "required"?)`},
 	}
 	reg := nodes.Registry()
@@ -110,5 +112,44 @@ func TestSchemaErrorsNeverAtOrigin(t *testing.T) {
 				t.Errorf("%q -> %q: no position: %s", m.old, m.new, d.Message)
 			}
 		}
+	}
+}
+
+// TestMergeKeys checks that keys merged with "<<" reach the plan, not only
+// the schema: merged outputs were validated and then dropped.
+func TestMergeKeys(t *testing.T) {
+	src := `version: 1
+name: merge
+templates: {define: {t/x: hi}}
+models:
+  base: &base {model: m, temperature: 0.2}
+  judge: {<<: *base, temperature: 0.1}
+agents:
+  a: {name: A}
+  b: {name: B}
+nodes:
+  n: &ask {kind: ask, agents: [a, b], template: t/x}
+  m: {<<: *ask, agents: [b]}
+flow: [n, m]
+outputs:
+  <<: [{first: nodes.n.text, second: "1"}, {first: "2", third: "3"}]
+  second: nodes.m.text
+`
+	plan, diags := spec.Compile("merge.yaml", []byte(src), nodes.Registry())
+	if plan == nil {
+		t.Fatalf("merges refused:\n%s", diags.Format())
+	}
+	var outs []string
+	for _, o := range plan.Outputs {
+		outs = append(outs, o.Name+"="+o.Program.Source)
+	}
+	if got, want := strings.Join(outs, " "), "first=nodes.n.text third=3 second=nodes.m.text"; got != want {
+		t.Errorf("outputs %q, want %q", got, want)
+	}
+	if m := plan.Models["judge"]; m == nil || m.Model != "m" || m.Temperature == nil || *m.Temperature != 0.1 {
+		t.Errorf("merged model: %+v", m)
+	}
+	if ag := plan.Nodes["m"].Agents; len(ag) != 1 || ag[0].ID != "b" {
+		t.Errorf("node m agents: %v", ag)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,10 @@ const MaxSpecBytes = 2 << 20
 // maxValueNodes bounds how many YAML values one document may expand to once
 // aliases are followed, which defuses "billion laughs" anchor bombs.
 const maxValueNodes = 200_000
+
+// maxValueDepth bounds how deeply values nest (a spec needs a handful of
+// levels; an inline schema a few more).
+const maxValueDepth = 200
 
 // readSpecFile reads a spec file and rejects inputs that cannot be a spec
 // before any parsing: directories, oversized files, binary data.
@@ -57,13 +62,48 @@ func checkText(data []byte) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fmt.Errorf("spec is empty")
 	}
-	if i := bytes.IndexByte(data, 0); i >= 0 {
+	if i := bytes.IndexByte(data, 0); i >= 0 && !utf8.Valid(data) {
+		// Text with a stray NUL is reported at the NUL, as YAML text
+		// with a character YAML does not allow.
 		return fmt.Errorf("spec is binary data (NUL byte at offset %d), not YAML text", i)
 	}
 	if !utf8.Valid(data) {
 		return fmt.Errorf("spec is not valid UTF-8 text")
 	}
 	return nil
+}
+
+// disallowedChar returns the offset of the first character YAML does not
+// allow in a document, and the character, or -1. These are yaml.v3's
+// rules: tab, line breaks and printable characters only.
+func disallowedChar(data []byte) (int, rune) {
+	for i, c := range string(data) {
+		switch {
+		case c == 0x09 || c == 0x0A || c == 0x0D:
+		case c >= 0x20 && c <= 0x7E:
+		case c == 0x85:
+		case c >= 0xA0 && c <= 0xD7FF:
+		case c >= 0xE000 && c <= 0xFFFD:
+		case c >= 0x10000 && c <= 0x10FFFF:
+		default:
+			return i, c
+		}
+	}
+	return -1, 0
+}
+
+// offsetPos is the line and column (in characters, as yaml.v3 counts
+// them) of a byte offset of data.
+func offsetPos(data []byte, off int) Pos {
+	ends := lineEnds(data)
+	line, start := 1, 0
+	for _, e := range ends {
+		if e > off {
+			break
+		}
+		line, start = line+1, e
+	}
+	return Pos{Line: line, Col: utf8.RuneCount(data[start:off]) + 1}
 }
 
 // parseYAML parses one YAML document into a node tree that keeps positions.
@@ -75,7 +115,7 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 			r.errorf(Pos{1, 1}, "spec is empty")
 			return nil
 		}
-		pos, msg := explainYAMLError(r.src.lines, err)
+		pos, msg := explainYAMLError(data, r.src.lines, err)
 		r.errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
@@ -83,7 +123,7 @@ func parseYAML(r *reporter, data []byte) *yaml.Node {
 	if err := dec.Decode(&extra); err == nil {
 		r.errorf(nodePos(&extra), "a spec file holds one YAML document; found a second one")
 	} else if !errors.Is(err, io.EOF) {
-		pos, msg := explainYAMLError(r.src.lines, err)
+		pos, msg := explainYAMLError(data, r.src.lines, err)
 		r.errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
@@ -122,7 +162,19 @@ func yamlErrorPos(err error) (Pos, string) {
 // explainYAMLError turns the parser's terse messages into advice and moves
 // the position from the start of the line to the character at fault where
 // that can be found.
-func explainYAMLError(lines []string, err error) (Pos, string) {
+func explainYAMLError(data []byte, lines []string, err error) (Pos, string) {
+	pos, msg := explainYAMLErrorBytes(data, lines, err)
+	// The column was found as a byte offset; positions count characters,
+	// as yaml.v3's do.
+	if pos.Line >= 1 && pos.Line <= len(lines) && pos.Col > 1 {
+		if line := lines[pos.Line-1]; pos.Col-1 <= len(line) {
+			pos.Col = utf8.RuneCountInString(line[:pos.Col-1]) + 1
+		}
+	}
+	return pos, msg
+}
+
+func explainYAMLErrorBytes(data []byte, lines []string, err error) (Pos, string) {
 	pos, msg := yamlErrorPos(err)
 	if strings.HasPrefix(msg, "did not find expected") && strings.Contains(err.Error(), "line ") {
 		// yaml.v3 numbers the lines of parser errors (unlike scanner
@@ -130,12 +182,39 @@ func explainYAMLError(lines []string, err error) (Pos, string) {
 		// mapping starts.
 		pos.Line++
 	}
+	if contextOnly(msg) {
+		// yaml.v3 names where the construct in error starts (a block
+		// scalar, a quoted string, a mapping), or no line at all: the
+		// shortest start of the file that fails the same way ends on
+		// the line at fault.
+		if n := failingLine(data, msg); n > 0 {
+			pos.Line = n
+		}
+	}
 	line := ""
 	if pos.Line >= 1 && pos.Line <= len(lines) {
 		line = strings.TrimRight(lines[pos.Line-1], "\r")
 		pos.Col = len(line) - len(strings.TrimLeft(line, " ")) + 1
 	}
 	switch {
+	case strings.HasPrefix(msg, "unknown anchor '"):
+		name := strings.TrimSuffix(strings.TrimPrefix(msg, "unknown anchor '"), "' referenced")
+		if i := strings.Index(line, "*"+name); i >= 0 {
+			pos.Col = i + 1
+		}
+		return pos, fmt.Sprintf("alias *%s names no anchor: define &%s on a value above this line (anchors must come before their aliases)", name, name)
+	case strings.Contains(msg, "tab character"):
+		if i := strings.IndexByte(line, '\t'); i >= 0 {
+			advice := "a tab is used for indentation; YAML indents with spaces only"
+			if strings.Contains(msg, "indentation space is expected") {
+				advice += " (inside a block scalar too)"
+			}
+			return Pos{Line: pos.Line, Col: i + 1}, advice
+		}
+	case strings.Contains(msg, "escape"), strings.Contains(msg, "hexdecimal number"):
+		if i := badEscape(line); i >= 0 {
+			return Pos{Line: pos.Line, Col: i + 1}, msg + ` (in double quotes a backslash starts an escape such as \n or \"; write \\ for a backslash, or use single quotes)`
+		}
 	case strings.Contains(msg, "cannot start any token"):
 		if i := strings.IndexByte(line, '\t'); i >= 0 && strings.TrimLeft(line[:i], " ") == "" {
 			return Pos{Line: pos.Line, Col: i + 1}, "a tab is used for indentation; YAML indents with spaces only"
@@ -151,6 +230,8 @@ func explainYAMLError(lines []string, err error) (Pos, string) {
 		}
 	case strings.Contains(msg, "mapping values are not allowed"):
 		return pos, "unexpected ':' here; check the indentation of this line, or quote a value that contains \": \""
+	case strings.Contains(msg, "could not find expected ':'"):
+		return pos, msg + " (each line of a mapping is KEY: VALUE; is this line missing its ':', or meant to continue the value above?)"
 	case strings.Contains(msg, "did not find expected key"):
 		return pos, msg + " (check the indentation of this line and of the lines below it)"
 	case strings.Contains(msg, "did not find expected '-' indicator"):
@@ -162,6 +243,118 @@ func explainYAMLError(lines []string, err error) (Pos, string) {
 		return pos, msg + " (a [list] or {mapping} that starts here is not closed?)"
 	}
 	return pos, msg
+}
+
+// contextOnly reports whether yaml.v3 places an error at the start of the
+// construct it is in rather than where it is.
+func contextOnly(msg string) bool {
+	for _, m := range []string{
+		"unknown anchor '",
+		"tab character",
+		"unknown escape character",
+		"did not find expected hexdecimal number",
+		"found invalid Unicode character escape code",
+		"did not find expected key",
+		"could not find expected ':'",
+		"did not find expected '-' indicator",
+		"did not find expected node content",
+		"found unexpected document indicator",
+		"found an indentation indicator equal to 0",
+	} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// failingLine returns the number of the line that ends the shortest start
+// of data on which yaml.v3 fails with msg, or 0. Parsing is streaming, so
+// a start that holds the line at fault fails and one that does not parses
+// (or fails otherwise): a binary search over lines finds it.
+func failingLine(data []byte, msg string) int {
+	ends := lineEnds(data)
+	fails := func(n int) bool {
+		dec := yaml.NewDecoder(bytes.NewReader(data[:ends[n-1]]))
+		for i := 0; i < 3; i++ {
+			var doc yaml.Node
+			err := dec.Decode(&doc)
+			if err == nil {
+				continue
+			}
+			if errors.Is(err, io.EOF) {
+				return false
+			}
+			_, m := yamlErrorPos(err)
+			return m == msg
+		}
+		return false
+	}
+	lo, hi := 1, len(ends)
+	if !fails(hi) {
+		return 0
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// lineEnds returns the offset just past each line of data, line breaks
+// counted as YAML counts them.
+func lineEnds(data []byte) []int {
+	var ends []int
+	for i := 0; i < len(data); {
+		switch {
+		case data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n':
+			i += 2
+		case data[i] == '\n' || data[i] == '\r':
+			i++
+		case bytes.HasPrefix(data[i:], []byte("\u0085")), bytes.HasPrefix(data[i:], []byte("\u2028")), bytes.HasPrefix(data[i:], []byte("\u2029")):
+			_, size := utf8.DecodeRune(data[i:])
+			i += size
+		default:
+			i++
+			continue
+		}
+		ends = append(ends, i)
+	}
+	if len(ends) == 0 || ends[len(ends)-1] < len(data) {
+		ends = append(ends, len(data))
+	}
+	return ends
+}
+
+// badEscape returns the index of the backslash of the first escape in
+// line that YAML double quotes do not know, or -1.
+func badEscape(line string) int {
+	for i := 0; i+1 < len(line); i++ {
+		if line[i] != '\\' {
+			continue
+		}
+		c := line[i+1]
+		switch {
+		case strings.IndexByte("0abt\tnvfre \"/\\N_LP", c) >= 0:
+			i++
+		case c == 'x' || c == 'u' || c == 'U':
+			n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
+			j := i + 2
+			for ; j < len(line) && j < i+2+n && strings.IndexByte("0123456789abcdefABCDEF", line[j]) >= 0; j++ {
+			}
+			if j-(i+2) < n {
+				return i
+			}
+			i = j - 1
+		default:
+			return i
+		}
+	}
+	return -1
 }
 
 // unclosedBracket returns the 1-based column of the first [ or { on line
@@ -279,18 +472,29 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 	l := &located{values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
 	budget := maxValueNodes
 	bombed := false
+	aliases := 0
 	var conv func(n *yaml.Node, ptr string, depth int) any
 	conv = func(n *yaml.Node, ptr string, depth int) any {
 		if bombed {
 			return nil
 		}
 		budget--
-		if budget < 0 || depth > 200 {
+		switch {
+		case depth > maxValueDepth:
 			bombed = true
-			r.errorf(nodePos(n), "spec expands to more than %d values (YAML aliases nested too deeply?); refusing to process it", maxValueNodes)
+			r.errorf(nodePos(n), "values are nested more than %d levels deep here; refusing to process the spec", maxValueDepth)
+			return nil
+		case budget < 0 && aliases > 0:
+			bombed = true
+			r.errorf(nodePos(n), "spec expands to more than %d values through YAML aliases; refusing to process it", maxValueNodes)
+			return nil
+		case budget < 0:
+			bombed = true
+			r.errorf(nodePos(n), "spec holds more than %d values; refusing to process it", maxValueNodes)
 			return nil
 		}
 		if n.Kind == yaml.AliasNode {
+			aliases++
 			if _, ok := l.values[ptr]; !ok {
 				l.values[ptr] = n
 			}
@@ -303,21 +507,13 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 		case yaml.MappingNode:
 			m := make(map[string]any, len(n.Content)/2)
 			firstAt := map[string]*yaml.Node{}
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
-					// "<<: *base" merges keys of the aliased mapping(s).
-					for _, src := range mergeSources(v) {
-						for j := 0; j+1 < len(src.Content); j += 2 {
-							mk := resolveAlias(src.Content[j])
-							if _, exists := m[mk.Value]; exists {
-								continue
-							}
-							cp := ptr + "/" + escapePointer(mk.Value)
-							l.keys[cp] = k
-							m[mk.Value] = conv(src.Content[j+1], cp, depth+1)
-						}
-					}
+			for _, p := range mappingPairs(n) {
+				k, v := p.k, p.v
+				if p.via != nil {
+					// Merged by "<<: *base": reported at the merge.
+					cp := ptr + "/" + escapePointer(k.Value)
+					l.keys[cp] = p.via
+					m[k.Value] = conv(v, cp, depth+1)
 					continue
 				}
 				if k.Kind != yaml.ScalarNode {
@@ -353,6 +549,58 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 	return l
 }
 
+// pair is a key and value of a mapping; via is the "<<" key that merged
+// it in, nil for a key written in the mapping itself.
+type pair struct{ k, v, via *yaml.Node }
+
+// mappingPairs returns the pairs of a mapping as YAML defines them: the
+// keys written in it, in order, with the keys merged by "<<" where the
+// merge is, less those the mapping writes itself; among merged mappings the
+// first that has a key wins, and merged mappings merge in turn. Written
+// keys are returned even when repeated, for the caller to report.
+func mappingPairs(n *yaml.Node) []pair {
+	return mappingPairsMemo(n, map[*yaml.Node][]pair{}, 0)
+}
+
+func mappingPairsMemo(n *yaml.Node, memo map[*yaml.Node][]pair, depth int) []pair {
+	n = resolveAlias(n)
+	if n == nil || n.Kind != yaml.MappingNode || depth > maxValueDepth {
+		return nil
+	}
+	if ps, ok := memo[n]; ok {
+		return ps
+	}
+	memo[n] = nil // a merge of itself (reported) adds nothing
+	isMerge := func(k *yaml.Node) bool { return k.Kind == yaml.ScalarNode && k.Tag == "!!merge" }
+	written := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !isMerge(k) {
+			written[resolveAlias(k).Value] = true
+		}
+	}
+	var out []pair
+	merged := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !isMerge(k) {
+			out = append(out, pair{k: k, v: v})
+			continue
+		}
+		for _, src := range mergeSources(v) {
+			for _, p := range mappingPairsMemo(src, memo, depth+1) {
+				name := resolveAlias(p.k).Value
+				if written[name] || merged[name] {
+					continue
+				}
+				merged[name] = true
+				out = append(out, pair{k: resolveAlias(p.k), v: p.v, via: k})
+			}
+		}
+	}
+	memo[n] = out
+	return out
+}
+
 func mergeSources(v *yaml.Node) []*yaml.Node {
 	v = resolveAlias(v)
 	if v.Kind == yaml.MappingNode {
@@ -370,7 +618,15 @@ func mergeSources(v *yaml.Node) []*yaml.Node {
 }
 
 // scalarValue turns a scalar into the Go value JSON decoding would give.
+// An integer too large for 64 bits becomes the nearest float, so that the
+// schema can say which bounds its field has.
 func scalarValue(n *yaml.Node) any {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 && yamlIntSyntax.MatchString(strings.TrimSpace(n.Value)) {
+		if i, ok := new(big.Int).SetString(strings.TrimSpace(n.Value), 0); ok && !i.IsInt64() {
+			f, _ := new(big.Float).SetInt(i).Float64()
+			return f
+		}
+	}
 	switch n.ShortTag() {
 	case "!!null":
 		return nil

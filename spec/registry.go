@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -109,7 +110,11 @@ func (r *Registry) Schema() ([]byte, error) {
 func (r *Registry) build() {
 	r.once.Do(func() {
 		var base map[string]any
-		if err := json.Unmarshal(baseSchema, &base); err != nil {
+		// Numbers stay as written: the seeds' 64-bit bounds are not
+		// exact as float64.
+		dec := json.NewDecoder(bytes.NewReader(baseSchema))
+		dec.UseNumber()
+		if err := dec.Decode(&base); err != nil {
 			r.err = fmt.Errorf("base schema: %w", err)
 			return
 		}

@@ -125,7 +125,7 @@ flow: [greet]
 
 	tests := []struct{ old, new, want string }{
 		{"times: 2", "tiems: 2", `9:52: unknown key "tiems" in nodes.greet (did you mean "times"?)`},
-		{"times: 2", "times: 0", `9:59: nodes.greet.times: must be >= 1 but found 0`},
+		{"times: 2", "times: 0", `9:59: nodes.greet.times: 0 is too small (at least 1)`},
 		{"kind: echo", "kind: ecko", `9:17: nodes.greet.kind: "ecko" is not one of echo (did you mean "echo"?)`},
 		{", template: t/hi", "", `9:3: nodes.greet is missing required key "template"`},
 		{"template: t/hi", "template: t/ho", `9:46: unknown template "t/ho" (did you mean "t/hi"?)`},

@@ -2,7 +2,6 @@ package spec
 
 import (
 	"fmt"
-	"maps"
 )
 
 // This file checks that expressions and templates read only nodes that can
@@ -29,20 +28,27 @@ type site struct {
 }
 
 // ranSet is what has run at a point of the flow: nodes that may have run
-// (on some path, in some earlier iteration) and nodes that must have.
+// (on some path, in some earlier iteration) and nodes that must have. The
+// sets are bitsets over the plan's node order: a flow step copies them, and
+// a copy must cost little even for a spec of thousands of nodes and steps.
 type ranSet struct {
-	may, must map[string]bool
+	may, must bitset
 }
 
-func newRanSet() ranSet { return ranSet{may: map[string]bool{}, must: map[string]bool{}} }
+type bitset []uint64
 
-func (s ranSet) clone() ranSet { return ranSet{may: maps.Clone(s.may), must: maps.Clone(s.must)} }
-
-func (s ranSet) add(id string) ranSet {
-	out := s.clone()
-	out.may[id], out.must[id] = true, true
-	return out
+func newBitset(n int) bitset    { return make(bitset, (n+63)/64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (i % 64) }
+func (b bitset) clone() bitset  { return append(bitset(nil), b...) }
+func (b bitset) or(o bitset)    { orInto(b, o) }
+func orInto(dst, src bitset) {
+	for i := range dst {
+		dst[i] |= src[i]
+	}
 }
+
+func (s ranSet) clone() ranSet { return ranSet{may: s.may.clone(), must: s.must.clone()} }
 
 // runOrder checks reads against what has run.
 type runOrder struct {
@@ -51,13 +57,18 @@ type runOrder struct {
 	byNode map[*NodePlan][]*pendingExpr
 	byStep map[*FlowStep][]*pendingExpr
 	atEnd  []*pendingExpr
-	// check is off while a loop body is walked only to learn what it may
-	// run.
-	check bool
+	// index numbers the nodes for the bitsets.
+	index map[string]int
+	// runs caches, per node, the node and every node it runs itself.
+	runs map[*NodePlan]bitset
 }
 
 func (c *compiler) checkRunOrder() {
-	ro := &runOrder{c: c, byNode: map[*NodePlan][]*pendingExpr{}, byStep: map[*FlowStep][]*pendingExpr{}, check: true}
+	ro := &runOrder{c: c, byNode: map[*NodePlan][]*pendingExpr{}, byStep: map[*FlowStep][]*pendingExpr{},
+		index: map[string]int{}, runs: map[*NodePlan]bitset{}}
+	for i, id := range c.plan.NodeOrder {
+		ro.index[id] = i
+	}
 	for _, p := range c.pending {
 		switch {
 		case p.site == nil:
@@ -69,38 +80,44 @@ func (c *compiler) checkRunOrder() {
 			ro.atEnd = append(ro.atEnd, p)
 		}
 	}
-	end := ro.steps(c.plan.Flow, newRanSet())
+	n := len(c.plan.NodeOrder)
+	end := ro.steps(c.plan.Flow, ranSet{may: newBitset(n), must: newBitset(n)})
 	ro.exprs(ro.atEnd, end, "when the flow has finished")
 }
 
+// ran reports whether id may (must) have run.
+func (ro *runOrder) may(s ranSet, id string) bool {
+	i, ok := ro.index[id]
+	return ok && s.may.has(i)
+}
+
+func (ro *runOrder) must(s ranSet, id string) bool {
+	i, ok := ro.index[id]
+	return ok && s.must.has(i)
+}
+
+// steps walks a sequence from in, which it does not change.
 func (ro *runOrder) steps(steps []*FlowStep, in ranSet) ranSet {
-	cur := in
+	cur := in.clone()
 	for _, s := range steps {
 		cur = ro.step(s, cur)
 	}
 	return cur
 }
 
+// step walks one step from in, which it owns (and may change).
 func (ro *runOrder) step(s *FlowStep, in ranSet) ranSet {
 	switch s.Kind {
 	case StepNode:
 		ro.node(s.Node, in, map[*NodePlan]bool{})
-		out := in.add(s.Node.ID)
-		for _, w := range ro.watchers(s.Node, map[string]bool{}) {
-			out.may[w] = true
-		}
-		return out
+		in.must.set(ro.index[s.Node.ID])
+		in.may.or(ro.runsOf(s.Node))
+		return in
 	case StepLoop, StepForeach:
 		ro.stepExprs(s, false, in)
-		// A later iteration sees what an earlier one ran.
+		// A later iteration sees what an earlier one may have run.
 		entry := in.clone()
-		if ro.check {
-			ro.check = false
-			maps.Copy(entry.may, ro.steps(s.Do, in).may)
-			ro.check = true
-		} else {
-			maps.Copy(entry.may, ro.steps(s.Do, in).may)
-		}
+		ro.mayRun(s.Do, entry.may)
 		out := ro.steps(s.Do, entry)
 		ro.stepExprs(s, true, out)
 		if s.Kind == StepLoop || s.In != nil && s.In.Source == "goals" && len(ro.c.plan.Goals) > 0 {
@@ -112,38 +129,48 @@ func (ro *runOrder) step(s *FlowStep, in ranSet) ranSet {
 	case StepIf:
 		ro.stepExprs(s, false, in)
 		then, els := ro.steps(s.Do, in), ro.steps(s.Else, in)
-		out := ranSet{may: maps.Clone(then.may), must: map[string]bool{}}
-		maps.Copy(out.may, els.may)
-		for id := range then.must {
-			if els.must[id] {
-				out.must[id] = true
-			}
+		then.may.or(els.may)
+		for i := range then.must {
+			then.must[i] &= els.must[i]
 		}
-		return out
+		return then
 	}
 	return in
 }
 
-// watchers are the nodes a node runs itself, and theirs.
-func (ro *runOrder) watchers(np *NodePlan, seen map[string]bool) []string {
-	var out []string
+// runsOf is the node and the nodes it runs itself (watchers), and theirs.
+func (ro *runOrder) runsOf(np *NodePlan) bitset {
+	if b, ok := ro.runs[np]; ok {
+		return b
+	}
+	b := newBitset(len(ro.index))
+	ro.runs[np] = b // a cycle (reported elsewhere) ends here
+	b.set(ro.index[np.ID])
 	for _, id := range np.Runs {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		out = append(out, id)
 		if w := ro.c.plan.Nodes[id]; w != nil {
-			out = append(out, ro.watchers(w, seen)...)
+			b.or(ro.runsOf(w))
 		}
 	}
-	return out
+	return b
+}
+
+// mayRun adds to may every node a sequence can run, on any path.
+func (ro *runOrder) mayRun(steps []*FlowStep, may bitset) {
+	for _, s := range steps {
+		switch s.Kind {
+		case StepNode:
+			may.or(ro.runsOf(s.Node))
+		default:
+			ro.mayRun(s.Do, may)
+			ro.mayRun(s.Else, may)
+		}
+	}
 }
 
 // node checks what a node reads when it runs with in having run; the
 // nodes it runs itself (watchers) run with the same.
 func (ro *runOrder) node(np *NodePlan, in ranSet, seen map[*NodePlan]bool) {
-	if !ro.check || seen[np] {
+	if seen[np] {
 		return
 	}
 	seen[np] = true
@@ -161,9 +188,6 @@ func (ro *runOrder) node(np *NodePlan, in ranSet, seen map[*NodePlan]bool) {
 }
 
 func (ro *runOrder) stepExprs(s *FlowStep, after bool, in ranSet) {
-	if !ro.check {
-		return
-	}
 	var here []*pendingExpr
 	for _, p := range ro.byStep[s] {
 		if p.site.after == after {
@@ -174,12 +198,9 @@ func (ro *runOrder) stepExprs(s *FlowStep, after bool, in ranSet) {
 }
 
 func (ro *runOrder) exprs(ps []*pendingExpr, in ranSet, when string) {
-	if !ro.check {
-		return
-	}
 	for _, p := range ps {
 		for _, r := range p.refs {
-			if !in.may[r.id] && !r.guarded {
+			if !ro.may(in, r.id) && !r.guarded {
 				ro.c.r.errorf(r.pos, "%s: node %q cannot have run %s, so its output is nil (read it after the node runs, or guard the read: nodes.%s?.output ?? DEFAULT)", r.what, r.id, when, r.id)
 			}
 		}
@@ -187,14 +208,17 @@ func (ro *runOrder) exprs(ps []*pendingExpr, in ranSet, when string) {
 }
 
 func (ro *runOrder) templateRead(np *NodePlan, use templateUse, r tmplNodeRead, in ranSet) {
+	if ro.must(in, r.id) {
+		return
+	}
 	where := fmt.Sprintf("template %s", use.name)
 	if r.loc != "" {
 		where = fmt.Sprintf("template %s (at %s)", use.name, r.loc)
 	}
 	switch {
-	case !in.may[r.id]:
+	case !ro.may(in, r.id):
 		ro.c.r.errorf(use.pos, "node %q: %s reads .Nodes.%s, but node %q cannot have run before node %q", np.ID, where, r.id, r.id, np.ID)
-	case !in.must[r.id]:
+	case !ro.must(in, r.id):
 		ro.c.r.warnf(use.pos, "node %q: %s reads .Nodes.%s, but node %q may not have run yet when node %q runs; read it with {{with index .Nodes %q}}...{{end}}", np.ID, where, r.id, r.id, np.ID, r.id)
 	}
 }

@@ -3,6 +3,7 @@ package spec
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -202,6 +203,26 @@ func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.
 	case "minItems":
 		r.errorf(pos, "%s must have at least one entry", where)
 		return
+	case "maximum", "minimum":
+		// "must be <= 10 but found 11"; the value as written reads better
+		// than the validator's rendering of it (1e+23 for a long integer).
+		var op, bound string
+		if _, err := fmt.Sscanf(ve.Message, "must be %s %s", &op, &bound); err == nil {
+			// The bound as the schema writes it (the validator's is a
+			// float, inexact for 64-bit bounds).
+			switch b := schemaAt(reg, strings.Split(strings.TrimPrefix(ve.KeywordLocation, "/"), "/")).(type) {
+			case json.Number:
+				bound = b.String()
+			case float64:
+				bound = strconv.FormatFloat(b, 'f', -1, 64)
+			}
+			if lastSegment(ve.KeywordLocation) == "maximum" {
+				r.errorf(pos, "%s: %s is too large (at most %s)", where, clip(scalarText(node), 40), bound)
+			} else {
+				r.errorf(pos, "%s: %s is too small (at least %s)", where, clip(scalarText(node), 40), bound)
+			}
+			return
+		}
 	}
 	r.errorf(pos, "%s: %s", where, ve.Message)
 }
@@ -258,6 +279,7 @@ var patternForms = map[string]string{
 	`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$`:      "a valid template name (LIBRARY/NAME)",
 	`^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$`:   "an Azure api-version such as 2024-10-21 or 2025-04-01-preview",
 	`^[A-Za-z0-9-]+$`:                           "an HTTP header name such as api-key",
+	`^[A-Za-z_][A-Za-z0-9_.:-]*$`:               "a valid tag name (letters, digits, '_', '-', '.' and ':', starting with a letter or '_')",
 }
 
 // unescapeURLPointer undoes the percent-encoding the validator applies to
@@ -356,8 +378,13 @@ func enumMessage(msg string, n *yaml.Node) string {
 	return s + didYouMean(got, opts)
 }
 
-// quotedNames extracts 'x' or "x" items from a validator message.
+// quotedNames extracts 'x' or "x" items from a validator message. The
+// validator writes 'x' as Go's %q does, with ' escaped and " not: names
+// holding quotes, backslashes or odd characters come back as written.
 func quotedNames(msg string) []string {
+	if names, ok := singleQuoted(msg); ok {
+		return names
+	}
 	var out []string
 	for _, q := range []byte{'\'', '"'} {
 		parts := strings.Split(msg, string(q))
@@ -369,6 +396,34 @@ func quotedNames(msg string) []string {
 		}
 	}
 	return out
+}
+
+// singleQuoted reads the validator's 'x' items (see quotedNames).
+func singleQuoted(msg string) ([]string, bool) {
+	var out []string
+	for i := 0; i < len(msg); i++ {
+		if msg[i] != '\'' {
+			continue
+		}
+		j := i + 1
+		for ; j < len(msg) && msg[j] != '\''; j++ {
+			if msg[j] == '\\' {
+				j++
+			}
+		}
+		if j >= len(msg) {
+			return nil, false
+		}
+		inner := strings.ReplaceAll(msg[i+1:j], `\'`, `'`)
+		inner = strings.ReplaceAll(inner, `"`, `\"`)
+		name, err := strconv.Unquote(`"` + inner + `"`)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, name)
+		i = j
+	}
+	return out, len(out) > 0
 }
 
 // describePointer names a JSON pointer the way a user reads the spec:
@@ -402,6 +457,22 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 		return nil
 	}
 	segs = segs[:len(segs)-1] // drop the failing keyword itself
+	m, ok := schemaAt(reg, segs).(map[string]any)
+	if !ok {
+		return nil
+	}
+	props, _ := m["properties"].(map[string]any)
+	out := make([]string, 0, len(props))
+	for k := range props {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// schemaAt follows keyword location segments through the raw schema,
+// through $ref, and returns what is there (nil when nothing is).
+func schemaAt(reg *Registry, segs []string) any {
 	cur := any(reg.raw)
 	for _, s := range segs {
 		s = unescapePointer(s)
@@ -416,7 +487,7 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 			cur = v[s]
 		case []any:
 			i, err := strconv.Atoi(s)
-			if err != nil || i >= len(v) {
+			if err != nil || i < 0 || i >= len(v) {
 				return nil
 			}
 			cur = v[i]
@@ -424,17 +495,7 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 			return nil
 		}
 	}
-	m, ok := cur.(map[string]any)
-	if !ok {
-		return nil
-	}
-	props, _ := m["properties"].(map[string]any)
-	out := make([]string, 0, len(props))
-	for k := range props {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return cur
 }
 
 func resolveRef(root map[string]any, ref string) any {

@@ -428,10 +428,14 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 			if f, ok := t.FieldByName(name); ok && f.IsExported() {
 				next := tmplType{t: f.Type, what: name}
 				if dom := f.Tag.Get("tmplkeys"); dom != "" {
-					next.keys = c.domains[dom]
 					next.what = dom
-					if next.keys == nil {
-						next.keys = []string{}
+					// A domain that is absent (a collection that is not
+					// a mapping, reported) has no known keys to check.
+					if keys, ok := c.domains[dom]; ok {
+						next.keys = keys
+						if next.keys == nil {
+							next.keys = []string{}
+						}
 					}
 				}
 				cur = next

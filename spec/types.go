@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"fmt"
+	"errors"
 
 	"gopkg.in/yaml.v3"
 )
@@ -68,7 +68,7 @@ func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
 	n = resolveAlias(n)
 	e.Pos = nodePos(n)
 	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("expression must be a scalar")
+		return typeErrorf(n, "an expression is text, a number or a boolean, found %s", kindName(n))
 	}
 	e.Source = n.Value
 	e.quoted = n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
@@ -91,6 +91,10 @@ func (e Expr) IsZero() bool { return e.Source == "" && e.Pos.Line == 0 }
 type Map[T any] struct {
 	Keys   []Str
 	Values map[string]*T
+	// Invalid is set when the value is not a mapping (an error already
+	// reported): its names are unknown, so references to them are not
+	// checked.
+	Invalid bool
 }
 
 // UnmarshalYAML decodes each entry, keeping key order and positions.
@@ -100,13 +104,14 @@ func (m *Map[T]) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("expected a mapping")
+		m.Invalid = true
+		return typeErrorf(n, "expected a mapping, found %s", kindName(n))
 	}
 	m.Values = map[string]*T{}
 	var errs []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := resolveAlias(n.Content[i]), n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+	for _, p := range mappingPairs(n) {
+		k, v := resolveAlias(p.k), p.v
+		if k.Kind != yaml.ScalarNode {
 			continue
 		}
 		if _, dup := m.Values[k.Value]; dup {
@@ -114,7 +119,11 @@ func (m *Map[T]) UnmarshalYAML(n *yaml.Node) error {
 		}
 		var t T
 		if err := v.Decode(&t); err != nil {
-			errs = append(errs, err.Error())
+			var te *yaml.TypeError
+			if !errors.As(err, &te) {
+				return err
+			}
+			errs = append(errs, te.Errors...)
 		}
 		m.Keys = append(m.Keys, Str{V: k.Value, Pos: nodePos(k), Set: true})
 		m.Values[k.Value] = &t
@@ -376,5 +385,5 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 		}
 		return err
 	}
-	return fmt.Errorf("a flow step must be a node name or a mapping")
+	return typeErrorf(n, "a flow step is a node id or a mapping with loop, foreach or if, found %s", kindName(n))
 }
