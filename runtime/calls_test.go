@@ -13,7 +13,6 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
-	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // The rounds spec, its scripted answers and an in-memory cache are shared
@@ -185,85 +184,4 @@ func TestConcurrentIdenticalCallsSentOnce(t *testing.T) {
 	if total.Network != 3 || total.Shared+total.Cache != 6 {
 		t.Errorf("call counts over the runs = %+v", total)
 	}
-}
-
-func TestFlightGroup(t *testing.T) {
-	g := flightGroup{m: map[string]*flight{}}
-	release := make(chan struct{})
-	var calls atomic.Int32
-	fn := func() (kit.Reply, string, error) {
-		calls.Add(1)
-		<-release
-		return kit.Reply{Content: "x"}, "", nil
-	}
-	var wg sync.WaitGroup
-	sources := make([]string, 5)
-	for i := range sources {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			rep, src, err := g.do(context.Background(), "k", fn)
-			if err != nil || rep.Content != "x" {
-				t.Errorf("do = %v, %v", rep, err)
-			}
-			sources[i] = src
-		}(i)
-	}
-	for g.waiting("k") < 1 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond) // let the others join the flight
-	close(release)
-	wg.Wait()
-	shared := 0
-	for _, s := range sources {
-		if s == "shared" {
-			shared++
-		}
-	}
-	if calls.Load() < 1 || int(calls.Load())+shared != 5 {
-		t.Errorf("fn ran %d times, %d callers shared; want every caller served once", calls.Load(), shared)
-	}
-
-	// A leader's failure is shared, but its cancellation is not: a waiter
-	// with a live context runs the call itself.
-	boom := errors.New("boom")
-	for _, tc := range []struct {
-		leaderErr error
-		want      error
-	}{{boom, boom}, {context.Canceled, nil}} {
-		started := make(chan struct{})
-		stop := make(chan struct{})
-		go func() {
-			_, _, _ = g.do(context.Background(), "e", func() (kit.Reply, string, error) {
-				close(started)
-				<-stop
-				return kit.Reply{}, "", tc.leaderErr
-			})
-		}()
-		<-started
-		done := make(chan error)
-		go func() {
-			_, _, err := g.do(context.Background(), "e", func() (kit.Reply, string, error) { return kit.Reply{Content: "own"}, "", nil })
-			done <- err
-		}()
-		for g.waiting("e") < 1 {
-			time.Sleep(time.Millisecond)
-		}
-		time.Sleep(10 * time.Millisecond)
-		close(stop)
-		if err := <-done; !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
-			t.Errorf("leader failing with %v: waiter got %v, want %v", tc.leaderErr, err, tc.want)
-		}
-	}
-}
-
-// waiting reports whether a flight for key is in progress (1) or not (0).
-func (g *flightGroup) waiting(key string) int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if _, ok := g.m[key]; ok {
-		return 1
-	}
-	return 0
 }

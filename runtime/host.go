@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -43,145 +42,129 @@ func (h *host) Scope() kit.Scope { return h.scope }
 
 // EndpointError is a model call that failed after its retries; the CLI
 // exits 3.
-type EndpointError struct {
-	Key string
-	Err error
-}
+type EndpointError = calls.EndpointError
 
-func (e *EndpointError) Error() string { return fmt.Sprintf("model call %s failed: %v", e.Key, e.Err) }
-func (e *EndpointError) Unwrap() error { return e.Err }
-
-// Complete makes a model call, or serves it from the journal of an earlier
-// attempt at this run.
+// Complete makes a model call through the run's chain of call stages:
+// its own journal (resume), a recording (--replay), the request's journal
+// event, the response cache, the network (or, for a dry run, stand-ins).
+// It journals what came back and counts usage.
 func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	r := h.run
-	key := h.prefix + "/" + c.Key
 	model := c.Model
 	if model == nil {
 		model = c.Agent.Model
 	}
-	who := ""
+	call := &calls.Call{Key: h.prefix + "/" + c.Key, Node: h.node.ID, Model: model, Kit: c}
 	if c.Agent != nil {
-		who = c.Agent.ID
+		call.Agent = c.Agent.ID
 	}
-	if rep, ok := r.recorded[key]; ok {
-		rep.Replayed = true
-		r.noteText(rep.Content) // already in the journal: messages refer to it
-		r.countCall("journal")
-		r.usage.add(h.node.ID, who, model, rep)
-		return rep, nil
-	}
-	if r.opts.Replay != nil {
-		rep, ok := r.opts.Replay[key]
-		if ok {
-			rep.Replayed = true
-			r.noteText(rep.Content)
-			if err := r.event("model_response", key, replayedReply{Reply: rep, Source: "replay"}); err != nil {
-				return kit.Reply{}, err
-			}
-			r.countCall("replay")
-			r.usage.add(h.node.ID, who, model, rep)
-			return rep, nil
-		}
-		if !r.opts.ReplayMissingLive {
-			return kit.Reply{}, &MissingReplayError{Key: key}
-		}
-	}
-	client := r.clients[model.Endpoint.Name]
-	if client == nil {
-		return kit.Reply{}, fmt.Errorf("model call %s: endpoint %q is not connected", key, model.Endpoint.Name)
-	}
-	req := newRequest(model, &c)
-	promptChars := 0
+	call.BaseURL = r.bases[model.Endpoint.Name]
+	call.Sample = r.sampleKey(call.Key)
+	call.Request = newRequest(model, &c)
 	for _, m := range c.Messages {
-		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
-		promptChars += len(m.Content)
+		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
 	}
 	for _, t := range c.Tools {
-		req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+		call.Request.Tools = append(call.Request.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
-	reqEvent := requestEvent{
-		Node: h.node.ID, Agent: who, Target: c.Target, Model: model.Model, ModelName: model.Name,
-		Endpoint: model.Endpoint.Name, Params: newCallParams(&req), PromptDigest: promptDigest(c.Messages),
-		PromptChars: promptChars, Messages: h.messagesForJournal(c.Messages),
+	call.OnRetry = func(a llm.Attempt) {
+		_ = r.event("retry", call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
 	}
-	if len(c.Tools) > 0 {
-		reqEvent.Tools = make([]string, len(c.Tools))
-		for i, t := range c.Tools {
-			reqEvent.Tools[i] = t.Name
-		}
-	}
-	if err := r.event("model_request", key, reqEvent); err != nil {
-		return kit.Reply{}, err
-	}
-	start := time.Now()
-	send := func() (kit.Reply, error) {
-		r.pool.sent.Add(1)
-		resp, err := client.Complete(ctx, req, func(a llm.Attempt) {
-			_ = r.event("retry", key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
-		})
-		if err != nil {
-			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				return kit.Reply{}, ctx.Err()
-			}
-			_ = r.event("model_error", key, map[string]any{"error": err.Error()})
-			var le *llm.Error
-			if errors.As(err, &le) {
-				return kit.Reply{}, &EndpointError{Key: key, Err: err}
-			}
-			return kit.Reply{}, fmt.Errorf("model call %s: %w", key, err)
-		}
-		for _, note := range resp.Adapted {
-			r.warn("%s", note)
-		}
-		if resp.UsageEstimated {
-			r.warnOnce("usage:"+model.Endpoint.Name, "endpoint %q sent no token usage; tokens and cost of its calls are counted with the %s tokenizer and marked as estimated",
-				model.Endpoint.Name, tokens.EncodingFor(model.Model))
-		}
-		if resp.FinishReason == "length" {
-			r.warn("model call %s: the reply was cut off at the token limit (finish_reason length%s)", key, limitNote(model))
-		}
-		rep := kit.Reply{
-			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
-			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, UsageEstimated: resp.UsageEstimated,
-			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
-		}
-		if rep.LatencyMS == 0 {
-			rep.LatencyMS = time.Since(start).Milliseconds()
-		}
-		for _, tc := range resp.ToolCalls {
-			rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-		}
-		return rep, nil
-	}
-	var (
-		rep    kit.Reply
-		source string // "" for a reply this call received from the endpoint
-		err    error
-	)
-	if r.opts.Cache != nil {
-		rep, source, err = r.cached(ctx, CacheKey(model, r.bases[model.Endpoint.Name], req, r.sampleKey(key)), send)
-		if err != nil && source == "shared" {
-			// Another run's identical call failed; report it under this key.
-			_ = r.event("model_error", key, map[string]any{"error": err.Error(), "source": source})
-		}
-	} else {
-		rep, err = send()
-	}
+	call.OnNote = func(note string) { r.warn("%s", note) }
+	rep, source, err := r.chain.Complete(ctx, call)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return kit.Reply{}, ctx.Err()
+		}
+		var missing *calls.MissingError
+		if !errors.As(err, &missing) {
+			ev := map[string]any{"error": err.Error()}
+			if source == calls.Shared {
+				// Another run's identical call failed; report it under this key.
+				ev["source"] = string(source)
+			}
+			_ = r.event("model_error", call.Key, ev)
+		}
 		return kit.Reply{}, err
 	}
-	r.noteText(rep.Content)
-	var ev any = rep
-	if source != "" {
-		ev = replayedReply{Reply: rep, Source: source}
+	r.noteText(rep.Content) // messages that repeat it refer to it
+	if source != calls.FromJournal {
+		if source == calls.Network {
+			r.noteReply(call, rep)
+		}
+		var ev any = rep
+		if source != calls.Network {
+			ev = replayedReply{Reply: rep, Source: string(source)}
+		}
+		if err := r.event("model_response", call.Key, ev); err != nil {
+			return kit.Reply{}, err
+		}
 	}
-	if err := r.event("model_response", key, ev); err != nil {
-		return kit.Reply{}, err
-	}
-	r.countCall(source)
-	r.usage.add(h.node.ID, who, model, rep)
+	r.countCall(string(source))
+	r.usage.add(h.node.ID, call.Agent, model, rep)
 	return rep, nil
+}
+
+// noteReply warns about what a reply from an endpoint says of the call:
+// usage the server did not report, a reply cut off at the token limit.
+func (r *Run) noteReply(c *calls.Call, rep kit.Reply) {
+	model := c.Model
+	if rep.UsageEstimated {
+		r.warnOnce("usage:"+model.Endpoint.Name, "endpoint %q sent no token usage; tokens and cost of its calls are counted with the %s tokenizer and marked as estimated",
+			model.Endpoint.Name, tokens.EncodingFor(model.Model))
+	}
+	if rep.FinishReason == "length" {
+		r.warn("model call %s: the reply was cut off at the token limit (finish_reason length%s)", c.Key, limitNote(model))
+	}
+}
+
+// journalRequest journals a call's request once no recorded reply answers
+// it: model, parameters, prompt sizes and digests (and texts with
+// --log-prompts).
+func (r *Run) journalRequest(c *calls.Call) error {
+	promptChars := 0
+	for _, m := range c.Kit.Messages {
+		promptChars += len(m.Content)
+	}
+	model := c.Model
+	ev := requestEvent{
+		Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Model: model.Model, ModelName: model.Name,
+		Endpoint: model.Endpoint.Name, Params: newCallParams(&c.Request), PromptDigest: promptDigest(c.Kit.Messages),
+		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages),
+	}
+	if len(c.Kit.Tools) > 0 {
+		ev.Tools = make([]string, len(c.Kit.Tools))
+		for i, t := range c.Kit.Tools {
+			ev.Tools[i] = t.Name
+		}
+	}
+	return r.event("model_request", c.Key, ev)
+}
+
+// buildChain composes the run's call stages: replies recorded in its own
+// journal (a resume), then a recording (--replay; a call it lacks fails
+// unless calls may go live), then the request's journal event, the response
+// cache with identical calls in flight shared, and the network.
+func (r *Run) buildChain() calls.Stage {
+	var live calls.Stage = calls.Send(func(endpoint string) calls.Client {
+		if c := r.clients[endpoint]; c != nil {
+			return c
+		}
+		return nil
+	}, &r.pool.sent)
+	if r.opts.Cache != nil {
+		live = calls.Cached(r.opts.Cache, &r.pool.flights, live)
+	}
+	live = calls.Before(r.journalRequest, live)
+	chain := live
+	if r.opts.Replay != nil {
+		var next calls.Stage
+		if r.opts.ReplayMissingLive {
+			next = live
+		}
+		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
+	}
+	return calls.Recorded(r.recorded, calls.FromJournal, chain)
 }
 
 func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {
@@ -341,12 +324,12 @@ type journalMessage struct {
 	Content string `json:"content,omitempty"`
 }
 
-func (h *host) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
+func (r *Run) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
 	out := make([]journalMessage, len(ms))
 	for i, m := range ms {
 		sum := sumStrings(m.Content)
 		out[i] = journalMessage{Role: m.Role, Chars: len(m.Content), Digest: hex.EncodeToString(sum[:8])}
-		if h.run.opts.LogPrompts {
+		if r.opts.LogPrompts {
 			out[i].Content = m.Content
 		}
 	}

@@ -1,16 +1,14 @@
 package runtime
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
 
-	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm"
 )
 
@@ -21,13 +19,13 @@ import (
 type ClientPool struct {
 	mu      sync.Mutex
 	clients map[string]*llm.Client
-	flights flightGroup
+	flights calls.Flights
 	sent    atomic.Int64
 }
 
 // NewClientPool returns an empty pool.
 func NewClientPool() *ClientPool {
-	return &ClientPool{clients: map[string]*llm.Client{}, flights: flightGroup{m: map[string]*flight{}}}
+	return &ClientPool{clients: map[string]*llm.Client{}}
 }
 
 // Sent is the number of model calls that went to an endpoint through the
@@ -110,81 +108,4 @@ func (r *Run) sampleKey(callKey string) string {
 		return fmt.Sprintf("%s#sample%d", callKey, r.opts.Sample)
 	}
 	return callKey
-}
-
-// cached answers a call from the cache, or sends it once however many runs
-// ask for the same key at the same time, and stores the reply. The source
-// is "cache", "shared" or "" (sent by this call).
-func (r *Run) cached(ctx context.Context, key string, send func() (kit.Reply, error)) (kit.Reply, string, error) {
-	if rep, ok := r.opts.Cache.Get(key); ok {
-		return rep, "cache", nil
-	}
-	return r.pool.flights.do(ctx, key, func() (kit.Reply, string, error) {
-		// An identical call may have finished between the lookup above and
-		// this flight; its reply was stored before its flight ended.
-		if rep, ok := r.opts.Cache.Get(key); ok {
-			return rep, "cache", nil
-		}
-		rep, err := send()
-		if err != nil {
-			return kit.Reply{}, "", err
-		}
-		r.opts.Cache.Put(key, rep)
-		return rep, "", nil
-	})
-}
-
-// flightGroup runs one function per key at a time; callers that arrive
-// while it runs wait for its result instead of running their own.
-type flightGroup struct {
-	mu sync.Mutex
-	m  map[string]*flight
-}
-
-type flight struct {
-	done   chan struct{}
-	rep    kit.Reply
-	source string
-	err    error
-}
-
-// do runs fn for key unless a call for key is in flight, in which case it
-// waits for that call and returns its reply with source "shared" (or the
-// leader's source when the leader itself found the reply in the cache).
-// Errors are shared too, except a leader's cancellation: a waiter whose own
-// context is alive tries again rather than failing for someone else's ^C.
-func (g *flightGroup) do(ctx context.Context, key string, fn func() (kit.Reply, string, error)) (kit.Reply, string, error) {
-	for {
-		g.mu.Lock()
-		if f, ok := g.m[key]; ok {
-			g.mu.Unlock()
-			select {
-			case <-f.done:
-			case <-ctx.Done():
-				return kit.Reply{}, "", ctx.Err()
-			}
-			if f.err != nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) && ctx.Err() == nil {
-				continue
-			}
-			src := f.source
-			if src == "" {
-				src = "shared"
-			}
-			return f.rep, src, f.err
-		}
-		f := &flight{done: make(chan struct{})}
-		g.m[key] = f
-		g.mu.Unlock()
-
-		func() {
-			defer func() {
-				g.mu.Lock()
-				delete(g.m, key)
-				g.mu.Unlock()
-				close(f.done)
-			}()
-			f.rep, f.source, f.err = fn()
-		}()
-		return f.rep, f.source, f.err
-	}
 }

@@ -13,12 +13,8 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Cache stores model responses by request content. Implementations must be
-// safe for concurrent use; errors are never stored.
-type Cache interface {
-	Get(key string) (kit.Reply, bool)
-	Put(key string, rep kit.Reply)
-}
+// Cache stores model responses by request content (see calls.Cache).
+type Cache = calls.Cache
 
 // replayedReply is a model_response event whose reply came from a replay
 // or the cache rather than the network.
@@ -28,11 +24,7 @@ type replayedReply struct {
 }
 
 // MissingReplayError is a call the recording being replayed does not have.
-type MissingReplayError struct{ Key string }
-
-func (e *MissingReplayError) Error() string {
-	return fmt.Sprintf("the recording has no response for call %s (the spec, inputs or vars differ from the recorded run; use --replay-missing live to call the model for such calls)", e.Key)
-}
+type MissingReplayError = calls.MissingError
 
 // LoadReplay reads the model responses of a recorded run, from its journal
 // file or its run directory, keyed by call key.

@@ -81,6 +81,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if err := r.connect(); err != nil {
 		return nil, err
 	}
+	r.chain = r.buildChain()
 	lock, err := lockDir(dir)
 	if err != nil {
 		return nil, err

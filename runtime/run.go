@@ -185,6 +185,8 @@ type Run struct {
 	bases     map[string]string // endpoint name -> base URL actually used
 	secrets   []string
 	recorded  map[string]kit.Reply
+	// chain is the path model calls take (see buildChain).
+	chain calls.Stage
 
 	// hist is the record of messages with each agent's view of it and
 	// indexes over them; templates renders prompts with its helpers.
@@ -256,6 +258,7 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	if err := r.connect(); err != nil {
 		return nil, err
 	}
+	r.chain = r.buildChain()
 	if err := r.createDir(); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
@@ -39,6 +40,9 @@ type Call struct {
 	Sample string
 	// OnRetry is told of each failed attempt that will be retried.
 	OnRetry func(llm.Attempt)
+	// OnNote is told what the client changed in the request because the
+	// endpoint refused it (nil: nobody is told).
+	OnNote func(note string)
 }
 
 // Source says where a reply came from.
@@ -129,6 +133,7 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 		if sent != nil {
 			sent.Add(1)
 		}
+		start := time.Now()
 		resp, err := cl.Complete(ctx, c.Request, c.OnRetry)
 		if err != nil {
 			if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -140,10 +145,18 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 			}
 			return kit.Reply{}, Network, fmt.Errorf("model call %s: %w", c.Key, err)
 		}
+		if c.OnNote != nil {
+			for _, note := range resp.Adapted {
+				c.OnNote(note)
+			}
+		}
 		rep := kit.Reply{
 			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
-			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens,
+			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, UsageEstimated: resp.UsageEstimated,
 			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
+		}
+		if rep.LatencyMS == 0 {
+			rep.LatencyMS = time.Since(start).Milliseconds()
 		}
 		for _, tc := range resp.ToolCalls {
 			rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
