@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -8,10 +9,6 @@ import (
 // runtime/sweep, dry runs in runtime/dryrun): thin exported wrappers, so
 // that those packages see exactly what a run does rather than copies of it
 // that could drift.
-
-// DirName is a spec name as run directories spell it: letters, digits,
-// '-' and '_' kept, anything else '-'. Sweep directories use it too.
-func DirName(name string) string { return safeName(name) }
 
 // ResolveInputValues is ResolveInputs plus inputs given as values (a
 // dataset line's, placeholders), which are checked against the spec's
@@ -55,15 +52,5 @@ func ForeachItems(v any) ([]any, error) {
 	return toList(v)
 }
 
-// WriteJSONAtomic writes v as indented JSON through a temporary file and a
-// rename, as run.json and result.json are, so a reader never sees a
-// half-written file.
-func WriteJSONAtomic(path string, v any) error {
-	return writeJSONAtomic(path, v)
-}
-
-// WriteFileAtomic writes data through a temporary file and a rename, so a
-// reader never sees a half-written file.
-func WriteFileAtomic(path string, data []byte) error {
-	return writeFileAtomic(path, data)
-}
+// ErrLocked means another process is working on the run directory.
+var ErrLocked = rundir.ErrLocked

@@ -7,28 +7,8 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/rundir"
 )
-
-// TestLockDir: a run directory is locked by one holder at a time, and free
-// again once the holder lets go.
-func TestLockDir(t *testing.T) {
-	dir := t.TempDir()
-	first, err := lockDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lockDir(dir); !errors.Is(err, ErrLocked) {
-		t.Fatalf("second lock: %v, want ErrLocked", err)
-	}
-	if err := first.Unlock(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := lockDir(dir)
-	if err != nil {
-		t.Fatalf("lock after unlock: %v", err)
-	}
-	_ = again.Unlock()
-}
 
 // TestResumeOfALiveRunRefused: while a run works on its directory, resuming
 // it is refused; once it has finished, the lock is gone.
@@ -45,7 +25,7 @@ func TestResumeOfALiveRunRefused(t *testing.T) {
 	if _, err := r.Execute(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lockDir(r.Dir); err != nil {
+	if _, err := rundir.TakeLock(r.Dir); err != nil {
 		t.Errorf("the finished run still holds its lock: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,7 +262,7 @@ func (r *Run) writeQuestions() error {
 		return err
 	}
 	header := "# Answer the questions below (an empty answer means \"not applicable\"), then run:\n#   runner resume " + r.Dir + " --answers " + filepath.Join(r.Dir, "questions.yaml") + "\n"
-	return writeFileAtomic(filepath.Join(r.Dir, "questions.yaml"), append([]byte(header), data...))
+	return rundir.WriteFile(filepath.Join(r.Dir, "questions.yaml"), append([]byte(header), data...))
 }
 
 // ReadAnswers reads an answers file: a YAML mapping of question id to answer.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/rundir"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -21,13 +23,18 @@ var ErrCompleted = errors.New("the run already completed; nothing to resume")
 // nothing is asked twice and the result is the one an uninterrupted run
 // would have produced.
 func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
-	var m Manifest
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
+	m, err := rundir.ReadManifest(dir)
+	if info, serr := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || serr != nil || !info.IsDir() {
+		if err == nil {
+			err = serr
+		}
+		if err == nil {
+			err = errors.New("not a directory")
+		}
 		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, unwrapPathError(err))}
 	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%s/run.json: %w", dir, err)
+	if err != nil {
+		return nil, err
 	}
 	source, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
 	if err != nil {
@@ -82,7 +89,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.chain = r.buildChain()
-	lock, err := lockDir(dir)
+	lock, err := rundir.TakeLock(dir)
 	if err != nil {
 		return nil, err
 	}

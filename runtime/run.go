@@ -7,10 +7,7 @@ package runtime
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,14 +21,13 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/gofrs/flock"
-
 	"github.com/debate-runner/runner/internal/dotenv"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -107,62 +103,14 @@ type Notice struct {
 	Message  string // a warning or status line
 }
 
-// Manifest is run.json: everything needed to reproduce or resume the run.
-type Manifest struct {
-	RunID           string                         `json:"run_id"`
-	SpecPath        string                         `json:"spec_path"`
-	SpecName        string                         `json:"spec_name"`
-	SpecDigest      string                         `json:"spec_digest"`
-	TemplateSources map[string]spec.TemplateSource `json:"template_sources"`
-	Inputs          map[string]any                 `json:"inputs"`
-	Vars            map[string]any                 `json:"vars"`
-	Seed            int64                          `json:"seed"`
-	RunnerVersion   string                         `json:"runner_version"`
-	GoVersion       string                         `json:"go_version"`
-	Platform        string                         `json:"platform,omitempty"`
-	Models          map[string]ModelInfo           `json:"models"`
-	Created         time.Time                      `json:"created"`
-	// Sample is the sample index of a repeated run (part of cache keys).
-	Sample int `json:"sample,omitempty"`
-	// Expected is the value the score compared the outputs with.
-	Expected any `json:"expected,omitempty"`
-	// Sweep is the id of the sweep the run belongs to.
-	Sweep string `json:"sweep,omitempty"`
-	// ReplayedFrom is the recording the run's calls were served from.
-	ReplayedFrom string `json:"replayed_from,omitempty"`
-	// Cache says whether responses could come from the response cache.
-	Cache bool `json:"cache,omitempty"`
-}
+// Manifest is run.json (see rundir.Manifest).
+type Manifest = rundir.Manifest
 
-// ModelInfo records a model's parameters in the manifest (never keys).
-type ModelInfo struct {
-	Model      string `json:"model"`
-	Endpoint   string `json:"endpoint"`
-	BaseURL    string `json:"base_url"`
-	Kind       string `json:"kind,omitempty"`
-	APIVersion string `json:"api_version,omitempty"`
-	Deployment string `json:"deployment,omitempty"`
-	// MaxTokensField is the token-limit field asked for ("" picks by model
-	// name); the client may learn another from the endpoint's refusal.
-	MaxTokensField  string          `json:"max_tokens_field,omitempty"`
-	Temperature     *float64        `json:"temperature,omitempty"`
-	TopP            *float64        `json:"top_p,omitempty"`
-	MaxTokens       int             `json:"max_tokens,omitempty"`
-	Seed            *int            `json:"seed,omitempty"`
-	Stream          bool            `json:"stream,omitempty"`
-	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
-	JSONMode        string          `json:"json_mode,omitempty"`
-	Omit            []string        `json:"omit,omitempty"`
-	Extra           json.RawMessage `json:"extra,omitempty"`
-	// Price is per million tokens, as the spec declares it.
-	Price *PriceInfo `json:"price,omitempty"`
-}
+// ModelInfo records a model's parameters in the manifest.
+type ModelInfo = rundir.ModelInfo
 
-// PriceInfo is a model's price per million tokens in the manifest.
-type PriceInfo struct {
-	Prompt     float64 `json:"prompt"`
-	Completion float64 `json:"completion"`
-}
+// PriceInfo is a model's price in the manifest.
+type PriceInfo = rundir.PriceInfo
 
 // Run is one execution of a plan, with its directory and journal.
 type Run struct {
@@ -224,7 +172,7 @@ type Run struct {
 	// holds from before; see repeated.
 	already          map[string]int
 	alreadyMu        sync.Mutex
-	lock             *flock.Flock
+	lock             *rundir.Lock
 	toolCalls        []ToolCallInfo
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
@@ -262,16 +210,16 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	if err := r.createDir(); err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(r.Dir)
+	lock, err := rundir.TakeLock(r.Dir)
 	if err != nil {
 		return nil, err
 	}
 	r.lock = lock
 	r.manifest = r.buildManifest()
-	if err := writeJSONAtomic(filepath.Join(r.Dir, "run.json"), r.manifest); err != nil {
+	if err := rundir.WriteManifest(r.Dir, r.manifest); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
+	if err := rundir.WriteFile(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
 		return nil, err
 	}
 	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: journal.NewRedactor(r.secrets...)})
@@ -398,39 +346,12 @@ func (r *Run) connect() error {
 }
 
 func (r *Run) createDir() error {
-	if err := os.MkdirAll(r.opts.RunsDir, 0o755); err != nil {
-		return fmt.Errorf("runs directory: %w", err)
+	id, dir, err := rundir.Create(r.opts.RunsDir, "", r.Plan.Name, rundir.RunTime, time.Now())
+	if err != nil {
+		return err
 	}
-	for i := 0; i < 10; i++ {
-		var b [3]byte
-		_, _ = rand.Read(b[:])
-		id := fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102T150405.000Z"), safeName(r.Plan.Name), hex.EncodeToString(b[:]))
-		dir := filepath.Join(r.opts.RunsDir, id)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			r.ID, r.Dir = id, dir
-			return nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("run directory: %w", err)
-		}
-	}
-	return errors.New("could not create a unique run directory")
-}
-
-func safeName(s string) string {
-	var b strings.Builder
-	for _, c := range s {
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' {
-			b.WriteRune(c)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	if b.Len() == 0 {
-		return "run"
-	}
-	return b.String()
+	r.ID, r.Dir = id, dir
+	return nil
 }
 
 func (r *Run) buildManifest() Manifest {
@@ -656,11 +577,11 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		r.score(res)
 	}
 	r.result = res
-	if err := writeJSONAtomic(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
+	if err := rundir.WriteJSON(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
 	}
 	report := Report(r.Plan, r.manifest, res)
-	if err := writeAtomic(filepath.Join(r.Dir, "report.md"), func(w io.Writer) error {
+	if err := rundir.WriteAtomic(filepath.Join(r.Dir, "report.md"), func(w io.Writer) error {
 		_, err := io.WriteString(w, report)
 		return err
 	}); err != nil && runErr == nil {
@@ -707,44 +628,4 @@ func (r *Run) Outputs() []string {
 		out = append(out, o.Name)
 	}
 	return out
-}
-
-func writeJSONAtomic(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(path, append(data, '\n'))
-}
-
-// writeFileAtomic writes data through writeAtomic.
-func writeFileAtomic(path string, data []byte) error {
-	return writeAtomic(path, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
-// writeAtomic writes a file through a temporary file, synced, and a rename
-// so a reader never sees a half-written file.
-func writeAtomic(path string, write func(io.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	err = write(tmp)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		// Only a failed write leaves the temporary file behind.
-		os.Remove(tmp.Name())
-	}
-	return err
 }

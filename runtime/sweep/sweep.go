@@ -8,8 +8,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -269,7 +268,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	if err := runtime.CheckEndpoints(plan, base); err != nil {
 		return nil, err
 	}
-	id, dir, err := createSweepDir(base.RunsDir, plan.Name)
+	id, dir, err := rundir.Create(base.RunsDir, "sweep-", plan.Name, rundir.SweepTime, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -482,26 +481,6 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, swe
 	return sr
 }
 
-func createSweepDir(runsDir, name string) (id, dir string, err error) {
-	if err := os.MkdirAll(runsDir, 0o755); err != nil {
-		return "", "", fmt.Errorf("runs directory: %w", err)
-	}
-	for i := 0; i < 10; i++ {
-		var b [3]byte
-		_, _ = rand.Read(b[:])
-		id = fmt.Sprintf("%s-%s-%s", time.Now().UTC().Format("20060102T150405Z"), runtime.DirName(name), hex.EncodeToString(b[:]))
-		dir = filepath.Join(runsDir, "sweep-"+id)
-		err := os.Mkdir(dir, 0o755)
-		if err == nil {
-			return id, dir, nil
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return "", "", fmt.Errorf("sweep directory: %w", err)
-		}
-	}
-	return "", "", errors.New("could not create a unique sweep directory")
-}
-
 // tally adds up the runs.
 func (s *Summary) tally() {
 	s.Usage = runtime.Usage{Priced: true}
@@ -606,10 +585,10 @@ func MeanCI(scores []float64) *Accuracy {
 
 // write saves summary.json and summary.md in the sweep directory.
 func (s *Summary) write() error {
-	if err := runtime.WriteJSONAtomic(filepath.Join(s.Dir, "summary.json"), s); err != nil {
+	if err := rundir.WriteJSON(filepath.Join(s.Dir, "summary.json"), s); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
-	if err := runtime.WriteFileAtomic(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
+	if err := rundir.WriteFile(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
 	return nil

@@ -1,16 +1,19 @@
-package runtime
+package rundir
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
-// TestWriteFileAtomic: the file gets the data and no temporary file is left
+// TestWriteFile: the file gets the data and no temporary file is left
 // behind, whether the write succeeds or fails (here: the target is a
 // directory, so the final rename fails).
-func TestWriteFileAtomic(t *testing.T) {
+func TestWriteFile(t *testing.T) {
 	tests := []struct {
 		name    string
 		prepare func(t *testing.T, path string)
@@ -35,7 +38,7 @@ func TestWriteFileAtomic(t *testing.T) {
 			if tt.prepare != nil {
 				tt.prepare(t, path)
 			}
-			err := writeFileAtomic(path, []byte("new\n"))
+			err := WriteFile(path, []byte("new\n"))
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
 			}
@@ -59,9 +62,9 @@ func TestWriteFileAtomic(t *testing.T) {
 	}
 }
 
-// TestWriteJSONAtomic: the file holds exactly what json.MarshalIndent gives,
+// TestWriteJSON: the file holds exactly what json.MarshalIndent gives,
 // plus a newline; a value that cannot be encoded leaves no file behind.
-func TestWriteJSONAtomic(t *testing.T) {
+func TestWriteJSON(t *testing.T) {
 	tests := []struct {
 		name    string
 		v       any
@@ -78,7 +81,7 @@ func TestWriteJSONAtomic(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "result.json")
-			err := writeJSONAtomic(path, tt.v)
+			err := WriteJSON(path, tt.v)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
 			}
@@ -100,5 +103,47 @@ func TestWriteJSONAtomic(t *testing.T) {
 				t.Errorf("file holds\n%s\nwant\n%s", got, want)
 			}
 		})
+	}
+}
+
+// TestLock: a run directory is locked by one holder at a time, and free
+// again once the holder lets go.
+func TestLock(t *testing.T) {
+	dir := t.TempDir()
+	first, err := TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := TakeLock(dir); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock: %v, want ErrLocked", err)
+	}
+	if err := first.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := TakeLock(dir)
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	_ = again.Unlock()
+}
+
+// TestCreate: directories are unique, named by time, name and a random
+// part, and never reused.
+func TestCreate(t *testing.T) {
+	parent := filepath.Join(t.TempDir(), "runs")
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	seen := map[string]bool{}
+	for range 20 {
+		id, dir, err := Create(parent, "sweep-", "my spec/v2", SweepTime, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(id, "20261123T100000Z-my-spec-v2-") || filepath.Base(dir) != "sweep-"+id || seen[id] {
+			t.Errorf("id %q, dir %q", id, dir)
+		}
+		seen[id] = true
+	}
+	if Name("") != "run" || Name("a.b_c-d") != "a-b_c-d" {
+		t.Errorf("Name: %q %q", Name(""), Name("a.b_c-d"))
 	}
 }
