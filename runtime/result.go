@@ -2,10 +2,8 @@ package runtime
 
 import (
 	"context"
-	"fmt"
-	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/runtime/answers"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
-	"gopkg.in/yaml.v3"
 )
 
 // Run statuses.
@@ -233,57 +230,23 @@ func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, er
 }
 
 // writeQuestions writes the open questions to questions.yaml for a person
-// to answer and `runner resume --answers` to read. The questions answered
-// so far come first, with their answers: a follow-up question is asked
-// only after earlier ones were answered, and a resumed run asks those
-// again, so the file must answer them all.
+// to answer and `runner resume --answers` to read, after the questions
+// answered so far (a resumed run asks those again).
 func (r *Run) writeQuestions() error {
 	r.mu.Lock()
 	qs := append(append([]spec.Question(nil), r.answered...), r.waiting...)
 	r.mu.Unlock()
-	var doc yaml.Node
-	doc.Kind = yaml.MappingNode
-	seen := map[string]bool{}
-	for _, q := range qs {
-		if seen[q.ID] {
-			continue
-		}
-		seen[q.ID] = true
-		comment := fmt.Sprintf("%s asks: %s", q.Agent, q.Question)
-		if q.Answer != "" {
-			comment += " (answered)"
-		}
-		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: comment}
-		v := &yaml.Node{Kind: yaml.ScalarNode, Value: q.Answer, Style: yaml.DoubleQuotedStyle}
-		doc.Content = append(doc.Content, k, v)
-	}
-	data, err := yaml.Marshal(&doc)
-	if err != nil {
-		return err
-	}
-	header := "# Answer the questions below (an empty answer means \"not applicable\"), then run:\n#   runner resume " + r.Dir + " --answers " + filepath.Join(r.Dir, "questions.yaml") + "\n"
-	return rundir.WriteFile(filepath.Join(r.Dir, "questions.yaml"), append([]byte(header), data...))
+	return answers.WriteQuestions(filepath.Join(r.Dir, "questions.yaml"), r.Dir, qs)
 }
 
-// ReadAnswers reads an answers file: a YAML mapping of question id to answer.
+// ReadAnswers reads an answers file (see answers.Read); a problem with it is
+// a problem with the --answers flag.
 func ReadAnswers(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
+	a, err := answers.Read(path)
 	if err != nil {
 		return nil, &FlagError{Flag: "--answers", Err: unwrapPathError(err)}
 	}
-	var m map[string]any
-	if err := yaml.Unmarshal(data, &m); err != nil {
-		return nil, &FlagError{Flag: "--answers", Err: fmt.Errorf("%s is not a YAML mapping of question id to answer: %v", path, err)}
-	}
-	out := map[string]string{}
-	for k, v := range m {
-		if v == nil {
-			out[k] = ""
-			continue
-		}
-		out[k] = fmt.Sprint(v)
-	}
-	return out, nil
+	return a, nil
 }
 
 // ToolCallInfo is a tool call an agent made, for the result and report.

@@ -1,19 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/spec"
 	"golang.org/x/term"
@@ -113,7 +111,7 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		}
 		opts.Answers = a
 	} else if isTerminal(e.stdin) {
-		opts.Ask = terminalAsker(e)
+		opts.Ask = answers.Terminal(e.stdin, e.stderr)
 	}
 	if c.Context != "" {
 		info, err := os.Stat(c.Context)
@@ -131,23 +129,6 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		}
 	}
 	return opts, nil
-}
-
-// terminalAsker asks clarifying questions on the terminal; an empty line
-// means "not applicable".
-func terminalAsker(e *env) func(ctx context.Context, q spec.Question) (string, error) {
-	in := bufio.NewReader(e.stdin)
-	var mu sync.Mutex
-	return func(ctx context.Context, q spec.Question) (string, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(e.stderr, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
-			return "", fmt.Errorf("reading the answer to %s: %w", q.ID, err)
-		}
-		return strings.TrimSpace(line), nil
-	}
 }
 
 func progressFor(e *env, quiet, verbose, asJSON bool) func(runtime.Notice) {

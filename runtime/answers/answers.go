@@ -1,0 +1,89 @@
+// Package answers is how answers to clarifying questions reach a run and
+// how open questions leave it: the answers file (`--answers FILE`, a YAML
+// mapping of question id to answer), questions.yaml (the questions a waiting
+// run needs answered, in the same form), and a terminal prompt.
+package answers
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/spec"
+	"gopkg.in/yaml.v3"
+)
+
+// Read reads an answers file: a YAML mapping of question id to answer (an
+// empty or null answer means "not applicable").
+func Read(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s is not a YAML mapping of question id to answer: %v", path, err)
+	}
+	out := map[string]string{}
+	for k, v := range m {
+		if v == nil {
+			out[k] = ""
+			continue
+		}
+		out[k] = fmt.Sprint(v)
+	}
+	return out, nil
+}
+
+// WriteQuestions writes questions, each as its id with its answer ("" when
+// it has none yet) and a comment naming the agent and the question, to
+// path, atomically, under a header telling how to resume runDir with them.
+// The questions answered so far come first in qs: a resumed run asks them
+// again, so the file must answer them all.
+func WriteQuestions(path, runDir string, qs []spec.Question) error {
+	var doc yaml.Node
+	doc.Kind = yaml.MappingNode
+	seen := map[string]bool{}
+	for _, q := range qs {
+		if seen[q.ID] {
+			continue
+		}
+		seen[q.ID] = true
+		comment := fmt.Sprintf("%s asks: %s", q.Agent, q.Question)
+		if q.Answer != "" {
+			comment += " (answered)"
+		}
+		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: comment}
+		v := &yaml.Node{Kind: yaml.ScalarNode, Value: q.Answer, Style: yaml.DoubleQuotedStyle}
+		doc.Content = append(doc.Content, k, v)
+	}
+	data, err := yaml.Marshal(&doc)
+	if err != nil {
+		return err
+	}
+	header := "# Answer the questions below (an empty answer means \"not applicable\"), then run:\n#   runner resume " + runDir + " --answers " + path + "\n"
+	return rundir.WriteFile(path, append([]byte(header), data...))
+}
+
+// Terminal asks each question on out and reads one line of answer from in
+// (an empty line means "not applicable"). Questions are asked one at a
+// time, however many calls ask at once.
+func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q spec.Question) (string, error) {
+	r := bufio.NewReader(in)
+	var mu sync.Mutex
+	return func(ctx context.Context, q spec.Question) (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+		line, err := r.ReadString('\n')
+		if err != nil && line == "" {
+			return "", fmt.Errorf("reading the answer to %s: %w", q.ID, err)
+		}
+		return strings.TrimSpace(line), nil
+	}
+}

@@ -1,0 +1,86 @@
+package answers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/debate-runner/runner/spec"
+)
+
+// TestQuestionsRoundTrip: questions.yaml, once filled in, is an answers
+// file: answered questions keep their answers, open ones get what the
+// person wrote, and the header says how to resume.
+func TestQuestionsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "questions.yaml")
+	qs := []spec.Question{
+		{ID: "arch.q1", Agent: "arch", Question: "How many users?", Answer: "10k"},
+		{ID: "sec.q1", Agent: "sec", Question: `Which "region": EU or US?`},
+		{ID: "arch.q1", Agent: "arch", Question: "How many users?"}, // asked again: kept once
+	}
+	if err := WriteQuestions(path, dir, qs); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	if !strings.Contains(text, "runner resume "+dir+" --answers "+path) || !strings.Contains(text, "# sec asks: Which \"region\": EU or US?") {
+		t.Errorf("questions.yaml:\n%s", text)
+	}
+	filled := strings.Replace(text, `sec.q1: ""`, `sec.q1: "EU, mostly"`, 1)
+	if err := os.WriteFile(path, []byte(filled), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["arch.q1"] != "10k" || got["sec.q1"] != "EU, mostly" {
+		t.Errorf("answers = %v", got)
+	}
+}
+
+func TestReadAnswers(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	got, err := Read(write("a.yaml", "a.q1: 42\na.q2:\nb.q1: yes\n"))
+	if err != nil || got["a.q1"] != "42" || got["a.q2"] != "" || got["b.q1"] != "true" && got["b.q1"] != "yes" {
+		t.Errorf("Read = %v, %v", got, err)
+	}
+	if _, err := Read(write("b.yaml", "- a list\n")); err == nil || !strings.Contains(err.Error(), "not a YAML mapping") {
+		t.Errorf("a list: %v", err)
+	}
+	if _, err := Read(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Error("a missing file gave no error")
+	}
+}
+
+func TestTerminal(t *testing.T) {
+	var out strings.Builder
+	ask := Terminal(strings.NewReader("About 1000.\n\n"), &out)
+	a, err := ask(context.Background(), spec.Question{ID: "a.q1", Agent: "a", Question: "How many users?"})
+	if err != nil || a != "About 1000." {
+		t.Errorf("first answer %q, %v", a, err)
+	}
+	b, err := ask(context.Background(), spec.Question{ID: "a.q2", Agent: "a", Question: "Budget?"})
+	if err != nil || b != "" {
+		t.Errorf("second answer %q, %v", b, err)
+	}
+	if _, err := ask(context.Background(), spec.Question{ID: "a.q3"}); err == nil {
+		t.Error("no more input gave no error")
+	}
+	if !strings.Contains(out.String(), "a asks (a.q1):\n  How many users?") {
+		t.Errorf("prompt:\n%s", out.String())
+	}
+}
