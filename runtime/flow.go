@@ -63,13 +63,29 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			max = n
 		}
+		var start, done int64 // worst-case calls when the loop began, and after its last whole iteration
+		if r.dry != nil {
+			start = r.dry.worst()
+			done = start
+		}
 		for i := 1; i <= max; i++ {
 			inner := f.with(s.As, i, fmt.Sprintf("%s=%d", s.As, i))
 			inner.scope.Round = i
 			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+				if r.dry != nil && errors.Is(err, errBudget) {
+					r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i, max))
+				}
 				return err
 			}
-			if s.Until != nil {
+			if r.dry != nil {
+				done = r.dry.worst()
+			}
+			if s.Until != nil && r.dry != nil {
+				if _, err := evalProgram(s.Until, r.env(inner.scope)); err != nil {
+					r.dry.note("%s: loop until (%s) cannot be evaluated on stand-in replies (%v)", posString(r.Plan, s.Pos), s.Until.Source, err)
+				}
+				r.dry.note("the loop at %s counts all %d iterations; until (%s) may end it earlier", posString(r.Plan, s.Pos), max, s.Until.Source)
+			} else if s.Until != nil {
 				v, err := evalProgram(s.Until, r.env(inner.scope))
 				if err != nil {
 					return fmt.Errorf("%s: loop until (%s): %w", posString(r.Plan, s.Pos), s.Until.Source, err)
@@ -84,10 +100,14 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		return nil
 	case spec.StepForeach:
 		v, err := evalProgram(s.In, r.env(f.scope))
-		if err != nil {
-			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
+		var items []any
+		if err == nil {
+			items, err = toList(v)
 		}
-		items, err := toList(v)
+		if err != nil && r.dry != nil {
+			r.dry.note("foreach at %s: its list (%s) is not known before the run (%v); counted once", posString(r.Plan, s.Pos), s.In.Source, err)
+			items, err = []any{nil}, nil
+		}
 		if err != nil {
 			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
 		}
@@ -109,6 +129,14 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		}
 		return nil
 	case spec.StepIf:
+		if r.dry != nil && s.Cond.ReadsRun {
+			// What the replies would decide: the worst case takes both.
+			r.dry.note("if at %s (%s) depends on replies; both branches are counted", posString(r.Plan, s.Pos), s.Cond.Source)
+			if err := r.runSteps(ctx, s.Do, f); err != nil {
+				return err
+			}
+			return r.runSteps(ctx, s.Else, f)
+		}
 		v, err := evalProgram(s.Cond, r.env(f.scope))
 		if err != nil {
 			return fmt.Errorf("%s: if (%s): %w", posString(r.Plan, s.Pos), s.Cond.Source, err)
@@ -141,6 +169,13 @@ func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.
 		return spec.NodeResult{}, err
 	}
 	res, err := exec.Execute(ctx, h, node)
+	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && ctx.Err() == nil {
+		// Stand-in replies can fail a check no real reply would (a rule on
+		// the content, say); the worst case goes on without the node's
+		// result.
+		r.dry.note("node %q did not finish on stand-in replies (%v); its calls so far are counted", node.ID, firstLineOf(err))
+		return spec.NodeResult{}, nil
+	}
 	if err != nil {
 		if !errors.Is(err, ErrWaiting) {
 			_ = r.event("node_failed", h.prefix, map[string]any{"node": node.ID, "error": err.Error()})
@@ -230,4 +265,21 @@ func toList(v any) ([]any, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("expected a list, got %T", v)
+}
+
+// extrapolate counts the calls of a loop's iterations a dry run did not
+// simulate: cut short in iteration i of max, the loop had made done-start
+// calls in its i-1 whole iterations and now-done in the one cut short. The
+// iterations left go at the pace of the whole ones (or of the one cut
+// short, when it was the first), less what the one cut short has made.
+func extrapolate(start, done, now int64, i, max int) int64 {
+	if i == 1 {
+		return (now - start) * int64(max-1)
+	}
+	per := float64(done-start) / float64(i-1)
+	left := per*float64(max-i+1) - float64(now-done)
+	if left < 0 {
+		return 0
+	}
+	return int64(left + 0.5)
 }

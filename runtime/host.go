@@ -71,7 +71,13 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		_ = r.event("retry", call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
 	}
 	call.OnNote = func(note string) { r.warn("%s", note) }
-	rep, source, err := r.chain.Complete(ctx, call)
+	if r.dry != nil {
+		if r.dry.spent() {
+			return kit.Reply{}, errBudget
+		}
+		r.dry.calls.Add(1)
+	}
+	rep, source, err := r.chain.Complete(calls.WithKey(ctx, call.Key), call)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return kit.Reply{}, ctx.Err()
@@ -346,6 +352,9 @@ func (r *Run) noteText(s string) {
 }
 
 func (h *host) Render(name string, data any) (string, error) {
+	if d := h.run.dry; d != nil {
+		return h.renderDry(d, name, data)
+	}
 	// Size the output like the template's previous one: prompts grow and
 	// shrink slowly, and growing a builder from empty copies a prompt about
 	// twice over.
@@ -487,6 +496,7 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 			m.Goal = h.scope.Goal.ID
 		}
 		r.hist.Append(m)
+		r.contentBytes.Add(int64(len(m.Content)))
 		r.messages = r.hist.All()
 		seen := r.seenText[sum]
 		r.seenText[sum] = true
@@ -511,9 +521,18 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 
 func (h *host) Env() *spec.Env { return h.run.env(h.scope) }
 
-// Holds evaluates a condition that ends something.
+// Holds evaluates a condition that ends something. In a dry run it never
+// holds: the worst case goes on to the bound.
 func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	v, err := vm.Run(p.Program, env)
+	if d := h.run.dry; d != nil {
+		if err != nil {
+			d.note("node %q: %s cannot be evaluated on stand-in replies (%v); it is taken as false", h.node.ID, p.Source, firstLineOf(err))
+		} else {
+			d.note("node %q runs to its bound: %s may end it earlier", h.node.ID, p.Source)
+		}
+		return false, nil
+	}
 	if err != nil {
 		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
 	}
@@ -569,4 +588,36 @@ func (h *host) Progress(ev kit.ProgressEvent) {
 		told := ev // only a notice that is sent needs its own copy on the heap
 		h.run.opts.Observer(Notice{Progress: &told, Scope: h.scope.Key})
 	}
+}
+
+// renderDry renders a prompt of a dry run: in full while the render budget
+// lasts, then as an estimate of its size, so that a dry run of a very long
+// conversation stays linear in its calls.
+func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
+	agent, seen := "", 0
+	if b := spec.BaseOf(data); b != nil {
+		agent, seen = b.Agent.ID, len(b.History)
+	}
+	if d.rendered.Load() > d.RenderBudget {
+		d.note("prompts past %d MiB of rendering are estimated from the last ones rendered in full", d.RenderBudget>>20)
+		return d.estimate(name, agent, seen, h.run.avgMessageSize()), nil
+	}
+	var b strings.Builder
+	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
+	}
+	d.renderedPrompt(name, agent, b.Len(), seen)
+	return b.String(), nil
+}
+
+func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
+
+// avgMessageSize is the average size of a recorded message as prompts show
+// it: its content and some framing (author, record).
+func (r *Run) avgMessageSize() int {
+	n := int64(r.hist.Len())
+	if n == 0 {
+		return 0
+	}
+	return int(r.contentBytes.Load()/n) + 40
 }

@@ -8,6 +8,7 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -135,6 +137,10 @@ type Run struct {
 	recorded  map[string]kit.Reply
 	// chain is the path model calls take (see buildChain).
 	chain calls.Stage
+	// dry is set for a dry run (see NewDry).
+	dry *dryState
+	// contentBytes is the size of every recorded message's content.
+	contentBytes atomic.Int64
 
 	// hist is the record of messages with each agent's view of it and
 	// indexes over them; templates renders prompts with its helpers.
@@ -163,7 +169,9 @@ type Run struct {
 	// any order, and --json output should read like the journal.
 	notifyMu   sync.Mutex
 	nextNotify int64
-	early      map[int64]journal.Event
+	// unjournaledSeq numbers the events of a run without a journal.
+	unjournaledSeq int64
+	early          map[int64]journal.Event
 
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
@@ -442,6 +450,9 @@ func (r *Run) event(typ, key string, data any) error {
 	if r.repeated(typ, key) {
 		return nil
 	}
+	if r.journal == nil {
+		return r.unjournaled(journal.Entry{Type: typ, Key: key, Data: data})
+	}
 	sync := syncedEvents[typ]
 	if r.opts.Observer == nil {
 		// Nobody looks at the event: spare the journal copying it back.
@@ -476,6 +487,14 @@ func (r *Run) events(entries []journal.Entry) error {
 			return nil
 		}
 	}
+	if r.journal == nil {
+		for _, e := range entries {
+			if err := r.unjournaled(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	sync := false
 	for _, e := range entries {
 		sync = sync || syncedEvents[e.Type]
@@ -489,6 +508,24 @@ func (r *Run) events(entries []journal.Entry) error {
 			r.notify(ev)
 		}
 	}
+	return nil
+}
+
+// unjournaled tells the observer about an event of a run that keeps no
+// journal (a dry run), numbered as a journal would number it.
+func (r *Run) unjournaled(e journal.Entry) error {
+	if r.opts.Observer == nil {
+		return nil
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", e.Type, err)
+	}
+	r.notifyMu.Lock()
+	r.unjournaledSeq++
+	ev := journal.Event{Seq: r.unjournaledSeq, Time: time.Now().UTC(), Type: e.Type, Key: e.Key, Data: data}
+	r.notifyMu.Unlock()
+	r.notify(ev)
 	return nil
 }
 
@@ -554,6 +591,9 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	runErr := r.runSteps(ctx, r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		runErr = ErrInterrupted
+	}
+	if r.dry != nil {
+		return r.finishDry(runErr, started)
 	}
 	status := StatusCompleted
 	var outputs map[string]any

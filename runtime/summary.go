@@ -106,7 +106,11 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
 	defer close(e.done)
 
 	text := formatMessages(perspective(msgs, agent.ID, h.scope.Round))
-	if len(text) <= sp.OverChars {
+	size := len(text)
+	if r.dry != nil {
+		size = r.dry.size(text) // stand-ins count as the replies they stand for
+	}
+	if size <= sp.OverChars {
 		return ""
 	}
 	data := &spec.SummaryData{

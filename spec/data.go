@@ -118,6 +118,19 @@ type PromptBase struct {
 	Inbox []Message
 }
 
+// promptBase lets BaseOf find the PromptBase a kind's prompt data embeds.
+// It is unexported, so templates cannot call it.
+func (b *PromptBase) promptBase() *PromptBase { return b }
+
+// BaseOf returns the PromptBase that prompt data (a pointer to a kind's
+// PromptData, which embeds it) holds, or nil.
+func BaseOf(data any) *PromptBase {
+	if h, ok := data.(interface{ promptBase() *PromptBase }); ok {
+		return h.promptBase()
+	}
+	return nil
+}
+
 // SummaryData is the dot of the history.summarize template.
 type SummaryData struct {
 	PromptBase

@@ -179,9 +179,12 @@ type refChecker struct {
 	known map[string][]string
 	errs  []refError
 	// typed is set when the expression reads vars or inputs.
-	typed   bool
-	reads   []nodeRead
-	guarded map[ast.Node]bool
+	typed bool
+	// readsRun is set when it reads what the run has recorded so far
+	// (nodes, messages, latest, goal_verdicts).
+	readsRun bool
+	reads    []nodeRead
+	guarded  map[ast.Node]bool
 	// outputReads are the nodes.X member accesses followed by .output or
 	// .outputs (a node that has not run has them nil; its calls, text and
 	// messages are zero values that do no harm).
@@ -200,8 +203,18 @@ type nodeRead struct {
 }
 
 func (v *refChecker) Visit(node *ast.Node) {
-	if id, ok := (*node).(*ast.IdentifierNode); ok && (id.Value == "vars" || id.Value == "inputs") {
-		v.typed = true
+	if id, ok := (*node).(*ast.IdentifierNode); ok {
+		switch id.Value {
+		case "vars", "inputs":
+			v.typed = true
+		case "nodes", "messages", "latest", "goal_verdicts":
+			v.readsRun = true
+		}
+	}
+	if c, ok := (*node).(*ast.CallNode); ok {
+		if id, ok := c.Callee.(*ast.IdentifierNode); ok && id.Value == "latest" {
+			v.readsRun = true
+		}
 	}
 	if b, ok := (*node).(*ast.BinaryNode); ok && b.Operator == "??" {
 		v.guard(b.Left)

@@ -191,6 +191,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		}
 		return
 	}
+	p.prog.ReadsRun = v.readsRun
 	p.refs = v.nodeRefs(func(offset int) Pos { return c.offsetPos(e, src, offset) }, what)
 	if !c.checkOutputProperties(tree.Node, e, src, what) {
 		return

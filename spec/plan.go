@@ -290,4 +290,8 @@ type Program struct {
 	Source  string
 	Pos     Pos
 	Program *vm.Program
+	// ReadsRun is set when the expression reads what the run has recorded
+	// (nodes, messages, latest, goal_verdicts): its value depends on the
+	// replies, which a dry run does not know.
+	ReadsRun bool
 }

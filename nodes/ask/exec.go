@@ -202,9 +202,20 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	if call.JSONMode {
 		call.JSONSchema, call.SchemaName = cfg.Output.SchemaJSON, node.ID
 	}
+	call.Shape = kit.Shape{Format: string(cfg.Output.Format), Schema: cfg.Output.SchemaJSON}
+	if cfg.Output.Pattern != nil {
+		call.Shape.Pattern = cfg.Output.Pattern.String()
+	}
+	for _, f := range cfg.Output.Fields {
+		call.Shape.Tags = append(call.Shape.Tags, kit.Tag{Name: f})
+	}
+	if cfg.Output.Format != FormatText && cfg.Output.Format != "" {
+		call.Repairs = cfg.Output.Repair
+	}
 	toolNames := mergeTools(t.agent.Tools, cfg.Tools)
 	if len(toolNames) > 0 {
 		call.Tools = tools.Definitions(toolNames)
+		call.ToolRounds = cfg.MaxToolCalls
 	}
 	env := tools.Env{Visible: data.History, Dir: h.ContextDir()}
 	parser := parse.Spec{Format: string(cfg.Output.Format), Schema: cfg.Output.Schema, Pattern: cfg.Output.Pattern, Fields: cfg.Output.Fields}

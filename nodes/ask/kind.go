@@ -5,9 +5,11 @@ package ask
 import (
 	_ "embed"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/debate-runner/runner/spec"
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -282,4 +284,33 @@ func withFallback(t *spec.Type, fallback map[string]any) *spec.Type {
 	}
 	add("text", spec.TypeString)
 	return out
+}
+
+// Detail implements kit.Describer.
+func (Kind) Detail(n *spec.NodePlan) string {
+	cfg, ok := n.Config.(*Config)
+	if !ok {
+		return ""
+	}
+	parts := []string{plural(len(n.Agents), "agent")}
+	if cfg.Each != nil {
+		parts = append(parts, fmt.Sprintf("each %s message (%s)", cfg.Each.Record, cfg.Each.From))
+	}
+	if cfg.CarryOver != "" {
+		parts = append(parts, "carry_over "+cfg.CarryOver+" from round 2")
+	}
+	if cfg.Output.Repair > 0 && cfg.Output.Format != FormatText && cfg.Output.Format != "" {
+		parts = append(parts, fmt.Sprintf("repair %d", cfg.Output.Repair))
+	}
+	if cfg.MaxToolCalls > 0 && len(cfg.Tools) > 0 {
+		parts = append(parts, fmt.Sprintf("up to %d tool calls", cfg.MaxToolCalls))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

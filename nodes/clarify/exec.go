@@ -127,6 +127,10 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 	call := kit.Call{
 		Key: key, Node: node.ID, Agent: a, Model: model, Messages: kit.Messages(system, user),
 		JSONMode: true, JSONSchema: questionsSchema(cfg.MaxQuestions), SchemaName: "questions",
+		// A stand-in asks one question, so a dry run counts every
+		// follow-up iteration.
+		Shape:   kit.Shape{Format: "json", Schema: json.RawMessage(`{"type": "object", "required": ["questions"], "properties": {"questions": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}}}}`)},
+		Repairs: cfg.Repair,
 	}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {

@@ -5,6 +5,7 @@ package clarify
 
 import (
 	_ "embed"
+	"fmt"
 
 	"github.com/debate-runner/runner/spec"
 )
@@ -110,4 +111,17 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 	}
 	c.SetOutput(OutputType, spec.TypeAny)
 	return cfg
+}
+
+// Detail implements kit.Describer.
+func (Kind) Detail(n *spec.NodePlan) string {
+	cfg, ok := n.Config.(*Config)
+	if !ok {
+		return ""
+	}
+	agents := fmt.Sprintf("%d agents", len(n.Agents))
+	if len(n.Agents) == 1 {
+		agents = "1 agent"
+	}
+	return fmt.Sprintf("%s x up to %d iterations", agents, cfg.MaxIterations)
 }

@@ -292,7 +292,8 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 			key += fmt.Sprintf("#repair%d", attempt)
 		}
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
-		reply, err := s.h.Complete(ctx, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, user)})
+		reply, err := s.h.Complete(ctx, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, user),
+			Shape: s.shape(mustDecide), Repairs: s.repairs()})
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.cfg.MaxTurns})
 		calls++
 		if err != nil {
@@ -342,6 +343,28 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		pp.Withdrawn = parsed.Withdrawn
 	}
 	return calls, nil
+}
+
+// shape is what a turn's reply must look like: the tags of a message to
+// everyone, with a verdict when the speaker must give one now.
+func (s *state) shape(mustDecide bool) kit.Shape {
+	if s.cfg.Format == "text" {
+		return kit.Shape{}
+	}
+	tags := []kit.Tag{{Name: "SpeakingTo", Value: "All"}, {Name: "Content"}}
+	if mustDecide && len(s.cfg.Options) > 0 {
+		tags = append(tags, kit.Tag{Name: "Verdict", Value: s.cfg.Options[0]}, kit.Tag{Name: "VerdictReasoning"})
+	}
+	return kit.Shape{Format: "tags", Tags: tags}
+}
+
+// repairs is how often a turn may be asked again: a plain text turn is
+// only rejected by rules.
+func (s *state) repairs() int {
+	if s.cfg.Format == "text" && len(s.cfg.Rules) == 0 {
+		return 0
+	}
+	return s.cfg.Repair
 }
 
 // goalNote names the current goal for error messages, when there is one.

@@ -4,6 +4,7 @@ package converse
 
 import (
 	_ "embed"
+	"fmt"
 
 	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
@@ -272,4 +273,12 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 	}
 	c.SetOutput(OutputType, spec.TypeString)
 	return cfg
+}
+
+// Detail implements kit.Describer.
+func (Kind) Detail(n *spec.NodePlan) string {
+	if cfg, ok := n.Config.(*Config); ok {
+		return fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
+	}
+	return ""
 }

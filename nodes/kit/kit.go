@@ -26,6 +26,12 @@ type Kind interface {
 	Execute(ctx context.Context, h Host, node *spec.NodePlan) (spec.NodeResult, error)
 }
 
+// Describer is a kind that can say in a few words what one run of a node
+// does (its agents, fan-out, repairs), for plans and dry runs.
+type Describer interface {
+	Detail(node *spec.NodePlan) string
+}
+
 // Of returns the kind that runs a node, or an error naming the node when
 // its kind cannot run (a registry of compile-only kinds, in tests).
 func Of(node *spec.NodePlan) (Kind, error) {

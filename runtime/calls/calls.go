@@ -164,3 +164,17 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 		return rep, Network, nil
 	})
 }
+
+type keyCtx struct{}
+
+// WithKey returns a context that carries a call's key to what serves it:
+// the HTTP transport of a request, a tracer.
+func WithKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, keyCtx{}, key)
+}
+
+// KeyFrom returns the call key a context carries, or "".
+func KeyFrom(ctx context.Context) string {
+	k, _ := ctx.Value(keyCtx{}).(string)
+	return k
+}

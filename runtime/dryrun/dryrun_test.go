@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // dryBase is the top of every dry-run test spec: agents, a priced model and
@@ -180,5 +181,53 @@ outputs: {n: len(messages)}`))
 	}
 	if rep.Calls != 0 {
 		t.Errorf("%d calls for a loop of 0 iterations", rep.Calls)
+	}
+}
+
+// TestDryRunLongBounds: a dry run's cost follows the calls it simulates, and
+// a bound it cannot simulate in reasonable time is extrapolated, never
+// walked: a 10,000-turn conversation is simulated to its end (prompts past
+// the render budget estimated), and a loop of a million iterations stops at
+// the call budget and reports the rest as a figure.
+func TestDryRunLongBounds(t *testing.T) {
+	plan := loadPlan(t, writeSpec(t, t.TempDir(), dryBase+`nodes:
+  panel: {kind: converse, agents: [a, b, c], message: {template: talk}, verdict: {options: ok}, max_turns: 10000}
+flow:
+  - foreach: {in: goals, as: goal, do: [panel]}
+outputs: {n: len(messages)}`))
+	start := time.Now()
+	rep, err := Run(plan, Options{Inputs: []string{"question=q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("two conversations of 10,000 turns: %d calls simulated in %s", rep.Calls, time.Since(start))
+	if rep.Calls != 20000 || rep.Extrapolated != 0 {
+		t.Errorf("calls %d (extrapolated %d), want 20000 simulated", rep.Calls, rep.Extrapolated)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "estimated from the last ones rendered") {
+		t.Errorf("no note that late prompts were estimated: %v", rep.Notes)
+	}
+	// Late prompts are estimated from the earlier ones' growth: their
+	// tokens keep growing with the history.
+	if m := rep.Models[0]; m.PromptTokens < 20000*1000 {
+		t.Errorf("prompt tokens %d: estimated prompts do not grow with the history", m.PromptTokens)
+	}
+
+	plan = loadPlan(t, writeSpec(t, t.TempDir(), dryBase+`nodes:
+  answer: {kind: ask, agents: [a, b], template: p, record: answer}
+flow:
+  - loop: {as: round, max: 1000000, do: [answer]}
+outputs: {n: len(messages)}`))
+	start = time.Now()
+	rep, err = Run(plan, Options{Inputs: []string{"question=q"}, CallBudget: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a loop of a million iterations: %d calls (%d extrapolated) in %s", rep.Calls, rep.Extrapolated, time.Since(start))
+	if rep.Calls != 2000000 || rep.Extrapolated != 2000000-5000 {
+		t.Errorf("calls %d (extrapolated %d), want 2,000,000 with 1,995,000 extrapolated", rep.Calls, rep.Extrapolated)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), "stopped after simulating 5000 calls") {
+		t.Errorf("no note that the simulation stopped: %v", rep.Notes)
 	}
 }
