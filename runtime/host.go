@@ -32,6 +32,11 @@ type host struct {
 
 	randOnce sync.Once
 	rng      *rand.Rand
+
+	// replies are the texts of this node's replies by call key, for a
+	// rejection to quote the reply it rejects.
+	repliesMu sync.Mutex
+	replies   map[string]string
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
@@ -64,6 +69,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		r.noteText(rep.Content) // already in the journal: messages refer to it
 		r.countCall("journal")
 		r.usage.add(h.node.ID, who, model, rep)
+		h.noteReply(key, rep.Content)
 		return rep, nil
 	}
 	if r.opts.Replay != nil {
@@ -76,6 +82,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 			}
 			r.countCall("replay")
 			r.usage.add(h.node.ID, who, model, rep)
+			h.noteReply(key, rep.Content)
 			return rep, nil
 		}
 		if !r.opts.ReplayMissingLive {
@@ -169,6 +176,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	}
 	r.countCall(source)
 	r.usage.add(h.node.ID, who, model, rep)
+	h.noteReply(key, rep.Content)
 	return rep, nil
 }
 
@@ -491,6 +499,9 @@ func (h *host) Event(typ, key string, data any) error {
 		key = h.prefix + "/" + key
 	} else {
 		key = h.prefix
+	}
+	if typ == "rejected" {
+		h.noteRejection(key, data)
 	}
 	return h.run.event(typ, key, data)
 }

@@ -102,53 +102,6 @@ type Notice struct {
 	Message  string // a warning or status line
 }
 
-// Manifest is run.json: everything needed to reproduce or resume the run.
-type Manifest struct {
-	RunID           string                         `json:"run_id"`
-	SpecPath        string                         `json:"spec_path"`
-	SpecName        string                         `json:"spec_name"`
-	SpecDigest      string                         `json:"spec_digest"`
-	TemplateSources map[string]spec.TemplateSource `json:"template_sources"`
-	Inputs          map[string]any                 `json:"inputs"`
-	Vars            map[string]any                 `json:"vars"`
-	Seed            int64                          `json:"seed"`
-	RunnerVersion   string                         `json:"runner_version"`
-	GoVersion       string                         `json:"go_version"`
-	Platform        string                         `json:"platform,omitempty"`
-	Models          map[string]ModelInfo           `json:"models"`
-	Created         time.Time                      `json:"created"`
-	// Sample is the sample index of a repeated run (part of cache keys).
-	Sample int `json:"sample,omitempty"`
-	// Expected is the value the score compared the outputs with.
-	Expected any `json:"expected,omitempty"`
-	// Sweep is the id of the sweep the run belongs to.
-	Sweep string `json:"sweep,omitempty"`
-	// ReplayedFrom is the recording the run's calls were served from.
-	ReplayedFrom string `json:"replayed_from,omitempty"`
-	// Cache says whether responses could come from the response cache.
-	Cache bool `json:"cache,omitempty"`
-}
-
-// ModelInfo records a model's parameters in the manifest (never keys).
-type ModelInfo struct {
-	Model       string   `json:"model"`
-	Endpoint    string   `json:"endpoint"`
-	BaseURL     string   `json:"base_url"`
-	Temperature *float64 `json:"temperature,omitempty"`
-	TopP        *float64 `json:"top_p,omitempty"`
-	MaxTokens   int      `json:"max_tokens,omitempty"`
-	Seed        *int     `json:"seed,omitempty"`
-	Stream      bool     `json:"stream,omitempty"`
-	// Price is per million tokens, as the spec declares it.
-	Price *PriceInfo `json:"price,omitempty"`
-}
-
-// PriceInfo is a model's price per million tokens in the manifest.
-type PriceInfo struct {
-	Prompt     float64 `json:"prompt"`
-	Completion float64 `json:"completion"`
-}
-
 // Run is one execution of a plan, with its directory and journal.
 type Run struct {
 	ID   string
@@ -202,6 +155,7 @@ type Run struct {
 	alreadyMu        sync.Mutex
 	lock             *os.File
 	toolCalls        []ToolCallInfo
+	rejections       []Rejection
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
 	callCounts       CallCounts
@@ -626,11 +580,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if err := writeJSONAtomic(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
 	}
-	report := Report(r.Plan, r.manifest, res)
-	if err := writeAtomic(filepath.Join(r.Dir, "report.md"), func(w io.Writer) error {
-		_, err := io.WriteString(w, report)
-		return err
-	}); err != nil && runErr == nil {
+	if err := r.writeReports(res); err != nil && runErr == nil {
 		runErr = err
 	}
 	if status == StatusWaiting {
