@@ -13,6 +13,7 @@ import (
 	"github.com/yuin/goldmark/extension"
 	"github.com/yuin/goldmark/parser"
 	"github.com/yuin/goldmark/renderer"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/util"
 )
 
@@ -226,4 +227,20 @@ func LineSVG(title string, xs []string, ys []float64) string {
 	fmt.Fprintf(&b, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">round</text>\n", left+w/2, top+h+34)
 	b.WriteString("</svg></figure>\n")
 	return b.String()
+}
+
+// fragment renders Markdown that is not a whole report (a message): GFM,
+// raw HTML left out, dangerous links dropped, code blocks as code, and
+// line breaks kept, as a reader of a conversation expects.
+var fragment = goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithHardWraps()))
+
+// Fragment renders Markdown made safe by Block or Inline to HTML as
+// report.html does, keeping line breaks, for pages that show parts of a
+// run.
+func Fragment(markdown string) (string, error) {
+	var b bytes.Buffer
+	if err := fragment.Convert([]byte(markdown), &b); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
