@@ -21,13 +21,8 @@ import (
 // no script, whose charts (the Mermaid blocks of report.md) are drawn as
 // inline SVG, so that it opens anywhere, offline, and prints.
 func HTML(title, markdown string) ([]byte, error) {
-	md := goldmark.New(
-		goldmark.WithExtensions(extension.GFM),
-		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
-		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(chartRenderer{}, 100))),
-	)
 	var body bytes.Buffer
-	if err := md.Convert([]byte(markdown), &body); err != nil {
+	if err := page.Convert([]byte(markdown), &body); err != nil {
 		return nil, fmt.Errorf("report.html: %w", err)
 	}
 	var b bytes.Buffer
@@ -38,6 +33,15 @@ func HTML(title, markdown string) ([]byte, error) {
 	b.WriteString("</main>\n</body>\n</html>\n")
 	return b.Bytes(), nil
 }
+
+// page renders report.html: tables and strikethrough of GFM (its linkify
+// would scan every text for addresses, which costs more than the rest of
+// the rendering), heading ids to link to, the charts drawn.
+var page = goldmark.New(
+	goldmark.WithExtensions(extension.Table, extension.Strikethrough),
+	goldmark.WithParserOptions(parser.WithAutoHeadingID()),
+	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(chartRenderer{}, 100))),
+)
 
 const pageStyle = `
 :root { color-scheme: light; --ink: #1f2430; --muted: #5b6475; --line: #dde1e8; --accent: #3559b7; --soft: #f5f7fb; }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ var update = flag.Bool("update", false, "rewrite the golden reports in testdata"
 
 // golden is a hand-made run of testdata/spec.yaml with every section a
 // report has.
-func golden(t *testing.T) (*spec.Plan, result.Manifest, *result.Result) {
+func golden(t testing.TB) (*spec.Plan, result.Manifest, *result.Result) {
 	t.Helper()
 	plan, diags := spec.Load("testdata/spec.yaml", nodes.Registry())
 	if diags.HasErrors() {
@@ -123,4 +124,32 @@ func TestReportSections(t *testing.T) {
 			t.Errorf("report.html is not a self-contained page: it has %q", bad)
 		}
 	}
+}
+
+// BenchmarkReports renders the reports of a run of 160 messages of a few
+// hundred bytes (Markdown with a heading, a list and code); per-message
+// costs of report.md and report.html are reported side by side.
+func BenchmarkReports(b *testing.B) {
+	plan, m, res := golden(b)
+	msgs := make([]spec.Message, 0, 160)
+	for i := range 160 {
+		msgs = append(msgs, spec.Message{ID: "m" + strconv.Itoa(i+1), Node: "panel", Goal: "choose", Turn: i + 1, From: []string{"ana", "bo"}[i%2], Record: "message",
+			Content: "## View " + strconv.Itoa(i) + "\n\nWe should adopt it, because:\n\n- it is <cheap>\n- it is `fast`\n\n```go\nx := 1\n```\n\nSee https://example.com/x for more.", Verdict: "YES", Reasoning: "It works.", Withdrawn: i > 150})
+	}
+	res.Messages = msgs
+	var md string
+	b.Run("markdown", func(b *testing.B) {
+		for b.Loop() {
+			md = Markdown(plan, m, res)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/message")
+	})
+	b.Run("html", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := HTML("bench", md); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/message")
+	})
 }

@@ -172,6 +172,9 @@ func (r Result) MarshalJSON() ([]byte, error) {
 	msgs := make([]message, len(r.Messages))
 	for i, m := range r.Messages {
 		msgs[i] = message(m)
+		if OutputIsContent(m) {
+			msgs[i].Output = nil
+		}
 	}
 	return json.Marshal(struct {
 		plain
@@ -192,17 +195,9 @@ func (u UsageReport) nonNil() UsageReport {
 	return u
 }
 
-// message is a spec.Message as result.json writes it.
+// message is a spec.Message as result.json writes it (Result.MarshalJSON
+// leaves out an output that is the content).
 type message spec.Message
-
-func (m message) MarshalJSON() ([]byte, error) {
-	type plain message
-	p := plain(m)
-	if OutputIsContent(spec.Message(m)) {
-		p.Output = nil
-	}
-	return json.Marshal(p)
-}
 
 // OutputIsContent reports whether a message's output is its own text (the
 // reply of a node that does not parse, trimmed), which result.json does not

@@ -189,7 +189,7 @@ func (g *schemaGen) object(t reflect.Type) (map[string]any, error) {
 		props[name] = s
 		omitted := strings.Contains(","+opts+",", ",omitempty,")
 		if t == msgType && name == "output" {
-			omitted = true // see message.MarshalJSON
+			omitted = true // see Result.MarshalJSON
 		}
 		if !omitted {
 			required = append(required, name)
