@@ -65,14 +65,15 @@ func (c *viewCmd) Run(e *env) error {
 	case fileExists(filepath.Join(abs, "summary.json")):
 		root, page = parent, "/sweep/"+filepath.Base(abs)
 	}
+	// Ctrl-C stops the view from the moment its address is printed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	v, err := startView(e, root, c.Addr)
 	if err != nil {
 		return err
 	}
 	defer v.stop()
 	v.show(e, page, c.Open)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	fmt.Fprintln(e.stderr, "view: press Ctrl-C to stop")
 	select {
 	case <-ctx.Done():
