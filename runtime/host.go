@@ -36,6 +36,11 @@ type host struct {
 
 	randOnce sync.Once
 	rng      *rand.Rand
+
+	// replies are the texts of this node's replies by call key, for a
+	// rejection to quote the reply it rejects.
+	repliesMu sync.Mutex
+	replies   map[string]string
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
@@ -96,7 +101,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	r.noteText(rep.Content) // messages that repeat it refer to it
 	if source != calls.FromJournal {
 		if source == calls.Network {
-			r.noteReply(call, rep)
+			r.warnAboutReply(call, rep)
 		}
 		var ev any = rep
 		if source != calls.Network {
@@ -108,12 +113,13 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	}
 	r.countCall(string(source))
 	r.usage.add(h.node.ID, call.Agent, model, rep)
+	h.noteReply(call.Key, rep.Content)
 	return rep, nil
 }
 
-// noteReply warns about what a reply from an endpoint says of the call:
+// warnAboutReply warns about what a reply from an endpoint says of the call:
 // usage the server did not report, a reply cut off at the token limit.
-func (r *Run) noteReply(c *calls.Call, rep kit.Reply) {
+func (r *Run) warnAboutReply(c *calls.Call, rep kit.Reply) {
 	model := c.Model
 	if rep.UsageEstimated {
 		r.warnOnce("usage:"+model.Endpoint.Name, "endpoint %q sent no token usage; tokens and cost of its calls are counted with the %s tokenizer and marked as estimated",
@@ -551,6 +557,9 @@ func (h *host) Event(typ, key string, data any) error {
 		key = h.prefix + "/" + key
 	} else {
 		key = h.prefix
+	}
+	if typ == "rejected" {
+		h.noteRejection(key, data)
 	}
 	return h.run.event(typ, key, data)
 }

@@ -10,62 +10,45 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/report"
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
 
 // Run statuses.
 const (
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusWaiting   = "waiting"
+	StatusCompleted = result.StatusCompleted
+	StatusFailed    = result.StatusFailed
+	StatusWaiting   = result.StatusWaiting
 )
 
 // ErrWaiting stops a run that needs answers from a person; the CLI exits 5.
 var ErrWaiting = kit.ErrWaiting
 
-// Result is result.json.
-type Result struct {
-	RunID        string         `json:"run_id"`
-	Spec         string         `json:"spec"`
-	Status       string         `json:"status"`
-	Error        string         `json:"error,omitempty"`
-	Outputs      map[string]any `json:"outputs"`
-	OutputOrder  []string       `json:"output_order"`
-	Messages     []spec.Message `json:"messages"`
-	GoalVerdicts []GoalVerdicts `json:"goal_verdicts,omitempty"`
-	Whispers     []WhisperStat  `json:"whispers,omitempty"`
-	ToolCalls    []ToolCallInfo `json:"tool_calls,omitempty"`
-	Usage        UsageReport    `json:"usage"`
-	// Expected and Score are set when the run was given an expected value
-	// (a dataset line) and the spec has a score expression.
-	Expected   any      `json:"expected,omitempty"`
-	Score      *float64 `json:"score,omitempty"`
-	Warnings   []string `json:"warnings,omitempty"`
-	DurationMS int64    `json:"duration_ms"`
-}
-
-// Usage counts calls and tokens.
-type Usage struct {
-	Calls            int `json:"calls"`
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	// EstimatedCalls counts the calls whose server sent no usage: their
-	// tokens (and so the cost) were counted with a tokenizer.
-	EstimatedCalls int     `json:"estimated_calls,omitempty"`
-	LatencyMS      int64   `json:"latency_ms"`
-	Cost           float64 `json:"cost,omitempty"`
-	// Priced is false when some call's model has no declared price, so Cost
-	// is a lower bound.
-	Priced bool `json:"priced"`
-}
-
-// UsageReport is usage per agent, per node and in total.
-type UsageReport struct {
-	Total   Usage            `json:"total"`
-	ByAgent map[string]Usage `json:"by_agent"`
-	ByNode  map[string]Usage `json:"by_node"`
-	ByModel map[string]Usage `json:"by_model"`
-}
+// The records of a run live in package result, which tools that read run
+// directories import without the runtime; these names keep the runtime's
+// API as it was.
+type (
+	// Result is result.json.
+	Result = result.Result
+	// Usage counts calls and tokens.
+	Usage = result.Usage
+	// UsageReport is usage per agent, per node and in total.
+	UsageReport = result.UsageReport
+	// WhisperStat counts whispers from one agent to another within a goal.
+	WhisperStat = result.WhisperStat
+	// ToolCallInfo is a tool call an agent made.
+	ToolCallInfo = result.ToolCallInfo
+	// Rejection is a reply a conversation rejected.
+	Rejection = result.Rejection
+	// Manifest is run.json.
+	Manifest = result.Manifest
+	// ModelInfo records a model's parameters in the manifest.
+	ModelInfo = result.ModelInfo
+	// PriceInfo is a model's price per million tokens in the manifest.
+	PriceInfo = result.PriceInfo
+)
 
 type usageBook struct {
 	mu     sync.Mutex
@@ -128,10 +111,10 @@ func copyUsage(m map[string]Usage) map[string]Usage {
 }
 
 // GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
-type GoalVerdicts = spec.GoalVerdicts
+type GoalVerdicts = result.GoalVerdicts
 
 // AgentVerdict is an agent's final verdict on a goal.
-type AgentVerdict = spec.AgentVerdict
+type AgentVerdict = result.AgentVerdict
 
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
 // per goal and node, in the order they were first given.
@@ -183,15 +166,16 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	r.mu.Lock()
 	msgs := r.messagesSoFar()
 	warnings := append([]string(nil), r.warnings...)
+	rejections := append([]Rejection(nil), r.rejections...)
 	r.mu.Unlock()
 	if outputs == nil {
 		outputs = map[string]any{}
 	}
 	res := &Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
-		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: whisperStats(msgs), Usage: r.usage.snapshot(),
-		ToolCalls: r.toolCallLog(),
-		Warnings:  warnings, DurationMS: d.Milliseconds(),
+		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
+		ToolCalls: r.toolCallLog(), Rejections: rejections,
+		Warnings: warnings, DurationMS: d.Milliseconds(),
 	}
 	if res.Messages == nil {
 		res.Messages = []spec.Message{}
@@ -254,15 +238,6 @@ func ReadAnswers(path string) (map[string]string, error) {
 	return a, nil
 }
 
-// ToolCallInfo is a tool call an agent made, for the result and report.
-type ToolCallInfo struct {
-	Key       string `json:"key"`
-	Agent     string `json:"agent"`
-	Tool      string `json:"tool"`
-	Arguments string `json:"arguments"`
-	Result    string `json:"result"`
-}
-
 func (r *Run) noteToolCall(t ToolCallInfo) {
 	r.mu.Lock()
 	r.toolCalls = append(r.toolCalls, t)
@@ -275,4 +250,18 @@ func (r *Run) toolCallLog() []ToolCallInfo {
 	out := append([]ToolCallInfo(nil), r.toolCalls...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// writeReports writes report.md and report.html, the readable records of
+// the run.
+func (r *Run) writeReports(res *Result) error {
+	md := report.Markdown(r.Plan, r.manifest, res)
+	if err := rundir.WriteFile(filepath.Join(r.Dir, "report.md"), []byte(md)); err != nil {
+		return err
+	}
+	page, err := report.HTML(r.Plan.Name+" "+res.RunID, md)
+	if err != nil {
+		return err
+	}
+	return rundir.WriteFile(filepath.Join(r.Dir, "report.html"), page)
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/schemas"
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 // TestResultShape checks result.json field by field on a priced run, and
@@ -57,13 +59,18 @@ func TestResultShape(t *testing.T) {
 	for i, m := range res.Messages {
 		agent := []string{"a", "b"}[i]
 		want := map[string]any{"id": "m" + string(rune('1'+i)), "node": "answer", "from": agent, "record": "answer",
-			"content": "answer to " + agent + "/r0/answer", "output": "answer to " + agent + "/r0/answer"}
+			"content": "answer to " + agent + "/r0/answer"}
 		for k, v := range want {
 			if m[k] != v {
 				t.Errorf("message %d: %s = %v, want %v", i, k, m[k], v)
 			}
 		}
+		// A text reply's output is its content: stored once.
+		if out, ok := m["output"]; ok {
+			t.Errorf("message %d: output %v stored beside its content", i, out)
+		}
 	}
+	validateResult(t, data)
 	// 1000 prompt tokens at 1/M and 500 completion tokens at 2/M per call.
 	const perCall = 0.002
 	check := func(name string, u Usage, calls int) {
@@ -92,6 +99,27 @@ func TestResultShape(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("report.md:\n%s", report)
+	}
+}
+
+// validateResult checks result.json against the published schema.
+func validateResult(t testing.TB, data []byte) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	if err := c.AddResource("result.schema.json", bytes.NewReader(schemas.Result)); err != nil {
+		t.Fatal(err)
+	}
+	schema, err := c.Compile("result.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(doc); err != nil {
+		t.Errorf("result.json does not match schemas/result.schema.json: %v", err)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -105,15 +104,6 @@ type Notice struct {
 	Message  string // a warning or status line
 }
 
-// Manifest is run.json (see rundir.Manifest).
-type Manifest = rundir.Manifest
-
-// ModelInfo records a model's parameters in the manifest.
-type ModelInfo = rundir.ModelInfo
-
-// PriceInfo is a model's price in the manifest.
-type PriceInfo = rundir.PriceInfo
-
 // Run is one execution of a plan, with its directory and journal.
 type Run struct {
 	ID   string
@@ -182,6 +172,7 @@ type Run struct {
 	alreadyMu        sync.Mutex
 	lock             *rundir.Lock
 	toolCalls        []ToolCallInfo
+	rejections       []Rejection
 	summaries        map[string]*summaryEntry
 	pendingSummaries []spec.Message
 	callCounts       CallCounts
@@ -620,11 +611,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if err := rundir.WriteJSON(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
 	}
-	report := Report(r.Plan, r.manifest, res)
-	if err := rundir.WriteAtomic(filepath.Join(r.Dir, "report.md"), func(w io.Writer) error {
-		_, err := io.WriteString(w, report)
-		return err
-	}); err != nil && runErr == nil {
+	if err := r.writeReports(res); err != nil && runErr == nil {
 		runErr = err
 	}
 	if status == StatusWaiting {

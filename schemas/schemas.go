@@ -1,13 +1,21 @@
-// Package schemas holds the published JSON Schema of a debate spec. The file
-// is generated from the base schema in package spec and the fragments of the
-// registered node kinds (`go generate ./schemas`); a test keeps them equal.
+// Package schemas holds the published JSON Schemas: of a debate spec, made
+// from the base schema in package spec and the fragments of the registered
+// node kinds, and of result.json, made from the types of package
+// runtime/result (`go generate ./schemas` writes both); tests keep them
+// equal to what they are made from.
 package schemas
 
 import _ "embed"
 
 //go:generate go run ../internal/genschema -o spec.schema.json
+//go:generate go run ../internal/genschema -result -o result.schema.json
 
 // Spec is the JSON Schema (draft 2020-12) of a spec file.
 //
 //go:embed spec.schema.json
 var Spec []byte
+
+// Result is the JSON Schema (draft 2020-12) of result.json.
+//
+//go:embed result.schema.json
+var Result []byte

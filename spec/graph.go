@@ -7,7 +7,8 @@ import (
 
 // Mermaid draws the plan's flow as a Mermaid flowchart: nodes in order,
 // loops and foreach as subgraphs labelled with their bounds, if as a
-// decision.
+// decision, and beside a node, with dashed edges, the nodes it runs (a
+// watcher) and the messages it posts by itself (a time keeper).
 func Mermaid(p *Plan) string {
 	g := &graphWriter{plan: p, mermaid: true}
 	g.line("flowchart TD")
@@ -34,11 +35,74 @@ func Dot(p *Plan) string {
 	return g.b.String()
 }
 
+// GraphAttachments is an optional capability of a node's compiled
+// configuration (what its kind's Compile returned): what a graph draws
+// beside the node besides its place in the flow.
+type GraphAttachments interface {
+	GraphAttachments() GraphAttachment
+}
+
+// GraphAttachment is what is drawn beside a node.
+type GraphAttachment struct {
+	// Runs are nodes the node runs while it runs (a moderation panel that
+	// watches a conversation), each with a label such as "every 8 turns".
+	Runs []GraphRun
+	// Posts describe messages the node posts without a model call (a time
+	// keeper's interjections), one line each.
+	Posts []string
+}
+
+// GraphRun is a node run by another, with when.
+type GraphRun struct {
+	Node  string
+	Label string
+}
+
 type graphWriter struct {
 	plan    *Plan
 	mermaid bool
 	b       strings.Builder
 	n       int
+}
+
+// attachments draws what is attached to a node drawn as id: the nodes it
+// runs (and theirs), and its posts, each with a dashed edge. via holds the
+// nodes being drawn, against cycles.
+func (g *graphWriter) attachments(n *NodePlan, id, indent string, via map[string]bool) {
+	ga, ok := n.Config.(GraphAttachments)
+	if !ok {
+		return
+	}
+	a := ga.GraphAttachments()
+	if len(a.Posts) > 0 {
+		pid := g.id("k")
+		text := "posts without a model call:\n" + strings.Join(a.Posts, "\n")
+		if g.mermaid {
+			g.line(fmt.Sprintf("%s%s>%s]", indent, pid, mermaidText(text)))
+			g.line(fmt.Sprintf("%s%s -.- %s", indent, id, pid))
+		} else {
+			g.line(fmt.Sprintf("%s%s [shape=note, label=%q];", indent, pid, text))
+			g.line(fmt.Sprintf("%s%s -> %s [style=dashed, arrowhead=none];", indent, id, pid))
+		}
+	}
+	for _, r := range a.Runs {
+		w, ok := g.plan.Nodes[r.Node]
+		if !ok || via[r.Node] {
+			continue
+		}
+		wid := g.id("w")
+		label := g.nodeLabel(w)
+		if g.mermaid {
+			g.line(fmt.Sprintf("%s%s[%s]", indent, wid, mermaidText(strings.ReplaceAll(label, "\n", "<br/>"))))
+			g.line(fmt.Sprintf("%s%s -.->|%s| %s", indent, id, mermaidText(r.Label), wid))
+		} else {
+			g.line(fmt.Sprintf("%s%s [label=%q, style=\"rounded,dashed\"];", indent, wid, label))
+			g.line(fmt.Sprintf("%s%s -> %s [style=dashed, label=%q];", indent, id, wid, r.Label))
+		}
+		via[r.Node] = true
+		g.attachments(w, wid, indent, via)
+		delete(via, r.Node)
+	}
 }
 
 func (g *graphWriter) line(s string) { g.b.WriteString(s + "\n") }
@@ -110,6 +174,7 @@ func (g *graphWriter) step(s *FlowStep, prev []string, in, indent string) []stri
 		for _, p := range prev {
 			g.edge(p, id, in, indent)
 		}
+		g.attachments(s.Node, id, indent, map[string]bool{s.Node.ID: true})
 		return []string{id}
 	case StepLoop, StepForeach:
 		title := loopTitle(s)

@@ -93,3 +93,43 @@ func TestGraphShape(t *testing.T) {
 		t.Errorf("unbalanced braces in dot output:\n%s", d)
 	}
 }
+
+// TestGraphWatchersAndInterjections: a conversation's watcher (a node no
+// flow step names) and its time keeper's rules are drawn beside it, with
+// dashed edges, in both renderings.
+func TestGraphWatchersAndInterjections(t *testing.T) {
+	plan, diags := spec.Load("../examples/research-review/spec.yaml", nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatalf("research-review does not load:\n%s", diags.Error())
+	}
+	m := spec.Mermaid(plan)
+	for _, want := range []string{
+		`w5["moderation (converse)<br/>adler, mensah"]`,
+		`n3 -.->|"watches every 8 turns"| w5`,
+		`k4>"posts without a model call:<br/>every 4 turns: remind<br/>every 4 turns, when turn >= 20 && len(undecided) > 0: insist<br/>every 4 turns, when turn >= 35: demand<br/>every 4 turns, when turn >= 50: force (forces verdicts)"]`,
+		`n3 -.- k4`,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("mermaid lacks %q:\n%s", want, m)
+		}
+	}
+	d := spec.Dot(plan)
+	for _, want := range []string{
+		`w5 [label="moderation (converse)\nadler, mensah", style="rounded,dashed"];`,
+		`n3 -> w5 [style=dashed, label="watches every 8 turns"];`,
+		`k4 [shape=note, label="posts without a model call:\nevery 4 turns: remind`,
+		`n3 -> k4 [style=dashed, arrowhead=none];`,
+	} {
+		if !strings.Contains(d, want) {
+			t.Errorf("dot lacks %q:\n%s", want, d)
+		}
+	}
+	// A spec without watchers or time keepers draws nothing more.
+	plain, diags := spec.Load("../examples/reasoning-debate/spec.yaml", nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if out := spec.Mermaid(plain); strings.Contains(out, "-.-") {
+		t.Errorf("dashed edges in a plain flow:\n%s", out)
+	}
+}

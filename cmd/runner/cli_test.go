@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/schemas"
 )
 
@@ -448,6 +449,35 @@ func TestSchema(t *testing.T) {
 	}
 	if doc["$schema"] != "https://json-schema.org/draft/2020-12/schema" {
 		t.Errorf("$schema = %v", doc["$schema"])
+	}
+}
+
+// TestSchemaResult: `runner schema --result` prints the published schema of
+// result.json, which is what package runtime/result makes, and the
+// result.json of a real run matches it (see also TestResultShape).
+func TestSchemaResult(t *testing.T) {
+	code, stdout, stderr := invoke(t, nil, "schema", "--result")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
+	}
+	published, err := os.ReadFile("../../schemas/result.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	generated, err := result.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stdout != string(published) || stdout != string(generated) {
+		t.Error("runner schema --result differs from schemas/result.schema.json or from result.Schema(): run go generate ./schemas")
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	props, _ := doc["properties"].(map[string]any)
+	if v, _ := props["format_version"].(map[string]any); v["const"] != float64(result.FormatVersion) {
+		t.Errorf("format_version = %v, want const %d", props["format_version"], result.FormatVersion)
 	}
 }
 

@@ -217,7 +217,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 }
 
 // sweep runs every combination and prints the summary.
-func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
+func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewServer) error {
 	var axes []sweep.Axis
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
@@ -229,10 +229,17 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
-	if !c.Quiet {
-		so.OnStart = func(dir string, total int) {
+	so.OnStart = func(dir string, total int) {
+		if !c.Quiet {
 			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))
 		}
+		if v != nil {
+			// The sweep's page needs summary.json, written at its end;
+			// until then the list of runs shows its runs as they go.
+			v.show(e, "/?q="+filepath.Base(dir), true)
+		}
+	}
+	if !c.Quiet {
 		so.OnRun = func(done, total int, r sweep.Run) {
 			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
 		}

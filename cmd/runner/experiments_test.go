@@ -203,6 +203,29 @@ func TestSweepRunsAndCompare(t *testing.T) {
 	if n := strings.Count(stdout, filepath.Base(sweepDir)+"/"); n != 3 || !strings.Contains(stdout, "| completed | 3 |  | 9 |") {
 		t.Errorf("runs lists %d runs of the sweep:\n%s", n, stdout)
 	}
+	// Ids are printed whole, however long, so that they can be pasted.
+	members, _ := filepath.Glob(filepath.Join(sweepDir, "*", "run.json"))
+	if len(members) != 3 {
+		t.Fatalf("%d runs in the sweep directory", len(members))
+	}
+	for _, m := range members {
+		label := filepath.Base(sweepDir) + "/" + filepath.Base(filepath.Dir(m))
+		if len(label) <= 60 {
+			t.Fatalf("label %s is too short to test", label)
+		}
+		if !strings.Contains(stdout, "| "+label+" |") {
+			t.Errorf("runs does not print the whole id %s:\n%s", label, stdout)
+		}
+	}
+	cmp, _ := mustRun(t, env, "compare", sweepDir)
+	for _, m := range members {
+		if label := filepath.Base(sweepDir) + "/" + filepath.Base(filepath.Dir(m)); !strings.Contains(cmp, "| "+label+" |") {
+			t.Errorf("compare does not print the whole id %s:\n%s", label, cmp)
+		}
+	}
+	if !strings.Contains(cmp, "| "+filepath.Base(sweepDir)+" |") || strings.Contains(stdout+cmp, "…") {
+		t.Errorf("compare shortens the sweep's id:\n%s", cmp)
+	}
 
 	stdout, _ = mustRun(t, env, "compare", sweepDir, "--csv")
 	rows, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()

@@ -82,6 +82,7 @@ type cli struct {
 	Resume   resumeCmd   `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
 	Runs     runsCmd     `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
 	Compare  compareCmd  `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
+	View     viewCmd     `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
 	Cache    cacheCmd    `cmd:"" help:"Show or clear the response cache."`
 	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
 	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`

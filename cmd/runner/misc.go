@@ -22,7 +22,9 @@ func Version() string {
 	return "devel"
 }
 
-type schemaCmd struct{}
+type schemaCmd struct {
+	Result bool `name:"result" help:"Print the schema of result.json instead."`
+}
 
 func (schemaCmd) Help() string {
 	return `Prints the JSON Schema (draft 2020-12) of spec files. Point your editor at it
@@ -30,12 +32,20 @@ for completion and help, e.g. with a first line in the spec:
 
   # yaml-language-server: $schema=../../schemas/spec.schema.json
 
+With --result, prints the schema of result.json (its format_version is the
+version of the format the schema describes), for tools that read runs.
+
 Examples:
-  runner schema > spec.schema.json`
+  runner schema > spec.schema.json
+  runner schema --result > result.schema.json`
 }
 
-func (schemaCmd) Run(e *env) error {
-	_, err := e.stdout.Write(schemas.Spec)
+func (c schemaCmd) Run(e *env) error {
+	data := schemas.Spec
+	if c.Result {
+		data = schemas.Result
+	}
+	_, err := e.stdout.Write(data)
 	return err
 }
 

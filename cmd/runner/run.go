@@ -30,6 +30,8 @@ type runCmd struct {
 	LogPrompt bool     `name:"log-prompts" help:"Write full prompt texts into the journal (by default only digests and sizes)."`
 	Context   string   `placeholder:"FILE|DIR" help:"A file: its text becomes the spec's 'context' input. A folder: agents' read_file and list_files tools may read it."`
 	CSV       string   `name:"csv" placeholder:"FILE" help:"Append a row with the run's outputs to this CSV file (header written when new)."`
+	View      bool     `name:"view" help:"Serve the web view of the runs directory and open the new run's page in a browser (on a terminal it keeps serving after the run, until Ctrl-C)."`
+	ViewAddr  string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
 
 	experimentFlags `embed:""`
 }
@@ -73,12 +75,29 @@ func (c *runCmd) Run(e *env) error {
 	if err := c.experimentOptions(e, plan, &opts); err != nil {
 		return err
 	}
+	var v *viewServer
+	if c.View {
+		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
+			return usageErrorf("--runs-dir %s: %v", c.RunsDir, err)
+		}
+		if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
+			return err
+		}
+		defer v.stop()
+	}
 	if c.sweeping() {
-		return c.sweep(e, plan, opts)
+		err := c.sweep(e, plan, opts, v)
+		if v != nil {
+			v.linger(e)
+		}
+		return err
 	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		return runError(err)
+	}
+	if v != nil {
+		v.show(e, "/run/"+filepath.Base(r.Dir), true)
 	}
 	err = execute(e, r)
 	c.reportCalls(e, r)
@@ -86,6 +105,9 @@ func (c *runCmd) Run(e *env) error {
 		if cerr := runtime.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
 			err = withCode(exitFailure, cerr)
 		}
+	}
+	if v != nil {
+		v.linger(e)
 	}
 	return err
 }

@@ -135,7 +135,7 @@ func (c *runsCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	t := sweep.Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}}
+	t := sweep.Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}, Whole: 1}
 	for _, r := range runs {
 		row := []string{r.Label, r.Manifest.SpecName}
 		if r.Result == nil {
@@ -218,7 +218,7 @@ func (c *compareCmd) Run(e *env) error {
 	}
 	fmt.Fprint(e.stdout, t.Markdown(60))
 	if len(sweeps) > 0 {
-		st := sweep.Table{Header: []string{"sweep", "spec", "runs", "completed", "accuracy", "95% CI", "calls made", "without the cache", "tokens", "cost"}}
+		st := sweep.Table{Whole: 1, Header: []string{"sweep", "spec", "runs", "completed", "accuracy", "95% CI", "calls made", "without the cache", "tokens", "cost"}}
 		for _, s := range sweeps {
 			acc, ci := "", ""
 			if a := s.Accuracy; a != nil {
@@ -278,7 +278,7 @@ func compareTable(runs []runInfo) sweep.Table {
 		}
 		hasScore = hasScore || r.Result.Score != nil || r.Result.Expected != nil
 	}
-	t := sweep.Table{Header: []string{"run", "spec"}}
+	t := sweep.Table{Header: []string{"run", "spec"}, Whole: 1}
 	for _, v := range vars {
 		t.Header = append(t.Header, "var "+v)
 	}

@@ -1,5 +1,6 @@
-// Command genschema writes the published spec schema: the base schema with
-// the fragments of every registered node kind.
+// Command genschema writes the published schemas: the spec schema (the base
+// schema with the fragments of every registered node kind) or, with
+// -result, the schema of result.json made from its Go types.
 package main
 
 import (
@@ -8,12 +9,18 @@ import (
 	"os"
 
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 func main() {
 	out := flag.String("o", "spec.schema.json", "file to write")
+	res := flag.Bool("result", false, "write the schema of result.json instead of the spec's")
 	flag.Parse()
-	data, err := nodes.Registry().Schema()
+	gen := nodes.Registry().Schema
+	if *res {
+		gen = result.Schema
+	}
+	data, err := gen()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "genschema:", err)
 		os.Exit(1)

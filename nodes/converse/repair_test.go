@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/runtime"
+	mdreport "github.com/debate-runner/runner/runtime/report"
 )
 
 const panelSpec = "testdata/panel.yaml"
@@ -94,7 +95,8 @@ func TestRepairsExhausted(t *testing.T) {
 	if onDisk.Status != runtime.StatusFailed || !strings.Contains(onDisk.Error, want) {
 		t.Errorf("result.json: status %q, error %q", onDisk.Status, onDisk.Error)
 	}
-	if report := o.readFile(t, "report.md"); !strings.Contains(report, "Status: **failed**") || !strings.Contains(report, want) {
+	// The report escapes the tag in the reason, so that renderers show it.
+	if report := o.readFile(t, "report.md"); !strings.Contains(report, "Status: **failed**") || !strings.Contains(report, mdreport.Inline(want)) {
 		t.Errorf("report.md does not show the failure:\n%s", report)
 	}
 	if n := o.srv.Count(); n != 4 {

@@ -660,7 +660,7 @@ func (s *Summary) Table() Table {
 		}
 		hasScore = hasScore || r.Score != nil || r.Expected != nil
 	}
-	t := Table{Header: []string{"#", "run"}}
+	t := Table{Header: []string{"#", "run"}, Whole: 2}
 	t.Header = append(t.Header, axes...)
 	if s.Dataset != "" {
 		t.Header = append(t.Header, "line")

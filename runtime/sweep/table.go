@@ -16,10 +16,14 @@ import (
 type Table struct {
 	Header []string
 	Rows   [][]string
+	// Whole is how many leading columns are never cut to width: ids, which
+	// are no use shortened.
+	Whole int
 }
 
 // Markdown renders the table as a GitHub-flavoured Markdown table. Cells
-// are put on one line, pipes escaped, and cut to width runes (0: no limit).
+// are put on one line, pipes escaped, and cut to width runes (0: no limit),
+// except those of the first Whole columns.
 func (t Table) Markdown(width int) string {
 	var b strings.Builder
 	row := func(cells []string) {
@@ -30,7 +34,7 @@ func (t Table) Markdown(width int) string {
 				c = cells[i]
 			}
 			c = strings.Join(strings.Fields(c), " ")
-			if width > 0 && utf8.RuneCountInString(c) > width {
+			if width > 0 && i >= t.Whole && utf8.RuneCountInString(c) > width {
 				c = string([]rune(c)[:width-1]) + "…"
 			}
 			b.WriteString(" " + strings.ReplaceAll(c, "|", `\|`) + " |")

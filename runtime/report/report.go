@@ -1,0 +1,284 @@
+// Package report renders the readable record of a run: report.md, whose
+// contributions are escaped so that a Markdown renderer shows every word of
+// them, and report.html, the same rendered into one self-contained page
+// with its charts drawn inline.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Markdown renders report.md: inputs, vars, agents, the transcript by goal
+// and round (private messages, history summaries among them, left out),
+// rejected replies, tool calls, the kinds' own sections (whispers, verdicts,
+// confidence), outputs, usage and warnings.
+func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
+	d := &doc{names: map[string]string{}}
+	for _, a := range plan.Agents {
+		d.names[a.ID] = a.Name
+	}
+	d.w("# %s\n\n", Inline(plan.Name))
+	if plan.File != nil && plan.File.Description != "" {
+		d.w("%s\n\n", Block(plan.File.Description, 1))
+	}
+	d.w("- Run: `%s`\n- Status: **%s**\n", res.RunID, res.Status)
+	if res.Error != "" {
+		d.w("- Error: %s\n", Inline(res.Error))
+	}
+	d.w("- Seed: %d\n- Spec digest: `%s`\n\n", m.Seed, short(m.SpecDigest))
+
+	if len(plan.Inputs) > 0 {
+		d.w("## Inputs\n\n")
+		for _, in := range plan.Inputs {
+			d.w("### %s\n\n%s\n\n", Inline(in.Name), valueBlock(m.Inputs[in.Name], 3))
+		}
+	}
+	if len(m.Vars) > 0 {
+		d.w("## Vars\n\n| var | value |\n| --- | --- |\n")
+		for _, k := range slices.Sorted(maps.Keys(m.Vars)) {
+			d.w("| %s | %s |\n", Inline(k), Inline(fmt.Sprint(m.Vars[k])))
+		}
+		d.w("\n")
+	}
+	d.w("## Agents\n\n| id | name | role | model | temperature |\n| --- | --- | --- | --- | --- |\n")
+	for _, a := range plan.Agents {
+		model, temp := "", ""
+		if a.Model != nil {
+			model = a.Model.Model
+			if a.Model.Temperature != nil {
+				temp = fmt.Sprint(*a.Model.Temperature)
+			}
+		}
+		d.w("| %s | %s | %s | %s | %s |\n", a.ID, Inline(a.Name), Inline(a.Role), Inline(model), temp)
+	}
+	d.w("\n")
+
+	d.transcript(res.Messages)
+	d.rejections(res.Rejections)
+	d.toolCalls(res.ToolCalls)
+	d.whispers(res.Whispers)
+	d.verdicts(res.GoalVerdicts)
+	d.confidence(res.Messages)
+
+	d.w("## Outputs\n\n")
+	for _, name := range res.OutputOrder {
+		v, ok := res.Outputs[name]
+		if !ok {
+			continue
+		}
+		d.w("### %s\n\n%s\n\n", Inline(name), valueBlock(v, 3))
+	}
+	d.usage(plan, res.Usage)
+	if len(res.Warnings) > 0 {
+		d.w("\n## Warnings\n\n")
+		for _, x := range res.Warnings {
+			d.w("- %s\n", Inline(x))
+		}
+	}
+	return d.b.String()
+}
+
+type doc struct {
+	b     strings.Builder
+	names map[string]string
+}
+
+func (d *doc) w(format string, args ...any) { fmt.Fprintf(&d.b, format, args...) }
+
+// who names an agent: "Name (id)", or the id alone.
+func (d *doc) who(id string) string {
+	if n, ok := d.names[id]; ok && n != id {
+		return Inline(fmt.Sprintf("%s (%s)", n, id))
+	}
+	return Inline(id)
+}
+
+// Public reports whether a message belongs in the public record: private
+// thoughts and history summaries (seen only by their agent) do not.
+func Public(m spec.Message) bool { return !m.Private }
+
+// transcript writes the messages by goal and round; a message's own
+// headings nest under the heading it sits below.
+func (d *doc) transcript(msgs []spec.Message) {
+	d.w("## Transcript\n\n")
+	shown := 0
+	lastGoal, lastRound := "\x00", -1
+	level := 2
+	for _, msg := range msgs {
+		if !Public(msg) {
+			continue
+		}
+		shown++
+		if msg.Goal != lastGoal {
+			level = 2
+			if msg.Goal != "" {
+				d.w("### Goal: %s\n\n", Inline(msg.Goal))
+				level = 3
+			}
+			lastGoal, lastRound = msg.Goal, -1
+		}
+		if msg.Round != lastRound && msg.Round > 0 {
+			d.w("#### Round %d\n\n", msg.Round)
+			lastRound = msg.Round
+			level = 4
+		}
+		head := d.who(msg.From)
+		if msg.To != "" {
+			head += " → " + d.who(msg.To)
+		}
+		tags := []string{msg.Node}
+		if msg.Record != "" && msg.Record != msg.Node {
+			tags = append(tags, msg.Record)
+		}
+		if msg.Whisper {
+			tags = append(tags, "whisper")
+		}
+		if msg.Carried {
+			tags = append(tags, "carried over, no call")
+		}
+		if msg.Turn > 0 {
+			tags = append(tags, fmt.Sprintf("turn %d", msg.Turn))
+		}
+		if msg.Withdrawn {
+			tags = append(tags, "withdrawn")
+		}
+		d.w("**%s** (%s)\n\n%s\n\n", head, Inline(strings.Join(tags, ", ")), Block(msg.Content, level))
+		if msg.Verdict != "" {
+			d.w("> Verdict: **%s**", Inline(msg.Verdict))
+			if msg.Reasoning != "" {
+				d.w(": %s", Inline(msg.Reasoning))
+			}
+			d.w("\n\n")
+		}
+	}
+	if shown == 0 {
+		d.w("No messages were recorded.\n\n")
+	}
+}
+
+// rejections lists the replies that were asked again, with their reasons.
+func (d *doc) rejections(rs []result.Rejection) {
+	if len(rs) == 0 {
+		return
+	}
+	d.w("## Rejected replies\n\nThese replies broke the conversation's rules; each author was told why and asked again.\n\n")
+	for _, r := range rs {
+		where := []string{r.Node}
+		if r.Goal != "" {
+			where = append(where, "goal "+r.Goal)
+		}
+		if r.Round > 0 {
+			where = append(where, fmt.Sprintf("round %d", r.Round))
+		}
+		where = append(where, fmt.Sprintf("attempt %d", r.Attempt))
+		d.w("**%s** (%s): rejected because %s\n\n%s\n\n", d.who(r.Agent), Inline(strings.Join(where, ", ")), Inline(r.Reasons), Block(r.Content, 2))
+	}
+}
+
+func (d *doc) toolCalls(tcs []result.ToolCallInfo) {
+	if len(tcs) == 0 {
+		return
+	}
+	d.w("## Tool calls\n\n| call | agent | tool | arguments | result |\n| --- | --- | --- | --- | --- |\n")
+	for _, tc := range tcs {
+		d.w("| %s | %s | %s | %s | %s |\n", Inline(tc.Key), d.who(tc.Agent), Inline(tc.Tool), Inline(tc.Arguments), Inline(truncateText(tc.Result, 160)))
+	}
+	d.w("\n")
+}
+
+func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
+	d.w("## Usage\n\n| scope | calls | prompt tokens | completion tokens | latency (s) | cost |\n| --- | --- | --- | --- | --- | --- |\n")
+	row := func(name string, u result.Usage) {
+		cost := ""
+		if u.Cost > 0 {
+			cost = fmt.Sprintf("%.4f", u.Cost)
+			if !u.Priced {
+				cost += " (partial)"
+			}
+		}
+		mark := ""
+		if u.EstimatedCalls > 0 {
+			mark = "~"
+			if cost != "" {
+				cost = "~" + cost
+			}
+		}
+		d.w("| %s | %d | %s%d | %s%d | %.1f | %s |\n", name, u.Calls, mark, u.PromptTokens, mark, u.CompletionTokens, float64(u.LatencyMS)/1000, cost)
+	}
+	for _, a := range plan.Agents {
+		if x, ok := u.ByAgent[a.ID]; ok {
+			row("agent "+a.ID, x)
+		}
+	}
+	nodes := slices.Sorted(maps.Keys(u.ByNode))
+	for _, n := range nodes {
+		row("node "+Inline(n), u.ByNode[n])
+	}
+	row("**total**", u.Total)
+	if n := u.Total.EstimatedCalls; n > 0 {
+		d.w("\n~ estimated: the server sent no token usage for %d of %d calls; their tokens were counted with a tokenizer.\n", n, u.Total.Calls)
+	}
+}
+
+// valueBlock shows an input or output: text as a contribution, anything
+// else as JSON in a code block.
+func valueBlock(v any, base int) string {
+	switch x := v.(type) {
+	case string:
+		return Block(x, base)
+	case nil:
+		return "(none)"
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return Block(fmt.Sprint(v), base)
+	}
+	return CodeBlock("json", string(data))
+}
+
+// CodeBlock fences text with a fence longer than any backtick run in it.
+func CodeBlock(lang, text string) string {
+	longest := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == '`' {
+			n := run(text, i, '`')
+			longest = max(longest, n)
+			i += n - 1
+		}
+	}
+	fence := strings.Repeat("`", max(3, longest+1))
+	return fence + lang + "\n" + strings.TrimRight(text, "\n") + "\n" + fence
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
+
+func truncateText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "..."
+}
+
+// sortedKeys returns a map's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,269 @@
+// Package result holds the records a run leaves in its directory: run.json
+// (Manifest) and result.json (Result), with the readers that tools built on
+// run directories share (runs, compare, the report, the web view). It knows
+// nothing of how a run is executed, so every package can import it.
+package result
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/debate-runner/runner/spec"
+)
+
+// FormatVersion is the version of result.json's format. Version 2 added
+// format_version and rejections and stopped repeating a message's text as
+// its output; files without format_version are version 1.
+const FormatVersion = 2
+
+// Run statuses.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusWaiting   = "waiting"
+)
+
+// Manifest is run.json: everything needed to reproduce or resume the run.
+type Manifest struct {
+	RunID           string                         `json:"run_id"`
+	SpecPath        string                         `json:"spec_path"`
+	SpecName        string                         `json:"spec_name"`
+	SpecDigest      string                         `json:"spec_digest"`
+	TemplateSources map[string]spec.TemplateSource `json:"template_sources"`
+	Inputs          map[string]any                 `json:"inputs"`
+	Vars            map[string]any                 `json:"vars"`
+	Seed            int64                          `json:"seed"`
+	RunnerVersion   string                         `json:"runner_version"`
+	GoVersion       string                         `json:"go_version"`
+	Platform        string                         `json:"platform,omitempty"`
+	Models          map[string]ModelInfo           `json:"models"`
+	Created         time.Time                      `json:"created"`
+	// Sample is the sample index of a repeated run (part of cache keys).
+	Sample int `json:"sample,omitempty"`
+	// Expected is the value the score compared the outputs with.
+	Expected any `json:"expected,omitempty"`
+	// Sweep is the id of the sweep the run belongs to.
+	Sweep string `json:"sweep,omitempty"`
+	// ReplayedFrom is the recording the run's calls were served from.
+	ReplayedFrom string `json:"replayed_from,omitempty"`
+	// Cache says whether responses could come from the response cache.
+	Cache bool `json:"cache,omitempty"`
+}
+
+// ModelInfo records a model's parameters in the manifest (never keys).
+type ModelInfo struct {
+	Model      string `json:"model"`
+	Endpoint   string `json:"endpoint"`
+	BaseURL    string `json:"base_url"`
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"api_version,omitempty"`
+	Deployment string `json:"deployment,omitempty"`
+	// MaxTokensField is the token-limit field asked for ("" picks by model
+	// name); the client may learn another from the endpoint's refusal.
+	MaxTokensField  string          `json:"max_tokens_field,omitempty"`
+	Temperature     *float64        `json:"temperature,omitempty"`
+	TopP            *float64        `json:"top_p,omitempty"`
+	MaxTokens       int             `json:"max_tokens,omitempty"`
+	Seed            *int            `json:"seed,omitempty"`
+	Stream          bool            `json:"stream,omitempty"`
+	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+	JSONMode        string          `json:"json_mode,omitempty"`
+	Omit            []string        `json:"omit,omitempty"`
+	Extra           json.RawMessage `json:"extra,omitempty"`
+	// Price is per million tokens, as the spec declares it.
+	Price *PriceInfo `json:"price,omitempty"`
+}
+
+// PriceInfo is a model's price per million tokens in the manifest.
+type PriceInfo struct {
+	Prompt     float64 `json:"prompt"`
+	Completion float64 `json:"completion"`
+}
+
+// Result is result.json. Its JSON Schema (Schema, `runner schema
+// --result`) is made from these types and their doc tags.
+type Result struct {
+	FormatVersion int            `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
+	RunID         string         `json:"run_id" doc:"the run's id, also the name of its directory"`
+	Spec          string         `json:"spec" doc:"the spec's name"`
+	Status        string         `json:"status" doc:"completed, failed or waiting (for answers to clarifying questions)" enum:"completed,failed,waiting"`
+	Error         string         `json:"error,omitempty" doc:"why the run failed"`
+	Outputs       map[string]any `json:"outputs" doc:"the outputs by name (empty unless the run completed)"`
+	OutputOrder   []string       `json:"output_order" doc:"output names in the order the spec declares them"`
+	Messages      []spec.Message `json:"messages" doc:"every recorded message, in order"`
+	GoalVerdicts  []GoalVerdicts `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
+	Whispers      []WhisperStat  `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
+	ToolCalls     []ToolCallInfo `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
+	Rejections    []Rejection    `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
+	Usage         UsageReport    `json:"usage" doc:"calls, tokens, latency and cost"`
+	// Expected and Score are set when the run was given an expected value
+	// (a dataset line) and the spec has a score expression.
+	Expected   any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
+	Score      *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0)"`
+	Warnings   []string `json:"warnings,omitempty" doc:"problems that did not stop the run"`
+	DurationMS int64    `json:"duration_ms" doc:"wall time of the run (of its last attempt when resumed), in milliseconds"`
+}
+
+// Usage counts calls and tokens.
+type Usage struct {
+	Calls            int `json:"calls" doc:"model calls, including repairs and tool round trips"`
+	PromptTokens     int `json:"prompt_tokens" doc:"prompt tokens as the endpoint counted them"`
+	CompletionTokens int `json:"completion_tokens" doc:"completion tokens as the endpoint counted them"`
+	// EstimatedCalls counts the calls whose server sent no usage: their
+	// tokens (and so the cost) were counted with a tokenizer.
+	EstimatedCalls int     `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`
+	LatencyMS      int64   `json:"latency_ms" doc:"sum of the calls' latencies, in milliseconds"`
+	Cost           float64 `json:"cost,omitempty" doc:"cost from the models' declared prices"`
+	// Priced is false when some call's model has no declared price, so Cost
+	// is a lower bound.
+	Priced bool `json:"priced" doc:"false when some call's model has no price, so cost is a lower bound"`
+}
+
+// UsageReport is usage per agent, per node and in total.
+type UsageReport struct {
+	Total   Usage            `json:"total" doc:"every call of the run"`
+	ByAgent map[string]Usage `json:"by_agent" doc:"by agent id"`
+	ByNode  map[string]Usage `json:"by_node" doc:"by node id"`
+	ByModel map[string]Usage `json:"by_model" doc:"by model name (the spec's name for it)"`
+}
+
+// GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
+type GoalVerdicts = spec.GoalVerdicts
+
+// AgentVerdict is an agent's final verdict on a goal.
+type AgentVerdict = spec.AgentVerdict
+
+// WhisperStat counts whispers from one agent to another within a goal.
+type WhisperStat struct {
+	Goal  string `json:"goal,omitempty" doc:"the goal (absent outside goals)"`
+	From  string `json:"from" doc:"the sender's agent id"`
+	To    string `json:"to" doc:"the addressee's agent id"`
+	Count int    `json:"count" doc:"how many whispers"`
+}
+
+// ToolCallInfo is a tool call an agent made, for the result and report.
+type ToolCallInfo struct {
+	Key       string `json:"key" doc:"the call key of the model call that asked for the tool"`
+	Agent     string `json:"agent" doc:"the agent's id"`
+	Tool      string `json:"tool" doc:"search_history, read_file or list_files"`
+	Arguments string `json:"arguments" doc:"the arguments as the model gave them (JSON text)"`
+	Result    string `json:"result" doc:"what the tool answered"`
+}
+
+// Rejection is a reply that broke a conversation's rules (an unknown
+// verdict, a verdict without reasons, a failed rule): it was not recorded,
+// and its author was asked again with the reasons.
+type Rejection struct {
+	Key     string `json:"key" doc:"the call key of the rejected reply (its response is in the journal under it)"`
+	Node    string `json:"node" doc:"the node"`
+	Goal    string `json:"goal,omitempty" doc:"the goal (absent outside goals)"`
+	Round   int    `json:"round,omitempty" doc:"the innermost loop's counter (absent outside loops)"`
+	Agent   string `json:"agent" doc:"the agent whose reply was rejected"`
+	Attempt int    `json:"attempt" doc:"1 for the first reply of the turn, 2 for the first re-ask, ..."`
+	Reasons string `json:"reasons" doc:"why it was rejected, as the agent was told"`
+	Content string `json:"content" doc:"the rejected reply"`
+}
+
+// MarshalJSON writes result.json's form: the format version, lists that are
+// never null, and a message's output left out when it is the message's own
+// text (a text reply), so that no text is stored twice.
+func (r Result) MarshalJSON() ([]byte, error) {
+	type plain Result // without the method, to not recurse
+	p := plain(r)
+	p.FormatVersion = FormatVersion
+	if p.Outputs == nil {
+		p.Outputs = map[string]any{}
+	}
+	if p.OutputOrder == nil {
+		p.OutputOrder = []string{}
+	}
+	p.Usage = p.Usage.nonNil()
+	msgs := make([]message, len(r.Messages))
+	for i, m := range r.Messages {
+		msgs[i] = message(m)
+		if OutputIsContent(m) {
+			msgs[i].Output = nil
+		}
+	}
+	return json.Marshal(struct {
+		plain
+		Messages []message `json:"messages"`
+	}{p, msgs})
+}
+
+func (u UsageReport) nonNil() UsageReport {
+	if u.ByAgent == nil {
+		u.ByAgent = map[string]Usage{}
+	}
+	if u.ByNode == nil {
+		u.ByNode = map[string]Usage{}
+	}
+	if u.ByModel == nil {
+		u.ByModel = map[string]Usage{}
+	}
+	return u
+}
+
+// message is a spec.Message as result.json writes it (Result.MarshalJSON
+// leaves out an output that is the content).
+type message spec.Message
+
+// OutputIsContent reports whether a message's output is its own text (the
+// reply of a node that does not parse, trimmed), which result.json does not
+// repeat: a reader takes the trimmed content for a missing output of such a
+// message.
+func OutputIsContent(m spec.Message) bool {
+	s, ok := m.Output.(string)
+	return ok && s != "" && s == strings.TrimSpace(m.Content)
+}
+
+// WhisperStats counts whispers per goal, sender and addressee, in the order
+// they first occur.
+func WhisperStats(msgs []spec.Message) []WhisperStat {
+	idx := map[[3]string]int{}
+	var out []WhisperStat
+	for _, m := range msgs {
+		if !m.Whisper {
+			continue
+		}
+		k := [3]string{m.Goal, m.From, m.To}
+		if i, ok := idx[k]; ok {
+			out[i].Count++
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, WhisperStat{Goal: m.Goal, From: m.From, To: m.To, Count: 1})
+	}
+	return out
+}
+
+// ReadManifest reads run.json of a run directory.
+func ReadManifest(dir string) (Manifest, error) {
+	var m Manifest
+	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return m, fmt.Errorf("%s is not a run directory (no run.json)", dir)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("%s: %w", filepath.Join(dir, "run.json"), err)
+	}
+	return m, nil
+}
+
+// Read reads result.json of a run directory; the error wraps
+// os.ErrNotExist when the run has none yet (it is running, or was killed).
+func Read(dir string) (*Result, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		return nil, err
+	}
+	var res Result
+	if err := json.Unmarshal(data, &res); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "result.json"), err)
+	}
+	return &res, nil
+}

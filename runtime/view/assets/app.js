@@ -1,0 +1,797 @@
+// app.js: the pages of runner view. Everything shown is read from the
+// server's API, which reads the run directories; a run's page follows its
+// journal as server-sent events and redraws as they come.
+"use strict";
+(function () {
+  const C = window.Charts;
+  const app = document.getElementById("app");
+  const crumbs = document.getElementById("crumbs");
+  const conn = document.getElementById("conn");
+  // For tests and the curious: how late events were shown, in ms.
+  const stats = window.__viewStats = { events: 0, live: 0, lags: [], maxLag: 0, renders: 0, caughtUp: false };
+  let cleanup = () => { };
+
+  // ---- small helpers ----
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "class") e.className = v;
+      else if (k === "html") e.innerHTML = v; // only HTML the server rendered (goldmark, raw HTML left out) or drew (SVG)
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? "" : v);
+    }
+    for (const k of kids.flat()) if (k !== null && k !== undefined && k !== false) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
+    return e;
+  }
+  async function api(path) {
+    const r = await fetch(path);
+    if (!r.ok) throw new Error(`${path}: ${r.status} ${(await r.text()).trim()}`);
+    return r.json();
+  }
+  const num = n => (n || 0).toLocaleString("en-US");
+  function cost(c, priced) {
+    if (!c && !priced) return "";
+    const s = c < 0.01 ? c.toFixed(4) : c.toFixed(3);
+    return (priced === false ? "≥ " : "") + "$" + s;
+  }
+  function dur(ms) {
+    if (ms === undefined || ms === null) return "";
+    const s = ms / 1000;
+    if (s < 60) return s.toFixed(1) + " s";
+    const m = Math.floor(s / 60);
+    if (m < 60) return `${m} min ${Math.round(s - m * 60)} s`;
+    return `${Math.floor(m / 60)} h ${m % 60} min`;
+  }
+  function when(t) {
+    if (!t) return "";
+    const d = new Date(t);
+    return d.toLocaleString("en-GB", { year: "numeric", month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+  // short is a time in a table: the day and the time.
+  function short(t) {
+    if (!t) return "";
+    return new Date(t).toLocaleString("en-GB", { month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+  const badge = (text, cls) => el("span", { class: "badge " + (cls || text) }, text);
+  function value(v) {
+    if (typeof v === "string") return v;
+    return JSON.stringify(v, null, 2);
+  }
+  function initials(name) {
+    const parts = String(name).replace(/[^\p{L}\p{N} ]/gu, " ").trim().split(/\s+/);
+    return ((parts[0] || "?")[0] + (parts.length > 1 ? parts[parts.length - 1][0] : "")).toUpperCase();
+  }
+  function setCrumbs(...parts) {
+    crumbs.replaceChildren(...parts.flatMap((p, i) => i ? [" / ", p] : [p]));
+  }
+  function setConn(state, text) {
+    conn.className = "conn " + (state || "");
+    conn.replaceChildren(...(text ? [el("span", { class: "dot" }), text] : []));
+  }
+  function stat(label, v) { return el("div", { class: "stat" }, el("b", {}, v === "" || v === undefined ? "–" : v), el("span", {}, label)); }
+  function table(head, rows, opts) {
+    opts = opts || {};
+    const t = el("table", { class: opts.class },
+      el("thead", {}, el("tr", {}, head.map((h, i) => el("th", { class: (opts.num || []).includes(i) ? "num" : "" }, h)))),
+      el("tbody", {}, rows.map(r => el("tr", {}, r.map((c, i) => c instanceof Node && c.tagName === "TD" ? c : el("td", { class: (opts.num || []).includes(i) ? "num" : "" }, c))))));
+    return el("div", { class: "tablewrap" }, t);
+  }
+  function parseHash() {
+    const h = decodeURIComponent(location.hash.replace(/^#/, "")) || "/";
+    const [path, query] = h.split("?");
+    const params = new URLSearchParams(query || "");
+    return { path, params };
+  }
+  function go(path, params) {
+    const q = params && [...params].length ? "?" + params.toString() : "";
+    location.hash = "#" + path + q;
+  }
+
+  // ---- routing ----
+  async function route() {
+    cleanup();
+    cleanup = () => { };
+    stats.caughtUp = false;
+    document.body.removeAttribute("data-status");
+    setConn("", "");
+    const { path, params } = parseHash();
+    try {
+      if (path.startsWith("/run/")) await runPage(path.slice(5), params);
+      else if (path.startsWith("/sweep/")) await sweepPage(path.slice(7), params);
+      else if (path.startsWith("/compare")) await comparePage(params);
+      else await runsPage(params);
+    } catch (e) {
+      app.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
+    }
+  }
+  window.addEventListener("hashchange", route);
+  // Leaving the page closes its event stream (a browser allows only a few
+  // connections per server, and a page kept for the back button would hold
+  // one); coming back opens it again.
+  window.addEventListener("pagehide", () => { cleanup(); cleanup = () => { }; });
+  window.addEventListener("pageshow", e => { if (e.persisted) route(); });
+
+  // ---- the list of runs ----
+  async function runsPage(params) {
+    setCrumbs(el("a", { href: "#/" }, "Runs"));
+    document.title = "runs · runner view";
+    const data = await api("/api/runs");
+    const specs = [...new Set(data.runs.map(r => r.spec))].sort();
+    const statuses = [...new Set(data.runs.map(r => r.status))].sort();
+    const selected = new Set();
+    const specSel = el("select", { id: "filter-spec" }, el("option", { value: "" }, "all specs"), specs.map(s => el("option", { value: s }, s)));
+    const statusSel = el("select", { id: "filter-status" }, el("option", { value: "" }, "all statuses"), statuses.map(s => el("option", { value: s }, s)));
+    const text = el("input", { type: "search", placeholder: "id or output contains…", id: "filter-text" });
+    specSel.value = params.get("spec") || "";
+    statusSel.value = params.get("status") || "";
+    text.value = params.get("q") || "";
+    const compareBtn = el("button", { disabled: true, onclick: () => { const [a, b] = [...selected]; go("/compare", new URLSearchParams({ a, b })); } }, "Compare the two selected");
+    const body = el("div");
+    const count = el("span", { class: "note" });
+    function draw() {
+      const spec = specSel.value, status = statusSel.value, q = text.value.toLowerCase();
+      const rows = data.runs.filter(r => (!spec || r.spec === spec) && (!status || r.status === status) && (!q || r.id.toLowerCase().includes(q) || (r.first_output || "").toLowerCase().includes(q)));
+      count.textContent = `${rows.length} of ${data.runs.length} runs`;
+      if (!rows.length) { body.replaceChildren(el("p", { class: "empty" }, data.runs.length ? "No run matches the filters." : `No runs in ${data.root} yet.`)); return; }
+      body.replaceChildren(table(["", "run", "spec", "status", "started", "duration", "rounds", "goals", "calls", "tokens", "cost", "first output"],
+        rows.map(r => [
+          el("input", { type: "checkbox", checked: selected.has(r.id), onchange: e => { e.target.checked ? selected.add(r.id) : selected.delete(r.id); compareBtn.disabled = selected.size !== 2; } }),
+          el("a", { href: "#/run/" + r.id, class: "runid", title: r.id }, r.sweep ? el("small", {}, r.sweep + "/") : null, r.id.split("/").pop()),
+          r.spec, el("span", {}, badge(r.status), r.error ? el("div", { class: "note" }, r.error.split("\n")[0].slice(0, 90)) : null),
+          el("td", { class: "nowrap" }, short(r.created)), dur(r.duration_ms), r.rounds || "", r.goals || "", num(r.calls), num(r.tokens), cost(r.cost, r.priced),
+          el("td", { class: "out", title: r.first_output || "" }, r.first_output || ""),
+        ]), { num: [6, 7, 8, 9, 10], class: "runs" }));
+    }
+    const onFilter = () => {
+      const p = new URLSearchParams();
+      if (specSel.value) p.set("spec", specSel.value);
+      if (statusSel.value) p.set("status", statusSel.value);
+      if (text.value) p.set("q", text.value);
+      history.replaceState(null, "", "#/" + ([...p].length ? "?" + p : ""));
+      draw();
+    };
+    specSel.onchange = statusSel.onchange = onFilter;
+    text.oninput = onFilter;
+    const parts = [];
+    if (data.sweeps.length) {
+      parts.push(el("div", { class: "card" }, el("h2", {}, "Sweeps and datasets"),
+        table(["sweep", "spec", "runs", "completed", "failed", "accuracy (95% CI)", "calls made", "without the cache"],
+          data.sweeps.map(s => {
+            const a = s.accuracy;
+            return [el("a", { href: "#/sweep/" + s.id, class: "id" }, s.id), s.spec, s.runs, s.completed, s.failed,
+              a ? `${a.mean.toFixed(3)} (${a.low.toFixed(3)}–${a.high.toFixed(3)})` : "", num(s.calls_made), num(s.calls_without_cache)];
+          }), { num: [2, 3, 4, 6, 7] })));
+    }
+    parts.push(el("div", { class: "card" }, el("h2", {}, "Runs"),
+      el("div", { class: "filters" }, el("label", {}, "Spec", specSel), el("label", {}, "Status", statusSel), text, compareBtn, count), body));
+    app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Runs"), el("div", { class: "sub mono" }, data.root))), ...parts);
+    draw();
+    // While a run is going, keep the list fresh.
+    if (data.runs.some(r => r.status === "running")) {
+      const t = setTimeout(route, 3000);
+      cleanup = () => clearTimeout(t);
+    }
+  }
+
+  // ---- a run ----
+  const TABS = [["transcript", "Transcript"], ["verdicts", "Verdicts"], ["charts", "Charts"], ["usage", "Usage"], ["calls", "Calls"], ["clarify", "Questions"], ["tools", "Tool calls"], ["outputs", "Outputs"]];
+
+  async function runPage(id, params) {
+    const info = await api("/api/run?id=" + encodeURIComponent(id));
+    const tab = params.get("tab") || "transcript";
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...(id.includes("/") ? [el("a", { href: "#/sweep/" + id.split("/")[0] }, id.split("/")[0])] : []), el("span", { class: "mono" }, id.split("/").pop()));
+    document.title = `${info.manifest.spec_name} · runner view`;
+    const st = newRunState(info);
+    const agentsById = st.agents;
+
+    // Page skeleton.
+    const statusEl = el("span");
+    const statsEl = el("div", { class: "stats" });
+    const flow = el("div", { class: "flowbox", html: info.graph || "" });
+    if (!info.graph) flow.append(el("p", { class: "note" }, "The flow cannot be drawn: " + (info.plan_error || "no spec")));
+    const now = el("div", { class: "now" });
+    const side = el("div");
+    const tabs = el("div", { class: "tabs" });
+    const pane = el("div", { id: "pane" });
+    const links = el("div", { class: "links" }, (info.files || []).map(f => el("a", { href: `/api/file?id=${encodeURIComponent(id)}&name=${f}`, target: "_blank", rel: "noopener" }, f)));
+    app.replaceChildren(
+      el("div", { class: "pagehead" },
+        el("div", {}, el("h1", {}, info.manifest.spec_name, " ", statusEl), el("div", { class: "sub mono" }, id), info.description ? el("div", { class: "sub" }, info.description) : null, statsEl),
+        links),
+      el("div", { class: "grid two" },
+        el("div", { class: "card" }, el("h2", {}, "Flow"), flow, now),
+        el("div", { class: "card" }, side)),
+      el("div", { class: "card" }, tabs, pane));
+
+    function drawTabs() {
+      tabs.replaceChildren(...TABS.map(([k, label]) => {
+        const n = { transcript: st.messages.filter(m => !m.private).length, verdicts: st.verdictGroups().length, clarify: st.questions().length, tools: st.tools.length, calls: st.calls.size }[k];
+        const p = new URLSearchParams({ tab: k });
+        return el("a", { href: "#/run/" + id + "?" + p, class: tab === k ? "on" : "", id: "tab-" + k }, label, n !== undefined ? el("span", { class: "n" }, n) : null);
+      }));
+    }
+
+    let transcript = null;
+    function render() {
+      stats.renders++;
+      statusEl.replaceChildren(badge(st.status));
+      const u = st.usageTotal();
+      const elapsed = st.status === "running" && st.started ? Date.now() - st.started : st.durationMS;
+      statsEl.replaceChildren(stat("started", when(st.startedAt || info.manifest.created)), stat("duration", dur(elapsed)),
+        stat("calls", num(u.calls)), stat("tokens", num(u.prompt + u.completion)), stat("cost", cost(u.cost, u.priced) || "–"),
+        stat("messages", num(st.messages.filter(m => !m.private).length)));
+      // The flow: what runs now, what is done.
+      for (const g of flow.querySelectorAll("[data-node]")) {
+        const n = g.getAttribute("data-node");
+        g.classList.toggle("running", st.runningNodes().has(n));
+        g.classList.toggle("done", st.doneNodes.has(n) && !st.runningNodes().has(n));
+        g.classList.toggle("failed", st.failedNodes.has(n));
+      }
+      now.replaceChildren(...st.nowText());
+      side.replaceChildren(...summaryPanel(st, info));
+      drawTabs();
+      if (tab === "transcript") {
+        if (!transcript) { transcript = new Transcript(st, agentsById); pane.replaceChildren(transcript.root); }
+        transcript.update();
+      } else {
+        pane.replaceChildren(...tabPane(tab, st, info));
+      }
+      // How late the events are on the page.
+      const t = Date.now();
+      for (const ev of st.pending) {
+        const lag = t - Date.parse(ev.time);
+        stats.lags.push(lag);
+        stats.maxLag = Math.max(stats.maxLag, lag);
+        stats.live++;
+      }
+      st.pending = [];
+      document.body.setAttribute("data-events", String(stats.events));
+      document.body.setAttribute("data-status", st.status);
+    }
+    let scheduled = false;
+    function schedule() {
+      if (scheduled) return;
+      scheduled = true;
+      requestAnimationFrame(() => { scheduled = false; render(); });
+    }
+
+    // Follow the journal.
+    const es = new EventSource("/api/events?id=" + encodeURIComponent(id));
+    let ticker = null;
+    es.onmessage = m => {
+      const ev = JSON.parse(m.data);
+      st.apply(ev);
+      stats.events++;
+      if (st.caughtUp) st.pending.push(ev);
+      schedule();
+    };
+    es.addEventListener("caught_up", () => {
+      st.caughtUp = true;
+      stats.caughtUp = true;
+      render();
+      if (st.status === "running") setConn("live", "live");
+    });
+    es.addEventListener("reset", () => { es.close(); route(); });
+    es.addEventListener("problem", m => { pane.prepend(el("div", { class: "error" }, "The journal cannot be read: " + JSON.parse(m.data))); });
+    es.onerror = () => { if (st.status === "running") setConn("", "reconnecting…"); };
+    es.onopen = () => { if (st.status === "running") setConn("live", "live"); };
+    ticker = setInterval(() => { if (st.status === "running") schedule(); else if (conn.classList.contains("live")) setConn("", "finished"); }, 1000);
+    cleanup = () => { es.close(); clearInterval(ticker); };
+    render();
+  }
+
+  // newRunState holds what the events of a run say so far.
+  function newRunState(info) {
+    const st = {
+      info, status: info.status === "running" || info.status === "incomplete" ? info.status : info.status,
+      agents: {}, messages: [], items: [], rejections: [], calls: new Map(), tools: [], warnings: [], errors: [],
+      open: new Map(), doneNodes: new Set(), failedNodes: new Set(), outputs: null, outputsHtml: {}, waiting: [],
+      started: 0, startedAt: null, durationMS: info.result ? info.result.duration_ms : null, caughtUp: false, pending: [],
+      retries: [], lastSpeaker: null, firstTime: null,
+    };
+    const colors = C.palette;
+    (info.agents || []).forEach((a, i) => { st.agents[a.id] = { name: a.name, role: a.role, model: a.model, color: colors[i % colors.length] }; });
+    st.agent = id => st.agents[id] || (st.agents[id] = { name: id, color: id === "timekeeper" ? "#a8710d" : "#6d7a8c" });
+    if (info.result) {
+      st.outputs = info.result.outputs;
+      st.order = info.result.output_order;
+      st.warnings = (info.result.warnings || []).slice();
+    }
+    st.apply = function (ev) {
+      const d = ev.data || {};
+      if (!st.firstTime) st.firstTime = Date.parse(ev.time);
+      switch (ev.type) {
+        case "run_started":
+          st.started = Date.parse(ev.time); st.startedAt = ev.time; st.warnings = []; st.errors = [];
+          if (!info.result) st.status = info.status;
+          break;
+        case "run_resumed":
+          st.items.push({ kind: "resumed", ev });
+          if (st.status !== "running" && !info.result) st.status = info.status;
+          break;
+        case "node_started":
+          st.open.set(ev.key, d.node);
+          break;
+        case "node_finished":
+          st.open.delete(ev.key); st.doneNodes.add(d.node);
+          break;
+        case "node_failed":
+          st.open.delete(ev.key); st.failedNodes.add(d.node); st.errors.push(`node ${d.node}: ${d.error}`);
+          break;
+        case "model_request":
+          st.calls.set(ev.key, Object.assign({ key: ev.key, requested: Date.parse(ev.time), retries: [] }, d));
+          st.lastCall = d;
+          break;
+        case "model_response": {
+          const c = st.calls.get(ev.key) || { key: ev.key, retries: [] };
+          Object.assign(c, d, { responded: Date.parse(ev.time), done: true });
+          if (!c.requested) c.requested = c.responded - (d.latency_ms || 0);
+          st.calls.set(ev.key, c);
+          break;
+        }
+        case "retry": {
+          const c = st.calls.get(ev.key);
+          if (c) c.retries.push(Date.parse(ev.time));
+          st.retries.push(Object.assign({ key: ev.key }, d));
+          break;
+        }
+        case "model_error":
+          st.errors.push(`call ${ev.key}: ${d.error}`);
+          break;
+        case "message":
+          st.messages.push(d);
+          st.items.push({ kind: "msg", m: d, ev, live: st.caughtUp });
+          if (!d.private) st.lastSpeaker = d;
+          break;
+        case "rejected":
+          st.rejections.push(Object.assign({ key: ev.key }, d));
+          st.items.push({ kind: "rejected", r: d, ev, live: st.caughtUp });
+          break;
+        case "conversation_ended":
+          st.items.push({ kind: "ended", d, ev });
+          break;
+        case "tool_call":
+          st.tools.push(Object.assign({ key: ev.key }, d));
+          break;
+        case "waiting":
+          st.waiting = d.questions || [];
+          break;
+        case "warning":
+          st.warnings.push(d.message);
+          break;
+        case "error":
+          st.errors.push(d.error);
+          break;
+        case "run_finished":
+          st.status = d.status; st.outputs = d.outputs || {}; st.outputsHtml = d.outputs_html || {}; st.durationMS = d.duration_ms;
+          st.open.clear();
+          if (info.result && info.result.output_order) st.order = info.result.output_order;
+          break;
+      }
+    };
+    st.runningNodes = () => new Set(st.status === "running" ? st.open.values() : []);
+    st.nowText = function () {
+      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "waiting" ? "Waiting for answers to clarifying questions (see Questions)." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
+      const nodes = [...st.runningNodes()];
+      const out = [el("b", {}, "● "), nodes.length ? `running ${nodes.join(", ")}` : "starting"];
+      const last = [...st.calls.values()].filter(c => !c.done);
+      if (last.length) out.push(` · waiting for ${last.map(c => st.agent(c.agent).name).slice(0, 4).join(", ")}${last.length > 4 ? ` and ${last.length - 4} more` : ""}`);
+      return out;
+    };
+    st.usageTotal = function () {
+      const u = { calls: 0, prompt: 0, completion: 0, cost: 0, priced: true, latency: 0 };
+      for (const c of st.calls.values()) {
+        if (!c.done) continue;
+        u.calls++; u.prompt += c.prompt_tokens || 0; u.completion += c.completion_tokens || 0; u.cost += c.cost || 0; u.latency += c.latency_ms || 0;
+        u.priced = u.priced && c.priced;
+      }
+      return u;
+    };
+    st.usageBy = function (keyOf) {
+      const m = new Map();
+      for (const c of st.calls.values()) {
+        if (!c.done) continue;
+        const k = keyOf(c);
+        const u = m.get(k) || { calls: 0, prompt: 0, completion: 0, cost: 0, priced: true, latency: 0 };
+        u.calls++; u.prompt += c.prompt_tokens || 0; u.completion += c.completion_tokens || 0; u.cost += c.cost || 0; u.latency += c.latency_ms || 0;
+        u.priced = u.priced && c.priced;
+        m.set(k, u);
+      }
+      return m;
+    };
+    st.verdictGroups = function () {
+      const groups = new Map();
+      for (const m of st.messages) {
+        if (m.private) continue;
+        const k = (m.goal || "") + "\u0000" + m.node;
+        if (!m.verdict && !(groups.has(k) && m.withdrawn)) continue;
+        const g = groups.get(k) || { goal: m.goal || "", node: m.node, by: new Map() };
+        const v = g.by.get(m.from) || {};
+        if (m.verdict) Object.assign(v, { agent: m.from, verdict: m.verdict, reasoning: m.reasoning, turn: m.turn });
+        if (m.withdrawn) v.withdrawn = true;
+        if (v.agent) g.by.set(m.from, v);
+        groups.set(k, g);
+      }
+      return [...groups.values()].filter(g => g.by.size);
+    };
+    st.questions = function () {
+      const qs = [];
+      for (const m of st.messages) {
+        if (m.record !== "clarification" || !Array.isArray(m.output)) continue;
+        for (const q of m.output) qs.push({ agent: m.from, id: q.id, question: q.question, answer: q.answer });
+      }
+      for (const q of st.waiting) if (!qs.some(x => x.id === q.id)) qs.push({ agent: q.agent, id: q.id, question: q.question, answer: "", open: true });
+      return qs;
+    };
+    return st;
+  }
+
+  // summaryPanel: outputs, what was run with, warnings.
+  function summaryPanel(st, info) {
+    const out = [];
+    const m = info.manifest;
+    const order = st.order || Object.keys(st.outputs || {});
+    if (st.outputs && order.length) {
+      const first = order[0];
+      const v = st.outputs[first];
+      out.push(el("h2", {}, "Outputs"), el("div", { class: "outputs" }, el("div", { class: "out" }, el("h3", {}, first),
+        st.outputsHtml[first] ? el("div", { class: "body", html: st.outputsHtml[first] }) : el("pre", {}, value(v))),
+        order.length > 1 ? el("p", { class: "note" }, `${order.length - 1} more in the Outputs tab.`) : null));
+    } else {
+      out.push(el("h2", {}, "Run"));
+    }
+    const kv = el("dl", { class: "kv" });
+    const add = (k, v) => { if (v !== undefined && v !== "" && v !== null) kv.append(el("dt", {}, k), el("dd", {}, v)); };
+    add("spec", m.spec_path);
+    add("seed", m.seed);
+    for (const [k, v] of Object.entries(m.vars || {})) add("var " + k, value(v));
+    for (const [k, v] of Object.entries(m.inputs || {})) add("input " + k, String(value(v)).slice(0, 240) + (String(value(v)).length > 240 ? "…" : ""));
+    add("models", Object.entries(m.models || {}).map(([n, mi]) => `${n}: ${mi.model}` + (mi.temperature !== undefined ? ` (t=${mi.temperature})` : "")).join("; "));
+    add("runner", m.runner_version);
+    if (m.replayed_from) add("replayed from", m.replayed_from);
+    out.push(kv);
+    if (st.errors.length) out.push(el("h3", {}, "Errors"), el("ul", { class: "warnings" }, st.errors.slice(0, 8).map(e => el("li", {}, e))));
+    if (st.warnings.length) out.push(el("h3", {}, "Warnings"), el("ul", { class: "warnings", id: "warnings" }, st.warnings.map(w => el("li", {}, w))));
+    return out;
+  }
+
+  // Transcript draws the messages as they come, grouped by goal and round;
+  // it appends rather than redraws, so reading is not disturbed.
+  class Transcript {
+    constructor(st, agents) {
+      this.st = st;
+      this.agents = agents;
+      this.showPrivate = false;
+      this.showKeeper = true;
+      const priv = el("input", { type: "checkbox", id: "show-private", onchange: e => { this.showPrivate = e.target.checked; this.reset(); } });
+      const keeper = el("input", { type: "checkbox", id: "show-keeper", checked: true, onchange: e => { this.showKeeper = e.target.checked; this.reset(); } });
+      this.list = el("div", { id: "transcript" });
+      this.root = el("div", {}, el("div", { class: "tools" }, el("label", {}, priv, " show private thoughts and summaries"), el("label", {}, keeper, " show the time keeper"),
+        el("span", {}, badge("whisper"), " seen only by the two"), el("span", {}, badge("rejected"), " asked again")), this.list);
+      this.reset();
+    }
+    reset() {
+      this.done = 0;
+      this.goal = undefined;
+      this.box = null;
+      this.lastHead = "";
+      this.list.replaceChildren();
+      this.update();
+    }
+    update() {
+      const items = this.st.items;
+      if (!items.length && !this.done) { this.list.replaceChildren(el("p", { class: "empty" }, "No messages yet.")); return; }
+      if (this.done === 0 && this.list.firstChild && this.list.firstChild.classList.contains("empty")) this.list.replaceChildren();
+      for (; this.done < items.length; this.done++) {
+        const it = items[this.done];
+        const node = this.item(it);
+        if (node) {
+          if (it.live) node.classList.add("fresh");
+          this.container(it).append(node);
+        }
+      }
+    }
+    container(it) {
+      const m = it.m || it.r || it.d || {};
+      const goal = m.goal || "";
+      if (goal !== this.goal || !this.box) {
+        this.goal = goal;
+        this.lastHead = "";
+        const g = (this.st.info.goals || []).find(x => x.id === goal);
+        this.box = el("section", { class: "goal", "data-goal": goal });
+        if (goal) this.box.append(el("div", { class: "goalhead" }, el("b", {}, "Goal: " + goal), g && g.description ? el("span", {}, g.description) : null));
+        this.list.append(this.box);
+      }
+      const head = [m.node, m.round ? "round " + m.round : ""].filter(Boolean).join(" · ");
+      if (it.kind !== "ended" && it.kind !== "resumed" && head && head !== this.lastHead) {
+        this.lastHead = head;
+        this.box.append(el("div", { class: "divider" }, head));
+      }
+      return this.box;
+    }
+    item(it) {
+      if (it.kind === "ended") return el("div", { class: "ended" }, `— the conversation ended after ${it.d.turns} turns: ${it.d.reason} —`);
+      if (it.kind === "resumed") return el("div", { class: "divider" }, "resumed " + when(it.ev.time));
+      if (it.kind === "rejected") {
+        const r = it.r, a = this.st.agent(r.agent);
+        return el("div", { class: "msg rejected", "data-kind": "rejected" }, el("div", { class: "avatar", style: `background:${a.color}` }, initials(a.name)),
+          el("div", {}, el("div", { class: "msghead" }, el("span", { class: "who" }, a.name), badge("rejected"), el("span", { class: "meta" }, `attempt ${r.attempt}`)),
+            el("div", { class: "reasons" }, "Rejected: " + r.reasons), el("div", { class: "body", html: r.html })));
+      }
+      const m = it.m;
+      if (m.private && !this.showPrivate) return null;
+      if (m.record === "interjection" && !this.showKeeper) return null;
+      const a = this.st.agent(m.from);
+      const cls = ["msg"];
+      if (m.whisper) cls.push("whisper");
+      if (m.private) cls.push("private");
+      if (m.record === "interjection") cls.push("keeper");
+      if (m.record === "watch") cls.push("watch");
+      const head = el("div", { class: "msghead" }, el("span", { class: "who" }, m.record === "interjection" ? "Time keeper" : a.name));
+      if (m.to) head.append(el("span", { class: "to" }, "→ " + this.st.agent(m.to).name));
+      if (m.whisper) head.append(badge("whisper"));
+      if (m.private) head.append(badge(m.record === "summary" ? "summary, private" : "private", "private"));
+      if (m.record && !["message", "interjection", "private", "summary"].includes(m.record) && m.record !== m.node) head.append(badge(m.record, "source"));
+      if (m.carried) head.append(badge("carried over", "source"));
+      if (m.withdrawn) head.append(badge("withdrawn"));
+      head.append(el("span", { class: "meta" }, [m.turn ? "turn " + m.turn : "", m.id].filter(Boolean).join(" · ")));
+      const box = el("div", {}, head, el("div", { class: "body", html: m.html || "" }));
+      if (m.verdict) box.append(el("div", { class: "verdict" }, "Verdict", el("span", { class: "vchip", style: `background:${verdictColor(m.verdict)}` }, m.verdict), m.reasoning ? el("span", {}, m.reasoning) : null));
+      return el("div", { class: cls.join(" "), "data-kind": m.private ? "private" : m.record || "message", "data-id": m.id },
+        el("div", { class: "avatar", style: `background:${m.record === "interjection" ? "#a8710d" : a.color}` }, m.record === "interjection" ? "TK" : initials(a.name)), box);
+    }
+  }
+
+  const verdictColors = {};
+  function verdictColor(v) {
+    if (!verdictColors[v]) verdictColors[v] = C.palette[Object.keys(verdictColors).length % C.palette.length];
+    return verdictColors[v];
+  }
+
+  function tabPane(tab, st, info) {
+    switch (tab) {
+      case "verdicts": return verdictsPane(st);
+      case "charts": return chartsPane(st);
+      case "usage": return usagePane(st);
+      case "calls": return callsPane(st);
+      case "clarify": return questionsPane(st);
+      case "tools": return toolsPane(st);
+      case "outputs": return outputsPane(st);
+    }
+    return [el("p", { class: "empty" }, "Unknown tab.")];
+  }
+
+  function verdictsPane(st) {
+    const groups = st.verdictGroups();
+    if (!groups.length) return [el("p", { class: "empty" }, "No verdicts were given.")];
+    return groups.map(g => {
+      const rows = [...g.by.values()];
+      const counts = {};
+      for (const v of rows) counts[v.verdict] = (counts[v.verdict] || 0) + 1;
+      return el("div", { class: "verdict-group" }, el("h3", {}, (g.goal ? "Goal " + g.goal + " · " : "") + "node " + g.node),
+        table(["agent", "verdict", "withdrawn", "turn", "reasoning"], rows.map(v => [st.agent(v.agent).name, el("span", { class: "vchip", style: `background:${verdictColor(v.verdict)}` }, v.verdict), v.withdrawn ? "yes" : "", v.turn || "", v.reasoning || ""])),
+        el("p", { class: "note" }, Object.entries(counts).map(([k, n]) => `${k}: ${n} (${(100 * n / rows.length).toFixed(0)}%)`).join(" · ")));
+    });
+  }
+
+  function chartsPane(st) {
+    const parts = [];
+    // Verdicts per goal.
+    const groups = st.verdictGroups();
+    if (groups.length) {
+      const options = [...new Set(groups.flatMap(g => [...g.by.values()].map(v => v.verdict)))];
+      const rows = groups.map(g => {
+        const counts = {};
+        for (const v of g.by.values()) counts[v.verdict] = (counts[v.verdict] || 0) + 1;
+        return { label: g.goal || g.node, segments: options.map(o => ({ value: counts[o] || 0, color: verdictColor(o), label: o })) };
+      });
+      parts.push(el("div", { class: "card", id: "chart-verdicts" }, el("h2", {}, "Verdicts per goal"), C.stacked(rows, { legend: options.map(o => ({ label: o, color: verdictColor(o) })), total: n => `${n} agent${n === 1 ? "" : "s"}`, label: "verdicts per goal" })));
+    }
+    // Confidence over rounds.
+    const series = new Map();
+    for (const m of st.messages) {
+      if (m.private || !m.output || typeof m.output !== "object" || typeof m.output.confidence !== "number") continue;
+      const name = `${m.node} (${st.agent(m.from).name})`;
+      const sr = series.get(name) || { name, color: C.palette[series.size % C.palette.length], points: [] };
+      sr.points.push({ x: m.round || sr.points.length + 1, y: m.output.confidence });
+      series.set(name, sr);
+    }
+    parts.push(el("div", { class: "card", id: "chart-confidence" }, el("h2", {}, "Judge confidence over rounds"),
+      series.size ? C.line([...series.values()], { yMax: 100, xLabel: "round", label: "confidence over rounds" }) : el("p", { class: "note" }, "No message of this run rates its confidence (an output with a confidence field).")));
+    // Tokens and cost per agent and node.
+    const byAgent = st.usageBy(c => c.agent || "(none)"), byNode = st.usageBy(c => c.node);
+    const tokenRows = (m, name) => [...m.entries()].sort((a, b) => (b[1].prompt + b[1].completion) - (a[1].prompt + a[1].completion)).map(([k, u]) => ({
+      label: name(k), segments: [{ value: u.prompt, color: "#3157c4", label: "prompt tokens" }, { value: u.completion, color: "#1f9d6b", label: "completion tokens" }]
+    }));
+    const legend = [{ label: "prompt tokens", color: "#3157c4" }, { label: "completion tokens", color: "#1f9d6b" }];
+    parts.push(el("div", { class: "grid halves" },
+      el("div", { class: "card", id: "chart-agents" }, el("h2", {}, "Tokens per agent"), byAgent.size ? C.stacked(tokenRows(byAgent, k => st.agent(k).name), { legend, width: 300, labelWidth: 150, inside: false, label: "tokens per agent" }) : el("p", { class: "note" }, "No calls yet.")),
+      el("div", { class: "card", id: "chart-nodes" }, el("h2", {}, "Tokens per node"), byNode.size ? C.stacked(tokenRows(byNode, k => k), { legend, width: 300, labelWidth: 150, inside: false, label: "tokens per node" }) : el("p", { class: "note" }, "No calls yet."))));
+    const priced = [...byAgent.values()].some(u => u.cost > 0);
+    if (priced) {
+      const costRows = (m, name) => [...m.entries()].map(([k, u]) => ({ label: name(k), segments: [{ value: u.cost, color: "#c24679", label: "cost" }] }));
+      parts.push(el("div", { class: "grid halves" },
+        el("div", { class: "card" }, el("h2", {}, "Cost per agent"), C.stacked(costRows(byAgent, k => st.agent(k).name), { width: 300, labelWidth: 150, inside: false, total: v => "$" + v.toFixed(4) })),
+        el("div", { class: "card" }, el("h2", {}, "Cost per node"), C.stacked(costRows(byNode, k => k), { width: 300, labelWidth: 150, inside: false, total: v => "$" + v.toFixed(4) }))));
+    } else {
+      parts.push(el("p", { class: "note" }, "No model of this run has a price (models.NAME.price), so no cost is charted."));
+    }
+    parts.push(el("div", { class: "card", id: "chart-timeline" }, el("h2", {}, "Timeline of calls"), ...timelineOf(st)));
+    return parts;
+  }
+
+  function timelineOf(st) {
+    const calls = [...st.calls.values()].filter(c => c.done);
+    if (!calls.length) return [el("p", { class: "note" }, "No calls yet.")];
+    const t0 = Math.min(st.started || Infinity, ...calls.map(c => c.requested));
+    const nodes = [...new Set(calls.map(c => c.node))];
+    const colors = {};
+    nodes.forEach((n, i) => colors[n] = C.palette[i % C.palette.length]);
+    const items = calls.map(c => {
+      const start = c.requested - t0, end = c.responded - t0;
+      const wait = c.source ? 0 : Math.max(0, end - start - (c.latency_ms || 0));
+      return { start, end, wait, node: c.node, label: `${c.node} · ${st.agent(c.agent).name}${c.round ? " · round " + c.round : ""}${c.goal ? " · " + c.goal : ""}`, retries: (c.retries || []).map(r => r - t0), source: c.source };
+    });
+    // Most calls at once.
+    const edges = items.flatMap(c => [[c.start, 1], [Math.max(c.end, c.start + 1), -1]]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    let cur = 0, peak = 0;
+    for (const [, d] of edges) { cur += d; peak = Math.max(peak, cur); }
+    const waited = items.reduce((a, c) => a + c.wait, 0);
+    const retries = items.reduce((a, c) => a + c.retries.length, 0);
+    return [el("p", { class: "note" }, `${items.length} calls, at most ${peak} at once; ${retries} retr${retries === 1 ? "y" : "ies"}; ${(waited / 1000).toFixed(1)} s spent waiting before answers (queues, rate limits, back-off). Hover a bar for the call.`),
+      C.timeline(items, colors, { label: "timeline of calls" })];
+  }
+
+  function usageRows(m, name) {
+    return [...m.entries()].map(([k, u]) => [name(k), num(u.calls), num(u.prompt), num(u.completion), num(u.prompt + u.completion), (u.latency / 1000).toFixed(1), cost(u.cost, u.priced)]);
+  }
+  function usagePane(st) {
+    const head = ["", "calls", "prompt tokens", "completion tokens", "tokens", "latency (s)", "cost"];
+    const n = [1, 2, 3, 4, 5, 6];
+    const t = st.usageTotal();
+    const sources = st.usageBy(c => c.source || "endpoint");
+    return [
+      el("h3", {}, "By agent"), table(head, usageRows(st.usageBy(c => c.agent || "(none)"), k => st.agent(k).name), { num: n }),
+      el("h3", {}, "By node"), table(head, usageRows(st.usageBy(c => c.node), k => k), { num: n }),
+      el("h3", {}, "By round"), table(head, usageRows(st.usageBy(c => c.round ? "round " + c.round : (c.goal ? "goal " + c.goal : "outside loops")), k => k), { num: n }),
+      el("h3", {}, "Answered by"), table(head, usageRows(sources, k => k), { num: n }),
+      el("p", { class: "note" }, `Total: ${num(t.calls)} calls, ${num(t.prompt)} prompt and ${num(t.completion)} completion tokens${t.cost ? ", " + cost(t.cost, t.priced) : ""}. Calls count repairs and tool round trips.`),
+    ];
+  }
+
+  function callsPane(st) {
+    const calls = [...st.calls.values()];
+    if (!calls.length) return [el("p", { class: "empty" }, "No calls yet.")];
+    return [table(["call", "agent", "round", "tokens in / out", "latency (s)", "attempts", "answered by", "cost"],
+      calls.map(c => [el("span", { class: "id" }, c.key), st.agent(c.agent).name, c.round || "", c.done ? `${num(c.prompt_tokens)} / ${num(c.completion_tokens)}` : "…",
+        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.source || (c.done ? "endpoint" : "in flight"), cost(c.cost, c.priced)]),
+      { num: [2, 3, 4, 5, 7] })];
+  }
+
+  function questionsPane(st) {
+    const qs = st.questions();
+    if (!qs.length) return [el("p", { class: "empty" }, "No clarifying questions were asked.")];
+    return [table(["agent", "question", "answer"], qs.map(q => [st.agent(q.agent).name, q.question, q.open ? badge("waiting for an answer", "waiting") : (q.answer === "NA" ? el("span", { class: "note" }, "NA (not applicable)") : q.answer)]))];
+  }
+
+  function toolsPane(st) {
+    if (!st.tools.length) return [el("p", { class: "empty" }, "No tools were called.")];
+    return [table(["call", "agent", "tool", "arguments", "result"], st.tools.map(t => [el("span", { class: "id" }, t.key), st.agent(t.agent).name, t.tool, el("code", {}, t.arguments), el("pre", { style: "white-space:pre-wrap;max-height:160px;overflow:auto;margin:0" }, t.result)]))];
+  }
+
+  function outputsPane(st) {
+    const order = st.order || Object.keys(st.outputs || {});
+    if (!st.outputs || !order.length) return [el("p", { class: "empty" }, st.status === "running" ? "The outputs come when the run finishes." : "The run has no outputs.")];
+    return [el("div", { class: "outputs" }, order.map(k => el("div", { class: "out" }, el("h3", {}, k), st.outputsHtml[k] ? el("div", { class: "body", html: st.outputsHtml[k] }) : el("pre", {}, value(st.outputs[k])))))];
+  }
+
+  // ---- a sweep ----
+  async function sweepPage(id) {
+    let data;
+    try {
+      data = await api("/api/sweep?id=" + encodeURIComponent(id));
+    } catch (e) {
+      if (!String(e.message).includes("no summary.json")) throw e;
+      setCrumbs(el("a", { href: "#/" }, "Runs"), el("span", { class: "mono" }, id));
+      app.replaceChildren(el("div", { class: "card" }, el("h2", {}, "Sweep " + id),
+        el("p", {}, "This sweep has no summary yet: it is written when the sweep ends. ", el("a", { href: "#/?q=" + encodeURIComponent(id) }, "Its runs so far"), ".")));
+      return;
+    }
+    const s = data.summary;
+    setCrumbs(el("a", { href: "#/" }, "Runs"), el("span", { class: "mono" }, id));
+    document.title = `sweep ${s.spec} · runner view`;
+    const saved = s.calls_without_cache ? 1 - s.calls_made / s.calls_without_cache : 0;
+    const head = el("div", { class: "pagehead" }, el("div", {},
+      el("h1", {}, (s.dataset ? "Dataset" : "Sweep") + " of " + s.spec),
+      el("div", { class: "sub mono" }, id),
+      el("div", { class: "stats" }, stat("runs", s.runs.length), stat("completed", s.completed), stat("failed", s.failed), stat("accuracy", s.accuracy ? s.accuracy.mean.toFixed(3) : ""),
+        stat("calls made", num(s.calls_made)), stat("without the cache", num(s.calls_without_cache)), stat("duration", dur(s.duration_ms)))));
+    const about = el("dl", { class: "kv" });
+    const add = (k, v) => { if (v) about.append(el("dt", {}, k), el("dd", {}, v)); };
+    for (const a of s.matrix || []) add("matrix " + a.name, a.values.join(", "));
+    add("repeat", s.repeat > 1 ? String(s.repeat) : "");
+    add("dataset", s.dataset);
+    add("spec", s.spec_path);
+    const cards = [el("div", { class: "grid halves" },
+      el("div", { class: "card", id: "chart-accuracy" }, el("h2", {}, "Accuracy"), accuracyChart(s)),
+      el("div", { class: "card", id: "chart-cache" }, el("h2", {}, "Calls made and without the cache"),
+        C.stacked([{ label: "made", segments: [{ value: s.calls_made, color: "#3157c4", label: "calls made" }] }, { label: "without the cache", segments: [{ value: s.calls_without_cache, color: "#8a93a3", label: "calls" }] }], { labelWidth: 130, width: 300, inside: false }),
+        el("p", { class: "note" }, s.calls_without_cache ? `The cache and shared calls saved ${(100 * saved).toFixed(0)}% of the calls.` : ""), about))];
+    const outputs = [...new Set(s.runs.flatMap(r => r.output_order || []))];
+    const axes = (s.matrix || []).map(a => a.name);
+    const selected = new Set();
+    const compareBtn = el("button", { disabled: true, onclick: () => { const [a, b] = [...selected]; go("/compare", new URLSearchParams({ a, b })); } }, "Compare the two selected");
+    const rows = s.runs.map((r, i) => {
+      const rid = data.run_ids[i];
+      return [rid ? el("input", { type: "checkbox", onchange: e => { e.target.checked ? selected.add(rid) : selected.delete(rid); compareBtn.disabled = selected.size !== 2; } }) : "",
+        r.index, rid ? el("a", { href: "#/run/" + rid, class: "runid" }, rid.split("/")[1]) : "(not started)", ...axes.map(a => (r.vars || {})[a] || ""),
+        ...(s.dataset ? [r.line] : []), ...(s.repeat > 1 ? [r.sample] : []), badge(r.status),
+        ...outputs.map(o => el("td", { class: "out", title: value((r.outputs || {})[o] ?? "") }, value((r.outputs || {})[o] ?? ""))),
+        r.expected !== undefined ? value(r.expected) : "", r.score !== undefined && r.score !== null ? String(r.score) : "",
+        num(r.usage.calls), num((r.calls || {}).network), num(r.usage.prompt_tokens + r.usage.completion_tokens), dur(r.duration_ms)];
+    });
+    const headRow = ["", "#", "run", ...axes, ...(s.dataset ? ["line"] : []), ...(s.repeat > 1 ? ["sample"] : []), "status", ...outputs, "expected", "score", "calls", "sent", "tokens", "duration"];
+    cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows)));
+    app.replaceChildren(head, ...cards);
+  }
+
+  function accuracyChart(s) {
+    if (!s.accuracy) return el("p", { class: "note" }, "No scores: the spec has no score expression, or no run was given an expected value (--dataset).");
+    const rows = [{ label: "all runs (n=" + s.accuracy.n + ")", mean: s.accuracy.mean, low: s.accuracy.low, high: s.accuracy.high }];
+    for (const c of s.by_combination || []) if (c.accuracy) rows.push({ label: `${c.label} (n=${c.accuracy.n})`, mean: c.accuracy.mean, low: c.accuracy.low, high: c.accuracy.high });
+    return el("div", {}, C.intervals(rows, { label: "accuracy with 95% intervals" }), el("p", { class: "note" }, `Mean score with its 95% confidence interval (${s.accuracy.method}).`));
+  }
+
+  // ---- two runs side by side ----
+  async function comparePage(params) {
+    const a = params.get("a"), b = params.get("b");
+    if (!a || !b) throw new Error("compare needs two runs: #/compare?a=RUN&b=RUN");
+    const [ra, rb] = await Promise.all([api("/api/run?id=" + encodeURIComponent(a)), api("/api/run?id=" + encodeURIComponent(b))]);
+    setCrumbs(el("a", { href: "#/" }, "Runs"), "compare");
+    document.title = "compare · runner view";
+    const runs = [ra, rb];
+    const rowsOf = [];
+    const line = (label, f) => {
+      const vals = runs.map(f);
+      if (vals.every(v => v === "" || v === undefined || v === null)) return;
+      const differs = JSON.stringify(vals[0]) !== JSON.stringify(vals[1]);
+      rowsOf.push([label, ...vals.map(v => el("td", { class: differs ? "differs" : "" }, v instanceof Node ? v : value(v ?? "")))]);
+    };
+    line("run", r => el("a", { href: "#/run/" + r.id, class: "id" }, r.id));
+    line("spec", r => r.manifest.spec_name);
+    line("status", r => r.status);
+    line("seed", r => r.manifest.seed);
+    const keys = (f) => [...new Set(runs.flatMap(r => Object.keys(f(r) || {})))].sort();
+    for (const k of keys(r => r.manifest.vars)) line("var " + k, r => (r.manifest.vars || {})[k]);
+    for (const k of keys(r => r.manifest.inputs)) line("input " + k, r => { const v = value((r.manifest.inputs || {})[k] ?? ""); return v.length > 200 ? v.slice(0, 200) + "…" : v; });
+    line("models", r => Object.entries(r.manifest.models || {}).map(([n, m]) => `${n}: ${m.model}`).join("; "));
+    const res = r => r.result || {};
+    line("duration", r => dur(res(r).duration_ms));
+    line("calls", r => ((res(r).usage || {}).total || {}).calls);
+    line("tokens", r => { const t = (res(r).usage || {}).total || {}; return (t.prompt_tokens || 0) + (t.completion_tokens || 0); });
+    line("cost", r => { const t = (res(r).usage || {}).total || {}; return cost(t.cost || 0, t.priced); });
+    line("score", r => res(r).score ?? "");
+    for (const k of keys(r => res(r).outputs)) line("output " + k, r => { const v = (res(r).outputs || {})[k]; return el("pre", { style: "white-space:pre-wrap;margin:0;max-height:200px;overflow:auto" }, value(v ?? "")); });
+    const verdicts = r => (res(r).goal_verdicts || []).map(g => `${g.goal || g.node}: ` + Object.entries(g.counts).map(([k, n]) => `${k} ${n}`).join(", ")).join("\n");
+    line("verdicts", verdicts);
+    const cols = runs.map(r => {
+      const msgs = (res(r).messages || []).filter(m => !m.private);
+      const agents = {};
+      (r.agents || []).forEach((a, i) => agents[a.id] = { name: a.name, color: C.palette[i % C.palette.length] });
+      return el("div", { class: "compact" }, el("h3", {}, el("span", { class: "mono" }, r.id)), msgs.length ? msgs.map(m => {
+        const ag = agents[m.from] || { name: m.from, color: "#6d7a8c" };
+        return el("div", { class: "msg" + (m.whisper ? " whisper" : "") + (m.record === "interjection" ? " keeper" : "") },
+          el("div", { class: "avatar", style: `background:${ag.color}` }, initials(ag.name)),
+          el("div", {}, el("div", { class: "msghead" }, el("span", { class: "who" }, ag.name), m.to ? el("span", { class: "to" }, "→ " + ((agents[m.to] || {}).name || m.to)) : null, m.whisper ? badge("whisper") : null, el("span", { class: "meta" }, [m.goal, m.round ? "round " + m.round : "", m.turn ? "turn " + m.turn : ""].filter(Boolean).join(" · "))),
+            el("div", { class: "body" }, m.content.length > 1200 ? m.content.slice(0, 1200) + "…" : m.content),
+            m.verdict ? el("div", { class: "verdict" }, "Verdict", el("span", { class: "vchip", style: `background:${verdictColor(m.verdict)}` }, m.verdict)) : null));
+      }) : el("p", { class: "empty" }, "No result yet."));
+    });
+    app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Compare two runs"), el("div", { class: "sub" }, "Highlighted rows differ."))),
+      el("div", { class: "card" }, table(["", "A", "B"], rowsOf, { class: "diff" })),
+      el("div", { class: "card" }, el("h2", {}, "Transcripts"), el("div", { class: "cols" }, cols)));
+  }
+
+  route();
+})();
