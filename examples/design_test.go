@@ -25,6 +25,7 @@ import (
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	runresult "github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
 )
@@ -1535,7 +1536,7 @@ func TestDesignEval(t *testing.T) {
 		if !warned {
 			t.Errorf("no warning for the evaluator whose reply never fit: %v", res.Warnings)
 		}
-		if err := runtime.AppendCSV(csvPath, res); err != nil {
+		if err := runresult.AppendCSV(csvPath, res); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -15,14 +16,14 @@ import (
 // declarations but never parsed: a value that starts with "@" is text, not
 // a file. Options.InputValues are resolved this way.
 func ResolveInputValues(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
-	return resolveInputs(plan, flags, values)
+	return args.Inputs(plan, flags, values)
 }
 
 // ResolveVarValues is ResolveVars with values (a recorded run's) applied
 // before the --set flags, which win. Options.VarValues are resolved this
 // way.
 func ResolveVarValues(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
-	return resolveVars(plan, sets, values)
+	return args.Vars(plan, sets, values)
 }
 
 // CheckEndpoints returns the error a run of plan with opts would fail with
@@ -54,3 +55,16 @@ func ForeachItems(v any) ([]any, error) {
 
 // ErrLocked means another process is working on the run directory.
 var ErrLocked = rundir.ErrLocked
+
+// FlagError is a problem with a command-line value; the CLI exits 2.
+type FlagError = args.FlagError
+
+// ResolveInputs turns --input flags into inputs (see args.ResolveInputs).
+func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
+	return args.ResolveInputs(plan, flags)
+}
+
+// ResolveVars applies --set flags to the spec's vars (see args.ResolveVars).
+func ResolveVars(plan *spec.Plan, flags []string) (map[string]any, error) {
+	return args.ResolveVars(plan, flags)
+}

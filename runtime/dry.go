@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/args"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,11 +61,11 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 	if dry.Stage == nil {
 		return nil, errors.New("a dry run needs a stage that answers its calls")
 	}
-	inputs, err := resolveInputs(plan, opts.Inputs, opts.InputValues)
+	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
 	if err != nil {
 		return nil, err
 	}
-	vars, err := resolveVars(plan, opts.Sets, opts.VarValues)
+	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
 	if err != nil {
 		return nil, err
 	}

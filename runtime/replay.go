@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/args"
 	"os"
 	"path/filepath"
 
@@ -31,7 +32,7 @@ type MissingReplayError = calls.MissingError
 func LoadReplay(path string) (map[string]kit.Reply, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, &FlagError{Flag: "--replay", Err: unwrapPathError(err)}
+		return nil, &FlagError{Flag: "--replay", Err: args.UnwrapPathError(err)}
 	}
 	if info.IsDir() {
 		path = filepath.Join(path, "journal.jsonl")

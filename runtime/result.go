@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/args"
 	"math"
 	"path/filepath"
 	"sort"
@@ -233,7 +234,7 @@ func (r *Run) writeQuestions() error {
 func ReadAnswers(path string) (map[string]string, error) {
 	a, err := answers.Read(path)
 	if err != nil {
-		return nil, &FlagError{Flag: "--answers", Err: unwrapPathError(err)}
+		return nil, &FlagError{Flag: "--answers", Err: args.UnwrapPathError(err)}
 	}
 	return a, nil
 }

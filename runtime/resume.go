@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"io/fs"
 	"os"
@@ -31,7 +32,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, unwrapPathError(err))}
+		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, args.UnwrapPathError(err))}
 	}
 	if err != nil {
 		return nil, err

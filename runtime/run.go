@@ -8,9 +8,9 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/args"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,7 +18,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -104,7 +103,10 @@ type Notice struct {
 	Message  string // a warning or status line
 }
 
-// Run is one execution of a plan, with its directory and journal.
+// Run is one execution of a plan, with its directory and journal. It ties
+// together parts with one job each: the connections to the endpoints the
+// plan uses, the log of the run's events (the journal, and what observers
+// are told), and the state the run has recorded so far.
 type Run struct {
 	ID   string
 	Dir  string
@@ -112,84 +114,37 @@ type Run struct {
 
 	opts     Options
 	manifest Manifest
-	journal  *journal.Writer
 	inputs   map[string]any
 	vars     map[string]any
 	seed     int64
-	getenv   func(string) string
-	// dotEnvErr is why the .env next to the spec could not be read; a run
-	// that connects to an endpoint reports it.
-	dotEnvErr error
-	clients   map[string]*llm.Client
-	pool      *ClientPool
-	bases     map[string]string // endpoint name -> base URL actually used
-	secrets   []string
-	recorded  map[string]kit.Reply
+	// recorded are the replies an earlier attempt journaled (resume).
+	recorded map[string]kit.Reply
 	// chain is the path model calls take (see buildChain).
 	chain calls.Stage
-	// dry is set for a dry run (see NewDry).
-	dry *dryState
-	// contentBytes is the size of every recorded message's content.
-	contentBytes atomic.Int64
-
-	// hist is the record of messages with each agent's view of it and
-	// indexes over them; templates renders prompts with its helpers.
-	hist      *history.Store
+	// templates renders prompts with the history's helpers.
 	templates *template.Template
-
-	mu sync.Mutex
-	// messages is hist's record so far (see messagesSoFar): it only grows,
-	// and results is replaced (setResult) rather than changed, so prompts
-	// and expressions share both without copying.
-	messages []spec.Message
-	results  map[string]spec.NodeResult
-	// views are agent views by node (nil: every agent), made once.
-	views       map[*spec.NodePlan][]spec.AgentView
-	usage       *usageBook
-	occurrences map[string]int
-	warnings    []string
-	warnedOnce  map[string]bool
-	seenText    map[[sha256.Size]byte]bool // SHA-256 of texts already in the journal
-	waiting     []spec.Question
-	// answered are the questions answered in this attempt; questions.yaml
-	// keeps them so that resuming with it answers every question again.
-	answered []spec.Question
-
-	// notifyMu orders observer notices by Seq: concurrent appends return in
-	// any order, and --json output should read like the journal.
-	notifyMu   sync.Mutex
-	nextNotify int64
-	// unjournaledSeq numbers the events of a run without a journal.
-	unjournaledSeq int64
-	early          map[int64]journal.Event
-
-	// summaries caches summaries by agent and scope; pendingSummaries are
-	// recorded as messages when the node that asked for them records.
-	result *Result
-	// already counts, by type and key, the events a resumed run's journal
-	// holds from before; see repeated.
-	already          map[string]int
-	alreadyMu        sync.Mutex
-	lock             *rundir.Lock
-	toolCalls        []ToolCallInfo
-	rejections       []Rejection
-	summaries        map[string]*summaryEntry
-	pendingSummaries []spec.Message
-	callCounts       CallCounts
 	// renderSizes holds the last output size per template name
 	// (*atomic.Int64), to size the next rendering.
 	renderSizes sync.Map
+	lock        *rundir.Lock
+	result      *Result
+	// dry is set for a dry run (see NewDry).
+	dry *dryState
+
+	*endpoints
+	*eventLog
+	*runState
 }
 
 // Start prepares a new run of plan: resolves inputs and vars, checks that
 // every endpoint the run needs has its key, creates the run directory and
 // journals the start. Nothing is sent to a model yet.
 func Start(plan *spec.Plan, opts Options) (*Run, error) {
-	inputs, err := resolveInputs(plan, opts.Inputs, opts.InputValues)
+	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
 	if err != nil {
 		return nil, err
 	}
-	vars, err := resolveVars(plan, opts.Sets, opts.VarValues)
+	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
 	if err != nil {
 		return nil, err
 	}
@@ -252,25 +207,30 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	}
 	hist := history.New()
 	return &Run{
-		hist:      hist,
-		templates: hist.Templates(plan.Templates),
-		pool:      pool,
-		bases:     map[string]string{},
 		Plan:      plan,
 		opts:      opts,
-		getenv: func(k string) string {
-			if v := getenv(k); v != "" {
-				return v
-			}
-			return dotEnv[k]
+		templates: hist.Templates(plan.Templates),
+		recorded:  map[string]kit.Reply{},
+		endpoints: &endpoints{
+			pool:  pool,
+			bases: map[string]string{},
+			getenv: func(k string) string {
+				if v := getenv(k); v != "" {
+					return v
+				}
+				return dotEnv[k]
+			},
+			dotEnvErr: dotEnvErr,
+			clients:   map[string]*llm.Client{},
 		},
-		dotEnvErr:   dotEnvErr,
-		clients:     map[string]*llm.Client{},
-		recorded:    map[string]kit.Reply{},
-		results:     map[string]spec.NodeResult{},
-		usage:       newUsageBook(),
-		occurrences: map[string]int{},
-		seenText:    map[[sha256.Size]byte]bool{},
+		eventLog: &eventLog{observer: opts.Observer},
+		runState: &runState{
+			hist:        hist,
+			seenText:    map[[sha256.Size]byte]bool{},
+			results:     map[string]spec.NodeResult{},
+			usage:       newUsageBook(),
+			occurrences: map[string]int{},
+		},
 	}
 }
 
@@ -402,151 +362,6 @@ func (r *Run) buildManifest() Manifest {
 		m.Models[mp.Name] = mi
 	}
 	return m
-}
-
-// syncedEvents are fsynced before the run goes on: a response that was paid
-// for, and the run's start, resumption and end. Every other event is derived
-// again from these when a run resumes, so it is only written (it survives a
-// killed process) and becomes durable with the next synced event; that keeps
-// an fsync per event off the critical path between dependent calls.
-var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true}
-
-// neverRepeated are the event types a resumed run always writes: the run's
-// own milestones, failures, and events of calls actually made.
-var neverRepeated = map[string]bool{
-	"run_started": true, "run_resumed": true, "run_finished": true, "error": true, "node_failed": true,
-	"model_request": true, "model_response": true, "retry": true, "model_error": true,
-}
-
-// repeated reports whether an event is already in the journal from before a
-// resume. A resumed run walks its flow again from the start; the events it
-// re-derives (node_started, message, output, ...) are left out, so the
-// journal holds each of them once.
-func (r *Run) repeated(typ, key string) bool {
-	if r.already == nil || neverRepeated[typ] {
-		return false
-	}
-	r.alreadyMu.Lock()
-	defer r.alreadyMu.Unlock()
-	k := typ + "\x00" + key
-	if r.already[k] > 0 {
-		r.already[k]--
-		return true
-	}
-	return false
-}
-
-// event journals an event and tells the observer, in that order.
-func (r *Run) event(typ, key string, data any) error {
-	if r.repeated(typ, key) {
-		return nil
-	}
-	if r.journal == nil {
-		return r.unjournaled(journal.Entry{Type: typ, Key: key, Data: data})
-	}
-	sync := syncedEvents[typ]
-	if r.opts.Observer == nil {
-		// Nobody looks at the event: spare the journal copying it back.
-		if _, err := r.journal.AppendSeq(typ, key, data, sync); err != nil {
-			return fmt.Errorf("journal: %w", err)
-		}
-		return nil
-	}
-	write := r.journal.AppendUnsynced
-	if sync {
-		write = r.journal.Append
-	}
-	ev, err := write(typ, key, data)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	r.notify(ev)
-	return nil
-}
-
-// events journals several events in one write and tells the observer about
-// each, in order. The batch is synced if any of its events must be.
-func (r *Run) events(entries []journal.Entry) error {
-	if r.already != nil {
-		kept := entries[:0:0]
-		for _, e := range entries {
-			if !r.repeated(e.Type, e.Key) {
-				kept = append(kept, e)
-			}
-		}
-		if entries = kept; len(entries) == 0 {
-			return nil
-		}
-	}
-	if r.journal == nil {
-		for _, e := range entries {
-			if err := r.unjournaled(e); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	sync := false
-	for _, e := range entries {
-		sync = sync || syncedEvents[e.Type]
-	}
-	evs, err := r.journal.AppendBatch(entries, sync)
-	if err != nil {
-		return fmt.Errorf("journal: %w", err)
-	}
-	if r.opts.Observer != nil {
-		for _, ev := range evs {
-			r.notify(ev)
-		}
-	}
-	return nil
-}
-
-// unjournaled tells the observer about an event of a run that keeps no
-// journal (a dry run), numbered as a journal would number it.
-func (r *Run) unjournaled(e journal.Entry) error {
-	if r.opts.Observer == nil {
-		return nil
-	}
-	data, err := json.Marshal(e.Data)
-	if err != nil {
-		return fmt.Errorf("event %s: %w", e.Type, err)
-	}
-	r.notifyMu.Lock()
-	r.unjournaledSeq++
-	ev := journal.Event{Seq: r.unjournaledSeq, Time: time.Now().UTC(), Type: e.Type, Key: e.Key, Data: data}
-	r.notifyMu.Unlock()
-	r.notify(ev)
-	return nil
-}
-
-// notify tells the observer about ev once every event before it was told.
-// The first event of a run or resumption is appended alone, so its Seq
-// starts the count.
-func (r *Run) notify(ev journal.Event) {
-	r.notifyMu.Lock()
-	defer r.notifyMu.Unlock()
-	if r.nextNotify == 0 {
-		r.nextNotify = ev.Seq
-	}
-	if ev.Seq != r.nextNotify {
-		if r.early == nil {
-			r.early = map[int64]journal.Event{}
-		}
-		r.early[ev.Seq] = ev
-		return
-	}
-	for {
-		told := ev // each notice gets its own copy: observers may keep it
-		r.opts.Observer(Notice{Event: &told})
-		r.nextNotify++
-		next, ok := r.early[r.nextNotify]
-		if !ok {
-			return
-		}
-		delete(r.early, r.nextNotify)
-		ev = next
-	}
 }
 
 // warnOnce warns the first time a run meets a condition named by key.

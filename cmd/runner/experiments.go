@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
@@ -264,7 +265,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 			if rerr != nil {
 				continue
 			}
-			if cerr := runtime.AppendCSV(c.CSV, res); cerr != nil && err == nil {
+			if cerr := result.AppendCSV(c.CSV, res); cerr != nil && err == nil {
 				err = cerr
 			}
 		}

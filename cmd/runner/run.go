@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 	"golang.org/x/term"
 )
@@ -102,7 +103,7 @@ func (c *runCmd) Run(e *env) error {
 	err = execute(e, r)
 	c.reportCalls(e, r)
 	if c.CSV != "" && r.Result() != nil {
-		if cerr := runtime.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
+		if cerr := result.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
 			err = withCode(exitFailure, cerr)
 		}
 	}

@@ -32,6 +32,32 @@ type Describer interface {
 	Detail(node *spec.NodePlan) string
 }
 
+// Reporter is a kind that adds sections of its own to a run's report:
+// tables that only it makes sense of (a conversation's whispers and
+// verdicts), built from the messages its nodes recorded. The report
+// escapes and draws them.
+type Reporter interface {
+	ReportSections(plan *spec.Plan, msgs []spec.Message) []ReportSection
+}
+
+// ReportSection is a titled part of a report.
+type ReportSection struct {
+	Title  string
+	Tables []ReportTable
+}
+
+// ReportTable is a table of a report section, of plain text cells.
+type ReportTable struct {
+	// Title, when set, heads the table.
+	Title  string
+	Header []string
+	Rows   [][]string
+	// Pie, when set, is drawn as a pie chart of these counts after the
+	// table (titled PieTitle).
+	Pie      map[string]int
+	PieTitle string
+}
+
 // Of returns the kind that runs a node, or an error naming the node when
 // its kind cannot run (a registry of compile-only kinds, in tests).
 func Of(node *spec.NodePlan) (Kind, error) {

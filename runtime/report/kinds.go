@@ -4,50 +4,54 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
 
-// The sections below belong to particular node kinds: whispers and
-// verdicts to conversations (converse), confidence to judging nodes whose
-// output has a confidence. Each stands alone so that it can move to its
-// kind once kinds may contribute report sections.
-
-// whispers writes the whisper counts per goal, sender and addressee.
-func (d *doc) whispers(stats []result.WhisperStat) {
-	if len(stats) == 0 {
+// kindSections writes the sections node kinds add themselves
+// (kit.Reporter), once per kind, in the order the plan first uses each.
+func (d *doc) kindSections(plan *spec.Plan, msgs []spec.Message) {
+	if plan == nil {
 		return
 	}
-	d.w("## Whispers\n\n| goal | from | to | count |\n| --- | --- | --- | --- |\n")
-	for _, s := range stats {
-		d.w("| %s | %s | %s | %d |\n", Inline(s.Goal), d.who(s.From), d.who(s.To), s.Count)
+	seen := map[string]bool{}
+	for _, id := range plan.NodeOrder {
+		n := plan.Nodes[id]
+		r, ok := n.Impl.(kit.Reporter)
+		if !ok || seen[n.Kind] {
+			continue
+		}
+		seen[n.Kind] = true
+		for _, sec := range r.ReportSections(plan, msgs) {
+			d.w("## %s\n\n", Inline(sec.Title))
+			for _, t := range sec.Tables {
+				d.table(t)
+			}
+		}
 	}
-	d.w("\n")
 }
 
-// verdicts writes each goal's final verdicts, their counts and a pie chart
-// of them.
-func (d *doc) verdicts(gvs []result.GoalVerdicts) {
-	if len(gvs) == 0 {
-		return
+// table writes a kind's table: its title, the cells escaped, and its pie.
+func (d *doc) table(t kit.ReportTable) {
+	if t.Title != "" {
+		d.w("### %s\n\n", Inline(t.Title))
 	}
-	d.w("## Verdicts\n\n")
-	for _, g := range gvs {
-		title := "node " + g.Node
-		if g.Goal != "" {
-			title = g.Goal + " (" + title + ")"
-		}
-		d.w("### %s\n\n| agent | verdict | withdrawn | reasoning |\n| --- | --- | --- | --- |\n", Inline(title))
-		for _, v := range g.Verdicts {
-			d.w("| %s | %s | %v | %s |\n", d.who(v.Agent), Inline(v.Verdict), v.Withdrawn, Inline(v.Reasoning))
-		}
-		opts := sortedKeys(g.Counts)
-		d.w("\n| verdict | count | percent |\n| --- | --- | --- |\n")
-		for _, o := range opts {
-			d.w("| %s | %d | %.1f%% |\n", Inline(o), g.Counts[o], g.Percent[o])
-		}
-		d.w("\n%s\n\n", VerdictPie(title, g.Counts))
+	d.w("| %s |\n|%s\n", strings.Join(escapeAll(t.Header), " | "), strings.Repeat(" --- |", len(t.Header)))
+	for _, row := range t.Rows {
+		d.w("| %s |\n", strings.Join(escapeAll(row), " | "))
 	}
+	d.w("\n")
+	if len(t.Pie) > 0 {
+		d.w("%s\n\n", VerdictPie(t.PieTitle, t.Pie))
+	}
+}
+
+func escapeAll(cells []string) []string {
+	out := make([]string, len(cells))
+	for i, c := range cells {
+		out[i] = Inline(c)
+	}
+	return out
 }
 
 // VerdictPie is a Mermaid pie chart of how many agents gave each verdict.

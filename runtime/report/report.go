@@ -64,8 +64,7 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 	d.transcript(res.Messages)
 	d.rejections(res.Rejections)
 	d.toolCalls(res.ToolCalls)
-	d.whispers(res.Whispers)
-	d.verdicts(res.GoalVerdicts)
+	d.kindSections(plan, res.Messages)
 	d.confidence(res.Messages)
 
 	d.w("## Outputs\n\n")

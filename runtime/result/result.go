@@ -246,7 +246,7 @@ func ReadManifest(dir string) (Manifest, error) {
 	var m Manifest
 	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	if err != nil {
-		return m, fmt.Errorf("%s is not a run directory (no run.json)", dir)
+		return m, fmt.Errorf("%s is not a run directory (no run.json): %w", dir, err)
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return m, fmt.Errorf("%s: %w", filepath.Join(dir, "run.json"), err)

@@ -1,9 +1,6 @@
 package rundir
 
 import (
-	"encoding/json"
-	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/debate-runner/runner/runtime/result"
@@ -20,17 +17,7 @@ type ModelInfo = result.ModelInfo
 type PriceInfo = result.PriceInfo
 
 // ReadManifest reads a run directory's run.json.
-func ReadManifest(dir string) (Manifest, error) {
-	var m Manifest
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return m, fmt.Errorf("%s: %w", filepath.Join(dir, "run.json"), err)
-	}
-	return m, nil
-}
+func ReadManifest(dir string) (Manifest, error) { return result.ReadManifest(dir) }
 
 // WriteManifest writes a run directory's run.json atomically.
 func WriteManifest(dir string, m Manifest) error {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -67,7 +68,7 @@ type DatasetLine struct {
 func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: unwrapPathError(err)}
+		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: args.UnwrapPathError(err)}
 	}
 	declared := map[string]bool{}
 	for _, in := range plan.Inputs {
@@ -598,7 +599,7 @@ func (s *Summary) write() error {
 func Load(dir string) (*Summary, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a sweep directory: %w", dir, unwrapPathError(err))
+		return nil, fmt.Errorf("%s is not a sweep directory: %w", dir, args.UnwrapPathError(err))
 	}
 	var s Summary
 	if err := json.Unmarshal(data, &s); err != nil {
@@ -746,15 +747,6 @@ func (s *Summary) Markdown() string {
 
 // The helpers below are small pure functions that package runtime keeps to
 // itself; they are copied rather than exported to keep runtime's API small.
-
-// unwrapPathError is the cause of an *os.PathError without its operation
-// and path: the message around it says which file.
-func unwrapPathError(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
 
 // short is a digest cut to 12 characters for display.
 func short(s string) string {

@@ -1,4 +1,4 @@
-package runtime
+package result
 
 import (
 	"encoding/csv"

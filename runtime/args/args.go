@@ -1,4 +1,8 @@
-package runtime
+// Package args turns what a run is given on the command line into values
+// the engine takes: --input NAME=VALUE and NAME=@FILE flags into inputs,
+// --set NAME=VALUE into vars of the types the spec declares, checked against
+// the spec's declarations (unknown names, required inputs, limits).
+package args
 
 import (
 	"fmt"
@@ -46,7 +50,7 @@ func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
 			path := value[1:]
 			data, err := os.ReadFile(path)
 			if err != nil {
-				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("cannot read %s: %w", path, unwrapPathError(err))}
+				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("cannot read %s: %w", path, UnwrapPathError(err))}
 			}
 			if !utf8.Valid(data) {
 				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("%s is not UTF-8 text", path)}
@@ -82,7 +86,7 @@ func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
 	return out, nil
 }
 
-func unwrapPathError(err error) error {
+func UnwrapPathError(err error) error {
 	if pe, ok := err.(*os.PathError); ok {
 		return pe.Err
 	}
@@ -164,9 +168,10 @@ func convertLike(def any, raw string) (any, error) {
 	return nil, fmt.Errorf("this var (a %T) cannot be set from the command line", def)
 }
 
-// resolveInputs is ResolveInputs plus inputs given as values, which are
-// checked against the declarations but never parsed (no @FILE).
-func resolveInputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
+// Inputs is ResolveInputs plus inputs given as values (a dataset line's,
+// a replayed run's), which are checked against the declarations but never
+// parsed: a value that starts with "@" is text, not a file.
+func Inputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
 	if len(values) == 0 {
 		return ResolveInputs(plan, flags)
 	}
@@ -200,9 +205,9 @@ func resolveInputs(plan *spec.Plan, flags []string, values map[string]any) (map[
 	return out, nil
 }
 
-// resolveVars is ResolveVars with values (a recorded run's) applied before
-// the --set flags.
-func resolveVars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
+// Vars is ResolveVars with values (a recorded run's) applied before the
+// --set flags, which win.
+func Vars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
 	if len(values) == 0 {
 		return ResolveVars(plan, sets)
 	}

@@ -1,0 +1,175 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/debate-runner/runner/runtime/journal"
+)
+
+// eventLog is where a run's events go: appended to its journal before
+// their effect is reported, then told to the observer in journal order. A
+// resumed run leaves out the events its journal already holds; a dry run
+// has no journal and only tells the observer.
+type eventLog struct {
+	journal  *journal.Writer
+	observer func(Notice)
+	// already counts, by type and key, the events a resumed run's journal
+	// holds from before; see repeated.
+	already   map[string]int
+	alreadyMu sync.Mutex
+	// notifyMu orders observer notices by Seq: concurrent appends return in
+	// any order, and --json output should read like the journal.
+	notifyMu   sync.Mutex
+	nextNotify int64
+	early      map[int64]journal.Event
+	// unjournaledSeq numbers the events of a run without a journal.
+	unjournaledSeq int64
+}
+
+// syncedEvents are fsynced before the run goes on: a response that was paid
+// for, and the run's start, resumption and end. Every other event is derived
+// again from these when a run resumes, so it is only written (it survives a
+// killed process) and becomes durable with the next synced event; that keeps
+// an fsync per event off the critical path between dependent calls.
+var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true}
+
+// neverRepeated are the event types a resumed run always writes: the run's
+// own milestones, failures, and events of calls actually made.
+var neverRepeated = map[string]bool{
+	"run_started": true, "run_resumed": true, "run_finished": true, "error": true, "node_failed": true,
+	"model_request": true, "model_response": true, "retry": true, "model_error": true,
+}
+
+// repeated reports whether an event is already in the journal from before a
+// resume. A resumed run walks its flow again from the start; the events it
+// re-derives (node_started, message, output, ...) are left out, so the
+// journal holds each of them once.
+func (r *eventLog) repeated(typ, key string) bool {
+	if r.already == nil || neverRepeated[typ] {
+		return false
+	}
+	r.alreadyMu.Lock()
+	defer r.alreadyMu.Unlock()
+	k := typ + "\x00" + key
+	if r.already[k] > 0 {
+		r.already[k]--
+		return true
+	}
+	return false
+}
+
+// event journals an event and tells the observer, in that order.
+func (r *eventLog) event(typ, key string, data any) error {
+	if r.repeated(typ, key) {
+		return nil
+	}
+	if r.journal == nil {
+		return r.unjournaled(journal.Entry{Type: typ, Key: key, Data: data})
+	}
+	sync := syncedEvents[typ]
+	if r.observer == nil {
+		// Nobody looks at the event: spare the journal copying it back.
+		if _, err := r.journal.AppendSeq(typ, key, data, sync); err != nil {
+			return fmt.Errorf("journal: %w", err)
+		}
+		return nil
+	}
+	write := r.journal.AppendUnsynced
+	if sync {
+		write = r.journal.Append
+	}
+	ev, err := write(typ, key, data)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	r.notify(ev)
+	return nil
+}
+
+// events journals several events in one write and tells the observer about
+// each, in order. The batch is synced if any of its events must be.
+func (r *eventLog) events(entries []journal.Entry) error {
+	if r.already != nil {
+		kept := entries[:0:0]
+		for _, e := range entries {
+			if !r.repeated(e.Type, e.Key) {
+				kept = append(kept, e)
+			}
+		}
+		if entries = kept; len(entries) == 0 {
+			return nil
+		}
+	}
+	if r.journal == nil {
+		for _, e := range entries {
+			if err := r.unjournaled(e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sync := false
+	for _, e := range entries {
+		sync = sync || syncedEvents[e.Type]
+	}
+	evs, err := r.journal.AppendBatch(entries, sync)
+	if err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if r.observer != nil {
+		for _, ev := range evs {
+			r.notify(ev)
+		}
+	}
+	return nil
+}
+
+// unjournaled tells the observer about an event of a run that keeps no
+// journal (a dry run), numbered as a journal would number it.
+func (r *eventLog) unjournaled(e journal.Entry) error {
+	if r.observer == nil {
+		return nil
+	}
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("event %s: %w", e.Type, err)
+	}
+	r.notifyMu.Lock()
+	r.unjournaledSeq++
+	ev := journal.Event{Seq: r.unjournaledSeq, Time: time.Now().UTC(), Type: e.Type, Key: e.Key, Data: data}
+	r.notifyMu.Unlock()
+	r.notify(ev)
+	return nil
+}
+
+// notify tells the observer about ev once every event before it was told.
+// The first event of a run or resumption is appended alone, so its Seq
+// starts the count.
+func (r *eventLog) notify(ev journal.Event) {
+	r.notifyMu.Lock()
+	defer r.notifyMu.Unlock()
+	if r.nextNotify == 0 {
+		r.nextNotify = ev.Seq
+	}
+	if ev.Seq != r.nextNotify {
+		if r.early == nil {
+			r.early = map[int64]journal.Event{}
+		}
+		r.early[ev.Seq] = ev
+		return
+	}
+	for {
+		told := ev // each notice gets its own copy: observers may keep it
+		r.observer(Notice{Event: &told})
+		r.nextNotify++
+		next, ok := r.early[r.nextNotify]
+		if !ok {
+			return
+		}
+		delete(r.early, r.nextNotify)
+		ev = next
+	}
+}

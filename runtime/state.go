@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"sync"
+	"sync/atomic"
+
+	"github.com/debate-runner/runner/runtime/history"
+	"github.com/debate-runner/runner/spec"
+)
+
+// runState is what a run has recorded so far: its messages (with each
+// agent's view of them), the results of the nodes that ran, usage, the
+// warnings, questions, tool calls and rejections of the run, and the
+// summaries made. Its lock guards every field but hist (which has its own)
+// and contentBytes.
+type runState struct {
+	// hist is the record of messages with each agent's view of it and
+	// indexes over them.
+	hist *history.Store
+	// contentBytes is the size of every recorded message's content.
+	contentBytes atomic.Int64
+
+	mu sync.Mutex
+	// messages is hist's record so far (see messagesSoFar): it only grows,
+	// and results is replaced (setResult) rather than changed, so prompts
+	// and expressions share both without copying.
+	messages []spec.Message
+	results  map[string]spec.NodeResult
+	// views are agent views by node (nil: every agent), made once.
+	views       map[*spec.NodePlan][]spec.AgentView
+	usage       *usageBook
+	occurrences map[string]int
+	warnings    []string
+	warnedOnce  map[string]bool
+	waiting     []spec.Question
+	// answered are the questions answered in this attempt; questions.yaml
+	// keeps them so that resuming with it answers every question again.
+	answered   []spec.Question
+	toolCalls  []ToolCallInfo
+	rejections []Rejection
+	// summaries caches summaries by agent and scope; pendingSummaries are
+	// recorded as messages when the node that asked for them records.
+	summaries        map[string]*summaryEntry
+	pendingSummaries []spec.Message
+	callCounts       CallCounts
+	// seenText are the SHA-256 of texts already in the journal, which
+	// messages repeating them refer to.
+	seenText map[[sha256.Size]byte]bool
+}
