@@ -10,9 +10,8 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/nodes/ask"
-	"github.com/debate-runner/runner/nodes/clarify"
 	"github.com/debate-runner/runner/nodes/converse"
+	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr"
 )
@@ -90,7 +89,7 @@ type readme struct {
 	sets   []string
 }
 
-func readReadme(t *testing.T, name string) (readme, bool) {
+func readReadme(t testing.TB, name string) (readme, bool) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(name, "README.md"))
 	if os.IsNotExist(err) {
@@ -177,182 +176,52 @@ func TestExampleReadmes(t *testing.T) {
 // promptBase is the prompt data every call of an example starts from: the
 // sample inputs of its README (or the defaults), the vars, and a history
 // with one message of every record the spec declares.
-func promptBase(t *testing.T, name string, plan *spec.Plan, node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase {
-	t.Helper()
-	r, _ := readReadme(t, name)
-	inputs := map[string]any{}
-	for _, in := range plan.Inputs {
-		switch v, ok := r.inputs[in.Name]; {
-		case ok:
-			inputs[in.Name] = v
-		case in.HasDefault:
-			inputs[in.Name] = in.Default
-		case in.Required:
-			inputs[in.Name] = "sample " + in.Name
-		}
-	}
-	vars := map[string]any{}
-	for _, v := range plan.Vars {
-		vars[v.Name] = v.Default
-	}
-	d := spec.PromptBase{
-		Agent: agent.View(), Round: 2, Inputs: inputs, Vars: vars, Nodes: map[string]spec.NodeResult{},
-		Loop: map[string]any{},
-	}
-	if node != nil {
-		for _, a := range node.Agents {
-			d.Agents = append(d.Agents, a.View())
-		}
-	}
-	if len(plan.Goals) > 0 {
-		d.Goal = plan.Goals[0]
-	}
-	for round := 1; round <= 2; round++ {
-		for _, a := range plan.Agents {
-			for _, rec := range []string{"proposal", "critique", "refinement", "answer", "message"} {
-				m := spec.Message{Round: round, Goal: d.Goal.ID, Turn: round, From: a.ID, Record: rec, Content: fmt.Sprintf("%s %s of round %d", a.ID, rec, round)}
-				if rec == "critique" && a.ID != agent.ID {
-					m.To = agent.ID
-				}
-				d.History = append(d.History, m)
-			}
-		}
-	}
-	return d
-}
-
-type rendering struct {
-	what     string
-	template string
-	data     any
-	// inputs are the inputs the data holds.
-	inputs map[string]any
-}
-
-// renderings lists every template an example's run would render, with the
-// data the node kind gives it.
-func renderings(t *testing.T, name string, plan *spec.Plan) []rendering {
-	t.Helper()
-	var out []rendering
-	system := func(node *spec.NodePlan, nodeSystem string, a *spec.AgentPlan, d any) {
-		if s := nodeSystem; s != "" {
-			out = append(out, rendering{node.ID + " system", s, d, nil})
-		} else if a.System != "" {
-			out = append(out, rendering{node.ID + " system of " + a.ID, a.System, d, nil})
-		}
-	}
-	for _, id := range plan.NodeOrder {
-		node := plan.Nodes[id]
-		for _, a := range node.Agents {
-			base := promptBase(t, name, plan, node, a)
-			switch cfg := node.Config.(type) {
-			case *ask.Config:
-				d := &ask.PromptData{PromptBase: base}
-				if cfg.Each != nil {
-					for _, o := range node.Agents {
-						if o.ID != a.ID {
-							d.Target = spec.Message{Round: 2, From: o.ID, Record: cfg.Each.Record, Content: "the proposal of " + o.ID}
-							break
-						}
-					}
-				}
-				d.Own = spec.Message{Round: 1, From: a.ID, Record: cfg.Record, Content: "own " + cfg.Record}
-				out = append(out, rendering{id + " for " + a.ID, cfg.Template, d, base.Inputs})
-				system(node, cfg.System, a, d)
-			case *clarify.Config:
-				d := &clarify.PromptData{PromptBase: base}
-				d.MaxQuestions = cfg.MaxQuestions
-				d.Questions = []spec.Question{{ID: "q1", Agent: a.ID, Question: "How many users?", Answer: "About 1000."}, {ID: "q2", Agent: a.ID, Question: "Budget?", Answer: "NA"}}
-				out = append(out, rendering{id + " for " + a.ID, cfg.Template, d, base.Inputs})
-				system(node, cfg.System, a, d)
-			case *converse.Config:
-				d := &converse.PromptData{PromptBase: base}
-				for _, p := range node.Agents {
-					d.Participants = append(d.Participants, spec.Participant{ID: p.ID, Name: p.Name, Turns: 1})
-				}
-				d.Participants[0].Verdict = cfg.Options[0]
-				for _, p := range node.Agents[1:] {
-					d.Undecided = append(d.Undecided, p.ID)
-				}
-				d.Verdict = spec.VerdictView{Set: cfg.VerdictSet, Options: cfg.Options, Reasoning: cfg.Reasoning}
-				d.Turn, d.MaxTurns = 5, cfg.MaxTurns
-				d.Feedback = "the previous reply had no <Content>"
-				out = append(out, rendering{id + " turn of " + a.ID, cfg.Template, d, base.Inputs})
-				system(node, cfg.System, a, d)
-				if a != node.Agents[0] {
-					continue
-				}
-				tk := *d
-				tk.Agent = spec.AgentView{ID: converse.TimeKeeper, Name: "Time Keeper"}
-				tk.Feedback = ""
-				for _, ij := range cfg.Interject {
-					out = append(out, rendering{id + " interjection", ij.Template, &tk, nil})
-				}
-				for _, w := range cfg.Watch {
-					watcher := plan.Nodes[w.Node].Config.(*converse.Config)
-					for _, opt := range watcher.Options {
-						wd := &converse.WatchData{PromptData: tk, Decision: opt, Text: opt}
-						wd.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
-						out = append(out, rendering{id + " watch " + opt, w.Template, wd, nil})
-					}
-				}
-			default:
-				t.Fatalf("node %s: unexpected config %T", id, node.Config)
-			}
-		}
-	}
-	if s := plan.Summarize; s != nil {
-		for _, a := range plan.Agents {
-			d := &spec.SummaryData{PromptBase: promptBase(t, name, plan, nil, a), Text: "a long history", MaxChars: s.MaxChars, Chars: 9000}
-			d.Extra = map[string]any{"max_chars": s.MaxChars, "chars": 9000}
-			out = append(out, rendering{"summary of " + a.ID, s.Template, d, nil})
-		}
-	}
-	return out
-}
-
 // TestExamplePromptsRender renders every prompt each example's run would
-// render (missingkey=error, as the runtime does), so a template that checks
-// statically but fails on real data is caught before a run.
+// send, through the engine itself (a dry run renders them all, with
+// missingkey=error as a run does), so a template that checks statically
+// but fails or renders empty on a run's data is caught before a run; and a
+// prompt about the case carries the case: every required input the README
+// gives shows in the task prompts.
 func TestExamplePromptsRender(t *testing.T) {
 	for _, name := range examples(t) {
 		t.Run(name, func(t *testing.T) {
 			plan := load(t, name)
-			for _, a := range plan.Agents {
-				if a.System != "" && plan.Templates.Lookup(a.System) == nil {
-					t.Errorf("agent %s: system template %q does not exist", a.ID, a.System)
+			r, _ := readReadme(t, name)
+			var inputs []string
+			for k, v := range r.inputs {
+				inputs = append(inputs, k+"="+v)
+			}
+			rep, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, AllPrompts: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Prompts) == 0 {
+				t.Fatal("no prompts rendered")
+			}
+			for _, note := range rep.Notes {
+				if strings.Contains(note, "did not finish") || strings.Contains(note, "cannot be") {
+					t.Errorf("dry run: %s", note)
 				}
 			}
-			rs := renderings(t, name, plan)
-			if len(rs) == 0 {
-				t.Fatal("no templates to render")
-			}
-			for _, r := range rs {
-				var b strings.Builder
-				if err := plan.Templates.ExecuteTemplate(&b, r.template, &r.data); err != nil {
-					t.Errorf("%s: %s: %v", r.what, r.template, err)
-					continue
+			for _, p := range rep.Prompts {
+				for _, m := range p.Messages {
+					if strings.TrimSpace(m.Content) == "" || strings.Contains(m.Content, "<no value>") {
+						t.Errorf("%s: %s message rendered %q", p.Key, m.Role, m.Content)
+					}
 				}
-				out := b.String()
-				if strings.TrimSpace(out) == "" || strings.Contains(out, "<no value>") {
-					t.Errorf("%s: %s rendered %q", r.what, r.template, out)
-				}
-				// A prompt about the case must carry the case: every
-				// required input the README gives shows up in the turn
-				// and task prompts.
-				if strings.Contains(r.what, "system") || strings.Contains(r.what, "interjection") || strings.Contains(r.what, "watch") || strings.Contains(r.what, "summary") {
+				if strings.Contains(p.Key, "/summary/") {
 					continue
 				}
 				for _, in := range plan.Inputs {
 					if name == "design-eval" && in.Name == "run" {
 						// The evaluation shows a run's outputs, not its whole record.
-						if !strings.Contains(out, `"solution"`) {
-							t.Errorf("%s: %s does not show the run's solution", r.what, r.template)
+						if !strings.Contains(p.User, `"solution"`) {
+							t.Errorf("%s does not show the run's solution", p.Key)
 						}
 						continue
 					}
-					if v, ok := r.inputs[in.Name].(string); ok && in.Required && !strings.Contains(out, strings.TrimSpace(v)) {
-						t.Errorf("%s: %s does not show input %s", r.what, r.template, in.Name)
+					if v := r.inputs[in.Name]; in.Required && v != "" && !strings.Contains(p.User, strings.TrimSpace(v)) {
+						t.Errorf("%s does not show input %s", p.Key, in.Name)
 					}
 				}
 			}

@@ -12,11 +12,11 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
 )
@@ -87,13 +87,7 @@ outputs:
 `
 
 // cpuTime is the process's user and system CPU time so far.
-func cpuTime() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
-}
+var cpuTime = runtest.CPUTime
 
 // startNoSync starts a run whose journal skips fsync, to separate the
 // runtime's CPU from disk latency.

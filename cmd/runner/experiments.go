@@ -23,7 +23,8 @@ import (
 // experimentFlags are the run flags for reproducible experiments: dry runs,
 // replays, the response cache, sweeps and datasets.
 type experimentFlags struct {
-	DryRun        bool     `name:"dry-run" help:"Validate, render the first round's prompts and print the plan of calls with token and cost estimates. No model is called."`
+	DryRun        bool     `name:"dry-run" help:"Run the spec with stand-in replies and no model: print each node's first-round prompts and the worst-case plan of calls with token and cost estimates."`
+	AllPrompts    bool     `name:"all-prompts" help:"With --dry-run: print every call's prompt, not only each node's first round."`
 	Replay        string   `placeholder:"JOURNAL|RUN_DIR" help:"Serve every model call from a recorded run: no network, no API key. Inputs, vars and seed default to the recording's."`
 	ReplayMissing string   `name:"replay-missing" enum:"error,live" default:"error" help:"What a call the recording lacks does: error, or live (call the model)."`
 	CacheDir      string   `name:"cache-dir" placeholder:"DIR" help:"Response cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
@@ -198,7 +199,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 			placeholders = append(placeholders, in.Name)
 		}
 	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set})
+	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts})
 	if err != nil {
 		return runError(err)
 	}

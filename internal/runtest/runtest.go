@@ -7,18 +7,24 @@
 package runtest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -167,4 +173,42 @@ func IsolateCache(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	os.Setenv("RUNNER_CACHE_DIR", dir)
 	return m.Run()
+}
+
+// CPUTime is the process's user and system CPU time so far.
+func CPUTime() (user, sys time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, 0
+	}
+	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
+}
+
+// KeyedTransport answers every chat completion at once, in-process, with
+// reply(call key) (the key a run puts in each request's context), so that
+// benchmarks measure a run's own CPU, with no server or sockets, whatever
+// order its calls come in.
+type KeyedTransport struct {
+	Reply func(key string) string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t KeyedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_, _ = io.Copy(io.Discard, req.Body)
+		_ = req.Body.Close()
+	}
+	body, _ := json.Marshal(map[string]any{
+		"id": "chatcmpl-instant", "object": "chat.completion", "created": 1, "model": "m",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+			"message": map[string]any{"role": "assistant", "content": t.Reply(calls.KeyFrom(req.Context()))}}},
+		"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 50, "total_tokens": 150},
+	})
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": []string{"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(body)),
+		ContentLength: int64(len(body)),
+		Request:       req,
+	}, nil
 }
