@@ -630,3 +630,8 @@ func (r *Run) avgMessageSize() int {
 	}
 	return int(r.contentBytes.Load()/n) + 40
 }
+
+// Parallel implements kit.Host with goroutines.
+func (h *host) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	return kit.Parallel(ctx, n, f)
+}

@@ -2,10 +2,8 @@ package ask
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
@@ -55,10 +53,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		}
 	}
 	replies := make([]spec.Message, len(tasks))
-	errs := make([]error, len(tasks))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
+	var asks []int // the tasks that call a model
 	for i, t := range tasks {
 		if t.carried != nil {
 			m := *t.carried
@@ -68,34 +63,23 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 			}
 			continue
 		}
-		wg.Add(1)
-		go func(i int, t task) {
-			defer wg.Done()
-			reserveStack()
-			h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Started: true, Expected: calls})
-			msg, err := ask(ctx, h, node, cfg, t)
-			h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Finished: true, Expected: calls})
-			if err != nil {
-				errs[i] = err
-				cancel() // one failed call fails the node; stop the others early
-				return
-			}
-			replies[i] = msg
-		}(i, t)
+		asks = append(asks, i)
 	}
-	wg.Wait()
-	// Report the failure that caused the others to be cancelled.
-	var first error
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return spec.NodeResult{}, err
+	err := h.Parallel(ctx, len(asks), func(ctx context.Context, j int) error {
+		i := asks[j]
+		t := tasks[i]
+		reserveStack()
+		h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Started: true, Expected: calls})
+		msg, err := ask(ctx, h, node, cfg, t)
+		h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Finished: true, Expected: calls})
+		if err != nil {
+			return err
 		}
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	if first != nil {
-		return spec.NodeResult{}, first
+		replies[i] = msg
+		return nil
+	})
+	if err != nil {
+		return spec.NodeResult{}, err
 	}
 	recorded := h.Record(replies...)
 	res := spec.NodeResult{Outputs: map[string]any{}, Messages: recorded, Calls: calls}

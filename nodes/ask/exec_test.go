@@ -352,3 +352,7 @@ func TestToolLimit(t *testing.T) {
 		t.Errorf("%d tool_call events, want 6", n)
 	}
 }
+
+func (h *host) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	return kit.Parallel(ctx, n, f)
+}

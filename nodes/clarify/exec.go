@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
@@ -29,18 +28,13 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	var recorded []spec.Message
 	for iter := 1; iter <= cfg.MaxIterations; iter++ {
 		asked := make([][]spec.Question, len(node.Agents))
-		errs := make([]error, len(node.Agents))
-		var wg sync.WaitGroup
-		for i, a := range node.Agents {
-			wg.Add(1)
-			go func(i int, a *spec.AgentPlan) {
-				defer wg.Done()
-				asked[i], errs[i] = ask(ctx, h, node, cfg, a, iter, answered)
-			}(i, a)
-		}
-		wg.Wait()
+		err := h.Parallel(ctx, len(node.Agents), func(ctx context.Context, i int) error {
+			var err error
+			asked[i], err = ask(ctx, h, node, cfg, node.Agents[i], iter, answered)
+			return err
+		})
 		calls += len(node.Agents)
-		if err := errors.Join(errs...); err != nil {
+		if err != nil {
 			return spec.NodeResult{}, err
 		}
 		var fresh []spec.Question

@@ -261,3 +261,7 @@ func sortedPerIteration(keys []string) string {
 	}
 	return fmt.Sprint(out)
 }
+
+func (h *host) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	return kit.Parallel(ctx, n, f)
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"github.com/debate-runner/runner/spec"
 )
@@ -177,6 +178,12 @@ type Host interface {
 	// Complete makes (or replays) a model call. The runtime journals the
 	// request and the reply, applies limits and retries, and counts usage.
 	Complete(ctx context.Context, c Call) (Reply, error)
+	// Parallel runs f for every i in [0, n) at once and waits for them all.
+	// The first failure cancels the others' context and is returned (not
+	// the cancellations it caused). Executors run concurrent calls through
+	// it rather than starting goroutines, so that a run can also execute
+	// where they may not (a durable workflow replays its code).
+	Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error
 	// Render executes a template with data (the kind's prompt data).
 	Render(name string, data any) (string, error)
 	// Base returns what every prompt of an agent sees: inputs, vars,
@@ -235,6 +242,35 @@ type ProgressEvent struct {
 	Started  bool
 	Finished bool
 	Expected int // calls the node expects to make, when known
+}
+
+// Parallel runs f for every i in [0, n) in goroutines, as Host.Parallel
+// asks: hosts that may start goroutines implement Parallel with it.
+func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = f(ctx, i); errs[i] != nil {
+				cancel() // one failure fails them all: stop the others early
+			}
+		}()
+	}
+	wg.Wait()
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // SystemPrompt renders the system prompt for an agent in a node: the node's
