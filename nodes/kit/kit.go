@@ -226,6 +226,29 @@ type Host interface {
 	Summary(ctx context.Context, agent *spec.AgentPlan) string
 	// ContextDir is the directory file tools may read (--context DIR), or "".
 	ContextDir() string
+	// RunTool answers a tool call the model made in call key (a call key of
+	// the node, as given to Complete) on behalf of agent: with the result
+	// journaled for it by an earlier attempt of the run or the recording
+	// being replayed, else by calling run and journaling what it gives, so
+	// that resumes and replays never run a tool again. It returns the text
+	// the model reads.
+	RunTool(ctx context.Context, key, agent string, tc ToolCall, run func(context.Context) ToolResult) string
+}
+
+// ToolResult is what running a tool gave.
+type ToolResult struct {
+	// Text is what the model reads ("error: ..." for a failed call).
+	Text string
+	// Files are the context files the tool read.
+	Files []FileRead
+}
+
+// FileRead is a context file a tool read: its path relative to the context
+// folder, the SHA-256 of the bytes read (hex) and the file's size.
+type FileRead struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // Answerer provides answers to clarifying questions.
