@@ -102,3 +102,9 @@ func budgetStop(err error) bool {
 	var be *BudgetError
 	return errors.As(err, &be)
 }
+
+// BudgetOf is the budget a run of plan gets: the spec's, with --budget
+// flags applied (nil: no limits).
+func BudgetOf(plan *spec.Plan, flags []string) (*Budget, error) {
+	return ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), flags)
+}

@@ -200,7 +200,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 			placeholders = append(placeholders, in.Name)
 		}
 	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts})
+	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Budget: c.Budget})
 	if err != nil {
 		return runError(err)
 	}
