@@ -16,7 +16,9 @@ type BudgetPlan struct {
 func (b BudgetPlan) Empty() bool { return b.Run.Empty() && len(b.Nodes) == 0 }
 
 // Empty reports whether no limit is set.
-func (l BudgetLimits) Empty() bool { return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil }
+func (l BudgetLimits) Empty() bool {
+	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil
+}
 
 // NodeIDs are the nodes with limits of their own, sorted.
 func (b BudgetPlan) NodeIDs() []string {

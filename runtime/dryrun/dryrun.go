@@ -53,6 +53,9 @@ type Options struct {
 	ActualSizes bool
 	// Answered, when set, is given every call the dry run answered.
 	Answered func([]calls.Answered)
+	// StandInsByPrompt gives identical requests identical stand-ins (see
+	// calls.Placeholders.ByPrompt).
+	StandInsByPrompt bool
 	// Budget are --budget flags over the spec's budget: the report warns
 	// when the worst case passes it.
 	Budget []string
@@ -134,7 +137,7 @@ type Model struct {
 // every node's first run (every call's with AllPrompts), and prompt and
 // completion tokens and cost per model.
 func Run(plan *spec.Plan, opts Options) (*Report, error) {
-	stage := &calls.Placeholders{ReplyTokens: opts.ReplyTokens}
+	stage := &calls.Placeholders{ReplyTokens: opts.ReplyTokens, ByPrompt: opts.StandInsByPrompt}
 	if stage.ReplyTokens <= 0 {
 		stage.ReplyTokens = DefaultReplyTokens
 	}

@@ -71,7 +71,7 @@ func saveSweep(dir string, plan *spec.Plan, sum *Summary, base runtime.Options, 
 	if err := rundir.WriteJSON(filepath.Join(dir, "sweep.json"), rec); err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
-	return sum.write()
+	return sum.writeTo(dir)
 }
 
 func absPath(p string) string {
@@ -108,6 +108,9 @@ type ResumeOptions struct {
 // Resume finishes a sweep that was killed or interrupted: every run that
 // did not complete is resumed (or started), then the summary is written.
 func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOptions) (*Summary, error) {
+	if rundir.IsStaging(dir) {
+		return nil, &runtime.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a sweep that was killed while its directory was being set up, before any run started; nothing can be resumed from it: start the sweep again (and delete the folder)", dir)}
+	}
 	data, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &runtime.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s has no sweep.json: the sweep was made by an older runner and cannot be resumed; resume its runs one by one", dir)}

@@ -205,15 +205,15 @@ type Summary struct {
 	Repeat     int       `json:"repeat"`
 	Dataset    string    `json:"dataset,omitempty"`
 	// UnusedFields are dataset fields that are no input of the spec.
-	UnusedFields []string      `json:"unused_fields,omitempty"`
-	Runs         []Run         `json:"runs"`
-	Completed    int           `json:"completed"`
-	Failed       int           `json:"failed"`
-	Waiting      int           `json:"waiting"`
+	UnusedFields []string `json:"unused_fields,omitempty"`
+	Runs         []Run    `json:"runs"`
+	Completed    int      `json:"completed"`
+	Failed       int      `json:"failed"`
+	Waiting      int      `json:"waiting"`
 	// Pending are runs not finished: the sweep was killed before; resume
 	// it to run them.
 	Pending int           `json:"pending,omitempty"`
-	Usage        runtime.Usage `json:"usage"`
+	Usage   runtime.Usage `json:"usage"`
 	// CallsMade were sent to endpoints; CallsWithoutCache is how many the
 	// runs would have sent each on its own with no cache (all their calls).
 	CallsMade         int       `json:"calls_made"`
@@ -275,7 +275,9 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	if err := runtime.CheckEndpoints(plan, base); err != nil {
 		return nil, err
 	}
-	id, dir, err := rundir.Create(base.RunsDir, "sweep-", plan.Name, rundir.SweepTime, time.Now())
+	// The sweep directory appears whole, with what a resume needs (see
+	// saveSweep), like a run directory.
+	id, dir, staging, err := rundir.CreateStaged(base.RunsDir, "sweep-", plan.Name, rundir.SweepTime, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +291,12 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	}
 	// What a resume needs to finish the sweep goes in first: the spec and
 	// its libraries, every run to make, and a summary of runs pending.
-	if err := saveSweep(dir, plan, sum, base, jobs); err != nil {
+	if err := saveSweep(staging, plan, sum, base, jobs); err != nil {
+		os.RemoveAll(staging)
+		return nil, err
+	}
+	if err := rundir.Publish(staging, dir); err != nil {
+		os.RemoveAll(staging)
 		return nil, err
 	}
 	if opts.OnStart != nil {
@@ -644,11 +651,14 @@ func MeanCI(scores []float64) *Accuracy {
 }
 
 // write saves summary.json and summary.md in the sweep directory.
-func (s *Summary) write() error {
-	if err := rundir.WriteJSON(filepath.Join(s.Dir, "summary.json"), s); err != nil {
+func (s *Summary) write() error { return s.writeTo(s.Dir) }
+
+// writeTo saves summary.json and summary.md in dir.
+func (s *Summary) writeTo(dir string) error {
+	if err := rundir.WriteJSON(filepath.Join(dir, "summary.json"), s); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
-	if err := rundir.WriteFile(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
+	if err := rundir.WriteFile(filepath.Join(dir, "summary.md"), []byte(s.Markdown())); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
 	return nil
