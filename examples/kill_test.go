@@ -461,9 +461,13 @@ func diffResults(t *testing.T, want, got map[string]any) {
 	}
 }
 
-// sweepRuns lists a sweep's run directories by their index in the sweep.
-func sweepRuns(t *testing.T) func(dir string) []string {
+// sweepRuns lists a sweep's run directories by their index in the sweep,
+// once `runner compare` has shown the sweep.
+func sweepRuns(t *testing.T, bin string, env []string) func(dir string) []string {
 	return func(dir string) []string {
+		if code, _, out := binary(t, bin, env, -1, "compare", dir); code != 0 {
+			t.Errorf("runner compare %s: exit %d:\n%s", dir, code, out)
+		}
 		var sum struct {
 			Runs []struct {
 				Index  int    `json:"index"`
@@ -521,7 +525,16 @@ func TestKillAndResumeSweeps(t *testing.T) {
 		srv := llmtest.New(t, s.handle)
 		env := killEnv(srv, t.TempDir())
 		args := []string{specPath, "--dataset", dataset, "--no-cache", "-q", "--parallel", "2"}
-		killChainCases(t, bin, env, s, args, n, sweepRuns(t))
+		runsOf := sweepRuns(t, bin, env)
+		killChainCases(t, bin, env, s, args, n, func(dir string) []string {
+			runs := runsOf(dir)
+			for _, run := range runs {
+				if res := comparable(t, run); res["expected"] == nil || res["score"] == nil {
+					t.Errorf("%s lost its dataset item's expected value or score", filepath.Base(run))
+				}
+			}
+			return runs
+		})
 	})
 	t.Run("matrix", func(t *testing.T) {
 		s := &standIns{}
@@ -534,10 +547,54 @@ func TestKillAndResumeSweeps(t *testing.T) {
 		srv := llmtest.New(t, s.handle)
 		env := killEnv(srv, t.TempDir())
 		args := []string{specPath, "--matrix", "question=" + strings.Join(questions, ","), "--matrix", "rounds=1,2", "--no-cache", "-q", "--parallel", "2"}
-		killChainCases(t, bin, env, s, args, n, sweepRuns(t))
+		killChainCases(t, bin, env, s, args, n, sweepRuns(t, bin, env))
 	})
 	killStats.Lock()
 	t.Logf("kill chains so far: %d chains, %d identical to an uninterrupted run, %d kills, %d journaled calls asked again, %d requests more than uninterrupted runs",
 		killStats.chains, killStats.identical, killStats.kills, killStats.repeated, killStats.extra)
 	killStats.Unlock()
+}
+
+// TestKilledSweepCompares: a sweep killed part way has a summary.json from
+// its first instant (its runs pending), so `runner compare` shows it
+// before any resume; `runner resume` then finishes every run and writes
+// the summary.
+func TestKilledSweepCompares(t *testing.T) {
+	bin := runnerBinary(t)
+	plan := load(t, "reasoning-debate")
+	s := &standIns{}
+	questions := []string{"What is 12+7*3?", "What is 9*9-8?", "What is 6*7?"}
+	for _, q := range questions {
+		s.add(t, plan, []string{"question=" + q}, nil)
+	}
+	srv := llmtest.New(t, s.handle)
+	env := killEnv(srv, t.TempDir())
+	runs := t.TempDir()
+	args := []string{"run", filepath.Join("reasoning-debate", "spec.yaml"), "--matrix", "question=" + strings.Join(questions, ","), "--no-cache", "-q", "--runs-dir", runs}
+	// Kill once the first requests were answered, well before the end.
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); s.count() < 3 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	visible, _ := visibleDirs(t, runs)
+	if len(visible) != 1 {
+		t.Fatalf("%d sweep directories after the kill", len(visible))
+	}
+	dir := visible[0]
+	code, _, out := binary(t, bin, env, -1, "compare", dir)
+	if code != 0 {
+		t.Fatalf("runner compare on the killed sweep: exit %d:\n%s", code, out)
+	}
+	if code, _, out := binary(t, bin, env, -1, "resume", dir, "-q"); code != 0 {
+		t.Fatalf("resume of the killed sweep: exit %d:\n%s", code, out)
+	}
+	if got := sweepRuns(t, bin, env)(dir); len(got) != len(questions) {
+		t.Errorf("the resumed sweep has %d runs; want %d", len(got), len(questions))
+	}
 }
