@@ -471,7 +471,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	started := time.Now()
-	runErr := r.runSteps(ctx, r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
+	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		runErr = ErrInterrupted
 	}

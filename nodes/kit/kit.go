@@ -270,8 +270,10 @@ type ProgressEvent struct {
 // Parallel runs f for every i in [0, n) in goroutines, as Host.Parallel
 // asks: hosts that may start goroutines implement Parallel with it.
 func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The cause tells the calls stopped why (a budget stop lets calls
+	// already admitted finish: calls.Limited).
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -279,7 +281,7 @@ func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 		go func() {
 			defer wg.Done()
 			if errs[i] = f(ctx, i); errs[i] != nil {
-				cancel() // one failure fails them all: stop the others early
+				cancel(errs[i]) // one failure fails them all: stop the others early
 			}
 		}()
 	}

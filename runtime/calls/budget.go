@@ -2,6 +2,7 @@ package calls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -175,7 +176,9 @@ func Limited(b *Budget, next Stage) Stage {
 		if err := b.admit(c, est); err != nil {
 			return kit.Reply{}, Network, err
 		}
-		rep, src, err := next.Complete(ctx, c)
+		callCtx, stop := shield(ctx)
+		rep, src, err := next.Complete(callCtx, c)
+		stop()
 		actual := Spend{}
 		if err == nil && src == Network {
 			actual = Actual(c, rep)
@@ -183,4 +186,37 @@ func Limited(b *Budget, next Stage) Stage {
 		b.settle(c, est, actual)
 		return rep, src, err
 	})
+}
+
+type rootKey struct{}
+
+// WithRoot marks ctx as the run's own context: its cancellation (Ctrl-C)
+// stops every call at once, even one that a budget stop elsewhere let go
+// on (see Limited).
+func WithRoot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rootKey{}, ctx)
+}
+
+// shield is the context an admitted call is sent with. When a sibling call
+// stops at the budget, kit.Parallel cancels the calls running beside it;
+// but those were admitted within the budget and may already be paid for,
+// so they finish and are journaled rather than be lost and asked again on
+// resume. Any other cancellation, and the run's own (WithRoot), stops them.
+func shield(ctx context.Context) (context.Context, func()) {
+	out, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stops := []func() bool{context.AfterFunc(ctx, func() {
+		var be *BudgetError
+		if cause := context.Cause(ctx); !errors.As(cause, &be) {
+			cancel(cause)
+		}
+	})}
+	if root, ok := ctx.Value(rootKey{}).(context.Context); ok {
+		stops = append(stops, context.AfterFunc(root, func() { cancel(context.Cause(root)) }))
+	}
+	return out, func() {
+		for _, stop := range stops {
+			stop()
+		}
+		cancel(nil)
+	}
 }
