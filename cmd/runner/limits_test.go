@@ -106,9 +106,22 @@ func TestBudgetStopsAndResumes(t *testing.T) {
 	if got, want := e2eOutcome(t, dir), e2eOutcome(t, ref); got != want {
 		t.Errorf("the resumed run differs from the unlimited one:\n%s\nwant:\n%s", got, want)
 	}
-	usage, _ := json.Marshal(readResult(t, dir)["usage"])
-	if !strings.Contains(string(usage), "critique") {
-		t.Errorf("result.json usage has no per-node counts: %s", usage)
+	var usage struct {
+		ByNode  map[string]any `json:"by_node"`
+		ByRound map[string]any `json:"by_round"`
+	}
+	data, _ := json.Marshal(readResult(t, dir)["usage"])
+	if err := json.Unmarshal(data, &usage); err != nil {
+		t.Fatal(err)
+	}
+	if usage.ByNode["critique"] == nil || usage.ByRound["1"] == nil || usage.ByRound["3"] == nil {
+		t.Errorf("result.json usage lacks counts by node and round: %s", data)
+	}
+
+	// The dry run warns when its worst case passes the budget.
+	code, stdout, stderr := invoke(t, e2eEnv(srv), "run", limited, "-i", "question=q", "--dry-run")
+	if code != exitOK || !strings.Contains(stdout+stderr, "max_calls") {
+		t.Errorf("dry run under max_calls: 5: exit %d, no warning naming the limit:\n%s\n%s", code, stdout, stderr)
 	}
 }
 
