@@ -2,15 +2,18 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/spec"
 )
 
 // TestResumeWritesRecordsAFailedWriteLost: when result.json cannot be
@@ -165,4 +168,68 @@ func TestConcurrentResumesOneRuns(t *testing.T) {
 
 func containsJSON(data []byte, frag string) bool {
 	return strings.Contains(string(data), frag)
+}
+
+// TestTypedAnswersNotAskedAgain: answers typed at the terminal exist
+// nowhere but in the journal; a run that failed after them resumes without
+// a terminal and without --answers, and neither waits nor asks again.
+func TestTypedAnswersNotAskedAgain(t *testing.T) {
+	var bobDown atomic.Bool
+	bobDown.Store(true)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		key := callKey(r)
+		switch {
+		case strings.HasSuffix(key, "/clar"):
+			if strings.Contains(r.LastUser(), "Answered") {
+				return llmtest.Reply{Content: `{"questions": []}`}
+			}
+			return llmtest.Reply{Content: `{"questions": ["How many users?"]}`}
+		case key == "b/r0/answer" && bobDown.Load():
+			return llmtest.Reply{Status: 400, ErrorMessage: "bad request"}
+		}
+		return llmtest.Reply{Content: answerOf(key)}
+	})
+	plan := loadPlan(t, writeSpec(t, t.TempDir(), `version: 1
+name: typed
+inputs:
+  question: {required: true}
+agents:
+  a: {name: Alice}
+  b: {name: Bob}
+templates:
+  define:
+    clar: "KEY={{.Agent.ID}}/clar\n{{range .Questions}}Answered {{.Question}}: {{.Answer}}\n{{end}}"
+    answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}"
+nodes:
+  clarify: {kind: clarify, agents: [a], template: clar, max_iterations: 2}
+  answer: {kind: ask, agents: [a, b], template: answer, record: answer}
+flow: [clarify, answer]
+outputs:
+  answers: nodes.clarify.output
+`))
+	var typed atomic.Int64
+	ask := func(context.Context, spec.Question) (string, error) {
+		typed.Add(1)
+		return "ten thousand", nil
+	}
+	r, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Ask: ask})
+	if err == nil {
+		t.Fatal("the run did not fail at Bob's call")
+	}
+	if typed.Load() != 1 {
+		t.Fatalf("%d questions typed; want 1", typed.Load())
+	}
+	bobDown.Store(false)
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := resumed.Execute(context.Background())
+	if err != nil || res.Status != StatusCompleted {
+		t.Fatalf("resume: status %s, err %v (a resume that waits has lost the typed answer)", res.Status, err)
+	}
+	out, _ := json.Marshal(res.Outputs)
+	if !strings.Contains(string(out), "ten thousand") {
+		t.Errorf("the typed answer is not in the resumed run's outputs: %s", out)
+	}
 }
