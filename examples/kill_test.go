@@ -49,7 +49,7 @@ func killChains(t *testing.T) int {
 // killStats add up the chains of the package's kill tests, for the log.
 var killStats struct {
 	sync.Mutex
-	chains, identical, kills, repeated, extra int
+	chains, identical, kills, early, repeated, extra int
 }
 
 // standIns answer requests by their text with the dry run's stand-ins.
@@ -179,34 +179,45 @@ func visibleDirs(t *testing.T, dir string) (visible, hidden []string) {
 }
 
 // chain starts a run (args after "run") and kills it at random instants,
-// resuming it until it finishes; it returns the run (or sweep) directory.
-// A start killed before its directory appeared leaves at most a hidden
-// folder, which resume must refuse with a clear reason; the run is then
-// started again.
-func chain(t *testing.T, bin string, env []string, runs string, rng *rand.Rand, span time.Duration, runArgs []string) (dir string, kills int) {
+// resuming it until it finishes; it returns the run (or sweep) directory,
+// the kills of the run and the kills of starts that left no directory
+// yet. A start killed before its directory appeared leaves at most a
+// hidden folder, which resume must refuse with a clear reason; the run is
+// then started again. The first start may be killed in its first
+// milliseconds; later starts are killed at an instant searched for
+// between the latest that left no directory and the earliest the run had
+// already finished by, so that short runs get killed mid-way too.
+func chain(t *testing.T, bin string, env []string, runs string, rng *rand.Rand, span time.Duration, runArgs []string) (dir string, kills, early int) {
 	t.Helper()
-	delay := func() time.Duration {
-		if rng.IntN(4) == 0 {
-			return time.Duration(rng.IntN(30)) * time.Millisecond // the first instants
+	const maxKills = 3
+	lo, hi := time.Duration(0), span+span/2
+	between := func() time.Duration {
+		if hi <= lo {
+			// The process timing moved: widen the window again.
+			lo, hi = lo/2, lo+lo/2+time.Millisecond
 		}
-		return time.Duration(rng.Int64N(int64(span) + 1))
+		return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
 	}
 	var trace []string
-	for attempt := 0; attempt < 40; attempt++ {
+	var lastKilled, prevKilled bool // whether the attempt before this one was killed
+	for attempt := 0; attempt < 200; attempt++ {
 		var code int
 		var killed bool
 		var out string
-		maxKills := 3
+		var after time.Duration
 		if dir == "" {
-			code, killed, out = binary(t, bin, env, delay(), append(append([]string{"run"}, runArgs...), "--runs-dir", runs)...)
-			if killed {
-				kills++
+			after = between()
+			if attempt == 0 && rng.IntN(4) == 0 {
+				after = time.Duration(rng.IntN(30)) * time.Millisecond // the first instants
 			}
+			code, killed, out = binary(t, bin, env, after, append(append([]string{"run"}, runArgs...), "--runs-dir", runs)...)
 			visible, hidden := visibleDirs(t, runs)
 			if len(visible) == 0 {
 				if !killed {
 					t.Fatalf("the run left no directory (exit %d):\n%s", code, out)
 				}
+				early++
+				lo = max(lo, after)
 				for _, h := range hidden {
 					c, _, o := binary(t, bin, env, -1, "resume", h)
 					if c != 2 || !strings.Contains(o, "killed while its directory was being set up") {
@@ -214,6 +225,7 @@ func chain(t *testing.T, bin string, env []string, runs string, rng *rand.Rand, 
 					}
 					os.RemoveAll(h)
 				}
+				trace = append(trace, fmt.Sprintf("start killed at %v: no directory", after))
 				continue
 			}
 			if len(visible) != 1 {
@@ -221,26 +233,32 @@ func chain(t *testing.T, bin string, env []string, runs string, rng *rand.Rand, 
 			}
 			dir = visible[0]
 		} else {
-			after := delay()
+			after = time.Duration(rng.Int64N(int64(span) + 1))
 			if kills >= maxKills {
 				after = -1
 			}
 			code, killed, out = binary(t, bin, env, after, "resume", dir, "-q")
-			if killed {
-				kills++
-			}
 		}
-		trace = append(trace, fmt.Sprintf("exit %d killed %v dir %q", code, killed, filepath.Base(dir)))
+		if killed {
+			kills++
+		}
+		lastKilled, prevKilled = prevKilled, killed
+		trace = append(trace, fmt.Sprintf("exit %d, killed %v at %v", code, killed, after))
 		switch {
 		case killed:
 			continue
 		case code == 0 && kills == 0:
-			// Finished before the kill: try again, killing sooner.
+			// Finished before the kill: start again, killing sooner.
+			hi = min(hi, after)
 			os.RemoveAll(dir)
-			dir, span = "", max(span/2, 30*time.Millisecond)
+			dir = ""
 			continue
 		case code == 0:
-			return dir, kills
+			return dir, kills, early
+		case strings.Contains(out, "already completed") && lastKilled:
+			// The kill came after the run had finished and written its
+			// records, as it was exiting: nothing was left to do.
+			return dir, kills, early
 		case strings.Contains(out, "already completed"):
 			t.Fatalf("resume says the run already completed but it did not finish before:\n%s", out)
 		default:
@@ -248,7 +266,7 @@ func chain(t *testing.T, bin string, env []string, runs string, rng *rand.Rand, 
 		}
 	}
 	t.Fatalf("the chain did not finish:\n%s", strings.Join(trace, "\n"))
-	return "", kills
+	return "", kills, early
 }
 
 // comparable is a result.json without what differs between equal runs
@@ -392,8 +410,8 @@ func TestKillAndResumeEveryExample(t *testing.T) {
 		})
 	}
 	killStats.Lock()
-	t.Logf("kill chains so far: %d chains, %d identical to an uninterrupted run, %d kills, %d journaled calls asked again, %d requests more than uninterrupted runs",
-		killStats.chains, killStats.identical, killStats.kills, killStats.repeated, killStats.extra)
+	t.Logf("kill chains so far: %d chains, %d identical to an uninterrupted run, %d kills (and %d of starts before their directory), %d journaled calls asked again, %d requests more than uninterrupted runs (runs that finished before their kill, replies lost to a kill)",
+		killStats.chains, killStats.identical, killStats.kills, killStats.early, killStats.repeated, killStats.extra)
 	killStats.Unlock()
 }
 
@@ -416,7 +434,7 @@ func killChainCases(t *testing.T, bin string, env []string, s *standIns, args []
 		rng := rand.New(rand.NewPCG(uint64(c)+1, uint64(time.Now().UnixNano())))
 		runs := t.TempDir()
 		before := s.count()
-		dir, kills := chain(t, bin, env, runs, rng, span, args)
+		dir, kills, early := chain(t, bin, env, runs, rng, span, args)
 		asks := s.count() - before
 		got := runsOf(dir)
 		identical := len(got) == len(ref)
@@ -434,13 +452,14 @@ func killChainCases(t *testing.T, bin string, env []string, s *standIns, args []
 		killStats.Lock()
 		killStats.chains++
 		killStats.kills += kills
+		killStats.early += early
 		killStats.repeated += repeated
 		killStats.extra += asks - refAsks
 		if identical {
 			killStats.identical++
 		}
 		killStats.Unlock()
-		t.Logf("chain %d: %d kills, %d requests (uninterrupted: %d), %d journaled calls asked again", c, kills, asks, refAsks, repeated)
+		t.Logf("chain %d: %d kills (and %d of starts before their directory), %d requests (uninterrupted: %d), %d journaled calls asked again", c, kills, early, asks, refAsks, repeated)
 	}
 }
 
@@ -550,8 +569,8 @@ func TestKillAndResumeSweeps(t *testing.T) {
 		killChainCases(t, bin, env, s, args, n, sweepRuns(t, bin, env))
 	})
 	killStats.Lock()
-	t.Logf("kill chains so far: %d chains, %d identical to an uninterrupted run, %d kills, %d journaled calls asked again, %d requests more than uninterrupted runs",
-		killStats.chains, killStats.identical, killStats.kills, killStats.repeated, killStats.extra)
+	t.Logf("kill chains so far: %d chains, %d identical to an uninterrupted run, %d kills (and %d of starts before their directory), %d journaled calls asked again, %d requests more than uninterrupted runs (runs that finished before their kill, replies lost to a kill)",
+		killStats.chains, killStats.identical, killStats.kills, killStats.early, killStats.repeated, killStats.extra)
 	killStats.Unlock()
 }
 
