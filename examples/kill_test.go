@@ -190,7 +190,7 @@ func visibleDirs(t *testing.T, dir string) (visible, hidden []string) {
 func chain(t *testing.T, bin string, env []string, runs string, rng *rand.Rand, span time.Duration, runArgs []string) (dir string, kills, early int) {
 	t.Helper()
 	const maxKills = 3
-	lo, hi := time.Duration(0), span+span/2
+	lo, hi := time.Duration(0), span
 	between := func() time.Duration {
 		if hi <= lo {
 			// The process timing moved: widen the window again.
