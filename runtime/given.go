@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -254,33 +252,4 @@ func newBudget(b *Budget) *calls.Budget {
 		out.Nodes[id] = callLimits(l)
 	}
 	return out
-}
-
-// budgetSummary says what a budget limits, for warnings and the report.
-func budgetSummary(b *Budget) string {
-	if b == nil {
-		return "none"
-	}
-	var parts []string
-	one := func(prefix string, l BudgetLimits) {
-		if l.MaxCost != nil {
-			parts = append(parts, fmt.Sprintf("%smax_cost %g", prefix, *l.MaxCost))
-		}
-		if l.MaxCalls != nil {
-			parts = append(parts, fmt.Sprintf("%smax_calls %d", prefix, *l.MaxCalls))
-		}
-		if l.MaxTokens != nil {
-			parts = append(parts, fmt.Sprintf("%smax_tokens %d", prefix, *l.MaxTokens))
-		}
-	}
-	one("", b.BudgetLimits)
-	ids := make([]string, 0, len(b.Nodes))
-	for id := range b.Nodes {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		one(id+".", b.Nodes[id])
-	}
-	return strings.Join(parts, ", ")
 }
