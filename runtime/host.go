@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -176,7 +177,8 @@ func (r *Run) buildChain() calls.Stage {
 		}
 		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
 	}
-	return calls.Recorded(r.recorded, calls.FromJournal, chain)
+	// Tracing goes first, so calls answered from the journal get a span too.
+	return tracing.Calls(calls.Recorded(r.recorded, calls.FromJournal, chain), journal.NewRedactor(r.secrets...).Redact)
 }
 
 func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {

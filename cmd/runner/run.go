@@ -76,6 +76,7 @@ func (c *runCmd) Run(e *env) error {
 	if err := c.experimentOptions(e, plan, &opts); err != nil {
 		return err
 	}
+	defer e.startTracing()()
 	var v *viewServer
 	if c.View {
 		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
@@ -198,7 +199,7 @@ func isTerminal(w any) bool {
 func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := r.Execute(ctx)
+	res, err := r.Execute(e.traced(ctx))
 	if res != nil && len(res.OutputOrder) > 0 && res.Status == runtime.StatusCompleted {
 		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
@@ -258,6 +259,7 @@ func (c *resumeCmd) Run(e *env) error {
 		}
 		opts.Answers = a
 	}
+	defer e.startTracing()()
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
 		return runError(err)
