@@ -309,12 +309,14 @@ func traceOfSpan(t *testing.T, recv *otlptest.Receiver, run otlptest.Span) trace
 
 // TestTraceContentOptIn: with the standard opt-in, call spans carry the
 // messages sent and received, with the API key (here in an input) redacted.
+// The endpoint takes one call at a time, so the second call's span has an
+// event for its wait.
 func TestTraceContentOptIn(t *testing.T) {
 	recv := otlptest.NewHTTP(t)
-	srv := llmtest.New(t, e2eAnswers(0))
+	srv := llmtest.New(t, e2eAnswers(30*time.Millisecond))
 	env := otelEnv(srv, recv, "http/protobuf")
 	env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
-	spec := e2eSpec(t, simpleSource, "")
+	spec := e2eSpec(t, simpleSource, "endpoints: {mine: {base_url: '"+srv.URL+"', api_key_env: OPENAI_API_KEY, max_concurrency: 1}}\nmodels: {default: {model: m, endpoint: mine}}\n")
 	code, _, stderr := invoke(t, env, "run", spec, "-i", "question=is "+e2eKey+" a key?", "--runs-dir", t.TempDir(), "--no-cache", "-q")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -335,6 +337,20 @@ func TestTraceContentOptIn(t *testing.T) {
 	}
 	if recv.Contains(e2eKey) {
 		t.Error("the collector received the API key")
+	}
+	waits := 0
+	for _, c := range tr.calls {
+		for _, e := range c.Events {
+			if e.Name == "wait" && e.Attrs["runner.wait.limit"] == "max_concurrency" {
+				if d, _ := e.Attrs["runner.wait.s"].(float64); d <= 0 {
+					t.Errorf("wait event without its duration: %v", e.Attrs)
+				}
+				waits++
+			}
+		}
+	}
+	if waits != 1 {
+		t.Errorf("%d wait events, want 1 (the second of two calls to an endpoint with max_concurrency 1)", waits)
 	}
 }
 

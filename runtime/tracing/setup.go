@@ -182,6 +182,14 @@ func (p *Provider) Tracer() *Tracer {
 	return p.tracer
 }
 
+// Flush sends the spans ended so far (benchmarks and tests).
+func (p *Provider) Flush(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	return p.tp.ForceFlush(ctx)
+}
+
 // Shutdown sends the spans not yet sent and stops the exporter. It waits
 // at most the export timeout (less when the collector already failed),
 // whatever ctx allows: a run that ends, fails or is interrupted flushes its
