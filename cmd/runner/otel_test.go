@@ -453,3 +453,52 @@ func TestTracesFlushedOnInterrupt(t *testing.T) {
 		t.Errorf("%d call spans, want at least the 5 answered", len(tr.calls))
 	}
 }
+
+// TestTraceReplayAndSweep: calls served from a recording are marked
+// replay, and the runs of a sweep are children of one sweep span.
+func TestTraceReplayAndSweep(t *testing.T) {
+	recv := otlptest.NewHTTP(t)
+	srv := llmtest.New(t, e2eAnswers(0))
+	env := otelEnv(srv, recv, "http/protobuf")
+	spec := e2eSpec(t, simpleSource, "")
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, env, "run", spec, "-i", "question=q", "--runs-dir", runs, "--no-cache", "-q")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	recorded := runDirFrom(t, stderr)
+	code, _, stderr = invoke(t, env, "run", spec, "--replay", recorded, "--runs-dir", runs, "-q")
+	if code != exitOK {
+		t.Fatalf("replay: exit %d\n%s", code, stderr)
+	}
+	replayed := traceOf(t, recv, runIDOf(runDirFrom(t, stderr)))
+	if got := bySource(replayed.calls); got["replay"] != 2 || len(replayed.calls) != 2 {
+		t.Errorf("replayed run: call spans by source %v, want 2 from the recording", got)
+	}
+
+	code, _, stderr = invoke(t, env, "run", spec, "-i", "question=q", "--repeat", "2", "--runs-dir", runs, "--no-cache", "-q")
+	if code != exitOK {
+		t.Fatalf("sweep: exit %d\n%s", code, stderr)
+	}
+	var sweep otlptest.Span
+	for _, s := range recv.Spans() {
+		if strings.HasPrefix(s.Name, "sweep ") {
+			sweep = s
+		}
+	}
+	if sweep.ID == "" || sweep.Parent != "" {
+		t.Fatalf("no root sweep span:\n%s", otlptest.Tree(recv.Spans()))
+	}
+	children := 0
+	for _, s := range recv.Spans() {
+		if s.Parent == sweep.ID {
+			children++
+			if !strings.HasPrefix(s.Name, "run ") || s.Attrs["runner.sweep.id"] == nil {
+				t.Errorf("sweep child %s: %v", s.Name, s.Attrs)
+			}
+		}
+	}
+	if children != 2 {
+		t.Errorf("the sweep span has %d runs below it, want 2:\n%s", children, otlptest.Tree(recv.Spans()))
+	}
+}
