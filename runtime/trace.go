@@ -45,11 +45,15 @@ func (r *Run) endRunSpan(span *tracing.Span, res *Result, err error) {
 			attribute.Int("gen_ai.usage.input_tokens", res.Usage.Total.PromptTokens),
 			attribute.Int("gen_ai.usage.output_tokens", res.Usage.Total.CompletionTokens))
 	}
-	if errors.Is(err, ErrWaiting) {
+	switch {
+	case errors.Is(err, ErrWaiting):
 		// Waiting for answers is no failure of the run.
-		err = nil
+		span.End(nil)
+	case errors.Is(err, ErrInterrupted):
+		span.EndAs(err, "interrupted")
+	default:
+		span.End(err)
 	}
-	span.End(err)
 }
 
 // runNode executes a node inside its span.

@@ -446,7 +446,7 @@ func TestTracesFlushedOnInterrupt(t *testing.T) {
 	}
 	// The batch delay is a minute: what arrived was sent at exit.
 	tr := traceOf(t, recv, runIDOf(dir))
-	if tr.run.Status != tracepb.Status_STATUS_CODE_ERROR || !strings.Contains(tr.run.StatusMessage, "interrupted") {
+	if tr.run.Status != tracepb.Status_STATUS_CODE_ERROR || !strings.Contains(tr.run.StatusMessage, "interrupted") || tr.run.Attrs["error.type"] != "interrupted" {
 		t.Errorf("run span: status %v %q", tr.run.Status, tr.run.StatusMessage)
 	}
 	if len(tr.calls) < 5 {

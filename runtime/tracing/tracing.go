@@ -71,13 +71,23 @@ func (s *Span) SetAttributes(kv ...attribute.KeyValue) {
 // End ends the span; a non-nil err marks it failed with err's first line
 // (redacted, as everything the span records).
 func (s *Span) End(err error) {
+	if err != nil {
+		s.EndAs(err, errorType(err))
+	} else {
+		s.EndAs(nil, "")
+	}
+}
+
+// EndAs is End with the error.type of a failure the caller knows better
+// than this package (an interrupted run).
+func (s *Span) EndAs(err error, errType string) {
 	if s == nil {
 		return
 	}
 	if err != nil {
 		msg := s.clean(firstLine(err.Error()))
 		s.span.SetStatus(codes.Error, msg)
-		s.span.SetAttributes(attribute.String("error.type", errorType(err)))
+		s.span.SetAttributes(attribute.String("error.type", errType))
 	}
 	s.span.End()
 }
