@@ -61,9 +61,11 @@ func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.
 	ctx, span := tracing.StartNode(ctx, node.ID, string(node.Kind), f.scope.Key)
 	res, err := r.execNode(ctx, node, f)
 	if errors.Is(err, ErrWaiting) {
+		// Waiting for answers is no failure of the node.
 		span.SetAttributes(attribute.Bool("runner.waiting", true))
-		err = nil
+		span.End(nil)
+	} else {
+		span.End(err)
 	}
-	span.End(err)
 	return res, err
 }
