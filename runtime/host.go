@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -180,7 +181,8 @@ func (r *Run) buildChain() calls.Stage {
 		}
 		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
 	}
-	return calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain)
+	// Tracing goes first, so calls answered from the journal get a span too.
+	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
 }
 
 func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {

@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -247,7 +248,9 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
 		}
 	}
+	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
 	sum, err := sweep.Sweep(ctx, plan, so)
+	span.End(err)
 	if sum == nil {
 		return runError(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -53,6 +54,8 @@ type env struct {
 	// jsonLines is set by a command given --json: everything it writes to
 	// stderr is then a JSON line (see say).
 	jsonLines bool
+	// tracer traces runs when OTEL_* variables ask for it (startTracing).
+	tracer *tracing.Tracer
 }
 
 // say writes a line for the user on stderr: text, or under --json the
