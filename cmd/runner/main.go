@@ -84,6 +84,7 @@ type cli struct {
 	Compare  compareCmd  `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
 	View     viewCmd     `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
 	Cache    cacheCmd    `cmd:"" help:"Show or clear the response cache."`
+	Test     testCmd     `cmd:"" help:"Run spec tests offline: scripted replies, assertions, golden prompts."`
 	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
 	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
 	Version  versionCmd  `cmd:"" help:"Print the runner version."`
@@ -124,7 +125,7 @@ func run(args []string, e *env) int {
 		fmt.Fprintln(e.stderr, "runner:", err)
 		return exitFailure
 	}
-	code, done := parseArgs(parser, args, e)
+	code, done := parseArgs(parser, goTestFlags(args), e)
 	if done {
 		return code
 	}
