@@ -77,17 +77,19 @@ func (e *env) sayDiagnostics(diags spec.Diagnostics) {
 }
 
 type cli struct {
-	Validate validateCmd `cmd:"" help:"Check specs: schema, references, templates and expressions."`
-	Run      runCmd      `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
-	Resume   resumeCmd   `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
-	Runs     runsCmd     `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
-	Compare  compareCmd  `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
-	View     viewCmd     `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
-	Cache    cacheCmd    `cmd:"" help:"Show or clear the response cache."`
-	Test     testCmd     `cmd:"" help:"Run spec tests offline: scripted replies, assertions, golden prompts."`
-	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
-	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
-	Version  versionCmd  `cmd:"" help:"Print the runner version."`
+	Validate   validateCmd   `cmd:"" help:"Check specs: schema, references, templates and expressions."`
+	Run        runCmd        `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
+	Resume     resumeCmd     `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
+	Runs       runsCmd       `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
+	Compare    compareCmd    `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
+	View       viewCmd       `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
+	Cache      cacheCmd      `cmd:"" help:"Show or clear the response cache."`
+	Test       testCmd       `cmd:"" help:"Run spec tests offline: scripted replies, assertions, golden prompts."`
+	Init       initCmd       `cmd:"" help:"Start a project: a working spec, its test, .env.example and the schemas."`
+	Graph      graphCmd      `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
+	Schema     schemaCmd     `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
+	Version    versionCmd    `cmd:"" help:"Print the runner version."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 }
 
 const description = `runner runs multi-agent LLM debates described in YAML.
@@ -124,6 +126,9 @@ func run(args []string, e *env) int {
 	if err != nil {
 		fmt.Fprintln(e.stderr, "runner:", err)
 		return exitFailure
+	}
+	if len(args) > 0 && args[0] == completeCommand {
+		return complete(parser.Model, args[1:], e)
 	}
 	code, done := parseArgs(parser, goTestFlags(args), e)
 	if done {
