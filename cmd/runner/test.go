@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	goruntime "runtime"
 	"syscall"
@@ -89,6 +90,9 @@ func (c *testCmd) Run(e *env) error {
 func writeJUnit(path string, results []spectest.FileResult) error {
 	var b bytes.Buffer
 	if err := spectest.WriteJUnit(&b, results); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
 	return rundir.WriteFile(path, b.Bytes())

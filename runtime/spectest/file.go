@@ -326,7 +326,10 @@ func (t *Test) script(c *Case) (scripted.Script, error) {
 	return s, nil
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+)`)
+var (
+	yamlLine   = regexp.MustCompile(`line (\d+)`)
+	notAllowed = regexp.MustCompile(`^additionalProperties '([^']*)' not allowed`)
+)
 
 func yamlErrorLine(err error) int {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
@@ -353,6 +356,12 @@ func validate(path string, doc *yaml.Node) Errors {
 	seen := map[string]bool{}
 	for _, l := range leaves(ve) {
 		p, ok := pos[l.InstanceLocation]
+		// A property that is not allowed is shown where it is written.
+		if m := notAllowed.FindStringSubmatch(l.Message); m != nil {
+			if kp, ok := pos[l.InstanceLocation+"/"+m[1]]; ok {
+				p = kp
+			}
+		}
 		if !ok {
 			p = [2]int{doc.Line, doc.Column}
 		}

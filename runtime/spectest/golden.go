@@ -132,6 +132,14 @@ func diffPrompts(old, now string) string {
 	var b strings.Builder
 	shown := 0
 	var added, removed []string
+	// The same change in many calls (a template every agent renders) is
+	// shown once, with the calls it is in.
+	type change struct {
+		diff string
+		keys []string
+	}
+	var changes []*change
+	byDiff := map[string]*change{}
 	for _, s := range ns {
 		nowBy[s.key] = true
 		o, ok := oldBy[s.key]
@@ -142,11 +150,25 @@ func diffPrompts(old, now string) string {
 		if equalLines(o.lines, s.lines) {
 			continue
 		}
+		d := unified(o.lines, s.lines)
+		if c, ok := byDiff[d]; ok {
+			c.keys = append(c.keys, s.key)
+			continue
+		}
+		c := &change{diff: d, keys: []string{s.key}}
+		byDiff[d] = c
+		changes = append(changes, c)
+	}
+	for _, c := range changes {
 		shown++
 		if shown > maxDiffCalls {
 			continue
 		}
-		fmt.Fprintf(&b, "call %s:\n%s", s.key, unified(o.lines, s.lines))
+		if len(c.keys) == 1 {
+			fmt.Fprintf(&b, "call %s:\n%s", c.keys[0], c.diff)
+		} else {
+			fmt.Fprintf(&b, "calls %s:\n%s", listSome(c.keys), c.diff)
+		}
 	}
 	for _, s := range olds {
 		if !nowBy[s.key] {
@@ -154,7 +176,7 @@ func diffPrompts(old, now string) string {
 		}
 	}
 	if shown > maxDiffCalls {
-		fmt.Fprintf(&b, "... and %d more calls whose prompts changed\n", shown-maxDiffCalls)
+		fmt.Fprintf(&b, "... and %d more changes\n", shown-maxDiffCalls)
 	}
 	if len(added) > 0 {
 		fmt.Fprintf(&b, "calls not in the golden file: %s\n", listSome(added))

@@ -34,10 +34,12 @@ func WriteFile(w io.Writer, f FileResult, verbose bool) {
 		case verbose:
 			fmt.Fprintf(w, "--- PASS: %s (%s)\n", name, seconds(c.Duration))
 		}
-		if verbose || !c.Passed {
-			for _, n := range c.Notes {
+		for _, n := range c.Notes {
+			if verbose || !c.Passed || strings.HasPrefix(n, "wrote ") {
 				fmt.Fprintf(w, "    note: %s\n", n)
 			}
+		}
+		if verbose || !c.Passed {
 			if c.RunDir != "" {
 				fmt.Fprintf(w, "    run: %s\n", c.RunDir)
 			}
