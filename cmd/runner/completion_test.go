@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func completionsOf(t *testing.T, words ...string) []string {
@@ -152,6 +154,93 @@ complete -C"runner graph --format "`)
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
 			t.Errorf("fish completion %d: %v, want %v", i, got, want)
+		}
+	}
+}
+
+// TestZshCompletesInATerminal installs the zsh script as its help says
+// (a file _runner in a folder of $fpath, then compinit) and presses Tab
+// in a real interactive zsh, in tmux: what the line becomes is what a user
+// sees. TestZshCompletion above checks what the function offers; this
+// checks that zsh's completion system takes it.
+func TestZshCompletesInATerminal(t *testing.T) {
+	bin := runnerBinary(t)
+	zsh := shellFor(t, "zsh")
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		if os.Getenv("RUNNER_REQUIRE_TMUX") != "" || os.Getenv("RUNNER_REQUIRE_SHELLS") == "1" {
+			t.Fatal("tmux is needed to complete in a real zsh")
+		}
+		t.Skip("tmux is not installed")
+	}
+	home := t.TempDir()
+	functions := filepath.Join(home, "functions")
+	if err := os.MkdirAll(functions, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, script, _ := invoke(t, nil, "completion", "zsh")
+	if code != exitOK {
+		t.Fatal("no zsh script")
+	}
+	rc := "fpath=(" + functions + " $fpath)\nautoload -Uz compinit\ncompinit -u -d " + filepath.Join(home, ".zcompdump") + "\nPS1='%% '\n"
+	for name, text := range map[string]string{filepath.Join(functions, "_runner"): script, filepath.Join(home, ".zshrc"): rc} {
+		if err := os.WriteFile(name, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := fmt.Sprintf("runner-zsh-%d", os.Getpid())
+	tm := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-L", socket, "-f", os.DevNull}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	shell := fmt.Sprintf("env -i PATH=%s:/usr/bin:/bin HOME=%s ZDOTDIR=%s TERM=xterm %s -i", filepath.Dir(bin), home, home, zsh)
+	tm("new-session", "-d", "-s", "z", "-x", "200", "-y", "20", "-c", wd, shell)
+	defer exec.Command(tmux, "-L", socket, "kill-server").Run()
+	screen := func() string { return tm("capture-pane", "-t", "z", "-p") }
+	// Generous bounds: compinit scans every completion function, which
+	// takes seconds on a busy machine.
+	waitFor := func(want string, tries int) bool {
+		for range tries {
+			if strings.Contains(screen(), want) {
+				return true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	}
+	if !waitFor("%", 600) {
+		t.Fatalf("no zsh prompt:\n%s", screen())
+	}
+	// capture-pane drops the spaces that end a line, so a completion's
+	// trailing space is not looked for.
+	for _, tc := range []struct{ typed, want string }{
+		{"runner valid", "% runner validate"},
+		{"runner run " + reasoningSpec + " -i q", " -i question="},
+		{"runner run " + reasoningSpec + " --set r", " --set rounds="},
+		{"runner graph --format d", "--format dot"},
+		{"runner test --ju", "runner test --junit"},
+		{"runner validate ../../examples/hiring-panel/sp", "examples/hiring-panel/spec."},
+	} {
+		// The first keys can reach zsh before its line editor reads
+		// them; a Tab that did nothing is pressed again on a clean line.
+		ok := false
+		for attempt := 0; attempt < 3 && !ok; attempt++ {
+			tm("send-keys", "-t", "z", "C-u")
+			tm("send-keys", "-t", "z", "C-l")
+			tm("send-keys", "-t", "z", "-l", tc.typed)
+			tm("send-keys", "-t", "z", "Tab")
+			ok = waitFor(tc.want, 50)
+		}
+		if !ok {
+			t.Errorf("zsh: %q then Tab does not give %q:\n%s", tc.typed, tc.want, screen())
 		}
 	}
 }

@@ -59,7 +59,7 @@ func (c schemaCmd) Run(e *env) error {
 		}
 		for name, data := range map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test} {
 			p := filepath.Join(c.Dir, name)
-			if err := rundir.WriteFile(p, data); err != nil {
+			if err := writeProjectFile(p, data); err != nil {
 				return withCode(exitFailure, err)
 			}
 			fmt.Fprintf(e.stderr, "wrote %s\n", p)
@@ -100,4 +100,13 @@ func toJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(data)
+}
+
+// writeProjectFile writes a file of the user's project atomically, readable by all as
+// files in a repository are (rundir.WriteFile keeps run files private).
+func writeProjectFile(path string, data []byte) error {
+	if err := rundir.WriteFile(path, data); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
 }

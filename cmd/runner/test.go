@@ -13,7 +13,6 @@ import (
 	"syscall"
 
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/spectest"
 )
 
@@ -65,6 +64,11 @@ func (c *testCmd) Run(e *env) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
+	// Specs without a test file are named, as go test names a package
+	// without tests; they do not fail the command.
+	for _, s := range spectest.Untested(c.Paths) {
+		fmt.Fprintf(e.stdout, "?   \t%s\t[no test file]\n", s)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	results := spectest.Run(ctx, files, spectest.Options{
@@ -95,7 +99,7 @@ func writeJUnit(path string, results []spectest.FileResult) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return rundir.WriteFile(path, b.Bytes())
+	return writeProjectFile(path, b.Bytes())
 }
 
 // goTestFlags turns go test's single-dash -run into --run, so that the

@@ -355,7 +355,7 @@ func TestFirstFiveMinutes(t *testing.T) {
 	if code, out := runIn(filepath.Dir(dir), nil, "init", "my-debate"); code != 0 || !strings.Contains(out, "runner test") {
 		t.Fatalf("init: exit %d\n%s", code, out)
 	}
-	if code, out := runIn(dir, nil, "test"); code != 0 || !strings.HasPrefix(out, "ok  \tspec.test.yaml\t") {
+	if code, out := runIn(dir, nil, "test"); code != 0 || !strings.Contains(out, "ok  \tspec.test.yaml\t") || !strings.Contains(out, "ok  \tbaseline.test.yaml\t") {
 		t.Fatalf("test of the new project: exit %d\n%s", code, out)
 	}
 	tmpl := filepath.Join(dir, "templates", "reasoning", "answer.tmpl")

@@ -119,7 +119,7 @@ func Write(dir string, opts Options) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
 		}
-		if err := rundir.WriteFile(p, files[name]); err != nil {
+		if err := writeFile(p, files[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -128,13 +128,13 @@ func Write(dir string, opts Options) ([]string, error) {
 	if diags.HasErrors() {
 		return names, fmt.Errorf("the new spec does not validate (a bug in runner init; please report it):\n%s", diags.Errors().Format())
 	}
-	if err := rundir.WriteFile(filepath.Join(dir, ".env.example"), envExample(plan)); err != nil {
+	if err := writeFile(filepath.Join(dir, ".env.example"), envExample(plan)); err != nil {
 		return names, err
 	}
 	names = append(names, ".env.example")
 	ignore := filepath.Join(dir, ".gitignore")
 	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		if err := rundir.WriteFile(ignore, []byte("# Run directories and secrets stay out of git.\nruns/\n.env\n")); err != nil {
+		if err := writeFile(ignore, []byte("# Run directories and secrets stay out of git.\nruns/\n.env\n")); err != nil {
 			return names, err
 		}
 		names = append(names, ".gitignore")
@@ -191,42 +191,92 @@ func projectFiles(from string, opts Options) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	specText, ok := files["spec.yaml"]
-	if !ok {
+	if _, ok := files["spec.yaml"]; !ok {
 		return nil, fmt.Errorf("starting point %s has no spec.yaml", from)
 	}
-	specText = setModeline(specText, specModeline)
-	if !opts.KeepLibraries {
-		var libs []string
-		specText, libs, err = ejectLibraries(specText)
+	// Every spec of the starting point (a baseline beside the spec, say)
+	// and every test file points at the schemas in schemas/ and, unless
+	// the libraries are kept, at the templates copied into templates/.
+	libs := map[string]bool{}
+	for name, data := range files {
+		switch {
+		case strings.HasSuffix(name, ".test.yaml"):
+			data = []byte(strings.ReplaceAll(string(data), "examples/"+from+"/", ""))
+			data = []byte(strings.ReplaceAll(string(data), "examples/"+from, "."))
+			files[name] = setModeline(data, testModeline)
+		case strings.HasSuffix(name, ".yaml") && isSpec(data):
+			data = setModeline(data, specModeline)
+			if !opts.KeepLibraries {
+				var used []string
+				data, used, err = ejectLibraries(data)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", name, err)
+				}
+				for _, lib := range used {
+					libs[lib] = true
+				}
+			}
+			files[name] = data
+		case name == "README.md":
+			files[name] = localPaths(data, from)
+		}
+	}
+	for lib := range libs {
+		err := fs.WalkDir(templates.FS(), lib, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := fs.ReadFile(templates.FS(), p)
+			if err != nil {
+				return err
+			}
+			files["templates/"+p] = data
+			return nil
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, lib := range libs {
-			err := fs.WalkDir(templates.FS(), lib, func(p string, d fs.DirEntry, err error) error {
-				if err != nil || d.IsDir() {
-					return err
-				}
-				data, err := fs.ReadFile(templates.FS(), p)
-				if err != nil {
-					return err
-				}
-				files["templates/"+p] = data
-				return nil
-			})
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	files["spec.yaml"] = specText
-	if t, ok := files["spec.test.yaml"]; ok {
-		files["spec.test.yaml"] = setModeline(t, testModeline)
 	}
 	for name, data := range opts.Schemas {
 		files["schemas/"+name] = data
 	}
 	return files, nil
+}
+
+// isSpec says whether a YAML file is a spec: its top level has version,
+// nodes and flow.
+func isSpec(data []byte) bool {
+	var top map[string]yaml.Node
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, v := top["version"]
+	_, n := top["nodes"]
+	_, f := top["flow"]
+	return v && n && f
+}
+
+// localPaths rewrites an example's README for the project: the example's
+// files are named as they are in the project (examples/NAME/spec.yaml is
+// spec.yaml), and a first line says where the project came from. Go
+// commands of the runner repository (go run ./examples/...) are left as
+// they are, with the note that they run in a clone of runner.
+func localPaths(data []byte, from string) []byte {
+	prefix := "examples/" + from + "/"
+	lines := strings.SplitAfter(string(data), "\n")
+	repo := false
+	for i, l := range lines {
+		if strings.Contains(l, "./"+prefix) {
+			repo = true
+			continue
+		}
+		lines[i] = strings.ReplaceAll(l, prefix, "")
+	}
+	note := fmt.Sprintf("<!-- Written by runner init from runner's example %s. -->\n", from)
+	if repo {
+		note += "<!-- Commands that start with go run ./examples/, and the Go tools they run, are in a clone of the runner repository. -->\n"
+	}
+	return []byte(note + strings.Join(lines, ""))
 }
 
 // setModeline replaces a file's yaml-language-server modeline, or puts
@@ -352,4 +402,13 @@ func envRefs(s string) []string {
 		out = append(out, s[i+2:i+j])
 		s = s[i+j+1:]
 	}
+}
+
+// writeFile writes a file of the user's project atomically, readable by all as
+// files in a repository are (rundir.WriteFile keeps run files private).
+func writeFile(path string, data []byte) error {
+	if err := rundir.WriteFile(path, data); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
 }

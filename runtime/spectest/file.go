@@ -366,6 +366,11 @@ func validate(path string, doc *yaml.Node) Errors {
 			p = [2]int{doc.Line, doc.Column}
 		}
 		msg := l.Message
+		// `a: b` in a plain scalar is a mapping to YAML: an assertion
+		// comparing with a mapping literal, or a pattern with ": ".
+		if strings.HasSuffix(msg, "expected string, but got object") {
+			msg += ` (YAML reads a text holding ": " as a mapping; quote the text with ' or write it as a block after |)`
+		}
 		if l.InstanceLocation != "" {
 			msg = describe(l.InstanceLocation) + ": " + msg
 		}

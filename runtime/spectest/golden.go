@@ -72,7 +72,7 @@ func checkGolden(path, prompts string, update bool) (string, *Failure) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return "", &Failure{Message: "writing the golden file: " + err.Error()}
 		}
-		if err := rundir.WriteFile(path, []byte(prompts)); err != nil {
+		if err := writeFile(path, []byte(prompts)); err != nil {
 			return "", &Failure{Message: "writing the golden file: " + err.Error()}
 		}
 		return "wrote " + path, nil
@@ -309,4 +309,13 @@ func diffLines(a, b []string) []diffOp {
 		ops = append(ops, diffOp{' ', l})
 	}
 	return ops
+}
+
+// writeFile writes a file of the user's project atomically, readable by all as
+// files in a repository are (rundir.WriteFile keeps run files private).
+func writeFile(path string, data []byte) error {
+	if err := rundir.WriteFile(path, data); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
 }

@@ -3,6 +3,7 @@ package spectest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -114,7 +117,7 @@ func Find(paths []string) ([]string, error) {
 				if err != nil {
 					return err
 				}
-				if d.IsDir() && path != p && (strings.HasPrefix(d.Name(), ".") || d.Name() == "runs" || d.Name() == "node_modules" || d.Name() == "testdata") {
+				if d.IsDir() && path != p && skipDir(d.Name()) {
 					return filepath.SkipDir
 				}
 				if !d.IsDir() && strings.HasSuffix(d.Name(), Suffix) {
@@ -126,7 +129,11 @@ func Find(paths []string) ([]string, error) {
 				return nil, err
 			}
 			if len(found) == 0 {
-				return nil, fmt.Errorf("%s: no test files (*%s) in this folder", p, Suffix)
+				msg := fmt.Sprintf("%s: no test files (*%s) in this folder", p, Suffix)
+				if specs := Untested([]string{p}); len(specs) > 0 {
+					msg += fmt.Sprintf("; %s has none beside it (runner init writes a project with one; README.md, \"Spec tests\", shows the format)", specs[0])
+				}
+				return nil, errors.New(msg)
 			}
 			sort.Strings(found)
 			for _, f := range found {
@@ -143,6 +150,75 @@ func Find(paths []string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Untested lists the specs below the folders among paths that have no
+// test file beside them, for `runner test` to name as go test names a
+// package without tests. A spec is a YAML file (not a test file) whose
+// top level has version, nodes and flow; a folder's runs/, testdata/ and
+// hidden folders are skipped as Find skips them.
+func Untested(paths []string) []string {
+	if len(paths) == 0 {
+		paths = []string{"."}
+	}
+	var out []string
+	for _, p := range paths {
+		info, err := os.Stat(p)
+		if err != nil || !info.IsDir() {
+			continue
+		}
+		_ = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() {
+				if path != p && skipDir(d.Name()) {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			name := d.Name()
+			if strings.HasSuffix(name, Suffix) || !(strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) {
+				return nil
+			}
+			test := strings.TrimSuffix(strings.TrimSuffix(path, ".yaml"), ".yml") + Suffix
+			if _, err := os.Stat(test); err == nil || !looksLikeSpec(path) {
+				return nil
+			}
+			out = append(out, path)
+			return nil
+		})
+	}
+	sort.Strings(out)
+	return out
+}
+
+// skipDir says which folders below a named one hold no tests: run
+// directories (whose spec.yaml copies are not the specs), test data, tools'
+// folders and hidden ones.
+func skipDir(name string) bool {
+	return strings.HasPrefix(name, ".") || name == "runs" || name == "node_modules" || name == "testdata"
+}
+
+// looksLikeSpec reads the top-level keys of a YAML file and says whether
+// they are a spec's.
+func looksLikeSpec(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil || info.Size() > maxFileBytes {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var top map[string]yaml.Node
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, v := top["version"]
+	_, n := top["nodes"]
+	_, f := top["flow"]
+	return v && n && f
 }
 
 // Run runs the test files' cases, Parallel at once, and returns each
@@ -336,6 +412,10 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		res.Notes = append(res.Notes, fmt.Sprintf("%d of %d calls were not scripted and were answered with stand-ins", res.StandIns, res.Calls))
 	}
 	for _, i := range tr.Unused() {
+		// The file's entries serve many cases; not every case needs each.
+		if i >= len(c.Replies) {
+			continue
+		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the reply entry at %s answered no call", ct.script.Entries[i].Where))
 	}
 	if len(ct.asserts) == 0 && env.Status != runtime.StatusCompleted {
