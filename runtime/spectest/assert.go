@@ -3,6 +3,7 @@ package spectest
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr"
@@ -172,8 +173,12 @@ func (a *Assertion) values(env *Env) string {
 				continue
 			}
 			v = list[0]
+			if m, ok := asMap(v); ok && len(p.fields) > 0 {
+				showFields(&b, p.label(), m, p.fields)
+				continue
+			}
 		}
-		fmt.Fprintf(&b, "\n%s = %s", p.label(), show(v))
+		fmt.Fprintf(&b, "\n%s = %s", p.label(), show(v, maxShown))
 	}
 	return b.String()
 }
@@ -183,6 +188,9 @@ func (a *Assertion) values(env *Env) string {
 type part struct {
 	text, name string
 	first      bool
+	// fields are the fields of the first element the predicate reads:
+	// shown alone, and whole, they say more than the element cut short.
+	fields []string
 }
 
 func (p part) label() string {
@@ -226,12 +234,13 @@ func builtinParts(x *ast.BuiltinNode, out *[]part) {
 	if len(x.Arguments) == 2 {
 		if pred, ok := x.Arguments[1].(*ast.PredicateNode); ok {
 			list := x.Arguments[0].String()
+			fields := predicateFields(pred)
 			switch x.Name {
 			case "all":
-				*out = append(*out, part{text: fmt.Sprintf("filter(%s, {not (%s)})", list, pred), name: "first of " + list + " where it does not hold", first: true})
+				*out = append(*out, part{text: fmt.Sprintf("filter(%s, {not (%s)})", list, pred), name: "first of " + list + " where it does not hold", first: true, fields: fields})
 				return
 			case "none":
-				*out = append(*out, part{text: fmt.Sprintf("filter(%s, {%s})", list, pred), name: "first of " + list + " where it holds", first: true})
+				*out = append(*out, part{text: fmt.Sprintf("filter(%s, {%s})", list, pred), name: "first of " + list + " where it holds", first: true, fields: fields})
 				return
 			}
 			if !isLiteral(x.Arguments[0]) {
@@ -273,10 +282,62 @@ func addPart(n ast.Node, out *[]part) {
 	}
 }
 
-// maxShown bounds a value shown in a failure.
-const maxShown = 400
+// predicateFields are the fields a predicate reads of its element (.x),
+// in the order it reads them.
+func predicateFields(pred *ast.PredicateNode) []string {
+	var out []string
+	ast.Find(pred.Node, func(n ast.Node) bool {
+		m, ok := n.(*ast.MemberNode)
+		if !ok {
+			return false
+		}
+		if _, ok := m.Node.(*ast.PointerNode); !ok {
+			return false
+		}
+		if name, ok := m.Property.(*ast.StringNode); ok && !slices.Contains(out, name.Value) {
+			out = append(out, name.Value)
+		}
+		return false
+	})
+	return out
+}
 
-func show(v any) string {
+// asMap gives an element's fields by their names in assertions.
+func asMap(v any) (map[string]any, bool) {
+	if m, ok := v.(map[string]any); ok {
+		return m, true
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, false
+	}
+	var m map[string]any
+	return m, json.Unmarshal(data, &m) == nil && m != nil
+}
+
+// showFields shows an element by its key (when it has one) and the
+// fields a predicate read.
+func showFields(b *strings.Builder, label string, m map[string]any, fields []string) {
+	if k, ok := m["key"].(string); ok && !slices.Contains(fields, "key") {
+		fmt.Fprintf(b, "\n%s: the one with key %s", label, quote(k))
+	} else {
+		fmt.Fprintf(b, "\n%s:", label)
+	}
+	for _, f := range fields {
+		if v, ok := m[f]; ok {
+			fmt.Fprintf(b, "\n    .%s = %s", f, show(v, maxField))
+		}
+	}
+}
+
+// maxShown bounds a value shown in a failure; maxField a field of an
+// element that broke all or none, which is what the failure is about.
+const (
+	maxShown = 400
+	maxField = 4000
+)
+
+func show(v any, limit int) string {
 	var s string
 	switch x := v.(type) {
 	case string:
@@ -289,8 +350,8 @@ func show(v any) string {
 			s = string(data)
 		}
 	}
-	if len(s) > maxShown {
-		s = s[:maxShown] + fmt.Sprintf("... (%d characters)", len(s))
+	if len(s) > limit {
+		s = s[:limit] + fmt.Sprintf("... (%d characters)", len(s))
 	}
 	return s
 }

@@ -202,8 +202,8 @@ cases:
 	path := filepath.Join(dir, "spec.test.yaml")
 	for i, want := range []struct{ where, detail string }{
 		{":6:9", "len(calls) = 4"},
-		{":7:9", `first of calls where it does not hold = {"key":"talk/round=1/b","node":"talk","agent":"b"`},
-		{":8:9", `first of calls where it holds = {"key":"talk/round=2/a"`},
+		{":7:9", "first of calls where it does not hold: the one with key \"talk/round=1/b\"\n    .agent = \"b\""},
+		{":8:9", "first of calls where it holds: the one with key \"talk/round=2/a\"\n    .round = 2"},
 		{":9:9", `outputs.last.said = "x"`},
 		{":10:10", "error: index out of range: 9 (array length is 4)"},
 	} {
