@@ -22,9 +22,9 @@ line after -i/--input and -s/--set. The script asks runner itself what to
 offer, so it stays right as runner changes.
 
 Examples:
-  source <(runner completion bash)                     # in ~/.bashrc
-  runner completion zsh > "${fpath[1]}/_runner"        # then restart zsh
-  runner completion fish > ~/.config/fish/completions/runner.fish`
+  runner completion zsh > ~/.zfunc/_runner   # with fpath=(~/.zfunc $fpath) before compinit in ~/.zshrc
+  runner completion fish > ~/.config/fish/completions/runner.fish
+  source <(runner completion bash)                     # in ~/.bashrc`
 }
 
 func (c *completionCmd) Run(e *env) error {

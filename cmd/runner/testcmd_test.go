@@ -332,14 +332,32 @@ func TestSchemaWriteAndTest(t *testing.T) {
 	}
 }
 
-// TestFirstFiveMinutes is a new user's start, with the built binary: init
-// a project, run its tests green, break a template and see the red test
-// say what changed, then gate a dataset run as CI would.
+// TestFirstFiveMinutes is README's quick start, followed literally with
+// the built binary: init a project, run its tests green, break a template
+// as README says and see the red test name the assertion and show the
+// values and the prompts' diff, mend it, then gate the tests and a dataset
+// run as CI would. Every command it runs is checked to be README's.
 func TestFirstFiveMinutes(t *testing.T) {
 	bin := runnerBinary(t)
-	dir := filepath.Join(t.TempDir(), "my-debate")
-	runIn := func(wd string, env []string, args ...string) (int, string) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick := string(readme)
+	if i := strings.Index(quick, "## Quick start\n"); i >= 0 {
+		quick = quick[i:]
+	}
+	if i := strings.Index(quick, "\n### A local model"); i >= 0 {
+		quick = quick[:i]
+	}
+	work := t.TempDir()
+	dir := filepath.Join(work, "my-debate")
+	runIn := func(wd string, env []string, line string) (int, string) {
 		t.Helper()
+		if !strings.Contains(quick, "\n"+line+"\n") {
+			t.Errorf("README's quick start has no line %q", line)
+		}
+		args := strings.Fields(strings.TrimPrefix(line, "runner "))
 		cmd := exec.Command(bin, args...)
 		cmd.Dir = wd
 		cmd.Env = append(os.Environ(), env...)
@@ -352,42 +370,72 @@ func TestFirstFiveMinutes(t *testing.T) {
 		}
 		return code, string(out)
 	}
-	if code, out := runIn(filepath.Dir(dir), nil, "init", "my-debate"); code != 0 || !strings.Contains(out, "runner test") {
+	if code, out := runIn(work, nil, "runner init my-debate"); code != 0 || !strings.Contains(out, "runner test") {
 		t.Fatalf("init: exit %d\n%s", code, out)
 	}
-	if code, out := runIn(dir, nil, "test"); code != 0 || !strings.Contains(out, "ok  \tspec.test.yaml\t") || !strings.Contains(out, "ok  \tbaseline.test.yaml\t") {
+	if !strings.Contains(quick, "\ncd my-debate\n") {
+		t.Error("README's quick start does not cd into the project")
+	}
+	if code, out := runIn(dir, nil, "runner test"); code != 0 || !strings.Contains(out, "ok  \tspec.test.yaml\t") || !strings.Contains(out, "ok  \tbaseline.test.yaml\t") {
 		t.Fatalf("test of the new project: exit %d\n%s", code, out)
 	}
+
+	// README's broken template: the others' answers replaced by the
+	// agent's own.
 	tmpl := filepath.Join(dir, "templates", "reasoning", "answer.tmpl")
 	data, err := os.ReadFile(tmpl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(tmpl, []byte(strings.Replace(string(data), "Think it through step by step", "Guess", 1)), 0o644); err != nil {
+	const good, bad = "\n{{.Content}}\n", "\n{{$.Own.Content}}\n"
+	if strings.Count(string(data), good) != 1 || !strings.Contains(quick, "`{{.Content}}`") || !strings.Contains(quick, "`{{$.Own.Content}}`") {
+		t.Fatalf("the template has no single line README tells to change:\n%s", data)
+	}
+	if err := os.WriteFile(tmpl, []byte(strings.Replace(string(data), good, bad, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out := runIn(dir, nil, "test", "--junit", "junit.xml")
-	for _, want := range []string{"--- FAIL: spec.test.yaml/majority_answer", "the prompts differ from spec.golden/majority_answer.txt",
-		"  - Answer the following question. Think it through step by step,", "  + Answer the following question. Guess,"} {
+	code, out := runIn(dir, nil, "runner test")
+	for _, want := range []string{
+		"--- FAIL: spec.test.yaml/majority_answer",
+		`spec.test.yaml:21:9: assertion failed: all(filter(calls, .round == 2), .prompt contains "\\boxed{61}")`,
+		`first of filter(calls, .round == 2) where it does not hold: the one with key "answer/round=2/a"`,
+		"spec.test.yaml:7:5: the prompts differ from spec.golden/majority_answer.txt (runner test --update accepts them)",
+		"  - Multiplication first gives 12+49=61. \\boxed{61}\n          + 7*3 is 21, and 12+21 is \\boxed{33}",
+	} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("broken template: exit %d, output lacks %q:\n%s", code, want, out)
 		}
+		// What README shows of the output is what the output says.
+		if !strings.Contains(quick, strings.SplitN(want, "\n", 2)[0]) {
+			t.Errorf("README's quick start does not show %q", want)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "junit.xml")); err != nil {
-		t.Errorf("no junit.xml: %v", err)
+	if err := os.WriteFile(tmpl, data, 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if code, out := runIn(dir, nil, "test", "--update"); code != 0 || !strings.Contains(out, "wrote spec.golden/majority_answer.txt") {
-		t.Errorf("--update: exit %d\n%s", code, out)
+	if code, out := runIn(dir, nil, "runner test"); code != 0 {
+		t.Fatalf("mended template: exit %d\n%s", code, out)
 	}
 
-	// The dataset the project came with, gated: the solver is right on 6
-	// of its 10 problems.
+	// CI: the tests with JUnit XML, then the dataset the project came
+	// with, gated; the solver is right on 6 of its 10 problems.
+	if code, out := runIn(dir, nil, "runner test --junit spec-tests.xml"); code != 0 {
+		t.Fatalf("--junit: exit %d\n%s", code, out)
+	}
+	var suites struct {
+		Tests int `xml:"tests,attr"`
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "spec-tests.xml")); err != nil || xml.Unmarshal(data, &suites) != nil || suites.Tests != 7 {
+		t.Errorf("spec-tests.xml: %v, %d tests", err, suites.Tests)
+	}
 	srv := llmtest.New(t, solver)
 	env := []string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test", "RUNNER_CACHE_DIR=" + t.TempDir()}
-	if code, out := runIn(dir, env, "run", "spec.yaml", "--dataset", "dataset.jsonl", "--fail-under", "0.5", "-q"); code != 0 || !strings.Contains(out, "gate passed") {
-		t.Errorf("gate at 0.5: exit %d\n%s", code, out)
+	if code, out := runIn(dir, env, "runner run spec.yaml --dataset dataset.jsonl --fail-under 0.8"); code != exitGate || !strings.Contains(out, "gate failed: accuracy 0.600 is below --fail-under 0.8") {
+		t.Errorf("gate at 0.8: exit %d\n%s", code, out)
 	}
-	if code, out := runIn(dir, env, "run", "spec.yaml", "--dataset", "dataset.jsonl", "--fail-under", "0.9", "-q"); code != exitGate || !strings.Contains(out, "gate failed") {
-		t.Errorf("gate at 0.9: exit %d\n%s", code, out)
+	cmd := exec.Command(bin, "run", "spec.yaml", "--dataset", "dataset.jsonl", "--fail-under", "0.5", "-q")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "gate passed: accuracy 0.600 is at least 0.5") {
+		t.Errorf("gate at 0.5: %v\n%s", err, out)
 	}
 }

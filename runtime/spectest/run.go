@@ -77,7 +77,12 @@ type CaseResult struct {
 	// written.
 	Notes    []string
 	Duration time.Duration
+	// Status is the run's: completed, failed or waiting ("" when it did
+	// not start).
+	Status string
 	// Calls counts the model calls, StandIns those answered with stand-ins.
+	// When a call fails a run, calls made at the same time may be cut short
+	// before they are sent, so a failed run's count can vary.
 	Calls, StandIns int
 	// RunDir is the case's run directory when it is kept.
 	RunDir string
@@ -402,6 +407,7 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		return res
 	}
 	env := buildEnv(result, events, tr.Attempts())
+	res.Status = env.Status
 	res.Calls = len(env.Calls)
 	for _, call := range env.Calls {
 		if !call.Scripted {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -245,6 +246,125 @@ func TestGoldenPath(t *testing.T) {
 	} {
 		if got := spectest.GoldenPath(in[0], in[1]); got != filepath.FromSlash(want) {
 			t.Errorf("GoldenPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// readmeSection is README.md's "Spec tests" section.
+func readmeSection(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(data)
+	i := strings.Index(s, "\n## Spec tests\n")
+	if i < 0 {
+		t.Fatal("README.md has no Spec tests section")
+	}
+	s = s[i+1:]
+	if j := strings.Index(s, "\n## "); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+// TestReadmeDocumentsTestFiles keeps README's description of test files
+// whole: the example it shows in full is the example's test file as it
+// is, and every key of the schema is documented.
+func TestReadmeDocumentsTestFiles(t *testing.T) {
+	doc := readmeSection(t)
+	data, err := os.ReadFile("../../examples/reasoning-debate/spec.test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfterN(string(data), "\n", 3)
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "# yaml-language-server:") {
+		t.Fatalf("the example's test file does not start with its modeline and a comment:\n%s", data)
+	}
+	if !strings.Contains(doc, "```yaml\n"+lines[2]+"```\n") {
+		t.Error("README's Spec tests section does not show examples/reasoning-debate/spec.test.yaml (after its first two lines) as it is")
+	}
+	var schema struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+		Defs       map[string]struct {
+			Properties map[string]json.RawMessage `json:"properties"`
+			OneOf      []struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"oneOf"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(spectest.Schema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]bool{}
+	for k := range schema.Properties {
+		keys[k] = true
+	}
+	for _, d := range schema.Defs {
+		for k := range d.Properties {
+			keys[k] = true
+		}
+		for _, o := range d.OneOf {
+			for k := range o.Properties {
+				keys[k] = true
+			}
+		}
+	}
+	delete(keys, "$schema")
+	for k := range keys {
+		if !strings.Contains(doc, "`"+k+"`") {
+			t.Errorf("README's Spec tests section does not document the key %s", k)
+		}
+	}
+	// Every name an assertion sees is in the table.
+	rt := reflect.TypeOf(spectest.Env{})
+	for i := range rt.NumField() {
+		if name := rt.Field(i).Tag.Get("expr"); !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("README does not say what assertions see as %s", name)
+		}
+	}
+}
+
+// TestParallelCasesAreDeterministic runs the examples' tests one case at
+// a time and many at once: every case gives the same status, result,
+// failures and calls either way (their golden files hold the order of the
+// calls).
+func TestParallelCasesAreDeterministic(t *testing.T) {
+	files, err := spectest.Find([]string{"../../examples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary := func(parallel int) []string {
+		var out []string
+		for _, f := range spectest.Run(context.Background(), files, spectest.Options{Registry: nodes.Registry(), Parallel: parallel}) {
+			if f.Err != nil {
+				t.Fatalf("%s: %v", f.Path, f.Err)
+			}
+			for _, c := range f.Cases {
+				line := fmt.Sprintf("%s/%s %s passed=%v failures=%v", f.Path, c.ID, c.Status, c.Passed, c.Failures)
+				// A call that fails the run cuts short the calls made
+				// with it, some before they were sent.
+				if c.Status != "failed" {
+					line += fmt.Sprintf(" calls=%d stand-ins=%d", c.Calls, c.StandIns)
+				}
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	one, many := summary(1), summary(16)
+	if len(one) != len(many) {
+		t.Fatalf("%d cases one at a time, %d at once", len(one), len(many))
+	}
+	for i := range one {
+		if one[i] != many[i] {
+			t.Errorf("one at a time:\n  %s\nsixteen at once:\n  %s", one[i], many[i])
+		}
+	}
+	for _, line := range one {
+		if !strings.Contains(line, "passed=true") {
+			t.Errorf("%s", line)
 		}
 	}
 }
