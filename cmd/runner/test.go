@@ -75,9 +75,13 @@ func (c *testCmd) Run(e *env) error {
 		Registry: nodes.Registry(), Run: pattern, Update: c.Update, Parallel: parallel, RunsDir: c.Keep, Version: Version(),
 		OnFile: func(f spectest.FileResult) { spectest.WriteFile(e.stdout, f, c.Verbose) },
 	})
-	failed := false
+	failed, ran := false, 0
 	for _, f := range results {
 		failed = failed || f.Failed()
+		ran += len(f.Cases)
+	}
+	if ran == 0 && pattern != nil && !failed {
+		fmt.Fprintf(e.stderr, "runner test: warning: no case matches --run %s\n", c.Pattern)
 	}
 	if c.JUnit != "" {
 		if err := writeJUnit(c.JUnit, results); err != nil {

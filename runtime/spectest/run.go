@@ -246,14 +246,39 @@ func Run(ctx context.Context, files []string, opts Options) []FileResult {
 		runsDir = dir
 	}
 	results := make([]FileResult, len(files))
-	slots := make(chan struct{}, opts.Parallel)
-	var wg sync.WaitGroup
+	// Cases are queued in the order of the files and of their cases, and
+	// Parallel workers take them in that order, so that a file's cases run
+	// together and the first files report first.
+	type job struct {
+		file, index int
+		ft          *fileTest
+		ct          *caseTest
+		span        *span
+		wg          *sync.WaitGroup
+	}
+	jobs := make(chan job)
+	var workers sync.WaitGroup
+	for range opts.Parallel {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for j := range jobs {
+				began := time.Now()
+				dir := filepath.Join(runsDir, fmt.Sprintf("%03d-%s", j.file+1, j.ct.id))
+				results[j.file].Cases[j.index] = j.ft.run(ctx, j.ct, dir, opts)
+				j.span.add(began, time.Now())
+				j.wg.Done()
+			}
+		}()
+	}
 	done := make([]chan struct{}, len(files))
+	var queue []job
 	for i, path := range files {
 		done[i] = make(chan struct{})
 		start := time.Now()
 		results[i].Path = path
 		ft, err := prepare(path, opts.Registry)
+		prepared := time.Since(start)
 		if err != nil {
 			results[i].Err = err
 			close(done[i])
@@ -266,36 +291,59 @@ func Run(ctx context.Context, files []string, opts Options) []FileResult {
 			}
 		}
 		results[i].Cases = make([]CaseResult, len(cases))
-		var fileWG sync.WaitGroup
+		sp, fileWG := &span{}, &sync.WaitGroup{}
 		for k, j := range cases {
 			fileWG.Add(1)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer fileWG.Done()
-				slots <- struct{}{}
-				defer func() { <-slots }()
-				dir := filepath.Join(runsDir, fmt.Sprintf("%03d-%s", i+1, ft.cases[j].id))
-				results[i].Cases[k] = ft.run(ctx, &ft.cases[j], dir, opts)
-			}()
+			queue = append(queue, job{file: i, index: k, ft: ft, ct: &ft.cases[j], span: sp, wg: fileWG})
 		}
 		go func() {
 			fileWG.Wait()
-			results[i].Duration = time.Since(start)
+			results[i].Duration = prepared + sp.length()
 			close(done[i])
 		}()
 	}
+	go func() {
+		for _, j := range queue {
+			jobs <- j
+		}
+		close(jobs)
+	}()
 	if opts.OnFile != nil {
 		for i := range files {
 			<-done[i]
 			opts.OnFile(results[i])
 		}
 	}
-	wg.Wait()
+	workers.Wait()
 	for i := range files {
 		<-done[i]
 	}
 	return results
+}
+
+// span is the time from a file's first case's start to its last case's
+// end: the file's own time, as go test reports a package's, not the time
+// its cases waited for a worker.
+type span struct {
+	sync.Mutex
+	first, last time.Time
+}
+
+func (s *span) add(began, ended time.Time) {
+	s.Lock()
+	defer s.Unlock()
+	if s.first.IsZero() || began.Before(s.first) {
+		s.first = began
+	}
+	if ended.After(s.last) {
+		s.last = ended
+	}
+}
+
+func (s *span) length() time.Duration {
+	s.Lock()
+	defer s.Unlock()
+	return s.last.Sub(s.first)
 }
 
 // fileTest is a test file bound to its compiled spec.

@@ -368,3 +368,33 @@ func TestParallelCasesAreDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestRepliesByPromptAndKey picks replies by patterns on the prompt and
+// the call key, and shows that entries are tried in order, the case's
+// before the file's, and that replies: is counted per agent.
+func TestRepliesByPromptAndKey(t *testing.T) {
+	test := `replies:
+  - {reply: '{"said": "from the file"}'}
+cases:
+  - name: patterns
+    replies:
+      - {prompt: '^B, round 2:', reply: '{"said": "b2 by prompt"}'}
+      - {key: 'round=1/a$', reply: '{"said": "a1 by key"}'}
+      - {node: talk, replies: ['{"said": "first"}', '{"said": "second"}']}
+    expect:
+      - 'map(calls, .key + "=" + .reply) == ["talk/round=1/a={\"said\": \"a1 by key\"}", "talk/round=1/b={\"said\": \"first\"}", "talk/round=2/a={\"said\": \"first\"}", "talk/round=2/b={\"said\": \"b2 by prompt\"}"]'
+  - name: the file's entry answers what the case's do not
+    replies:
+      - {agent: a, round: 2, reply: '{"said": "a2"}'}
+    expect:
+      - 'map(calls, .reply) == ["{\"said\": \"from the file\"}", "{\"said\": \"from the file\"}", "{\"said\": \"a2\"}", "{\"said\": \"from the file\"}"]'
+      - all(calls, .scripted)
+`
+	dir := writeFiles(t, map[string]string{"spec.yaml": toolSpec, "spec.test.yaml": test})
+	res := runFiles(t, dir)
+	var out bytes.Buffer
+	spectest.WriteFile(&out, res[0], true)
+	if res[0].Failed() {
+		t.Fatalf("failed:\n%s", out.String())
+	}
+}
