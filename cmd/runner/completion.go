@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/alecthomas/kong"
 	"gopkg.in/yaml.v3"
+
+	"github.com/debate-runner/runner/internal/scaffold"
+	"github.com/debate-runner/runner/runtime/spectest"
 )
 
 type completionCmd struct {
@@ -18,7 +22,8 @@ type completionCmd struct {
 func (completionCmd) Help() string {
 	return `Prints a script that completes runner's commands, flags, spec files and run
 folders in the shell, and the input and var names of the spec on the command
-line after -i/--input and -s/--set. The script asks runner itself what to
+line after -i/--input and -s/--set, test case names after test --run, and
+starting points after init --from. The script asks runner itself what to
 offer, so it stays right as runner changes.
 
 Examples:
@@ -117,9 +122,12 @@ func completions(app *kong.Application, words []string) []string {
 		words = []string{""}
 	}
 	cur := words[len(words)-1]
+	// go test's -run before the word being completed reads as --run.
+	words = append(goTestFlags(words[:len(words)-1]), cur)
 	node := app.Node
 	positional := 0
 	specFile := ""
+	var args []string        // the positional words after the command
 	var valueFlag *kong.Flag // the flag the current word is the value of
 	for i := 0; i < len(words)-1; i++ {
 		w := words[i]
@@ -141,11 +149,15 @@ func completions(app *kong.Application, words []string) []string {
 			continue
 		}
 		positional++
+		args = append(args, w)
 		if specFile == "" && (strings.HasSuffix(w, ".yaml") || strings.HasSuffix(w, ".yml")) && !strings.HasSuffix(w, ".test.yaml") {
 			specFile = w
 		}
 	}
 	if valueFlag != nil {
+		if out, ok := commandValues(valueFlag, cur, args); ok {
+			return out
+		}
 		return flagValues(valueFlag, cur, specFile)
 	}
 	if name, value, ok := strings.Cut(cur, "="); ok && strings.HasPrefix(cur, "--") {
@@ -229,6 +241,37 @@ func flagNames(n *kong.Node, cur string) []string {
 	}
 	sort.Strings(out)
 	return filter(out, cur)
+}
+
+// commandValues are the values of flags whose values a command knows:
+// init's starting points, and the names of the cases test would run.
+func commandValues(f *kong.Flag, cur string, args []string) ([]string, bool) {
+	switch f.Name {
+	case "from":
+		var out []string
+		for _, s := range scaffold.Starts() {
+			out = append(out, s.Name)
+		}
+		return filter(out, cur), true
+	case "run":
+		files, err := spectest.Find(args)
+		if err != nil {
+			return nil, true
+		}
+		var out []string
+		for _, file := range files {
+			t, err := spectest.Load(file)
+			if err != nil {
+				continue
+			}
+			for _, c := range t.File.Cases {
+				out = append(out, regexp.QuoteMeta(spectest.CaseID(c.Name)))
+			}
+		}
+		sort.Strings(out)
+		return filter(out, cur), true
+	}
+	return nil, false
 }
 
 // flagValues are the values a flag may take: the spec's input or var
