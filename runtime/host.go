@@ -60,7 +60,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if model == nil {
 		model = c.Agent.Model
 	}
-	call := &calls.Call{Key: h.prefix + "/" + c.Key, Node: h.node.ID, Model: model, Kit: c}
+	call := &calls.Call{Key: h.prefix + "/" + c.Key, Node: h.node.ID, Model: model, Kit: c, Round: h.scope.Round, Goal: h.scope.Goal.ID}
 	if c.Agent != nil {
 		call.Agent = c.Agent.ID
 	}
@@ -83,7 +83,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 		r.dry.calls.Add(1)
 	}
-	rep, source, err := r.chain.Complete(calls.WithKey(ctx, call.Key), call)
+	rep, source, err := r.chain.Complete(calls.WithCall(ctx, call), call)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return kit.Reply{}, ctx.Err()
