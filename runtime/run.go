@@ -21,8 +21,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/debate-runner/runner/internal/dotenv"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -92,6 +92,15 @@ type Options struct {
 	ContextDir string
 	// Sleep replaces time.Sleep in retries (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Remote, when set, answers the calls a run would send to its cache and
+	// the network: they are made elsewhere (runner run --temporal, whose
+	// workers hold the keys and the cache), so the run connects to no
+	// endpoint and needs no API key. Its journal, replies and resume are
+	// those of any run.
+	Remote calls.Stage
+	// ContextSnapshot, when set, answers read_file and list_files instead
+	// of ContextDir: a snapshot of it that a run made elsewhere shares.
+	ContextSnapshot *tools.Snapshot
 }
 
 // Notice is something that happened in a run, for progress displays and
@@ -128,8 +137,10 @@ type Run struct {
 	renderSizes sync.Map
 	lock        *rundir.Lock
 	result      *Result
-	// dry is set for a dry run (see NewDry).
+	// dry is set for a dry run (see NewDry), emb for an embedded one (see
+	// NewEmbedded).
 	dry *dryState
+	emb *Embedded
 
 	*endpoints
 	*eventLog
@@ -199,8 +210,6 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	envPath := filepath.Join(filepath.Dir(plan.Path), ".env")
-	dotEnv, dotEnvErr := dotenv.Read(envPath)
 	pool := opts.Clients
 	if pool == nil {
 		pool = NewClientPool()
@@ -212,16 +221,11 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		templates: hist.Templates(plan.Templates),
 		recorded:  map[string]kit.Reply{},
 		endpoints: &endpoints{
-			pool:  pool,
-			bases: map[string]string{},
-			getenv: func(k string) string {
-				if v := getenv(k); v != "" {
-					return v
-				}
-				return dotEnv[k]
-			},
-			dotEnvErr: dotEnvErr,
-			clients:   map[string]*llm.Client{},
+			pool:    pool,
+			bases:   map[string]string{},
+			getenv:  getenv,
+			envPath: filepath.Join(filepath.Dir(plan.Path), ".env"),
+			clients: map[string]*llm.Client{},
 		},
 		eventLog: &eventLog{observer: opts.Observer},
 		runState: &runState{
@@ -243,11 +247,11 @@ func usedModels(plan *spec.Plan) []*spec.ModelPlan { return plan.UsedModels }
 // name. A run served wholly from a recording (--replay without live calls)
 // connects nowhere and needs no key.
 func (r *Run) connect() error {
-	if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
+	if r.opts.Replay != nil && !r.opts.ReplayMissingLive || r.opts.Remote != nil {
 		return nil
 	}
-	if r.dotEnvErr != nil {
-		return &FlagError{Flag: ".env file", Err: r.dotEnvErr}
+	if err := r.readDotEnv(); err != nil {
+		return &FlagError{Flag: ".env file", Err: err}
 	}
 	for _, m := range usedModels(r.Plan) {
 		ep := m.Endpoint
@@ -393,7 +397,7 @@ func (r *Run) warn(format string, args ...any) {
 // outputs and writes result.json and report.md. The result is returned even
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*Result, error) {
-	started := time.Now()
+	started := r.now()
 	runErr := r.runSteps(ctx, r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		runErr = ErrInterrupted
@@ -418,11 +422,14 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if runErr != nil && status == StatusFailed {
 		_ = r.event("error", "", map[string]any{"error": runErr.Error()})
 	}
-	res := r.buildResult(status, outputs, runErr, time.Since(started))
+	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	if status == StatusCompleted {
 		r.score(res)
 	}
 	r.result = res
+	if r.emb != nil {
+		return res, runErr // whoever embeds the run keeps its records
+	}
 	if err := rundir.WriteJSON(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
 		runErr = err
 	}
