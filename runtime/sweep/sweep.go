@@ -158,6 +158,10 @@ type Options struct {
 	// OnStart, when set, is told the sweep directory and the number of runs
 	// before the first run starts.
 	OnStart func(dir string, total int)
+	// Start starts each run (nil: runtime.Start); index is the run's place
+	// in the sweep, from 1. A sweep whose runs are made elsewhere (on
+	// Temporal) follows each of them through it.
+	Start func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error)
 }
 
 // Run is one run of a sweep as the summary lists it.
@@ -306,7 +310,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		go func(i int, job sweepJob) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			sr := runSweepJob(ctx, plan, base, id, dir, i+1, job)
+			sr := runSweepJob(ctx, plan, base, opts.Start, id, dir, i+1, job)
 			mu.Lock()
 			defer mu.Unlock()
 			sum.Runs[i] = sr
@@ -449,22 +453,20 @@ func prefixFlagError(prefix string, err error) error {
 
 // runSweepJob makes one run of a sweep; its failures go into the Run it
 // returns.
-func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, sweepID, dir string, index int, job sweepJob) Run {
-	opts := base
+func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error), sweepID, dir string, index int, job sweepJob) Run {
+	opts := jobOptions(base, job)
 	opts.RunsDir = dir
 	opts.Sweep = sweepID
-	opts.Sets = append(append([]string(nil), base.Sets...), job.sets...)
-	opts.Inputs = append(append([]string(nil), base.Inputs...), job.inputFlags...)
-	opts.InputValues = job.inputValues
-	opts.Sample = job.sample
-	seed := job.seed
-	opts.Seed = &seed
-	sr := Run{Index: index, Vars: job.vars, Sample: job.sample, Seed: seed}
+	sr := Run{Index: index, Vars: job.vars, Sample: job.sample, Seed: *opts.Seed}
 	if job.line != nil {
 		sr.Line, sr.Inputs, sr.Expected = job.line.Line, job.line.Inputs, job.line.Expected
-		opts.Expected = job.line.Expected
 	}
-	r, err := runtime.Start(plan, opts)
+	if start == nil {
+		start = func(_ int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
+			return runtime.Start(plan, opts)
+		}
+	}
+	r, err := start(index, plan, opts)
 	if err != nil {
 		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
 		return sr
@@ -480,6 +482,37 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, swe
 	}
 	sr.Calls = r.CallCounts()
 	return sr
+}
+
+// jobOptions are the options of a sweep's run: the sweep's, plus the run's
+// vars, inputs, sample, seed and expected value.
+func jobOptions(base runtime.Options, job sweepJob) runtime.Options {
+	opts := base
+	opts.Sets = append(append([]string(nil), base.Sets...), job.sets...)
+	opts.Inputs = append(append([]string(nil), base.Inputs...), job.inputFlags...)
+	opts.InputValues = job.inputValues
+	opts.Sample = job.sample
+	seed := job.seed
+	opts.Seed = &seed
+	if job.line != nil {
+		opts.Expected = job.line.Expected
+	}
+	return opts
+}
+
+// RunOptions returns the options of every run a sweep with opts makes, in
+// order, without running anything (bad values are reported as by Sweep):
+// what a sweep whose runs are made elsewhere (on Temporal) submits.
+func RunOptions(plan *spec.Plan, opts Options) ([]runtime.Options, error) {
+	jobs, _, err := planSweep(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Options, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobOptions(opts.Run, j)
+	}
+	return out, nil
 }
 
 // tally adds up the runs.
