@@ -8,10 +8,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -35,6 +37,8 @@ type runCmd struct {
 	ViewAddr  string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
 
 	experimentFlags `embed:""`
+	temporalFlags   `embed:"" group:"Temporal (README: Scaling out)"`
+	Heartbeat       time.Duration `name:"temporal-heartbeat" default:"30s" placeholder:"DURATION" group:"Temporal (README: Scaling out)" help:"How long a call may go without news from its worker before another worker makes it: what a lost worker costs."`
 }
 
 func (runCmd) Help() string {
@@ -75,6 +79,9 @@ func (c *runCmd) Run(e *env) error {
 	}
 	if err := c.experimentOptions(e, plan, &opts); err != nil {
 		return err
+	}
+	if addr := c.address(e); addr != "" {
+		return c.runOnTemporal(e, plan, opts, addr)
 	}
 	var v *viewServer
 	if c.View {
@@ -257,6 +264,11 @@ func (c *resumeCmd) Run(e *env) error {
 			return runError(err)
 		}
 		opts.Answers = a
+	}
+	if rec, ok, err := durable.ReadRecord(c.Dir); err != nil {
+		return runError(err)
+	} else if ok {
+		return c.resumeOnTemporal(e, rec, opts)
 	}
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {

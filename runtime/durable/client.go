@@ -2,10 +2,8 @@ package durable
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -129,17 +126,4 @@ func ReadRecord(dir string) (Record, bool, error) {
 		return rec, false, fmt.Errorf("%s: %w", filepath.Join(dir, RecordFile), err)
 	}
 	return rec, true, nil
-}
-
-var unsafeID = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
-
-// newID is a fresh workflow id for a run or sweep of a spec.
-func newID(kind, name string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name = unsafeID.ReplaceAllString(name, "-")
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	return fmt.Sprintf("runner-%s-%s-%s", kind, name, hex.EncodeToString(b[:]))
 }

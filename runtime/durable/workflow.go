@@ -94,6 +94,8 @@ type RunStatus struct {
 	Failed []string `json:",omitempty"`
 	// Questions wait for answers.
 	Questions []string `json:",omitempty"`
+	// Retries counts the retry signals received.
+	Retries int
 }
 
 // CallInput is one model call as an activity.
@@ -246,7 +248,7 @@ func (wr *workflowRun) listen(ctx workflow.Context) {
 }
 
 func (wr *workflowRun) status() (RunStatus, error) {
-	st := RunStatus{Done: wr.done, InFlight: wr.inFlight}
+	st := RunStatus{Done: wr.done, InFlight: wr.inFlight, Retries: wr.retries}
 	for _, m := range []struct {
 		set map[string]bool
 		to  *[]string
