@@ -94,7 +94,7 @@ func (c *runCmd) Run(e *env) error {
 		defer v.stop()
 	}
 	if c.sweeping() {
-		err := c.sweep(e, plan, opts, v)
+		err := c.sweep(e, plan, opts, v, nil)
 		if v != nil {
 			v.linger(e)
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -15,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -127,9 +129,6 @@ func remote(cl client.Client, opts *runtime.Options, id *string, f **durable.Fol
 
 // runOnTemporal submits a run to Temporal and records it here as it goes.
 func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string) error {
-	if c.sweeping() {
-		return usageErrorf("--temporal: sweeps, datasets and repeats are not made on Temporal yet; run them locally")
-	}
 	if opts.Replay != nil {
 		return usageErrorf("--temporal: a replay sends nothing; drop --temporal")
 	}
@@ -147,6 +146,9 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	// The file tools run here too (the engine runs them between a call
 	// and the next); they must answer as on the workers.
 	opts.ContextSnapshot = bundle.Context
+	if c.sweeping() {
+		return c.sweepOnTemporal(ctx, e, cl, plan, bundle, opts, addr)
+	}
 	var (
 		id string
 		f  *durable.Follower
@@ -172,6 +174,57 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	f = durable.Follow(ctx, cl, id, 0)
 	return verified(ctx, e, cl, id, r, execute(e, r))
+}
+
+// sweepOnTemporal submits a sweep (or dataset, or repeats) as one sweep
+// workflow with a child run workflow per run, and makes the sweep here as
+// a local sweep does, each run recorded from its child's history: the
+// sweep directory, its runs and its summary are a local sweep's.
+func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string) error {
+	var axes []sweep.Axis
+	for _, m := range c.Matrix {
+		a, err := sweep.ParseAxis(m)
+		if err != nil {
+			return runError(err)
+		}
+		axes = append(axes, a)
+	}
+	all, err := sweep.RunOptions(plan, sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel})
+	if err != nil {
+		return runError(err)
+	}
+	id := fmt.Sprintf("runner-sweep-%s-%s", plan.Name, time.Now().UTC().Format("20060102T150405.000Z"))
+	in := durable.SweepInput{Bundle: bundle, Parallel: c.Parallel}
+	for i, o := range all {
+		ri, err := durable.NewRunInput(plan, nil, o, durable.ChildID(id, i+1), Version())
+		if err != nil {
+			return runError(err)
+		}
+		ri.Calls.Heartbeat = c.Heartbeat
+		in.Runs = append(in.Runs, ri)
+	}
+	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.SweepWorkflowName, in); err != nil {
+		return withCode(exitFailure, fmt.Errorf("submitting the sweep to Temporal at %s: %w", addr, err))
+	}
+	if !c.Quiet {
+		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
+	}
+	start := func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
+		child := durable.ChildID(id, index)
+		var f *durable.Follower
+		remote(cl, &opts, &child, &f)
+		r, err := runtime.Start(plan, opts)
+		if err != nil {
+			return nil, err
+		}
+		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id}
+		if err := durable.WriteRecord(r.Dir, rec); err != nil {
+			return nil, err
+		}
+		f = durable.Follow(ctx, cl, child, 0)
+		return r, nil
+	}
+	return c.sweep(e, plan, opts, nil, start)
 }
 
 // verified checks that the run recorded here is the run the workers made:

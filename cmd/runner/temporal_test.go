@@ -322,3 +322,38 @@ func TestTemporalRunWaitsForAnswersAndRetries(t *testing.T) {
 		t.Errorf("outputs and messages differ from the local run's:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// TestTemporalDatasetSweep runs a dataset as a sweep workflow with a child
+// run workflow per line, on two workers, and checks that the sweep the
+// client wrote scores as the local sweep does, each run sent once.
+func TestTemporalDatasetSweep(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	ref := llmtest.New(t, solver)
+	local, _ := mustRun(t, live(ref), "run", debateSpec, "--dataset", datasetFile, "--runs-dir", t.TempDir(), "-q", "--no-cache")
+
+	srv := llmtest.New(t, solver)
+	const queue = "runner-test-sweep"
+	startWorker(t, bin, addr, queue, srv)
+	startWorker(t, bin, addr, queue, srv)
+	runs := t.TempDir()
+	stdout, stderr := mustRun(t, live(srv), "run", debateSpec, "--dataset", datasetFile, "--runs-dir", runs, "-q", "--no-cache",
+		"--temporal", addr, "--task-queue", queue, "--parallel", "3")
+	const accuracy = "accuracy: 0.600 (95% CI 0.313–0.832, wilson, n=10)"
+	if !strings.Contains(stdout, accuracy) || !strings.Contains(local, accuracy) {
+		t.Errorf("accuracy on Temporal:\n%s\nlocally:\n%s", stdout, local)
+	}
+	if srv.Count() != ref.Count() || srv.Count() != 60 {
+		t.Errorf("the workers sent %d requests, the local sweep %d; want 60", srv.Count(), ref.Count())
+	}
+	sweepDir := strings.TrimPrefix(strings.TrimSpace(stderr), "sweep: ")
+	dirs := runDirs(t, sweepDir)
+	if len(dirs) != 10 {
+		t.Fatalf("%s holds %d runs, want 10", sweepDir, len(dirs))
+	}
+	for _, d := range dirs {
+		if rec, ok, err := durable.ReadRecord(d); err != nil || !ok || !strings.HasPrefix(rec.WorkflowID, rec.Sweep+"/") {
+			t.Errorf("%s: temporal.json %+v, %v", d, rec, err)
+		}
+	}
+}

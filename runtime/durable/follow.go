@@ -10,6 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -65,12 +66,24 @@ func Follow(ctx context.Context, c client.Client, id string, retries int) *Follo
 func (f *Follower) read(ctx context.Context) {
 	dc := DataConverter()
 	it := f.c.GetWorkflowHistory(ctx, f.id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	read := 0
 	for it.HasNext() {
 		ev, err := it.Next()
+		var nf *serviceerror.NotFound
+		if err != nil && read == 0 && errors.As(err, &nf) {
+			// A sweep's run the sweep workflow has not started yet.
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+				it = f.c.GetWorkflowHistory(ctx, f.id, "", true, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+				continue
+			}
+		}
 		if err != nil {
 			f.learn(func() { f.readErr = fmt.Errorf("reading the history of workflow %s: %w", f.id, err) })
 			return
 		}
+		read++
 		f.learn(func() {
 			switch a := ev.Attributes.(type) {
 			case *historypb.HistoryEvent_ActivityTaskScheduledEventAttributes:

@@ -181,3 +181,52 @@ func TestClarifyingQuestionsWaitForASignal(t *testing.T) {
 		t.Errorf("prompts %q, the local run's %q", got, want)
 	}
 }
+
+// TestSweepWorkflowRunsEachChild: the sweep workflow runs one child run
+// workflow per run, at most Parallel at once, and counts how they ended;
+// each child gives the outputs of the same run made locally.
+func TestSweepWorkflowRunsEachChild(t *testing.T) {
+	plan := runtest.RoundsPlan(t, "0")
+	srv := llmtest.New(t, runtest.AnswerSeven)
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	Register(env, &Workflows{Registry: nodes.Registry()}, &Activities{Getenv: runtest.Env(srv.URL, "k")})
+	b, err := NewBundle(plan, nodes.Registry(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := SweepInput{Bundle: b, Parallel: 2}
+	questions := []string{"one?", "two?", "three?"}
+	for i, q := range questions {
+		ri, err := NewRunInput(plan, nil, runtime.Options{Inputs: []string{"question=" + q}}, ChildID("sweep", i+1), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Runs = append(in.Runs, ri)
+	}
+	env.ExecuteWorkflow(SweepWorkflowName, in)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	var out SweepOutcome
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Completed != 3 || out.Failed != 0 {
+		t.Errorf("sweep outcome %+v, want 3 completed", out)
+	}
+	if srv.Count() != 3*6 {
+		t.Errorf("%d requests, want 18", srv.Count())
+	}
+	for _, q := range questions {
+		n := 0
+		for _, r := range srv.Requests() {
+			if strings.Contains(r.LastUser(), q) {
+				n++
+			}
+		}
+		if n != 6 {
+			t.Errorf("question %q was asked in %d calls, want 6", q, n)
+		}
+	}
+}
