@@ -62,6 +62,7 @@ func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.C
 
 type workerCmd struct {
 	temporalFlags `embed:""`
+	LocalLimits   bool `name:"local-limits" help:"Hold endpoints' max_concurrency, requests_per_minute and tokens_per_minute for this worker alone, instead of for all workers together."`
 }
 
 func (workerCmd) Help() string {
@@ -92,7 +93,11 @@ func (c *workerCmd) Run(e *env) error {
 	}
 	defer cl.Close()
 	w := worker.New(cl, c.TaskQueue, worker.Options{})
-	durable.Register(w, &durable.Workflows{Version: Version(), Registry: nodes.Registry()}, &durable.Activities{Getenv: e.getenv})
+	acts := &durable.Activities{Getenv: e.getenv}
+	if !c.LocalLimits {
+		acts.Gates = &durable.Gates{Client: cl, TaskQueue: c.TaskQueue}
+	}
+	durable.Register(w, &durable.Workflows{Version: Version(), Registry: nodes.Registry()}, acts)
 	if err := w.Start(); err != nil {
 		return withCode(exitFailure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
 	}

@@ -357,3 +357,37 @@ func TestTemporalDatasetSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestTemporalWorkersShareLimits: an endpoint's max_concurrency holds for
+// all workers together: two workers on a spec that asks three agents at
+// once with max_concurrency 1 never send two requests at once.
+func TestTemporalWorkersShareLimits(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var inflight, most atomic.Int32
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		return e2eAnswers(0)(r)
+	})
+	spec := e2eSpec(t, debateSource, `endpoints:
+  local: {base_url: "${OPENAI_BASE_URL}", api_key_env: OPENAI_API_KEY, max_concurrency: 1}
+models:
+  default: {model: test-model, endpoint: local}
+`)
+	const queue = "runner-test-limits"
+	startWorker(t, bin, addr, queue, srv)
+	startWorker(t, bin, addr, queue, srv)
+	mustRun(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q", "--set", "rounds=1",
+		"--temporal", addr, "--task-queue", queue)
+	if most.Load() != 1 || srv.Count() != 13 {
+		t.Errorf("%d requests, at most %d at once; want 13, one at a time", srv.Count(), most.Load())
+	}
+}
