@@ -24,7 +24,7 @@ import (
 // temporalCLI finds the Temporal CLI (for its development server): $RUNNER_TEMPORAL_CLI
 // or temporal on PATH. .ci/run installs it and sets RUNNER_REQUIRE_TEMPORAL,
 // so there a missing CLI fails the test instead of skipping it.
-func temporalCLI(t *testing.T) string {
+func temporalCLI(t testing.TB) string {
 	t.Helper()
 	path := os.Getenv("RUNNER_TEMPORAL_CLI")
 	if path == "" {
@@ -39,7 +39,7 @@ func temporalCLI(t *testing.T) string {
 	return path
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +51,7 @@ func freePort(t *testing.T) int {
 
 // devServer starts a Temporal development server (in memory, no UI) for
 // the test and returns its frontend address.
-func devServer(t *testing.T) string {
+func devServer(t testing.TB) string {
 	t.Helper()
 	cli := temporalCLI(t)
 	port := freePort(t)
@@ -105,7 +105,7 @@ func (b *lockedBuffer) String() string {
 
 // startWorker starts `runner worker` with the scripted server's key; it is
 // killed when the test ends.
-func startWorker(t *testing.T, bin, addr, queue string, srv *llmtest.Server) (*exec.Cmd, *lockedBuffer) {
+func startWorker(t testing.TB, bin, addr, queue string, srv *llmtest.Server) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "worker", "--temporal", addr, "--task-queue", queue)
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey)
