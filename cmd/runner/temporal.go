@@ -262,13 +262,15 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 		return err
 	}
 	defer cl.Close()
+	// The status is read before the answers are sent: a call that fails
+	// once they let the run go on is this resume's to report, not to retry.
+	// A workflow that has ended answers no query: it has no failed call.
+	st, _ := queryStatus(ctx, cl, rec.WorkflowID)
 	if len(opts.Answers) > 0 {
 		if err := cl.SignalWorkflow(ctx, rec.WorkflowID, "", durable.SignalAnswers, opts.Answers); err != nil {
 			return withCode(exitFailure, fmt.Errorf("passing answers to workflow %s: %w", rec.WorkflowID, err))
 		}
 	}
-	// A workflow that has ended answers no query: it has no failed call.
-	st, _ := queryStatus(ctx, cl, rec.WorkflowID)
 	retries := st.Retries
 	if len(st.Failed) > 0 {
 		if err := cl.SignalWorkflow(ctx, rec.WorkflowID, "", durable.SignalRetry, nil); err != nil {
