@@ -295,17 +295,13 @@ func completeWithTools(ctx context.Context, h kit.Host, call kit.Call, env tools
 		msgs = append(msgs, kit.ChatMessage{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
 		for _, tc := range reply.ToolCalls {
 			used++
-			var result string
-			if used > limit {
-				result = fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)
-			} else {
-				out, terr := tools.Call(env, tc.Name, tc.Arguments)
-				result = out
-				if terr != nil {
-					result = "error: " + terr.Error()
+			over := used > limit
+			result := h.RunTool(ctx, c.Key, call.Agent.ID, tc, func(ctx context.Context) kit.ToolResult {
+				if over {
+					return kit.ToolResult{Text: fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)}
 				}
-			}
-			_ = h.Event("tool_call", c.Key, map[string]any{"agent": call.Agent.ID, "tool": tc.Name, "arguments": tc.Arguments, "result": result})
+				return tools.Run(ctx, env, tc.Name, tc.Arguments)
+			})
 			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
 		}
 	}

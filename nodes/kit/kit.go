@@ -226,6 +226,29 @@ type Host interface {
 	Summary(ctx context.Context, agent *spec.AgentPlan) string
 	// ContextDir is the directory file tools may read (--context DIR), or "".
 	ContextDir() string
+	// RunTool answers a tool call the model made in call key (a call key of
+	// the node, as given to Complete) on behalf of agent: with the result
+	// journaled for it by an earlier attempt of the run or the recording
+	// being replayed, else by calling run and journaling what it gives, so
+	// that resumes and replays never run a tool again. It returns the text
+	// the model reads.
+	RunTool(ctx context.Context, key, agent string, tc ToolCall, run func(context.Context) ToolResult) string
+}
+
+// ToolResult is what running a tool gave.
+type ToolResult struct {
+	// Text is what the model reads ("error: ..." for a failed call).
+	Text string
+	// Files are the context files the tool read.
+	Files []FileRead
+}
+
+// FileRead is a context file a tool read: its path relative to the context
+// folder, the SHA-256 of the bytes read (hex) and the file's size.
+type FileRead struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // Answerer provides answers to clarifying questions.
@@ -247,8 +270,10 @@ type ProgressEvent struct {
 // Parallel runs f for every i in [0, n) in goroutines, as Host.Parallel
 // asks: hosts that may start goroutines implement Parallel with it.
 func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The cause tells the calls stopped why (a budget stop lets calls
+	// already admitted finish: calls.Limited).
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -256,7 +281,7 @@ func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 		go func() {
 			defer wg.Done()
 			if errs[i] = f(ctx, i); errs[i] != nil {
-				cancel() // one failure fails them all: stop the others early
+				cancel(errs[i]) // one failure fails them all: stop the others early
 			}
 		}()
 	}

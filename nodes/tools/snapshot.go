@@ -45,9 +45,9 @@ func TakeSnapshot(dir string, limit int64) (*Snapshot, error) {
 	var walk func(p string, depth int, seen map[string]bool) error
 	walk = func(p string, depth int, seen map[string]bool) error {
 		var a Answer
-		text, err := fileTool(dir, ReadFile, p)
+		text, err := fileTool(Env{Dir: dir}, ReadFile, p)
 		a.Read, a.ReadErr = text, errText(err)
-		list, err := fileTool(dir, ListFiles, p)
+		list, err := fileTool(Env{Dir: dir}, ListFiles, p)
 		a.List, a.ListErr = list, errText(err)
 		a.Leaves = strings.HasSuffix(a.ReadErr, "leaves the context directory")
 		size += int64(len(p) + len(a.Read) + len(a.ReadErr) + len(a.List) + len(a.ListErr))
