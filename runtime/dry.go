@@ -61,11 +61,7 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 	if dry.Stage == nil {
 		return nil, errors.New("a dry run needs a stage that answers its calls")
 	}
-	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
-	if err != nil {
-		return nil, err
-	}
-	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
+	r, err := newDetached(plan, opts, dry.Stage)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +70,23 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 	}
 	if dry.CallBudget <= 0 {
 		dry.CallBudget = 20000
+	}
+	r.ID = "dry-run"
+	r.dry = &dryState{Dry: dry, noted: map[string]bool{}, sizes: map[string][2]int{}}
+	return r, nil
+}
+
+// newDetached prepares a run that has no directory, journal or endpoints of
+// its own, whose calls stage answers (a dry run, an embedded one): inputs
+// and vars are resolved and the seed chosen as for any run.
+func newDetached(plan *spec.Plan, opts Options, stage calls.Stage) (*Run, error) {
+	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
+	if err != nil {
+		return nil, err
+	}
+	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
+	if err != nil {
+		return nil, err
 	}
 	r := newRun(plan, opts)
 	r.inputs, r.vars = inputs, vars
@@ -84,9 +97,7 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 	if opts.Seed != nil {
 		r.seed = *opts.Seed
 	}
-	r.ID = "dry-run"
-	r.dry = &dryState{Dry: dry, noted: map[string]bool{}, sizes: map[string][2]int{}}
-	r.chain = dry.Stage
+	r.chain = stage
 	return r, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -171,6 +172,9 @@ func (r *Run) buildChain() calls.Stage {
 	live = calls.Limited(r.budget, live)
 	if r.opts.Cache != nil {
 		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red}, &r.pool.flights, live)
+	}
+	if r.opts.Remote != nil {
+		live = r.opts.Remote // made elsewhere, with the cache there
 	}
 	live = calls.Before(r.journalRequest, live)
 	chain := live
@@ -672,5 +676,12 @@ func (r *Run) avgMessageSize() int {
 
 // Parallel implements kit.Host with goroutines.
 func (h *host) Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
+	if e := h.run.emb; e != nil && e.Parallel != nil {
+		return e.Parallel(ctx, n, f)
+	}
 	return kit.Parallel(ctx, n, f)
 }
+
+// ContextSnapshot implements tools.SnapshotHost: the snapshot of the
+// context directory the run reads, if it was given one.
+func (h *host) ContextSnapshot() *tools.Snapshot { return h.run.opts.ContextSnapshot }

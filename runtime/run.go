@@ -21,8 +21,8 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/debate-runner/runner/internal/dotenv"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -92,6 +92,15 @@ type Options struct {
 	ContextDir string
 	// Sleep replaces time.Sleep in retries (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Remote, when set, answers the calls a run would send to its cache and
+	// the network: they are made elsewhere (runner run --temporal, whose
+	// workers hold the keys and the cache), so the run connects to no
+	// endpoint and needs no API key. Its journal, replies and resume are
+	// those of any run.
+	Remote calls.Stage
+	// ContextSnapshot, when set, answers read_file and list_files instead
+	// of ContextDir: a snapshot of it that a run made elsewhere shares.
+	ContextSnapshot *tools.Snapshot
 	// Budget are --budget flags (see ApplyBudgetFlags): they override the
 	// spec's budget, and on resume the run's.
 	Budget []string
@@ -137,8 +146,10 @@ type Run struct {
 	renderSizes sync.Map
 	lock        *rundir.Lock
 	result      *Result
-	// dry is set for a dry run (see NewDry).
+	// dry is set for a dry run (see NewDry), emb for an embedded one (see
+	// NewEmbedded).
 	dry *dryState
+	emb *Embedded
 	// red keeps the endpoints' secrets out of what the run writes.
 	red *journal.Redactor
 	// budget is what the run may still spend (nil: no limits).
@@ -277,8 +288,6 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	envPath := filepath.Join(filepath.Dir(plan.Path), ".env")
-	dotEnv, dotEnvErr := dotenv.Read(envPath)
 	pool := opts.Clients
 	if pool == nil {
 		pool = NewClientPool()
@@ -290,16 +299,11 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		templates: hist.Templates(plan.Templates),
 		recorded:  map[string]kit.Reply{},
 		endpoints: &endpoints{
-			pool:  pool,
-			bases: map[string]string{},
-			getenv: func(k string) string {
-				if v := getenv(k); v != "" {
-					return v
-				}
-				return dotEnv[k]
-			},
-			dotEnvErr: dotEnvErr,
-			clients:   map[string]*llm.Client{},
+			pool:    pool,
+			bases:   map[string]string{},
+			getenv:  getenv,
+			envPath: filepath.Join(filepath.Dir(plan.Path), ".env"),
+			clients: map[string]*llm.Client{},
 		},
 		eventLog: &eventLog{},
 		runState: &runState{
@@ -327,11 +331,11 @@ func usedModels(plan *spec.Plan) []*spec.ModelPlan { return plan.UsedModels }
 // name. A run served wholly from a recording (--replay without live calls)
 // connects nowhere and needs no key.
 func (r *Run) connect() error {
-	if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
+	if r.opts.Replay != nil && !r.opts.ReplayMissingLive || r.opts.Remote != nil {
 		return nil
 	}
-	if r.dotEnvErr != nil {
-		return &FlagError{Flag: ".env file", Err: r.dotEnvErr}
+	if err := r.readDotEnv(); err != nil {
+		return &FlagError{Flag: ".env file", Err: err}
 	}
 	for _, m := range usedModels(r.Plan) {
 		ep := m.Endpoint
@@ -470,7 +474,7 @@ func (r *Run) warn(format string, args ...any) {
 // outputs and writes result.json and report.md. The result is returned even
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*Result, error) {
-	started := time.Now()
+	started := r.now()
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
@@ -502,7 +506,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		}
 		_ = r.event(typ, "", map[string]any{"error": runErr.Error()})
 	}
-	res := r.buildResult(status, outputs, runErr, time.Since(started))
+	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	if status == StatusCompleted {
 		r.score(res)
 	}
@@ -510,6 +514,9 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		runErr = err
 	}
 	r.result = res
+	if r.emb != nil {
+		return res, runErr // whoever embeds the run keeps its records
+	}
 	// A run is finished only once its records are on disk: when one cannot
 	// be written (a full disk), the journal says the run failed, and a
 	// resume writes them from the journal.

@@ -92,9 +92,7 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
 	}
 	if e, ok := r.summaries[key]; ok {
 		r.mu.Unlock()
-		select {
-		case <-e.done:
-		case <-ctx.Done():
+		if r.await(ctx, e.done) != nil {
 			return ""
 		}
 		return e.text

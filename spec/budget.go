@@ -65,6 +65,9 @@ type CompileOptions struct {
 	// Libraries stand in for the template libraries the spec uses, by the
 	// name its templates: list gives them (a run's saved copies).
 	Libraries map[string]fs.FS
+	// Folders, when set, stand in for the file system for library folders
+	// (see CompileIn).
+	Folders Folders
 }
 
 // CompileWith is Compile reading template libraries as opts says.

@@ -47,6 +47,18 @@ func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
 	return compile(path, data, reg, CompileOptions{})
 }
 
+// Folders gives the template library folders a spec uses by their path (the
+// spec's folder joined with the name the spec gives, as Plan.TemplateSources
+// records it), instead of the file system; false means there is none.
+type Folders func(dir string) (fs.FS, bool)
+
+// CompileIn is Compile with template library folders read from folders (nil:
+// the file system), for a spec compiled away from the files next to it: a
+// Temporal worker compiles the spec and folders a client sent it.
+func CompileIn(folders Folders, path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
+	return compile(path, data, reg, CompileOptions{Folders: folders})
+}
+
 func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, Diagnostics) {
 	if err := checkText(data); err != nil {
 		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
@@ -98,10 +110,11 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 	}
 	sum := sha256.Sum256(data)
 	c := &compiler{
-		r:    r,
-		reg:  reg,
-		file: f,
-		dir:  filepath.Dir(path),
+		r:       r,
+		reg:     reg,
+		file:    f,
+		dir:     filepath.Dir(path),
+		folders: opts.Folders,
 		plan: &Plan{
 			File: f, Path: path, Source: data, Digest: hex.EncodeToString(sum[:]), Name: f.Name.V,
 			Endpoints: map[string]*EndpointPlan{}, Models: map[string]*ModelPlan{},
@@ -123,6 +136,8 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 
 // compiler turns a decoded File into a Plan, reporting as it goes.
 type compiler struct {
+	// folders, when set, stands in for the file system (see CompileIn).
+	folders Folders
 	r       *reporter
 	reg     *Registry
 	file    *File
@@ -401,8 +416,13 @@ func (c *compiler) loadLibrary(use Str) {
 	if !filepath.IsAbs(dir) {
 		dir = filepath.Join(c.dir, dir)
 	}
-	info, err := os.Stat(dir)
-	if err != nil || !info.IsDir() {
+	var fsys fs.FS
+	if c.folders != nil {
+		fsys, _ = c.folders(dir)
+	} else if info, err := os.Stat(dir); err == nil && info.IsDir() {
+		fsys = os.DirFS(dir)
+	}
+	if fsys == nil {
 		if hint := didYouMean(name, templates.Libraries()); hint != "" {
 			c.r.errorf(use.Pos, "unknown template library %q: not an embedded library nor a folder next to the spec%s", name, hint)
 			return
@@ -418,7 +438,7 @@ func (c *compiler) loadLibrary(use Str) {
 		return
 	}
 	if c.claimLibrary(use, lib, dir) {
-		c.loadFS(use, os.DirFS(dir), ".", lib, dir, dir)
+		c.loadFS(use, fsys, ".", lib, dir, dir)
 	}
 }
 

@@ -234,7 +234,8 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 }
 
 // sweep runs every combination and prints the summary.
-func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewServer) error {
+// sweep makes a sweep's runs, with start (nil: locally) starting each.
+func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewServer, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
 	var axes []sweep.Axis
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
@@ -245,7 +246,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
+	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, Start: start}
 	so.OnStart = func(dir string, total int) {
 		if !c.Quiet {
 			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))

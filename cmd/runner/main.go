@@ -96,6 +96,7 @@ type cli struct {
 	Graph      graphCmd      `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
 	Schema     schemaCmd     `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
 	Version    versionCmd    `cmd:"" help:"Print the runner version."`
+	Worker     workerCmd     `cmd:"" help:"Make runs submitted to Temporal (runner run --temporal): a worker of a Temporal cluster."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 }
 

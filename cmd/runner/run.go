@@ -8,10 +8,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -37,6 +39,8 @@ type runCmd struct {
 	Budget    []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
 
 	experimentFlags `embed:""`
+	temporalFlags   `embed:"" group:"Temporal (README: Scaling out)"`
+	Heartbeat       time.Duration `name:"temporal-heartbeat" default:"30s" placeholder:"DURATION" group:"Temporal (README: Scaling out)" help:"How long a call may go without news from its worker before another worker makes it: what a lost worker costs."`
 }
 
 func (runCmd) Help() string {
@@ -79,6 +83,9 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	defer e.startTracing()()
+	if addr := c.address(e); addr != "" {
+		return c.runOnTemporal(e, plan, opts, addr)
+	}
 	var v *viewServer
 	if c.View {
 		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
@@ -90,7 +97,7 @@ func (c *runCmd) Run(e *env) error {
 		defer v.stop()
 	}
 	if c.sweeping() {
-		err := c.sweep(e, plan, opts, v)
+		err := c.sweep(e, plan, opts, v, nil)
 		if v != nil {
 			v.linger(e)
 		}
@@ -311,6 +318,11 @@ func (c *resumeCmd) Run(e *env) error {
 		return c.resumeSweep(e, opts)
 	}
 	defer e.startTracing()()
+	if rec, ok, err := durable.ReadRecord(c.Dir); err != nil {
+		return runError(err)
+	} else if ok {
+		return c.resumeOnTemporal(e, rec, opts)
+	}
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
 		var se *runtime.SpecError

@@ -201,7 +201,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		call.Tools = tools.Definitions(toolNames)
 		call.ToolRounds = cfg.MaxToolCalls
 	}
-	env := tools.Env{Visible: data.History, Dir: h.ContextDir()}
+	env := tools.Env{Visible: data.History, Dir: h.ContextDir(), Snapshot: tools.SnapshotOf(h)}
 	parser := parse.Spec{Format: string(cfg.Output.Format), Schema: cfg.Output.Schema, Pattern: cfg.Output.Pattern, Fields: cfg.Output.Fields}
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {

@@ -57,6 +57,9 @@ type Env struct {
 	Visible []spec.Message
 	// Dir is the context directory; file tools refuse to work without it.
 	Dir string
+	// Snapshot, when set, answers the file tools instead of Dir (see
+	// Snapshot).
+	Snapshot *Snapshot
 	// read is told about each file read_file reads (see Run).
 	read func(kit.FileRead)
 }
@@ -109,9 +112,22 @@ func Call(env Env, name, arguments string) (string, error) {
 			limit = min(int(l), 20)
 		}
 		return search(env.Visible, q, limit), nil
-	case ReadFile:
+	case ReadFile, ListFiles:
 		p, _ := args["path"].(string)
-		full, err := confine(env.Dir, p)
+		if env.Snapshot != nil {
+			return env.Snapshot.answer(name, p)
+		}
+		return fileTool(env, name, p)
+	}
+	return "", fmt.Errorf("unknown tool %q", name)
+}
+
+// fileTool runs read_file or list_files on path p of env.Dir.
+func fileTool(env Env, name, p string) (string, error) {
+	dir := env.Dir
+	switch name {
+	case ReadFile:
+		full, err := confine(dir, p)
 		if err != nil {
 			return "", err
 		}
@@ -124,8 +140,7 @@ func Call(env Env, name, arguments string) (string, error) {
 		}
 		return text, nil
 	case ListFiles:
-		p, _ := args["path"].(string)
-		full, err := confine(env.Dir, p)
+		full, err := confine(dir, p)
 		if err != nil {
 			return "", err
 		}
@@ -216,12 +231,9 @@ func confine(dir, p string) (string, error) {
 	if dir == "" {
 		return "", errors.New("no context directory was given to this run (--context DIR)")
 	}
-	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
-		return "", fmt.Errorf("%q is an absolute path; give a path relative to the context directory", p)
-	}
-	clean := filepath.Clean(p)
-	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%q leaves the context directory", p)
+	clean, err := relative(p)
+	if err != nil {
+		return "", err
 	}
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
@@ -237,6 +249,19 @@ func confine(dir, p string) (string, error) {
 		return "", fmt.Errorf("%q leaves the context directory", p)
 	}
 	return real, nil
+}
+
+// relative checks that p is a relative path that stays inside the context
+// directory as written, and returns it cleaned.
+func relative(p string) (string, error) {
+	if filepath.IsAbs(p) || strings.HasPrefix(p, "/") || strings.HasPrefix(p, `\`) {
+		return "", fmt.Errorf("%q is an absolute path; give a path relative to the context directory", p)
+	}
+	clean := filepath.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%q leaves the context directory", p)
+	}
+	return clean, nil
 }
 
 func search(msgs []spec.Message, query string, limit int) string {

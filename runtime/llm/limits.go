@@ -6,14 +6,40 @@ import (
 	"time"
 )
 
+// Gate admits requests to an endpoint for many clients together (see
+// Endpoint.Gate).
+type Gate interface {
+	// Admit waits until an attempt estimated at tokens may be sent; the
+	// caller calls leave once the attempt is over.
+	Admit(ctx context.Context, tokens int) (leave func(), err error)
+}
+
 // admit takes a concurrency slot, then a request token, then the attempt's
-// token estimate. The slot comes first so that rate tokens are spent right
-// before sending: taken earlier, tokens would pile up behind a full
-// semaphore and leave it as a burst. On success the caller must release.
-func (c *Client) admit(ctx context.Context, cost int) error {
+// token estimate (or whatever the gate, when there is one, takes). The slot
+// comes first so that rate tokens are spent right before sending: taken
+// earlier, tokens would pile up behind a full semaphore and leave it as a
+// burst. On success the caller must call leave once the attempt is over.
+func (c *Client) admit(ctx context.Context, cost int) (leave func(), err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
+	if c.gate != nil {
+		start := time.Now()
+		leave, err := c.gate.Admit(ctx, cost)
+		if err != nil {
+			return nil, fmt.Errorf("waiting for the endpoint's shared limits: %w", err)
+		}
+		waitsOf(ctx).report("shared_limits", start)
+		return leave, nil
+	}
+	if err := c.take(ctx, cost); err != nil {
+		return nil, err
+	}
+	return c.release, nil
+}
+
+// take takes the client's own slot and rate tokens.
+func (c *Client) take(ctx context.Context, cost int) error {
 	waited := waitsOf(ctx)
 	if c.slots != nil {
 		select {

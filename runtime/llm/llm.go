@@ -112,6 +112,11 @@ type Endpoint struct {
 	Headers map[string]string `json:"-"`
 	// HTTPClient is used for all requests when set; it is not modified.
 	HTTPClient *http.Client `json:"-"`
+	// Gate, when set, admits every attempt instead of the limits above
+	// (MaxConcurrency, RequestsPerMinute, TokensPerMinute), which it holds
+	// for many clients together: the workers of a Temporal cluster. The
+	// client then keeps no limits of its own.
+	Gate Gate `json:"-"`
 
 	// Sleep waits between attempts; tests inject it to observe waits
 	// without spending them. nil means a timer that honours ctx.
@@ -229,7 +234,7 @@ type Request struct {
 	// OnDelta, when set with Stream, receives text deltas as they arrive,
 	// for live progress. Deltas of an attempt that later fails have already
 	// been delivered; the retried attempt starts its text from the beginning.
-	OnDelta func(string)
+	OnDelta func(string) `json:"-"`
 }
 
 // Response is the result of a successful completion.
@@ -283,6 +288,7 @@ type Client struct {
 	sleep     func(context.Context, time.Duration) error
 	rand      func() float64
 
+	gate  Gate
 	slots chan struct{} // nil when MaxConcurrency is unlimited
 	rpm   *rate.Limiter // nil when unlimited
 	tpm   *rate.Limiter // nil when unlimited
@@ -342,6 +348,9 @@ func New(ep Endpoint) *Client {
 	if c.rand == nil {
 		c.rand = rand.Float64
 	}
+	if c.gate = ep.Gate; c.gate != nil {
+		ep.MaxConcurrency, ep.RequestsPerMinute, ep.TokensPerMinute = 0, 0, 0
+	}
 	if ep.MaxConcurrency > 0 {
 		c.slots = make(chan struct{}, ep.MaxConcurrency)
 	}
@@ -400,12 +409,13 @@ func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt
 		waited  time.Duration
 	)
 	for n := 1; ; n++ {
-		if err := c.admit(ctx, cost); err != nil {
+		leave, err := c.admit(ctx, cost)
+		if err != nil {
 			return Response{}, c.failWaiting(&req, n-1, last, err)
 		}
 		st := &attemptState{}
 		resp, err := c.attempt(ctx, st, &req, sh)
-		c.release()
+		leave()
 		if err == nil {
 			if resp.PromptTokens == 0 && resp.CompletionTokens == 0 {
 				estimateUsage(&req, &resp)

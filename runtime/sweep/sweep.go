@@ -158,6 +158,10 @@ type Options struct {
 	// OnStart, when set, is told the sweep directory and the number of runs
 	// before the first run starts.
 	OnStart func(dir string, total int)
+	// Start starts each run (nil: runtime.Start); index is the run's place
+	// in the sweep, from 1. A sweep whose runs are made elsewhere (on
+	// Temporal) follows each of them through it.
+	Start func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error)
 }
 
 // Run is one run of a sweep as the summary lists it.
@@ -303,7 +307,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		opts.OnStart(dir, len(jobs))
 	}
 	run := func(ctx context.Context, i int) Run {
-		return runSweepJob(ctx, plan, base, id, dir, i+1, jobs[i])
+		return runSweepJob(ctx, plan, base, opts.Start, id, dir, i+1, jobs[i])
 	}
 	err = runAll(ctx, sum, len(jobs), opts, run)
 	return sum, err
@@ -502,22 +506,18 @@ func prefixFlagError(prefix string, err error) error {
 
 // runSweepJob makes one run of a sweep; its failures go into the Run it
 // returns.
-func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, sweepID, dir string, index int, job sweepJob) Run {
-	opts := base
+func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error), sweepID, dir string, index int, job sweepJob) Run {
+	opts := jobOptions(base, job)
 	opts.RunsDir = dir
 	opts.Sweep = sweepID
-	opts.Sets = append(append([]string(nil), base.Sets...), job.sets...)
-	opts.Inputs = append(append([]string(nil), base.Inputs...), job.inputFlags...)
-	opts.InputValues = job.inputValues
-	opts.Sample = job.sample
-	seed := job.seed
-	opts.Seed = &seed
 	opts.SweepIndex = index
 	sr := pendingRun(index, job)
-	if job.line != nil {
-		opts.Expected, opts.DatasetLine = job.line.Expected, job.line.Line
+	if start == nil {
+		start = func(_ int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
+			return runtime.Start(plan, opts)
+		}
 	}
-	r, err := runtime.Start(plan, opts)
+	r, err := start(index, plan, opts)
 	if err != nil {
 		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
 		return sr
@@ -544,6 +544,37 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	}
 	sr.Calls = r.CallCounts()
 	return sr
+}
+
+// jobOptions are the options of a sweep's run: the sweep's, plus the run's
+// vars, inputs, sample, seed and expected value.
+func jobOptions(base runtime.Options, job sweepJob) runtime.Options {
+	opts := base
+	opts.Sets = append(append([]string(nil), base.Sets...), job.sets...)
+	opts.Inputs = append(append([]string(nil), base.Inputs...), job.inputFlags...)
+	opts.InputValues = job.inputValues
+	opts.Sample = job.sample
+	seed := job.seed
+	opts.Seed = &seed
+	if job.line != nil {
+		opts.Expected, opts.DatasetLine = job.line.Expected, job.line.Line
+	}
+	return opts
+}
+
+// RunOptions returns the options of every run a sweep with opts makes, in
+// order, without running anything (bad values are reported as by Sweep):
+// what a sweep whose runs are made elsewhere (on Temporal) submits.
+func RunOptions(plan *spec.Plan, opts Options) ([]runtime.Options, error) {
+	jobs, _, err := planSweep(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]runtime.Options, len(jobs))
+	for i, j := range jobs {
+		out[i] = jobOptions(opts.Run, j)
+	}
+	return out, nil
 }
 
 // tally adds up the runs.

@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/durable"
+)
+
+// temporalCLI finds the Temporal CLI (for its development server): $RUNNER_TEMPORAL_CLI
+// or temporal on PATH. .ci/run installs it and sets RUNNER_REQUIRE_TEMPORAL,
+// so there a missing CLI fails the test instead of skipping it.
+func temporalCLI(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv("RUNNER_TEMPORAL_CLI")
+	if path == "" {
+		path, _ = exec.LookPath("temporal")
+	}
+	if path == "" {
+		if os.Getenv("RUNNER_REQUIRE_TEMPORAL") != "" {
+			t.Fatal("the Temporal CLI is required (RUNNER_REQUIRE_TEMPORAL) but neither RUNNER_TEMPORAL_CLI nor temporal on PATH gives it")
+		}
+		t.Skip("no Temporal CLI (set RUNNER_TEMPORAL_CLI or put temporal on PATH)")
+	}
+	return path
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// devServer starts a Temporal development server (in memory, no UI) for
+// the test and returns its frontend address.
+func devServer(t testing.TB) string {
+	t.Helper()
+	cli := temporalCLI(t)
+	port := freePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)), "--log-level", "error")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for {
+		c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+		if err == nil {
+			_, err = c.CheckHealth(ctx, nil)
+			c.Close()
+			if err == nil {
+				return addr
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the Temporal dev server did not come up at %s: %v\n%s", addr, err, out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// lockedBuffer collects a process's output while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startWorker starts `runner worker` with the scripted server's key; it is
+// killed when the test ends.
+func startWorker(t testing.TB, bin, addr, queue string, srv *llmtest.Server) (*exec.Cmd, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(bin, "worker", "--temporal", addr, "--task-queue", queue)
+	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd, out
+}
+
+// activityWorkers lists the identity of the worker that started each call
+// of the run in dir, from its workflow's history.
+func activityWorkers(t *testing.T, addr, dir string) []string {
+	t.Helper()
+	rec, ok, err := durable.ReadRecord(dir)
+	if err != nil || !ok {
+		t.Fatalf("%s has no %s: %v", dir, durable.RecordFile, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var ids []string
+	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
+			ids = append(ids, a.Identity)
+		}
+	}
+	return ids
+}
+
+// TestTemporalRunSurvivesAKilledWorker runs the debate spec on a real
+// Temporal development server with two workers, SIGKILLs one of them in
+// the middle of the run, and checks that the run directory the submitting
+// client wrote holds the outputs and messages of a local run, and that no
+// call that had completed was sent again.
+func TestTemporalRunSurvivesAKilledWorker(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	spec, err := filepath.Abs(debateSource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 33
+
+	ref := llmtest.New(t, e2eAnswers(0))
+	code, _, stderr := invoke(t, e2eEnv(ref), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
+	if code != exitOK {
+		t.Fatalf("reference run: exit %d\n%s", code, stderr)
+	}
+	want := e2eOutcome(t, runDirFrom(t, stderr))
+
+	srv := llmtest.New(t, e2eAnswers(150*time.Millisecond))
+	const queue = "runner-test"
+	w1, out1 := startWorker(t, bin, addr, queue, srv)
+	_, out2 := startWorker(t, bin, addr, queue, srv)
+	runs := t.TempDir()
+	client, out, exited := startRunner(t, bin, srv, "run", spec, "-i", "question=q", "--runs-dir", runs, "-q",
+		"--temporal", addr, "--task-queue", queue, "--temporal-heartbeat", "2s")
+	defer func() { _ = client.Process.Kill() }()
+	dir := waitForResponses(t, runs, 10, exited, out)
+	completed := e2eResponded(t, dir)
+	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the run failed: %v\n%s\nworker 1:\n%s\nworker 2:\n%s", err, out, out1, out2)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the run did not finish within 2 minutes\n%s\nworker 2:\n%s", out, out2)
+	}
+	if got := e2eOutcome(t, dir); got != want {
+		t.Errorf("outputs and messages differ from the local run's:\n%s\nwant:\n%s", got, want)
+	}
+	asked := map[string]int{}
+	for _, r := range srv.Requests() {
+		asked[e2eJournalKey(e2eCallKey(r))]++
+	}
+	for key := range completed {
+		if asked[key] != 1 {
+			t.Errorf("call %s had completed before the kill but was sent %d times", key, asked[key])
+		}
+	}
+	if len(asked) != calls {
+		t.Errorf("%d distinct calls were sent, want %d", len(asked), calls)
+	}
+	// Both workers made calls: the killed one before it died.
+	starters := activityWorkers(t, addr, dir)
+	w1id := fmt.Sprintf("%d@", w1.Process.Pid)
+	var byKilled, byOther int
+	for _, id := range starters {
+		if strings.HasPrefix(id, w1id) {
+			byKilled++
+		} else {
+			byOther++
+		}
+	}
+	if byKilled == 0 || byOther == 0 {
+		t.Errorf("calls started by the killed worker: %d, by the other: %d; want both", byKilled, byOther)
+	}
+	t.Logf("%d requests for %d calls; %d had completed when worker 1 was killed", srv.Count(), calls, len(completed))
+}
+
+const temporalClarifySpec = `version: 1
+name: clarifying
+inputs: {question: {required: true}}
+endpoints:
+  local: {base_url: "${OPENAI_BASE_URL}", api_key_env: OPENAI_API_KEY, max_retries: 0}
+models:
+  default: {model: test-model, endpoint: local}
+agents:
+  a: {name: A}
+templates:
+  define:
+    clar: "KEY=clar {{.Inputs.question}}"
+    p: "KEY=final {{.Inputs.question}}{{range .History}} / {{.Content}}{{end}}"
+nodes:
+  clarify: {kind: clarify, agents: [a], template: clar, max_iterations: 1}
+  final: {kind: ask, agents: [a], template: p, record: final}
+flow: [clarify, final]
+outputs:
+  final: latest("final")[0].content
+`
+
+// TestTemporalRunWaitsForAnswersAndRetries: a run on Temporal whose
+// clarifying question has no answer waits (exit 5) until `runner resume
+// --answers` signals one; a call that fails after its retries fails the
+// client's run (exit 3) while the workflow waits, and the next resume has
+// it made again. The run ends as a local run given the same answers, and
+// only the failed call was sent twice.
+func TestTemporalRunWaitsForAnswersAndRetries(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	handler := func(r llmtest.Request) llmtest.Reply {
+		switch e2eCallKey(r) {
+		case "clar":
+			return llmtest.Reply{Content: `{"questions": ["What budget?"]}`}
+		case "final":
+			if failing.Load() {
+				return llmtest.Reply{Status: 500, ErrorMessage: "the model is down"}
+			}
+		}
+		return llmtest.Reply{Content: "final: " + r.LastUser()}
+	}
+	srv := llmtest.New(t, handler)
+	const queue = "runner-test-wait"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(temporalClarifySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	env := e2eEnv(srv)
+	code, _, stderr := invoke(t, env, "run", spec, "-i", "question=Plan a party", "--runs-dir", runs,
+		"--temporal", addr, "--task-queue", queue)
+	if code != exitWaiting {
+		t.Fatalf("run: exit %d, want %d (waiting)\n%s\nworker:\n%s", code, exitWaiting, stderr, wout)
+	}
+	dir := runDirFrom(t, stderr)
+	qfile := filepath.Join(dir, "questions.yaml")
+	data, err := os.ReadFile(qfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := filepath.Join(t.TempDir(), "answers.yaml")
+	if err := os.WriteFile(answers, bytes.Replace(data, []byte(`""`), []byte(`"forty-two euros"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	code, _, stderr = invoke(t, env, "resume", dir, "--answers", answers, "-q")
+	if code != exitEndpoint || !strings.Contains(stderr, "the model is down") {
+		t.Fatalf("resume with answers while the model is down: exit %d, want %d\n%s", code, exitEndpoint, stderr)
+	}
+	failing.Store(false)
+	// As after a local run's failure, answers are given again.
+	code, stdout, stderr := invoke(t, env, "resume", dir, "--answers", answers, "-q")
+	if code != exitOK {
+		t.Fatalf("resume once the model is back: exit %d\n%s\nworker:\n%s", code, stderr, wout)
+	}
+	if !strings.Contains(stdout, "forty-two euros") {
+		t.Errorf("the final answer does not see the clarification: %q", stdout)
+	}
+	asked := map[string]int{}
+	for _, r := range srv.Requests() {
+		asked[e2eCallKey(r)]++
+	}
+	if asked["clar"] != 1 || asked["final"] != 2 {
+		t.Errorf("requests by call: %v; want clar once, final twice (it failed once)", asked)
+	}
+
+	ref := llmtest.New(t, handler)
+	code, _, stderr = invoke(t, e2eEnv(ref), "run", spec, "-i", "question=Plan a party", "--runs-dir", t.TempDir(), "--answers", answers, "-q")
+	if code != exitOK {
+		t.Fatalf("local run: exit %d\n%s", code, stderr)
+	}
+	if got, want := e2eOutcome(t, dir), e2eOutcome(t, runDirFrom(t, stderr)); got != want {
+		t.Errorf("outputs and messages differ from the local run's:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestTemporalDatasetSweep runs a dataset as a sweep workflow with a child
+// run workflow per line, on two workers, and checks that the sweep the
+// client wrote scores as the local sweep does, each run sent once.
+func TestTemporalDatasetSweep(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	ref := llmtest.New(t, solver)
+	local, _ := mustRun(t, live(ref), "run", debateSpec, "--dataset", datasetFile, "--runs-dir", t.TempDir(), "-q", "--no-cache")
+
+	srv := llmtest.New(t, solver)
+	const queue = "runner-test-sweep"
+	startWorker(t, bin, addr, queue, srv)
+	startWorker(t, bin, addr, queue, srv)
+	runs := t.TempDir()
+	stdout, stderr := mustRun(t, live(srv), "run", debateSpec, "--dataset", datasetFile, "--runs-dir", runs, "-q", "--no-cache",
+		"--temporal", addr, "--task-queue", queue, "--parallel", "3")
+	const accuracy = "accuracy: 0.600 (95% CI 0.313–0.832, wilson, n=10)"
+	if !strings.Contains(stdout, accuracy) || !strings.Contains(local, accuracy) {
+		t.Errorf("accuracy on Temporal:\n%s\nlocally:\n%s", stdout, local)
+	}
+	if srv.Count() != ref.Count() || srv.Count() != 60 {
+		t.Errorf("the workers sent %d requests, the local sweep %d; want 60", srv.Count(), ref.Count())
+	}
+	sweepDir := strings.TrimPrefix(strings.TrimSpace(stderr), "sweep: ")
+	var dirs []string
+	for _, d := range runDirs(t, sweepDir) {
+		if _, err := os.Stat(filepath.Join(d, "journal.jsonl")); err == nil {
+			dirs = append(dirs, d) // a run (the sweep also keeps what its resume needs)
+		}
+	}
+	if len(dirs) != 10 {
+		t.Fatalf("%s holds %d runs, want 10", sweepDir, len(dirs))
+	}
+	for _, d := range dirs {
+		if rec, ok, err := durable.ReadRecord(d); err != nil || !ok || !strings.HasPrefix(rec.WorkflowID, rec.Sweep+"/") {
+			t.Errorf("%s: temporal.json %+v, %v", d, rec, err)
+		}
+	}
+}
+
+// TestTemporalWorkersShareLimits: an endpoint's max_concurrency holds for
+// all workers together: two workers on a spec that asks three agents at
+// once with max_concurrency 1 never send two requests at once.
+func TestTemporalWorkersShareLimits(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var inflight, most atomic.Int32
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		n := inflight.Add(1)
+		defer inflight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+		return e2eAnswers(0)(r)
+	})
+	spec := e2eSpec(t, debateSource, `endpoints:
+  local: {base_url: "${OPENAI_BASE_URL}", api_key_env: OPENAI_API_KEY, max_concurrency: 1}
+models:
+  default: {model: test-model, endpoint: local}
+`)
+	const queue = "runner-test-limits"
+	startWorker(t, bin, addr, queue, srv)
+	startWorker(t, bin, addr, queue, srv)
+	mustRun(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q", "--set", "rounds=1",
+		"--temporal", addr, "--task-queue", queue)
+	if most.Load() != 1 || srv.Count() != 13 {
+		t.Errorf("%d requests, at most %d at once; want 13, one at a time", srv.Count(), most.Load())
+	}
+}

@@ -1,0 +1,381 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/debate-runner/runner/runtime/llm"
+)
+
+// An endpoint's limits (max_concurrency, requests_per_minute,
+// tokens_per_minute) must hold for every worker together: ten workers on
+// one key may not provoke a 429 that one worker would not. Temporal has
+// rate limits per task queue but nothing that bounds concurrency across
+// workers, and workers do not know the endpoints of the runs they will
+// get. So each endpoint (name, URL and a digest of its key) has a gate: a
+// small long-running workflow that admits each attempt of a call, in the
+// order asked, as a lease, and takes it back when the attempt is over. A
+// lease of a worker that died expires after the attempt's timeout.
+
+// Gate messages.
+const (
+	updateAcquire = "acquire"
+	signalRelease = "release"
+)
+
+// GateLimits are the limits a gate holds for an endpoint; zero is no limit.
+type GateLimits struct {
+	MaxConcurrency    int `json:"max_concurrency,omitempty"`
+	RequestsPerMinute int `json:"requests_per_minute,omitempty"`
+	TokensPerMinute   int `json:"tokens_per_minute,omitempty"`
+}
+
+// Set reports whether there is any limit to hold.
+func (l GateLimits) Set() bool {
+	return l.MaxConcurrency > 0 || l.RequestsPerMinute > 0 || l.TokensPerMinute > 0
+}
+
+// gateRequest asks a gate for a lease.
+type gateRequest struct {
+	Holder string        `json:"holder"`
+	Tokens int           `json:"tokens,omitempty"`
+	Limits GateLimits    `json:"limits"`
+	TTL    time.Duration `json:"ttl"`
+}
+
+// GateState is what a gate carries over when it continues as new: the
+// leases out and its rate buckets.
+type GateState struct {
+	Leases []Lease `json:"leases,omitempty"`
+	// RequestsAt and TokensAt are the buckets' theoretical arrival times
+	// (the generic cell rate algorithm: integer time, so that a replay on
+	// any machine decides alike).
+	RequestsAt time.Time `json:"requests_at"`
+	TokensAt   time.Time `json:"tokens_at"`
+}
+
+// Lease is an attempt admitted and not yet over.
+type Lease struct {
+	Holder string    `json:"holder"`
+	Until  time.Time `json:"until"`
+}
+
+// gateRollover is how many leases a gate grants before it continues as
+// new, keeping its history short.
+const gateRollover = 1000
+
+// gateIdle is how long a gate with nothing to do stays; the next call
+// starts it again.
+const gateIdle = 30 * time.Minute
+
+// errTypeGateRollover rejects requests while a gate rolls over; callers ask
+// again.
+const errTypeGateRollover = "runner.GateRollover"
+
+type gate struct {
+	GateState
+	queue    []gateRequest
+	answered map[string]error // by holder: nil granted, else refused
+	// cancelled are holders who gave up before being admitted.
+	cancelled map[string]bool
+	// version changes with every request, release and cancellation.
+	version  int
+	granted  int
+	draining bool
+}
+
+// Gate is the gate workflow of one endpoint.
+func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
+	g := &gate{GateState: st, answered: map[string]error{}, cancelled: map[string]bool{}}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, updateAcquire,
+		func(ctx workflow.Context, req gateRequest) error {
+			g.queue = append(g.queue, req)
+			g.version++
+			if err := workflow.Await(ctx, func() bool { _, ok := g.answered[req.Holder]; return ok }); err != nil {
+				return err
+			}
+			err := g.answered[req.Holder]
+			delete(g.answered, req.Holder)
+			return err
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req gateRequest) error {
+			if g.draining {
+				return temporal.NewApplicationError("the gate is rolling over; ask again", errTypeGateRollover)
+			}
+			if req.Holder == "" || req.TTL <= 0 {
+				return errors.New("a lease needs a holder and a time to live")
+			}
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	releases := workflow.GetSignalChannel(ctx, signalRelease)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var holder string
+			if !releases.Receive(ctx, &holder) {
+				return
+			}
+			g.release(holder)
+		}
+	})
+
+	var timer workflow.Future
+	var deadline time.Time
+	var cancelTimer workflow.CancelFunc
+	for {
+		now := workflow.Now(ctx)
+		g.expire(now)
+		wake := g.serve(now)
+		if g.draining && len(g.queue) == 0 && workflow.AllHandlersFinished(ctx) {
+			for {
+				var holder string
+				if !releases.ReceiveAsync(&holder) {
+					break
+				}
+				g.release(holder)
+			}
+			return workflow.NewContinueAsNewError(ctx, GateWorkflowName, g.GateState)
+		}
+		if !g.draining && (g.granted >= gateRollover || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			g.draining = true
+			continue
+		}
+		idle := len(g.queue) == 0 && len(g.Leases) == 0 && !g.draining
+		if idle {
+			wake = now.Add(gateIdle)
+		}
+		if !wake.Equal(deadline) {
+			if cancelTimer != nil {
+				cancelTimer()
+			}
+			timer, deadline = nil, wake
+			if !wake.IsZero() {
+				var tctx workflow.Context
+				tctx, cancelTimer = workflow.WithCancel(ctx)
+				timer = workflow.NewTimer(tctx, max(wake.Sub(now), time.Millisecond))
+			}
+		}
+		v := g.version
+		if err := workflow.Await(ctx, func() bool {
+			return g.version != v || timer != nil && timer.IsReady() || g.draining && len(g.queue) == 0 && workflow.AllHandlersFinished(ctx)
+		}); err != nil {
+			return err
+		}
+		if timer != nil && timer.IsReady() {
+			timer, deadline = nil, time.Time{}
+			if idle && g.version == v {
+				return nil // nothing to do for a while: the next call starts the gate again
+			}
+		}
+	}
+}
+
+// serve admits queued requests in order while the limits allow, and
+// returns when the head of the queue may be admitted next (zero: when
+// something changes).
+func (g *gate) serve(now time.Time) (wake time.Time) {
+	for len(g.queue) > 0 {
+		req := g.queue[0]
+		if g.cancelled[req.Holder] {
+			delete(g.cancelled, req.Holder)
+			g.answered[req.Holder] = errors.New("the caller gave up")
+			g.queue = g.queue[1:]
+			continue
+		}
+		at, ok := g.admissible(now, req)
+		if !ok {
+			if len(g.Leases) > 0 && req.Limits.MaxConcurrency > 0 && len(g.Leases) >= req.Limits.MaxConcurrency {
+				// Waiting for a lease: one may expire.
+				first := g.Leases[0].Until
+				for _, l := range g.Leases {
+					if l.Until.Before(first) {
+						first = l.Until
+					}
+				}
+				if at.IsZero() || first.Before(at) {
+					at = first
+				}
+			}
+			return at
+		}
+		g.grant(now, req)
+		g.queue = g.queue[1:]
+	}
+	return time.Time{}
+}
+
+// admissible reports whether req may be admitted now, or when it may be as
+// far as the rates go (zero when only a free slot will do).
+func (g *gate) admissible(now time.Time, req gateRequest) (time.Time, bool) {
+	var at time.Time
+	if rpm := req.Limits.RequestsPerMinute; rpm > 0 {
+		// A burst of one second's worth, as the local client allows.
+		period := time.Minute / time.Duration(rpm)
+		tolerance := period * time.Duration(max(1, rpm/60)-1)
+		tat := later(g.RequestsAt, now)
+		if wait := tat.Add(-tolerance); wait.After(now) {
+			at = wait
+		}
+	}
+	if tpm := req.Limits.TokensPerMinute; tpm > 0 {
+		incr := tokenTime(min(max(req.Tokens, 1), tpm), tpm)
+		tat := later(g.TokensAt, now).Add(incr)
+		if wait := tat.Add(-time.Minute); wait.After(now) && wait.After(at) {
+			at = wait
+		}
+	}
+	if !at.IsZero() {
+		return at, false
+	}
+	if n := req.Limits.MaxConcurrency; n > 0 && len(g.Leases) >= n {
+		return time.Time{}, false
+	}
+	return time.Time{}, true
+}
+
+func (g *gate) grant(now time.Time, req gateRequest) {
+	if rpm := req.Limits.RequestsPerMinute; rpm > 0 {
+		g.RequestsAt = later(g.RequestsAt, now).Add(time.Minute / time.Duration(rpm))
+	}
+	if tpm := req.Limits.TokensPerMinute; tpm > 0 {
+		g.TokensAt = later(g.TokensAt, now).Add(tokenTime(min(max(req.Tokens, 1), tpm), tpm))
+	}
+	g.Leases = append(g.Leases, Lease{Holder: req.Holder, Until: now.Add(req.TTL)})
+	g.answered[req.Holder] = nil
+	g.granted++
+}
+
+// tokenTime is how long n tokens take to come back at tpm per minute.
+func tokenTime(n, tpm int) time.Duration {
+	return time.Duration(int64(time.Minute) / int64(tpm) * int64(n))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// release ends a lease, or cancels a request not yet admitted.
+func (g *gate) release(holder string) {
+	g.version++
+	for i, l := range g.Leases {
+		if l.Holder == holder {
+			g.Leases = append(g.Leases[:i], g.Leases[i+1:]...)
+			return
+		}
+	}
+	for _, r := range g.queue {
+		if r.Holder == holder {
+			g.cancelled[holder] = true
+			return
+		}
+	}
+}
+
+// expire drops the leases of attempts that should long be over: their
+// worker died.
+func (g *gate) expire(now time.Time) {
+	kept := g.Leases[:0]
+	for _, l := range g.Leases {
+		if l.Until.After(now) {
+			kept = append(kept, l)
+		}
+	}
+	g.Leases = kept
+}
+
+// Gates admits a worker's calls through the gates of their endpoints.
+type Gates struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+// For returns the gate of an endpoint (id names it and its key), whose
+// attempts last at most timeout.
+func (g *Gates) For(id string, limits GateLimits, timeout time.Duration) llm.Gate {
+	return &gateClient{gates: g, id: "runner-gate-" + id, limits: limits, ttl: timeout + 5*time.Second}
+}
+
+type gateClient struct {
+	gates  *Gates
+	id     string
+	limits GateLimits
+	ttl    time.Duration
+}
+
+// Admit implements llm.Gate.
+func (gc *gateClient) Admit(ctx context.Context, tokens int) (func(), error) {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	req := gateRequest{Holder: hex.EncodeToString(b[:]), Tokens: tokens, Limits: gc.limits, TTL: gc.ttl}
+	c := gc.gates.Client
+	var last error
+	for attempt := 0; attempt < 30; attempt++ {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: gc.id, UpdateName: updateAcquire, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		if err == nil {
+			return func() { gc.signal(req.Holder) }, nil
+		}
+		if ctx.Err() != nil {
+			gc.signal(req.Holder) // a request still queued is dropped
+			return nil, ctx.Err()
+		}
+		last = err
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) || isClosed(err) {
+			if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+				ID: gc.id, TaskQueue: gc.gates.TaskQueue,
+				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+			}, GateWorkflowName, GateState{}); err != nil && ctx.Err() == nil {
+				last = err
+			}
+			continue
+		}
+		// Rolling over, or a passing failure: ask again shortly.
+		t := time.NewTimer(time.Duration(50*(attempt+1)) * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			gc.signal(req.Holder)
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil, fmt.Errorf("gate %s: %w", gc.id, last)
+}
+
+// signal releases a lease; a gate that is gone has nothing to release.
+func (gc *gateClient) signal(holder string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = gc.gates.Client.SignalWorkflow(ctx, gc.id, "", signalRelease, holder)
+}
+
+// isClosed reports whether err says the gate's run has ended.
+func isClosed(err error) bool {
+	var done *serviceerror.WorkflowNotReady
+	if errors.As(err, &done) {
+		return true
+	}
+	var fp *serviceerror.FailedPrecondition
+	return errors.As(err, &fp)
+}

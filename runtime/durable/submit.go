@@ -1,0 +1,51 @@
+package durable
+
+import (
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Register registers the workflows and the call activity with a worker (or
+// a test environment).
+func Register(r worker.Registry, wf *Workflows, acts *Activities) {
+	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: RunWorkflowName})
+	r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
+	r.RegisterWorkflowWithOptions(wf.Gate, workflow.RegisterOptions{Name: GateWorkflowName})
+	r.RegisterActivityWithOptions(acts.Call, activity.RegisterOptions{Name: CallActivityName})
+}
+
+// NewRunInput is what a run of plan with opts is submitted as: inputs and
+// vars are resolved here, where @PATH inputs can be read, and the seed is
+// chosen as a local run chooses it, so that the workers walk the flow the
+// local run would. bundle is the plan's (NewBundle); a sweep's runs share
+// their sweep's and leave it nil.
+func NewRunInput(plan *spec.Plan, bundle *Bundle, opts runtime.Options, runID, version string) (RunInput, error) {
+	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
+	if err != nil {
+		return RunInput{}, err
+	}
+	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
+	if err != nil {
+		return RunInput{}, err
+	}
+	values, err := Values{Inputs: inputs, Vars: vars, Expected: opts.Expected}.Encode()
+	if err != nil {
+		return RunInput{}, err
+	}
+	seed := int64(1)
+	if plan.File.Defaults.Seed != nil {
+		seed = *plan.File.Defaults.Seed
+	}
+	if opts.Seed != nil {
+		seed = *opts.Seed
+	}
+	return RunInput{
+		RunID: runID, Version: version, Bundle: bundle, Values: values, Seed: seed,
+		Sample: opts.Sample, Answers: opts.Answers, NoCache: opts.Cache == nil,
+	}, nil
+}
