@@ -69,6 +69,9 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if plan, err = specialize(plan, vars, opts.Models); err != nil {
+		return nil, err
+	}
 	if dry.RenderBudget <= 0 {
 		dry.RenderBudget = 16 << 20
 	}

@@ -112,7 +112,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 	}
 	r.countCall(string(source))
-	r.usage.add(h.node.ID, call.Agent, model, rep)
+	r.usage.add(h.node.ID, call.Agent, model, rep, c.Messages)
 	h.noteReply(call.Key, rep.Content)
 	return rep, nil
 }

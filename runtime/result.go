@@ -54,6 +54,8 @@ type (
 type usageBook struct {
 	mu     sync.Mutex
 	report UsageReport
+	// recent are each agent's latest requests (see prefixTokens).
+	recent map[string][][]kit.ChatMessage
 }
 
 func newUsageBook() *usageBook {
@@ -62,12 +64,15 @@ func newUsageBook() *usageBook {
 	}}
 }
 
-func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply) {
+// add counts a call: its reply's usage, and the prompt tokens of its
+// request that repeat the agent's previous request.
+func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
 	cost, priced := 0.0, false
 	if model != nil && model.Price != nil {
-		cost = (float64(rep.PromptTokens)*model.Price.Prompt + float64(rep.CompletionTokens)*model.Price.Completion) / 1e6
+		cost = model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
 		priced = true
 	}
+	prefix := 0 // set below, under the lock
 	one := func(u Usage) Usage {
 		if u.Calls == 0 {
 			u.Priced = true
@@ -75,6 +80,11 @@ func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply
 		u.Calls++
 		u.PromptTokens += rep.PromptTokens
 		u.CompletionTokens += rep.CompletionTokens
+		u.CachedTokens += rep.CachedTokens
+		u.PrefixTokens += prefix
+		if u.PromptTokens > 0 {
+			u.PrefixShare = math.Round(float64(u.PrefixTokens)/float64(u.PromptTokens)*10000) / 10000
+		}
 		if rep.UsageEstimated {
 			u.EstimatedCalls++
 		}
@@ -85,6 +95,7 @@ func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	prefix = b.prefixTokens(agent, request, rep.PromptTokens)
 	b.report.Total = one(b.report.Total)
 	b.report.ByNode[node] = one(b.report.ByNode[node])
 	if agent != "" {

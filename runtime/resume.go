@@ -43,7 +43,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	}
 	// Compile under the original path so template folders next to the spec
 	// are found again.
-	plan, diags := spec.Compile(m.SpecPath, source, reg)
+	plan, diags := spec.CompileWith(m.SpecPath, source, reg, spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("the spec saved in %s no longer compiles:\n%s", dir, diags.Format())
 	}

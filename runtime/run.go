@@ -92,6 +92,9 @@ type Options struct {
 	ContextDir string
 	// Sleep replaces time.Sleep in retries (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Models puts models in place of the spec's, by the spec's model name
+	// (see spec.Overrides.Models): --matrix model=... sweeps over them.
+	Models map[string]string
 }
 
 // Notice is something that happened in a run, for progress displays and
@@ -148,6 +151,9 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if plan, err = specialize(plan, vars, opts.Models); err != nil {
+		return nil, err
+	}
 	r := newRun(plan, opts)
 	r.inputs, r.vars = inputs, vars
 	r.seed = 1
@@ -189,6 +195,20 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// specialize is the plan a run with these vars and models executes (see
+// spec.Plan.Specialize); a failure names the flags that caused it.
+func specialize(plan *spec.Plan, vars map[string]any, models map[string]string) (*spec.Plan, error) {
+	p, err := plan.Specialize(vars, models)
+	if err != nil {
+		flag := "--set"
+		if len(models) > 0 {
+			flag = "--model"
+		}
+		return nil, &FlagError{Flag: flag, Err: err}
+	}
+	return p, nil
 }
 
 func newRun(plan *spec.Plan, opts Options) *Run {
@@ -326,6 +346,7 @@ func (r *Run) buildManifest() Manifest {
 		RunnerVersion: r.opts.Version, Models: map[string]ModelInfo{}, Created: time.Now().UTC(),
 		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
 		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
+		ModelOverrides: r.opts.Models,
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion
@@ -346,7 +367,7 @@ func (r *Run) buildManifest() Manifest {
 			mi.Extra = calls.ExtraObject(fields)
 		}
 		if mp.Price != nil {
-			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion}
+			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL

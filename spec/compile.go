@@ -44,6 +44,10 @@ func Load(path string, reg *Registry) (*Plan, Diagnostics) {
 // Compile validates and compiles spec text. path names the file in
 // diagnostics and anchors relative template folders.
 func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
+	return compile(path, data, reg, Overrides{})
+}
+
+func compile(path string, data []byte, reg *Registry, o Overrides) (*Plan, Diagnostics) {
 	if err := checkText(data); err != nil {
 		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
 	}
@@ -53,7 +57,7 @@ func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
 		r.errorf(offsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
 		return nil, r.diags
 	}
-	plan := compileInto(r, path, data, reg)
+	plan := compileInto(r, path, data, reg, o)
 	diags := r.diags.sortAndDedupe()
 	if d, ok := r.droppedSummary(); ok {
 		diags = append(diags, d)
@@ -64,7 +68,7 @@ func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
 	return plan, diags
 }
 
-func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
+func compileInto(r *reporter, path string, data []byte, reg *Registry, o Overrides) *Plan {
 	root := parseYAML(r, data)
 	if root == nil {
 		return nil
@@ -111,6 +115,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry) *Plan {
 		nodeTemplates: map[string][]templateUse{},
 		systemChecked: map[string]bool{},
 		flowBroken:    flowBroken,
+		overrides:     o,
 	}
 	c.compile()
 	return c.plan
@@ -160,6 +165,8 @@ type compiler struct {
 	// libraries are the template libraries loaded, by name: where each
 	// comes from.
 	libraries map[string]string
+	// overrides are the run's values that change what compiles.
+	overrides Overrides
 }
 
 // templateUse is a template a node renders, checked against a dot type.
@@ -183,6 +190,7 @@ type templateOrigin struct {
 func (c *compiler) compile() {
 	c.inputsAndVars()
 	c.endpointsAndModels()
+	c.overrideModels()
 	c.verdictsAndGoals()
 	c.templates()
 	c.agents()
@@ -285,8 +293,30 @@ func (c *compiler) agents() {
 			ap.System = c.templateExists(a.System)
 			ap.systemPos = a.System.Pos
 		}
-		c.plan.Agents = append(c.plan.Agents, ap)
-		c.plan.AgentByID[k.V] = ap
+		n := c.replicas(k.V, a.Replicas)
+		if n == 0 {
+			c.plan.Agents = append(c.plan.Agents, ap)
+			c.plan.AgentByID[k.V] = ap
+			continue
+		}
+		// A replicated declaration is a group of identical agents, each
+		// with its own id (and so its own calls, samples and messages).
+		if c.plan.Groups == nil {
+			c.plan.Groups = map[string][]*AgentPlan{}
+		}
+		for i := 1; i <= n; i++ {
+			r := *ap
+			r.ID, r.Name = replicaID(k.V, i), ap.Name+" "+strconv.Itoa(i)
+			if a.Name == "" {
+				r.Name = r.ID
+			}
+			if _, dup := c.file.Agents.Values[r.ID]; dup {
+				c.r.errorf(k.Pos, "agent %q: its replica %q has the id of another agent; rename one of them", k.V, r.ID)
+			}
+			c.plan.Agents = append(c.plan.Agents, &r)
+			c.plan.AgentByID[r.ID] = &r
+			c.plan.Groups[k.V] = append(c.plan.Groups[k.V], &r)
+		}
 	}
 }
 
@@ -847,6 +877,15 @@ func (c *compiler) nodes() {
 		c.plan.NodeOrder = append(c.plan.NodeOrder, k.V)
 		seen := map[string]bool{}
 		for _, a := range d.Agents {
+			if group, ok := c.plan.Groups[a.V]; ok {
+				if seen[a.V] {
+					c.r.errorf(a.Pos, "node %q: agent %q is listed twice", k.V, a.V)
+					continue
+				}
+				seen[a.V] = true
+				np.Agents = append(np.Agents, group...)
+				continue
+			}
 			ap, ok := c.plan.AgentByID[a.V]
 			if !ok {
 				if c.file.Agents.Invalid {

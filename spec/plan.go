@@ -27,6 +27,15 @@ type Plan struct {
 	Models    map[string]*ModelPlan
 	Agents    []*AgentPlan
 	AgentByID map[string]*AgentPlan
+	// Groups are the agents of each replicated declaration (replicas:), by
+	// the declaration's id, which nodes name to mean all of them.
+	Groups map[string][]*AgentPlan
+	// ReplicaVars are the vars replicas read: a run that sets one compiles
+	// the spec again (see Specialize).
+	ReplicaVars []string
+	// Overridden are the models a run put in place of the spec's (see
+	// Overrides.Models), nil when none.
+	Overridden map[string]string
 	Verdicts  map[string][]string
 	Goals     []GoalView
 

@@ -146,6 +146,10 @@ type Reply struct {
 	Model            string     `json:"model,omitempty"`
 	PromptTokens     int        `json:"prompt_tokens"`
 	CompletionTokens int        `json:"completion_tokens"`
+	// CachedTokens are the prompt tokens the provider served from its
+	// prompt cache (prompt_tokens_details.cached_tokens), part of
+	// PromptTokens.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer.
 	UsageEstimated bool  `json:"usage_estimated,omitempty"`

@@ -34,6 +34,8 @@ type Options struct {
 	InputValues map[string]any
 	Sets        []string
 	Seed        *int64
+	// Models puts models in place of the spec's (see runtime.Options).
+	Models map[string]string
 	// ReplyTokens is the assumed size of a reply from a model without
 	// max_tokens (default DefaultReplyTokens); with max_tokens, that is
 	// assumed: the worst case.
@@ -179,10 +181,12 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 	}
 	r, err := runtime.NewDry(plan, runtime.Options{
 		Inputs: opts.Inputs, InputValues: opts.InputValues, Sets: opts.Sets, Seed: opts.Seed, Observer: observer,
+		Models: opts.Models,
 	}, runtime.Dry{Stage: stage, Size: size, CallBudget: opts.CallBudget, RenderBudget: opts.RenderBudget, Note: note})
 	if err != nil {
 		return nil, err
 	}
+	plan = r.Plan // with the run's replicas and models
 	if _, err := r.Execute(context.Background()); err != nil {
 		return nil, err
 	}
