@@ -566,6 +566,12 @@ func (h *host) Event(typ, key string, data any) error {
 
 func (h *host) Warn(format string, args ...any) { h.run.warn(format, args...) }
 
+func (h *host) RandFor(key string) *rand.Rand {
+	f := fnv.New64a()
+	f.Write([]byte(h.prefix + "/" + key))
+	return rand.New(rand.NewPCG(uint64(h.run.seed), f.Sum64()))
+}
+
 func (h *host) Rand() *rand.Rand {
 	h.randOnce.Do(func() {
 		f := fnv.New64a()

@@ -81,6 +81,11 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.manifest = m
 	r.recorded = recorded
 	r.already = already
+	sent, err := threadPrompts(events)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	r.threads.sent = sent
 	for d := range plan.TemplateSources {
 		if old, ok := m.TemplateSources[d]; ok && old.Digest != plan.TemplateSources[d].Digest {
 			r.warnings = append(r.warnings, fmt.Sprintf("template %s changed since the run started; replies already recorded are kept", d))

@@ -66,6 +66,9 @@ type Options struct {
 	ReplayMissingLive bool
 	// ReplayFrom is the recording Replay was loaded from, for run.json.
 	ReplayFrom string
+	// ReplayThreads are the prompts of thread turns of the recording
+	// (LoadReplayThreads), which the run's threads are rebuilt from.
+	ReplayThreads map[string]string
 	// Cache, when set, serves and stores responses by request content.
 	Cache Cache
 	// Clients, when set, is the pool of endpoint clients to use; runs that
@@ -133,6 +136,8 @@ type Run struct {
 	result      *Result
 	// dry is set for a dry run (see NewDry).
 	dry *dryState
+	// threads are the agents' chat threads (see kit.Thread).
+	threads threads
 
 	*endpoints
 	*eventLog
@@ -227,6 +232,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	}
 	hist := history.New()
 	return &Run{
+		threads:   threads{sent: opts.ReplayThreads},
 		Plan:      plan,
 		opts:      opts,
 		templates: hist.Templates(plan.Templates),

@@ -325,7 +325,10 @@ func (c *compiler) summarize() {
 	if s == nil {
 		return
 	}
-	sp := &SummarizePlan{OverChars: s.OverChars, MaxChars: s.MaxChars, Template: s.Template.V}
+	sp := &SummarizePlan{OverChars: s.OverChars, MaxChars: s.MaxChars, Template: s.Template.V, Records: s.Records.Values()}
+	for _, rec := range s.Records {
+		c.requireRecord(rec, "history.summarize.records")
+	}
 	if sp.MaxChars == 0 {
 		sp.MaxChars = sp.OverChars / 2
 	}

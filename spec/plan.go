@@ -227,6 +227,11 @@ type SummarizePlan struct {
 	MaxChars  int
 	Template  string
 	Model     *ModelPlan
+	// Records, when set, are what a summary measures and condenses: the
+	// agent's own messages of these records to everyone (for an agent with
+	// none, the latest round's messages of these records), instead of
+	// everything it wrote or was sent.
+	Records []string
 }
 
 // TemplateSource records where a template was defined.

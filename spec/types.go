@@ -316,10 +316,11 @@ type History struct {
 
 // Summarize turns a long history into a model-written summary.
 type Summarize struct {
-	OverChars int `yaml:"over_chars"`
-	MaxChars  int `yaml:"max_chars"`
-	Template  Str `yaml:"template"`
-	Model     Str `yaml:"model"`
+	OverChars int     `yaml:"over_chars"`
+	MaxChars  int     `yaml:"max_chars"`
+	Template  Str     `yaml:"template"`
+	Model     Str     `yaml:"model"`
+	Records   StrList `yaml:"records"`
 }
 
 // NodeDecl is a node as declared. The fields every kind shares are decoded

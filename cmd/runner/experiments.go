@@ -72,6 +72,9 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 			return runError(err)
 		}
 		opts.Replay, opts.ReplayFrom = rec, c.Replay
+		if opts.ReplayThreads, err = runtime.LoadReplayThreads(c.Replay); err != nil {
+			return runError(err)
+		}
 		opts.ReplayMissingLive = c.ReplayMissing == "live"
 		if m, ok := recordedManifest(c.Replay); ok {
 			replayDefaults(plan, m, opts)
@@ -141,6 +144,9 @@ func replayDefaults(plan *spec.Plan, m runtime.Manifest, opts *runtime.Options) 
 	}
 	if len(m.Vars) > 0 {
 		opts.VarValues = m.Vars
+	}
+	if len(opts.Models) == 0 && len(m.ModelOverrides) > 0 {
+		opts.Models = m.ModelOverrides
 	}
 	if opts.Seed == nil {
 		seed := m.Seed

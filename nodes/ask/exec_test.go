@@ -43,7 +43,7 @@ func (h *host) Render(_ string, data any) (string, error) {
 	return fmt.Sprintf("%s answers %s (own: %q)", d.Agent.ID, d.Target.From, d.Own.Content), nil
 }
 
-func (h *host) Summary(context.Context, *spec.AgentPlan) string { return "" }
+func (h *host) Summary(context.Context, *spec.AgentPlan, string) string { return "" }
 func (h *host) ContextDir() string                              { return "" }
 func (h *host) Progress(kit.ProgressEvent)                      {}
 
