@@ -36,8 +36,8 @@ type Plan struct {
 	// Overridden are the models a run put in place of the spec's (see
 	// Overrides.Models), nil when none.
 	Overridden map[string]string
-	Verdicts  map[string][]string
-	Goals     []GoalView
+	Verdicts   map[string][]string
+	Goals      []GoalView
 
 	// Templates holds every template the spec can use, by full name.
 	Templates *template.Template

@@ -44,8 +44,8 @@ func (h *host) Render(_ string, data any) (string, error) {
 }
 
 func (h *host) Summary(context.Context, *spec.AgentPlan, string) string { return "" }
-func (h *host) ContextDir() string                              { return "" }
-func (h *host) Progress(kit.ProgressEvent)                      {}
+func (h *host) ContextDir() string                                      { return "" }
+func (h *host) Progress(kit.ProgressEvent)                              {}
 
 func (h *host) Warn(format string, args ...any) {
 	h.mu.Lock()

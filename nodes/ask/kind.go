@@ -163,10 +163,10 @@ func (Kind) NewConfig() any { return &rawConfig{} }
 
 // rawConfig is an ask node as written in YAML.
 type rawConfig struct {
-	chat.Raw  `yaml:",inline"`
-	Order     string    `yaml:"order"`
-	Samples   spec.Expr `yaml:"samples"`
-	Choices   *struct {
+	chat.Raw `yaml:",inline"`
+	Order    string    `yaml:"order"`
+	Samples  spec.Expr `yaml:"samples"`
+	Choices  *struct {
 		From    spec.Expr `yaml:"from"`
 		Shuffle bool      `yaml:"shuffle"`
 	} `yaml:"choices"`
@@ -180,9 +180,9 @@ type rawConfig struct {
 		From   string   `yaml:"from"`
 	} `yaml:"each"`
 	Output *struct {
-		Format    spec.Str       `yaml:"format"`
-		Schema    yaml.Node      `yaml:"schema"`
-		SchemaRef spec.Str       `yaml:"schema_ref"`
+		Format     spec.Str   `yaml:"format"`
+		Schema     yaml.Node  `yaml:"schema"`
+		SchemaRef  spec.Str   `yaml:"schema_ref"`
 		Pattern    spec.Str   `yaml:"pattern"`
 		Patterns   []spec.Str `yaml:"patterns"`
 		Fields     []string   `yaml:"fields"`
