@@ -12,7 +12,8 @@ import (
 )
 
 // summaryEntry caches one agent's summary for one scope, so every node of a
-// round uses the same summary and only one call is made for it.
+// round (every later turn of a conversation) uses the same summary and only
+// one call is made for it.
 type summaryEntry struct {
 	done chan struct{}
 	text string
@@ -154,6 +155,11 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 		size = r.dry.size(text) // stand-ins count as the replies they stand for
 	}
 	if size <= sp.OverChars {
+		// Not long enough yet: measured again at the agent's next call of
+		// this scope (a conversation's next turn), rather than remembered.
+		r.mu.Lock()
+		delete(r.summaries, key)
+		r.mu.Unlock()
 		return ""
 	}
 	data := &spec.SummaryData{
