@@ -47,7 +47,9 @@ func (p *promptCache) usage(r llmtest.Request) (prompt, cached int) {
 // threadReply answers a turn of testdata/threads.yaml with a text that
 // depends only on speaker and turn, so two runs get the same replies.
 func threadReply(t *testing.T, plan *spec.Plan, cache *promptCache) llmtest.Handler {
-	inner := scripted(t, plan, func(c call) string { return turn{Content: fmt.Sprintf("%s's view at turn %d", c.Speaker, c.Turn)}.String() })
+	inner := scripted(t, plan, func(c call) string {
+		return turn{Content: fmt.Sprintf("%s's view at turn %d", c.Speaker, c.Turn)}.String()
+	})
 	return func(r llmtest.Request) llmtest.Reply {
 		rep := inner(r)
 		rep.PromptTokens, rep.CachedTokens = cache.usage(r)
