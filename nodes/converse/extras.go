@@ -14,6 +14,11 @@ import (
 // compileExtras compiles what a conversation shares with ask nodes: chat
 // turns, tools and history summaries.
 func compileExtras(c *spec.NodeContext, raw *rawConfig, cfg *Config) {
+	// What a conversation records, so that other nodes' keys (history
+	// records, each, carry_over) may name it.
+	for _, r := range []string{"message", "private", "interjection", "watch"} {
+		c.DeclareRecord(r)
+	}
 	cfg.Chat = chat.Compile(c, &raw.Raw)
 	cfg.Tools = raw.Tools
 	cfg.MaxToolCalls = 4
