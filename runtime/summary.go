@@ -9,6 +9,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
 )
 
 // summaryEntry caches one agent's summary for one scope, so every node of a
@@ -128,6 +129,18 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	sp := r.Plan.Summarize
 	if sp == nil {
 		return ""
+	}
+	if sp.When != nil {
+		// Evaluated directly (not with Holds): a switch such as
+		// vars.summaries has its value in a dry run too.
+		v, err := vm.Run(sp.When.Program, h.Env().Map())
+		if err != nil {
+			h.Warn("history.summarize.when (%s): %s; using the full history", sp.When.Source, firstLineOf(err))
+			return ""
+		}
+		if b, _ := v.(bool); !b {
+			return ""
+		}
 	}
 	key := agent.ID + "/" + h.scope.Key
 	r.mu.Lock()
