@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,6 +72,11 @@ func TestThreadIsAppendOnly(t *testing.T) {
 	wantCost := (float64(u.PromptTokens-u.CachedTokens)*1 + float64(u.CachedTokens)*0.1 + float64(u.CompletionTokens)*2) / 1e6
 	if math.Abs(u.Cost-wantCost) > 1e-12 {
 		t.Errorf("cost %g, want %g (cached tokens at the cached price)", u.Cost, wantCost)
+	}
+	report := o.readFile(t, "report.md")
+	if want := fmt.Sprintf("Prompt prefix: %.1f%% of prompt tokens (%d of %d)", 100*u.PrefixShare, u.PrefixTokens, u.PromptTokens); !strings.Contains(report, want) ||
+		!strings.Contains(report, fmt.Sprintf("the providers reported %d cached prompt tokens", u.CachedTokens)) {
+		t.Errorf("report.md lacks %q and the cached tokens:\n%s", want, report)
 	}
 	if u.PrefixShare < 0.4 {
 		t.Errorf("prefix share %.3f: a threaded conversation should largely repeat each speaker's previous request", u.PrefixShare)
