@@ -33,6 +33,8 @@ templates:
     seq: "KEY={{.Agent.ID}}/seq Comment."
     pick: "KEY={{.Agent.ID}}/pick/s{{.Sample}} Pick the green one:{{range .Choices}} {{.Label}}) {{.Text}}{{end}}"
     name: "{{.Name}}: "
+    shots: '[{"user": "Pick for {{.Agent.Name}}", "assistant": "CHOICE=A"}]'
+    hint: "KEY={{.Agent.ID}}/hint Hint?"
 agents:
   a: {name: Ann, system: sys}
   b: {name: Bob, system: sys}
@@ -52,6 +54,11 @@ nodes:
     history: {records: [seq], prefix: name, name: true}
     template: seq
     record: seq
+  hint:
+    kind: ask
+    agents: [b]
+    examples: {template: shots}
+    template: hint
   pick:
     kind: ask
     agents: [a]
@@ -63,6 +70,7 @@ nodes:
 flow:
   - loop: {as: round, max: 3, do: [solve]}
   - seq
+  - hint
   - pick
 `
 
@@ -82,6 +90,8 @@ func TestChatConstructs(t *testing.T) {
 			return llmtest.Reply{Content: "no idea"}
 		case strings.Contains(key, "/solve/"):
 			return llmtest.Reply{Content: "ANSWER=7"}
+		case key == "b/hint":
+			return llmtest.Reply{Content: "a hint"}
 		case strings.HasSuffix(key, "/seq"):
 			return llmtest.Reply{Content: "SEQ-" + strings.Split(key, "/")[0]}
 		case key == "a/pick/s1":
@@ -151,6 +161,11 @@ func TestChatConstructs(t *testing.T) {
 	}
 	if len(ra.Messages) != 2 {
 		t.Errorf("Ann's sequential request shows %d messages, want system and prompt", len(ra.Messages))
+	}
+
+	// Few-shot pairs from a template, rendered for the agent.
+	if h := byKey["b/hint"][0]; len(h.Messages) != 4 || h.Messages[1].Content != "Pick for Bob" || h.Messages[2].Role != "assistant" || h.Messages[2].Content != "CHOICE=A" {
+		t.Errorf("the hint request does not carry the template's pair: %+v", h.Messages)
 	}
 
 	// Samples: two calls, the first resent unchanged after an unreadable
