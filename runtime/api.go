@@ -1,7 +1,10 @@
 package runtime
 
 import (
+	"path/filepath"
+
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -67,4 +70,40 @@ func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
 // ResolveVars applies --set flags to the spec's vars (see args.ResolveVars).
 func ResolveVars(plan *spec.Plan, flags []string) (map[string]any, error) {
 	return args.ResolveVars(plan, flags)
+}
+
+// SaveSpec saves a spec's text (spec.yaml) and copies of the template
+// libraries it uses into dir, as a run does for its resume, and returns
+// where the libraries went (for CompileSaved).
+func SaveSpec(dir string, plan *spec.Plan) (map[string]string, error) {
+	libs, err := saveLibraries(dir, plan)
+	if err != nil {
+		return nil, err
+	}
+	return libs, rundir.WriteFile(filepath.Join(dir, "spec.yaml"), plan.Source)
+}
+
+// CompileSaved compiles the spec SaveSpec saved in dir, under the path it
+// was read from, with the saved libraries.
+func CompileSaved(dir, specPath string, libs map[string]string, reg *spec.Registry) (*spec.Plan, error) {
+	plan, _, err := resumePlan(dir, Manifest{SpecPath: specPath, Libraries: libs}, reg, "")
+	return plan, err
+}
+
+// ResultOf reads a run directory's result when the run completed and its
+// records are all written; false otherwise (it must be resumed).
+func ResultOf(dir string) (*Result, Manifest, bool) {
+	m, err := rundir.ReadManifest(dir)
+	if err != nil || !outputsWritten(dir) {
+		return nil, m, false
+	}
+	p, err := readPrior(filepath.Join(dir, "journal.jsonl"))
+	if err != nil || !p.completed {
+		return nil, m, false
+	}
+	res, err := result.Read(dir)
+	if err != nil {
+		return nil, m, false
+	}
+	return res, m, true
 }

@@ -30,17 +30,18 @@ type eventLog struct {
 }
 
 // syncedEvents are fsynced before the run goes on: a response that was paid
-// for, and the run's start, resumption and end. Every other event is derived
+// for, an answer a person gave, what a tool read (the file may change), and
+// the run's start, resumption and end. Every other event is derived
 // again from these when a run resumes, so it is only written (it survives a
 // killed process) and becomes durable with the next synced event; that keeps
 // an fsync per event off the critical path between dependent calls.
-var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true}
+var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true, "answer": true, "tool_call": true}
 
 // neverRepeated are the event types a resumed run always writes: the run's
 // own milestones, failures, and events of calls actually made.
 var neverRepeated = map[string]bool{
 	"run_started": true, "run_resumed": true, "run_finished": true, "error": true, "node_failed": true,
-	"model_request": true, "model_response": true, "retry": true, "model_error": true,
+	"model_request": true, "model_response": true, "retry": true, "model_error": true, "budget_exceeded": true,
 }
 
 // repeated reports whether an event is already in the journal from before a

@@ -112,7 +112,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 	}
 	r.countCall(string(source))
-	r.usage.add(h.node.ID, call.Agent, model, rep, c.Messages)
+	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID}, model, rep, c.Messages)
 	h.noteReply(call.Key, rep.Content)
 	return rep, nil
 }
@@ -142,7 +142,7 @@ func (r *Run) journalRequest(c *calls.Call) error {
 	ev := requestEvent{
 		Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Model: model.Model, ModelName: model.Name,
 		Endpoint: model.Endpoint.Name, Params: newCallParams(&c.Request), PromptDigest: promptDigest(c.Kit.Messages),
-		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages),
+		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages), RequestDigest: requestDigest(c),
 	}
 	if len(c.Kit.Tools) > 0 {
 		ev.Tools = make([]string, len(c.Kit.Tools))
@@ -154,9 +154,10 @@ func (r *Run) journalRequest(c *calls.Call) error {
 }
 
 // buildChain composes the run's call stages: replies recorded in its own
-// journal (a resume), then a recording (--replay; a call it lacks fails
-// unless calls may go live), then the request's journal event, the response
-// cache with identical calls in flight shared, and the network.
+// journal (a resume) when the request is unchanged, then a recording
+// (--replay; a call it lacks fails unless calls may go live), then the
+// request's journal event, the response cache with identical calls in
+// flight shared, the budget, and the network.
 func (r *Run) buildChain() calls.Stage {
 	var live calls.Stage = calls.Send(func(endpoint string) calls.Client {
 		if c := r.clients[endpoint]; c != nil {
@@ -164,8 +165,11 @@ func (r *Run) buildChain() calls.Stage {
 		}
 		return nil
 	}, &r.pool.sent)
+	// The budget meets only calls that go to an endpoint: replies from the
+	// journal, a recording or the cache cost nothing more.
+	live = calls.Limited(r.budget, live)
 	if r.opts.Cache != nil {
-		live = calls.Cached(r.opts.Cache, &r.pool.flights, live)
+		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red}, &r.pool.flights, live)
 	}
 	live = calls.Before(r.journalRequest, live)
 	chain := live
@@ -176,7 +180,7 @@ func (r *Run) buildChain() calls.Stage {
 		}
 		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
 	}
-	return calls.Recorded(r.recorded, calls.FromJournal, chain)
+	return calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain)
 }
 
 func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {
@@ -200,8 +204,41 @@ type requestEvent struct {
 	Params       callParams       `json:"params"`
 	PromptChars  int              `json:"prompt_chars"`
 	PromptDigest string           `json:"prompt_digest"`
-	Target       string           `json:"target"`
-	Tools        []string         `json:"tools,omitempty"`
+	// RequestDigest identifies the whole request (see requestDigest).
+	RequestDigest string   `json:"request_digest,omitempty"`
+	Target        string   `json:"target"`
+	Tools         []string `json:"tools,omitempty"`
+}
+
+// requestDigest identifies what a call asks of its model: the request's
+// content address (calls.RequestKey) with the endpoint's URL as the spec
+// writes it, so that the digest does not change when the run resumes
+// against another address of the same endpoint.
+func requestDigest(c *calls.Call) string {
+	return calls.RequestKey(c.Model, "", c.Request, c.Sample)
+}
+
+// requestRecord is what the journal says of a call's request.
+type requestRecord struct {
+	Digest string `json:"request_digest"`
+	Prompt string `json:"prompt_digest"`
+}
+
+// sameRequest reports whether a call asks what the journaled call of its
+// key asked, so that the journaled reply answers it. A call whose request
+// changed (a resume with a fixed spec) is made again, with a warning that
+// says why. Journals without request digests are trusted by key.
+func (r *Run) sameRequest(c *calls.Call) bool {
+	rec, ok := r.requests[c.Key]
+	if !ok || rec.Digest == "" || rec.Digest == requestDigest(c) {
+		return true
+	}
+	why := "its parameters, reply format or tools changed"
+	if rec.Prompt != promptDigest(c.Kit.Messages) {
+		why = "its prompt changed"
+	}
+	r.warn("model call %s is made again: %s since its reply was journaled", c.Key, why)
+	return false
 }
 
 // callParams are the parameters a call was made with; unset ones are left

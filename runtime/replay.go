@@ -80,7 +80,7 @@ func CacheKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey 
 // LoadReplayThreads reads the prompts of thread turns of a recorded run
 // (see kit.Thread), from its journal file or its run directory, so that a
 // replay rebuilds its threads as they were sent.
-func LoadReplayThreads(path string) (map[string]string, error) {
+func LoadReplayThreads(path string) (map[string][]string, error) {
 	if info, err := os.Stat(path); err == nil && info.IsDir() {
 		path = filepath.Join(path, "journal.jsonl")
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ const (
 	StatusCompleted = result.StatusCompleted
 	StatusFailed    = result.StatusFailed
 	StatusWaiting   = result.StatusWaiting
+	StatusBudget    = result.StatusBudget
 )
 
 // ErrWaiting stops a run that needs answers from a person; the CLI exits 5.
@@ -49,6 +51,12 @@ type (
 	ModelInfo = result.ModelInfo
 	// PriceInfo is a model's price per million tokens in the manifest.
 	PriceInfo = result.PriceInfo
+	// Budget is what a run may spend (run.json).
+	Budget = result.Budget
+	// BudgetLimits are the limits of a budget.
+	BudgetLimits = result.BudgetLimits
+	// FileRead is a context file a tool read.
+	FileRead = result.FileRead
 )
 
 type usageBook struct {
@@ -61,12 +69,20 @@ type usageBook struct {
 func newUsageBook() *usageBook {
 	return &usageBook{report: UsageReport{
 		Total: Usage{Priced: true}, ByAgent: map[string]Usage{}, ByNode: map[string]Usage{}, ByModel: map[string]Usage{},
+		ByRound: map[string]Usage{}, ByGoal: map[string]Usage{},
 	}}
+}
+
+// usageKey says whose a call's usage is.
+type usageKey struct {
+	node, agent string
+	round       int
+	goal        string
 }
 
 // add counts a call: its reply's usage, and the prompt tokens of its
 // request that repeat the agent's previous request.
-func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
+func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
 	cost, priced := 0.0, false
 	if model != nil && model.Price != nil {
 		cost = model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
@@ -95,11 +111,16 @@ func (b *usageBook) add(node, agent string, model *spec.ModelPlan, rep kit.Reply
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	prefix = b.prefixTokens(agent, request, rep.PromptTokens)
+	prefix = b.prefixTokens(k.agent, request, rep.PromptTokens)
 	b.report.Total = one(b.report.Total)
-	b.report.ByNode[node] = one(b.report.ByNode[node])
-	if agent != "" {
-		b.report.ByAgent[agent] = one(b.report.ByAgent[agent])
+	b.report.ByNode[k.node] = one(b.report.ByNode[k.node])
+	if k.agent != "" {
+		b.report.ByAgent[k.agent] = one(b.report.ByAgent[k.agent])
+	}
+	round := strconv.Itoa(k.round)
+	b.report.ByRound[round] = one(b.report.ByRound[round])
+	if k.goal != "" {
+		b.report.ByGoal[k.goal] = one(b.report.ByGoal[k.goal])
 	}
 	if model != nil {
 		b.report.ByModel[model.Name] = one(b.report.ByModel[model.Name])
@@ -111,6 +132,14 @@ func (b *usageBook) snapshot() UsageReport {
 	defer b.mu.Unlock()
 	r := b.report
 	r.ByAgent, r.ByNode, r.ByModel = copyUsage(r.ByAgent), copyUsage(r.ByNode), copyUsage(r.ByModel)
+	r.ByRound, r.ByGoal = copyUsage(r.ByRound), copyUsage(r.ByGoal)
+	if len(r.ByGoal) == 0 {
+		r.ByGoal = nil
+	}
+	if len(r.ByRound) <= 1 && r.ByRound["0"] == r.Total {
+		// A run without loops has no rounds to tell apart.
+		r.ByRound = nil
+	}
 	return r
 }
 
@@ -217,9 +246,9 @@ func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, er
 		ok = true
 	}
 	a.run.mu.Lock()
-	defer a.run.mu.Unlock()
 	if !ok {
 		a.run.waiting = append(a.run.waiting, q)
+		a.run.mu.Unlock()
 		return "", false, nil
 	}
 	if v == "" {
@@ -227,6 +256,13 @@ func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, er
 	}
 	q.Answer = v
 	a.run.answered = append(a.run.answered, q)
+	a.run.mu.Unlock()
+	// The answer is journaled (and synced) before the run goes on with it:
+	// one typed at the terminal exists nowhere else, and a resume must
+	// give the same answer without asking again.
+	if err := a.run.event("answer", q.ID, answerEvent{Agent: q.Agent, Question: q.Question, Answer: v}); err != nil {
+		return "", false, err
+	}
 	return v, true, nil
 }
 
@@ -237,6 +273,9 @@ func (r *Run) writeQuestions() error {
 	r.mu.Lock()
 	qs := append(append([]spec.Question(nil), r.answered...), r.waiting...)
 	r.mu.Unlock()
+	if err := redactValue(r.red, &qs); err != nil {
+		return err
+	}
 	return answers.WriteQuestions(filepath.Join(r.Dir, "questions.yaml"), r.Dir, qs)
 }
 
@@ -267,7 +306,7 @@ func (r *Run) toolCallLog() []ToolCallInfo {
 // writeReports writes report.md and report.html, the readable records of
 // the run.
 func (r *Run) writeReports(res *Result) error {
-	md := report.Markdown(r.Plan, r.manifest, res)
+	md := r.Redact(report.Markdown(r.Plan, r.manifest, res))
 	if err := rundir.WriteFile(filepath.Join(r.Dir, "report.md"), []byte(md)); err != nil {
 		return err
 	}
@@ -275,5 +314,5 @@ func (r *Run) writeReports(res *Result) error {
 	if err != nil {
 		return err
 	}
-	return rundir.WriteFile(filepath.Join(r.Dir, "report.html"), page)
+	return r.writeText(filepath.Join(r.Dir, "report.html"), page)
 }

@@ -4,111 +4,352 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/args"
-	"github.com/debate-runner/runner/runtime/rundir"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
 
 // ErrCompleted is returned when resuming a run that already completed.
 var ErrCompleted = errors.New("the run already completed; nothing to resume")
 
-// Resume reopens a run directory to continue a run that was killed, failed
-// or is waiting for answers. The flow is executed again from the start, but
-// every model call whose response is in the journal is served from it, so
-// nothing is asked twice and the result is the one an uninterrupted run
-// would have produced.
+// Resume reopens a run directory to continue a run that was killed, failed,
+// is waiting for answers or stopped at its budget. The flow is executed
+// again from the start, but every model call whose response is in the
+// journal (for the same request) is served from it, and every answer and
+// tool result the journal holds is given again, so nothing is asked twice
+// and the result is the one an uninterrupted run would have produced.
+//
+// The run continues with the spec and template libraries it started with
+// (its copies), whatever became of the files since; opts.Spec names a
+// fixed spec to continue with instead. A run that completed but whose
+// result.json or reports are missing is resumed to write them.
 func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
-	m, err := rundir.ReadManifest(dir)
-	if info, serr := os.Stat(dir); errors.Is(err, fs.ErrNotExist) || serr != nil || !info.IsDir() {
-		if err == nil {
-			err = serr
-		}
+	if rundir.IsStaging(dir) {
+		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
+	}
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
 		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, args.UnwrapPathError(err))}
 	}
+	if _, err := os.Stat(filepath.Join(dir, "run.json")); errors.Is(err, fs.ErrNotExist) {
+		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory (no run.json)", dir)}
+	}
+	// The lock comes first: what the journal says is only true while no
+	// other process appends to it.
+	lock, err := rundir.TakeLock(dir)
 	if err != nil {
 		return nil, err
 	}
-	source, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
+	r, err := resumeLocked(dir, reg, opts)
+	if err != nil {
+		_ = lock.Unlock()
+		return nil, err
+	}
+	r.lock = lock
+	return r, nil
+}
+
+func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
+	m, err := rundir.ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	prior, err := readPrior(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	// Compile under the original path so template folders next to the spec
-	// are found again.
-	plan, diags := spec.CompileWith(m.SpecPath, source, reg, spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides})
-	if diags.HasErrors() {
-		return nil, fmt.Errorf("the spec saved in %s no longer compiles:\n%s", dir, diags.Format())
+	if prior.completed && outputsWritten(dir) {
+		return nil, ErrCompleted
 	}
-	events, err := journal.Read(filepath.Join(dir, "journal.jsonl"))
+	plan, replaced, err := resumePlan(dir, m, reg, opts.Spec)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, err
 	}
-	recorded := map[string]kit.Reply{}
-	already := map[string]int{}
-	for _, ev := range events {
-		already[ev.Type+"\x00"+ev.Key]++
-		switch ev.Type {
-		case "model_response":
-			var rep kit.Reply
-			if err := json.Unmarshal(ev.Data, &rep); err != nil {
-				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
-			}
-			recorded[ev.Key] = rep
-		case "run_finished":
-			var fin struct {
-				Status string `json:"status"`
-			}
-			_ = json.Unmarshal(ev.Data, &fin)
-			if fin.Status == StatusCompleted {
-				return nil, ErrCompleted
-			}
-		}
+	budget := m.Budget
+	if replaced != nil {
+		budget = budgetFromPlan(plan.Budget)
+	}
+	if budget, err = ApplyBudgetFlags(plan, budget, opts.Budget); err != nil {
+		return nil, err
 	}
 	opts.RunsDir = filepath.Dir(dir)
+	opts.Expected, opts.Sweep, opts.Sample = m.Expected, m.Sweep, m.Sample
+	opts.DatasetLine, opts.SweepIndex, opts.ReplayFrom = m.DatasetLine, m.SweepIndex, m.ReplayedFrom
+	if opts.ContextDir == "" {
+		opts.ContextDir = m.ContextDir
+	} else {
+		opts.ContextDir = absPath(opts.ContextDir)
+	}
+	opts.Answers = mergeAnswers(m.Answers, opts.Answers, prior.answers)
 	r := newRun(plan, opts)
 	r.ID, r.Dir = m.RunID, dir
-	r.inputs, r.vars, r.seed = m.Inputs, m.Vars, m.Seed
-	r.inputs = normalizeNumbers(r.inputs)
-	r.vars = normalizeNumbers(r.vars)
+	r.inputs, r.vars, r.seed = normalizeNumbers(m.Inputs), normalizeNumbers(m.Vars), m.Seed
 	r.manifest = m
-	r.recorded = recorded
-	r.already = already
-	sent, err := threadPrompts(events)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
-	r.threads.sent = sent
-	for d := range plan.TemplateSources {
-		if old, ok := m.TemplateSources[d]; ok && old.Digest != plan.TemplateSources[d].Digest {
-			r.warnings = append(r.warnings, fmt.Sprintf("template %s changed since the run started; replies already recorded are kept", d))
+	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
+	r.threads.sent = prior.threads
+	if replaced == nil && len(m.Libraries) == 0 {
+		// A run from before libraries were saved compiled them from disk.
+		for d := range plan.TemplateSources {
+			if old, ok := m.TemplateSources[d]; ok && old.Digest != plan.TemplateSources[d].Digest {
+				r.warnings = append(r.warnings, fmt.Sprintf("template %s changed since the run started; replies already recorded are kept", d))
+			}
 		}
 	}
 	if err := r.connect(); err != nil {
 		return nil, err
 	}
+	r.budget = newBudget(budget)
+	if r.budget != nil {
+		for node, s := range prior.spent(plan) {
+			r.budget.Add(node, s)
+		}
+	}
 	r.chain = r.buildChain()
-	lock, err := rundir.TakeLock(dir)
-	if err != nil {
+	if err := r.loadReplayTools(); err != nil {
 		return nil, err
 	}
-	r.lock = lock
-	j, err := journal.OpenAppendWith(filepath.Join(dir, "journal.jsonl"), journal.Options{Redact: journal.NewRedactor(r.secrets...)})
+	// What the run now goes on with is what run.json says, for the next
+	// resume: a fixed spec, a raised budget, a moved context folder.
+	m.ContextDir, m.Answers, m.Budget = opts.ContextDir, mergeAnswers(m.Answers, opts.Answers), budget
+	resumed := map[string]any{"recorded_calls": len(prior.replies)}
+	if replaced != nil {
+		libs, err := saveReplacedSpec(dir, plan, &m)
+		if err != nil {
+			return nil, err
+		}
+		m.Libraries = libs
+		resumed["spec"], resumed["spec_digest"], resumed["previous_spec_digest"] = plan.Path, plan.Digest, replaced.digest
+		resumed["previous_spec_saved_as"] = replaced.savedAs
+	}
+	r.manifest = m
+	if err := r.writeJSON(filepath.Join(dir, "run.json"), m); err != nil {
+		return nil, err
+	}
+	j, err := journal.OpenAppendWith(filepath.Join(dir, "journal.jsonl"), journal.Options{Redact: r.red})
 	if err != nil {
 		return nil, err
 	}
 	r.journal = j
-	if err := r.event("run_resumed", "", map[string]any{"recorded_calls": len(recorded), "truncated_bytes": j.Truncated()}); err != nil {
+	resumed["truncated_bytes"] = j.Truncated()
+	if prior.completed {
+		resumed["rewriting_outputs"] = true
+	}
+	if err := r.event("run_resumed", "", resumed); err != nil {
+		_ = j.Close()
 		return nil, err
 	}
+	r.warnUnpricedBudget(budget)
 	return r, nil
+}
+
+// outputsWritten reports whether a completed run's records are all there.
+func outputsWritten(dir string) bool {
+	if _, err := result.Read(dir); err != nil {
+		return false
+	}
+	for _, name := range []string{"report.md", "report.html"} {
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.Size() == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// replacedSpec is the spec a resume with a fixed one replaced.
+type replacedSpec struct{ digest, savedAs string }
+
+// resumePlan compiles the spec a resumed run goes on with: the run's own
+// copy with its saved libraries, or the fixed spec file given.
+func resumePlan(dir string, m Manifest, reg *spec.Registry, fixed string) (*spec.Plan, *replacedSpec, error) {
+	if fixed != "" {
+		plan, diags := spec.Load(fixed, reg)
+		if diags.HasErrors() {
+			return nil, nil, &SpecError{Path: fixed, Diags: diags}
+		}
+		if abs, err := filepath.Abs(fixed); err == nil {
+			plan.Path = abs
+		}
+		plan, err := plan.Specialize(normalizeNumbers(m.Vars), m.ModelOverrides)
+		if err != nil {
+			return nil, nil, err
+		}
+		return plan, &replacedSpec{digest: m.SpecDigest}, nil
+	}
+	source, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	// Compile under the original path so that the .env next to the spec is
+	// found again (and, for runs without saved libraries, the folders).
+	plan, diags := spec.CompileWith(m.SpecPath, source, reg, spec.CompileOptions{Libraries: savedLibraries(dir, m),
+		Overrides: spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides}})
+	if diags.HasErrors() {
+		return nil, nil, fmt.Errorf("the spec saved in %s no longer compiles (resume with --spec FILE to continue with a fixed one):\n%s", dir, diags.Format())
+	}
+	return plan, nil, nil
+}
+
+// SpecError is a spec given to resume that does not compile; the CLI exits
+// 4 and prints its diagnostics.
+type SpecError struct {
+	Path  string
+	Diags spec.Diagnostics
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("%s is invalid; the run was not resumed:\n%s", e.Path, e.Diags.Format())
+}
+
+// saveReplacedSpec puts a fixed spec in place of a run's copy: the old
+// copy is kept as spec.N.yaml, the libraries are saved again, and the
+// manifest names the new spec. It returns the new library copies.
+func saveReplacedSpec(dir string, plan *spec.Plan, m *Manifest) (map[string]string, error) {
+	old := filepath.Join(dir, "spec.yaml")
+	n := 1
+	for ; ; n++ {
+		if _, err := os.Stat(filepath.Join(dir, "spec."+strconv.Itoa(n)+".yaml")); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if data, err := os.ReadFile(old); err == nil {
+		if err := rundir.WriteFile(filepath.Join(dir, "spec."+strconv.Itoa(n)+".yaml"), data); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, librariesDir)); err != nil {
+		return nil, err
+	}
+	libs, err := saveLibraries(dir, plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := rundir.WriteFile(old, plan.Source); err != nil {
+		return nil, err
+	}
+	m.SpecPath, m.SpecName, m.SpecDigest, m.TemplateSources = plan.Path, plan.Name, plan.Digest, plan.TemplateSources
+	return libs, nil
+}
+
+// prior is what a run's journal says of its earlier attempts.
+type prior struct {
+	replies  map[string]kit.Reply
+	requests map[string]requestRecord
+	// models are the model names of journaled requests by call key, and
+	// network the keys whose reply came from an endpoint (for the budget).
+	models  map[string]string
+	nodes   map[string]string
+	network []string
+	answers map[string]string
+	tools   *toolBook
+	already map[string]int
+	// threads are the journaled prompts of thread turns (see threads.sent).
+	threads   map[string][]string
+	completed bool
+}
+
+// readPrior reads a journal for a resume.
+func readPrior(path string) (*prior, error) {
+	events, err := journal.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	p := &prior{
+		replies: map[string]kit.Reply{}, requests: map[string]requestRecord{}, models: map[string]string{},
+		nodes: map[string]string{}, answers: map[string]string{}, tools: &toolBook{}, already: map[string]int{},
+	}
+	for _, ev := range events {
+		p.already[ev.Type+"\x00"+ev.Key]++
+		switch ev.Type {
+		case "model_request":
+			var req struct {
+				requestRecord
+				Node      string `json:"node"`
+				ModelName string `json:"model_name"`
+			}
+			if err := json.Unmarshal(ev.Data, &req); err != nil {
+				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+			}
+			p.requests[ev.Key], p.models[ev.Key], p.nodes[ev.Key] = req.requestRecord, req.ModelName, req.Node
+		case "model_response":
+			var rep replayedReply
+			if err := json.Unmarshal(ev.Data, &rep); err != nil {
+				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+			}
+			p.replies[ev.Key] = rep.Reply
+			if rep.Source == "" {
+				p.network = append(p.network, ev.Key)
+			}
+		case "answer":
+			var a answerEvent
+			if err := json.Unmarshal(ev.Data, &a); err != nil {
+				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+			}
+			p.answers[ev.Key] = a.Answer
+		case "run_finished":
+			var fin struct {
+				Status string `json:"status"`
+			}
+			_ = json.Unmarshal(ev.Data, &fin)
+			p.completed = fin.Status == StatusCompleted
+		case "run_resumed":
+			// A resume after the run completed (to write its records) has
+			// not finished until it says so again.
+			p.completed = false
+		}
+	}
+	if err := readToolCalls(events, p.tools); err != nil {
+		return nil, err
+	}
+	if p.threads, err = threadPrompts(events); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// spent is what the journaled calls that went to an endpoint spent, by
+// node, priced with plan's models.
+func (p *prior) spent(plan *spec.Plan) map[string]calls.Spend {
+	out := map[string]calls.Spend{}
+	for _, key := range p.network {
+		rep := p.replies[key]
+		c := &calls.Call{Key: key, Model: plan.Models[p.models[key]]}
+		node := p.nodes[key]
+		if node == "" {
+			node, _, _ = strings.Cut(key, "/")
+		}
+		out[node] = out[node].Plus(calls.Actual(c, rep))
+	}
+	return out
+}
+
+// loadReplayTools reads the tool results of the recording being replayed,
+// so that a replay never runs a tool (reads a file) again.
+func (r *Run) loadReplayTools() error {
+	if r.opts.Replay == nil || r.opts.ReplayFrom == "" {
+		return nil
+	}
+	path := r.opts.ReplayFrom
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, "journal.jsonl")
+	}
+	events, err := journal.Read(path)
+	if err != nil {
+		return &FlagError{Flag: "--replay", Err: err}
+	}
+	r.replayTools = &toolBook{source: string(calls.FromReplay)}
+	return readToolCalls(events, r.replayTools)
 }
 
 // normalizeNumbers turns JSON numbers that are whole back into ints, as the

@@ -68,7 +68,7 @@ type Options struct {
 	ReplayFrom string
 	// ReplayThreads are the prompts of thread turns of the recording
 	// (LoadReplayThreads), which the run's threads are rebuilt from.
-	ReplayThreads map[string]string
+	ReplayThreads map[string][]string
 	// Cache, when set, serves and stores responses by request content.
 	Cache Cache
 	// Clients, when set, is the pool of endpoint clients to use; runs that
@@ -98,6 +98,15 @@ type Options struct {
 	// Models puts models in place of the spec's, by the spec's model name
 	// (see spec.Overrides.Models): --matrix model=... sweeps over them.
 	Models map[string]string
+	// Budget are --budget flags (see ApplyBudgetFlags): they override the
+	// spec's budget, and on resume the run's.
+	Budget []string
+	// DatasetLine and SweepIndex place a run of a sweep, for run.json.
+	DatasetLine, SweepIndex int
+	// Spec, for Resume, is a spec file to continue the run with in place of
+	// the one it started with (a fixed one): calls whose requests are
+	// unchanged are served from the journal, the others made again.
+	Spec string
 }
 
 // Notice is something that happened in a run, for progress displays and
@@ -138,6 +147,17 @@ type Run struct {
 	dry *dryState
 	// threads are the agents' chat threads (see kit.Thread).
 	threads threads
+	// red keeps the endpoints' secrets out of what the run writes.
+	red *journal.Redactor
+	// budget is what the run may still spend (nil: no limits).
+	budget *calls.Budget
+	// requests are the request digests an earlier attempt journaled, by
+	// call key: a recorded reply serves a call only when its request is
+	// the same.
+	requests map[string]requestRecord
+	// tools serve the tool results an earlier attempt journaled; with
+	// replayTools, those of the recording being replayed.
+	tools, replayTools *toolBook
 
 	*endpoints
 	*eventLog
@@ -159,6 +179,11 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	if plan, err = specialize(plan, vars, opts.Models); err != nil {
 		return nil, err
 	}
+	budget, err := ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), opts.Budget)
+	if err != nil {
+		return nil, err
+	}
+	opts.ContextDir = absPath(opts.ContextDir)
 	r := newRun(plan, opts)
 	r.inputs, r.vars = inputs, vars
 	r.seed = 1
@@ -171,35 +196,88 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	if err := r.connect(); err != nil {
 		return nil, err
 	}
+	r.budget = newBudget(budget)
 	r.chain = r.buildChain()
-	if err := r.createDir(); err != nil {
+	if err := r.loadReplayTools(); err != nil {
 		return nil, err
 	}
+	// The directory is set up under a hidden name and appears whole, with
+	// everything a resume needs, once the journal holds the start: a run
+	// killed at any instant leaves either that or nothing.
+	id, final, staging, err := rundir.CreateStaged(r.opts.RunsDir, "", r.Plan.Name, rundir.RunTime, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	r.ID, r.Dir = id, staging
+	if err := r.setUp(budget); err != nil {
+		if r.journal != nil {
+			_ = r.journal.Close()
+		}
+		_ = r.lock.Unlock()
+		_ = os.RemoveAll(staging)
+		return nil, err
+	}
+	if err := rundir.Publish(staging, final); err != nil {
+		_ = r.journal.Close()
+		_ = r.lock.Unlock()
+		_ = os.RemoveAll(staging)
+		return nil, err
+	}
+	r.Dir = final
+	r.warnUnpricedBudget(budget)
+	return r, nil
+}
+
+// setUp fills a new run's directory: lock, manifest, the spec and its
+// libraries, and the journal with the run's start.
+func (r *Run) setUp(budget *Budget) error {
+	plan := r.Plan
 	lock, err := rundir.TakeLock(r.Dir)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.lock = lock
-	r.manifest = r.buildManifest()
-	if err := rundir.WriteManifest(r.Dir, r.manifest); err != nil {
-		return nil, err
-	}
-	if err := rundir.WriteFile(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
-		return nil, err
-	}
-	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: journal.NewRedactor(r.secrets...)})
+	libs, err := saveLibraries(r.Dir, plan)
 	if err != nil {
-		return nil, err
+		return err
+	}
+	r.manifest = r.buildManifest()
+	r.manifest.Libraries, r.manifest.Budget = libs, budget
+	if err := r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest); err != nil {
+		return err
+	}
+	if err := r.writeText(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
+		return err
+	}
+	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red})
+	if err != nil {
+		return err
 	}
 	r.journal = j
-	if err := r.event("run_started", "", map[string]any{
-		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": inputs, "vars": vars,
+	return r.event("run_started", "", map[string]any{
+		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": r.inputs, "vars": r.vars,
 		"seed": r.seed, "runner_version": r.manifest.RunnerVersion, "go_version": r.manifest.GoVersion,
 		"template_sources": plan.TemplateSources,
-	}); err != nil {
-		return nil, err
+	})
+}
+
+// warnUnpricedBudget warns when a cost limit cannot see some calls' cost.
+func (r *Run) warnUnpricedBudget(b *Budget) {
+	if b == nil {
+		return
 	}
-	return r, nil
+	limited := b.MaxCost != nil
+	for _, l := range b.Nodes {
+		limited = limited || l.MaxCost != nil
+	}
+	if !limited {
+		return
+	}
+	for _, m := range usedModels(r.Plan) {
+		if m.Price == nil {
+			r.warn("budget: model %q has no price, so max_cost does not count its calls (give it price: in the spec)", m.Name)
+		}
+	}
 }
 
 // specialize is the plan a run with these vars and models executes (see
@@ -231,7 +309,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		pool = NewClientPool()
 	}
 	hist := history.New()
-	return &Run{
+	r := &Run{
 		threads:   threads{sent: opts.ReplayThreads},
 		Plan:      plan,
 		opts:      opts,
@@ -249,7 +327,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 			dotEnvErr: dotEnvErr,
 			clients:   map[string]*llm.Client{},
 		},
-		eventLog: &eventLog{observer: opts.Observer},
+		eventLog: &eventLog{},
 		runState: &runState{
 			hist:        hist,
 			seenText:    map[[sha256.Size]byte]bool{},
@@ -258,6 +336,12 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 			occurrences: map[string]int{},
 		},
 	}
+	if obs := opts.Observer; obs != nil {
+		// Everything the observer is told (stderr, --json) is redacted.
+		tell := func(n Notice) { obs(r.redactNotice(n)) }
+		r.opts.Observer, r.eventLog.observer = tell, tell
+	}
+	return r
 }
 
 // usedModels are the models the run can call: those its nodes declared
@@ -320,22 +404,14 @@ func (r *Run) connect() error {
 			}
 		}
 		r.bases[ep.Name] = base
+		r.red = journal.NewRedactor(r.secrets...)
 		r.clients[ep.Name] = r.pool.client(llm.Endpoint{
 			Name: ep.Name, Kind: llm.Kind(ep.Kind), BaseURL: base, APIVersion: ep.APIVersion, APIKey: key, KeyHeader: ep.APIKeyHeader,
 			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
-			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: headers,
+			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, MaxRetryWait: ep.MaxRetryWait, Headers: headers,
 			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
 		})
 	}
-	return nil
-}
-
-func (r *Run) createDir() error {
-	id, dir, err := rundir.Create(r.opts.RunsDir, "", r.Plan.Name, rundir.RunTime, time.Now())
-	if err != nil {
-		return err
-	}
-	r.ID, r.Dir = id, dir
 	return nil
 }
 
@@ -353,6 +429,7 @@ func (r *Run) buildManifest() Manifest {
 		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
 		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
 		ModelOverrides: r.opts.Models,
+		Answers:        r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion
@@ -421,7 +498,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	started := time.Now()
-	runErr := r.runSteps(ctx, r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
+	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		runErr = ErrInterrupted
 	}
@@ -434,6 +511,8 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	switch {
 	case errors.Is(runErr, ErrWaiting):
 		status = StatusWaiting
+	case budgetStop(runErr):
+		status = StatusBudget
 	case runErr != nil:
 		status = StatusFailed
 	default:
@@ -442,26 +521,40 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 			status, runErr = StatusFailed, outErr
 		}
 	}
-	if runErr != nil && status == StatusFailed {
-		_ = r.event("error", "", map[string]any{"error": runErr.Error()})
+	if runErr != nil && (status == StatusFailed || status == StatusBudget) {
+		typ := "error"
+		if status == StatusBudget {
+			typ = "budget_exceeded"
+		}
+		_ = r.event(typ, "", map[string]any{"error": runErr.Error()})
 	}
 	res := r.buildResult(status, outputs, runErr, time.Since(started))
 	if status == StatusCompleted {
 		r.score(res)
 	}
+	if err := redactValue(r.red, res); err != nil && runErr == nil {
+		runErr = err
+	}
 	r.result = res
-	if err := rundir.WriteJSON(filepath.Join(r.Dir, "result.json"), res); err != nil && runErr == nil {
-		runErr = err
+	// A run is finished only once its records are on disk: when one cannot
+	// be written (a full disk), the journal says the run failed, and a
+	// resume writes them from the journal.
+	werr := r.writeJSON(filepath.Join(r.Dir, "result.json"), res)
+	if werr == nil {
+		werr = r.writeReports(res)
 	}
-	if err := r.writeReports(res); err != nil && runErr == nil {
-		runErr = err
+	if werr == nil && status == StatusWaiting {
+		werr = r.writeQuestions()
 	}
-	if status == StatusWaiting {
-		if err := r.writeQuestions(); err != nil && runErr == nil {
-			runErr = err
+	finished := map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()}
+	if werr != nil {
+		werr = fmt.Errorf("writing the run's records in %s: %w", r.Dir, werr)
+		finished["status"], finished["error"] = StatusFailed, werr.Error()
+		if runErr == nil {
+			runErr = werr
 		}
 	}
-	_ = r.event("run_finished", "", map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()})
+	_ = r.event("run_finished", "", finished)
 	if cerr := r.journal.Close(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}

@@ -15,8 +15,9 @@ import (
 type threads struct {
 	mu   sync.Mutex
 	open map[string]*thread
-	// sent are the journaled prompts of thread turns, by turn key.
-	sent map[string]string
+	// sent are the journaled prompts of thread turns, by turn key: one
+	// per attempt (a repaired turn was sent more than once), in order.
+	sent map[string][]string
 }
 
 // thread is one agent's chat in one thread and goal.
@@ -29,6 +30,8 @@ type thread struct {
 
 	mu    sync.Mutex
 	turns []kit.ChatMessage
+	// tries counts the prompts of the next turn fixed so far (attempts).
+	tries int
 }
 
 // threadTurn is the payload of a thread_turn event: the user prompt of a
@@ -72,14 +75,18 @@ func (t *thread) Turns() []kit.ChatMessage {
 func (t *thread) Prompt(rendered string) (string, error) {
 	t.mu.Lock()
 	n := len(t.turns)/2 + 1
+	try := t.tries
+	t.tries++
 	t.mu.Unlock()
 	key := fmt.Sprintf("%s#%d", t.key, n)
 	r := t.run
 	r.threads.mu.Lock()
-	sent, ok := r.threads.sent[key]
+	sent := r.threads.sent[key]
 	r.threads.mu.Unlock()
-	if ok {
-		return sent, nil
+	if try < len(sent) {
+		// This attempt was sent before (a resume, a replay): send it as
+		// it was, and journal nothing new.
+		return sent[try], nil
 	}
 	ev := threadTurn{Thread: t.name, Agent: t.agent, Goal: t.goal, Turn: n, Prompt: rendered}
 	if err := r.event("thread_turn", key, ev); err != nil {
@@ -92,11 +99,12 @@ func (t *thread) Add(prompt, reply string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.turns = append(t.turns, kit.ChatMessage{Role: "user", Content: prompt}, kit.ChatMessage{Role: "assistant", Content: reply})
+	t.tries = 0
 }
 
 // threadPrompts reads the prompts of thread turns from journal events.
-func threadPrompts(events []journal.Event) (map[string]string, error) {
-	out := map[string]string{}
+func threadPrompts(events []journal.Event) (map[string][]string, error) {
+	out := map[string][]string{}
 	for _, ev := range events {
 		if ev.Type != "thread_turn" {
 			continue
@@ -105,7 +113,7 @@ func threadPrompts(events []journal.Event) (map[string]string, error) {
 		if err := json.Unmarshal(ev.Data, &tt); err != nil {
 			return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
 		}
-		out[ev.Key] = tt.Prompt
+		out[ev.Key] = append(out[ev.Key], tt.Prompt)
 	}
 	return out, nil
 }

@@ -44,10 +44,10 @@ func Load(path string, reg *Registry) (*Plan, Diagnostics) {
 // Compile validates and compiles spec text. path names the file in
 // diagnostics and anchors relative template folders.
 func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
-	return compile(path, data, reg, Overrides{})
+	return compile(path, data, reg, CompileOptions{})
 }
 
-func compile(path string, data []byte, reg *Registry, o Overrides) (*Plan, Diagnostics) {
+func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, Diagnostics) {
 	if err := checkText(data); err != nil {
 		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
 	}
@@ -57,7 +57,7 @@ func compile(path string, data []byte, reg *Registry, o Overrides) (*Plan, Diagn
 		r.errorf(offsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
 		return nil, r.diags
 	}
-	plan := compileInto(r, path, data, reg, o)
+	plan := compileInto(r, path, data, reg, opts)
 	diags := r.diags.sortAndDedupe()
 	if d, ok := r.droppedSummary(); ok {
 		diags = append(diags, d)
@@ -68,7 +68,7 @@ func compile(path string, data []byte, reg *Registry, o Overrides) (*Plan, Diagn
 	return plan, diags
 }
 
-func compileInto(r *reporter, path string, data []byte, reg *Registry, o Overrides) *Plan {
+func compileInto(r *reporter, path string, data []byte, reg *Registry, opts CompileOptions) *Plan {
 	root := parseYAML(r, data)
 	if root == nil {
 		return nil
@@ -108,6 +108,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, o Overrid
 			AgentByID: map[string]*AgentPlan{}, Verdicts: map[string][]string{},
 			TemplateSources: map[string]TemplateSource{}, Schemas: map[string]*jsonschema.Schema{},
 			SchemaDocs: map[string]json.RawMessage{}, Nodes: map[string]*NodePlan{}, Registry: reg,
+			libraries: opts.Libraries,
 		},
 		records:       map[string]bool{},
 		reachable:     map[string]bool{},
@@ -115,7 +116,8 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, o Overrid
 		nodeTemplates: map[string][]templateUse{},
 		systemChecked: map[string]bool{},
 		flowBroken:    flowBroken,
-		overrides:     o,
+		overrides:     opts.Overrides,
+		saved:         opts.Libraries,
 	}
 	c.compile()
 	return c.plan
@@ -167,6 +169,9 @@ type compiler struct {
 	libraries map[string]string
 	// overrides are the run's values that change what compiles.
 	overrides Overrides
+	// saved stand in for libraries by the name the spec uses (a run's
+	// copies, see CompileOptions).
+	saved map[string]fs.FS
 }
 
 // templateUse is a template a node renders, checked against a dot type.
@@ -206,6 +211,7 @@ func (c *compiler) compile() {
 	}
 	c.unreachable()
 	c.runCycles()
+	c.budget()
 	c.agentSystems()
 	c.usedModels()
 	// Expressions are typed by the outputs nodes declare, so they are
@@ -414,6 +420,10 @@ func rebuildWithout(set *template.Template, name string) *template.Template {
 
 func (c *compiler) loadLibrary(use Str) {
 	name := use.V
+	if fsys, ok := c.saved[name]; ok {
+		c.loadSaved(use, fsys)
+		return
+	}
 	if templates.Has(name) {
 		if c.claimLibrary(use, name, "library:"+name) {
 			c.loadFS(use, templates.FS(), name, name, "library:"+name, "templates/"+name)
@@ -442,6 +452,24 @@ func (c *compiler) loadLibrary(use Str) {
 	}
 	if c.claimLibrary(use, lib, dir) {
 		c.loadFS(use, os.DirFS(dir), ".", lib, dir, dir)
+	}
+}
+
+// loadSaved loads a library from a run's saved copy, under the name and
+// origin the library had when the run started, so that template names and
+// sources read as they did.
+func (c *compiler) loadSaved(use Str, fsys fs.FS) {
+	name := use.V
+	lib, origin := name, "library:"+name
+	if !templates.Has(name) {
+		dir := name
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(c.dir, dir)
+		}
+		lib, origin = filepath.Base(filepath.Clean(dir)), dir
+	}
+	if c.claimLibrary(use, lib, origin) {
+		c.loadFS(use, fsys, ".", lib, origin, name+" (saved copy)")
 	}
 }
 
@@ -497,6 +525,17 @@ func readLibraryFile(fsys fs.FS, name string) ([]byte, error) {
 	return data, err
 }
 
+// keepLibraryFile records a library file in the plan, for a run to save.
+func (c *compiler) keepLibraryFile(use, lib, origin, file string, data []byte) {
+	for _, l := range c.plan.Libraries {
+		if l.Name == lib {
+			l.Files[file] = data
+			return
+		}
+	}
+	c.plan.Libraries = append(c.plan.Libraries, &Library{Use: use, Name: lib, Origin: origin, Files: map[string][]byte{file: data}})
+}
+
 // loadFS loads the templates, schemas and verdict presets of a library.
 // Problems with the folder or a file's name are reported where the spec
 // uses the library; problems inside a file, in that file.
@@ -537,6 +576,7 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			c.r.errorf(use.Pos, "template library %s: %s: %v", display, p, err)
 			continue
 		}
+		c.keepLibraryFile(use.V, lib, origin, p, data)
 		switch {
 		case strings.HasSuffix(p, ".tmpl"):
 			name := lib + "/" + stem
@@ -548,7 +588,7 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			c.loadPresets(data, func(pos Pos, format string, args ...any) { inFile(p, pos, format, args...) })
 		default:
 			name := lib + "/" + stem
-			embedded := strings.HasPrefix(origin, "library:")
+			embedded := strings.HasPrefix(origin, "library:") && c.saved[use.V] == nil
 			c.plan.SchemaDocs[name] = data
 			if sch, ok := embeddedSchemas.Load(name); ok && embedded {
 				c.plan.Schemas[name] = sch.(*jsonschema.Schema)

@@ -113,6 +113,14 @@ func (c *compiler) endpointsAndModels() {
 		if e.MaxRetries != nil {
 			ep.MaxRetries = *e.MaxRetries
 		}
+		if e.MaxRetryWait.Set {
+			d, err := time.ParseDuration(e.MaxRetryWait.V)
+			if err != nil || d <= 0 {
+				c.r.errorf(e.MaxRetryWait.Pos, "endpoint %q: max_retry_wait %q is not a positive duration such as 30s or 5m", k.V, e.MaxRetryWait.V)
+			} else {
+				ep.MaxRetryWait = d
+			}
+		}
 		c.checkEndpoint(k, e, ep)
 		if e.Headers.Len() > 0 {
 			ep.Headers = map[string]string{}

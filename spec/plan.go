@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"io/fs"
 	"slices"
 	"text/template"
 	"time"
@@ -43,6 +44,10 @@ type Plan struct {
 	Templates *template.Template
 	// TemplateSources says where each template came from and its digest.
 	TemplateSources map[string]TemplateSource
+	// Libraries are the template libraries the spec used, with their files.
+	Libraries []*Library
+	// Budget is what a run may spend (budget:).
+	Budget BudgetPlan
 	// Schemas are the named JSON Schemas of template libraries (schema_ref).
 	Schemas map[string]*jsonschema.Schema
 	// SchemaDocs are the same schemas as JSON.
@@ -61,6 +66,9 @@ type Plan struct {
 	// Registry is the set of node kinds the plan was compiled with; each
 	// node's Impl is one of them.
 	Registry *Registry
+	// libraries are the saved template libraries the plan was compiled
+	// with (CompileOptions.Libraries), used again by Specialize.
+	libraries map[string]fs.FS
 }
 
 // InputPlan is a declared input.
@@ -102,6 +110,9 @@ type EndpointPlan struct {
 	TokensPerMinute   int
 	Timeout           time.Duration
 	MaxRetries        int
+	// MaxRetryWait bounds the time one call waits between its retries; 0
+	// is the client's default.
+	MaxRetryWait time.Duration
 	// Headers are as written: ${NAME} references are expanded when a run
 	// connects, and the expanded values are treated as secrets.
 	Headers map[string]string

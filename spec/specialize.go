@@ -25,11 +25,6 @@ type Overrides struct {
 	Models map[string]string
 }
 
-// CompileWith compiles spec text as Compile does, with overrides applied.
-func CompileWith(path string, data []byte, reg *Registry, o Overrides) (*Plan, Diagnostics) {
-	return compile(path, data, reg, o)
-}
-
 // maxReplicas bounds a replicated declaration: more agents than this is a
 // mistake, not a debate.
 const maxReplicas = 1000
@@ -61,7 +56,7 @@ func (p *Plan) Specialize(vars map[string]any, models map[string]string) (*Plan,
 			return nil, fmt.Errorf("model %q: the spec has no model of that name (its models: %s)", name, strings.Join(names, ", "))
 		}
 	}
-	plan, diags := CompileWith(p.Path, p.Source, p.Registry, Overrides{Vars: vars, Models: models})
+	plan, diags := CompileWith(p.Path, p.Source, p.Registry, CompileOptions{Overrides: Overrides{Vars: vars, Models: models}, Libraries: p.libraries})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("the spec does not compile with these values:\n%s", diags.Format())
 	}

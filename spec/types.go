@@ -173,6 +173,7 @@ type File struct {
 	Outputs     Map[Expr]       `yaml:"outputs"`
 	Score       Expr            `yaml:"score"`
 	Defaults    Defaults        `yaml:"defaults"`
+	Budget      Budget          `yaml:"budget"`
 	Root        *yaml.Node      `yaml:"-"`
 }
 
@@ -181,6 +182,19 @@ type Defaults struct {
 	Seed       *int64 `yaml:"seed"`
 	MaxRetries *int   `yaml:"max_retries"`
 	Timeout    string `yaml:"timeout"`
+}
+
+// BudgetLimits are limits on what calls may spend; nil means no limit.
+type BudgetLimits struct {
+	MaxCost   *float64 `yaml:"max_cost"`
+	MaxCalls  *int     `yaml:"max_calls"`
+	MaxTokens *int64   `yaml:"max_tokens"`
+}
+
+// Budget is what a run may spend, in all and per node.
+type Budget struct {
+	BudgetLimits `yaml:",inline"`
+	Nodes        Map[BudgetLimits] `yaml:"nodes"`
 }
 
 // Input is a value the user gives on the command line.
@@ -203,6 +217,7 @@ type Endpoint struct {
 	TokensPerMinute   int               `yaml:"tokens_per_minute"`
 	Timeout           Str               `yaml:"timeout"`
 	MaxRetries        *int              `yaml:"max_retries"`
+	MaxRetryWait      Str               `yaml:"max_retry_wait"`
 	Headers           Map[Str]          `yaml:"headers"`
 	JSONMode          Str               `yaml:"json_mode"`
 	MaxTokensField    Str               `yaml:"max_tokens_field"`

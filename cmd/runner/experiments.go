@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/dryrun"
@@ -205,7 +206,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 			placeholders = append(placeholders, in.Name)
 		}
 	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Models: opts.Models})
+	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Models: opts.Models, Budget: c.Budget})
 	if err != nil {
 		return runError(err)
 	}
@@ -336,4 +337,38 @@ func readRunResult(dir string) (*runtime.Result, error) {
 		return nil, fmt.Errorf("%s/result.json: %w", dir, err)
 	}
 	return &res, nil
+}
+
+// resumeSweep finishes a sweep: every run that did not complete is
+// resumed or started, and the summary is written.
+func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
+	if c.Spec != "" {
+		return usageErrorf("--spec %s: a sweep resumes with the spec it started with; resume its runs one by one to change it", c.Spec)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ro := sweep.ResumeOptions{Run: opts}
+	ro.Run.Spec, ro.Run.Ask = "", nil
+	if !c.Quiet {
+		ro.OnRun = func(done, total int, r sweep.Run) {
+			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
+		}
+	}
+	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
+	if sum == nil {
+		return runError(err)
+	}
+	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
+	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
+	if line := sum.AccuracyLine(); line != "" {
+		fmt.Fprintln(e.stdout, line)
+	}
+	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
+	switch {
+	case err != nil:
+		return withCode(exitFailure, err)
+	case sum.Waiting > 0:
+		return withCode(exitWaiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+	}
+	return nil
 }

@@ -21,6 +21,7 @@ const (
 	exitEndpoint = 3
 	exitInvalid  = 4
 	exitWaiting  = 5
+	exitBudget   = 6
 )
 
 // exitError carries the exit code a command failed with.
@@ -96,7 +97,8 @@ end its loops. 'runner validate' checks it without spending a token; 'runner run
 runs it against any OpenAI-compatible endpoint and leaves a replayable record.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 model endpoint failure after
-retries, 4 invalid spec, 5 run waiting for human input.
+retries, 4 invalid spec, 5 run waiting for human input, 6 run stopped at its
+budget.
 
 Examples:
   runner validate examples/*/spec.yaml

@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 	"golang.org/x/term"
 )
@@ -35,6 +36,7 @@ type runCmd struct {
 	CSV       string   `name:"csv" placeholder:"FILE" help:"Append a row with the run's outputs to this CSV file (header written when new)."`
 	View      bool     `name:"view" help:"Serve the web view of the runs directory and open the new run's page in a browser (on a terminal it keeps serving after the run, until Ctrl-C)."`
 	ViewAddr  string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
+	Budget    []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
 
 	experimentFlags `embed:""`
 }
@@ -128,6 +130,7 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 	opts := runtime.Options{
 		RunsDir: c.RunsDir, Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Getenv: e.getenv,
 		Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version(),
+		Budget: c.Budget,
 	}
 	for _, m := range c.Model {
 		name, model, ok := strings.Cut(m, "=")
@@ -209,7 +212,8 @@ func isTerminal(w any) bool {
 }
 
 // execute runs to the end, prints the first output and the run directory,
-// and maps the outcome to an exit code.
+// and maps the outcome to an exit code. Nothing it prints holds the run's
+// secrets.
 func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -226,19 +230,41 @@ func execute(e *env, r *runtime.Run) error {
 				fmt.Sprintf("waiting for answers: edit %s, then run: %s", questions, resume))
 			return withCode(exitWaiting, errors.New(""))
 		}
-		return runError(fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir))
+		var be *runtime.BudgetError
+		if errors.As(err, &be) {
+			resume := fmt.Sprintf("runner resume %s %s", r.Dir, be.Flag())
+			e.say("budget_exceeded", map[string]string{"error": r.Redact(err.Error()), "resume": resume},
+				fmt.Sprintf("runner: %s\nthe run stopped at its budget; to go on, raise it: %s", r.Redact(err.Error()), resume))
+			return withCode(exitBudget, errors.New(""))
+		}
+		return runError(redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r})
 	}
 	return nil
 }
 
+// redactedError is an error whose text has the run's secrets redacted.
+type redactedError struct {
+	err error
+	run *runtime.Run
+}
+
+func (e redactedError) Error() string { return e.run.Redact(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
+
 func runError(err error) error {
 	var fe *runtime.FlagError
 	var ee *runtime.EndpointError
+	var se *runtime.SpecError
+	var be *runtime.BudgetError
 	switch {
 	case errors.As(err, &fe):
 		return withCode(exitUsage, err)
+	case errors.As(err, &se):
+		return withCode(exitInvalid, err)
 	case errors.As(err, &ee):
 		return withCode(exitEndpoint, err)
+	case errors.As(err, &be):
+		return withCode(exitBudget, err)
 	case errors.Is(err, runtime.ErrWaiting):
 		return withCode(exitWaiting, err)
 	}
@@ -246,35 +272,65 @@ func runError(err error) error {
 }
 
 type resumeCmd struct {
-	Dir     string `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>)."`
-	Answers string `placeholder:"FILE" help:"YAML file of answers to clarifying questions."`
-	Quiet   bool   `short:"q" help:"No progress on stderr."`
-	Verbose bool   `short:"v" help:"Progress as plain lines even on a terminal."`
-	JSON    bool   `name:"json" help:"Print journal events to stderr as JSON lines."`
+	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), or a sweep directory (runs/sweep-<id>)."`
+	Answers string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions."`
+	Spec    string   `placeholder:"FILE" help:"Continue with this spec (a fixed one) instead of the one the run started with: journaled calls whose requests are unchanged are reused, the others are made again (each is named, with why)."`
+	Context string   `placeholder:"DIR" help:"The context folder the run's file tools read, when it moved (default: the one the run started with)."`
+	Budget  []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Raise (or set) what the run may spend: cost=5, calls=500, tokens=2e6, NODE.calls=100; 'none' removes a limit."`
+	Quiet   bool     `short:"q" help:"No progress on stderr."`
+	Verbose bool     `short:"v" help:"Progress as plain lines even on a terminal."`
+	JSON    bool     `name:"json" help:"Print journal events to stderr as JSON lines."`
 }
 
 func (resumeCmd) Help() string {
-	return `Continues a run that was killed, failed, or is waiting for answers. Model
-calls whose responses are in the journal are not made again; the result is the
-one an uninterrupted run would have given.
+	return `Continues a run that was killed, failed, stopped at its budget, or is
+waiting for answers. Model calls whose responses are in the journal are not
+made again, answers and tool results the journal holds are given again, and
+the result is the one an uninterrupted run would have given. The run goes on
+with the spec, template libraries, inputs, answers, context folder and budget
+it started with (saved in its directory); --spec, --context and --budget
+change them. A run that completed but lacks result.json or its reports gets
+them written. A sweep directory resumes every run of the sweep that did not
+complete (and starts those never started), then writes the summary.
 
 Examples:
   runner resume runs/20261121T101500.000Z-design-debate-1a2b3c
-  runner resume runs/<id> --answers runs/<id>/questions.yaml`
+  runner resume runs/<id> --answers runs/<id>/questions.yaml
+  runner resume runs/<id> --spec fixed.yaml
+  runner resume runs/<id> --budget cost=10
+  runner resume runs/sweep-<id>`
 }
 
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
-	opts := runtime.Options{Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version()}
+	opts := runtime.Options{
+		Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version(),
+		Spec: c.Spec, ContextDir: c.Context, Budget: c.Budget,
+	}
+	if c.Context != "" {
+		if info, err := os.Stat(c.Context); err != nil || !info.IsDir() {
+			return usageErrorf("--context %s: give the context folder the run's tools read", c.Context)
+		}
+	}
 	if c.Answers != "" {
 		a, err := runtime.ReadAnswers(c.Answers)
 		if err != nil {
 			return runError(err)
 		}
 		opts.Answers = a
+	} else if isTerminal(e.stdin) {
+		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	}
+	if sweep.IsSweepDir(c.Dir) {
+		return c.resumeSweep(e, opts)
 	}
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
+		var se *runtime.SpecError
+		if errors.As(err, &se) {
+			e.sayDiagnostics(se.Diags)
+			return withCode(exitInvalid, fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
+		}
 		return runError(err)
 	}
 	return execute(e, r)

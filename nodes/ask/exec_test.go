@@ -60,6 +60,12 @@ func (h *host) Event(typ, key string, _ any) error {
 	return nil
 }
 
+func (h *host) RunTool(ctx context.Context, key, _ string, _ kit.ToolCall, run func(context.Context) kit.ToolResult) string {
+	res := run(ctx)
+	_ = h.Event("tool_call", key, nil)
+	return res.Text
+}
+
 func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	h.mu.Lock()
 	h.calls = append(h.calls, c)

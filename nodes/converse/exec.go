@@ -328,6 +328,9 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		}
 		err = parse.Truncated(reply.FinishReason, err)
 		_ = s.h.Event("rejected", key, map[string]any{"speaker": speaker, "reasons": err.Error(), "attempt": attempt + 1})
+		if attempt >= s.cfg.Repair && s.acceptUndecided(speaker, key, content, p.Verdict != "", mustDecide, &parsed) {
+			break
+		}
 		if attempt >= s.cfg.Repair {
 			return calls, fmt.Errorf("node %q%s, turn %d: %s's message was rejected %d time(s), last because: %w", s.node.ID, s.goalNote(), s.turn+1, speaker, attempt+1, err)
 		}
@@ -425,6 +428,29 @@ func (s *state) fill(d *PromptData) {
 			d.Agents = append(d.Agents, a.View())
 		}
 	}
+}
+
+// acceptUndecided applies the verdict policy to a speaker that had to
+// give its verdict and still did not, its repairs spent: unless the spec
+// says to fail, the message is taken without a verdict (when nothing else
+// is wrong with it), with a warning, and the speaker is no longer made to
+// decide. One participant must not sink a whole conversation.
+func (s *state) acceptUndecided(speaker, key, content string, hadVerdict, mustDecide bool, parsed *Parsed) bool {
+	if !mustDecide || s.cfg.FailUndecided {
+		return false
+	}
+	p, err := ParseMessage(content, s.node.Agents, speaker, s.cfg.Options, s.cfg.Reasoning, hadVerdict, false)
+	if err == nil {
+		err = s.checkRules(speaker, p)
+	}
+	if err != nil {
+		return false
+	}
+	*parsed = p
+	delete(s.forced, speaker)
+	s.h.Warn("node %q%s, turn %d: %s gave no verdict when it had to; its message is recorded without one (verdict.undecided: fail would fail the run)", s.node.ID, s.goalNote(), s.turn+1, speaker)
+	_ = s.h.Event("no_verdict", key, map[string]any{"speaker": speaker})
+	return true
 }
 
 // interject posts the time keeper's message when a rule applies after this

@@ -52,11 +52,15 @@ type Config struct {
 	Options        []string
 	Reasoning      bool
 	Repair         int
-	Rules          []Rule
-	Until          *spec.Program
-	MaxTurns       int
-	Interject      []Interject
-	Watch          []Watch
+	// FailUndecided fails the run when a participant still gives no
+	// verdict after being made to (verdict.undecided: fail); by default
+	// its message is recorded without one, with a warning.
+	FailUndecided bool
+	Rules         []Rule
+	Until         *spec.Program
+	MaxTurns      int
+	Interject     []Interject
+	Watch         []Watch
 	// Chat says how turns send earlier turns (nil: system and prompt).
 	Chat *chat.Config
 	// Tools the speakers may call (with the agents' own), up to
@@ -193,6 +197,7 @@ type rawConfig struct {
 		Options   yaml.Node `yaml:"options"`
 		Reasoning string    `yaml:"reasoning"`
 		Repair    *int      `yaml:"repair"`
+		Undecided string    `yaml:"undecided"`
 		Rules     []struct {
 			Check   spec.Expr `yaml:"check"`
 			Message string    `yaml:"message"`
@@ -276,6 +281,7 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 		if v.Repair != nil {
 			cfg.Repair = *v.Repair
 		}
+		cfg.FailUndecided = v.Undecided == "fail"
 		for _, r := range v.Rules {
 			if p := c.Expr(r.Check, RuleSample(), spec.BoolResult, "verdict rule"); p != nil {
 				cfg.Rules = append(cfg.Rules, Rule{Check: p, Message: r.Message})

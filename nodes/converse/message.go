@@ -21,6 +21,9 @@ const (
 	TagWithdrawn          = "Withdrawn"
 )
 
+// verdictTags are the tags read inside <Content> too.
+var verdictTags = []string{TagVerdict, TagVerdictReasoning, TagWithdrawn}
+
 var scaffold = []string{TagSpeakingTo, TagWhisper, TagContent, TagPrivateThoughts, TagPrivatePredictions, TagVerdict, TagVerdictReasoning, TagWithdrawn}
 
 // Parsed is a turn as read from a reply.
@@ -52,12 +55,23 @@ func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options [
 	var p Parsed
 	var reasons []string
 	toKeeper := false // addressed to the time keeper
+	var inner tags.Result
 	get := func(name string) (string, bool) {
 		f, ok := res.Get(name)
+		if !ok {
+			f, ok = inner.Get(name)
+		}
 		return strings.TrimSpace(f.Value), ok
 	}
 	if c, ok := get(TagContent); ok {
 		p.Content = c
+		// Verdict tags written inside <Content> (as the original system's
+		// time keeper told members to do) are the speaker's verdict: read
+		// them there and keep them out of what the others read.
+		if in := tags.Parse(c, verdictTags...); len(in.Fields) > 0 {
+			inner = in
+			p.Content = strings.TrimSpace(in.Text)
+		}
 	} else {
 		p.Content = strings.TrimSpace(res.Text)
 	}

@@ -240,6 +240,13 @@ type Host interface {
 	// from the run seed and the call key: the same call draws the same
 	// numbers whatever else runs at the same time.
 	RandFor(key string) *rand.Rand
+	// RunTool answers a tool call the model made in call key (a call key of
+	// the node, as given to Complete) on behalf of agent: with the result
+	// journaled for it by an earlier attempt of the run or the recording
+	// being replayed, else by calling run and journaling what it gives, so
+	// that resumes and replays never run a tool again. It returns the text
+	// the model reads.
+	RunTool(ctx context.Context, key, agent string, tc ToolCall, run func(context.Context) ToolResult) string
 }
 
 // Thread is an agent's chat in a thread: the user prompts it was sent and
@@ -258,6 +265,22 @@ type Thread interface {
 	Prompt(rendered string) (string, error)
 	// Add appends a turn: the prompt Prompt returned and the reply.
 	Add(prompt, reply string)
+}
+
+// ToolResult is what running a tool gave.
+type ToolResult struct {
+	// Text is what the model reads ("error: ..." for a failed call).
+	Text string
+	// Files are the context files the tool read.
+	Files []FileRead
+}
+
+// FileRead is a context file a tool read: its path relative to the context
+// folder, the SHA-256 of the bytes read (hex) and the file's size.
+type FileRead struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
 }
 
 // Answerer provides answers to clarifying questions.
@@ -279,8 +302,10 @@ type ProgressEvent struct {
 // Parallel runs f for every i in [0, n) in goroutines, as Host.Parallel
 // asks: hosts that may start goroutines implement Parallel with it.
 func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The cause tells the calls stopped why (a budget stop lets calls
+	// already admitted finish: calls.Limited).
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -288,7 +313,7 @@ func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 		go func() {
 			defer wg.Done()
 			if errs[i] = f(ctx, i); errs[i] != nil {
-				cancel() // one failure fails them all: stop the others early
+				cancel(errs[i]) // one failure fails them all: stop the others early
 			}
 		}()
 	}

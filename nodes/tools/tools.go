@@ -6,6 +6,8 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +57,35 @@ type Env struct {
 	Visible []spec.Message
 	// Dir is the context directory; file tools refuse to work without it.
 	Dir string
+	// read is told about each file read_file reads (see Run).
+	read func(kit.FileRead)
+}
+
+// Run runs a tool for the model: its result text ("error: ..." when the
+// call failed, for the model to read) and the context files it read. A
+// cancelled ctx stops it before it reads anything.
+func Run(ctx context.Context, env Env, name, arguments string) kit.ToolResult {
+	if err := ctx.Err(); err != nil {
+		return kit.ToolResult{Text: "error: " + err.Error()}
+	}
+	var files []kit.FileRead
+	env.read = func(f kit.FileRead) { files = append(files, f) }
+	out, err := Call(env, name, arguments)
+	if err != nil {
+		out = "error: " + err.Error()
+	}
+	return kit.ToolResult{Text: out, Files: files}
+}
+
+// Digest reads a context file as read_file does and returns what a tool
+// call that read it would record, to tell whether it changed since.
+func Digest(dir, rel string) (kit.FileRead, error) {
+	full, err := confine(dir, rel)
+	if err != nil {
+		return kit.FileRead{}, err
+	}
+	_, f, err := readRegular(full, rel)
+	return f, err
 }
 
 // Call runs a tool and returns its result text. Errors are returned as
@@ -84,26 +115,12 @@ func Call(env Env, name, arguments string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		info, err := os.Stat(full)
+		text, read, err := readRegular(full, p)
 		if err != nil {
-			return "", fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+			return "", err
 		}
-		if info.IsDir() {
-			return "", fmt.Errorf("%q is a folder; use list_files", p)
-		}
-		f, err := os.Open(full)
-		if err != nil {
-			return "", fmt.Errorf("cannot read %q: %v", p, unwrap(err))
-		}
-		defer f.Close()
-		buf := make([]byte, MaxFileBytes+1)
-		n, err := io.ReadFull(f, buf)
-		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-			return "", fmt.Errorf("cannot read %q: %v", p, unwrap(err))
-		}
-		text := string(buf[:min(n, MaxFileBytes)])
-		if n > MaxFileBytes {
-			text += fmt.Sprintf("\n[truncated: the file is %d bytes; first %d shown]", info.Size(), MaxFileBytes)
+		if env.read != nil {
+			env.read(read)
 		}
 		return text, nil
 	case ListFiles:
@@ -133,6 +150,56 @@ func Call(env Env, name, arguments string) (string, error) {
 		return strings.Join(lines, "\n"), nil
 	}
 	return "", fmt.Errorf("unknown tool %q", name)
+}
+
+// readRegular reads what read_file shows of a file: at most MaxFileBytes
+// of a regular file. Anything else is refused before it is opened: a FIFO
+// would block the run until someone wrote to it, a device could stream
+// forever.
+func readRegular(full, p string) (string, kit.FileRead, error) {
+	info, err := os.Stat(full)
+	if err != nil {
+		return "", kit.FileRead{}, fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+	}
+	if info.IsDir() {
+		return "", kit.FileRead{}, fmt.Errorf("%q is a folder; use list_files", p)
+	}
+	if !info.Mode().IsRegular() {
+		return "", kit.FileRead{}, fmt.Errorf("%q is not a regular file (%s); only regular files can be read", p, fileKind(info.Mode()))
+	}
+	f, err := os.Open(full)
+	if err != nil {
+		return "", kit.FileRead{}, fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", kit.FileRead{}, fmt.Errorf("%q is not a regular file; only regular files can be read", p)
+	}
+	buf := make([]byte, MaxFileBytes+1)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return "", kit.FileRead{}, fmt.Errorf("cannot read %q: %v", p, unwrap(err))
+	}
+	sum := sha256.Sum256(buf[:n])
+	read := kit.FileRead{Path: filepath.ToSlash(filepath.Clean(p)), SHA256: hex.EncodeToString(sum[:]), Size: info.Size()}
+	text := string(buf[:min(n, MaxFileBytes)])
+	if n > MaxFileBytes {
+		text += fmt.Sprintf("\n[truncated: the file is %d bytes; first %d shown]", info.Size(), MaxFileBytes)
+	}
+	return text, read, nil
+}
+
+// fileKind names what a file that is not a regular file is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "a special file"
 }
 
 func unwrap(err error) error {
@@ -251,17 +318,13 @@ func Complete(ctx context.Context, h kit.Host, call kit.Call, env Env, limit int
 		msgs = append(msgs, kit.ChatMessage{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
 		for _, tc := range reply.ToolCalls {
 			used++
-			var result string
-			if used > limit {
-				result = fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)
-			} else {
-				out, terr := Call(env, tc.Name, tc.Arguments)
-				result = out
-				if terr != nil {
-					result = "error: " + terr.Error()
+			over := used > limit
+			result := h.RunTool(ctx, c.Key, call.Agent.ID, tc, func(ctx context.Context) kit.ToolResult {
+				if over {
+					return kit.ToolResult{Text: fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)}
 				}
-			}
-			_ = h.Event("tool_call", c.Key, map[string]any{"agent": call.Agent.ID, "tool": tc.Name, "arguments": tc.Arguments, "result": result})
+				return Run(ctx, env, tc.Name, tc.Arguments)
+			})
 			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
 		}
 	}

@@ -74,16 +74,45 @@ func WriteQuestions(path, runDir string, qs []spec.Question) error {
 // (an empty line means "not applicable"). Questions are asked one at a
 // time, however many calls ask at once.
 func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q spec.Question) (string, error) {
-	r := bufio.NewReader(in)
+	// One reader goroutine owns the input: a question given up on (Ctrl-C)
+	// leaves the read pending rather than losing the next line to it.
+	lines := make(chan lineRead)
+	var start sync.Once
 	var mu sync.Mutex
 	return func(ctx context.Context, q spec.Question) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
+		start.Do(func() {
+			go func() {
+				r := bufio.NewReader(in)
+				for {
+					line, err := r.ReadString('\n')
+					lines <- lineRead{line, err}
+					if err != nil {
+						close(lines)
+						return
+					}
+				}
+			}()
+		})
 		fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
-		line, err := r.ReadString('\n')
-		if err != nil && line == "" {
-			return "", fmt.Errorf("reading the answer to %s: %w", q.ID, err)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case l, ok := <-lines:
+			if !ok {
+				return "", fmt.Errorf("reading the answer to %s: %w", q.ID, io.EOF)
+			}
+			if l.err != nil && l.line == "" {
+				return "", fmt.Errorf("reading the answer to %s: %w", q.ID, l.err)
+			}
+			return strings.TrimSpace(l.line), nil
 		}
-		return strings.TrimSpace(line), nil
 	}
+}
+
+// lineRead is a line read from the terminal, or why none could be.
+type lineRead struct {
+	line string
+	err  error
 }

@@ -2,10 +2,13 @@ package answers
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/debate-runner/runner/spec"
 )
@@ -82,5 +85,34 @@ func TestTerminal(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "a asks (a.q1):\n  How many users?") {
 		t.Errorf("prompt:\n%s", out.String())
+	}
+}
+
+// TestTerminalGivesWayToCtrlC: a question waiting at the terminal returns
+// as soon as the run is interrupted, and the line typed afterwards goes to
+// the next question rather than to the one given up on.
+func TestTerminalGivesWayToCtrlC(t *testing.T) {
+	in, typed := io.Pipe()
+	defer typed.Close()
+	ask := Terminal(in, io.Discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := ask(ctx, spec.Question{ID: "a.q1", Agent: "a", Question: "first?"})
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the interrupted question returned %v; want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the question did not give way to the interrupt")
+	}
+	go func() { _, _ = io.WriteString(typed, "forty-two\n") }()
+	got, err := ask(context.Background(), spec.Question{ID: "a.q2", Agent: "a", Question: "second?"})
+	if err != nil || got != "forty-two" {
+		t.Errorf("the next question got %q, %v; want the line typed after the interrupt", got, err)
 	}
 }

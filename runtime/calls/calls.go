@@ -95,6 +95,19 @@ func Recorded(replies map[string]kit.Reply, source Source, next Stage) Stage {
 	})
 }
 
+// RecordedIf is Recorded for replies that answer a call only when keep
+// says so (its request is the one the reply was recorded for); other calls
+// go on to next.
+func RecordedIf(replies map[string]kit.Reply, source Source, keep func(c *Call) bool, next Stage) Stage {
+	return StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {
+		if rep, ok := replies[c.Key]; ok && keep(c) {
+			rep.Replayed = true
+			return rep, source, nil
+		}
+		return next.Complete(ctx, c)
+	})
+}
+
 // Before calls fn with the call before handing it on; an error from fn
 // stops the call. The run journals a call's request here, once it is known
 // that no recorded reply answers it.

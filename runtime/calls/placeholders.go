@@ -2,6 +2,8 @@ package calls
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +22,11 @@ type Placeholders struct {
 	// ReplyTokens is the size assumed of a reply from a model that sets no
 	// max_tokens.
 	ReplyTokens int
+	// ByPrompt labels each stand-in with a digest of its prompt instead of
+	// the call's key, so that identical requests get identical stand-ins:
+	// a server that sees only requests (an end-to-end test serving the
+	// real binary) can then answer each with the dry run's stand-in.
+	ByPrompt bool
 
 	mu        sync.Mutex
 	answered  []Answered
@@ -70,6 +77,9 @@ func EstimatedPrompt(chars int) string {
 // Complete implements Stage.
 func (p *Placeholders) Complete(_ context.Context, c *Call) (kit.Reply, Source, error) {
 	label := "reply to " + c.Key
+	if p.ByPrompt {
+		label = "reply to " + promptLabel(c.Kit.Messages)
+	}
 	text := StandIn(c.Kit.Shape, label)
 	model := c.Model
 	reply := p.ReplyTokens
@@ -201,4 +211,16 @@ func (p *Placeholders) quoted(text string, size func(string) int) int {
 // when real replies would have made the history long enough.
 func (p *Placeholders) Size(text string) int {
 	return len(text) + p.quoted(text, func(s string) int { return len(s) / 4 })*4
+}
+
+// promptLabel is a short digest of a prompt's roles and texts.
+func promptLabel(ms []kit.ChatMessage) string {
+	h := sha256.New()
+	for _, m := range ms {
+		h.Write([]byte(m.Role))
+		h.Write([]byte{0})
+		h.Write([]byte(m.Content))
+		h.Write([]byte{0})
+	}
+	return "prompt " + hex.EncodeToString(h.Sum(nil)[:6])
 }

@@ -55,6 +55,12 @@ type Options struct {
 	ActualSizes bool
 	// Answered, when set, is given every call the dry run answered.
 	Answered func([]calls.Answered)
+	// StandInsByPrompt gives identical requests identical stand-ins (see
+	// calls.Placeholders.ByPrompt).
+	StandInsByPrompt bool
+	// Budget are --budget flags over the spec's budget: the report warns
+	// when the worst case passes it.
+	Budget []string
 }
 
 // Report is what a run would do: its calls, first prompts and an estimate
@@ -78,6 +84,9 @@ type Report struct {
 	Models      []*Model `json:"models"`
 	ReplyTokens int      `json:"reply_tokens"`
 	Notes       []string `json:"notes,omitempty"`
+	// OverBudget says which limits of the run's budget the worst case
+	// passes: a real run may stop there (status budget_exceeded).
+	OverBudget []string `json:"over_budget,omitempty"`
 }
 
 // Node is one node's share of the worst case.
@@ -130,7 +139,7 @@ type Model struct {
 // every node's first run (every call's with AllPrompts), and prompt and
 // completion tokens and cost per model.
 func Run(plan *spec.Plan, opts Options) (*Report, error) {
-	stage := &calls.Placeholders{ReplyTokens: opts.ReplyTokens}
+	stage := &calls.Placeholders{ReplyTokens: opts.ReplyTokens, ByPrompt: opts.StandInsByPrompt}
 	if stage.ReplyTokens <= 0 {
 		stage.ReplyTokens = DefaultReplyTokens
 	}
@@ -262,7 +271,46 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 	for _, name := range slices.Sorted(maps.Keys(models)) {
 		rep.Models = append(rep.Models, models[name])
 	}
+	budget, err := runtime.BudgetOf(plan, opts.Budget)
+	if err != nil {
+		return nil, err
+	}
+	rep.OverBudget = overBudget(rep, budget)
 	return rep, nil
+}
+
+// overBudget lists the limits the worst case passes.
+func overBudget(rep *Report, b *runtime.Budget) []string {
+	if b == nil {
+		return nil
+	}
+	var tokens int64
+	cost := 0.0
+	for _, m := range rep.Models {
+		tokens += int64(m.PromptTokens + m.CompletionTokens)
+		cost += m.Cost
+	}
+	var out []string
+	check := func(scope string, l runtime.BudgetLimits, calls int, tokens int64, cost float64) {
+		if l.MaxCalls != nil && calls > *l.MaxCalls {
+			out = append(out, fmt.Sprintf("%s: the worst case makes %d calls, more than max_calls %d", scope, calls, *l.MaxCalls))
+		}
+		if l.MaxTokens != nil && tokens > *l.MaxTokens {
+			out = append(out, fmt.Sprintf("%s: the worst case uses about %d tokens, more than max_tokens %d", scope, tokens, *l.MaxTokens))
+		}
+		if l.MaxCost != nil && cost > *l.MaxCost {
+			out = append(out, fmt.Sprintf("%s: the worst case costs about %.4f, more than max_cost %g", scope, cost, *l.MaxCost))
+		}
+	}
+	check("the run", b.BudgetLimits, rep.Calls, tokens, cost)
+	for _, n := range rep.Nodes {
+		if l, ok := b.Nodes[n.ID]; ok {
+			// Tokens and cost are estimated per model, not per node: only
+			// the node's calls are checked.
+			check("node "+n.ID, runtime.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
+		}
+	}
+	return out
 }
 
 // nodeRun is one run of a node in a dry run.
@@ -385,6 +433,12 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 		fmt.Fprintf(w, "\nEstimated cost: at least %.4f (some models declare no price: models.NAME.price {prompt, completion} per million tokens).\n", total)
 	default:
 		fmt.Fprintf(w, "\nNo cost estimate: declare models.NAME.price {prompt, completion} (per million tokens) in the spec.\n")
+	}
+	if len(r.OverBudget) > 0 {
+		fmt.Fprintln(w, "\nBudget: a real run may stop before its end (status budget_exceeded, exit 6):")
+		for _, o := range r.OverBudget {
+			fmt.Fprintf(w, "- %s\n", o)
+		}
 	}
 	if len(r.Notes) > 0 {
 		fmt.Fprintln(w, "\nNotes:")

@@ -207,3 +207,11 @@ func stringEnd(data []byte, i int) int {
 func isNumberByte(c byte) bool {
 	return c >= '0' && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
 }
+
+// RedactJSON returns compact JSON with every secret in its strings and
+// numbers replaced by [Redacted]; it stays valid JSON. It returns data
+// itself when nothing needs replacing.
+func (r *Redactor) RedactJSON(data []byte) []byte { return r.redactJSON(data) }
+
+// Active reports whether the Redactor has any secret to look for.
+func (r *Redactor) Active() bool { return r.active() }

@@ -264,6 +264,17 @@ func estimateUsage(req *Request, resp *Response) {
 // characters per token for everything sent, a few tokens of framing per
 // message, plus the completion budget.
 func estimateTokens(req *Request) int {
+	completion := req.MaxTokens
+	if completion <= 0 {
+		completion = DefaultCompletionEstimate
+	}
+	return EstimatePromptTokens(req) + completion
+}
+
+// EstimatePromptTokens is a quick estimate of a request's prompt tokens
+// (its characters over four, plus a few per message), for limits that are
+// checked before a call is sent.
+func EstimatePromptTokens(req *Request) int {
 	chars := 0
 	for _, m := range req.Messages {
 		chars += len(m.Content) + len(m.Name)
@@ -274,9 +285,5 @@ func estimateTokens(req *Request) int {
 	for _, t := range req.Tools {
 		chars += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
-	completion := req.MaxTokens
-	if completion <= 0 {
-		completion = DefaultCompletionEstimate
-	}
-	return chars/4 + 4*len(req.Messages) + completion
+	return chars/4 + 4*len(req.Messages)
 }

@@ -40,6 +40,10 @@ const (
 	DefaultTimeout     = 120 * time.Second
 	DefaultBackoffBase = 500 * time.Millisecond
 	DefaultBackoffMax  = 30 * time.Second
+	// DefaultMaxRetryWait bounds the total time one call waits between its
+	// attempts: a server asking for an hour's pause (Retry-After: 3600)
+	// must not hold a run for an hour.
+	DefaultMaxRetryWait = 2 * time.Minute
 	// DefaultCompletionEstimate is the completion size assumed by the
 	// tokens-per-minute limiter when a request sets no MaxTokens.
 	DefaultCompletionEstimate = 512
@@ -98,6 +102,10 @@ type Endpoint struct {
 	// BackoffBase*2^(n-1))). Zero values mean 500ms and 30s.
 	BackoffBase time.Duration
 	BackoffMax  time.Duration
+	// MaxRetryWait bounds the waits between one call's attempts, added up;
+	// 0 means DefaultMaxRetryWait. A wait that would pass it (a long
+	// Retry-After) fails the call at once instead.
+	MaxRetryWait time.Duration
 	// Headers are extra request headers (OpenRouter's HTTP-Referer and
 	// X-Title, a gateway's key, ...). Their values may be secrets: they are
 	// never logged.
@@ -273,6 +281,7 @@ type Client struct {
 	urlErr    error // a BaseURL that can never work, reported by every call
 	timeout   time.Duration
 	retries   int
+	maxWait   time.Duration
 	backoff   [2]time.Duration // base, ceiling
 	sleep     func(context.Context, time.Duration) error
 	rand      func() float64
@@ -295,6 +304,7 @@ func New(ep Endpoint) *Client {
 		headers: ep.Headers,
 		timeout: ep.Timeout,
 		retries: max(ep.MaxRetries, 0),
+		maxWait: ep.MaxRetryWait,
 		backoff: [2]time.Duration{ep.BackoffBase, ep.BackoffMax},
 		sleep:   ep.Sleep,
 		rand:    ep.Rand,
@@ -319,6 +329,9 @@ func New(ep Endpoint) *Client {
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultTimeout
+	}
+	if c.maxWait <= 0 {
+		c.maxWait = DefaultMaxRetryWait
 	}
 	if c.backoff[0] <= 0 {
 		c.backoff[0] = DefaultBackoffBase
@@ -387,6 +400,7 @@ func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt
 		last    *attemptState // of the previous failed attempt, for errors while waiting
 		adapted []string
 		retries int
+		waited  time.Duration
 	)
 	for n := 1; ; n++ {
 		if err := c.admit(ctx, cost); err != nil {
@@ -426,7 +440,18 @@ func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt
 			return Response{}, e
 		}
 		retries++
-		wait := max(backoff(retries, c.backoff[0], c.backoff[1], c.rand()), st.retryAfter)
+		wait := backoff(retries, c.backoff[0], c.backoff[1], c.rand())
+		if st.retryAfter > c.maxWait-waited {
+			// Waiting less than the server asked would only be refused
+			// again; waiting that long passes the call's limit.
+			e := c.fail(&req, n, st.status, true, fmt.Errorf("%w; the server asks to wait %s before retrying, more than the %s this call may still wait (max_retry_wait %s)", err, st.retryAfter.Round(time.Millisecond), (c.maxWait-waited).Round(time.Millisecond), c.maxWait))
+			return Response{}, e
+		}
+		wait = min(max(wait, st.retryAfter), c.maxWait-waited)
+		if wait <= 0 && waited > 0 {
+			return Response{}, c.fail(&req, n, st.status, true, fmt.Errorf("%w; this call already waited %s between attempts, its limit (max_retry_wait)", err, c.maxWait))
+		}
+		waited += wait
 		if onRetry != nil {
 			onRetry(Attempt{N: n, Err: err, Status: st.status, Retryable: true, Wait: wait})
 		}

@@ -204,7 +204,11 @@ func (p *display) event(n runtime.Notice) {
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
 		p.clear()
-		fmt.Fprintf(p.w, "retrying %s (attempt %v): %v\n", ev.Key, d["attempt"], d["error"])
+		wait := ""
+		if ms, ok := d["wait_ms"].(float64); ok {
+			wait = " in " + (time.Duration(ms) * time.Millisecond).String()
+		}
+		fmt.Fprintf(p.w, "retrying %s%s (attempt %v failed): %v\n", ev.Key, wait, d["attempt"], d["error"])
 		p.draw()
 	case "node_finished", "node_failed":
 		var d struct {

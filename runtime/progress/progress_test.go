@@ -41,7 +41,7 @@ func TestPlainProgress(t *testing.T) {
 				{Type: "retry", Key: "answer/-/a", Data: json.RawMessage(`{"attempt":1,"error":"status 503","status":503,"wait_ms":10}`)},
 				{Type: "node_failed", Key: "answer/-", Data: json.RawMessage(`{"error":"gave up","node":"answer"}`)},
 			},
-			want: "· answer: started\nretrying answer/-/a (attempt 1): status 503\n· answer: failed: gave up\n",
+			want: "· answer: started\nretrying answer/-/a in 10ms (attempt 1 failed): status 503\n· answer: failed: gave up\n",
 		},
 		{
 			name: "payloads that are not what they should be",

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/debate-runner/runner/runtime/result"
@@ -220,6 +221,21 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 	nodes := slices.Sorted(maps.Keys(u.ByNode))
 	for _, n := range nodes {
 		row("node "+Inline(n), u.ByNode[n])
+	}
+	for _, g := range slices.Sorted(maps.Keys(u.ByGoal)) {
+		row("goal "+Inline(g), u.ByGoal[g])
+	}
+	rounds := slices.SortedFunc(maps.Keys(u.ByRound), func(a, b string) int {
+		x, _ := strconv.Atoi(a)
+		y, _ := strconv.Atoi(b)
+		return x - y
+	})
+	for _, r := range rounds {
+		name := "round " + Inline(r)
+		if r == "0" {
+			name = "outside rounds"
+		}
+		row(name, u.ByRound[r])
 	}
 	row("**total**", u.Total)
 	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0) {

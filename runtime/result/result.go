@@ -25,6 +25,9 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 	StatusWaiting   = "waiting"
+	// StatusBudget is a run stopped before a call that would have passed
+	// its budget; resuming with a raised budget continues it.
+	StatusBudget = "budget_exceeded"
 )
 
 // Manifest is run.json: everything needed to reproduce or resume the run.
@@ -55,6 +58,35 @@ type Manifest struct {
 	// ModelOverrides are the models the run put in place of the spec's
 	// (--model, --matrix model=...), by the spec's model name.
 	ModelOverrides map[string]string `json:"model_overrides,omitempty"`
+	// Answers are the answers to clarifying questions the run was given
+	// (--answers); answers given while it ran are in its journal.
+	Answers map[string]string `json:"answers,omitempty"`
+	// ContextDir is the folder the file tools read (--context DIR).
+	ContextDir string `json:"context_dir,omitempty"`
+	// Libraries are the run's copies of the template libraries its spec
+	// uses: folders of the run directory by the name the spec gives the
+	// library. A resume compiles the spec with them.
+	Libraries map[string]string `json:"libraries,omitempty"`
+	// DatasetLine is the dataset line (1-based) the run's inputs and
+	// expected value come from.
+	DatasetLine int `json:"dataset_line,omitempty"`
+	// SweepIndex is the run's number in its sweep (1-based).
+	SweepIndex int `json:"sweep_index,omitempty"`
+	// Budget is what the run may spend, from the spec and --budget.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// BudgetLimits are limits on what calls may spend; absent ones are none.
+type BudgetLimits struct {
+	MaxCost   *float64 `json:"max_cost,omitempty"`
+	MaxCalls  *int     `json:"max_calls,omitempty"`
+	MaxTokens *int64   `json:"max_tokens,omitempty"`
+}
+
+// Budget is what a run may spend, in all and per node.
+type Budget struct {
+	BudgetLimits
+	Nodes map[string]BudgetLimits `json:"nodes,omitempty"`
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).
@@ -101,7 +133,7 @@ type Result struct {
 	FormatVersion int            `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
 	RunID         string         `json:"run_id" doc:"the run's id, also the name of its directory"`
 	Spec          string         `json:"spec" doc:"the spec's name"`
-	Status        string         `json:"status" doc:"completed, failed or waiting (for answers to clarifying questions)" enum:"completed,failed,waiting"`
+	Status        string         `json:"status" doc:"completed, failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,failed,waiting,budget_exceeded"`
 	Error         string         `json:"error,omitempty" doc:"why the run failed"`
 	Outputs       map[string]any `json:"outputs" doc:"the outputs by name (empty unless the run completed)"`
 	OutputOrder   []string       `json:"output_order" doc:"output names in the order the spec declares them"`
@@ -148,6 +180,8 @@ type UsageReport struct {
 	ByAgent map[string]Usage `json:"by_agent" doc:"by agent id"`
 	ByNode  map[string]Usage `json:"by_node" doc:"by node id"`
 	ByModel map[string]Usage `json:"by_model" doc:"by model name (the spec's name for it)"`
+	ByRound map[string]Usage `json:"by_round,omitempty" doc:"by round: the innermost loop's counter (calls outside loops are under 0)"`
+	ByGoal  map[string]Usage `json:"by_goal,omitempty" doc:"by goal id (calls outside goals are left out)"`
 }
 
 // GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
@@ -171,6 +205,15 @@ type ToolCallInfo struct {
 	Tool      string `json:"tool" doc:"search_history, read_file or list_files"`
 	Arguments string `json:"arguments" doc:"the arguments as the model gave them (JSON text)"`
 	Result    string `json:"result" doc:"what the tool answered"`
+	// Files are the context files the tool read, with their digests.
+	Files []FileRead `json:"files,omitempty" doc:"the context files the tool read, with their SHA-256"`
+}
+
+// FileRead is a context file a tool read.
+type FileRead struct {
+	Path   string `json:"path" doc:"the path relative to the context folder"`
+	SHA256 string `json:"sha256" doc:"the SHA-256 of the bytes read, in hex"`
+	Size   int64  `json:"size" doc:"the file's size in bytes"`
 }
 
 // Rejection is a reply that broke a conversation's rules (an unknown

@@ -13,7 +13,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -48,6 +50,76 @@ func Create(parent, prefix, name, layout string, now time.Time) (id, dir string,
 		}
 	}
 	return "", "", errors.New("could not create a unique run directory")
+}
+
+// StagingSuffix ends the name of a run directory being set up: a hidden
+// folder (".ID.partial") that becomes the run directory, whole, once
+// everything a resume needs is in it (see CreateStaged).
+const StagingSuffix = ".partial"
+
+// CreateStaged is Create for a directory that appears whole: it makes a
+// hidden staging folder next to where the directory will be, and returns
+// both paths. The caller fills the staging folder and renames it into
+// place with Publish, so that a process killed while setting a run up
+// leaves no run directory that cannot be resumed, only a hidden folder
+// that IsStaging recognises.
+func CreateStaged(parent, prefix, name, layout string, now time.Time) (id, final, staging string, err error) {
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", "", "", fmt.Errorf("runs directory: %w", err)
+	}
+	for range 10 {
+		var b [3]byte
+		_, _ = rand.Read(b[:])
+		id = fmt.Sprintf("%s-%s-%s", now.UTC().Format(layout), Name(name), hex.EncodeToString(b[:]))
+		final = filepath.Join(parent, prefix+id)
+		staging = filepath.Join(parent, "."+prefix+id+StagingSuffix)
+		if _, err := os.Lstat(final); err == nil {
+			continue
+		}
+		err := os.Mkdir(staging, 0o755)
+		if err == nil {
+			return id, final, staging, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", "", "", fmt.Errorf("run directory: %w", err)
+		}
+	}
+	return "", "", "", errors.New("could not create a unique run directory")
+}
+
+// Publish renames a staging folder into place and makes the rename
+// durable.
+func Publish(staging, final string) error {
+	if err := os.Rename(staging, final); err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
+	return SyncDir(filepath.Dir(final))
+}
+
+// IsStaging reports whether dir is a run directory that was never set up
+// whole (its process was killed while creating it).
+func IsStaging(dir string) bool {
+	base := filepath.Base(filepath.Clean(dir))
+	return strings.HasPrefix(base, ".") && strings.HasSuffix(base, StagingSuffix)
+}
+
+// SyncDir makes the entries of a directory (files created or renamed in
+// it) durable. Systems that cannot sync a directory are not an error.
+func SyncDir(dir string) error {
+	if goruntime.GOOS == "windows" {
+		// Directories cannot be opened for sync there; NTFS journals the
+		// entry itself.
+		return nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) && !errors.Is(err, syscall.EINVAL) {
+		return err
+	}
+	return nil
 }
 
 // Name is a spec name as directory names spell it: letters, digits, '-'
@@ -133,6 +205,11 @@ func WriteAtomic(path string, write func(io.Writer) error) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), path)
+	}
+	if err == nil {
+		// The rename is durable only once the directory is synced: a crash
+		// right after a run "completed" must not lose its result.json.
+		err = SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		// Only a failed write leaves the temporary file behind.

@@ -205,12 +205,15 @@ type Summary struct {
 	Repeat     int       `json:"repeat"`
 	Dataset    string    `json:"dataset,omitempty"`
 	// UnusedFields are dataset fields that are no input of the spec.
-	UnusedFields []string      `json:"unused_fields,omitempty"`
-	Runs         []Run         `json:"runs"`
-	Completed    int           `json:"completed"`
-	Failed       int           `json:"failed"`
-	Waiting      int           `json:"waiting"`
-	Usage        runtime.Usage `json:"usage"`
+	UnusedFields []string `json:"unused_fields,omitempty"`
+	Runs         []Run    `json:"runs"`
+	Completed    int      `json:"completed"`
+	Failed       int      `json:"failed"`
+	Waiting      int      `json:"waiting"`
+	// Pending are runs not finished: the sweep was killed before; resume
+	// it to run them.
+	Pending int           `json:"pending,omitempty"`
+	Usage   runtime.Usage `json:"usage"`
 	// CallsMade were sent to endpoints; CallsWithoutCache is how many the
 	// runs would have sent each on its own with no cache (all their calls).
 	CallsMade         int       `json:"calls_made"`
@@ -243,6 +246,9 @@ type sweepJob struct {
 	inputValues map[string]any
 	// models are the models put in place of the spec's (model axes).
 	models map[string]string
+	// inputs are the run's inputs, resolved (files read), for a resume
+	// that starts the run.
+	inputs map[string]any
 }
 
 // modelAxis reads a matrix axis that sweeps a model: "model" is the spec's
@@ -295,7 +301,9 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	if err := runtime.CheckEndpoints(plan, base); err != nil {
 		return nil, err
 	}
-	id, dir, err := rundir.Create(base.RunsDir, "sweep-", plan.Name, rundir.SweepTime, time.Now())
+	// The sweep directory appears whole, with what a resume needs (see
+	// saveSweep), like a run directory.
+	id, dir, staging, err := rundir.CreateStaged(base.RunsDir, "sweep-", plan.Name, rundir.SweepTime, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -304,9 +312,47 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		Matrix: opts.Matrix, Repeat: max(opts.Repeat, 1), Dataset: opts.Dataset, UnusedFields: unused,
 		Runs: make([]Run, len(jobs)),
 	}
+	for i, job := range jobs {
+		sum.Runs[i] = pendingRun(i+1, job)
+	}
+	// What a resume needs to finish the sweep goes in first: the spec and
+	// its libraries, every run to make, and a summary of runs pending.
+	if err := saveSweep(staging, plan, sum, base, jobs); err != nil {
+		os.RemoveAll(staging)
+		return nil, err
+	}
+	if err := rundir.Publish(staging, dir); err != nil {
+		os.RemoveAll(staging)
+		return nil, err
+	}
 	if opts.OnStart != nil {
 		opts.OnStart(dir, len(jobs))
 	}
+	run := func(ctx context.Context, i int) Run {
+		return runSweepJob(ctx, plan, base, id, dir, i+1, jobs[i])
+	}
+	err = runAll(ctx, sum, len(jobs), opts, run)
+	return sum, err
+}
+
+// pendingRun is a run of the sweep that has not finished yet.
+func pendingRun(index int, job sweepJob) Run {
+	r := Run{Index: index, Vars: job.vars, Sample: job.sample, Seed: job.seed, Status: StatusPending}
+	if job.line != nil {
+		r.Line, r.Inputs, r.Expected = job.line.Line, job.line.Inputs, job.line.Expected
+	}
+	return r
+}
+
+// StatusPending is the status of a sweep's run that has not finished (or
+// not started): a killed sweep's summary lists them, and resuming the
+// sweep runs them.
+const StatusPending = "pending"
+
+// runAll runs the sweep's runs whose summary entry is pending, up to
+// opts.Parallel at once, and writes the summary as each finishes, so that
+// a killed sweep still has one. It returns an error when a run failed.
+func runAll(ctx context.Context, sum *Summary, total int, opts Options, run func(ctx context.Context, i int) Run) error {
 	parallel := opts.Parallel
 	if parallel <= 0 {
 		parallel = 4
@@ -319,20 +365,23 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		done   int
 		runErr error
 	)
-	for i, job := range jobs {
+	for i := range sum.Runs {
+		if sum.Runs[i].Status != StatusPending {
+			done++
+			continue
+		}
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
-			sum.Runs[i] = Run{Index: i + 1, Vars: job.vars, Status: runtime.StatusFailed, Error: "not started: " + ctx.Err().Error()}
-			continue
+			continue // left pending: a resume runs it
 		}
 		wg.Add(1)
-		go func(i int, job sweepJob) {
+		go func(i int) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			sr := runSweepJob(ctx, plan, base, id, dir, i+1, job)
+			sr := run(ctx, i)
 			mu.Lock()
 			defer mu.Unlock()
 			sum.Runs[i] = sr
@@ -340,21 +389,23 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 			if sr.Status == runtime.StatusFailed && runErr == nil {
 				runErr = fmt.Errorf("run %d (%s) failed: %s", sr.Index, sr.Dir, sr.Error)
 			}
+			sum.tally()
+			_ = sum.write()
 			if opts.OnRun != nil {
-				opts.OnRun(done, len(jobs), sr)
+				opts.OnRun(done, total, sr)
 			}
-		}(i, job)
+		}(i)
 	}
 	wg.Wait()
-	sum.DurationMS = time.Since(started).Milliseconds()
+	sum.DurationMS += time.Since(started).Milliseconds()
 	sum.tally()
 	if err := sum.write(); err != nil {
-		return sum, err
+		return err
 	}
 	if runErr == nil && ctx.Err() != nil {
 		runErr = ctx.Err()
 	}
-	return sum, runErr
+	return runErr
 }
 
 // planSweep lists the runs of a sweep and checks every one's inputs and
@@ -463,9 +514,11 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 				if line != nil {
 					where = fmt.Sprintf("dataset line %d: ", line.Line)
 				}
-				if _, err := runtime.ResolveInputValues(plan, append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...), j.inputValues); err != nil {
+				inputs, err := runtime.ResolveInputValues(plan, append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...), j.inputValues)
+				if err != nil {
 					return nil, nil, prefixFlagError(where, err)
 				}
+				j.inputs = inputs
 				vars, err := runtime.ResolveVarValues(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues)
 				if err != nil {
 					return nil, nil, prefixFlagError(where, err)
@@ -507,24 +560,35 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, swe
 	opts.Sample = job.sample
 	seed := job.seed
 	opts.Seed = &seed
-	sr := Run{Index: index, Vars: job.vars, Sample: job.sample, Seed: seed}
+	opts.SweepIndex = index
+	sr := pendingRun(index, job)
 	if job.line != nil {
-		sr.Line, sr.Inputs, sr.Expected = job.line.Line, job.line.Inputs, job.line.Expected
-		opts.Expected = job.line.Expected
+		opts.Expected, opts.DatasetLine = job.line.Expected, job.line.Line
 	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
 		return sr
 	}
+	return finishRun(ctx, r, sr)
+}
+
+// finishRun executes a started or resumed run of the sweep to its end.
+func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	sr.RunID, sr.Dir = r.ID, r.Dir
 	res, err := r.Execute(ctx)
 	if res != nil {
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = res.Status, res.Outputs, res.OutputOrder, res.Score
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
-	if err != nil && !errors.Is(err, runtime.ErrWaiting) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Interrupted: the run is resumed with the sweep.
+		sr.Status, sr.Error = StatusPending, ""
+	case err != nil && !errors.Is(err, runtime.ErrWaiting) && (res == nil || res.Status != runtime.StatusBudget):
 		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
+	case err != nil && res != nil && res.Status == runtime.StatusBudget:
+		sr.Error = err.Error()
 	}
 	sr.Calls = r.CallCounts()
 	return sr
@@ -533,7 +597,7 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, swe
 // tally adds up the runs.
 func (s *Summary) tally() {
 	s.Usage = runtime.Usage{Priced: true}
-	s.Completed, s.Failed, s.Waiting, s.CallsMade, s.CallsWithoutCache = 0, 0, 0, 0, 0
+	s.Completed, s.Failed, s.Waiting, s.Pending, s.CallsMade, s.CallsWithoutCache = 0, 0, 0, 0, 0, 0
 	var scores []float64
 	for _, r := range s.Runs {
 		switch r.Status {
@@ -541,6 +605,8 @@ func (s *Summary) tally() {
 			s.Completed++
 		case runtime.StatusWaiting:
 			s.Waiting++
+		case StatusPending:
+			s.Pending++
 		default:
 			s.Failed++
 		}
@@ -633,11 +699,14 @@ func MeanCI(scores []float64) *Accuracy {
 }
 
 // write saves summary.json and summary.md in the sweep directory.
-func (s *Summary) write() error {
-	if err := rundir.WriteJSON(filepath.Join(s.Dir, "summary.json"), s); err != nil {
+func (s *Summary) write() error { return s.writeTo(s.Dir) }
+
+// writeTo saves summary.json and summary.md in dir.
+func (s *Summary) writeTo(dir string) error {
+	if err := rundir.WriteJSON(filepath.Join(dir, "summary.json"), s); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
-	if err := rundir.WriteFile(filepath.Join(s.Dir, "summary.md"), []byte(s.Markdown())); err != nil {
+	if err := rundir.WriteFile(filepath.Join(dir, "summary.md"), []byte(s.Markdown())); err != nil {
 		return fmt.Errorf("sweep summary: %w", err)
 	}
 	return nil

@@ -1,0 +1,255 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/tools"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/spec"
+)
+
+// A run records everything it was given besides its spec, so that a
+// resume or a replay sees the same: the answers to clarifying questions
+// (run.json for those given up front, "answer" events for each one used),
+// the context folder (run.json) and what each tool call read from it
+// ("tool_call" events, with a digest of each file), the dataset line and
+// expected value, its place in a sweep, and the template libraries the
+// spec uses, copied by content into the run directory.
+
+// librariesDir is the folder of a run directory that holds its copies of
+// the template libraries.
+const librariesDir = "libraries"
+
+// saveLibraries copies the files of the libraries plan used into dir and
+// returns where each went, by the name the spec gives the library.
+func saveLibraries(dir string, plan *spec.Plan) (map[string]string, error) {
+	if len(plan.Libraries) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, lib := range plan.Libraries {
+		rel := librariesDir + "/" + lib.Name
+		full := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(full, 0o755); err != nil {
+			return nil, fmt.Errorf("saving template library %s: %w", lib.Use, err)
+		}
+		for name, data := range lib.Files {
+			if err := rundir.WriteFile(filepath.Join(full, name), data); err != nil {
+				return nil, fmt.Errorf("saving template library %s: %w", lib.Use, err)
+			}
+		}
+		out[lib.Use] = rel
+	}
+	return out, nil
+}
+
+// savedLibraries are a run's copies of its libraries, for compiling its
+// spec as it started; nil for a run that saved none (an older runner's).
+func savedLibraries(dir string, m Manifest) map[string]fs.FS {
+	if len(m.Libraries) == 0 {
+		return nil
+	}
+	out := map[string]fs.FS{}
+	for use, rel := range m.Libraries {
+		out[use] = os.DirFS(filepath.Join(dir, filepath.FromSlash(rel)))
+	}
+	return out
+}
+
+// toolRecord is a tool call as journaled: what the model asked and what it
+// was answered, with the context files read to answer it.
+type toolRecord struct {
+	Agent     string         `json:"agent"`
+	Tool      string         `json:"tool"`
+	ID        string         `json:"id,omitempty"`
+	Arguments string         `json:"arguments"`
+	Result    string         `json:"result"`
+	Files     []kit.FileRead `json:"files,omitempty"`
+	Source    string         `json:"source,omitempty"`
+}
+
+// toolBook serves tool results journaled before, by the key of the model
+// call that asked for them, in the order they were asked.
+type toolBook struct {
+	mu     sync.Mutex
+	byKey  map[string][]toolRecord
+	served map[string]int
+	// source is what served results are marked with in a new journal
+	// ("replay"), "" when they come from the run's own journal.
+	source string
+}
+
+func (b *toolBook) add(key string, t toolRecord) {
+	if b.byKey == nil {
+		b.byKey = map[string][]toolRecord{}
+	}
+	b.byKey[key] = append(b.byKey[key], t)
+}
+
+// next returns the next journaled result for a tool call of key, if it is
+// the same call (tool and arguments) as the one journaled.
+func (b *toolBook) next(key string, tc kit.ToolCall) (toolRecord, bool) {
+	if b == nil {
+		return toolRecord{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := b.served[key]
+	list := b.byKey[key]
+	if i >= len(list) || list[i].Tool != tc.Name || list[i].Arguments != tc.Arguments {
+		return toolRecord{}, false
+	}
+	if b.served == nil {
+		b.served = map[string]int{}
+	}
+	b.served[key] = i + 1
+	return list[i], true
+}
+
+// readToolCalls reads the tool_call events of a journal.
+func readToolCalls(events []journal.Event, b *toolBook) error {
+	for _, ev := range events {
+		if ev.Type != "tool_call" {
+			continue
+		}
+		var t toolRecord
+		if err := json.Unmarshal(ev.Data, &t); err != nil {
+			return fmt.Errorf("journal event %d: %w", ev.Seq, err)
+		}
+		b.add(ev.Key, t)
+	}
+	return nil
+}
+
+// RunTool implements kit.Host: a tool result journaled before (by the run
+// itself, or by the recording being replayed) is served as it was, with a
+// warning for each context file that changed since; otherwise the tool
+// runs and its result is journaled.
+func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, run func(context.Context) kit.ToolResult) string {
+	r := h.run
+	full := h.prefix + "/" + key
+	for _, book := range []*toolBook{r.tools, r.replayTools} {
+		rec, ok := book.next(full, tc)
+		if !ok {
+			continue
+		}
+		r.checkContextFiles(rec.Files)
+		rec.Source = book.source
+		h.journalTool(full, rec)
+		return rec.Result
+	}
+	res := run(ctx)
+	h.journalTool(full, toolRecord{Agent: agent, Tool: tc.Name, ID: tc.ID, Arguments: tc.Arguments, Result: res.Text, Files: res.Files})
+	return res.Text
+}
+
+func (h *host) journalTool(key string, t toolRecord) {
+	files := make([]FileRead, len(t.Files))
+	for i, f := range t.Files {
+		files[i] = FileRead{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
+	}
+	h.run.noteToolCall(ToolCallInfo{Key: key, Agent: t.Agent, Tool: t.Tool, Arguments: t.Arguments, Result: t.Result, Files: files})
+	_ = h.run.event("tool_call", key, t)
+}
+
+// checkContextFiles warns about context files that changed since a tool
+// read them: the run keeps what was read then.
+func (r *Run) checkContextFiles(files []kit.FileRead) {
+	dir := r.opts.ContextDir
+	if dir == "" {
+		return
+	}
+	for _, f := range files {
+		now, err := tools.Digest(dir, f.Path)
+		switch {
+		case err != nil:
+			r.warnOnce("context:"+f.Path, "context file %s cannot be read any more (%v); the run keeps what a tool read from it before", f.Path, err)
+		case now.SHA256 != f.SHA256:
+			r.warnOnce("context:"+f.Path, "context file %s changed since a tool read it; the run keeps what was read then", f.Path)
+		}
+	}
+}
+
+// answerEvent is the payload of an "answer" event: an answer a clarifying
+// question got, from --answers or a person at the terminal.
+type answerEvent struct {
+	Agent    string `json:"agent,omitempty"`
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+}
+
+// mergeAnswers gives a resumed run its answers: those given when it
+// started, then those of --answers now, then those its journal says were
+// used, which win (the calls after them were made with them).
+func mergeAnswers(layers ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, l := range layers {
+		for k, v := range l {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// absPath is p made absolute, or p when that fails.
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+// budgetFromPlan turns a spec's budget into the manifest's form (nil for
+// no limits).
+func budgetFromPlan(b spec.BudgetPlan) *Budget {
+	if b.Empty() {
+		return nil
+	}
+	out := &Budget{BudgetLimits: limitsFromSpec(b.Run)}
+	for id, l := range b.Nodes {
+		if out.Nodes == nil {
+			out.Nodes = map[string]BudgetLimits{}
+		}
+		out.Nodes[id] = limitsFromSpec(l)
+	}
+	return out
+}
+
+func limitsFromSpec(l spec.BudgetLimits) BudgetLimits {
+	return BudgetLimits{MaxCost: l.MaxCost, MaxCalls: l.MaxCalls, MaxTokens: l.MaxTokens}
+}
+
+// callLimits is a manifest limit as the call path checks it.
+func callLimits(l BudgetLimits) calls.Limits {
+	return calls.Limits{Cost: l.MaxCost, Calls: l.MaxCalls, Tokens: l.MaxTokens}
+}
+
+// newBudget is the call path's budget for the manifest's, nil for none.
+func newBudget(b *Budget) *calls.Budget {
+	if b == nil || b.BudgetLimits == (BudgetLimits{}) && len(b.Nodes) == 0 {
+		return nil
+	}
+	out := &calls.Budget{Run: callLimits(b.BudgetLimits)}
+	for id, l := range b.Nodes {
+		if out.Nodes == nil {
+			out.Nodes = map[string]calls.Limits{}
+		}
+		out.Nodes[id] = callLimits(l)
+	}
+	return out
+}

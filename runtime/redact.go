@@ -1,0 +1,99 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/rundir"
+)
+
+// Secrets (API keys, header values taken from the environment) never reach
+// a file or stream of the run: the journal's writer redacts its events, and
+// every other file (run.json, the spec's copy, result.json, the reports,
+// questions.yaml, cache entries) and every notice to the observer goes
+// through the run's redactor here. A model that echoes a key, or an input
+// that holds one, leaves [REDACTED] in its place.
+
+// redactor returns the run's redactor, made when the run connected to its
+// endpoints and learnt their secrets (nil redacts nothing).
+func (r *Run) redactor() *journal.Redactor { return r.red }
+
+// Redact returns s with the run's secrets replaced by [REDACTED], for what
+// the CLI prints about the run (errors, outputs).
+func (r *Run) Redact(s string) string { return r.redactor().Redact(s) }
+
+// redactValue replaces secrets in v, a JSON-encodable value, by encoding
+// it and decoding the redacted JSON into a fresh value. v is left alone
+// when it holds no secret.
+func redactValue[T any](red *journal.Redactor, v *T) error {
+	if !red.Active() {
+		return nil
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	clean := red.RedactJSON(data)
+	if bytes.Equal(clean, data) {
+		return nil
+	}
+	var out T
+	if err := json.Unmarshal(clean, &out); err != nil {
+		return fmt.Errorf("redacting secrets: %w", err)
+	}
+	*v = out
+	return nil
+}
+
+// writeJSON writes v as indented JSON with the run's secrets redacted.
+func (r *Run) writeJSON(path string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	data = r.redactor().RedactJSON(data)
+	var b bytes.Buffer
+	if err := json.Indent(&b, data, "", "  "); err != nil {
+		return err
+	}
+	b.WriteByte('\n')
+	return rundir.WriteFile(path, b.Bytes())
+}
+
+// writeText writes a text file of the run with its secrets redacted.
+func (r *Run) writeText(path string, data []byte) error {
+	red := r.redactor()
+	if red.Active() {
+		data = []byte(red.Redact(string(data)))
+	}
+	return rundir.WriteFile(path, data)
+}
+
+// redactNotice returns n with secrets redacted from what it says.
+func (r *Run) redactNotice(n Notice) Notice {
+	red := r.redactor()
+	if !red.Active() {
+		return n
+	}
+	n.Message = red.Redact(n.Message)
+	if n.Event != nil {
+		ev := *n.Event
+		ev.Data = red.RedactJSON(ev.Data)
+		n.Event = &ev
+	}
+	return n
+}
+
+// redactingCache keeps secrets out of cache entries.
+type redactingCache struct {
+	Cache
+	red *journal.Redactor
+}
+
+func (c redactingCache) Put(key string, rep kit.Reply) {
+	_ = redactValue(c.red, &rep)
+	c.Cache.Put(key, rep)
+}

@@ -1,0 +1,76 @@
+package spec
+
+import (
+	"io/fs"
+	"sort"
+)
+
+// BudgetPlan is what a run may spend: limits on the whole run and on the
+// calls of single nodes. A zero BudgetPlan limits nothing.
+type BudgetPlan struct {
+	Run   BudgetLimits
+	Nodes map[string]BudgetLimits
+}
+
+// Empty reports whether the budget limits nothing.
+func (b BudgetPlan) Empty() bool { return b.Run.Empty() && len(b.Nodes) == 0 }
+
+// Empty reports whether no limit is set.
+func (l BudgetLimits) Empty() bool {
+	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil
+}
+
+// NodeIDs are the nodes with limits of their own, sorted.
+func (b BudgetPlan) NodeIDs() []string {
+	ids := make([]string, 0, len(b.Nodes))
+	for id := range b.Nodes {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// budget compiles budget:, checking that the nodes it names exist.
+func (c *compiler) budget() {
+	b := c.file.Budget
+	c.plan.Budget = BudgetPlan{Run: b.BudgetLimits}
+	for _, k := range b.Nodes.Keys {
+		if !c.file.Nodes.Has(k.V) {
+			c.r.errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, didYouMean(k.V, c.file.Nodes.Names()))
+			continue
+		}
+		if c.plan.Budget.Nodes == nil {
+			c.plan.Budget.Nodes = map[string]BudgetLimits{}
+		}
+		c.plan.Budget.Nodes[k.V] = *b.Nodes.Values[k.V]
+	}
+}
+
+// Library is a template library a spec used, with the files read from it:
+// what a run saves so that it resumes with the same prompts.
+type Library struct {
+	// Use is the name the spec's templates: list gives the library.
+	Use string
+	// Name starts the names of its templates (LIBRARY/NAME).
+	Name string
+	// Origin is "library:NAME" for a library built into runner, else the
+	// folder it was read from.
+	Origin string
+	// Files are the library's template, schema and preset files by name.
+	Files map[string][]byte
+}
+
+// CompileOptions change where Compile reads from.
+type CompileOptions struct {
+	// Libraries stand in for the template libraries the spec uses, by the
+	// name its templates: list gives them (a run's saved copies).
+	Libraries map[string]fs.FS
+	// Overrides are the run's values that change what compiles (see
+	// Plan.Specialize).
+	Overrides Overrides
+}
+
+// CompileWith is Compile reading template libraries as opts says.
+func CompileWith(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, Diagnostics) {
+	return compile(path, data, reg, opts)
+}
