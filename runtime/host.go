@@ -112,7 +112,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 	}
 	r.countCall(string(source))
-	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID}, model, rep, c.Messages)
+	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID, call: call.Key}, model, rep, c.Messages)
 	h.noteReply(call.Key, rep.Content)
 	return rep, nil
 }

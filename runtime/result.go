@@ -63,7 +63,7 @@ type usageBook struct {
 	mu     sync.Mutex
 	report UsageReport
 	// recent are each agent's latest requests (see prefixTokens).
-	recent map[string][][]kit.ChatMessage
+	recent map[string][]recentRequest
 }
 
 func newUsageBook() *usageBook {
@@ -78,6 +78,8 @@ type usageKey struct {
 	node, agent string
 	round       int
 	goal        string
+	// call is the call key; see prefixTokens.
+	call string
 }
 
 // add counts a call: its reply's usage, and the prompt tokens of its
@@ -111,7 +113,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	prefix = b.prefixTokens(k.agent, request, rep.PromptTokens)
+	prefix = b.prefixTokens(k.agent, k.call, request, rep.PromptTokens)
 	b.report.Total = one(b.report.Total)
 	b.report.ByNode[k.node] = one(b.report.ByNode[k.node])
 	if k.agent != "" {
