@@ -149,8 +149,8 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 	return nil
 }
 
-// runNode executes one node in a scope and stores its result.
-func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
+// execNode executes one node in a scope and stores its result.
+func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
 	exec, err := kit.Of(node)
 	if err != nil {
 		return spec.NodeResult{}, err

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -59,7 +60,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if model == nil {
 		model = c.Agent.Model
 	}
-	call := &calls.Call{Key: h.prefix + "/" + c.Key, Node: h.node.ID, Model: model, Kit: c}
+	call := &calls.Call{Key: h.prefix + "/" + c.Key, Node: h.node.ID, Model: model, Kit: c, Round: h.scope.Round, Goal: h.scope.Goal.ID}
 	if c.Agent != nil {
 		call.Agent = c.Agent.ID
 	}
@@ -82,7 +83,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 		r.dry.calls.Add(1)
 	}
-	rep, source, err := r.chain.Complete(calls.WithKey(ctx, call.Key), call)
+	rep, source, err := r.chain.Complete(calls.WithCall(ctx, call), call)
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return kit.Reply{}, ctx.Err()
@@ -180,7 +181,8 @@ func (r *Run) buildChain() calls.Stage {
 		}
 		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
 	}
-	return calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain)
+	// Tracing goes first, so calls answered from the journal get a span too.
+	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
 }
 
 func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {

@@ -498,6 +498,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	started := time.Now()
+	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		runErr = ErrInterrupted
@@ -561,6 +562,7 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if r.lock != nil {
 		_ = r.lock.Unlock()
 	}
+	r.endRunSpan(span, res, runErr)
 	return res, runErr
 }
 

@@ -301,3 +301,10 @@ func exprErrorPos(base Pos, err error) (Pos, string) {
 	}
 	return pos, fe.Message
 }
+
+// ExprFunctions returns the functions every expression of a spec may
+// call beyond expr's builtins, for tools that compile expressions of their
+// own over a run (the assertions of spec tests).
+func ExprFunctions() []expr.Option {
+	return append([]expr.Option(nil), exprFunctions...)
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -34,6 +35,8 @@ type experimentFlags struct {
 	Repeat        int      `default:"1" placeholder:"N" help:"Run each combination N times, each with its own samples."`
 	Dataset       string   `placeholder:"FILE.jsonl" help:"Run once per line: a line's fields are inputs; its 'expected' (or 'answer') is scored with the spec's score."`
 	Parallel      int      `default:"4" placeholder:"N" help:"Runs of a sweep at once (endpoint limits hold across them)."`
+	FailUnder     *float64 `name:"fail-under" placeholder:"X" help:"With --dataset: exit 7 when the accuracy (0-1) is below X, for CI."`
+	FailUnderOn   string   `name:"fail-under-on" enum:"mean,lower" default:"mean" help:"What --fail-under compares with X: the accuracy (mean) or the lower end of its 95% interval (lower)."`
 }
 
 const experimentsHelp = `
@@ -63,6 +66,17 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 	}
 	if c.Parallel < 1 {
 		return usageErrorf("--parallel %d: give a count of at least 1", c.Parallel)
+	}
+	if c.FailUnder != nil {
+		if c.Dataset == "" {
+			return usageErrorf("--fail-under gates the accuracy of a --dataset sweep; give --dataset")
+		}
+		if *c.FailUnder < 0 || *c.FailUnder > 1 {
+			return usageErrorf("--fail-under %g: give an accuracy between 0 and 1", *c.FailUnder)
+		}
+		if plan.Score == nil {
+			return usageErrorf("--fail-under: the spec has no score expression, so its runs have no accuracy")
+		}
 	}
 	if c.Replay != "" {
 		if c.sweeping() {
@@ -253,7 +267,9 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
 		}
 	}
+	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
 	sum, err := sweep.Sweep(ctx, plan, so)
+	span.End(err)
 	if sum == nil {
 		return runError(err)
 	}
@@ -284,6 +300,28 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	case sum.Waiting > 0:
 		return withCode(exitWaiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
 	}
+	if c.FailUnder != nil {
+		return c.gate(e, sum)
+	}
+	return nil
+}
+
+// gate fails a dataset sweep whose accuracy (or the lower end of its
+// interval) is below --fail-under.
+func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
+	a := sum.Accuracy
+	if a == nil {
+		return withCode(exitGate, fmt.Errorf("--fail-under %g: no run was scored", *c.FailUnder))
+	}
+	value, what := a.Mean, "accuracy"
+	if c.FailUnderOn == "lower" {
+		value, what = a.Low, "lower end of the accuracy's 95% interval"
+	}
+	data := map[string]any{"value": value, "on": c.FailUnderOn, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
+	if value < *c.FailUnder {
+		return withCode(exitGate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, *c.FailUnder, a))
+	}
+	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g", what, value, *c.FailUnder))
 	return nil
 }
 

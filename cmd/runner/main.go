@@ -10,6 +10,7 @@ import (
 	"github.com/alecthomas/kong"
 
 	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -22,6 +23,9 @@ const (
 	exitInvalid  = 4
 	exitWaiting  = 5
 	exitBudget   = 6
+	// exitGate is a CI gate that failed: a dataset's accuracy below
+	// --fail-under, or runs worse than compare's --baseline.
+	exitGate = 7
 )
 
 // exitError carries the exit code a command failed with.
@@ -53,6 +57,8 @@ type env struct {
 	// jsonLines is set by a command given --json: everything it writes to
 	// stderr is then a JSON line (see say).
 	jsonLines bool
+	// tracer traces runs when OTEL_* variables ask for it (startTracing).
+	tracer *tracing.Tracer
 }
 
 // say writes a line for the user on stderr: text, or under --json the
@@ -78,16 +84,19 @@ func (e *env) sayDiagnostics(diags spec.Diagnostics) {
 }
 
 type cli struct {
-	Validate validateCmd `cmd:"" help:"Check specs: schema, references, templates and expressions."`
-	Run      runCmd      `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
-	Resume   resumeCmd   `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
-	Runs     runsCmd     `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
-	Compare  compareCmd  `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
-	View     viewCmd     `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
-	Cache    cacheCmd    `cmd:"" help:"Show or clear the response cache."`
-	Graph    graphCmd    `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
-	Schema   schemaCmd   `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
-	Version  versionCmd  `cmd:"" help:"Print the runner version."`
+	Validate   validateCmd   `cmd:"" help:"Check specs: schema, references, templates and expressions."`
+	Run        runCmd        `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
+	Resume     resumeCmd     `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
+	Runs       runsCmd       `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
+	Compare    compareCmd    `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
+	View       viewCmd       `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
+	Cache      cacheCmd      `cmd:"" help:"Show or clear the response cache."`
+	Test       testCmd       `cmd:"" help:"Run spec tests offline: scripted replies, assertions, golden prompts."`
+	Init       initCmd       `cmd:"" help:"Start a project: a working spec, its test, .env.example and the schemas."`
+	Graph      graphCmd      `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
+	Schema     schemaCmd     `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
+	Version    versionCmd    `cmd:"" help:"Print the runner version."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 }
 
 const description = `runner runs multi-agent LLM debates described in YAML.
@@ -98,7 +107,7 @@ runs it against any OpenAI-compatible endpoint and leaves a replayable record.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 model endpoint failure after
 retries, 4 invalid spec, 5 run waiting for human input, 6 run stopped at its
-budget.
+budget, 7 a CI gate failed (--fail-under, compare --baseline).
 
 Examples:
   runner validate examples/*/spec.yaml
@@ -126,7 +135,10 @@ func run(args []string, e *env) int {
 		fmt.Fprintln(e.stderr, "runner:", err)
 		return exitFailure
 	}
-	code, done := parseArgs(parser, args, e)
+	if len(args) > 0 && args[0] == completeCommand {
+		return complete(parser.Model, args[1:], e)
+	}
+	code, done := parseArgs(parser, goTestFlags(args), e)
 	if done {
 		return code
 	}

@@ -3,8 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/schemas"
 )
 
@@ -23,7 +26,10 @@ func Version() string {
 }
 
 type schemaCmd struct {
-	Result bool `name:"result" help:"Print the schema of result.json instead."`
+	Result bool   `name:"result" help:"Print the schema of result.json instead."`
+	Test   bool   `name:"test" help:"Print the schema of spec test files (NAME.test.yaml) instead."`
+	Write  bool   `name:"write" help:"Write the schemas of specs and test files into --dir instead of printing one (refreshes what runner init wrote)."`
+	Dir    string `name:"dir" default:"schemas" placeholder:"DIR" help:"Where --write puts spec.schema.json and test.schema.json."`
 }
 
 func (schemaCmd) Help() string {
@@ -33,17 +39,42 @@ for completion and help, e.g. with a first line in the spec:
   # yaml-language-server: $schema=../../schemas/spec.schema.json
 
 With --result, prints the schema of result.json (its format_version is the
-version of the format the schema describes), for tools that read runs.
+version of the format the schema describes), for tools that read runs; with
+--test, the schema of spec test files. --write refreshes the schema files
+of a project (those runner init wrote) after an upgrade of runner.
 
 Examples:
   runner schema > spec.schema.json
-  runner schema --result > result.schema.json`
+  runner schema --result > result.schema.json
+  runner schema --write`
 }
 
 func (c schemaCmd) Run(e *env) error {
+	if c.Write {
+		if c.Result || c.Test {
+			return usageErrorf("--write writes the schemas of specs and test files; it takes neither --result nor --test")
+		}
+		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+			return usageErrorf("--dir %s: %v", c.Dir, err)
+		}
+		for name, data := range map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test} {
+			p := filepath.Join(c.Dir, name)
+			if err := writeProjectFile(p, data); err != nil {
+				return withCode(exitFailure, err)
+			}
+			fmt.Fprintf(e.stderr, "wrote %s\n", p)
+		}
+		return nil
+	}
+	if c.Result && c.Test {
+		return usageErrorf("--result and --test: choose one")
+	}
 	data := schemas.Spec
-	if c.Result {
+	switch {
+	case c.Result:
 		data = schemas.Result
+	case c.Test:
+		data = schemas.Test
 	}
 	_, err := e.stdout.Write(data)
 	return err
@@ -69,4 +100,13 @@ func toJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(data)
+}
+
+// writeProjectFile writes a file of the user's project atomically, readable by all as
+// files in a repository are (rundir.WriteFile keeps run files private).
+func writeProjectFile(path string, data []byte) error {
+	if err := rundir.WriteFile(path, data); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o644)
 }

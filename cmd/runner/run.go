@@ -80,6 +80,7 @@ func (c *runCmd) Run(e *env) error {
 	if err := c.experimentOptions(e, plan, &opts); err != nil {
 		return err
 	}
+	defer e.startTracing()()
 	var v *viewServer
 	if c.View {
 		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
@@ -217,7 +218,7 @@ func isTerminal(w any) bool {
 func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	res, err := r.Execute(ctx)
+	res, err := r.Execute(e.traced(ctx))
 	if res != nil && len(res.OutputOrder) > 0 && res.Status == runtime.StatusCompleted {
 		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
@@ -324,6 +325,7 @@ func (c *resumeCmd) Run(e *env) error {
 	if sweep.IsSweepDir(c.Dir) {
 		return c.resumeSweep(e, opts)
 	}
+	defer e.startTracing()()
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
 		var se *runtime.SpecError

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -162,8 +163,10 @@ func (c *runsCmd) Run(e *env) error {
 }
 
 type compareCmd struct {
-	Runs []string `arg:"" name:"RUN" help:"Run directories, or sweep directories (all their runs)."`
-	CSV  bool     `name:"csv" help:"Print CSV instead of Markdown."`
+	Runs     []string `arg:"" name:"RUN" help:"Run directories, or sweep directories (all their runs)."`
+	CSV      bool     `name:"csv" help:"Print CSV instead of Markdown."`
+	Baseline string   `name:"baseline" placeholder:"RUN" help:"A run or sweep directory to gate against: exit 7 when one of the others scores worse than it by more than --margin."`
+	Margin   float64  `name:"margin" default:"0" placeholder:"X" help:"How much worse than --baseline a score (a run's score, a sweep's accuracy) may be."`
 }
 
 func (compareCmd) Help() string {
@@ -172,16 +175,31 @@ outputs, expected values and scores, status and usage. A sweep directory stands
 for all its runs; with sweeps, their accuracy (mean score with a 95% confidence
 interval) and call counts are listed too.
 
+With --baseline, compare is a CI gate: it exits 7 when a run or sweep scores
+worse than the baseline by more than --margin (a sweep's score is its
+accuracy, a run's its score).
+
 Examples:
   runner compare runs/<run-a> runs/<run-b>
   runner compare runs/sweep-<debate-id> runs/sweep-<baseline-id>
-  runner compare runs/sweep-<id> --csv > sweep.csv`
+  runner compare runs/sweep-<id> --csv > sweep.csv
+  runner compare runs/sweep-<new> --baseline runs/sweep-<old> --margin 0.05`
 }
 
 func (c *compareCmd) Run(e *env) error {
 	var runs []runInfo
 	var sweeps []*sweep.Summary
-	for _, arg := range c.Runs {
+	args := c.Runs
+	if c.Baseline != "" {
+		if c.Margin < 0 {
+			return usageErrorf("--margin %g: give a margin of at least 0", c.Margin)
+		}
+		args = append([]string{c.Baseline}, without(c.Runs, c.Baseline)...)
+		if len(args) < 2 {
+			return usageErrorf("--baseline %s: give at least one other run or sweep to compare with it", c.Baseline)
+		}
+	}
+	for _, arg := range args {
 		if _, err := os.Stat(filepath.Join(arg, "summary.json")); err == nil {
 			sum, err := sweep.Load(arg)
 			if err != nil {
@@ -230,7 +248,68 @@ func (c *compareCmd) Run(e *env) error {
 		}
 		fmt.Fprint(e.stdout, "\n"+st.Markdown(0))
 	}
+	if c.Baseline != "" {
+		return c.gate(e, args)
+	}
 	return nil
+}
+
+func without(list []string, s string) []string {
+	var out []string
+	for _, x := range list {
+		if filepath.Clean(x) != filepath.Clean(s) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// gate compares every run or sweep with the baseline (args[0]) and fails
+// when one scores worse than it by more than the margin.
+func (c *compareCmd) gate(e *env, args []string) error {
+	base, err := scoreOf(args[0])
+	if err != nil {
+		return usageErrorf("--baseline %s: %v", args[0], err)
+	}
+	var worse []string
+	for _, arg := range args[1:] {
+		s, err := scoreOf(arg)
+		if err != nil {
+			return usageErrorf("%s: %v", arg, err)
+		}
+		line := fmt.Sprintf("%s: %.3f against the baseline's %.3f (%+.3f)", arg, s, base, s-base)
+		if base-s > c.Margin+1e-12 {
+			worse = append(worse, line)
+			continue
+		}
+		e.say("gate", map[string]any{"run": arg, "score": s, "baseline": base, "margin": c.Margin, "passed": true}, "gate passed: "+line)
+	}
+	if len(worse) > 0 {
+		return withCode(exitGate, fmt.Errorf("gate failed: worse than the baseline %s by more than %g:\n  %s", args[0], c.Margin, strings.Join(worse, "\n  ")))
+	}
+	return nil
+}
+
+// scoreOf is what the gate compares: a sweep's accuracy, a run's score.
+func scoreOf(dir string) (float64, error) {
+	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
+		sum, err := sweep.Load(dir)
+		if err != nil {
+			return 0, err
+		}
+		if sum.Accuracy == nil {
+			return 0, errors.New("the sweep has no scored runs, so no accuracy to compare")
+		}
+		return sum.Accuracy.Mean, nil
+	}
+	res, err := readRunResult(dir)
+	if err != nil {
+		return 0, err
+	}
+	if res.Score == nil {
+		return 0, errors.New("the run has no score (it needs a dataset line's expected value and the spec's score)")
+	}
+	return *res.Score, nil
 }
 
 // compareTable lays runs side by side. Vars and inputs are shown when they

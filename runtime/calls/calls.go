@@ -27,6 +27,10 @@ type Call struct {
 	Key string
 	// Node and Agent say whose call it is ("" for no agent).
 	Node, Agent string
+	// Round and Goal are where in the flow the call is made: the innermost
+	// loop's counter (0 outside loops) and the goal's id ("" outside goals).
+	Round int
+	Goal  string
 	// Model is the model configuration the call uses.
 	Model *spec.ModelPlan
 	// BaseURL is where the model's endpoint is reached in this run.
@@ -180,14 +184,34 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 
 type keyCtx struct{}
 
+type callCtx struct{}
+
 // WithKey returns a context that carries a call's key to what serves it:
 // the HTTP transport of a request, a tracer.
 func WithKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, keyCtx{}, key)
 }
 
+// WithCall returns a context that carries the call itself (and so its key)
+// to what serves it: a scripted transport answers by its node, agent and
+// prompt. What is served must not change the call.
+func WithCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, callCtx{}, c)
+}
+
+// CallFrom returns the call a context carries, or nil.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callCtx{}).(*Call)
+	return c
+}
+
 // KeyFrom returns the call key a context carries, or "".
 func KeyFrom(ctx context.Context) string {
-	k, _ := ctx.Value(keyCtx{}).(string)
-	return k
+	if k, ok := ctx.Value(keyCtx{}).(string); ok {
+		return k
+	}
+	if c := CallFrom(ctx); c != nil {
+		return c.Key
+	}
+	return ""
 }

@@ -14,26 +14,37 @@ func (c *Client) admit(ctx context.Context, cost int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	waited := waitsOf(ctx)
 	if c.slots != nil {
 		select {
 		case c.slots <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for a concurrency slot: %w", ctx.Err())
+		default:
+			start := time.Now()
+			select {
+			case c.slots <- struct{}{}:
+				waited.report("max_concurrency", start)
+			case <-ctx.Done():
+				return fmt.Errorf("waiting for a concurrency slot: %w", ctx.Err())
+			}
 		}
 	}
 	if c.rpm != nil {
+		start := time.Now()
 		if err := c.rpm.Wait(ctx); err != nil {
 			c.release()
 			return rateWaitError(ctx, "request", err)
 		}
+		waited.report("requests_per_minute", start)
 	}
 	if c.tpm != nil {
+		start := time.Now()
 		// A request larger than a minute's budget can never fit the bucket;
 		// it waits for a full bucket instead of failing or blocking forever.
 		if err := c.tpm.WaitN(ctx, min(cost, c.tpm.Burst())); err != nil {
 			c.release()
 			return rateWaitError(ctx, "token", err)
 		}
+		waited.report("tokens_per_minute", start)
 	}
 	return nil
 }

@@ -655,7 +655,6 @@
       el("h3", {}, "By agent"), table(head, usageRows(st.usageBy(c => c.agent || "(none)"), k => st.agent(k).name), { num: n }),
       el("h3", {}, "By node"), table(head, usageRows(st.usageBy(c => c.node), k => k), { num: n }),
       el("h3", {}, "By round"), table(head, usageRows(st.usageBy(c => c.round ? "round " + c.round : (c.goal ? "goal " + c.goal : "outside loops")), k => k), { num: n }),
-      el("h3", {}, "By goal"), table(head, usageRows(st.usageBy(c => c.goal ? "goal " + c.goal : "outside goals"), k => k), { num: n }),
       el("h3", {}, "Answered by"), table(head, usageRows(sources, k => k), { num: n }),
       el("p", { class: "note" }, `Total: ${num(t.calls)} calls, ${num(t.prompt)} prompt and ${num(t.completion)} completion tokens${t.cost ? ", " + cost(t.cost, t.priced) : ""}. Calls count repairs and tool round trips.`),
     ];

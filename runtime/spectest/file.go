@@ -1,0 +1,541 @@
+// Package spectest runs spec test files (`runner test`): each case runs a
+// spec offline, its model calls answered by a script at the HTTP level
+// (runtime/scripted), and checks the run with expr assertions and,
+// optionally, golden files of the rendered prompts.
+package spectest
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"gopkg.in/yaml.v3"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/scripted"
+)
+
+// Suffix ends the name of a test file: spec.test.yaml tests spec.yaml.
+const Suffix = ".test.yaml"
+
+//go:embed schema.json
+var schemaSource []byte
+
+// Schema returns the JSON Schema (draft 2020-12) of test files, as
+// published in schemas/test.schema.json.
+func Schema() []byte { return append([]byte(nil), schemaSource...) }
+
+// File is a test file as written.
+type File struct {
+	Schema  string         `yaml:"$schema"`
+	Spec    string         `yaml:"spec"`
+	Strict  bool           `yaml:"strict"`
+	Golden  bool           `yaml:"golden"`
+	Inputs  map[string]any `yaml:"inputs"`
+	Vars    map[string]any `yaml:"vars"`
+	Replies []Entry        `yaml:"replies"`
+	Cases   []Case         `yaml:"cases"`
+}
+
+// Case is one test case as written.
+type Case struct {
+	Name        string            `yaml:"name"`
+	Description string            `yaml:"description"`
+	Inputs      map[string]any    `yaml:"inputs"`
+	Vars        map[string]any    `yaml:"vars"`
+	Seed        *int64            `yaml:"seed"`
+	Answers     map[string]string `yaml:"answers"`
+	Strict      *bool             `yaml:"strict"`
+	Golden      *bool             `yaml:"golden"`
+	Replies     []Entry           `yaml:"replies"`
+	Expect      []Source          `yaml:"expect"`
+
+	line, col int
+}
+
+// UnmarshalYAML keeps the case's position.
+func (c *Case) UnmarshalYAML(n *yaml.Node) error {
+	type plain Case
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*c = Case(p)
+	c.line, c.col = n.Line, n.Column
+	return nil
+}
+
+// Source is a text of the file with the place it starts at: an assertion
+// or a pattern, so that errors about it name FILE:LINE:COL.
+type Source struct {
+	Text string
+	// Line and Col are where the text's first character is.
+	Line, Col int
+	// Block is set for a block scalar, whose text starts on the next line.
+	Block bool
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (s *Source) UnmarshalYAML(n *yaml.Node) error {
+	if err := n.Decode(&s.Text); err != nil {
+		return err
+	}
+	s.Line, s.Col = n.Line, n.Column
+	switch n.Style {
+	case yaml.DoubleQuotedStyle, yaml.SingleQuotedStyle:
+		s.Col++
+	case yaml.LiteralStyle, yaml.FoldedStyle:
+		s.Block = true
+		s.Line++
+		s.Col = n.Column + 2
+	}
+	return nil
+}
+
+// at is the position of the text's character at line and col (1-based,
+// within the text).
+func (s Source) at(line, col int) (int, int) {
+	if line <= 1 {
+		return s.Line, s.Col + max(col, 1) - 1
+	}
+	return s.Line + line - 1, max(col, 1)
+}
+
+// Entry is a reply entry as written.
+type Entry struct {
+	Node    string  `yaml:"node"`
+	Agent   string  `yaml:"agent"`
+	Round   *int    `yaml:"round"`
+	Goal    string  `yaml:"goal"`
+	Key     *Source `yaml:"key"`
+	Prompt  *Source `yaml:"prompt"`
+	Reply   *Reply  `yaml:"reply"`
+	Replies []Reply `yaml:"replies"`
+
+	line, col int
+}
+
+// UnmarshalYAML keeps the entry's position.
+func (e *Entry) UnmarshalYAML(n *yaml.Node) error {
+	type plain Entry
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*e = Entry(p)
+	e.line, e.col = n.Line, n.Column
+	return nil
+}
+
+// Reply is a reply as written: a text, or a mapping.
+type Reply struct {
+	scripted.Reply
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (r *Reply) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&r.Content)
+	}
+	var w struct {
+		Content   string `yaml:"content"`
+		ToolCalls []struct {
+			Name      string    `yaml:"name"`
+			ID        string    `yaml:"id"`
+			Arguments yaml.Node `yaml:"arguments"`
+		} `yaml:"tool_calls"`
+		FinishReason     string   `yaml:"finish_reason"`
+		PromptTokens     int      `yaml:"prompt_tokens"`
+		CompletionTokens int      `yaml:"completion_tokens"`
+		Status           int      `yaml:"status"`
+		Message          string   `yaml:"message"`
+		RetryAfter       *float64 `yaml:"retry_after"`
+		Timeout          bool     `yaml:"timeout"`
+		Reset            bool     `yaml:"reset"`
+		Raw              string   `yaml:"raw"`
+	}
+	if err := n.Decode(&w); err != nil {
+		return err
+	}
+	r.Reply = scripted.Reply{Content: w.Content, FinishReason: w.FinishReason, PromptTokens: w.PromptTokens, CompletionTokens: w.CompletionTokens,
+		Status: w.Status, Message: w.Message, Timeout: w.Timeout, Reset: w.Reset, Raw: w.Raw}
+	if w.RetryAfter != nil {
+		r.RetryAfter = strconv.FormatFloat(*w.RetryAfter, 'f', -1, 64)
+	}
+	for _, tc := range w.ToolCalls {
+		args := "{}"
+		switch {
+		case tc.Arguments.Kind == 0:
+		case tc.Arguments.Kind == yaml.ScalarNode && tc.Arguments.Tag == "!!str":
+			args = tc.Arguments.Value
+		default:
+			var v any
+			if err := tc.Arguments.Decode(&v); err != nil {
+				return err
+			}
+			data, err := json.Marshal(jsonValue(v))
+			if err != nil {
+				return fmt.Errorf("line %d: tool call arguments: %w", tc.Arguments.Line, err)
+			}
+			args = string(data)
+		}
+		r.ToolCalls = append(r.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: args})
+	}
+	return nil
+}
+
+// Test is a loaded test file: its cases with their scripts and compiled
+// assertions, not yet bound to the spec.
+type Test struct {
+	// Path is the test file, SpecPath the spec it tests.
+	Path, SpecPath string
+	File           File
+}
+
+// Error is a problem with a test file at a position.
+type Error struct {
+	Path      string
+	Line, Col int
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.Path, e.Line, e.Col, e.Msg)
+}
+
+// Errors are the problems of a test file.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// maxFileBytes bounds a test file; scripts of long debates are large, but
+// not this large.
+const maxFileBytes = 16 << 20
+
+// Load reads and checks a test file against its schema.
+func Load(path string) (*Test, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFileBytes {
+		return nil, &Error{Path: path, Msg: fmt.Sprintf("the file is larger than %d MiB", maxFileBytes>>20)}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, &Error{Path: path, Line: yamlErrorLine(err), Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	if len(root.Content) == 0 {
+		return nil, &Error{Path: path, Msg: "the file is empty; it needs cases"}
+	}
+	doc := root.Content[0]
+	if errs := validate(path, doc); len(errs) > 0 {
+		return nil, errs
+	}
+	t := &Test{Path: path}
+	if err := doc.Decode(&t.File); err != nil {
+		return nil, &Error{Path: path, Line: yamlErrorLine(err), Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	spec := t.File.Spec
+	if spec == "" {
+		base := filepath.Base(path)
+		if !strings.HasSuffix(base, Suffix) {
+			return nil, &Error{Path: path, Line: doc.Line, Col: doc.Column, Msg: "the file does not end in " + Suffix + ", so it must name its spec with spec:"}
+		}
+		spec = strings.TrimSuffix(base, Suffix) + ".yaml"
+	}
+	t.SpecPath = spec
+	if !filepath.IsAbs(spec) {
+		t.SpecPath = filepath.Join(filepath.Dir(path), spec)
+	}
+	seen := map[string]int{}
+	for i, c := range t.File.Cases {
+		id := CaseID(c.Name)
+		if j, dup := seen[id]; dup {
+			return nil, &Error{Path: path, Line: c.line, Col: c.col, Msg: fmt.Sprintf("case %q has the name of case %d (%q)", c.Name, j+1, t.File.Cases[j].Name)}
+		}
+		seen[id] = i
+	}
+	return t, nil
+}
+
+// CaseID is a case's name as -run matches it and files are named after
+// it: spaces become underscores, as go test names subtests.
+func CaseID(name string) string {
+	return strings.Join(strings.Fields(name), "_")
+}
+
+// script builds a case's script: its own entries, then the file's.
+func (t *Test) script(c *Case) (scripted.Script, error) {
+	s := scripted.Script{Strict: t.File.Strict}
+	if c.Strict != nil {
+		s.Strict = *c.Strict
+	}
+	var errs Errors
+	for _, list := range [][]Entry{c.Replies, t.File.Replies} {
+		for _, e := range list {
+			se := scripted.Entry{Where: fmt.Sprintf("%s:%d:%d", t.Path, e.line, e.col)}
+			se.Match = scripted.Match{Node: e.Node, Agent: e.Agent, Goal: e.Goal, Round: e.Round}
+			for _, p := range []struct {
+				src *Source
+				re  **regexp.Regexp
+			}{{e.Key, &se.Match.Key}, {e.Prompt, &se.Match.Prompt}} {
+				if p.src == nil {
+					continue
+				}
+				re, err := regexp.Compile(p.src.Text)
+				if err != nil {
+					errs = append(errs, &Error{Path: t.Path, Line: p.src.Line, Col: p.src.Col, Msg: "invalid regular expression: " + err.Error()})
+					continue
+				}
+				*p.re = re
+			}
+			if e.Reply != nil {
+				se.Always = true
+				se.Replies = []scripted.Reply{e.Reply.Reply}
+			}
+			for _, r := range e.Replies {
+				se.Replies = append(se.Replies, r.Reply)
+			}
+			s.Entries = append(s.Entries, se)
+		}
+	}
+	if len(errs) > 0 {
+		return s, errs
+	}
+	return s, nil
+}
+
+var (
+	yamlLine   = regexp.MustCompile(`line (\d+)`)
+	notAllowed = regexp.MustCompile(`^additionalProperties '([^']*)' not allowed`)
+)
+
+func yamlErrorLine(err error) int {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+// validate checks a test file's YAML against the schema, reporting each
+// problem at the position of the value it is about.
+func validate(path string, doc *yaml.Node) Errors {
+	pos := map[string][2]int{}
+	v, err := toJSON(doc, "", pos)
+	if err != nil {
+		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
+	}
+	err = compiledSchema().Validate(v)
+	var ve *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		return nil
+	}
+	var errs Errors
+	seen := map[string]bool{}
+	for _, l := range leaves(ve) {
+		p, ok := pos[l.InstanceLocation]
+		// A property that is not allowed is shown where it is written.
+		if m := notAllowed.FindStringSubmatch(l.Message); m != nil {
+			if kp, ok := pos[l.InstanceLocation+"/"+m[1]]; ok {
+				p = kp
+			}
+		}
+		if !ok {
+			p = [2]int{doc.Line, doc.Column}
+		}
+		msg := l.Message
+		// `a: b` in a plain scalar is a mapping to YAML: an assertion
+		// comparing with a mapping literal, or a pattern with ": ".
+		if strings.HasSuffix(msg, "expected string, but got object") {
+			msg += ` (YAML reads a text holding ": " as a mapping; quote the text with ' or write it as a block after |)`
+		}
+		if l.InstanceLocation != "" {
+			msg = describe(l.InstanceLocation) + ": " + msg
+		}
+		if seen[msg] {
+			continue
+		}
+		seen[msg] = true
+		errs = append(errs, &Error{Path: path, Line: p[0], Col: p[1], Msg: msg})
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].Line != errs[j].Line {
+			return errs[i].Line < errs[j].Line
+		}
+		return errs[i].Col < errs[j].Col
+	})
+	return errs
+}
+
+// leaves are the most specific failures: for a oneOf, those of the branch
+// that got furthest into the value.
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var all []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		all = append(all, leaves(c)...)
+	}
+	if strings.HasSuffix(ve.KeywordLocation, "/oneOf") {
+		deepest := 0
+		for _, l := range all {
+			deepest = max(deepest, strings.Count(l.InstanceLocation, "/"))
+		}
+		var keep []*jsonschema.ValidationError
+		for _, l := range all {
+			if strings.Count(l.InstanceLocation, "/") == deepest {
+				keep = append(keep, l)
+			}
+		}
+		// Of a string-or-mapping value that is neither, say only what the
+		// mapping lacks when it is a mapping.
+		if len(keep) > 1 {
+			var notType []*jsonschema.ValidationError
+			for _, l := range keep {
+				if !strings.HasSuffix(l.KeywordLocation, "/type") {
+					notType = append(notType, l)
+				}
+			}
+			if len(notType) > 0 {
+				keep = notType
+			}
+		}
+		return keep
+	}
+	return all
+}
+
+// describe names a JSON pointer for a message: cases[2].expect[0].
+func describe(ptr string) string {
+	var b strings.Builder
+	for _, part := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		if _, err := strconv.Atoi(part); err == nil {
+			b.WriteString("[" + part + "]")
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(part)
+	}
+	return b.String()
+}
+
+var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	if err := c.AddResource("test.schema.json", bytes.NewReader(schemaSource)); err != nil {
+		panic("spectest: " + err.Error())
+	}
+	return c.MustCompile("test.schema.json")
+})
+
+// toJSON turns a YAML tree into the values JSON Schema validates,
+// recording where each value is by its JSON pointer.
+func toJSON(n *yaml.Node, ptr string, pos map[string][2]int) (any, error) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	pos[ptr] = [2]int{n.Line, n.Column}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return toJSON(n.Content[0], ptr, pos)
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "<<" {
+				return nil, fmt.Errorf("line %d: merge keys (<<) are not supported in test files", k.Line)
+			}
+			p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k.Value, "~", "~0"), "/", "~1")
+			val, err := toJSON(v, p, pos)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = val
+			// A value's problem is reported at its key, which a
+			// property that is not allowed has nothing but.
+			pos[p] = [2]int{k.Line, k.Column}
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			v, err := toJSON(c, ptr+"/"+strconv.Itoa(i), pos)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	return jsonValue(v), nil
+}
+
+// jsonValue converts what YAML decodes into what JSON Schema validates:
+// whole numbers as json.Number-like float64 and mappings with string keys.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case uint64:
+		return float64(x)
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return fmt.Sprint(x)
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = jsonValue(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e)
+		}
+		return out
+	}
+	return v
+}
