@@ -88,6 +88,11 @@ func newDetached(plan *spec.Plan, opts Options, stage calls.Stage) (*Run, error)
 	if err != nil {
 		return nil, err
 	}
+	// Replicas and model overrides change the plan itself, for embedded
+	// runs as for dry ones.
+	if plan, err = specialize(plan, vars, opts.Models); err != nil {
+		return nil, err
+	}
 	r := newRun(plan, opts)
 	r.inputs, r.vars = inputs, vars
 	r.seed = 1

@@ -114,7 +114,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 	}
 	r.countCall(string(source))
-	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID}, model, rep)
+	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID, call: call.Key}, model, rep, c.Messages)
 	h.noteReply(call.Key, rep.Content)
 	return rep, nil
 }
@@ -608,6 +608,12 @@ func (h *host) Event(typ, key string, data any) error {
 }
 
 func (h *host) Warn(format string, args ...any) { h.run.warn(format, args...) }
+
+func (h *host) RandFor(key string) *rand.Rand {
+	f := fnv.New64a()
+	f.Write([]byte(h.prefix + "/" + key))
+	return rand.New(rand.NewPCG(uint64(h.run.seed), f.Sum64()))
+}
 
 func (h *host) Rand() *rand.Rand {
 	h.randOnce.Do(func() {

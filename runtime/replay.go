@@ -76,3 +76,21 @@ func LoadReplay(path string) (map[string]kit.Reply, error) {
 func CacheKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKey string) string {
 	return calls.RequestKey(model, baseURL, req, sampleKey)
 }
+
+// LoadReplayThreads reads the prompts of thread turns of a recorded run
+// (see kit.Thread), from its journal file or its run directory, so that a
+// replay rebuilds its threads as they were sent.
+func LoadReplayThreads(path string) (map[string][]string, error) {
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, "journal.jsonl")
+	}
+	events, err := journal.Read(path)
+	if err != nil {
+		return nil, &FlagError{Flag: "--replay", Err: err}
+	}
+	out, err := threadPrompts(events)
+	if err != nil {
+		return nil, &FlagError{Flag: "--replay", Err: fmt.Errorf("%s: %w", path, err)}
+	}
+	return out, nil
+}

@@ -62,6 +62,8 @@ type (
 type usageBook struct {
 	mu     sync.Mutex
 	report UsageReport
+	// recent are each agent's latest requests (see prefixTokens).
+	recent map[string][]recentRequest
 }
 
 func newUsageBook() *usageBook {
@@ -76,14 +78,19 @@ type usageKey struct {
 	node, agent string
 	round       int
 	goal        string
+	// call is the call key; see prefixTokens.
+	call string
 }
 
-func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply) {
+// add counts a call: its reply's usage, and the prompt tokens of its
+// request that repeat the agent's previous request.
+func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
 	cost, priced := 0.0, false
 	if model != nil && model.Price != nil {
-		cost = (float64(rep.PromptTokens)*model.Price.Prompt + float64(rep.CompletionTokens)*model.Price.Completion) / 1e6
+		cost = model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
 		priced = true
 	}
+	prefix := 0 // set below, under the lock
 	one := func(u Usage) Usage {
 		if u.Calls == 0 {
 			u.Priced = true
@@ -91,6 +98,11 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply) {
 		u.Calls++
 		u.PromptTokens += rep.PromptTokens
 		u.CompletionTokens += rep.CompletionTokens
+		u.CachedTokens += rep.CachedTokens
+		u.PrefixTokens += prefix
+		if u.PromptTokens > 0 {
+			u.PrefixShare = math.Round(float64(u.PrefixTokens)/float64(u.PromptTokens)*10000) / 10000
+		}
 		if rep.UsageEstimated {
 			u.EstimatedCalls++
 		}
@@ -101,6 +113,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	prefix = b.prefixTokens(k.agent, k.call, request, rep.PromptTokens)
 	b.report.Total = one(b.report.Total)
 	b.report.ByNode[k.node] = one(b.report.ByNode[k.node])
 	if k.agent != "" {

@@ -98,6 +98,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.inputs, r.vars, r.seed = normalizeNumbers(m.Inputs), normalizeNumbers(m.Vars), m.Seed
 	r.manifest = m
 	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
+	r.threads.sent = prior.threads
 	if replaced == nil && len(m.Libraries) == 0 {
 		// A run from before libraries were saved compiled them from disk.
 		for d := range plan.TemplateSources {
@@ -180,6 +181,10 @@ func resumePlan(dir string, m Manifest, reg *spec.Registry, fixed string) (*spec
 		if abs, err := filepath.Abs(fixed); err == nil {
 			plan.Path = abs
 		}
+		plan, err := plan.Specialize(normalizeNumbers(m.Vars), m.ModelOverrides)
+		if err != nil {
+			return nil, nil, err
+		}
 		return plan, &replacedSpec{digest: m.SpecDigest}, nil
 	}
 	source, err := os.ReadFile(filepath.Join(dir, "spec.yaml"))
@@ -188,7 +193,8 @@ func resumePlan(dir string, m Manifest, reg *spec.Registry, fixed string) (*spec
 	}
 	// Compile under the original path so that the .env next to the spec is
 	// found again (and, for runs without saved libraries, the folders).
-	plan, diags := spec.CompileWith(m.SpecPath, source, reg, spec.CompileOptions{Libraries: savedLibraries(dir, m)})
+	plan, diags := spec.CompileWith(m.SpecPath, source, reg, spec.CompileOptions{Libraries: savedLibraries(dir, m),
+		Overrides: spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides}})
 	if diags.HasErrors() {
 		return nil, nil, fmt.Errorf("the spec saved in %s no longer compiles (resume with --spec FILE to continue with a fixed one):\n%s", dir, diags.Format())
 	}
@@ -242,12 +248,14 @@ type prior struct {
 	requests map[string]requestRecord
 	// models are the model names of journaled requests by call key, and
 	// network the keys whose reply came from an endpoint (for the budget).
-	models    map[string]string
-	nodes     map[string]string
-	network   []string
-	answers   map[string]string
-	tools     *toolBook
-	already   map[string]int
+	models  map[string]string
+	nodes   map[string]string
+	network []string
+	answers map[string]string
+	tools   *toolBook
+	already map[string]int
+	// threads are the journaled prompts of thread turns (see threads.sent).
+	threads   map[string][]string
 	completed bool
 }
 
@@ -302,6 +310,9 @@ func readPrior(path string) (*prior, error) {
 		}
 	}
 	if err := readToolCalls(events, p.tools); err != nil {
+		return nil, err
+	}
+	if p.threads, err = threadPrompts(events); err != nil {
 		return nil, err
 	}
 	return p, nil

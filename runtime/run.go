@@ -66,6 +66,9 @@ type Options struct {
 	ReplayMissingLive bool
 	// ReplayFrom is the recording Replay was loaded from, for run.json.
 	ReplayFrom string
+	// ReplayThreads are the prompts of thread turns of the recording
+	// (LoadReplayThreads), which the run's threads are rebuilt from.
+	ReplayThreads map[string][]string
 	// Cache, when set, serves and stores responses by request content.
 	Cache Cache
 	// Clients, when set, is the pool of endpoint clients to use; runs that
@@ -101,6 +104,9 @@ type Options struct {
 	// ContextSnapshot, when set, answers read_file and list_files instead
 	// of ContextDir: a snapshot of it that a run made elsewhere shares.
 	ContextSnapshot *tools.Snapshot
+	// Models puts models in place of the spec's, by the spec's model name
+	// (see spec.Overrides.Models): --matrix model=... sweeps over them.
+	Models map[string]string
 	// Budget are --budget flags (see ApplyBudgetFlags): they override the
 	// spec's budget, and on resume the run's.
 	Budget []string
@@ -150,6 +156,8 @@ type Run struct {
 	// NewEmbedded).
 	dry *dryState
 	emb *Embedded
+	// threads are the agents' chat threads (see kit.Thread).
+	threads threads
 	// red keeps the endpoints' secrets out of what the run writes.
 	red *journal.Redactor
 	// budget is what the run may still spend (nil: no limits).
@@ -177,6 +185,9 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	}
 	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
 	if err != nil {
+		return nil, err
+	}
+	if plan, err = specialize(plan, vars, opts.Models); err != nil {
 		return nil, err
 	}
 	budget, err := ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), opts.Budget)
@@ -280,6 +291,20 @@ func (r *Run) warnUnpricedBudget(b *Budget) {
 	}
 }
 
+// specialize is the plan a run with these vars and models executes (see
+// spec.Plan.Specialize); a failure names the flags that caused it.
+func specialize(plan *spec.Plan, vars map[string]any, models map[string]string) (*spec.Plan, error) {
+	p, err := plan.Specialize(vars, models)
+	if err != nil {
+		flag := "--set"
+		if len(models) > 0 {
+			flag = "--model"
+		}
+		return nil, &FlagError{Flag: flag, Err: err}
+	}
+	return p, nil
+}
+
 func newRun(plan *spec.Plan, opts Options) *Run {
 	if opts.RunsDir == "" {
 		opts.RunsDir = "runs"
@@ -294,6 +319,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 	}
 	hist := history.New()
 	r := &Run{
+		threads:   threads{sent: opts.ReplayThreads},
 		Plan:      plan,
 		opts:      opts,
 		templates: hist.Templates(plan.Templates),
@@ -406,7 +432,8 @@ func (r *Run) buildManifest() Manifest {
 		RunnerVersion: r.opts.Version, Models: map[string]ModelInfo{}, Created: time.Now().UTC(),
 		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
 		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
-		Answers: r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
+		ModelOverrides: r.opts.Models,
+		Answers:        r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion
@@ -427,7 +454,7 @@ func (r *Run) buildManifest() Manifest {
 			mi.Extra = calls.ExtraObject(fields)
 		}
 		if mp.Price != nil {
-			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion}
+			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL

@@ -3,14 +3,18 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
 )
 
 // summaryEntry caches one agent's summary for one scope, so every node of a
-// round uses the same summary and only one call is made for it.
+// round (every later turn of a conversation) uses the same summary and only
+// one call is made for it.
 type summaryEntry struct {
 	done chan struct{}
 	text string
@@ -25,7 +29,15 @@ type summaryEntry struct {
 // judge's confidence, not a contribution to the debate) are left out. An
 // agent with no contributions at all (a judge) gets the latest round's
 // messages, the current one included: what it is about to judge.
-func perspective(msgs []spec.Message, agent string, round int) []spec.Message {
+//
+// With records (history.summarize.records) the measure is the original
+// tool's: the agent's own messages of those records to everyone (its
+// proposals and refinements, not the critiques it wrote or received), and
+// for an agent with none, the latest round's messages of those records.
+func perspective(msgs []spec.Message, agent string, round int, records []string) []spec.Message {
+	if len(records) > 0 {
+		return recordsPerspective(msgs, agent, round, records)
+	}
 	var own []spec.Message
 	for _, m := range msgs {
 		if m.Private || m.Record == "" || m.Record == "summary" || m.Record == "clarification" {
@@ -59,6 +71,39 @@ func perspective(msgs []spec.Message, agent string, round int) []spec.Message {
 	return out
 }
 
+func recordsPerspective(msgs []spec.Message, agent string, round int, records []string) []spec.Message {
+	counts := func(m *spec.Message) bool {
+		return !m.Private && m.To == "" && slices.Contains(records, m.Record)
+	}
+	var own []spec.Message
+	for i := range msgs {
+		if m := &msgs[i]; counts(m) && m.From == agent && (round == 0 || m.Round < round) {
+			own = append(own, *m)
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
+	for i := range msgs {
+		if m := &msgs[i]; m.From == agent && counts(m) {
+			return nil // it has contributions, none of them earlier
+		}
+	}
+	last := 0
+	for i := range msgs {
+		if m := &msgs[i]; counts(m) && m.Round > last {
+			last = m.Round
+		}
+	}
+	var out []spec.Message
+	for i := range msgs {
+		if m := &msgs[i]; counts(m) && m.Round == last {
+			out = append(out, *m)
+		}
+	}
+	return out
+}
+
 func formatMessages(ms []spec.Message) string {
 	var b strings.Builder
 	for _, m := range ms {
@@ -79,11 +124,23 @@ func formatMessages(ms []spec.Message) string {
 
 func (h *host) ContextDir() string { return h.run.opts.ContextDir }
 
-func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
+func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string) string {
 	r := h.run
 	sp := r.Plan.Summarize
 	if sp == nil {
 		return ""
+	}
+	if sp.When != nil {
+		// Evaluated directly (not with Holds): a switch such as
+		// vars.summaries has its value in a dry run too.
+		v, err := vm.Run(sp.When.Program, h.Env().Map())
+		if err != nil {
+			h.Warn("history.summarize.when (%s): %s; using the full history", sp.When.Source, firstLineOf(err))
+			return ""
+		}
+		if b, _ := v.(bool); !b {
+			return ""
+		}
 	}
 	key := agent.ID + "/" + h.scope.Key
 	r.mu.Lock()
@@ -103,12 +160,17 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
 	r.mu.Unlock()
 	defer close(e.done)
 
-	text := formatMessages(perspective(msgs, agent.ID, h.scope.Round))
+	text := formatMessages(perspective(msgs, agent.ID, h.scope.Round, sp.Records))
 	size := len(text)
 	if r.dry != nil {
 		size = r.dry.size(text) // stand-ins count as the replies they stand for
 	}
 	if size <= sp.OverChars {
+		// Not long enough yet: measured again at the agent's next call of
+		// this scope (a conversation's next turn), rather than remembered.
+		r.mu.Lock()
+		delete(r.summaries, key)
+		r.mu.Unlock()
 		return ""
 	}
 	data := &spec.SummaryData{
@@ -124,17 +186,36 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan) string {
 	if model == nil {
 		model = agent.Model
 	}
-	rep, err := h.Complete(ctx, kit.Call{Key: "summary/" + agent.ID, Node: h.node.ID, Agent: agent, Model: model, Messages: kit.Messages("", prompt)})
+	// The summary is the agent's own work: it is asked as the agent, with
+	// the agent's system prompt.
+	rep, err := h.Complete(ctx, kit.Call{Key: "summary/" + agent.ID, Node: h.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, prompt)})
 	if err != nil || strings.TrimSpace(rep.Content) == "" {
 		if ctx.Err() == nil {
 			h.Warn("summary of %s's history failed (%v); using the full history", agent.ID, err)
 		}
 		return ""
 	}
-	e.text = strings.TrimSpace(rep.Content)
+	// A summary longer than asked for is cut to its length, as the
+	// original tool cut it: prompts budget for max_chars.
+	e.text = cutToChars(strings.TrimSpace(rep.Content), sp.MaxChars)
 	_ = h.Event("summary", "summary/"+agent.ID, map[string]any{"agent": agent.ID, "before_chars": len(text), "after_chars": len(e.text), "max_chars": sp.MaxChars})
 	r.mu.Lock()
 	r.pendingSummaries = append(r.pendingSummaries, spec.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
 	r.mu.Unlock()
 	return e.text
+}
+
+// cutToChars cuts s to at most n characters (runes), at a rune boundary.
+func cutToChars(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	i := 0
+	for k := range s {
+		if i == n {
+			return strings.TrimSpace(s[:k])
+		}
+		i++
+	}
+	return s
 }

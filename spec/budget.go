@@ -68,6 +68,9 @@ type CompileOptions struct {
 	// Folders, when set, stand in for the file system for library folders
 	// (see CompileIn).
 	Folders Folders
+	// Overrides are the run's values that change what compiles (see
+	// Plan.Specialize).
+	Overrides Overrides
 }
 
 // CompileWith is Compile reading template libraries as opts says.

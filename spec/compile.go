@@ -121,6 +121,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 			AgentByID: map[string]*AgentPlan{}, Verdicts: map[string][]string{},
 			TemplateSources: map[string]TemplateSource{}, Schemas: map[string]*jsonschema.Schema{},
 			SchemaDocs: map[string]json.RawMessage{}, Nodes: map[string]*NodePlan{}, Registry: reg,
+			libraries: opts.Libraries,
 		},
 		records:       map[string]bool{},
 		reachable:     map[string]bool{},
@@ -128,6 +129,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 		nodeTemplates: map[string][]templateUse{},
 		systemChecked: map[string]bool{},
 		flowBroken:    flowBroken,
+		overrides:     opts.Overrides,
 		saved:         opts.Libraries,
 	}
 	c.compile()
@@ -180,6 +182,8 @@ type compiler struct {
 	// libraries are the template libraries loaded, by name: where each
 	// comes from.
 	libraries map[string]string
+	// overrides are the run's values that change what compiles.
+	overrides Overrides
 	// saved stand in for libraries by the name the spec uses (a run's
 	// copies, see CompileOptions).
 	saved map[string]fs.FS
@@ -206,6 +210,7 @@ type templateOrigin struct {
 func (c *compiler) compile() {
 	c.inputsAndVars()
 	c.endpointsAndModels()
+	c.overrideModels()
 	c.verdictsAndGoals()
 	c.templates()
 	c.agents()
@@ -309,8 +314,30 @@ func (c *compiler) agents() {
 			ap.System = c.templateExists(a.System)
 			ap.systemPos = a.System.Pos
 		}
-		c.plan.Agents = append(c.plan.Agents, ap)
-		c.plan.AgentByID[k.V] = ap
+		n := c.replicas(k.V, a.Replicas)
+		if n == 0 {
+			c.plan.Agents = append(c.plan.Agents, ap)
+			c.plan.AgentByID[k.V] = ap
+			continue
+		}
+		// A replicated declaration is a group of identical agents, each
+		// with its own id (and so its own calls, samples and messages).
+		if c.plan.Groups == nil {
+			c.plan.Groups = map[string][]*AgentPlan{}
+		}
+		for i := 1; i <= n; i++ {
+			r := *ap
+			r.ID, r.Name = replicaID(k.V, i), ap.Name+" "+strconv.Itoa(i)
+			if a.Name == "" {
+				r.Name = r.ID
+			}
+			if _, dup := c.file.Agents.Values[r.ID]; dup {
+				c.r.errorf(k.Pos, "agent %q: its replica %q has the id of another agent; rename one of them", k.V, r.ID)
+			}
+			c.plan.Agents = append(c.plan.Agents, &r)
+			c.plan.AgentByID[r.ID] = &r
+			c.plan.Groups[k.V] = append(c.plan.Groups[k.V], &r)
+		}
 	}
 }
 
@@ -319,12 +346,18 @@ func (c *compiler) summarize() {
 	if s == nil {
 		return
 	}
-	sp := &SummarizePlan{OverChars: s.OverChars, MaxChars: s.MaxChars, Template: s.Template.V}
+	sp := &SummarizePlan{OverChars: s.OverChars, MaxChars: s.MaxChars, Template: s.Template.V, Records: s.Records.Values()}
+	for _, rec := range s.Records {
+		c.requireRecord(rec, "history.summarize.records")
+	}
 	if sp.MaxChars == 0 {
 		sp.MaxChars = sp.OverChars / 2
 	}
 	if s.Model.Set {
 		sp.Model = c.modelRef(s.Model, "history.summarize")
+	}
+	if !s.When.IsZero() {
+		sp.When = c.compileExpr(s.When, nil, BoolResult, "history.summarize.when")
 	}
 	c.templateRef(s.Template, reflect.TypeOf(SummaryData{}), nil)
 	c.plan.Summarize = sp
@@ -910,6 +943,15 @@ func (c *compiler) nodes() {
 		c.plan.NodeOrder = append(c.plan.NodeOrder, k.V)
 		seen := map[string]bool{}
 		for _, a := range d.Agents {
+			if group, ok := c.plan.Groups[a.V]; ok {
+				if seen[a.V] {
+					c.r.errorf(a.Pos, "node %q: agent %q is listed twice", k.V, a.V)
+					continue
+				}
+				seen[a.V] = true
+				np.Agents = append(np.Agents, group...)
+				continue
+			}
 			ap, ok := c.plan.AgentByID[a.V]
 			if !ok {
 				if c.file.Agents.Invalid {

@@ -50,6 +50,9 @@ type Message struct {
 	Withdrawn bool              `json:"withdrawn,omitempty" expr:"withdrawn"`
 	// Carried marks a message copied from an earlier one without a model call.
 	Carried bool `json:"carried,omitempty" expr:"carried"`
+	// ChoiceMap maps the option labels a call showed (shuffled choices:) to
+	// the options' original labels; the output is already mapped back.
+	ChoiceMap map[string]string `json:"choice_map,omitempty" expr:"choice_map"`
 }
 
 // NodeResult is what a finished node leaves for later nodes, templates and

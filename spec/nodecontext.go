@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -234,14 +235,20 @@ func (n *NodeContext) DeclareRecord(name string) { n.c.records[name] = true }
 // RequireRecord checks, once every node has compiled, that some node records
 // messages under name.
 func (n *NodeContext) RequireRecord(s Str) {
-	n.c.deferred = append(n.c.deferred, func() {
-		if !n.c.records[s.V] {
+	n.c.requireRecord(s, "node "+strconv.Quote(n.Node.ID))
+}
+
+// requireRecord checks, once every node has compiled, that some node
+// records s; who names the reference in the error.
+func (c *compiler) requireRecord(s Str, who string) {
+	c.deferred = append(c.deferred, func() {
+		if !c.records[s.V] {
 			var names []string
-			for r := range n.c.records {
+			for r := range c.records {
 				names = append(names, r)
 			}
 			sort.Strings(names)
-			n.Errorf(s.Pos, "no node records %q%s", s.V, didYouMean(s.V, names))
+			c.r.errorf(s.Pos, "%s: no node records %q%s", who, s.V, didYouMean(s.V, names))
 		}
 	})
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"encoding/json"
+	"io/fs"
 	"slices"
 	"text/template"
 	"time"
@@ -27,8 +28,17 @@ type Plan struct {
 	Models    map[string]*ModelPlan
 	Agents    []*AgentPlan
 	AgentByID map[string]*AgentPlan
-	Verdicts  map[string][]string
-	Goals     []GoalView
+	// Groups are the agents of each replicated declaration (replicas:), by
+	// the declaration's id, which nodes name to mean all of them.
+	Groups map[string][]*AgentPlan
+	// ReplicaVars are the vars replicas read: a run that sets one compiles
+	// the spec again (see Specialize).
+	ReplicaVars []string
+	// Overridden are the models a run put in place of the spec's (see
+	// Overrides.Models), nil when none.
+	Overridden map[string]string
+	Verdicts   map[string][]string
+	Goals      []GoalView
 
 	// Templates holds every template the spec can use, by full name.
 	Templates *template.Template
@@ -56,6 +66,9 @@ type Plan struct {
 	// Registry is the set of node kinds the plan was compiled with; each
 	// node's Impl is one of them.
 	Registry *Registry
+	// libraries are the saved template libraries the plan was compiled
+	// with (CompileOptions.Libraries), used again by Specialize.
+	libraries map[string]fs.FS
 }
 
 // InputPlan is a declared input.
@@ -225,6 +238,14 @@ type SummarizePlan struct {
 	MaxChars  int
 	Template  string
 	Model     *ModelPlan
+	// Records, when set, are what a summary measures and condenses: the
+	// agent's own messages of these records to everyone (for an agent with
+	// none, the latest round's messages of these records), instead of
+	// everything it wrote or was sent.
+	Records []string
+	// When, if set, is a condition (e.g. vars.summaries) checked before
+	// each summary: false leaves the history whole.
+	When *Program
 }
 
 // TemplateSource records where a template was defined.

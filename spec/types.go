@@ -260,6 +260,20 @@ func (f *RequestField) UnmarshalYAML(n *yaml.Node) error {
 type Price struct {
 	Prompt     float64 `yaml:"prompt"`
 	Completion float64 `yaml:"completion"`
+	// CachedPrompt is the price of prompt tokens the provider served from
+	// its prompt cache; nil means the prompt price.
+	CachedPrompt *float64 `yaml:"cached_prompt"`
+}
+
+// Cost is what a call with these token counts costs; cached are the prompt
+// tokens the provider served from its cache (a part of prompt).
+func (p *Price) Cost(prompt, cached, completion int) float64 {
+	cachedPrice := p.Prompt
+	if p.CachedPrompt != nil {
+		cachedPrice = *p.CachedPrompt
+	}
+	cached = min(max(cached, 0), prompt)
+	return (float64(prompt-cached)*p.Prompt + float64(cached)*cachedPrice + float64(completion)*p.Completion) / 1e6
 }
 
 // UnmarshalYAML accepts the string shorthand.
@@ -289,6 +303,9 @@ type Agent struct {
 	Persona *Persona       `yaml:"persona"`
 	Tools   StrList        `yaml:"tools"`
 	Vars    map[string]any `yaml:"vars"`
+	// Replicas, when set, makes the declaration N agents (a number, or an
+	// expression over vars such as vars.n).
+	Replicas Expr `yaml:"replicas"`
 }
 
 // Persona describes a character for persona-driven debates.
@@ -314,10 +331,12 @@ type History struct {
 
 // Summarize turns a long history into a model-written summary.
 type Summarize struct {
-	OverChars int `yaml:"over_chars"`
-	MaxChars  int `yaml:"max_chars"`
-	Template  Str `yaml:"template"`
-	Model     Str `yaml:"model"`
+	OverChars int     `yaml:"over_chars"`
+	MaxChars  int     `yaml:"max_chars"`
+	Template  Str     `yaml:"template"`
+	Model     Str     `yaml:"model"`
+	Records   StrList `yaml:"records"`
+	When      Expr    `yaml:"when"`
 }
 
 // NodeDecl is a node as declared. The fields every kind shares are decoded

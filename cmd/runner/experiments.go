@@ -31,7 +31,7 @@ type experimentFlags struct {
 	ReplayMissing string   `name:"replay-missing" enum:"error,live" default:"error" help:"What a call the recording lacks does: error, or live (call the model)."`
 	CacheDir      string   `name:"cache-dir" placeholder:"DIR" help:"Response cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
 	NoCache       bool     `name:"no-cache" help:"Neither read nor write the response cache: every call goes to the model."`
-	Matrix        []string `name:"matrix" sep:"none" placeholder:"NAME=V1,V2,..." help:"Sweep a var (or input) over values; repeat the flag to run every combination."`
+	Matrix        []string `name:"matrix" sep:"none" placeholder:"NAME=V1,V2,..." help:"Sweep a var (or input) over values, or models as model=M1,M2 (model.NAME=... for model NAME); repeat the flag to run every combination."`
 	Repeat        int      `default:"1" placeholder:"N" help:"Run each combination N times, each with its own samples."`
 	Dataset       string   `placeholder:"FILE.jsonl" help:"Run once per line: a line's fields are inputs; its 'expected' (or 'answer') is scored with the spec's score."`
 	Parallel      int      `default:"4" placeholder:"N" help:"Runs of a sweep at once (endpoint limits hold across them)."`
@@ -87,6 +87,9 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 			return runError(err)
 		}
 		opts.Replay, opts.ReplayFrom = rec, c.Replay
+		if opts.ReplayThreads, err = runtime.LoadReplayThreads(c.Replay); err != nil {
+			return runError(err)
+		}
 		opts.ReplayMissingLive = c.ReplayMissing == "live"
 		if m, ok := recordedManifest(c.Replay); ok {
 			replayDefaults(plan, m, opts)
@@ -157,6 +160,9 @@ func replayDefaults(plan *spec.Plan, m runtime.Manifest, opts *runtime.Options) 
 	if len(m.Vars) > 0 {
 		opts.VarValues = m.Vars
 	}
+	if len(opts.Models) == 0 && len(m.ModelOverrides) > 0 {
+		opts.Models = m.ModelOverrides
+	}
 	if opts.Seed == nil {
 		seed := m.Seed
 		opts.Seed = &seed
@@ -214,7 +220,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 			placeholders = append(placeholders, in.Name)
 		}
 	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Budget: c.Budget})
+	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Models: opts.Models, Budget: c.Budget})
 	if err != nil {
 		return runError(err)
 	}

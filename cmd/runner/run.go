@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +26,7 @@ type runCmd struct {
 	File      string   `arg:"" name:"FILE" help:"Spec file."`
 	Input     []string `short:"i" name:"input" sep:"none" placeholder:"NAME=VALUE|NAME=@PATH" help:"Give an input (repeatable). @PATH reads a file."`
 	Set       []string `short:"s" name:"set" sep:"none" placeholder:"NAME=VALUE" help:"Override a var (repeatable); the value must have the var's type."`
+	Model     []string `name:"model" sep:"none" placeholder:"[NAME=]MODEL" help:"Use MODEL in place of the spec's model NAME (default: the model named default), repeatable: another model the spec declares, or a model id its endpoint knows."`
 	RunsDir   string   `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Where run directories are created."`
 	Seed      *int64   `help:"Seed for random choices (speaker order...)."`
 	Answers   string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions (question id: answer)."`
@@ -137,6 +139,19 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		RunsDir: c.RunsDir, Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Getenv: e.getenv,
 		Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version(),
 		Budget: c.Budget,
+	}
+	for _, m := range c.Model {
+		name, model, ok := strings.Cut(m, "=")
+		if !ok {
+			name, model = "default", m
+		}
+		if strings.TrimSpace(name) == "" || strings.TrimSpace(model) == "" {
+			return opts, usageErrorf("--model %s: expected MODEL or NAME=MODEL", m)
+		}
+		if opts.Models == nil {
+			opts.Models = map[string]string{}
+		}
+		opts.Models[strings.TrimSpace(name)] = strings.TrimSpace(model)
 	}
 	if c.Answers != "" {
 		a, err := runtime.ReadAnswers(c.Answers)

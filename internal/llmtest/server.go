@@ -86,6 +86,9 @@ type Reply struct {
 	PromptTokens int
 	// CompletionTokens defaults to a rough count of Content and tool calls.
 	CompletionTokens int
+	// CachedTokens, when set, is reported as
+	// usage.prompt_tokens_details.cached_tokens.
+	CachedTokens int
 	// Status, when non-zero and not 200, answers an OpenAI-style error body.
 	Status       int
 	ErrorMessage string // defaults to http.StatusText(Status)
@@ -507,9 +510,14 @@ type completion struct {
 }
 
 type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int                `json:"prompt_tokens"`
+	CompletionTokens    int                `json:"completion_tokens"`
+	TotalTokens         int                `json:"total_tokens"`
+	PromptTokensDetails *wireTokensDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+type wireTokensDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func newCompletion(req Request, rep Reply) completion {
@@ -553,6 +561,9 @@ func newCompletion(req Request, rep Reply) completion {
 		c.usage.CompletionTokens = roughTokens(len(generated))
 	}
 	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
+	if rep.CachedTokens > 0 {
+		c.usage.PromptTokensDetails = &wireTokensDetails{CachedTokens: rep.CachedTokens}
+	}
 	return c
 }
 

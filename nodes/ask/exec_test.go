@@ -43,9 +43,9 @@ func (h *host) Render(_ string, data any) (string, error) {
 	return fmt.Sprintf("%s answers %s (own: %q)", d.Agent.ID, d.Target.From, d.Own.Content), nil
 }
 
-func (h *host) Summary(context.Context, *spec.AgentPlan) string { return "" }
-func (h *host) ContextDir() string                              { return "" }
-func (h *host) Progress(kit.ProgressEvent)                      {}
+func (h *host) Summary(context.Context, *spec.AgentPlan, string) string { return "" }
+func (h *host) ContextDir() string                                      { return "" }
+func (h *host) Progress(kit.ProgressEvent)                              {}
 
 func (h *host) Warn(format string, args ...any) {
 	h.mu.Lock()
@@ -132,12 +132,6 @@ func TestTargets(t *testing.T) {
 		if s := fmt.Sprint(got); s != tc.want {
 			t.Errorf("from %s, self %s: %v, want %s", tc.from, tc.self, got, tc.want)
 		}
-	}
-}
-
-func TestMergeTools(t *testing.T) {
-	if got := mergeTools([]string{"read_file", "search_history"}, []string{"search_history", "list_files"}); fmt.Sprint(got) != "[read_file search_history list_files]" {
-		t.Errorf("mergeTools = %v", got)
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/spec"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
@@ -30,8 +32,11 @@ func (Kind) Description() string {
 	return "One model call per agent (or per agent and message with each:), run concurrently, replies recorded and parsed."
 }
 
-// Schema implements spec.Kind.
-func (Kind) Schema() []byte { return schema }
+// Schema implements spec.Kind: the kind's keys and the chat keys (thread,
+// history, examples).
+func (Kind) Schema() []byte { return fullSchema }
+
+var fullSchema = chat.Schema(schema)
 
 // From says whose messages an each: node answers.
 type From string
@@ -57,6 +62,31 @@ type Config struct {
 	Tools        []string
 	MaxToolCalls int
 	Summarize    bool
+	// Chat says how requests send earlier turns (nil: system and prompt).
+	Chat *chat.Config
+	// Sequential calls the agents one at a time, recording each reply
+	// before the next call, so later agents see earlier replies.
+	Sequential bool
+	// Samples is how many independent calls each agent gets (SamplesExpr
+	// when it is an expression).
+	Samples     int
+	SamplesExpr *spec.Program
+	// Choices are options shown to the agents (labelled A, B, ...),
+	// shuffled per call when asked.
+	Choices *Choices
+}
+
+// Choices are a node's answer options.
+type Choices struct {
+	From    *spec.Program
+	Shuffle bool
+}
+
+// Choice is an option as a prompt shows it.
+type Choice struct {
+	// Label is the letter shown (A, B, ...), Text the option, Original the
+	// letter it has in the unshuffled list.
+	Label, Text, Original string
 }
 
 // Each makes one call per message of a record.
@@ -83,13 +113,24 @@ type Output struct {
 	// SchemaJSON is the schema's text, sent to endpoints that take
 	// response_format json_schema.
 	SchemaJSON json.RawMessage
-	Pattern    *regexp.Regexp
-	Fields     []string
-	Repair     int
-	// Fallback, when set, is used (with "text" set to the reply) after the
-	// repairs are spent, instead of failing the node.
-	Fallback map[string]any
+	// Patterns are tried in order; the first that matches gives the output.
+	Patterns []*regexp.Regexp
+	Fields   []string
+	Repair   int
+	// Resend re-asks an invalid reply with the identical request (no
+	// feedback) instead of showing the reply and what is wrong with it.
+	Resend bool
+	// Fallback, when set, is used after the repairs are spent, instead of
+	// failing the node: a mapping (with "text" set to the reply) or a
+	// scalar such as "-1".
+	Fallback any
 }
+
+// Repair modes.
+const (
+	RepairFeedback = "feedback"
+	RepairResend   = "resend"
+)
 
 // PromptData is the dot of an ask node's prompt and system templates.
 type PromptData struct {
@@ -101,6 +142,11 @@ type PromptData struct {
 	// Summary is the agent's history summary, when history.summarize
 	// applied (else empty: the prompt shows the history).
 	Summary string
+	// Choices are the node's answer options in the order this call shows
+	// them (shuffled with choices.shuffle).
+	Choices []Choice
+	// Sample is the call's sample number (1-based) with samples:, else 1.
+	Sample int
 }
 
 // PromptData implements spec.Kind.
@@ -117,6 +163,13 @@ func (Kind) NewConfig() any { return &rawConfig{} }
 
 // rawConfig is an ask node as written in YAML.
 type rawConfig struct {
+	chat.Raw `yaml:",inline"`
+	Order    string    `yaml:"order"`
+	Samples  spec.Expr `yaml:"samples"`
+	Choices  *struct {
+		From    spec.Expr `yaml:"from"`
+		Shuffle bool      `yaml:"shuffle"`
+	} `yaml:"choices"`
 	Template  spec.Str `yaml:"template"`
 	System    spec.Str `yaml:"system"`
 	Model     spec.Str `yaml:"model"`
@@ -127,13 +180,15 @@ type rawConfig struct {
 		From   string   `yaml:"from"`
 	} `yaml:"each"`
 	Output *struct {
-		Format    spec.Str       `yaml:"format"`
-		Schema    yaml.Node      `yaml:"schema"`
-		SchemaRef spec.Str       `yaml:"schema_ref"`
-		Pattern   spec.Str       `yaml:"pattern"`
-		Fields    []string       `yaml:"fields"`
-		Repair    *int           `yaml:"repair"`
-		Fallback  map[string]any `yaml:"fallback"`
+		Format     spec.Str   `yaml:"format"`
+		Schema     yaml.Node  `yaml:"schema"`
+		SchemaRef  spec.Str   `yaml:"schema_ref"`
+		Pattern    spec.Str   `yaml:"pattern"`
+		Patterns   []spec.Str `yaml:"patterns"`
+		Fields     []string   `yaml:"fields"`
+		Repair     *int       `yaml:"repair"`
+		RepairMode string     `yaml:"repair_mode"`
+		Fallback   any        `yaml:"fallback"`
 	} `yaml:"output"`
 	Tools        []string `yaml:"tools"`
 	MaxToolCalls *int     `yaml:"max_tool_calls"`
@@ -181,6 +236,33 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 	if raw.CarryOver.Set {
 		c.RequireRecord(raw.CarryOver)
 	}
+	cfg.Chat = chat.Compile(c, &raw.Raw)
+	cfg.Sequential = raw.Order == "sequential"
+	cfg.Samples = 1
+	if src := strings.TrimSpace(raw.Samples.Source); src != "" {
+		if n, err := strconv.Atoi(src); err == nil {
+			if n < 1 || n > maxSamples {
+				c.Errorf(raw.Samples.Pos, "samples is %d; it must be from 1 to %d", n, maxSamples)
+			}
+			cfg.Samples = n
+		} else {
+			cfg.SamplesExpr = c.Expr(raw.Samples, nil, spec.IntResult, "samples")
+		}
+	}
+	if ch := raw.Choices; ch != nil {
+		cfg.Choices = &Choices{From: c.Expr(ch.From, nil, spec.AnyResult, "choices.from"), Shuffle: ch.Shuffle}
+		if ch.From.IsZero() {
+			c.Errorf(c.FieldPos("choices"), "choices needs from: an expression giving the options (a list, or text with one option per line)")
+		}
+	}
+	if cfg.Chat != nil && cfg.Chat.Thread != "" {
+		switch {
+		case raw.Each != nil:
+			c.Errorf(c.FieldPos("thread"), "a thread takes one call per agent and node: it cannot be combined with each:")
+		case cfg.Samples > 1 || cfg.SamplesExpr != nil:
+			c.Errorf(c.FieldPos("thread"), "a thread takes one call per agent and node: it cannot be combined with samples:")
+		}
+	}
 	if raw.Each != nil {
 		cfg.Each = &Each{Record: raw.Each.Record.V, From: From(raw.Each.From)}
 		if cfg.Each.From == "" {
@@ -201,6 +283,10 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 		}
 		cfg.Output.Fields = o.Fields
 		cfg.Output.Fallback = o.Fallback
+		cfg.Output.Resend = o.RepairMode == RepairResend
+		if _, isMap := o.Fallback.(map[string]any); o.Fallback != nil && !isMap && !scalar(o.Fallback) {
+			c.Errorf(c.FieldPos("output"), "output fallback must be a mapping or a single value (text, number, boolean), not a list")
+		}
 		hasSchema := o.Schema.Kind != 0
 		switch cfg.Output.Format {
 		case FormatJSON:
@@ -220,17 +306,25 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 				}
 			}
 		case FormatRegex:
-			if !o.Pattern.Set {
-				c.Errorf(c.FieldPos("output"), "output format regex needs a pattern")
+			patterns := o.Patterns
+			if o.Pattern.Set {
+				patterns = append([]spec.Str{o.Pattern}, patterns...)
+			}
+			if len(patterns) == 0 {
+				c.Errorf(c.FieldPos("output"), "output format regex needs a pattern (or patterns, tried in order)")
 				break
 			}
-			re, err := regexp.Compile(o.Pattern.V)
-			if err != nil {
-				c.Errorf(o.Pattern.Pos, "output pattern: %v", err)
-				break
+			var types []*spec.Type
+			for _, p := range patterns {
+				re, err := regexp.Compile(p.V)
+				if err != nil {
+					c.Errorf(p.Pos, "output pattern: %v", err)
+					continue
+				}
+				cfg.Output.Patterns = append(cfg.Output.Patterns, re)
+				types = append(types, regexType(re))
 			}
-			cfg.Output.Pattern = re
-			out = regexType(re)
+			out = sameType(types)
 		case FormatTags:
 			out = spec.MapOf(spec.TypeString)
 		}
@@ -239,6 +333,9 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 		}
 		if cfg.Output.Format != FormatRegex && o.Pattern.Set {
 			c.Errorf(o.Pattern.Pos, "output pattern applies only to format regex (format is %s)", cfg.Output.Format)
+		}
+		if cfg.Output.Format != FormatRegex && len(o.Patterns) > 0 {
+			c.Errorf(o.Patterns[0].Pos, "output patterns apply only to format regex (format is %s)", cfg.Output.Format)
 		}
 		if cfg.Output.Format != FormatTags && len(o.Fields) > 0 {
 			c.Errorf(c.FieldPos("output"), "output fields apply only to format tags (format is %s)", cfg.Output.Format)
@@ -266,10 +363,44 @@ func regexType(re *regexp.Regexp) *spec.Type {
 	return spec.TypeString
 }
 
+// maxSamples bounds samples: per agent and call of a node.
+const maxSamples = 1000
+
+// scalar reports whether a YAML value is a single value.
+func scalar(v any) bool {
+	switch v.(type) {
+	case string, int, int64, uint64, float64, bool:
+		return true
+	}
+	return false
+}
+
+// sameType is the output type of several patterns: theirs when they agree,
+// else any.
+func sameType(types []*spec.Type) *spec.Type {
+	if len(types) == 0 {
+		return spec.TypeString
+	}
+	for _, t := range types[1:] {
+		if t.String() != types[0].String() {
+			return spec.TypeAny
+		}
+	}
+	return types[0]
+}
+
 // withFallback widens an output type by a fallback output: an object gains
-// the fallback's keys and "text" (the reply); anything else may now also be
-// a mapping, so it is of any type.
-func withFallback(t *spec.Type, fallback map[string]any) *spec.Type {
+// the fallback's keys and "text" (the reply); a text output stays text
+// with a text fallback; anything else may now also be the fallback, so it
+// is of any type.
+func withFallback(t *spec.Type, fb any) *spec.Type {
+	fallback, isMap := fb.(map[string]any)
+	if !isMap {
+		if _, isText := fb.(string); isText && t.Kind == spec.StringType {
+			return t
+		}
+		return spec.TypeAny
+	}
 	if t.Kind != spec.ObjectType {
 		return spec.TypeAny
 	}
@@ -299,8 +430,23 @@ func (Kind) Detail(n *spec.NodePlan) string {
 	if cfg.CarryOver != "" {
 		parts = append(parts, "carry_over "+cfg.CarryOver+" from round 2")
 	}
+	if cfg.Samples > 1 {
+		parts = append(parts, fmt.Sprintf("%d samples each", cfg.Samples))
+	} else if cfg.SamplesExpr != nil {
+		parts = append(parts, "samples "+cfg.SamplesExpr.Source)
+	}
+	if cfg.Sequential {
+		parts = append(parts, "one after another")
+	}
+	if cfg.Chat != nil && cfg.Chat.Thread != "" {
+		parts = append(parts, "thread "+cfg.Chat.Thread)
+	}
 	if cfg.Output.Repair > 0 && cfg.Output.Format != FormatText && cfg.Output.Format != "" {
-		parts = append(parts, fmt.Sprintf("repair %d", cfg.Output.Repair))
+		mode := ""
+		if cfg.Output.Resend {
+			mode = " (resend)"
+		}
+		parts = append(parts, fmt.Sprintf("repair %d%s", cfg.Output.Repair, mode))
 	}
 	if cfg.MaxToolCalls > 0 && len(cfg.Tools) > 0 {
 		parts = append(parts, fmt.Sprintf("up to %d tool calls", cfg.MaxToolCalls))

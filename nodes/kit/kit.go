@@ -146,6 +146,10 @@ type Reply struct {
 	Model            string     `json:"model,omitempty"`
 	PromptTokens     int        `json:"prompt_tokens"`
 	CompletionTokens int        `json:"completion_tokens"`
+	// CachedTokens are the prompt tokens the provider served from its
+	// prompt cache (prompt_tokens_details.cached_tokens), part of
+	// PromptTokens.
+	CachedTokens int `json:"cached_tokens,omitempty"`
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer.
 	UsageEstimated bool  `json:"usage_estimated,omitempty"`
@@ -221,11 +225,21 @@ type Host interface {
 	Progress(ev ProgressEvent)
 	// Summary returns a model-written summary of the agent's history when
 	// the spec asks for summaries and the history is long enough, else "".
-	// It is computed once per agent and scope; a failed summary gives ""
-	// and a warning, so prompts fall back to the full history.
-	Summary(ctx context.Context, agent *spec.AgentPlan) string
+	// It is computed once per agent and scope, asked with system (the
+	// agent's system prompt, "" for none); a failed summary gives "" and a
+	// warning, so prompts fall back to the full history.
+	Summary(ctx context.Context, agent *spec.AgentPlan, system string) string
 	// ContextDir is the directory file tools may read (--context DIR), or "".
 	ContextDir() string
+	// Thread returns an agent's chat thread of that name in the current
+	// goal (threads are scoped like records), made on first use. The run
+	// keeps it, and rebuilds it on resume and replay from the prompts it
+	// journaled.
+	Thread(name, agent string) Thread
+	// RandFor is a deterministic source for one call of this node, derived
+	// from the run seed and the call key: the same call draws the same
+	// numbers whatever else runs at the same time.
+	RandFor(key string) *rand.Rand
 	// RunTool answers a tool call the model made in call key (a call key of
 	// the node, as given to Complete) on behalf of agent: with the result
 	// journaled for it by an earlier attempt of the run or the recording
@@ -233,6 +247,24 @@ type Host interface {
 	// that resumes and replays never run a tool again. It returns the text
 	// the model reads.
 	RunTool(ctx context.Context, key, agent string, tc ToolCall, run func(context.Context) ToolResult) string
+}
+
+// Thread is an agent's chat in a thread: the user prompts it was sent and
+// its replies, in order. A request built as system prompt, the thread's
+// turns, then the new prompt starts with the exact messages of the
+// thread's previous request, so providers' prompt caches can serve it.
+// One call at a time uses a thread.
+type Thread interface {
+	// Turns are the thread's messages so far, user prompts and the agent's
+	// replies alternating. The slice is shared: read it, never modify it.
+	Turns() []ChatMessage
+	// Prompt fixes the user prompt of the thread's next turn and journals
+	// it: the rendered text, or the prompt the run's journal (a resumed
+	// run) or the recording being replayed holds for this turn, so that
+	// the thread is rebuilt as it was sent even when a template changed.
+	Prompt(rendered string) (string, error)
+	// Add appends a turn: the prompt Prompt returned and the reply.
+	Add(prompt, reply string)
 }
 
 // ToolResult is what running a tool gave.

@@ -16,10 +16,13 @@ import (
 
 // Spec says how to parse a reply.
 type Spec struct {
-	Format  string // text (default), json, tags, regex
-	Schema  *jsonschema.Schema
-	Pattern *regexp.Regexp
-	Fields  []string
+	Format string // text (default), json, tags, regex
+	Schema *jsonschema.Schema
+	// Pattern, then Patterns, are tried in order for format regex: the
+	// first that matches gives the output.
+	Pattern  *regexp.Regexp
+	Patterns []*regexp.Regexp
+	Fields   []string
 }
 
 // Output is a parsed reply.
@@ -72,15 +75,33 @@ func (s Spec) Parse(reply string) (Output, error) {
 		}
 		return Output{Value: out, Fields: fields}, nil
 	case "regex":
-		if s.Pattern == nil {
+		patterns := s.Patterns
+		if s.Pattern != nil {
+			patterns = append([]*regexp.Regexp{s.Pattern}, patterns...)
+		}
+		if len(patterns) == 0 {
 			return Output{}, errors.New("no pattern configured")
 		}
-		all := s.Pattern.FindAllStringSubmatch(reply, -1)
-		if len(all) == 0 {
-			return Output{}, fmt.Errorf("the reply does not contain the required form (pattern %s)", s.Pattern)
+		var re *regexp.Regexp
+		var all [][]string
+		for _, p := range patterns {
+			if all = p.FindAllStringSubmatch(reply, -1); len(all) > 0 {
+				re = p
+				break
+			}
+		}
+		if re == nil {
+			if len(patterns) == 1 {
+				return Output{}, fmt.Errorf("the reply does not contain the required form (pattern %s)", patterns[0])
+			}
+			forms := make([]string, len(patterns))
+			for i, p := range patterns {
+				forms[i] = p.String()
+			}
+			return Output{}, fmt.Errorf("the reply does not contain the required form (patterns %s)", strings.Join(forms, ", "))
 		}
 		m := all[len(all)-1] // the final answer is the last one given
-		names := s.Pattern.SubexpNames()
+		names := re.SubexpNames()
 		named := map[string]any{}
 		for i, n := range names {
 			if n != "" && i < len(m) {

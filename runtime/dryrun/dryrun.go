@@ -34,6 +34,8 @@ type Options struct {
 	InputValues map[string]any
 	Sets        []string
 	Seed        *int64
+	// Models puts models in place of the spec's (see runtime.Options).
+	Models map[string]string
 	// ReplyTokens is the assumed size of a reply from a model without
 	// max_tokens (default DefaultReplyTokens); with max_tokens, that is
 	// assumed: the worst case.
@@ -188,10 +190,12 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 	}
 	r, err := runtime.NewDry(plan, runtime.Options{
 		Inputs: opts.Inputs, InputValues: opts.InputValues, Sets: opts.Sets, Seed: opts.Seed, Observer: observer,
+		Models: opts.Models,
 	}, runtime.Dry{Stage: stage, Size: size, CallBudget: opts.CallBudget, RenderBudget: opts.RenderBudget, Note: note})
 	if err != nil {
 		return nil, err
 	}
+	plan = r.Plan // with the run's replicas and models
 	if _, err := r.Execute(context.Background()); err != nil {
 		return nil, err
 	}
@@ -381,6 +385,15 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 				fmt.Fprintf(w, "(cannot render in advance: %s)\n\n", p.Error)
 				continue
 			}
+			if chatTurns(p.Messages) {
+				// Threads, history turns, few-shot pairs: every message, in
+				// the order it is sent.
+				for _, m := range p.Messages {
+					fmt.Fprintf(w, "--- %s\n%s\n", m.Role, strings.TrimRight(m.Content, "\n"))
+				}
+				fmt.Fprintln(w)
+				continue
+			}
 			if p.System != "" {
 				fmt.Fprintf(w, "--- system\n%s\n", strings.TrimRight(p.System, "\n"))
 			}
@@ -435,4 +448,20 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
+}
+
+// chatTurns reports whether a request is more than a system prompt and one
+// user message.
+func chatTurns(msgs []kit.ChatMessage) bool {
+	users := 0
+	for _, m := range msgs {
+		switch m.Role {
+		case "system":
+		case "user":
+			users++
+		default:
+			return true
+		}
+	}
+	return users > 1
 }

@@ -192,6 +192,8 @@ type Values struct {
 	Inputs   map[string]any
 	Vars     map[string]any
 	Expected any
+	// Models are the run's model overrides (--matrix model=...).
+	Models map[string]string
 }
 
 func init() {

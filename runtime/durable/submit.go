@@ -33,7 +33,7 @@ func NewRunInput(plan *spec.Plan, bundle *Bundle, opts runtime.Options, runID, v
 	if err != nil {
 		return RunInput{}, err
 	}
-	values, err := Values{Inputs: inputs, Vars: vars, Expected: opts.Expected}.Encode()
+	values, err := Values{Inputs: inputs, Vars: vars, Expected: opts.Expected, Models: opts.Models}.Encode()
 	if err != nil {
 		return RunInput{}, err
 	}

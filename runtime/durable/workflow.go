@@ -167,7 +167,7 @@ func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
 	}
 	seed := in.Seed
 	opts := runtime.Options{
-		InputValues: values.Inputs, VarValues: values.Vars, Expected: values.Expected,
+		InputValues: values.Inputs, VarValues: values.Vars, Expected: values.Expected, Models: values.Models,
 		Seed: &seed, Sample: in.Sample, Ask: wr.ask, Getenv: func(string) string { return "" },
 	}
 	if in.Bundle.Context != nil {

@@ -245,6 +245,9 @@ type Response struct {
 	Model            string // as reported by the server
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens are the prompt tokens the provider served from its
+	// prompt cache (a part of PromptTokens), as it reported them.
+	CachedTokens int
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer (see package tokens).
 	UsageEstimated bool

@@ -385,6 +385,7 @@ func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 	}
 	if r.Usage != nil {
 		out.PromptTokens, out.CompletionTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
+		out.CachedTokens = cachedTokens(r.Usage)
 	}
 	if len(ch.Message.ToolCalls) > 0 {
 		out.ToolCalls = make([]ToolCall, len(ch.Message.ToolCalls))
@@ -451,6 +452,7 @@ func readStream(st *attemptState, r *bufio.Reader, onDelta func(string)) (Respon
 			if ch.Usage != nil {
 				out.PromptTokens = ch.Usage.PromptTokens
 				out.CompletionTokens = ch.Usage.CompletionTokens
+				out.CachedTokens = cachedTokens(ch.Usage)
 			}
 			for _, c := range ch.Choices {
 				if c.Index != 0 {
@@ -531,4 +533,13 @@ func mergeCallDelta(calls []partialCall, d openai.ToolCall) []partialCall {
 	}
 	p.Arguments += d.Function.Arguments
 	return calls
+}
+
+// cachedTokens are the prompt tokens the provider served from its prompt
+// cache (prompt_tokens_details.cached_tokens), 0 when it does not say.
+func cachedTokens(u *openai.Usage) int {
+	if u.PromptTokensDetails == nil {
+		return 0
+	}
+	return u.PromptTokensDetails.CachedTokens
 }

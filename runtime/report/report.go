@@ -238,6 +238,13 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 		row(name, u.ByRound[r])
 	}
 	row("**total**", u.Total)
+	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0) {
+		d.w("\nPrompt prefix: %.1f%% of prompt tokens (%d of %d) repeat the start of the same agent's previous request, which a provider's prompt cache can serve", 100*float64(t.PrefixTokens)/float64(t.PromptTokens), t.PrefixTokens, t.PromptTokens)
+		if t.CachedTokens > 0 {
+			d.w("; the providers reported %d cached prompt tokens (%.1f%%)", t.CachedTokens, 100*float64(t.CachedTokens)/float64(t.PromptTokens))
+		}
+		d.w(".\n")
+	}
 	if n := u.Total.EstimatedCalls; n > 0 {
 		d.w("\n~ estimated: the server sent no token usage for %d of %d calls; their tokens were counted with a tokenizer.\n", n, u.Total.Calls)
 	}

@@ -55,6 +55,9 @@ type Manifest struct {
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Cache says whether responses could come from the response cache.
 	Cache bool `json:"cache,omitempty"`
+	// ModelOverrides are the models the run put in place of the spec's
+	// (--model, --matrix model=...), by the spec's model name.
+	ModelOverrides map[string]string `json:"model_overrides,omitempty"`
 	// Answers are the answers to clarifying questions the run was given
 	// (--answers); answers given while it ran are in its journal.
 	Answers map[string]string `json:"answers,omitempty"`
@@ -114,6 +117,14 @@ type ModelInfo struct {
 type PriceInfo struct {
 	Prompt     float64 `json:"prompt"`
 	Completion float64 `json:"completion"`
+	// CachedPrompt is the price of prompt tokens served from a provider's
+	// prompt cache; nil means the prompt price.
+	CachedPrompt *float64 `json:"cached_prompt,omitempty"`
+}
+
+// Cost is what a call with these token counts costs at these prices.
+func (p *PriceInfo) Cost(prompt, cached, completion int) float64 {
+	return (&spec.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt}).Cost(prompt, cached, completion)
 }
 
 // Result is result.json. Its JSON Schema (Schema, `runner schema
@@ -145,6 +156,14 @@ type Usage struct {
 	Calls            int `json:"calls" doc:"model calls, including repairs and tool round trips"`
 	PromptTokens     int `json:"prompt_tokens" doc:"prompt tokens as the endpoint counted them"`
 	CompletionTokens int `json:"completion_tokens" doc:"completion tokens as the endpoint counted them"`
+	// CachedTokens are the prompt tokens providers served from their prompt
+	// caches, as they reported them.
+	CachedTokens int `json:"cached_tokens,omitempty" doc:"prompt tokens the providers served from their prompt caches (prompt_tokens_details.cached_tokens), priced at the model's cached_prompt price"`
+	// PrefixTokens are the prompt tokens that repeat the start of the same
+	// agent's previous request: what a provider's prompt cache can serve.
+	PrefixTokens int `json:"prefix_tokens,omitempty" doc:"prompt tokens that repeat the start of the same agent's previous request (what a provider's prompt cache can serve), counted in proportion to the characters repeated"`
+	// PrefixShare is PrefixTokens / PromptTokens.
+	PrefixShare float64 `json:"prefix_share,omitempty" doc:"prefix_tokens / prompt_tokens: the share of input tokens that repeat the same agent's previous request"`
 	// EstimatedCalls counts the calls whose server sent no usage: their
 	// tokens (and so the cost) were counted with a tokenizer.
 	EstimatedCalls int     `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`

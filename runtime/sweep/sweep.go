@@ -248,9 +248,35 @@ type sweepJob struct {
 	sample      int
 	seed        int64
 	inputValues map[string]any
+	// models are the models put in place of the spec's (model axes).
+	models map[string]string
 	// inputs are the run's inputs, resolved (files read), for a resume
 	// that starts the run.
 	inputs map[string]any
+}
+
+// modelAxis reads a matrix axis that sweeps a model: "model" is the spec's
+// default model, "model.NAME" its model NAME.
+func modelAxis(plan *spec.Plan, axis string) (string, bool) {
+	if axis == "model" {
+		return "default", true
+	}
+	name, ok := strings.CutPrefix(axis, "model.")
+	if !ok {
+		return "", false
+	}
+	_, declared := plan.Models[name]
+	return name, declared
+}
+
+// mergeModels adds a run's model overrides to the sweep's.
+func mergeModels(base, job map[string]string) map[string]string {
+	if len(base) == 0 {
+		return job
+	}
+	out := maps.Clone(base)
+	maps.Copy(out, job)
+	return out
 }
 
 // Sweep runs every combination of the matrix (times Repeat, times the
@@ -403,6 +429,9 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: errors.New("the same name is swept twice; give all its values in one --matrix")}
 		}
 		seenAxis[a.Name] = true
+		if _, ok := modelAxis(plan, a.Name); ok && !declaredVar[a.Name] && !declaredInput[a.Name] {
+			continue
+		}
 		if !declaredVar[a.Name] && !declaredInput[a.Name] {
 			var names []string
 			for _, v := range plan.Vars {
@@ -411,7 +440,7 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 			for _, in := range plan.Inputs {
 				names = append(names, in.Name)
 			}
-			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s)", a.Name, strings.Join(names, ", "))}
+			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s; models are swept as model=... or model.NAME=...)", a.Name, strings.Join(names, ", "))}
 		}
 	}
 	var lines []*DatasetLine
@@ -457,11 +486,19 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 		baseSeed = *opts.Run.Seed
 	}
 	var jobs []sweepJob
+	specialized := map[string]bool{}
 	for _, line := range lines {
 		for _, c := range combos {
 			for s := 0; s < repeat; s++ {
 				j := sweepJob{vars: c, line: line, sample: s, seed: baseSeed + int64(s)}
 				for _, a := range opts.Matrix {
+					if model, ok := modelAxis(plan, a.Name); ok && !declaredVar[a.Name] && !declaredInput[a.Name] {
+						if j.models == nil {
+							j.models = map[string]string{}
+						}
+						j.models[model] = c[a.Name]
+						continue
+					}
 					if declaredVar[a.Name] {
 						j.sets = append(j.sets, a.Name+"="+c[a.Name])
 					} else {
@@ -486,8 +523,18 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 					return nil, nil, prefixFlagError(where, err)
 				}
 				j.inputs = inputs
-				if _, err := runtime.ResolveVarValues(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues); err != nil {
+				vars, err := runtime.ResolveVarValues(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues)
+				if err != nil {
 					return nil, nil, prefixFlagError(where, err)
+				}
+				j.models = mergeModels(opts.Run.Models, j.models)
+				// What compiles does not depend on the dataset line: check
+				// each combination once.
+				if combo := fmt.Sprint(vars, j.models); !specialized[combo] {
+					if _, err := plan.Specialize(vars, j.models); err != nil {
+						return nil, nil, &runtime.FlagError{Flag: "--matrix", Err: fmt.Errorf("%s%w", where, err)}
+					}
+					specialized[combo] = true
 				}
 				jobs = append(jobs, j)
 			}
@@ -553,6 +600,7 @@ func jobOptions(base runtime.Options, job sweepJob) runtime.Options {
 	opts.Sets = append(append([]string(nil), base.Sets...), job.sets...)
 	opts.Inputs = append(append([]string(nil), base.Inputs...), job.inputFlags...)
 	opts.InputValues = job.inputValues
+	opts.Models = job.models
 	opts.Sample = job.sample
 	seed := job.seed
 	opts.Seed = &seed

@@ -183,6 +183,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			FinishReason     string            `json:"finish_reason"`
 			PromptTokens     int               `json:"prompt_tokens"`
 			CompletionTokens int               `json:"completion_tokens"`
+			CachedTokens     int               `json:"cached_tokens"`
 			LatencyMS        int64             `json:"latency_ms"`
 			Attempts         int               `json:"attempts"`
 			Source           string            `json:"source"`
@@ -196,7 +197,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c.PromptTokens, c.CompletionTokens, c.LatencyMS, c.Attempts = rep.PromptTokens, rep.CompletionTokens, rep.LatencyMS, rep.Attempts
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
 		if p := n.prices[c.Model]; p != nil {
-			c.Cost = (float64(rep.PromptTokens)*p.Prompt + float64(rep.CompletionTokens)*p.Completion) / 1e6
+			c.Cost = p.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
 			c.Priced = true
 		}
 		out.Data = c

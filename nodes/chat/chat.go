@@ -1,0 +1,424 @@
+// Package chat builds the chat requests of node kinds that send earlier
+// turns as chat messages rather than re-stating them in one prompt: an
+// agent's thread (its earlier prompts and replies as user and assistant
+// turns), messages of the debate rendered as turns, and few-shot example
+// pairs. Kinds (ask, converse) embed its YAML form, compile it, and build
+// each call's messages with Build.
+//
+// A request is laid out as: system prompt, example pairs, thread turns,
+// history turns, the prompt (or, with history.after_prompt, the prompt,
+// the history turns and a closing user turn). Threads grow by appending, so
+// each request of a thread starts with the exact messages of the one
+// before it, and a provider's prompt cache can serve that part.
+package chat
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed schema.json
+var schemaProps []byte
+
+// Roles a history turn can take.
+const (
+	RoleAssistant = "assistant"
+	RoleUser      = "user"
+	RoleOmit      = "omit"
+)
+
+// Raw is the YAML form of a node's chat keys; kinds embed it inline.
+type Raw struct {
+	Thread   spec.Str    `yaml:"thread"`
+	History  *RawHistory `yaml:"history"`
+	Examples yaml.Node   `yaml:"examples"`
+}
+
+// RawHistory is history: as written.
+type RawHistory struct {
+	Records     []spec.Str `yaml:"records"`
+	Own         string     `yaml:"own"`
+	Others      string     `yaml:"others"`
+	Prefix      spec.Str   `yaml:"prefix"`
+	Latest      bool       `yaml:"latest"`
+	Name        bool       `yaml:"name"`
+	Merge       bool       `yaml:"merge"`
+	AfterPrompt bool       `yaml:"after_prompt"`
+	Closing     spec.Str   `yaml:"closing"`
+}
+
+// Config is a node's compiled chat keys; nil when it uses none.
+type Config struct {
+	// Thread names the agents' thread the node's calls continue.
+	Thread   string
+	History  *History
+	Examples *Examples
+}
+
+// History renders visible messages as chat turns.
+type History struct {
+	// Records are the records whose messages become turns (all when
+	// empty).
+	Records []string
+	// Own and Others are the roles of the agent's own messages and of
+	// everyone else's: assistant, user or omit.
+	Own, Others string
+	// Prefix is a template rendered before each turn's text (its dot is a
+	// TurnData), "" for none.
+	Prefix string
+	// Latest keeps only each author's latest message.
+	Latest bool
+	// Name sends each turn with its author's id as the message's name
+	// (named turns, which some providers show the model as the speaker).
+	Name bool
+	// Merge joins consecutive turns of one role (the prompt included) into
+	// one message, separated by a blank line.
+	Merge bool
+	// AfterPrompt puts the turns after the prompt, followed by a closing
+	// user turn rendered from Closing ("" sends an empty one).
+	AfterPrompt bool
+	Closing     string
+}
+
+// Examples are few-shot pairs put after the system prompt: from an
+// expression (a var, an input) or a template, either giving a list of
+// {user, assistant} pairs.
+type Examples struct {
+	Expr     *spec.Program
+	Template string
+}
+
+// TurnData is the dot of a history prefix template.
+type TurnData struct {
+	// Message is the message the turn shows.
+	Message spec.Message
+	// Name is its author's display name; Index its place among the turns
+	// (1-based); Own is set for the prompted agent's own messages.
+	Name  string
+	Index int
+	Own   bool
+	// Agent is the agent being prompted.
+	Agent spec.AgentView
+}
+
+// Schema adds the chat keys to a kind's schema fragment.
+func Schema(kind []byte) []byte {
+	var frag, props map[string]any
+	if err := json.Unmarshal(kind, &frag); err != nil {
+		panic(fmt.Sprintf("chat: kind schema: %v", err))
+	}
+	if err := json.Unmarshal(schemaProps, &props); err != nil {
+		panic(fmt.Sprintf("chat: schema: %v", err))
+	}
+	p, _ := frag["properties"].(map[string]any)
+	for k, v := range props {
+		p[k] = v
+	}
+	out, err := json.Marshal(frag)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// Compile checks a node's chat keys; nil when it uses none.
+func Compile(c *spec.NodeContext, raw *Raw) *Config {
+	cfg := &Config{Thread: raw.Thread.V}
+	if h := raw.History; h != nil {
+		hc := &History{Own: RoleAssistant, Others: RoleUser, Latest: h.Latest, Name: h.Name, Merge: h.Merge, AfterPrompt: h.AfterPrompt}
+		for _, r := range h.Records {
+			hc.Records = append(hc.Records, r.V)
+			c.RequireRecord(r)
+		}
+		if h.Own != "" {
+			hc.Own = h.Own
+		}
+		if h.Others != "" {
+			hc.Others = h.Others
+		}
+		if h.Prefix.Set {
+			hc.Prefix = c.TemplateWith(h.Prefix, TurnData{})
+		}
+		if h.Closing.Set {
+			if !h.AfterPrompt {
+				c.Errorf(h.Closing.Pos, "history.closing is the user turn after the history turns: it needs history.after_prompt: true")
+			}
+			hc.Closing = c.Template(h.Closing)
+		}
+		if hc.Own == RoleOmit && hc.Others == RoleOmit {
+			c.Errorf(c.FieldPos("history"), "history with own: omit and others: omit shows no turns; remove it")
+		}
+		cfg.History = hc
+	}
+	switch raw.Examples.Kind {
+	case 0:
+	case yaml.ScalarNode:
+		var e spec.Expr
+		if err := raw.Examples.Decode(&e); err == nil {
+			cfg.Examples = &Examples{Expr: c.Expr(e, nil, spec.ListResult, "examples")}
+		}
+	case yaml.MappingNode:
+		var m struct {
+			Template spec.Str `yaml:"template"`
+		}
+		if err := raw.Examples.Decode(&m); err == nil && m.Template.Set {
+			cfg.Examples = &Examples{Template: c.Template(m.Template)}
+		}
+	}
+	if cfg.Thread == "" && cfg.History == nil && cfg.Examples == nil {
+		return nil
+	}
+	return cfg
+}
+
+// Request is a call's messages and, for a thread, what to add to it once
+// the reply is in.
+type Request struct {
+	Messages []kit.ChatMessage
+	thread   kit.Thread
+	prompt   string
+}
+
+// Done adds the turn to the agent's thread (if the node keeps one): the
+// prompt as sent and the reply.
+func (r *Request) Done(reply string) {
+	if r.thread != nil {
+		r.thread.Add(r.prompt, reply)
+	}
+}
+
+// Build lays out a call's messages: system (when not ""), example pairs,
+// the agent's thread, history turns and the prompt. data is the prompt
+// data templates (closing) are rendered with, base its PromptBase.
+func Build(h kit.Host, cfg *Config, agent *spec.AgentPlan, base *spec.PromptBase, data any, system, prompt string) (*Request, error) {
+	req := &Request{}
+	if system != "" {
+		req.Messages = append(req.Messages, kit.ChatMessage{Role: "system", Content: system})
+	}
+	if cfg == nil {
+		req.Messages = append(req.Messages, kit.ChatMessage{Role: "user", Content: prompt})
+		return req, nil
+	}
+	if cfg.Examples != nil {
+		pairs, err := examples(h, cfg.Examples, data)
+		if err != nil {
+			return nil, err
+		}
+		req.Messages = append(req.Messages, pairs...)
+	}
+	if cfg.Thread != "" {
+		t := h.Thread(cfg.Thread, agent.ID)
+		sent, err := t.Prompt(prompt)
+		if err != nil {
+			return nil, err
+		}
+		req.thread, req.prompt, prompt = t, sent, sent
+		req.Messages = append(req.Messages, t.Turns()...)
+	}
+	var turns []kit.ChatMessage
+	if cfg.History != nil {
+		var err error
+		if turns, err = historyTurns(h, cfg.History, agent, base); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.History != nil && cfg.History.AfterPrompt {
+		req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: prompt}, cfg.History.Merge)
+		for _, t := range turns {
+			req.Messages = add(req.Messages, t, cfg.History.Merge)
+		}
+		closing := ""
+		if cfg.History.Closing != "" {
+			var err error
+			if closing, err = h.Render(cfg.History.Closing, data); err != nil {
+				return nil, err
+			}
+		}
+		req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: closing}, cfg.History.Merge)
+		return req, nil
+	}
+	merge := cfg.History != nil && cfg.History.Merge
+	for _, t := range turns {
+		req.Messages = add(req.Messages, t, merge)
+	}
+	req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: prompt}, merge)
+	return req, nil
+}
+
+// add appends m, joined to the last message when merging turns of the
+// same role. The system prompt and the thread (never changed once sent)
+// are not merged into.
+func add(msgs []kit.ChatMessage, m kit.ChatMessage, merge bool) []kit.ChatMessage {
+	if merge && len(msgs) > 0 {
+		last := &msgs[len(msgs)-1]
+		if last.Role == m.Role && last.Name == m.Name && last.Role != "system" {
+			switch {
+			case m.Content == "":
+			case last.Content == "":
+				last.Content = m.Content
+			default:
+				last.Content += "\n\n" + m.Content
+			}
+			return msgs
+		}
+	}
+	return append(msgs, m)
+}
+
+// historyTurns renders the agent's visible messages of the current goal
+// as turns.
+func historyTurns(h kit.Host, hc *History, agent *spec.AgentPlan, base *spec.PromptBase) ([]kit.ChatMessage, error) {
+	var picked []spec.Message
+	for _, m := range base.History {
+		if m.Private || m.Goal != base.Goal.ID || m.Record == "" {
+			continue
+		}
+		if len(hc.Records) > 0 && !contains(hc.Records, m.Record) {
+			continue
+		}
+		role := hc.Others
+		if m.From == agent.ID {
+			role = hc.Own
+		}
+		if role == RoleOmit {
+			continue
+		}
+		picked = append(picked, m)
+	}
+	if hc.Latest {
+		picked = latestPerAuthor(picked)
+	}
+	names := map[string]string{}
+	for _, a := range base.AllAgents {
+		names[a.ID] = a.Name
+	}
+	out := make([]kit.ChatMessage, 0, len(picked))
+	for i, m := range picked {
+		role := hc.Others
+		if m.From == agent.ID {
+			role = hc.Own
+		}
+		text := m.Content
+		if hc.Prefix != "" {
+			name := names[m.From]
+			if name == "" {
+				name = m.From
+			}
+			p, err := h.Render(hc.Prefix, &TurnData{Message: m, Name: name, Index: i + 1, Own: m.From == agent.ID, Agent: base.Agent})
+			if err != nil {
+				return nil, err
+			}
+			text = p + text
+		}
+		turn := kit.ChatMessage{Role: role, Content: text}
+		if hc.Name {
+			turn.Name = wireName(m.From)
+		}
+		out = append(out, turn)
+	}
+	return out, nil
+}
+
+// latestPerAuthor keeps each author's last message, in the order of those
+// messages.
+func latestPerAuthor(ms []spec.Message) []spec.Message {
+	last := map[string]int{}
+	for i, m := range ms {
+		last[m.From] = i
+	}
+	var out []spec.Message
+	for i, m := range ms {
+		if last[m.From] == i {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// examples evaluates a node's few-shot pairs into user and assistant turns.
+func examples(h kit.Host, ex *Examples, data any) ([]kit.ChatMessage, error) {
+	var v any
+	if ex.Template != "" {
+		text, err := h.Render(ex.Template, data)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(strings.TrimSpace(text)), &v); err != nil {
+			return nil, fmt.Errorf("examples: template %s must render a JSON list of {\"user\": ..., \"assistant\": ...} pairs: %w", ex.Template, err)
+		}
+	} else {
+		out, err := vm.Run(ex.Expr.Program, h.Env().Map())
+		if err != nil {
+			return nil, fmt.Errorf("examples (%s): %s", ex.Expr.Source, strings.SplitN(err.Error(), "\n", 2)[0])
+		}
+		v = out
+		if s, ok := out.(string); ok {
+			if err := json.Unmarshal([]byte(s), &v); err != nil {
+				return nil, fmt.Errorf("examples (%s) gave text that is not a JSON list of pairs: %w", ex.Expr.Source, err)
+			}
+		}
+	}
+	return Pairs(v)
+}
+
+// Pairs reads few-shot pairs: a list of {user, assistant} mappings or of
+// [user, assistant] lists.
+func Pairs(v any) ([]kit.ChatMessage, error) {
+	list, ok := v.([]any)
+	if !ok {
+		if v == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("examples must be a list of {user, assistant} pairs, not %T", v)
+	}
+	var out []kit.ChatMessage
+	for i, item := range list {
+		var user, assistant any
+		switch x := item.(type) {
+		case map[string]any:
+			user, assistant = x["user"], x["assistant"]
+		case []any:
+			if len(x) == 2 {
+				user, assistant = x[0], x[1]
+			}
+		}
+		u, uok := user.(string)
+		a, aok := assistant.(string)
+		if !uok || !aok {
+			return nil, fmt.Errorf("examples: item %d is not a pair of texts {user: ..., assistant: ...}", i+1)
+		}
+		out = append(out, kit.ChatMessage{Role: "user", Content: u}, kit.ChatMessage{Role: "assistant", Content: a})
+	}
+	return out, nil
+}
+
+// wireName makes an author id a message name providers accept: letters,
+// digits, '_' and '-', at most 64 characters.
+func wireName(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
+}

@@ -1,0 +1,119 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
+)
+
+// threads are the agents' chat threads of a run (see kit.Thread), and the
+// prompts of turns an earlier attempt (a resume) or a recording (--replay)
+// sent, which the threads are rebuilt from.
+type threads struct {
+	mu   sync.Mutex
+	open map[string]*thread
+	// sent are the journaled prompts of thread turns, by turn key: one
+	// per attempt (a repaired turn was sent more than once), in order.
+	sent map[string][]string
+}
+
+// thread is one agent's chat in one thread and goal.
+type thread struct {
+	run  *Run
+	key  string // thread/NAME/AGENT, with @GOAL inside a goal
+	name string
+	// agent and goal are journaled with each turn.
+	agent, goal string
+
+	mu    sync.Mutex
+	turns []kit.ChatMessage
+	// tries counts the prompts of the next turn fixed so far (attempts).
+	tries int
+}
+
+// threadTurn is the payload of a thread_turn event: the user prompt of a
+// thread's turn, as it was sent.
+type threadTurn struct {
+	Thread string `json:"thread"`
+	Agent  string `json:"agent"`
+	Goal   string `json:"goal,omitempty"`
+	Turn   int    `json:"turn"`
+	Prompt string `json:"prompt"`
+}
+
+// Thread implements kit.Host: the agent's thread of that name in the
+// current goal, made on first use.
+func (h *host) Thread(name, agent string) kit.Thread {
+	r := h.run
+	goal := h.scope.Goal.ID
+	key := "thread/" + name + "/" + agent
+	if goal != "" {
+		key += "@" + goal
+	}
+	r.threads.mu.Lock()
+	defer r.threads.mu.Unlock()
+	if r.threads.open == nil {
+		r.threads.open = map[string]*thread{}
+	}
+	t, ok := r.threads.open[key]
+	if !ok {
+		t = &thread{run: r, key: key, name: name, agent: agent, goal: goal}
+		r.threads.open[key] = t
+	}
+	return t
+}
+
+func (t *thread) Turns() []kit.ChatMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.turns[:len(t.turns):len(t.turns)]
+}
+
+func (t *thread) Prompt(rendered string) (string, error) {
+	t.mu.Lock()
+	n := len(t.turns)/2 + 1
+	try := t.tries
+	t.tries++
+	t.mu.Unlock()
+	key := fmt.Sprintf("%s#%d", t.key, n)
+	r := t.run
+	r.threads.mu.Lock()
+	sent := r.threads.sent[key]
+	r.threads.mu.Unlock()
+	if try < len(sent) {
+		// This attempt was sent before (a resume, a replay): send it as
+		// it was, and journal nothing new.
+		return sent[try], nil
+	}
+	ev := threadTurn{Thread: t.name, Agent: t.agent, Goal: t.goal, Turn: n, Prompt: rendered}
+	if err := r.event("thread_turn", key, ev); err != nil {
+		return "", err
+	}
+	return rendered, nil
+}
+
+func (t *thread) Add(prompt, reply string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.turns = append(t.turns, kit.ChatMessage{Role: "user", Content: prompt}, kit.ChatMessage{Role: "assistant", Content: reply})
+	t.tries = 0
+}
+
+// threadPrompts reads the prompts of thread turns from journal events.
+func threadPrompts(events []journal.Event) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, ev := range events {
+		if ev.Type != "thread_turn" {
+			continue
+		}
+		var tt threadTurn
+		if err := json.Unmarshal(ev.Data, &tt); err != nil {
+			return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+		}
+		out[ev.Key] = append(out[ev.Key], tt.Prompt)
+	}
+	return out, nil
+}
