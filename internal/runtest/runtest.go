@@ -17,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,15 +172,6 @@ func IsolateCache(m *testing.M) int {
 	defer os.RemoveAll(dir)
 	os.Setenv("RUNNER_CACHE_DIR", dir)
 	return m.Run()
-}
-
-// CPUTime is the process's user and system CPU time so far.
-func CPUTime() (user, sys time.Duration) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0, 0
-	}
-	return time.Duration(ru.Utime.Nano()), time.Duration(ru.Stime.Nano())
 }
 
 // KeyedTransport answers every chat completion at once, in-process, with

@@ -8,11 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/debate-runner/runner/runtime/result"
@@ -249,11 +247,9 @@ func locked(path string) bool {
 	if err != nil {
 		return false
 	}
-	if runtime.GOOS == "linux" {
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			if data, err := os.ReadFile("/proc/locks"); err == nil {
-				return holdsInode(string(data), st.Ino)
-			}
+	if ino, ok := inode(info); ok {
+		if data, err := os.ReadFile("/proc/locks"); err == nil {
+			return holdsInode(string(data), ino)
 		}
 	}
 	j, err := os.Stat(filepath.Join(filepath.Dir(path), "journal.jsonl"))
