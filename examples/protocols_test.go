@@ -577,10 +577,10 @@ func TestProtocolChatEval(t *testing.T) {
 			"talk/goal=reverse/round=1/critic":  "user user",
 		}, false},
 		{"chateval-summarizer", (2*2+(2-1))*2 + 1, map[string]string{
-			"talk/goal=forward/round=1/public":         "user user",
+			"talk/goal=forward/round=1/public":          "user user",
 			"summarize/goal=forward/round=2/summarizer": "user",
-			"final/goal=forward/round=2/public":        "user assistant assistant assistant user", // two turns and the summary
-			"final/goal=reverse/round=2/critic":        "user assistant assistant assistant user",
+			"final/goal=forward/round=2/public":         "user assistant assistant assistant user", // two turns and the summary
+			"final/goal=reverse/round=2/critic":         "user assistant assistant assistant user",
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
