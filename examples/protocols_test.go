@@ -2,8 +2,11 @@ package examples_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -676,5 +679,81 @@ func TestProtocolCallCounts(t *testing.T) {
 				t.Errorf("the dry run plans %d calls, the fact sheet's %s gives %d", rep.Calls, tc.formula, tc.calls)
 			}
 		})
+	}
+}
+
+// TestProtocolDatasetAgainstBaseline: du-society-of-minds and its
+// single-agent baseline each run over the shipped arithmetic dataset as
+// one command, scored. The scripted model gets the first answer right only
+// for even results and is always right once it has seen other answers, so
+// the debate must score 1 and the baseline the share of even results.
+func TestProtocolDatasetAgainstBaseline(t *testing.T) {
+	bin := runnerBinary(t)
+	problem := regexp.MustCompile(`What is the result of (\d+)\+(\d+)\*(\d+)\+(\d+)-(\d+)\*(\d+)\?`)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		m := problem.FindStringSubmatch(r.Messages[0].Content)
+		if m == nil {
+			return llmtest.Reply{Status: 400, ErrorMessage: "no problem in the first message"}
+		}
+		var n [6]int
+		for i := range n {
+			_, _ = fmt.Sscan(m[i+1], &n[i])
+		}
+		result := n[0] + n[1]*n[2] + n[3] - n[4]*n[5]
+		if len(r.Messages) == 1 && result%2 != 0 {
+			result++ // a first answer of an odd result is off by one
+		}
+		return llmtest.Reply{Content: fmt.Sprintf("Working it out step by step.\n%d", result)}
+	})
+	data, err := os.ReadFile("protocols/data/arithmetic.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	even := 0
+	for _, l := range lines {
+		var item struct{ Expected int }
+		if err := json.Unmarshal([]byte(l), &item); err != nil {
+			t.Fatal(err)
+		}
+		if item.Expected%2 == 0 {
+			even++
+		}
+	}
+	accuracy := func(spec string) (float64, int) {
+		t.Helper()
+		runs := filepath.Join(t.TempDir(), "runs")
+		cmd := exec.Command(bin, "run", spec, "--dataset", "protocols/data/arithmetic.jsonl", "--runs-dir", runs, "--no-cache", "-q")
+		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+testKey)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s over the dataset: %v\n%s", spec, err, out)
+		}
+		paths, _ := filepath.Glob(filepath.Join(runs, "sweep-*", "summary.json"))
+		if len(paths) != 1 {
+			t.Fatalf("%s: %d sweep summaries", spec, len(paths))
+		}
+		raw, err := os.ReadFile(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum struct {
+			Accuracy  *struct{ Mean float64 }
+			CallsMade int `json:"calls_made"`
+		}
+		if err := json.Unmarshal(raw, &sum); err != nil || sum.Accuracy == nil {
+			t.Fatalf("%s: no accuracy in summary.json (%v)", spec, err)
+		}
+		return sum.Accuracy.Mean, sum.CallsMade
+	}
+	debate, debateCalls := accuracy("protocols/du-society-of-minds/spec.yaml")
+	baseline, baselineCalls := accuracy("protocols/du-society-of-minds/baseline.yaml")
+	if debate != 1 {
+		t.Errorf("the debate's accuracy is %v, want 1", debate)
+	}
+	if want := float64(even) / float64(len(lines)); baseline != want {
+		t.Errorf("the baseline's accuracy is %v, want %v (%d of %d results are even)", baseline, want, even, len(lines))
+	}
+	if debateCalls != 6*len(lines) || baselineCalls != len(lines) {
+		t.Errorf("%d and %d calls, want %d (N·R per question) and %d", debateCalls, baselineCalls, 6*len(lines), len(lines))
 	}
 }
