@@ -164,7 +164,7 @@ func withoutClarify() specEdit {
 func withSummaries(overChars, maxChars int) specEdit {
 	return func(t *testing.T, root *yaml.Node) {
 		setYAML(t, yamlPath(t, root, "history"), "summarize",
-			"{over_chars: "+itoa(overChars)+", max_chars: "+itoa(maxChars)+", template: software-design/summarize}")
+			"{over_chars: "+itoa(overChars)+", max_chars: "+itoa(maxChars)+", template: software-design/summarize, when: vars.summaries}")
 	}
 }
 
@@ -306,7 +306,7 @@ func classify(r llmtest.Request, byName map[string]string, judge string) designC
 		c.phase = "refine"
 	case strings.Contains(p, "\nPropose a design that solves this problem"):
 		c.phase = "propose"
-	case strings.Contains(p, `"solution_markdown"`):
+	case strings.Contains(p, `"solution_markdown"`), strings.Contains(p, "Write the design in Markdown"):
 		c.phase = "synthesize"
 	case strings.Contains(p, `{"confidence": 0, "reason"`):
 		c.phase = "evaluate"
@@ -553,6 +553,10 @@ func (p *replayer) handle(r llmtest.Request) llmtest.Reply {
 			p.problem("the synthesis prompt does not use the judge's summary")
 		}
 		fs := p.rec.FinalSolution
+		if !strings.Contains(c.prompt, `"solution_markdown"`) {
+			// synthesis: text, as the original: the reply is the solution.
+			return llmtest.Reply{Content: fs.Description}
+		}
 		data, _ := json.Marshal(map[string]any{
 			"solution_markdown": fs.Description, "tradeoffs": orEmpty(fs.Tradeoffs), "recommendations": orEmpty(fs.Recommendations),
 			"unmet_requirements": []string{}, "open_questions": []string{}, "confidence": fs.Confidence,
@@ -631,7 +635,7 @@ func schedule(rec *dlState) (serial, original, ours int64) {
 // and produce its final solution.
 func TestDesignDebateReplaysRecordings(t *testing.T) {
 	if _, err := os.Stat(dialecticDir); err != nil {
-		t.Skipf("recorded debates not found at %s: %v", dialecticDir, err)
+		t.Fatalf("recorded debates not found at %s (../shared/data beside the checkout): %v", dialecticDir, err)
 	}
 	recordings := []struct{ file, config, problem string }{
 		{"kata1/architect-only-solution_2-rounds.json", "kata1/debate-config-kata1.json", "kata1/kata1.md"},
@@ -657,8 +661,12 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 	readJSONFile(t, configFile, &cfg)
 	agents, byName := recordingAgents(t, &rec, &cfg)
 	edits := []specEdit{withAgents(agents...)}
+	// The spec's own switches make it the original: no clarification when
+	// the recording has none, no summaries when it made none, and the
+	// judge's synthesis taken as free text.
+	sets := []string{fmt.Sprintf("max_rounds=%d", len(rec.Rounds)), "early_stop=false", "synthesis=text"}
 	if len(rec.Clarifications) == 0 {
-		edits = append(edits, withoutClarify())
+		sets = append(sets, "clarify=false")
 	}
 	summaries := rec.JudgeSummary != nil
 	for _, r := range rec.Rounds {
@@ -668,14 +676,14 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 		s := cfg.Debate.Summarization
 		edits = append(edits, withSummaries(s.Threshold, s.MaxLength))
 	} else {
-		edits = append(edits, withoutSummaries())
+		sets = append(sets, "summaries=false")
 	}
 
 	p := newReplayer(&rec, byName, len(agents))
 	srv := llmtest.New(t, p.handle)
 	run := startDesign(t, designSpec(t, edits...), srv, runtime.Options{
 		Inputs:  []string{"problem=@" + problem},
-		Sets:    []string{fmt.Sprintf("max_rounds=%d", len(rec.Rounds)), "early_stop=false"},
+		Sets:    sets,
 		Answers: recordingAnswers(t, &rec),
 	})
 	res, err := run.Execute(context.Background())
@@ -703,6 +711,9 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 	// and leave the summaries (private to their agents) out.
 	st := mdtext.CheckReport(t, run.Dir, res)
 	t.Logf("report.md %d bytes, report.html %d bytes: every word of %d messages (%d words) shown", st.MarkdownBytes, st.HTMLBytes, st.Messages, st.Words)
+
+	u := res.Usage.Total
+	t.Logf("%s: prompt prefix: %.3f of %d prompt tokens repeat the start of the same agent's previous request", filepath.Base(file), u.PrefixShare, u.PromptTokens)
 
 	serial, original, ours := schedule(&rec)
 	if !(ours <= original && original <= serial) {

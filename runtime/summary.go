@@ -9,10 +9,12 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
 )
 
 // summaryEntry caches one agent's summary for one scope, so every node of a
-// round uses the same summary and only one call is made for it.
+// round (every later turn of a conversation) uses the same summary and only
+// one call is made for it.
 type summaryEntry struct {
 	done chan struct{}
 	text string
@@ -128,6 +130,18 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	if sp == nil {
 		return ""
 	}
+	if sp.When != nil {
+		// Evaluated directly (not with Holds): a switch such as
+		// vars.summaries has its value in a dry run too.
+		v, err := vm.Run(sp.When.Program, h.Env().Map())
+		if err != nil {
+			h.Warn("history.summarize.when (%s): %s; using the full history", sp.When.Source, firstLineOf(err))
+			return ""
+		}
+		if b, _ := v.(bool); !b {
+			return ""
+		}
+	}
 	key := agent.ID + "/" + h.scope.Key
 	r.mu.Lock()
 	if r.summaries == nil {
@@ -154,6 +168,11 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 		size = r.dry.size(text) // stand-ins count as the replies they stand for
 	}
 	if size <= sp.OverChars {
+		// Not long enough yet: measured again at the agent's next call of
+		// this scope (a conversation's next turn), rather than remembered.
+		r.mu.Lock()
+		delete(r.summaries, key)
+		r.mu.Unlock()
 		return ""
 	}
 	data := &spec.SummaryData{

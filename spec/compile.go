@@ -335,6 +335,9 @@ func (c *compiler) summarize() {
 	if s.Model.Set {
 		sp.Model = c.modelRef(s.Model, "history.summarize")
 	}
+	if !s.When.IsZero() {
+		sp.When = c.compileExpr(s.When, nil, BoolResult, "history.summarize.when")
+	}
 	c.templateRef(s.Template, reflect.TypeOf(SummaryData{}), nil)
 	c.plan.Summarize = sp
 }

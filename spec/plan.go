@@ -232,6 +232,9 @@ type SummarizePlan struct {
 	// none, the latest round's messages of these records), instead of
 	// everything it wrote or was sent.
 	Records []string
+	// When, if set, is a condition (e.g. vars.summaries) checked before
+	// each summary: false leaves the history whole.
+	When *Program
 }
 
 // TemplateSource records where a template was defined.

@@ -321,6 +321,7 @@ type Summarize struct {
 	Template  Str     `yaml:"template"`
 	Model     Str     `yaml:"model"`
 	Records   StrList `yaml:"records"`
+	When      Expr    `yaml:"when"`
 }
 
 // NodeDecl is a node as declared. The fields every kind shares are decoded

@@ -43,7 +43,7 @@ func TestLibraryContents(t *testing.T) {
 		"software-design": {
 			"clarifications.tmpl", "clarify.tmpl", "confidence.schema.json", "confidence.tmpl", "critique.tmpl",
 			"evaluate.tmpl", "evaluation.schema.json", "extra-rules.tmpl", "judge-summary.tmpl", "problem.tmpl", "propose.tmpl", "refine.tmpl",
-			"solution.schema.json", "summarize.tmpl", "synthesize.tmpl", "system.tmpl",
+			"solution.schema.json", "summarize.tmpl", "synthesize-text.tmpl", "synthesize.tmpl", "system.tmpl",
 		},
 		"chain-of-debate": {
 			"demand.tmpl", "force.tmpl", "insist.tmpl", "message.tmpl", "moderate.tmpl", "remind.tmpl",

@@ -271,7 +271,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	if cfg.Output.Format != FormatText && cfg.Output.Format != "" {
 		call.Repairs = cfg.Output.Repair
 	}
-	toolNames := mergeTools(t.agent.Tools, cfg.Tools)
+	toolNames := tools.Merge(t.agent.Tools, cfg.Tools)
 	if len(toolNames) > 0 {
 		call.Tools = tools.Definitions(toolNames)
 		call.ToolRounds = cfg.MaxToolCalls
@@ -283,7 +283,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		if attempt > 0 {
 			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
 		}
-		reply, msgs, err := completeWithTools(ctx, h, call, env, cfg.MaxToolCalls)
+		reply, msgs, err := tools.Complete(ctx, h, call, env, cfg.MaxToolCalls)
 		if err != nil {
 			return spec.Message{}, err
 		}
@@ -366,58 +366,4 @@ type outputEvent struct {
 
 type replyOutputEvent struct {
 	OutputIsReply bool `json:"output_is_reply"`
-}
-
-func mergeTools(a, b []string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, n := range append(append([]string(nil), a...), b...) {
-		if !seen[n] {
-			seen[n] = true
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// completeWithTools makes a call and, while the model asks for tools, runs
-// them and calls again, up to limit tool calls; then it asks for an answer
-// without tools. It returns the final reply and the conversation so far.
-func completeWithTools(ctx context.Context, h kit.Host, call kit.Call, env tools.Env, limit int) (kit.Reply, []kit.ChatMessage, error) {
-	base := call.Key
-	msgs := append([]kit.ChatMessage(nil), call.Messages...)
-	used := 0
-	for round := 0; ; round++ {
-		c := call
-		c.Messages = msgs
-		if round > 0 {
-			c.Key = fmt.Sprintf("%s/tool%d", base, round)
-		}
-		if used >= limit {
-			c.Tools = nil
-		}
-		reply, err := h.Complete(ctx, c)
-		if err != nil {
-			return reply, msgs, err
-		}
-		if len(reply.ToolCalls) == 0 || len(c.Tools) == 0 {
-			return reply, msgs, nil
-		}
-		msgs = append(msgs, kit.ChatMessage{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
-		for _, tc := range reply.ToolCalls {
-			used++
-			var result string
-			if used > limit {
-				result = fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)
-			} else {
-				out, terr := tools.Call(env, tc.Name, tc.Arguments)
-				result = out
-				if terr != nil {
-					result = "error: " + terr.Error()
-				}
-			}
-			_ = h.Event("tool_call", c.Key, map[string]any{"agent": call.Agent.ID, "tool": tc.Name, "arguments": tc.Arguments, "result": result})
-			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
-		}
-	}
 }

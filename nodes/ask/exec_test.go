@@ -129,12 +129,6 @@ func TestTargets(t *testing.T) {
 	}
 }
 
-func TestMergeTools(t *testing.T) {
-	if got := mergeTools([]string{"read_file", "search_history"}, []string{"search_history", "list_files"}); fmt.Sprint(got) != "[read_file search_history list_files]" {
-		t.Errorf("mergeTools = %v", got)
-	}
-}
-
 // TestEachRecordsInDeclarationOrder: one call per agent and target, made
 // concurrently, recorded in agent then target order whatever the timing.
 func TestEachRecordsInDeclarationOrder(t *testing.T) {

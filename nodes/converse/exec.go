@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
 	"github.com/debate-runner/runner/spec"
@@ -32,6 +33,8 @@ type state struct {
 	fired        []bool
 	forced       map[string]bool
 	endedBy      string
+	// watched is, per watcher, the transcript's length when it last ran.
+	watched []int
 }
 
 // Execute implements kit.Executor: turns until the until-condition holds,
@@ -41,12 +44,16 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	if !ok {
 		return spec.NodeResult{}, fmt.Errorf("node %q: not a converse node", node.ID)
 	}
-	s := &state{cfg: cfg, node: node, h: h, index: map[string]int{}, fired: make([]bool, len(cfg.Interject)), forced: map[string]bool{}}
+	s := &state{cfg: cfg, node: node, h: h, index: map[string]int{}, fired: make([]bool, len(cfg.Interject)), forced: map[string]bool{},
+		watched: make([]int, len(cfg.Watch))}
 	for i, a := range node.Agents {
 		s.participants = append(s.participants, spec.Participant{ID: a.ID, Name: a.Name})
 		s.index[a.ID] = i
 	}
-	calls := 0
+	calls, err := s.interjectAtStart(ctx)
+	if err != nil {
+		return spec.NodeResult{}, err
+	}
 	for s.turn < cfg.MaxTurns {
 		if err := ctx.Err(); err != nil {
 			return spec.NodeResult{}, err
@@ -190,6 +197,9 @@ func (s *state) nextSpeaker() (string, error) {
 		return "", nil
 	}
 	rng := s.h.Rand()
+	// A whisper's addressee answers first (with reply_to_whisper's chance),
+	// whatever the strategy: a speaker expression decides only when the
+	// addressee does not (set reply_to_whisper: 0 to let it decide alone).
 	if s.lastMsg.Whisper && s.lastMsg.To != "" {
 		if i, ok := s.index[s.lastMsg.To]; ok && !s.participants[i].Withdrawn && rng.Float64() < s.cfg.ReplyToWhisper {
 			return s.lastMsg.To, nil
@@ -270,6 +280,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 	feedback := ""
 	var parsed Parsed
 	var content string
+	var req *chat.Request
 	calls := 0
 	for attempt := 0; ; attempt++ {
 		data := &PromptData{PromptBase: s.h.Base(s.node, agent)}
@@ -277,6 +288,9 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		data.Feedback = feedback
 		system, err := kit.SystemPrompt(s.h, s.cfg.System, agent, data)
 		if err != nil {
+			return calls, err
+		}
+		if system, err = s.summarize(ctx, agent, data, system); err != nil {
 			return calls, err
 		}
 		user, err := s.h.Render(s.cfg.Template, data)
@@ -292,8 +306,9 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 			key += fmt.Sprintf("#repair%d", attempt)
 		}
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
-		reply, err := s.h.Complete(ctx, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, user),
-			Shape: s.shape(mustDecide), Repairs: s.repairs()})
+		var reply kit.Reply
+		reply, req, err = s.complete(ctx, agent, data, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model,
+			Shape: s.shape(mustDecide), Repairs: s.repairs()}, system, user)
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.cfg.MaxTurns})
 		calls++
 		if err != nil {
@@ -321,6 +336,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 			feedback = fmt.Sprintf("Your last message was not accepted: %v. Write it again, much more briefly, following the format.", err)
 		}
 	}
+	req.Done(content)
 	s.turn++
 	msg := spec.Message{
 		From: speaker, To: parsed.To, Whisper: parsed.Whisper, Content: parsed.Content, Turn: s.turn,
@@ -416,9 +432,17 @@ func (s *state) fill(d *PromptData) {
 // posted. A rule without every fires once; with every, each time both hold.
 // force_verdict makes every undecided participant answer now with a verdict.
 func (s *state) interject(ctx context.Context) (int, error) {
+	return s.interjectWhere(ctx, func(Interject) bool { return true })
+}
+
+// interjectWhere posts the last applicable rule among those eligible.
+func (s *state) interjectWhere(ctx context.Context, eligible func(Interject) bool) (int, error) {
 	chosen := -1
 	env := s.env()
 	for i, r := range s.cfg.Interject {
+		if !eligible(r) {
+			continue
+		}
 		if r.Every > 0 && s.turn%r.Every != 0 {
 			continue
 		}
@@ -473,22 +497,27 @@ func (s *state) interject(ctx context.Context) (int, error) {
 // watch runs watcher nodes every N turns and posts their decision when a
 // majority of the watcher's agents agree.
 func (s *state) watch(ctx context.Context) error {
-	for _, w := range s.cfg.Watch {
-		if s.turn%w.Every != 0 {
+	for i, w := range s.cfg.Watch {
+		if !s.watchDue(i) {
 			continue
 		}
+		s.watched[i] = len(s.transcript)
 		res, err := s.h.RunNode(ctx, w.Node)
 		if err != nil {
 			return fmt.Errorf("node %q: watcher %q: %w", s.node.ID, w.Node, err)
 		}
 		decision, votes, total := majority(res)
 		_ = s.h.Event("watch", "", map[string]any{"watcher": w.Node, "turn": s.turn, "decision": decision, "votes": votes, "of": total})
-		if decision == "" {
+		if decision == "" || w.silent(decision) {
 			continue
 		}
+		why := reasons(res, decision)
 		text := fmt.Sprintf("%s decided: %s (%d of %d agree).", w.Node, decision, votes, total)
+		if len(why) > 0 {
+			text += " " + strings.Join(why, " | ")
+		}
 		if w.Template != "" {
-			data := &WatchData{PromptData: PromptData{PromptBase: s.h.Base(s.node, s.node.Agents[0])}, Decision: decision, Text: decision}
+			data := &WatchData{PromptData: PromptData{PromptBase: s.h.Base(s.node, s.node.Agents[0])}, Decision: decision, Text: decision, Reasons: why}
 			s.fill(&data.PromptData)
 			data.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
 			if text, err = s.h.Render(w.Template, data); err != nil {

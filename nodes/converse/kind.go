@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
 )
@@ -24,8 +25,11 @@ func (Kind) Description() string {
 	return "A turn-based conversation: one speaker per turn, whispers, verdicts, interjections, until a condition holds."
 }
 
-// Schema implements spec.Kind.
-func (Kind) Schema() []byte { return schema }
+// Schema implements spec.Kind: the kind's keys and the chat keys (thread,
+// history, examples).
+func (Kind) Schema() []byte { return fullSchema }
+
+var fullSchema = chat.Schema(schema)
 
 // Speaker selection strategies.
 const (
@@ -53,6 +57,15 @@ type Config struct {
 	MaxTurns       int
 	Interject      []Interject
 	Watch          []Watch
+	// Chat says how turns send earlier turns (nil: system and prompt).
+	Chat *chat.Config
+	// Tools the speakers may call (with the agents' own), up to
+	// MaxToolCalls per turn.
+	Tools        []string
+	MaxToolCalls int
+	// Summarize gives turn prompts the speaker's history summary when the
+	// spec asks for summaries.
+	Summarize bool
 }
 
 // Rule is an extra check on a message.
@@ -67,13 +80,20 @@ type Interject struct {
 	When         *spec.Program
 	Template     string
 	ForceVerdict bool
+	// AtStart posts the rule before the first turn too (turn 0).
+	AtStart bool
 }
 
 // Watch runs another node every N turns.
 type Watch struct {
-	Every    int
-	Node     string
-	Template string
+	// Every runs the watcher every N turns; EveryMessages once N messages
+	// (turns, time keeper posts, watchers' posts) were posted since it
+	// last ran.
+	Every, EveryMessages int
+	Node                 string
+	Template             string
+	// Silent are decisions that post nothing (e.g. NO_ACTION).
+	Silent []string
 }
 
 // PromptData is the dot of a conversation's turn prompts and system
@@ -103,6 +123,9 @@ type WatchData struct {
 	// agreed on; Text is the same, under its earlier name.
 	Decision string
 	Text     string
+	// Reasons are the reasonings the watcher's agents gave with the
+	// decision, in agent order (join them: {{join " | " .Reasons}}).
+	Reasons []string
 }
 
 // PromptData implements spec.Kind.
@@ -154,6 +177,10 @@ func RuleSample() map[string]any {
 }
 
 type rawConfig struct {
+	chat.Raw       `yaml:",inline"`
+	Tools          []string  `yaml:"tools"`
+	MaxToolCalls   *int      `yaml:"max_tool_calls"`
+	Summarize      *bool     `yaml:"summarize"`
 	Speaker        yaml.Node `yaml:"speaker"`
 	ReplyToWhisper *float64  `yaml:"reply_to_whisper"`
 	Model          spec.Str  `yaml:"model"`
@@ -178,11 +205,14 @@ type rawConfig struct {
 		When         spec.Expr `yaml:"when"`
 		Template     spec.Str  `yaml:"template"`
 		ForceVerdict bool      `yaml:"force_verdict"`
+		AtStart      bool      `yaml:"at_start"`
 	} `yaml:"interject"`
 	Watch []struct {
-		Every    int      `yaml:"every"`
-		Node     spec.Str `yaml:"node"`
-		Template spec.Str `yaml:"template"`
+		Every         int      `yaml:"every"`
+		EveryMessages int      `yaml:"every_messages"`
+		Node          spec.Str `yaml:"node"`
+		Template      spec.Str `yaml:"template"`
+		Silent        []string `yaml:"silent"`
 	} `yaml:"watch"`
 }
 
@@ -257,17 +287,21 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 		cfg.MaxTurns = raw.MaxTurns
 	}
 	for _, in := range raw.Interject {
-		ij := Interject{Every: in.Every, Template: c.Template(in.Template), ForceVerdict: in.ForceVerdict}
+		ij := Interject{Every: in.Every, Template: c.Template(in.Template), ForceVerdict: in.ForceVerdict, AtStart: in.AtStart}
 		ij.When = c.Expr(in.When, ParticipantsSample(), spec.BoolResult, "interject when")
-		if in.Every == 0 && in.When.IsZero() {
-			c.Errorf(in.Template.Pos, "interject needs every: N or when: CONDITION")
+		if in.Every == 0 && in.When.IsZero() && !in.AtStart {
+			c.Errorf(in.Template.Pos, "interject needs every: N, when: CONDITION or at_start: true")
 		}
 		cfg.Interject = append(cfg.Interject, ij)
 	}
 	for _, w := range raw.Watch {
 		id := c.RunsNode(w.Node, "watch")
-		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, Node: id, Template: c.TemplateWith(w.Template, WatchData{})})
+		if (w.Every == 0) == (w.EveryMessages == 0) {
+			c.Errorf(w.Node.Pos, "watch needs one of every: N (turns) or every_messages: N")
+		}
+		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, EveryMessages: w.EveryMessages, Node: id, Template: c.TemplateWith(w.Template, WatchData{}), Silent: w.Silent})
 	}
+	compileExtras(c, raw, cfg)
 	if raw.Until.IsZero() && raw.Verdict == nil {
 		c.Warnf(c.Decl.Pos, "no verdict and no until: the conversation runs max_turns (%d) turns", cfg.MaxTurns)
 	}

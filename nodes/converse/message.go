@@ -51,6 +51,7 @@ func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options [
 	res := tags.Parse(reply, scaffold...)
 	var p Parsed
 	var reasons []string
+	toKeeper := false // addressed to the time keeper
 	get := func(name string) (string, bool) {
 		f, ok := res.Get(name)
 		return strings.TrimSpace(f.Value), ok
@@ -76,8 +77,9 @@ func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options [
 		id, err := ResolveAgent(to, agents)
 		switch {
 		case err != nil && toTimeKeeper(to):
-			// The time keeper's messages are public, so a reply to it is
-			// public too.
+			// The reply keeps its addressee; the time keeper's messages are
+			// public, so a reply to it is public too (never a whisper).
+			p.To, toKeeper = TimeKeeper, true
 		case err != nil:
 			reasons = append(reasons, err.Error())
 		case id == self:
@@ -91,8 +93,11 @@ func ParseMessage(reply string, agents []*spec.AgentPlan, self string, options [
 		if err != nil {
 			reasons = append(reasons, fmt.Sprintf("<Whisper> must be true or false, not %q", w))
 		}
-		p.Whisper = b
-		if b && p.To == "" {
+		p.Whisper = b && !toKeeper
+		switch {
+		case b && toKeeper:
+			reasons = append(reasons, "a whisper needs one addressee among the participants in <SpeakingTo> (the time keeper reads only public messages)")
+		case b && p.To == "":
 			reasons = append(reasons, "a whisper needs one addressee in <SpeakingTo>")
 		}
 	}

@@ -44,7 +44,7 @@ func TestParseMessage(t *testing.T) {
 		},
 		{name: "to all", reply: "<SpeakingTo>ALL</SpeakingTo><Content>x</Content>", want: converse.Parsed{Content: "x"}},
 		{name: "to everyone", reply: "<SpeakingTo>Everyone</SpeakingTo><Content>x</Content>", want: converse.Parsed{Content: "x"}},
-		{name: "to the time keeper is to everyone", reply: "<SpeakingTo>TimeKeeper</SpeakingTo><Content>x</Content>", want: converse.Parsed{Content: "x"}},
+		{name: "to the time keeper keeps its addressee", reply: "<SpeakingTo>TimeKeeper</SpeakingTo><Content>x</Content>", want: converse.Parsed{To: converse.TimeKeeper, Content: "x"}},
 		{name: "addressee by first name, other case", reply: "<SpeakingTo>CY</SpeakingTo><Content>x</Content>", want: converse.Parsed{To: "cy", Content: "x"}},
 		{name: "addressee by full name lower case", reply: "<SpeakingTo>cy marlowe tate</SpeakingTo><Whisper>yes</Whisper><Content>x</Content>", want: converse.Parsed{To: "cy", Whisper: true, Content: "x"}},
 		{name: "verdict in other case", reply: "<Content>x</Content><Verdict>maybe</Verdict><VerdictReasoning>r</VerdictReasoning>", want: converse.Parsed{Content: "x", Verdict: "MAYBE", Reasoning: "r"}},

@@ -100,10 +100,12 @@ func slug(name string) string {
 	return b.String()
 }
 
-// everyone reports whether an addressee means the whole conversation.
+// everyone reports whether an addressee means the whole conversation. A
+// reply to the time keeper is public too, but keeps its addressee, as the
+// recordings show it ("→ timekeeper").
 func everyone(to string) bool {
 	switch strings.ToLower(strings.Trim(strings.TrimSpace(to), "[]")) {
-	case "all", "board", "everyone", "timekeeper":
+	case "all", "board", "everyone":
 		return true
 	}
 	return false
@@ -353,7 +355,7 @@ func reasonKind(r string) string {
 // break.
 func TestRecordedMessages(t *testing.T) {
 	recs := loadRecordings(t)
-	var parsed, verdicts, withdrawals, whispers, addressedTo, skipped, private int
+	var parsed, verdicts, withdrawals, whispers, addressedTo, toKeeper, skipped, private int
 	rejected := map[string]int{}
 	for _, r := range recs {
 		skipped += r.Skipped
@@ -410,6 +412,9 @@ func TestRecordedMessages(t *testing.T) {
 							t.Errorf("%s: addressee %q resolved to %q", m.where(), m.To, p.To)
 						}
 					}
+					if p.To == converse.TimeKeeper {
+						toKeeper++
+					}
 				}
 				if m.Verdict != "" {
 					verdicts++
@@ -427,8 +432,11 @@ func TestRecordedMessages(t *testing.T) {
 	if parsed < 350 || verdicts < 250 {
 		t.Errorf("only %d replies (%d with verdicts) found: the transcript split is broken", parsed, verdicts)
 	}
-	t.Logf("recorded replies: %d parsed as their headers say (%d verdicts, %d withdrawals, %d whispers, %d addressed to one member, %d with private thoughts); %d rejection notices skipped; rejected: %v",
-		parsed, verdicts, withdrawals, whispers, addressedTo, private, skipped, rejected)
+	if toKeeper == 0 {
+		t.Error("no reply to the time keeper kept it as addressee; the recordings have replies \"→ timekeeper\"")
+	}
+	t.Logf("recorded replies: %d parsed as their headers say (%d verdicts, %d withdrawals, %d whispers, %d addressed to one member, %d of them to the time keeper, %d with private thoughts); %d rejection notices skipped; rejected: %v",
+		parsed, verdicts, withdrawals, whispers, addressedTo, toKeeper, private, skipped, rejected)
 
 	// Malformed replies made from the recordings.
 	malformed := map[string]int{}

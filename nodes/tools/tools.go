@@ -5,6 +5,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,4 +210,59 @@ func search(msgs []spec.Message, query string, limit int) string {
 
 func isBoundary(b byte) bool {
 	return b == ' ' || b == '\n' || b < 0x80 && b != 0 && (b == '.' || b == ',')
+}
+
+// Merge joins two lists of tool names, each name once, in order.
+func Merge(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range append(append([]string(nil), a...), b...) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Complete makes a call and, while the model asks for tools, runs
+// them and calls again, up to limit tool calls; then it asks for an answer
+// without tools. It returns the final reply and the conversation so far.
+func Complete(ctx context.Context, h kit.Host, call kit.Call, env Env, limit int) (kit.Reply, []kit.ChatMessage, error) {
+	base := call.Key
+	msgs := append([]kit.ChatMessage(nil), call.Messages...)
+	used := 0
+	for round := 0; ; round++ {
+		c := call
+		c.Messages = msgs
+		if round > 0 {
+			c.Key = fmt.Sprintf("%s/tool%d", base, round)
+		}
+		if used >= limit {
+			c.Tools = nil
+		}
+		reply, err := h.Complete(ctx, c)
+		if err != nil {
+			return reply, msgs, err
+		}
+		if len(reply.ToolCalls) == 0 || len(c.Tools) == 0 {
+			return reply, msgs, nil
+		}
+		msgs = append(msgs, kit.ChatMessage{Role: "assistant", Content: reply.Content, ToolCalls: reply.ToolCalls})
+		for _, tc := range reply.ToolCalls {
+			used++
+			var result string
+			if used > limit {
+				result = fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)
+			} else {
+				out, terr := Call(env, tc.Name, tc.Arguments)
+				result = out
+				if terr != nil {
+					result = "error: " + terr.Error()
+				}
+			}
+			_ = h.Event("tool_call", c.Key, map[string]any{"agent": call.Agent.ID, "tool": tc.Name, "arguments": tc.Arguments, "result": result})
+			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
+		}
+	}
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -191,5 +192,11 @@ func TestDefinitions(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "search_history,read_file,list_files" {
 		t.Errorf("definitions for %v", names)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	if got := Merge([]string{"read_file", "search_history"}, []string{"search_history", "list_files"}); fmt.Sprint(got) != "[read_file search_history list_files]" {
+		t.Errorf("Merge = %v", got)
 	}
 }
