@@ -49,7 +49,7 @@ nodes:
     kind: ask
     agents: [a, b]
     order: sequential
-    history: {records: [seq], prefix: name}
+    history: {records: [seq], prefix: name, name: true}
     template: seq
     record: seq
   pick:
@@ -146,7 +146,7 @@ func TestChatConstructs(t *testing.T) {
 	// Sequential: Bob is called after Ann's reply is recorded, and sees it
 	// as a named user turn; Ann sees nothing of Bob's.
 	ra, rb := byKey["a/seq"][0], byKey["b/seq"][0]
-	if rb.N < ra.N || len(rb.Messages) != 3 || rb.Messages[1].Role != "user" || rb.Messages[1].Content != "Ann: SEQ-a" {
+	if rb.N < ra.N || len(rb.Messages) != 3 || rb.Messages[1].Role != "user" || rb.Messages[1].Content != "Ann: SEQ-a" || rb.Messages[1].Name != "a" {
 		t.Errorf("Bob's sequential request: %+v", rb.Messages)
 	}
 	if len(ra.Messages) != 2 {

@@ -48,6 +48,7 @@ type RawHistory struct {
 	Others      string     `yaml:"others"`
 	Prefix      spec.Str   `yaml:"prefix"`
 	Latest      bool       `yaml:"latest"`
+	Name        bool       `yaml:"name"`
 	Merge       bool       `yaml:"merge"`
 	AfterPrompt bool       `yaml:"after_prompt"`
 	Closing     spec.Str   `yaml:"closing"`
@@ -74,6 +75,9 @@ type History struct {
 	Prefix string
 	// Latest keeps only each author's latest message.
 	Latest bool
+	// Name sends each turn with its author's id as the message's name
+	// (named turns, which some providers show the model as the speaker).
+	Name bool
 	// Merge joins consecutive turns of one role (the prompt included) into
 	// one message, separated by a blank line.
 	Merge bool
@@ -128,7 +132,7 @@ func Schema(kind []byte) []byte {
 func Compile(c *spec.NodeContext, raw *Raw) *Config {
 	cfg := &Config{Thread: raw.Thread.V}
 	if h := raw.History; h != nil {
-		hc := &History{Own: RoleAssistant, Others: RoleUser, Latest: h.Latest, Merge: h.Merge, AfterPrompt: h.AfterPrompt}
+		hc := &History{Own: RoleAssistant, Others: RoleUser, Latest: h.Latest, Name: h.Name, Merge: h.Merge, AfterPrompt: h.AfterPrompt}
 		for _, r := range h.Records {
 			hc.Records = append(hc.Records, r.V)
 			c.RequireRecord(r)
@@ -254,7 +258,7 @@ func Build(h kit.Host, cfg *Config, agent *spec.AgentPlan, base *spec.PromptBase
 func add(msgs []kit.ChatMessage, m kit.ChatMessage, merge bool) []kit.ChatMessage {
 	if merge && len(msgs) > 0 {
 		last := &msgs[len(msgs)-1]
-		if last.Role == m.Role && last.Role != "system" {
+		if last.Role == m.Role && last.Name == m.Name && last.Role != "system" {
 			switch {
 			case m.Content == "":
 			case last.Content == "":
@@ -313,7 +317,11 @@ func historyTurns(h kit.Host, hc *History, agent *spec.AgentPlan, base *spec.Pro
 			}
 			text = p + text
 		}
-		out = append(out, kit.ChatMessage{Role: role, Content: text})
+		turn := kit.ChatMessage{Role: role, Content: text}
+		if hc.Name {
+			turn.Name = wireName(m.From)
+		}
+		out = append(out, turn)
 	}
 	return out, nil
 }
@@ -398,4 +406,19 @@ func Pairs(v any) ([]kit.ChatMessage, error) {
 		out = append(out, kit.ChatMessage{Role: "user", Content: u}, kit.ChatMessage{Role: "assistant", Content: a})
 	}
 	return out, nil
+}
+
+// wireName makes an author id a message name providers accept: letters,
+// digits, '_' and '-', at most 64 characters.
+func wireName(id string) string {
+	b := []byte(id)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 64 {
+		b = b[:64]
+	}
+	return string(b)
 }

@@ -15,46 +15,12 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// promptCache stands in for a provider's prompt cache: a request's cached
-// tokens are the bytes of its messages that start some earlier request's
-// messages (as JSON), a token per 4 bytes; its prompt tokens are all its
-// bytes, a token per 4.
-type promptCache struct {
-	mu           sync.Mutex
-	seen         [][]byte
-	cached, sent int
-}
-
-func (p *promptCache) usage(r llmtest.Request) (prompt, cached int) {
-	msgs := r.Fields["messages"]
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	best := 0
-	for _, s := range p.seen {
-		n := 0
-		for n < len(s) && n < len(msgs) && s[n] == msgs[n] {
-			n++
-		}
-		best = max(best, n)
-	}
-	p.seen = append(p.seen, msgs)
-	prompt, cached = len(msgs)/4, best/4
-	p.cached += cached
-	p.sent += prompt
-	return prompt, cached
-}
-
 // threadReply answers a turn of testdata/threads.yaml with a text that
 // depends only on speaker and turn, so two runs get the same replies.
-func threadReply(t *testing.T, plan *spec.Plan, cache *promptCache) llmtest.Handler {
-	inner := scripted(t, plan, func(c call) string {
+func threadReply(t *testing.T, plan *spec.Plan, cache *llmtest.PromptCache) llmtest.Handler {
+	return cache.Wrap(scripted(t, plan, func(c call) string {
 		return turn{Content: fmt.Sprintf("%s's view at turn %d", c.Speaker, c.Turn)}.String()
-	})
-	return func(r llmtest.Request) llmtest.Reply {
-		rep := inner(r)
-		rep.PromptTokens, rep.CachedTokens = cache.usage(r)
-		return rep
-	}
+	}))
 }
 
 // TestThreadIsAppendOnly: with thread:, each request of a speaker starts
@@ -64,7 +30,7 @@ func threadReply(t *testing.T, plan *spec.Plan, cache *promptCache) llmtest.Hand
 // speaker's previous request.
 func TestThreadIsAppendOnly(t *testing.T) {
 	plan := loadPlan(t, "testdata/threads.yaml")
-	cache := &promptCache{}
+	cache := &llmtest.PromptCache{}
 	o := execute(t, plan, threadReply(t, plan, cache), flags{Seed: 1}).must(t)
 
 	reqs := o.srv.Requests()
@@ -99,8 +65,8 @@ func TestThreadIsAppendOnly(t *testing.T) {
 	}
 
 	u := o.res.Usage.Total
-	if u.CachedTokens != cache.cached || u.PromptTokens != cache.sent {
-		t.Errorf("usage counts %d cached of %d prompt tokens, the server reported %d of %d", u.CachedTokens, u.PromptTokens, cache.cached, cache.sent)
+	if sent, cached := cache.Totals(); u.CachedTokens != cached || u.PromptTokens != sent {
+		t.Errorf("usage counts %d cached of %d prompt tokens, the server reported %d of %d", u.CachedTokens, u.PromptTokens, cached, sent)
 	}
 	wantCost := (float64(u.PromptTokens-u.CachedTokens)*1 + float64(u.CachedTokens)*0.1 + float64(u.CompletionTokens)*2) / 1e6
 	if math.Abs(u.Cost-wantCost) > 1e-12 {
@@ -113,7 +79,7 @@ func TestThreadIsAppendOnly(t *testing.T) {
 	// The same conversation with plain prompts (system and one user message
 	// showing the whole conversation so far).
 	plainPlan := variant(t, "testdata/threads.yaml", "    thread: talk\n", "", "(gt .Turn $last)", "(ge .Turn 0)")
-	plainCache := &promptCache{}
+	plainCache := &llmtest.PromptCache{}
 	p := execute(t, plainPlan, threadReply(t, plainPlan, plainCache), flags{Seed: 1}).must(t)
 	pu := p.res.Usage.Total
 	if pu.PrefixShare >= u.PrefixShare {
@@ -129,11 +95,11 @@ func TestThreadIsAppendOnly(t *testing.T) {
 // the threads are rebuilt from the journal.
 func TestThreadSurvivesResume(t *testing.T) {
 	plan := loadPlan(t, "testdata/threads.yaml")
-	whole := execute(t, plan, threadReply(t, plan, &promptCache{}), flags{Seed: 1}).must(t)
+	whole := execute(t, plan, threadReply(t, plan, &llmtest.PromptCache{}), flags{Seed: 1}).must(t)
 	want := whole.srv.Requests()
 
 	const failAt = 6
-	cache := &promptCache{}
+	cache := &llmtest.PromptCache{}
 	good := threadReply(t, plan, cache)
 	var mu sync.Mutex
 	broken := true

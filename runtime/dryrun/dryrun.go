@@ -337,6 +337,15 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 				fmt.Fprintf(w, "(cannot render in advance: %s)\n\n", p.Error)
 				continue
 			}
+			if chatTurns(p.Messages) {
+				// Threads, history turns, few-shot pairs: every message, in
+				// the order it is sent.
+				for _, m := range p.Messages {
+					fmt.Fprintf(w, "--- %s\n%s\n", m.Role, strings.TrimRight(m.Content, "\n"))
+				}
+				fmt.Fprintln(w)
+				continue
+			}
 			if p.System != "" {
 				fmt.Fprintf(w, "--- system\n%s\n", strings.TrimRight(p.System, "\n"))
 			}
@@ -385,4 +394,20 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 			fmt.Fprintf(w, "- %s\n", n)
 		}
 	}
+}
+
+// chatTurns reports whether a request is more than a system prompt and one
+// user message.
+func chatTurns(msgs []kit.ChatMessage) bool {
+	users := 0
+	for _, m := range msgs {
+		switch m.Role {
+		case "system":
+		case "user":
+			users++
+		default:
+			return true
+		}
+	}
+	return users > 1
 }

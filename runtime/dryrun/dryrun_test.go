@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // dryBase is the top of every dry-run test spec: agents, a priced model and
@@ -229,5 +231,22 @@ outputs: {n: len(messages)}`))
 	}
 	if !strings.Contains(strings.Join(rep.Notes, "\n"), "stopped after simulating 5000 calls") {
 		t.Errorf("no note that the simulation stopped: %v", rep.Notes)
+	}
+}
+
+// TestWriteShowsChatTurns: a request of chat turns (a thread) is printed
+// message by message; a plain one as its system prompt and prompt.
+func TestWriteShowsChatTurns(t *testing.T) {
+	r := &Report{Spec: "s.yaml", Prompts: []Prompt{
+		{Key: "plain", System: "S", User: "U", Messages: []kit.ChatMessage{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}}},
+		{Key: "thread", System: "S", User: "U2", Messages: []kit.ChatMessage{{Role: "system", Content: "S"}, {Role: "user", Content: "U1"}, {Role: "assistant", Content: "A1"}, {Role: "user", Content: "U2"}}},
+	}}
+	var b strings.Builder
+	r.Write(&b, true)
+	out := b.String()
+	for _, want := range []string{"--- system\nS\n--- user\nU\n\n", "--- system\nS\n--- user\nU1\n--- assistant\nA1\n--- user\nU2\n\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
