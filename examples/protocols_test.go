@@ -336,25 +336,35 @@ func TestProtocolTsinghuaMAD(t *testing.T) {
 }
 
 func TestProtocolDebateLLMChatEval(t *testing.T) {
-	letter := map[string]string{"agent_0": "C", "agent_1": "B"}
+	letter := map[string]string{"Agent_0": "C", "Agent_1": "B"}
 	reply := func(key string, _ llmtest.Request) string {
-		if agentOf(key) == "summarizer" {
+		if agentOf(key) == "Summarizer" {
 			return "summary " + key
 		}
 		return "reply " + key + ": " + letter[agentOf(key)]
+	}
+	// named checks that a turn is an assistant turn named after its speaker
+	// holding the reply as it was.
+	named := func(t *testing.T, r llmtest.Request, i int, name, key string) {
+		t.Helper()
+		m := r.Messages[i]
+		if m.Role != "assistant" || m.Name != name || m.Content != reply(key, r) {
+			t.Errorf("turn %d is %s named %q: %q; want assistant %q: %q", i, m.Role, m.Name, m.Content, name, reply(key, r))
+		}
 	}
 	t.Run("one_by_one", func(t *testing.T) {
 		p := runProtocol(t, "debatellm-chateval", mcqInputs, nil, reply)
 		p.wantCalls(t, 2*3) // N x R
 		p.wantRoles(t, map[string]string{
-			"one_by_one/round=1/agent_0": "system user",
-			"one_by_one/round=1/agent_1": "system assistant user",
-			"one_by_one/round=2/agent_0": "system assistant assistant user",
-			"one_by_one/round=3/agent_1": "system assistant assistant assistant assistant assistant user",
+			"one_by_one/round=1/Agent_0": "system user",
+			"one_by_one/round=1/Agent_1": "system assistant user",
+			"one_by_one/round=2/Agent_0": "system assistant assistant user",
+			"one_by_one/round=3/Agent_1": "system assistant assistant assistant assistant assistant user",
 		})
-		r := p.req(t, "one_by_one/round=1/agent_1")
-		sees(t, "agent_1's named turn", r.Messages[1].Content, "Agent_0: reply one_by_one/round=1/agent_0")
+		r := p.req(t, "one_by_one/round=1/Agent_1")
+		named(t, r, 1, "Agent_0", "one_by_one/round=1/Agent_0")
 		sees(t, "the question turn", r.LastUser(), "Which planet", "B. Mercury")
+		named(t, p.req(t, "one_by_one/round=2/Agent_0"), 1, "Agent_0", "one_by_one/round=1/Agent_0") // its own, named too
 		// Ties go to the first agent in the last round's order.
 		p.wantOutput(t, "answer", "C")
 	})
@@ -362,34 +372,34 @@ func TestProtocolDebateLLMChatEval(t *testing.T) {
 		p := runProtocol(t, "debatellm-chateval", mcqInputs, []string{"setting=simultaneous_talk"}, reply)
 		p.wantCalls(t, 2*3)
 		p.wantRoles(t, map[string]string{
-			"simultaneous/round=1/agent_1": "system user", // not agent_0's reply of the same round
-			"simultaneous/round=2/agent_0": "system assistant assistant user",
-			"simultaneous/round=3/agent_1": "system assistant assistant assistant assistant user",
+			"simultaneous/round=1/Agent_1": "system user", // not Agent_0's reply of the same round
+			"simultaneous/round=2/Agent_0": "system assistant assistant user",
+			"simultaneous/round=3/Agent_1": "system assistant assistant assistant assistant user",
 		})
-		sees(t, "agent_0 in round 2", p.req(t, "simultaneous/round=2/agent_0").Messages[2].Content, "Agent_1: reply simultaneous/round=1/agent_1")
+		named(t, p.req(t, "simultaneous/round=2/Agent_0"), 2, "Agent_1", "simultaneous/round=1/Agent_1")
 	})
 	t.Run("simultaneous_talk_with_summarizer", func(t *testing.T) {
 		p := runProtocol(t, "debatellm-chateval", mcqInputs, []string{"setting=simultaneous_talk_with_summarizer"}, reply)
 		p.wantCalls(t, 2*3+(3-1))
 		p.wantRoles(t, map[string]string{
-			"with_summary/round=1/agent_0": "system user",
-			"with_summary/round=2/agent_0": "system assistant user", // only the latest summary
-			"with_summary/round=3/agent_1": "system assistant user",
-			"summarize/round=1/summarizer": "system assistant assistant user",
-			"summarize/round=2/summarizer": "system assistant assistant assistant user", // its summary + the round's answers
+			"with_summary/round=1/Agent_0": "system user",
+			"with_summary/round=2/Agent_0": "system assistant user", // only the latest summary
+			"with_summary/round=3/Agent_1": "system assistant user",
+			"summarize/round=1/Summarizer": "system assistant assistant user",
+			"summarize/round=2/Summarizer": "system assistant assistant assistant user", // its summary + the round's answers
 		})
-		sees(t, "round 3's summary turn", p.req(t, "with_summary/round=3/agent_1").Messages[1].Content,
-			"Summarizer: summary summarize/round=2/summarizer")
-		s2 := p.req(t, "summarize/round=2/summarizer")
-		sees(t, "the second summary's turns", s2.Messages[1].Content+s2.Messages[2].Content+s2.Messages[3].Content,
-			"Summarizer: summary summarize/round=1/summarizer", "Agent_0: reply with_summary/round=2/agent_0", "!round=1/agent_0")
+		named(t, p.req(t, "with_summary/round=3/Agent_1"), 1, "Summarizer", "summarize/round=2/Summarizer")
+		s2 := p.req(t, "summarize/round=2/Summarizer")
+		named(t, s2, 1, "Summarizer", "summarize/round=1/Summarizer")
+		named(t, s2, 2, "Agent_0", "with_summary/round=2/Agent_0")
+		named(t, s2, 3, "Agent_1", "with_summary/round=2/Agent_1")
 	})
 }
 
 func TestProtocolEnsembleRefinement(t *testing.T) {
 	reply := func(key string, _ llmtest.Request) string {
 		switch key {
-		case "reason/-/er":
+		case "reason/-/Reasoning_1":
 			return "facts... so A"
 		case "aggregate/-/er":
 			return "weighing them, B"
@@ -399,16 +409,17 @@ func TestProtocolEnsembleRefinement(t *testing.T) {
 	p := runProtocol(t, "ensemble-refinement", mcqInputs, nil, reply)
 	p.wantCalls(t, 3+1) // K + M
 	p.wantRoles(t, map[string]string{
-		"reason/-/er": "system user", "reason/-/er~2": "system user", "reason/-/er~3": "system user",
+		"reason/-/Reasoning_1": "system user", "reason/-/Reasoning_2": "system user", "reason/-/Reasoning_3": "system user",
 		"aggregate/-/er": "system assistant assistant assistant user",
 	})
 	agg := p.req(t, "aggregate/-/er")
-	for i, k := range []string{"reason/-/er", "reason/-/er~2", "reason/-/er~3"} {
-		if want := fmt.Sprintf("Reasoning_%d: %s", i+1, reply(k, agg)); agg.Messages[i+1].Content != want {
-			t.Errorf("aggregation turn %d is %q, want %q", i+1, agg.Messages[i+1].Content, want)
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("Reasoning_%d", i)
+		if m := agg.Messages[i]; m.Name != name || m.Content != reply("reason/-/"+name, agg) {
+			t.Errorf("aggregation turn %d is %q: %q, want %q: %q", i, m.Name, m.Content, name, reply("reason/-/"+name, agg))
 		}
 	}
-	if r, a := p.req(t, "reason/-/er").Temperature, agg.Temperature; r == nil || a == nil || *r != 0.7 || *a != 0.5 {
+	if r, a := p.req(t, "reason/-/Reasoning_1").Temperature, agg.Temperature; r == nil || a == nil || *r != 0.7 || *a != 0.5 {
 		t.Errorf("temperatures %v and %v, want 0.7 for reasoning and 0.5 for aggregation", r, a)
 	}
 	p.wantOutput(t, "answer", "B")
@@ -417,7 +428,7 @@ func TestProtocolEnsembleRefinement(t *testing.T) {
 	// pairs go after the system prompt of the reasoning calls.
 	sc := runProtocol(t, "ensemble-refinement", append(slices.Clone(mcqInputs), `examples=[{"user": "2+2?", "assistant": "4"}]`), []string{"k=5", "m=0"}, reply)
 	sc.wantCalls(t, 5+0)
-	sc.wantRoles(t, map[string]string{"reason/-/er": "system user assistant user", "reason/-/er~5": "system user assistant user"})
+	sc.wantRoles(t, map[string]string{"reason/-/Reasoning_1": "system user assistant user", "reason/-/Reasoning_5": "system user assistant user"})
 	sc.wantOutput(t, "answer", "B")
 }
 
