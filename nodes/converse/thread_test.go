@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,6 +20,17 @@ import (
 // depends only on speaker and turn, so two runs get the same replies.
 func threadReply(t *testing.T, plan *spec.Plan, cache *llmtest.PromptCache) llmtest.Handler {
 	return cache.Wrap(scripted(t, plan, func(c call) string {
+		return turn{Content: fmt.Sprintf("%s's view at turn %d", c.Speaker, c.Turn)}.String()
+	}))
+}
+
+// threadReplyRejected is threadReply, except that Ben's first reply at turn
+// 2 is rejected (a whisper to nobody) and repaired.
+func threadReplyRejected(t *testing.T, plan *spec.Plan, cache *llmtest.PromptCache) llmtest.Handler {
+	return cache.Wrap(scripted(t, plan, func(c call) string {
+		if c.Speaker == "ben" && c.Turn == 2 && !c.Repair {
+			return turn{Whisper: true, Content: "psst"}.String()
+		}
 		return turn{Content: fmt.Sprintf("%s's view at turn %d", c.Speaker, c.Turn)}.String()
 	}))
 }
@@ -72,6 +84,11 @@ func TestThreadIsAppendOnly(t *testing.T) {
 	if math.Abs(u.Cost-wantCost) > 1e-12 {
 		t.Errorf("cost %g, want %g (cached tokens at the cached price)", u.Cost, wantCost)
 	}
+	report := o.readFile(t, "report.md")
+	if want := fmt.Sprintf("Prompt prefix: %.1f%% of prompt tokens (%d of %d)", 100*u.PrefixShare, u.PrefixTokens, u.PromptTokens); !strings.Contains(report, want) ||
+		!strings.Contains(report, fmt.Sprintf("the providers reported %d cached prompt tokens", u.CachedTokens)) {
+		t.Errorf("report.md lacks %q and the cached tokens:\n%s", want, report)
+	}
 	if u.PrefixShare < 0.4 {
 		t.Errorf("prefix share %.3f: a threaded conversation should largely repeat each speaker's previous request", u.PrefixShare)
 	}
@@ -92,15 +109,27 @@ func TestThreadIsAppendOnly(t *testing.T) {
 
 // TestThreadSurvivesResume: a run stopped by a failing endpoint and resumed
 // sends, after the resume, the very requests an uninterrupted run sends:
-// the threads are rebuilt from the journal.
+// the threads are rebuilt from the journal, a repaired turn's included (its
+// thread keeps the prompt of the accepted attempt).
 func TestThreadSurvivesResume(t *testing.T) {
-	plan := loadPlan(t, "testdata/threads.yaml")
-	whole := execute(t, plan, threadReply(t, plan, &llmtest.PromptCache{}), flags{Seed: 1}).must(t)
-	want := whole.srv.Requests()
+	for _, failAt := range []int{3, 4, 6} {
+		t.Run(fmt.Sprint(failAt), func(t *testing.T) { threadResume(t, failAt) })
+	}
+}
 
-	const failAt = 6
+func threadResume(t *testing.T, failAt int) {
+	plan := loadPlan(t, "testdata/threads.yaml")
+	whole := execute(t, plan, threadReplyRejected(t, plan, &llmtest.PromptCache{}), flags{Seed: 1}).must(t)
+	want := whole.srv.Requests()
+	if len(want) != 10 {
+		t.Fatalf("%d requests, want 9 turns and a repair", len(want))
+	}
+	if rep := want[2]; !strings.Contains(rep.LastUser(), "FEEDBACK=") || parseCall(plan, rep).Speaker != "ben" {
+		t.Fatalf("request 3 is not Ben's repair: %q", rep.LastUser())
+	}
+
 	cache := &llmtest.PromptCache{}
-	good := threadReply(t, plan, cache)
+	good := threadReplyRejected(t, plan, cache)
 	var mu sync.Mutex
 	broken := true
 	o := execute(t, plan, func(r llmtest.Request) llmtest.Reply {
