@@ -10,19 +10,28 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/ask"
 	"github.com/debate-runner/runner/nodes/converse"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr"
 )
 
-// examples returns the example folders (names) that hold a spec.yaml.
+// examples returns the example folders (names) that hold a spec.yaml: the
+// examples, and the published protocols under protocols/ (named
+// protocols/NAME).
 func examples(t *testing.T) []string {
 	t.Helper()
 	paths, err := filepath.Glob("*/spec.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	protocols, err := filepath.Glob("protocols/*/spec.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths = append(paths, protocols...)
 	var out []string
 	for _, p := range paths {
 		out = append(out, filepath.Dir(p))
@@ -54,11 +63,14 @@ func TestExamplesValidate(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			const header = "# yaml-language-server: $schema=../../schemas/spec.schema.json\n"
+			// The schema is at the repository root, as many folders up as
+			// the example is deep below it.
+			schema := strings.Repeat("../", strings.Count(filepath.ToSlash(name), "/")+2) + "schemas/spec.schema.json"
+			header := "# yaml-language-server: $schema=" + schema + "\n"
 			if !strings.HasPrefix(string(data), header) {
 				t.Errorf("%s/spec.yaml must start with %q so editors find the schema", name, strings.TrimSpace(header))
 			}
-			if _, err := os.Stat(filepath.Join(name, "../../schemas/spec.schema.json")); err != nil {
+			if _, err := os.Stat(filepath.Join(name, schema)); err != nil {
 				t.Errorf("the schema the header points at is missing: %v", err)
 			}
 		})
@@ -204,13 +216,16 @@ func TestExamplePromptsRender(t *testing.T) {
 				}
 			}
 			for _, p := range rep.Prompts {
-				for _, m := range p.Messages {
+				for i, m := range p.Messages {
+					if strings.TrimSpace(m.Content) == "" && i == len(p.Messages)-1 && emptyClosing(plan, p.Node) {
+						continue // ChatEval's trailing user turn, empty before the last round
+					}
 					if strings.TrimSpace(m.Content) == "" || strings.Contains(m.Content, "<no value>") {
 						t.Errorf("%s: %s message rendered %q", p.Key, m.Role, m.Content)
 					}
 				}
-				if strings.Contains(p.Key, "/summary/") {
-					continue
+				if strings.Contains(p.Key, "/summary/") || (name == "protocols/chateval-summarizer" && p.Node == "summarize") {
+					continue // summaries condense the discussion, not the case
 				}
 				for _, in := range plan.Inputs {
 					if name == "design-eval" && in.Name == "run" {
@@ -220,13 +235,42 @@ func TestExamplePromptsRender(t *testing.T) {
 						}
 						continue
 					}
-					if v := r.inputs[in.Name]; in.Required && v != "" && !strings.Contains(p.User, strings.TrimSpace(v)) {
+					if v := r.inputs[in.Name]; in.Required && v != "" && !shows(p.Messages, v) {
 						t.Errorf("%s does not show input %s", p.Key, in.Name)
 					}
 				}
 			}
 		})
 	}
+}
+
+// shows reports whether a request carries an input's value: in one of its
+// messages (a thread or the system prompt may carry the case rather than
+// the last prompt), whole, or line by line when the prompt shows each line
+// of it (options shown as "A. text", one per line).
+func shows(msgs []kit.ChatMessage, value string) bool {
+	text := requestText(msgs)
+	if strings.Contains(text, strings.TrimSpace(value)) {
+		return true
+	}
+	for _, line := range strings.Split(value, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.Contains(text, line) {
+			return false
+		}
+	}
+	return strings.Contains(value, "\n")
+}
+
+// emptyClosing reports whether a node's requests end with a closing user
+// turn that is empty on purpose (history.after_prompt without a closing
+// template).
+func emptyClosing(plan *spec.Plan, node string) bool {
+	n := plan.Nodes[node]
+	if n == nil {
+		return false
+	}
+	cfg, ok := n.Config.(*ask.Config)
+	return ok && cfg.Chat != nil && cfg.Chat.History != nil && cfg.Chat.History.AfterPrompt && cfg.Chat.History.Closing == ""
 }
 
 // runOutputs evaluates an example's outputs over a finished run's state.

@@ -14,7 +14,7 @@ import (
 )
 
 func TestLibraries(t *testing.T) {
-	want := []string{"chain-of-debate", "reasoning", "software-design"}
+	want := []string{"chain-of-debate", "protocols", "reasoning", "software-design"}
 	if got := templates.Libraries(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Libraries() = %v, want %v", got, want)
 	}
@@ -25,6 +25,7 @@ func TestLibraries(t *testing.T) {
 		{"software-design", true},
 		{"chain-of-debate", true},
 		{"reasoning", true},
+		{"protocols", true},
 		{"software-design/system.tmpl", false},
 		{"no-such-library", false},
 		{"", false},
@@ -49,6 +50,14 @@ func TestLibraryContents(t *testing.T) {
 			"subject.tmpl", "system.tmpl", "undecided.tmpl", "verdicts.yaml", "watch.tmpl",
 		},
 		"reasoning": {"answer.schema.json", "answer.tmpl"},
+		"protocols": {
+			"ce-body.tmpl", "ce-final.tmpl", "ce-item.tmpl", "ce-summarize.tmpl", "ce-turn-final.tmpl", "ce-turn.tmpl",
+			"cot.tmpl", "dce-summarize.tmpl", "dce-summarizer-system.tmpl", "dce-system.tmpl", "du-answer.tmpl", "er-aggregate-system.tmpl",
+			"er-reason-system.tmpl", "gm-answer.tmpl", "gm-summary.tmpl", "mad-aff.tmpl", "mad-candidates.tmpl",
+			"mad-final.tmpl", "mad-moderate.tmpl", "mad-moderator-system.tmpl", "mad-neg.tmpl", "mad-player-system.tmpl", "mcq.tmpl",
+			"mp-system.tmpl", "name.tmpl", "simple.tmpl", "spp.tmpl", "tm-angel.tmpl", "tm-debater-system.tmpl",
+			"tm-devil.tmpl", "tm-judge-final.tmpl", "tm-judge-system.tmpl", "tm-judge.tmpl", "tm-side.tmpl",
+		},
 	}
 	for lib, files := range want {
 		entries, err := fs.ReadDir(templates.FS(), lib)
@@ -87,7 +96,8 @@ func libraryFiles(t *testing.T, lib string) (tmpls, schemas []string) {
 
 // templateUses are the ways a spec can render a template, one per kind of
 // dot: as an ask prompt, a conversation turn, a clarify prompt, a watch
-// notice, or the history summary. Each gives the node (or history) lines of
+// notice, the history summary, or the prefix of a history turn (an ask
+// node's history.prefix). Each gives the node (or history) lines of
 // a spec that renders the template T.
 var templateUses = []struct {
 	name  string
@@ -99,6 +109,7 @@ var templateUses = []struct {
 	{"clarify prompt", "  n: {kind: clarify, agents: [a, b], template: T}\n  p: {kind: ask, agents: [a], template: software-design/propose}\n", ""},
 	{"watch notice", "  n: {kind: converse, agents: [a, b], message: {template: chain-of-debate/message}, verdict: {options: [YES, NO]}, watch: [{every: 2, node: w, template: T}]}\n  w: {kind: converse, agents: [a, b], message: {template: chain-of-debate/moderate}, verdict: {options: [YES, NO]}}\n", ""},
 	{"history summary", "  n: {kind: ask, agents: [a, b], template: software-design/propose}\n", "history: {summarize: {over_chars: 100, template: T}}\n"},
+	{"history turn prefix", "  n: {kind: ask, agents: [a, b], template: software-design/propose, history: {prefix: T}}\n", ""},
 }
 
 // librarySpec is a spec that renders tmpl one way (a templateUse), so that
@@ -114,7 +125,8 @@ func librarySpec(lib, tmpl string, use int) string {
 	u := templateUses[use]
 	b.WriteString(strings.ReplaceAll(u.extra, "T", tmpl))
 	b.WriteString("nodes:\n")
-	b.WriteString(strings.ReplaceAll(u.nodes, "template: T", "template: "+tmpl))
+	nodes := strings.ReplaceAll(u.nodes, "template: T", "template: "+tmpl)
+	b.WriteString(strings.ReplaceAll(nodes, "prefix: T", "prefix: "+tmpl))
 	if strings.Contains(u.nodes, "  p:") {
 		b.WriteString("flow: [n, p]\n")
 	} else {
