@@ -57,10 +57,10 @@ var killStats struct {
 type standIns struct {
 	mu    sync.Mutex
 	reply map[string]string // request text -> reply
-	asks  []ask
+	asks  []request
 }
 
-type ask struct {
+type request struct {
 	text string
 	at   time.Time
 }
@@ -95,7 +95,7 @@ func (s *standIns) handle(r llmtest.Request) llmtest.Reply {
 	text := requestTextOf(ms)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.asks = append(s.asks, ask{text: text, at: time.Now()})
+	s.asks = append(s.asks, request{text: text, at: time.Now()})
 	rep, ok := s.reply[text]
 	if !ok {
 		return llmtest.Reply{Status: 400, ErrorMessage: "the dry run made no such request"}

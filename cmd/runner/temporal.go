@@ -14,6 +14,7 @@ import (
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -62,7 +63,9 @@ func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.C
 
 type workerCmd struct {
 	temporalFlags `embed:""`
-	LocalLimits   bool `name:"local-limits" help:"Hold endpoints' max_concurrency, requests_per_minute and tokens_per_minute for this worker alone, instead of for all workers together."`
+	LocalLimits   bool   `name:"local-limits" help:"Hold endpoints' max_concurrency, requests_per_minute and tokens_per_minute for this worker alone, instead of for all workers together."`
+	CacheDir      string `name:"cache-dir" placeholder:"DIR" help:"This worker's response cache (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory). Runs submitted with --no-cache neither read nor write it."`
+	NoCache       bool   `name:"no-cache" help:"Use no response cache: every call of every run goes to the model."`
 }
 
 func (workerCmd) Help() string {
@@ -94,6 +97,15 @@ func (c *workerCmd) Run(e *env) error {
 	defer cl.Close()
 	w := worker.New(cl, c.TaskQueue, worker.Options{})
 	acts := &durable.Activities{Getenv: e.getenv}
+	if !c.NoCache {
+		st, err := workerCache(e, c.CacheDir)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			acts.Cache = st
+		}
+	}
 	if !c.LocalLimits {
 		acts.Gates = &durable.Gates{Client: cl, TaskQueue: c.TaskQueue}
 	}
@@ -106,6 +118,32 @@ func (c *workerCmd) Run(e *env) error {
 	<-ctx.Done()
 	w.Stop()
 	return nil
+}
+
+// workerCache opens the worker's response cache as a local run opens its
+// own: a cache that cannot be opened is an error when asked for by
+// --cache-dir, else a warning and no cache.
+func workerCache(e *env, dir string) (*cache.Store, error) {
+	explicit := dir != ""
+	if dir == "" {
+		d, err := cache.DefaultDir(e.getenv)
+		if err != nil || d == "" {
+			if err != nil {
+				e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
+			}
+			return nil, nil
+		}
+		dir = d
+	}
+	st, err := cache.Open(dir)
+	if err != nil {
+		if explicit {
+			return nil, usageErrorf("--cache-dir %s: %v", dir, err)
+		}
+		e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
+		return nil, nil
+	}
+	return st, nil
 }
 
 // workflowID is the workflow of a run submitted from a run directory.

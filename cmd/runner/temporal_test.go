@@ -108,7 +108,8 @@ func (b *lockedBuffer) String() string {
 func startWorker(t testing.TB, bin, addr, queue string, srv *llmtest.Server) (*exec.Cmd, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "worker", "--temporal", addr, "--task-queue", queue)
-	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey)
+	// Each worker has a cache of its own, never the user's.
+	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey, "RUNNER_CACHE_DIR="+t.TempDir())
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -394,5 +395,33 @@ models:
 		"--temporal", addr, "--task-queue", queue)
 	if most.Load() != 1 || srv.Count() != 13 {
 		t.Errorf("%d requests, at most %d at once; want 13, one at a time", srv.Count(), most.Load())
+	}
+}
+
+// TestTemporalWorkerCache: a worker answers a call it has made before from
+// its response cache, as a local run would, and a run submitted with
+// --no-cache goes to the model again.
+func TestTemporalWorkerCache(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, solver)
+	const queue = "runner-test-cache"
+	startWorker(t, bin, addr, queue, srv)
+	submit := func(extra ...string) string {
+		args := append([]string{"run", debateSpec, "-i", "question=What is 2+2?", "--runs-dir", t.TempDir(), "-q",
+			"--temporal", addr, "--task-queue", queue}, extra...)
+		stdout, _ := mustRun(t, live(srv), args...)
+		return stdout
+	}
+	first := submit()
+	sent := srv.Count()
+	if sent == 0 {
+		t.Fatal("the first run sent no request")
+	}
+	if again := submit(); again != first || srv.Count() != sent {
+		t.Errorf("the second run sent %d more requests (want 0, all cached) and printed:\n%s\nwant:\n%s", srv.Count()-sent, again, first)
+	}
+	if fresh := submit("--no-cache"); fresh != first || srv.Count() != 2*sent {
+		t.Errorf("a --no-cache run sent %d requests, want %d; it printed:\n%s", srv.Count()-sent, sent, fresh)
 	}
 }
