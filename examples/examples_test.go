@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/nodes/ask"
+	asknode "github.com/debate-runner/runner/nodes/ask"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/dryrun"
@@ -269,7 +269,7 @@ func emptyClosing(plan *spec.Plan, node string) bool {
 	if n == nil {
 		return false
 	}
-	cfg, ok := n.Config.(*ask.Config)
+	cfg, ok := n.Config.(*asknode.Config)
 	return ok && cfg.Chat != nil && cfg.Chat.History != nil && cfg.Chat.History.AfterPrompt && cfg.Chat.History.Closing == ""
 }
 
