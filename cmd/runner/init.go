@@ -39,8 +39,9 @@ Examples:
 func (c *initCmd) Run(e *env) error {
 	starts := scaffold.Starts()
 	if c.List {
+		w := nameWidth(starts)
 		for _, s := range starts {
-			fmt.Fprintf(e.stdout, "%-22s %s\n", s.Name, s.Description)
+			fmt.Fprintf(e.stdout, "%-*s  %s\n", w, s.Name, s.Description)
 		}
 		return nil
 	}
@@ -82,10 +83,21 @@ Next:
 	return nil
 }
 
+// nameWidth is the width of the longest starting point's name, so that
+// descriptions line up in a column.
+func nameWidth(starts []scaffold.Start) int {
+	w := 0
+	for _, s := range starts {
+		w = max(w, len(s.Name))
+	}
+	return w
+}
+
 // askStart asks which starting point to use.
 func askStart(e *env, starts []scaffold.Start) (string, error) {
+	w := nameWidth(starts)
 	for i, s := range starts {
-		fmt.Fprintf(e.stderr, "%2d. %-22s %s\n", i+1, s.Name, s.Description)
+		fmt.Fprintf(e.stderr, "%2d. %-*s  %s\n", i+1, w, s.Name, s.Description)
 	}
 	fmt.Fprint(e.stderr, "Starting point (number or name): ")
 	line, err := bufio.NewReader(e.stdin).ReadString('\n')
