@@ -211,6 +211,14 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return withCode(exitFailure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
 	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id}
+	if bundle.Context != nil {
+		// Written before the record that names it, so that a record never
+		// names a snapshot that is not there.
+		if err := durable.WriteContext(r.Dir, bundle.Context); err != nil {
+			return withCode(exitFailure, err)
+		}
+		rec.ContextFile = durable.ContextFile
+	}
 	if err := durable.WriteRecord(r.Dir, rec); err != nil {
 		return withCode(exitFailure, err)
 	}
@@ -293,6 +301,16 @@ func verified(ctx context.Context, e *env, cl client.Client, id string, r *runti
 func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.Context != "" {
+		return usageErrorf("--context %s: the run is made on Temporal, whose workers read the context folder as it was when the run was submitted; drop --context", c.Context)
+	}
+	// The file tools run here too: they answer from the snapshot the
+	// workers have, not from the folder, which may have changed since.
+	snap, err := durable.ReadContext(c.Dir, rec)
+	if err != nil {
+		return runError(err)
+	}
+	opts.ContextSnapshot = snap
 	tf := temporalFlags{Namespace: rec.Namespace}
 	tf.APIKeyEnv = "TEMPORAL_API_KEY"
 	cl, err := tf.dial(ctx, e, rec.Address)

@@ -425,3 +425,74 @@ func TestTemporalWorkerCache(t *testing.T) {
 		t.Errorf("a --no-cache run sent %d requests, want %d; it printed:\n%s", srv.Count()-sent, sent, fresh)
 	}
 }
+
+// TestTemporalResumeUsesTheSubmittedContext: a run on Temporal given
+// --context whose first call fails before any tool ran is resumed after the
+// folder changed. The workers answer the tools from the snapshot sent with
+// the run; the resumed client must answer them alike (from the snapshot it
+// stored in the run directory), so the run completes as a local run on the
+// folder as it was.
+func TestTemporalResumeUsesTheSubmittedContext(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var aliceDown, bobDown atomic.Bool
+	tools := toolReplies(&bobDown)
+	handler := func(r llmtest.Request) llmtest.Reply {
+		if e2eCallKey(r) == "a/first" && aliceDown.Load() {
+			return llmtest.Reply{Status: 400, ErrorMessage: "Alice is down"}
+		}
+		return tools(r)
+	}
+	specPath := writeSpecFile(t, "spec.yaml", toolSpec)
+	ctxDir := contextFolder(t)
+	args := []string{"run", specPath, "-i", "question=q", "--context", ctxDir, "-q", "--no-cache"}
+	ref := llmtest.New(t, handler)
+	code, _, stderr := invoke(t, e2eEnv(ref), append(args, "--runs-dir", t.TempDir())...)
+	if code != exitOK {
+		t.Fatalf("local run: exit %d\n%s", code, stderr)
+	}
+	want := e2eOutcome(t, runDirFrom(t, stderr))
+
+	srv := llmtest.New(t, handler)
+	const queue = "runner-test-context"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	aliceDown.Store(true)
+	env := e2eEnv(srv)
+	code, _, stderr = invoke(t, env, append(args, "--runs-dir", t.TempDir(), "--temporal", addr, "--task-queue", queue)...)
+	if code != exitEndpoint {
+		t.Fatalf("run while Alice is down: exit %d, want %d\n%s\nworker:\n%s", code, exitEndpoint, stderr, wout)
+	}
+	dir := runDirFrom(t, stderr)
+	data, err := os.ReadFile(filepath.Join(dir, durable.ContextFile))
+	if err != nil {
+		t.Fatalf("the run directory lacks the context snapshot: %v", err)
+	}
+	if !strings.Contains(string(data), "the notes say 42") || strings.Contains(string(data), e2eKey) {
+		t.Errorf("%s does not hold the folder's notes, or holds the API key:\n%s", durable.ContextFile, data)
+	}
+	// The folder changes; the workers still read it as it was.
+	if err := os.WriteFile(filepath.Join(ctxDir, "notes.md"), []byte("the notes now say 43"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aliceDown.Store(false)
+	code, _, stderr = invoke(t, env, "resume", dir, "--context", ctxDir, "-q")
+	if code != exitUsage || !strings.Contains(stderr, "--context") {
+		t.Errorf("resume --context of a Temporal run: exit %d, want %d naming --context\n%s", code, exitUsage, stderr)
+	}
+	code, _, stderr = invoke(t, env, "resume", dir, "-q")
+	if code != exitOK {
+		t.Fatalf("resume: exit %d\n%s\nworker:\n%s", code, stderr, wout)
+	}
+	if got := e2eOutcome(t, dir); got != want {
+		t.Errorf("outputs and messages differ from the local run's:\n%s\nwant:\n%s", got, want)
+	}
+	// The client's tools (journaled as tool_call events) read what the
+	// workers' read: the folder as it was.
+	journal, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(journal), "the notes say 42") || strings.Contains(string(journal), "the notes now say 43") {
+		t.Errorf("the resumed run's tools did not read the submitted folder:\n%s", journal)
+	}
+}
