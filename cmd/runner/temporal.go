@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -171,10 +172,8 @@ func remote(cl client.Client, opts *runtime.Options, id *string, f **durable.Fol
 }
 
 // runOnTemporal submits a run to Temporal and records it here as it goes.
-func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string) error {
-	if opts.Replay != nil {
-		return usageErrorf("--temporal: a replay sends nothing; drop --temporal")
-	}
+// v, when not nil, is the view (--view) to show the run's page in.
+func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *viewServer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cl, err := c.dial(ctx, e, addr)
@@ -190,7 +189,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	// and the next); they must answer as on the workers.
 	opts.ContextSnapshot = bundle.Context
 	if c.sweeping() {
-		return c.sweepOnTemporal(ctx, e, cl, plan, bundle, opts, addr)
+		return c.sweepOnTemporal(ctx, e, cl, plan, bundle, opts, addr, v)
 	}
 	var (
 		id string
@@ -223,6 +222,9 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return withCode(exitFailure, err)
 	}
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
+	if v != nil {
+		v.show(e, "/run/"+filepath.Base(r.Dir), true)
+	}
 	f = durable.Follow(ctx, cl, id, 0)
 	return verified(ctx, e, cl, id, r, execute(e, r))
 }
@@ -231,7 +233,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 // workflow with a child run workflow per run, and makes the sweep here as
 // a local sweep does, each run recorded from its child's history: the
 // sweep directory, its runs and its summary are a local sweep's.
-func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string) error {
+func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string, v *viewServer) error {
 	var axes []sweep.Axis
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
@@ -275,7 +277,7 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		f = durable.Follow(ctx, cl, child, 0)
 		return r, nil
 	}
-	return c.sweep(e, plan, opts, nil, start)
+	return c.sweep(e, plan, opts, v, start)
 }
 
 // verified checks that the run recorded here is the run the workers made:

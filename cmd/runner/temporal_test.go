@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -494,5 +495,62 @@ func TestTemporalResumeUsesTheSubmittedContext(t *testing.T) {
 	}
 	if !strings.Contains(string(journal), "the notes say 42") || strings.Contains(string(journal), "the notes now say 43") {
 		t.Errorf("the resumed run's tools did not read the submitted folder:\n%s", journal)
+	}
+}
+
+// TestTemporalRunView: `run --view --temporal` serves the view of the runs
+// folder the client records the run in, shows the new run's page while the
+// workers make it, and ends with the run, as `run --view` does locally.
+func TestTemporalRunView(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, e2eAnswers(60*time.Millisecond))
+	const queue = "runner-test-view"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	runs := t.TempDir()
+	opened := filepath.Join(t.TempDir(), "opened")
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+opened+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	errs := &syncBuffer{}
+	envv := e2eEnv(srv)
+	envv["BROWSER"] = browser
+	e := &env{stdout: &stdout, stderr: errs, stdin: strings.NewReader(""), getenv: func(k string) string { return envv[k] }}
+	exited := make(chan error, 1)
+	go func() {
+		if code := run([]string{"run", debateSource, "-i", "question=q", "--runs-dir", runs, "--view", "--view-addr", "127.0.0.1:0", "-q",
+			"--temporal", addr, "--task-queue", queue}, e); code != exitOK {
+			exited <- fmt.Errorf("exit %d", code)
+			return
+		}
+		exited <- nil
+	}()
+	base, page := waitForView(t, errs, exited)
+	if !strings.HasPrefix(page, "/run/") {
+		t.Fatalf("run --view --temporal printed:\n%s", errs.String())
+	}
+	id := strings.TrimPrefix(page, "/run/")
+	code, body := httpGet(t, base+"/api/run?id="+id)
+	if code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
+		t.Errorf("the new run, while the workers make it: %d %.300s", code, body)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run --view --temporal: %v\n%s\nworker:\n%s", err, errs.String(), wout)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("run --view --temporal did not end with its run")
+	}
+	if data, err := os.ReadFile(opened); err != nil || string(data) != base+"/#"+page {
+		t.Errorf("$BROWSER was given %q (%v), want %s/#%s", data, err, base, page)
+	}
+	if _, err := os.Stat(filepath.Join(runs, id, durable.RecordFile)); err != nil {
+		t.Errorf("the viewed run is not the Temporal run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runs, id, "result.json")); err != nil {
+		t.Errorf("the run did not finish: %v", err)
 	}
 }
