@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -262,6 +263,12 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 	if !c.Quiet {
 		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	}
+	// The sweep directory keeps one snapshot of the context folder for
+	// all its runs, written with the first (runs are made inside it).
+	var (
+		ctxOnce sync.Once
+		ctxErr  error
+	)
 	start := func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
 		child := durable.ChildID(id, index)
 		var f *durable.Follower
@@ -271,6 +278,13 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 			return nil, err
 		}
 		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id}
+		if bundle.Context != nil {
+			ctxOnce.Do(func() { ctxErr = durable.WriteContext(filepath.Dir(r.Dir), bundle.Context) })
+			if ctxErr != nil {
+				return nil, ctxErr
+			}
+			rec.ContextFile = durable.SweepContextFile
+		}
 		if err := durable.WriteRecord(r.Dir, rec); err != nil {
 			return nil, err
 		}

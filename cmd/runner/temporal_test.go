@@ -554,3 +554,63 @@ func TestTemporalRunView(t *testing.T) {
 		t.Errorf("the run did not finish: %v", err)
 	}
 }
+
+// TestTemporalSweepRunResumesWithTheSubmittedContext: the runs of a sweep
+// given --context share one snapshot in the sweep directory, and a run
+// resumed on its own after the folder changed answers its tools from it.
+func TestTemporalSweepRunResumesWithTheSubmittedContext(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var aliceDown, bobDown atomic.Bool
+	tools := toolReplies(&bobDown)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if e2eCallKey(r) == "a/first" && aliceDown.Load() {
+			return llmtest.Reply{Status: 400, ErrorMessage: "Alice is down"}
+		}
+		return tools(r)
+	})
+	const queue = "runner-test-sweep-context"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	specPath := writeSpecFile(t, "spec.yaml", toolSpec)
+	ctxDir := contextFolder(t)
+	runs := t.TempDir()
+	aliceDown.Store(true)
+	env := e2eEnv(srv)
+	code, _, stderr := invoke(t, env, "run", specPath, "-i", "question=q", "--context", ctxDir, "--repeat", "2", "-q", "--no-cache",
+		"--runs-dir", runs, "--temporal", addr, "--task-queue", queue)
+	if code == exitOK {
+		t.Fatalf("a sweep whose runs all fail ended well:\n%s", stderr)
+	}
+	sweeps := runDirs(t, runs)
+	if len(sweeps) != 1 {
+		t.Fatalf("%s holds %v, want one sweep", runs, sweeps)
+	}
+	if _, err := os.Stat(filepath.Join(sweeps[0], durable.ContextFile)); err != nil {
+		t.Fatalf("the sweep directory lacks the context snapshot: %v\n%s", err, stderr)
+	}
+	var dir string
+	for _, d := range runDirs(t, sweeps[0]) {
+		if _, ok, _ := durable.ReadRecord(d); ok {
+			dir = d
+			break
+		}
+	}
+	if dir == "" {
+		t.Fatalf("no run of the sweep in %s has %s", sweeps[0], durable.RecordFile)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "notes.md"), []byte("the notes now say 43"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aliceDown.Store(false)
+	code, _, stderr = invoke(t, env, "resume", dir, "-q")
+	if code != exitOK {
+		t.Fatalf("resume of %s: exit %d\n%s\nworker:\n%s", dir, code, stderr, wout)
+	}
+	journal, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(journal), "the notes say 42") || strings.Contains(string(journal), "the notes now say 43") {
+		t.Errorf("the resumed run's tools did not read the submitted folder:\n%s", journal)
+	}
+}

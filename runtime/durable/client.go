@@ -109,8 +109,12 @@ type Record struct {
 	ContextFile string `json:"context_file,omitempty"`
 }
 
-// ContextFile is the name of the context snapshot in a run directory.
-const ContextFile = "temporal-context.json"
+// ContextFile is the name of the context snapshot in a run directory;
+// the runs of a sweep share their sweep directory's (SweepContextFile).
+const (
+	ContextFile      = "temporal-context.json"
+	SweepContextFile = "../" + ContextFile
+)
 
 // WriteContext writes snap to dir/ContextFile.
 func WriteContext(dir string, snap *tools.Snapshot) error {
@@ -123,7 +127,11 @@ func ReadContext(dir string, rec Record) (*tools.Snapshot, error) {
 	if rec.ContextFile == "" {
 		return nil, nil
 	}
-	path := filepath.Join(dir, filepath.Base(rec.ContextFile))
+	// The run's own copy, or its sweep's one folder up: never elsewhere.
+	if rec.ContextFile != ContextFile && rec.ContextFile != SweepContextFile {
+		return nil, fmt.Errorf("%s: context_file %q is neither %s nor %s", filepath.Join(dir, RecordFile), rec.ContextFile, ContextFile, SweepContextFile)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(rec.ContextFile))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("the snapshot of the run's context folder: %w", err)
