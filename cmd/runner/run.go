@@ -85,9 +85,12 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	defer e.startTracing()()
-	if addr := c.address(e); addr != "" {
-		return c.runOnTemporal(e, plan, opts, addr)
+	addr := c.address(e)
+	if addr != "" && opts.Replay != nil {
+		return usageErrorf("--temporal: a replay sends nothing; drop --temporal")
 	}
+	// The view serves the runs folder, which a run on Temporal writes here
+	// as a local run does: it follows either alike.
 	var v *viewServer
 	if c.View {
 		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
@@ -97,6 +100,13 @@ func (c *runCmd) Run(e *env) error {
 			return err
 		}
 		defer v.stop()
+	}
+	if addr != "" {
+		err := c.runOnTemporal(e, plan, opts, addr, v)
+		if v != nil {
+			v.linger(e)
+		}
+		return err
 	}
 	if c.sweeping() {
 		err := c.sweep(e, plan, opts, v, nil)

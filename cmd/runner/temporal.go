@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -171,10 +173,8 @@ func remote(cl client.Client, opts *runtime.Options, id *string, f **durable.Fol
 }
 
 // runOnTemporal submits a run to Temporal and records it here as it goes.
-func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string) error {
-	if opts.Replay != nil {
-		return usageErrorf("--temporal: a replay sends nothing; drop --temporal")
-	}
+// v, when not nil, is the view (--view) to show the run's page in.
+func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *viewServer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cl, err := c.dial(ctx, e, addr)
@@ -190,7 +190,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	// and the next); they must answer as on the workers.
 	opts.ContextSnapshot = bundle.Context
 	if c.sweeping() {
-		return c.sweepOnTemporal(ctx, e, cl, plan, bundle, opts, addr)
+		return c.sweepOnTemporal(ctx, e, cl, plan, bundle, opts, addr, v)
 	}
 	var (
 		id string
@@ -211,10 +211,21 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return withCode(exitFailure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
 	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id}
+	if bundle.Context != nil {
+		// Written before the record that names it, so that a record never
+		// names a snapshot that is not there.
+		if err := durable.WriteContext(r.Dir, bundle.Context); err != nil {
+			return withCode(exitFailure, err)
+		}
+		rec.ContextFile = durable.ContextFile
+	}
 	if err := durable.WriteRecord(r.Dir, rec); err != nil {
 		return withCode(exitFailure, err)
 	}
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
+	if v != nil {
+		v.show(e, "/run/"+filepath.Base(r.Dir), true)
+	}
 	f = durable.Follow(ctx, cl, id, 0)
 	return verified(ctx, e, cl, id, r, execute(e, r))
 }
@@ -223,7 +234,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 // workflow with a child run workflow per run, and makes the sweep here as
 // a local sweep does, each run recorded from its child's history: the
 // sweep directory, its runs and its summary are a local sweep's.
-func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string) error {
+func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string, v *viewServer) error {
 	var axes []sweep.Axis
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
@@ -252,6 +263,12 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 	if !c.Quiet {
 		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	}
+	// The sweep directory keeps one snapshot of the context folder for
+	// all its runs, written with the first (runs are made inside it).
+	var (
+		ctxOnce sync.Once
+		ctxErr  error
+	)
 	start := func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
 		child := durable.ChildID(id, index)
 		var f *durable.Follower
@@ -261,13 +278,20 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 			return nil, err
 		}
 		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id}
+		if bundle.Context != nil {
+			ctxOnce.Do(func() { ctxErr = durable.WriteContext(filepath.Dir(r.Dir), bundle.Context) })
+			if ctxErr != nil {
+				return nil, ctxErr
+			}
+			rec.ContextFile = durable.SweepContextFile
+		}
 		if err := durable.WriteRecord(r.Dir, rec); err != nil {
 			return nil, err
 		}
 		f = durable.Follow(ctx, cl, child, 0)
 		return r, nil
 	}
-	return c.sweep(e, plan, opts, nil, start)
+	return c.sweep(e, plan, opts, v, start)
 }
 
 // verified checks that the run recorded here is the run the workers made:
@@ -293,6 +317,16 @@ func verified(ctx context.Context, e *env, cl client.Client, id string, r *runti
 func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.Context != "" {
+		return usageErrorf("--context %s: the run is made on Temporal, whose workers read the context folder as it was when the run was submitted; drop --context", c.Context)
+	}
+	// The file tools run here too: they answer from the snapshot the
+	// workers have, not from the folder, which may have changed since.
+	snap, err := durable.ReadContext(c.Dir, rec)
+	if err != nil {
+		return runError(err)
+	}
+	opts.ContextSnapshot = snap
 	tf := temporalFlags{Namespace: rec.Namespace}
 	tf.APIKeyEnv = "TEMPORAL_API_KEY"
 	cl, err := tf.dial(ctx, e, rec.Address)

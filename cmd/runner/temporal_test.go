@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -423,5 +424,193 @@ func TestTemporalWorkerCache(t *testing.T) {
 	}
 	if fresh := submit("--no-cache"); fresh != first || srv.Count() != 2*sent {
 		t.Errorf("a --no-cache run sent %d requests, want %d; it printed:\n%s", srv.Count()-sent, sent, fresh)
+	}
+}
+
+// TestTemporalResumeUsesTheSubmittedContext: a run on Temporal given
+// --context whose first call fails before any tool ran is resumed after the
+// folder changed. The workers answer the tools from the snapshot sent with
+// the run; the resumed client must answer them alike (from the snapshot it
+// stored in the run directory), so the run completes as a local run on the
+// folder as it was.
+func TestTemporalResumeUsesTheSubmittedContext(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var aliceDown, bobDown atomic.Bool
+	tools := toolReplies(&bobDown)
+	handler := func(r llmtest.Request) llmtest.Reply {
+		if e2eCallKey(r) == "a/first" && aliceDown.Load() {
+			return llmtest.Reply{Status: 400, ErrorMessage: "Alice is down"}
+		}
+		return tools(r)
+	}
+	specPath := writeSpecFile(t, "spec.yaml", toolSpec)
+	ctxDir := contextFolder(t)
+	args := []string{"run", specPath, "-i", "question=q", "--context", ctxDir, "-q", "--no-cache"}
+	ref := llmtest.New(t, handler)
+	code, _, stderr := invoke(t, e2eEnv(ref), append(args, "--runs-dir", t.TempDir())...)
+	if code != exitOK {
+		t.Fatalf("local run: exit %d\n%s", code, stderr)
+	}
+	want := e2eOutcome(t, runDirFrom(t, stderr))
+
+	srv := llmtest.New(t, handler)
+	const queue = "runner-test-context"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	aliceDown.Store(true)
+	env := e2eEnv(srv)
+	code, _, stderr = invoke(t, env, append(args, "--runs-dir", t.TempDir(), "--temporal", addr, "--task-queue", queue)...)
+	if code != exitEndpoint {
+		t.Fatalf("run while Alice is down: exit %d, want %d\n%s\nworker:\n%s", code, exitEndpoint, stderr, wout)
+	}
+	dir := runDirFrom(t, stderr)
+	data, err := os.ReadFile(filepath.Join(dir, durable.ContextFile))
+	if err != nil {
+		t.Fatalf("the run directory lacks the context snapshot: %v", err)
+	}
+	if !strings.Contains(string(data), "the notes say 42") || strings.Contains(string(data), e2eKey) {
+		t.Errorf("%s does not hold the folder's notes, or holds the API key:\n%s", durable.ContextFile, data)
+	}
+	// The folder changes; the workers still read it as it was.
+	if err := os.WriteFile(filepath.Join(ctxDir, "notes.md"), []byte("the notes now say 43"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aliceDown.Store(false)
+	code, _, stderr = invoke(t, env, "resume", dir, "--context", ctxDir, "-q")
+	if code != exitUsage || !strings.Contains(stderr, "--context") {
+		t.Errorf("resume --context of a Temporal run: exit %d, want %d naming --context\n%s", code, exitUsage, stderr)
+	}
+	code, _, stderr = invoke(t, env, "resume", dir, "-q")
+	if code != exitOK {
+		t.Fatalf("resume: exit %d\n%s\nworker:\n%s", code, stderr, wout)
+	}
+	if got := e2eOutcome(t, dir); got != want {
+		t.Errorf("outputs and messages differ from the local run's:\n%s\nwant:\n%s", got, want)
+	}
+	// The client's tools (journaled as tool_call events) read what the
+	// workers' read: the folder as it was.
+	journal, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(journal), "the notes say 42") || strings.Contains(string(journal), "the notes now say 43") {
+		t.Errorf("the resumed run's tools did not read the submitted folder:\n%s", journal)
+	}
+}
+
+// TestTemporalRunView: `run --view --temporal` serves the view of the runs
+// folder the client records the run in, shows the new run's page while the
+// workers make it, and ends with the run, as `run --view` does locally.
+func TestTemporalRunView(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, e2eAnswers(60*time.Millisecond))
+	const queue = "runner-test-view"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	runs := t.TempDir()
+	opened := filepath.Join(t.TempDir(), "opened")
+	browser := filepath.Join(t.TempDir(), "browser.sh")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf '%s' \"$1\" > "+opened+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	errs := &syncBuffer{}
+	envv := e2eEnv(srv)
+	envv["BROWSER"] = browser
+	e := &env{stdout: &stdout, stderr: errs, stdin: strings.NewReader(""), getenv: func(k string) string { return envv[k] }}
+	exited := make(chan error, 1)
+	go func() {
+		if code := run([]string{"run", debateSource, "-i", "question=q", "--runs-dir", runs, "--view", "--view-addr", "127.0.0.1:0", "-q",
+			"--temporal", addr, "--task-queue", queue}, e); code != exitOK {
+			exited <- fmt.Errorf("exit %d", code)
+			return
+		}
+		exited <- nil
+	}()
+	base, page := waitForView(t, errs, exited)
+	if !strings.HasPrefix(page, "/run/") {
+		t.Fatalf("run --view --temporal printed:\n%s", errs.String())
+	}
+	id := strings.TrimPrefix(page, "/run/")
+	code, body := httpGet(t, base+"/api/run?id="+id)
+	if code != http.StatusOK || !strings.Contains(body, `"status":"running"`) {
+		t.Errorf("the new run, while the workers make it: %d %.300s", code, body)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run --view --temporal: %v\n%s\nworker:\n%s", err, errs.String(), wout)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatal("run --view --temporal did not end with its run")
+	}
+	if data, err := os.ReadFile(opened); err != nil || string(data) != base+"/#"+page {
+		t.Errorf("$BROWSER was given %q (%v), want %s/#%s", data, err, base, page)
+	}
+	if _, err := os.Stat(filepath.Join(runs, id, durable.RecordFile)); err != nil {
+		t.Errorf("the viewed run is not the Temporal run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runs, id, "result.json")); err != nil {
+		t.Errorf("the run did not finish: %v", err)
+	}
+}
+
+// TestTemporalSweepRunResumesWithTheSubmittedContext: the runs of a sweep
+// given --context share one snapshot in the sweep directory, and a run
+// resumed on its own after the folder changed answers its tools from it.
+func TestTemporalSweepRunResumesWithTheSubmittedContext(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var aliceDown, bobDown atomic.Bool
+	tools := toolReplies(&bobDown)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if e2eCallKey(r) == "a/first" && aliceDown.Load() {
+			return llmtest.Reply{Status: 400, ErrorMessage: "Alice is down"}
+		}
+		return tools(r)
+	})
+	const queue = "runner-test-sweep-context"
+	_, wout := startWorker(t, bin, addr, queue, srv)
+	specPath := writeSpecFile(t, "spec.yaml", toolSpec)
+	ctxDir := contextFolder(t)
+	runs := t.TempDir()
+	aliceDown.Store(true)
+	env := e2eEnv(srv)
+	code, _, stderr := invoke(t, env, "run", specPath, "-i", "question=q", "--context", ctxDir, "--repeat", "2", "-q", "--no-cache",
+		"--runs-dir", runs, "--temporal", addr, "--task-queue", queue)
+	if code == exitOK {
+		t.Fatalf("a sweep whose runs all fail ended well:\n%s", stderr)
+	}
+	sweeps := runDirs(t, runs)
+	if len(sweeps) != 1 {
+		t.Fatalf("%s holds %v, want one sweep", runs, sweeps)
+	}
+	if _, err := os.Stat(filepath.Join(sweeps[0], durable.ContextFile)); err != nil {
+		t.Fatalf("the sweep directory lacks the context snapshot: %v\n%s", err, stderr)
+	}
+	var dir string
+	for _, d := range runDirs(t, sweeps[0]) {
+		if _, ok, _ := durable.ReadRecord(d); ok {
+			dir = d
+			break
+		}
+	}
+	if dir == "" {
+		t.Fatalf("no run of the sweep in %s has %s", sweeps[0], durable.RecordFile)
+	}
+	if err := os.WriteFile(filepath.Join(ctxDir, "notes.md"), []byte("the notes now say 43"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	aliceDown.Store(false)
+	code, _, stderr = invoke(t, env, "resume", dir, "-q")
+	if code != exitOK {
+		t.Fatalf("resume of %s: exit %d\n%s\nworker:\n%s", dir, code, stderr, wout)
+	}
+	journal, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(journal), "the notes say 42") || strings.Contains(string(journal), "the notes now say 43") {
+		t.Errorf("the resumed run's tools did not read the submitted folder:\n%s", journal)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 
+	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/rundir"
 )
 
@@ -102,6 +103,44 @@ type Record struct {
 	WorkflowID string `json:"workflow_id"`
 	// Sweep is the sweep workflow a run belongs to.
 	Sweep string `json:"sweep,omitempty"`
+	// ContextFile names the file in the run directory that holds the
+	// snapshot of --context the workers answer file tools from, so that a
+	// resumed client answers them alike even if the folder changed since.
+	ContextFile string `json:"context_file,omitempty"`
+}
+
+// ContextFile is the name of the context snapshot in a run directory;
+// the runs of a sweep share their sweep directory's (SweepContextFile).
+const (
+	ContextFile      = "temporal-context.json"
+	SweepContextFile = "../" + ContextFile
+)
+
+// WriteContext writes snap to dir/ContextFile.
+func WriteContext(dir string, snap *tools.Snapshot) error {
+	return rundir.WriteJSON(filepath.Join(dir, ContextFile), snap)
+}
+
+// ReadContext reads the context snapshot rec names in dir; nil when the run
+// was given no context.
+func ReadContext(dir string, rec Record) (*tools.Snapshot, error) {
+	if rec.ContextFile == "" {
+		return nil, nil
+	}
+	// The run's own copy, or its sweep's one folder up: never elsewhere.
+	if rec.ContextFile != ContextFile && rec.ContextFile != SweepContextFile {
+		return nil, fmt.Errorf("%s: context_file %q is neither %s nor %s", filepath.Join(dir, RecordFile), rec.ContextFile, ContextFile, SweepContextFile)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(rec.ContextFile))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("the snapshot of the run's context folder: %w", err)
+	}
+	var snap tools.Snapshot
+	if err := json.Unmarshal(data, &snap); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &snap, nil
 }
 
 // RecordFile is the name of a Record in a run directory.

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/durable"
+)
+
+// replayHistoryFile is the recorded run history runtime/durable's
+// TestReplayRecordedRunHistory replays without a server.
+const replayHistoryFile = "../../runtime/durable/testdata/run-history.json"
+
+// replaySpec is small, so its history is, yet has agents asked at once
+// (workflow coroutines) and a node that reads their answers.
+const replaySpec = `version: 1
+name: replayed
+inputs: {question: {required: true}}
+models:
+  default: {model: test-model}
+agents:
+  a: {name: A}
+  b: {name: B}
+templates:
+  define:
+    p: "KEY=first {{.Inputs.question}}"
+    q: "KEY=second {{.Inputs.question}}{{range .History}} / {{.Content}}{{end}}"
+nodes:
+  first: {kind: ask, agents: [a, b], template: p}
+  second: {kind: ask, agents: [a], template: q}
+flow: [first, second]
+outputs:
+  n: len(messages)
+`
+
+// TestTemporalReplayHistory makes a run on a real development server,
+// fetches its workflow history and replays it against this build's
+// workflow code: a change that makes the workflow issue other commands
+// fails here. RUNNER_UPDATE_HISTORY=1 also stores the history where
+// runtime/durable replays it without a server.
+func TestTemporalReplayHistory(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "seen: " + r.LastUser()}
+	})
+	const queue = "runner-test-replay"
+	startWorker(t, bin, addr, queue, srv)
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(replaySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q",
+		"--temporal", addr, "--task-queue", queue, "--no-cache")
+	if code != exitOK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	rec, ok, err := durable.ReadRecord(runDirFrom(t, stderr))
+	if err != nil || !ok {
+		t.Fatalf("no %s: %v", durable.RecordFile, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var h historypb.History
+	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	if len(h.Events) == 0 || h.Events[len(h.Events)-1].GetWorkflowExecutionCompletedEventAttributes() == nil {
+		t.Fatalf("workflow %s has not completed: %d events", rec.WorkflowID, len(h.Events))
+	}
+	if os.Getenv("RUNNER_UPDATE_HISTORY") != "" {
+		data, err := protojson.MarshalOptions{Multiline: true}.Marshal(&h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(replayHistoryFile, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: %d events", replayHistoryFile, len(h.Events))
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: durable.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := &durable.Workflows{Version: Version(), Registry: nodes.Registry()}
+	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: durable.RunWorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, &h); err != nil {
+		t.Fatalf("replaying the history of workflow %s: %v", rec.WorkflowID, err)
+	}
+}
