@@ -98,28 +98,41 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
 		return nil
 	}
-	dir, explicit := c.CacheDir, c.CacheDir != ""
+	st, err := openCache(e, c.CacheDir)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		opts.Cache = st
+	}
+	return nil
+}
+
+// openCache opens the response cache in dir, or in the default folder when
+// dir is empty. A cache that cannot be opened is a usage error when dir was
+// given (--cache-dir), else a warning and no cache (nil).
+func openCache(e *env, dir string) (*cache.Store, error) {
+	explicit := dir != ""
 	if dir == "" {
 		d, err := cache.DefaultDir(e.getenv)
 		if err != nil {
 			e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-			return nil
+			return nil, nil
 		}
 		dir = d
 	}
 	if dir == "" {
-		return nil // no home to put a cache in (and none asked for)
+		return nil, nil // no home to put a cache in (and none asked for)
 	}
 	st, err := cache.Open(dir)
 	if err != nil {
 		if explicit {
-			return usageErrorf("--cache-dir %s: %v", dir, err)
+			return nil, usageErrorf("--cache-dir %s: %v", dir, err)
 		}
 		e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-		return nil
+		return nil, nil
 	}
-	opts.Cache = st
-	return nil
+	return st, nil
 }
 
 // recordedManifest reads run.json of the run a --replay path belongs to.

@@ -8,10 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/runtest"
 )
 
 // The tests in this file are the README's compatibility table: one per
@@ -19,47 +19,17 @@ import (
 // answers with that provider's rules and error texts (internal/llmtest's
 // presets), with the settings the row says the provider needs.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binPath string
-	binErr  error
-)
+// bin is the command the package's tests run; TestMain removes it.
+var bin runtest.Binary
 
-// runnerBinary builds the command once for the package's tests; TestMain
-// removes it.
+// runnerBinary builds the command once for the package's tests.
 func runnerBinary(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binary; skipped with -short")
-	}
-	binOnce.Do(func() {
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binDir, binErr = os.MkdirTemp("", "runner-bin-*")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "runner")
-		if out, err := exec.Command(goTool, "build", "-o", binPath, ".").CombinedOutput(); err != nil {
-			binErr = errors.New(string(out))
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building the binary: %v", binErr)
-	}
-	return binPath
+	return bin.Path(t, ".")
 }
 
 // removeBinary deletes what runnerBinary built.
-func removeBinary() {
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
-}
+func removeBinary() { bin.Remove() }
 
 // compatSpec is a small debate that uses both kinds of reply: two agents
 // answer in a regex format, then a judge answers JSON with a schema.

@@ -16,7 +16,6 @@ import (
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -100,7 +99,7 @@ func (c *workerCmd) Run(e *env) error {
 	w := worker.New(cl, c.TaskQueue, worker.Options{})
 	acts := &durable.Activities{Getenv: e.getenv}
 	if !c.NoCache {
-		st, err := workerCache(e, c.CacheDir)
+		st, err := openCache(e, c.CacheDir)
 		if err != nil {
 			return err
 		}
@@ -120,32 +119,6 @@ func (c *workerCmd) Run(e *env) error {
 	<-ctx.Done()
 	w.Stop()
 	return nil
-}
-
-// workerCache opens the worker's response cache as a local run opens its
-// own: a cache that cannot be opened is an error when asked for by
-// --cache-dir, else a warning and no cache.
-func workerCache(e *env, dir string) (*cache.Store, error) {
-	explicit := dir != ""
-	if dir == "" {
-		d, err := cache.DefaultDir(e.getenv)
-		if err != nil || d == "" {
-			if err != nil {
-				e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-			}
-			return nil, nil
-		}
-		dir = d
-	}
-	st, err := cache.Open(dir)
-	if err != nil {
-		if explicit {
-			return nil, usageErrorf("--cache-dir %s: %v", dir, err)
-		}
-		e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-		return nil, nil
-	}
-	return st, nil
 }
 
 // workflowID is the workflow of a run submitted from a run directory.

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -86,32 +85,14 @@ func devServer(t testing.TB) string {
 	}
 }
 
-// lockedBuffer collects a process's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startWorker starts `runner worker` with the scripted server's key; it is
 // killed when the test ends.
-func startWorker(t testing.TB, bin, addr, queue string, srv *llmtest.Server) (*exec.Cmd, *lockedBuffer) {
+func startWorker(t testing.TB, bin, addr, queue string, srv *llmtest.Server) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	cmd := exec.Command(bin, "worker", "--temporal", addr, "--task-queue", queue)
 	// Each worker has a cache of its own, never the user's.
 	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey, "RUNNER_CACHE_DIR="+t.TempDir())
-	out := &lockedBuffer{}
+	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

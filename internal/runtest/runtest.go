@@ -10,10 +10,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -201,4 +203,47 @@ func (t KeyedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(body)),
 		Request:       req,
 	}, nil
+}
+
+// Binary builds the runner command once for a test package's tests; the
+// package's TestMain calls Remove.
+type Binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// Path builds cmd/runner from pkg (a path relative to the test's package)
+// the first time it is called, and returns the binary's path.
+func (b *Binary) Path(t testing.TB, pkg string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the runner binary; skipped with -short")
+	}
+	b.once.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			b.err = err
+			return
+		}
+		if b.dir, b.err = os.MkdirTemp("", "runner-bin-*"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "runner")
+		if out, err := exec.Command(goTool, "build", "-o", b.path, pkg).CombinedOutput(); err != nil {
+			b.err = errors.New(string(out))
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("building the binary: %v", b.err)
+	}
+	return b.path
+}
+
+// Remove deletes what Path built.
+func (b *Binary) Remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }
