@@ -3,7 +3,13 @@
 // that keep the manual true (every spec key, flag, exit code and prompt
 // field documented, examples shown as they are) read it by page name,
 // wherever they run from. The binary does not import it.
+//
+// The tables of each node kind's keys in node-kinds.md are made from the
+// kinds' schema fragments: `go generate ./docs` writes them, and a test of
+// internal/gendocs fails when they are stale.
 package docs
+
+//go:generate go run ../internal/gendocs -root ..
 
 import (
 	"embed"
