@@ -425,10 +425,10 @@ func sampleValue(s map[string]any) any {
 	return map[string]any{"x": "y"}
 }
 
-// TestREADMEDescribesPromptData keeps the manual's "What a template sees" in
+// TestManualDescribesPromptData keeps the manual's "What a template sees" in
 // step with the kinds' prompt data: every field a kind's templates can read
 // has a row naming that kind (or "every prompt", for the fields all share).
-func TestREADMEDescribesPromptData(t *testing.T) {
+func TestManualDescribesPromptData(t *testing.T) {
 	section, err := docs.Section("templates.md", "What a template sees")
 	if err != nil {
 		t.Fatal(err)

@@ -674,10 +674,10 @@ func schemaKeys(v any, into map[string]bool) {
 	}
 }
 
-// TestREADMECoversCLIAndSchema keeps the manual (docs/) from drifting:
+// TestManualCoversCLIAndSchema keeps the manual (docs/) from drifting:
 // every key of the spec schema, every command and flag, and every exit code
 // must be documented there.
-func TestREADMECoversCLIAndSchema(t *testing.T) {
+func TestManualCoversCLIAndSchema(t *testing.T) {
 	pages, err := docs.Pages()
 	if err != nil {
 		t.Fatal(err)

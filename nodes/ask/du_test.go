@@ -57,11 +57,11 @@ func duRun(t testing.TB, edits ...string) (*runtime.Result, []llmtest.Request) {
 	return res, srv.Requests()
 }
 
-// TestREADMEThreadExample runs the worked example of the manual's "Chat turns"
+// TestManualThreadExample runs the worked example of the manual's "Chat turns"
 // (kept verbatim in testdata/du.yaml): each agent's round-3 request is its
 // round-2 request, its round-2 answer and the new prompt, and a provider's
 // prompt cache could serve a large share of the input.
-func TestREADMEThreadExample(t *testing.T) {
+func TestManualThreadExample(t *testing.T) {
 	readme, err := docs.Section("node-kinds.md", "Chat turns (thread, history, examples)")
 	if err != nil {
 		t.Fatal(err)
