@@ -22,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/mdtext"
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/internal/shared"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -307,9 +308,11 @@ func classify(r llmtest.Request, byName map[string]string, judge string) designC
 	return c
 }
 
-// Recorded debates of the original TypeScript tool (shared/data, see its
-// README): the tests replay them through the design-debate spec.
-const dialecticDir = "../../shared/data/dialectic"
+// Recorded debates of the original TypeScript tool (in ../shared beside the
+// checkout, see its README): the tests replay them through the
+// design-debate spec, or skip when ../shared is absent unless it is
+// required (see internal/shared).
+const dialecticDir = "data/dialectic"
 
 type dlContribution struct {
 	AgentID  string `json:"agentId"`
@@ -627,9 +630,7 @@ func schedule(rec *dlState) (serial, original, ours int64) {
 // contribution where the recording has it, summarise where it summarised,
 // and produce its final solution.
 func TestDesignDebateReplaysRecordings(t *testing.T) {
-	if _, err := os.Stat(dialecticDir); err != nil {
-		t.Fatalf("recorded debates not found at %s (../shared/data beside the checkout): %v", dialecticDir, err)
-	}
+	dir := shared.Dir(t, dialecticDir)
 	recordings := []struct{ file, config, problem string }{
 		{"kata1/architect-only-solution_2-rounds.json", "kata1/debate-config-kata1.json", "kata1/kata1.md"},
 		{"kata1/architect-perf-solution_2-rounds.json", "kata1/debate-config-kata1.json", "kata1/kata1.md"},
@@ -642,7 +643,7 @@ func TestDesignDebateReplaysRecordings(t *testing.T) {
 	for _, rc := range recordings {
 		t.Run(strings.TrimSuffix(rc.file, ".json"), func(t *testing.T) {
 			t.Parallel()
-			replayRecording(t, filepath.Join(dialecticDir, rc.file), filepath.Join(dialecticDir, rc.config), filepath.Join(dialecticDir, rc.problem))
+			replayRecording(t, filepath.Join(dir, rc.file), filepath.Join(dir, rc.config), filepath.Join(dir, rc.problem))
 		})
 	}
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/docs"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/schemas"
 	"github.com/debate-runner/runner/spec"
@@ -425,19 +425,14 @@ func sampleValue(s map[string]any) any {
 	return map[string]any{"x": "y"}
 }
 
-// TestREADMEDescribesPromptData keeps README's "What a template sees" in
+// TestManualDescribesPromptData keeps the manual's "What a template sees" in
 // step with the kinds' prompt data: every field a kind's templates can read
 // has a row naming that kind (or "every prompt", for the fields all share).
-func TestREADMEDescribesPromptData(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+func TestManualDescribesPromptData(t *testing.T) {
+	section, err := docs.Section("templates.md", "What a template sees")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "### What a template sees")
-	if !ok {
-		t.Fatal(`README.md has no section "### What a template sees"`)
-	}
-	section, _, _ = strings.Cut(section, "\n### ")
 	rows := map[string]string{} // field -> the "in" column
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(line, "|")
@@ -452,7 +447,7 @@ func TestREADMEDescribesPromptData(t *testing.T) {
 	for _, f := range reflect.VisibleFields(reflect.TypeOf(spec.PromptBase{})) {
 		base[f.Name] = true
 		if in, ok := rows[f.Name]; !ok || in != "every prompt" {
-			t.Errorf("README does not list .%s as in every prompt (row: %q)", f.Name, in)
+			t.Errorf("docs/templates.md does not list .%s as in every prompt (row: %q)", f.Name, in)
 		}
 	}
 	for _, k := range nodes.Kinds() {
@@ -465,7 +460,7 @@ func TestREADMEDescribesPromptData(t *testing.T) {
 				continue
 			}
 			if in := rows[f.Name]; !strings.Contains(in, k.Name()) {
-				t.Errorf("README does not list .%s as in %s prompts (row: %q)", f.Name, k.Name(), in)
+				t.Errorf("docs/templates.md does not list .%s as in %s prompts (row: %q)", f.Name, k.Name(), in)
 			}
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/alecthomas/kong"
+	"github.com/debate-runner/runner/docs"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/schemas"
@@ -673,16 +674,19 @@ func schemaKeys(v any, into map[string]bool) {
 	}
 }
 
-// TestREADMECoversCLIAndSchema keeps README.md from drifting: every key of
-// the spec schema, every command and flag, and every exit code must be
-// documented there.
-func TestREADMECoversCLIAndSchema(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+// TestManualCoversCLIAndSchema keeps the manual (docs/) from drifting:
+// every key of the spec schema, every command and flag, and every exit code
+// must be documented there.
+func TestManualCoversCLIAndSchema(t *testing.T) {
+	pages, err := docs.Pages()
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme := string(data)
-	words := backtickWords(readme)
+	var all strings.Builder
+	for _, text := range pages {
+		all.WriteString(text)
+	}
+	words := backtickWords(all.String())
 
 	var schema any
 	if err := json.Unmarshal(schemas.Spec, &schema); err != nil {
@@ -695,7 +699,7 @@ func TestREADMECoversCLIAndSchema(t *testing.T) {
 	}
 	for k := range keys {
 		if !words[k] {
-			t.Errorf("README.md does not document the spec key %q (write it in `code`)", k)
+			t.Errorf("docs/ does not document the spec key %q (write it in `code`)", k)
 		}
 	}
 
@@ -704,12 +708,12 @@ func TestREADMECoversCLIAndSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range parser.Model.Children {
-		if !strings.Contains(readme, "### `runner "+c.Name) {
-			t.Errorf("README.md has no section \"### `runner %s ...`\"", c.Name)
+		if !strings.Contains(pages["commands.md"], "\n## `runner "+c.Name) {
+			t.Errorf("docs/commands.md has no section \"## `runner %s ...`\"", c.Name)
 		}
 		for _, f := range c.Flags {
 			if !words["--"+f.Name] {
-				t.Errorf("README.md does not document %s --%s", c.Name, f.Name)
+				t.Errorf("docs/ does not document %s --%s", c.Name, f.Name)
 			}
 		}
 	}
@@ -720,15 +724,15 @@ func TestREADMECoversCLIAndSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, rest, ok := strings.Cut(readme, marker); !ok {
-		t.Error("README.md no longer shows examples/reasoning-debate/spec.yaml in full")
+	if _, rest, ok := strings.Cut(pages["spec-language.md"], marker); !ok {
+		t.Error("docs/spec-language.md no longer shows examples/reasoning-debate/spec.yaml in full")
 	} else if shown, _, _ := strings.Cut(rest, "```\n"); shown != string(example) {
-		t.Error("the copy of examples/reasoning-debate/spec.yaml in README.md differs from the file")
+		t.Error("the copy of examples/reasoning-debate/spec.yaml in docs/spec-language.md differs from the file")
 	}
 
 	for _, code := range []int{exitOK, exitFailure, exitUsage, exitEndpoint, exitInvalid, exitWaiting} {
-		if !strings.Contains(readme, fmt.Sprintf("\n| %d | ", code)) {
-			t.Errorf("README.md's exit code table lacks %d", code)
+		if !strings.Contains(pages["exit-codes.md"], fmt.Sprintf("\n| %d | ", code)) {
+			t.Errorf("docs/exit-codes.md's table lacks %d", code)
 		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Exit codes, documented in README.md.
+// Exit codes, documented in docs/exit-codes.md.
 const (
 	exitOK       = 0
 	exitFailure  = 1

@@ -14,7 +14,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 )
 
-// The tests in this file are the README's compatibility table: one per
+// The tests in this file are docs/providers.md's compatibility table: one per
 // provider row, each driving the real binary against a local server that
 // answers with that provider's rules and error texts (internal/llmtest's
 // presets), with the settings the row says the provider needs.

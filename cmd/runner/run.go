@@ -41,8 +41,8 @@ type runCmd struct {
 	Budget    []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
 
 	experimentFlags `embed:""`
-	temporalFlags   `embed:"" group:"Temporal (README: Scaling out)"`
-	Heartbeat       time.Duration `name:"temporal-heartbeat" default:"30s" placeholder:"DURATION" group:"Temporal (README: Scaling out)" help:"How long a call may go without news from its worker before another worker makes it: what a lost worker costs."`
+	temporalFlags   `embed:"" group:"Temporal (docs/scaling-out.md)"`
+	Heartbeat       time.Duration `name:"temporal-heartbeat" default:"30s" placeholder:"DURATION" group:"Temporal (docs/scaling-out.md)" help:"How long a call may go without news from its worker before another worker makes it: what a lost worker costs."`
 }
 
 func (runCmd) Help() string {
@@ -53,7 +53,7 @@ output is printed on stdout, the run directory on stderr.
 
 Endpoints: the default endpoint reads OPENAI_BASE_URL and OPENAI_API_KEY
 unless the spec declares its own; endpoints in the spec name their own
-base_url and api_key_env (README's provider table gives the settings for
+base_url and api_key_env (docs/providers.md gives the settings for
 OpenAI, Azure, OpenRouter, Ollama, vLLM, LM Studio and llama.cpp). A .env file
 next to the spec is read for variables not set in the environment.
 

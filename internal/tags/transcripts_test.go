@@ -7,11 +7,15 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/debate-runner/runner/internal/shared"
 )
 
 // transcriptDir holds recorded chain-of-debate runs. They are shared,
-// read-only data outside the module, so the test skips when they are absent.
-const transcriptDir = "../../../shared/data/chain-of-debate"
+// read-only data outside the module, in ../shared beside the checkout: the
+// test skips when they are absent, unless they are required (see
+// internal/shared).
+const transcriptDir = "data/chain-of-debate"
 
 // messageHeader starts a message in a transcript: "[12] DR. X (Role) → All:".
 var messageHeader = regexp.MustCompile(`(?m)^\[\d+\] .*:\s*$`)
@@ -21,8 +25,9 @@ var messageHeader = regexp.MustCompile(`(?m)^\[\d+\] .*:\s*$`)
 // and header.
 func transcriptMessages(t *testing.T) map[string]string {
 	t.Helper()
+	dir := shared.Dir(t, transcriptDir)
 	var files []string
-	err := filepath.WalkDir(transcriptDir, func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -32,7 +37,7 @@ func transcriptMessages(t *testing.T) map[string]string {
 		return nil
 	})
 	if err != nil || len(files) == 0 {
-		t.Skipf("no transcripts under %s (%v)", transcriptDir, err)
+		t.Fatalf("no transcripts under %s (%v)", dir, err)
 	}
 	msgs := make(map[string]string)
 	for _, path := range files {

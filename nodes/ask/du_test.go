@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/docs"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
@@ -56,12 +57,12 @@ func duRun(t testing.TB, edits ...string) (*runtime.Result, []llmtest.Request) {
 	return res, srv.Requests()
 }
 
-// TestREADMEThreadExample runs the worked example of README's "Chat turns"
+// TestManualThreadExample runs the worked example of the manual's "Chat turns"
 // (kept verbatim in testdata/du.yaml): each agent's round-3 request is its
 // round-2 request, its round-2 answer and the new prompt, and a provider's
 // prompt cache could serve a large share of the input.
-func TestREADMEThreadExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+func TestManualThreadExample(t *testing.T) {
+	readme, err := docs.Section("node-kinds.md", "Chat turns (thread, history, examples)")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestREADMEThreadExample(t *testing.T) {
 	}
 	example := string(spec[bytes.Index(spec, []byte("templates:\n")):])
 	if !strings.Contains(string(readme), "```yaml\n"+example+"```") {
-		t.Errorf("README's worked example of a thread differs from testdata/du.yaml:\n%s", example)
+		t.Errorf("docs/node-kinds.md's worked example of a thread differs from testdata/du.yaml:\n%s", example)
 	}
 
 	res, reqs := duRun(t)

@@ -12,14 +12,16 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/shared"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/spec"
 )
 
 // recordingsDir holds console transcripts of chain-of-debate runs. They are
-// shared data outside the module (never copied into it), so the tests skip
-// when it is absent.
-const recordingsDir = "../../../shared/data/chain-of-debate"
+// shared data outside the module (never copied into it), in ../shared beside
+// the checkout: the tests skip when it is absent, unless it is required
+// (see internal/shared).
+const recordingsDir = "data/chain-of-debate"
 
 // recMessage is one message of a recorded transcript. Header fields are what
 // the recording's framework made of the reply, so they are the ground truth
@@ -111,18 +113,20 @@ func everyone(to string) bool {
 	return false
 }
 
-// loadRecordings reads every transcript, or skips the test.
+// loadRecordings reads every transcript, or skips the test when ../shared
+// is absent.
 func loadRecordings(t *testing.T) []*recording {
 	t.Helper()
+	dir := shared.Dir(t, recordingsDir)
 	var files []string
-	err := filepath.WalkDir(recordingsDir, func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".txt") {
 			files = append(files, path)
 		}
 		return err
 	})
 	if err != nil || len(files) == 0 {
-		t.Skipf("no recordings under %s (%v)", recordingsDir, err)
+		t.Fatalf("no recordings under %s (%v)", dir, err)
 	}
 	sort.Strings(files)
 	var recs []*recording
@@ -131,7 +135,7 @@ func loadRecordings(t *testing.T) []*recording {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(recordingsDir, f)
+		rel, _ := filepath.Rel(dir, f)
 		recs = append(recs, parseRecording(rel, string(data)))
 	}
 	// Files that declare no option list borrow the list of a recording of

@@ -136,7 +136,7 @@ func Find(paths []string) ([]string, error) {
 			if len(found) == 0 {
 				msg := fmt.Sprintf("%s: no test files (*%s) in this folder", p, Suffix)
 				if specs := Untested([]string{p}); len(specs) > 0 {
-					msg += fmt.Sprintf("; %s has none beside it (runner init writes a project with one; README.md, \"Spec tests\", shows the format)", specs[0])
+					msg += fmt.Sprintf("; %s has none beside it (runner init writes a project with one; docs/spec-tests.md shows the format)", specs[0])
 				}
 				return nil, errors.New(msg)
 			}

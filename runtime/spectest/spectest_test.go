@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/debate-runner/runner/docs"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/schemas"
@@ -250,30 +251,14 @@ func TestGoldenPath(t *testing.T) {
 	}
 }
 
-// readmeSection is README.md's "Spec tests" section.
-func readmeSection(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(data)
-	i := strings.Index(s, "\n## Spec tests\n")
-	if i < 0 {
-		t.Fatal("README.md has no Spec tests section")
-	}
-	s = s[i+1:]
-	if j := strings.Index(s, "\n## "); j >= 0 {
-		s = s[:j]
-	}
-	return s
-}
-
-// TestReadmeDocumentsTestFiles keeps README's description of test files
+// TestReadmeDocumentsTestFiles keeps the manual's description of test files
 // whole: the example it shows in full is the example's test file as it
 // is, and every key of the schema is documented.
 func TestReadmeDocumentsTestFiles(t *testing.T) {
-	doc := readmeSection(t)
+	doc, err := docs.Page("spec-tests.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile("../../examples/reasoning-debate/spec.test.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -283,7 +268,7 @@ func TestReadmeDocumentsTestFiles(t *testing.T) {
 		t.Fatalf("the example's test file does not start with its modeline and a comment:\n%s", data)
 	}
 	if !strings.Contains(doc, "```yaml\n"+lines[2]+"```\n") {
-		t.Error("README's Spec tests section does not show examples/reasoning-debate/spec.test.yaml (after its first two lines) as it is")
+		t.Error("docs/spec-tests.md does not show examples/reasoning-debate/spec.test.yaml (after its first two lines) as it is")
 	}
 	var schema struct {
 		Properties map[string]json.RawMessage `json:"properties"`
@@ -314,14 +299,14 @@ func TestReadmeDocumentsTestFiles(t *testing.T) {
 	delete(keys, "$schema")
 	for k := range keys {
 		if !strings.Contains(doc, "`"+k+"`") {
-			t.Errorf("README's Spec tests section does not document the key %s", k)
+			t.Errorf("docs/spec-tests.md does not document the key %s", k)
 		}
 	}
 	// Every name an assertion sees is in the table.
 	rt := reflect.TypeOf(spectest.Env{})
 	for i := range rt.NumField() {
 		if name := rt.Field(i).Tag.Get("expr"); !strings.Contains(doc, "`"+name+"`") {
-			t.Errorf("README does not say what assertions see as %s", name)
+			t.Errorf("docs/spec-tests.md does not say what assertions see as %s", name)
 		}
 	}
 }

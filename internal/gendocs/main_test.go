@@ -1,0 +1,61 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestNodeKindsPageIsGenerated fails when a kind's schema changed and
+// docs/node-kinds.md was not regenerated.
+func TestNodeKindsPageIsGenerated(t *testing.T) {
+	data, err := os.ReadFile("../../" + page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := render("../..", string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(data) {
+		t.Errorf("%s is stale: run `go generate ./docs`", page)
+	}
+	if n := strings.Count(want, endMarker); n != 5 {
+		t.Errorf("%d generated tables, want one per kind and one of the chat keys (5)", n)
+	}
+}
+
+// TestRenderRefusesAKindWithoutTable: a new kind must get its table.
+func TestRenderRefusesAKindWithoutTable(t *testing.T) {
+	data, err := os.ReadFile("../../" + page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "<!-- generated from nodes/compute/schema.json", "<!-- from nodes/compute/schema.json", 1)
+	if _, err := render("../..", text); err == nil || !strings.Contains(err.Error(), "no table of the kind compute") {
+		t.Errorf("render without compute's table: err = %v", err)
+	}
+}
+
+// TestTableRows checks the words of a few rows: types, defaults and
+// required keys come from the schema.
+func TestTableRows(t *testing.T) {
+	table, err := kindTable("../..", "nodes/ask/schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range []string{
+		"| `template` | string | required | ",
+		"| `each.record` | string | required with `each` | ",
+		"| `output.repair` | integer 0-10 | 2 | ",
+		"| `order` | `concurrent`, `sequential` | `concurrent` | ",
+		"| `max_tool_calls` | integer ≥ 0 | 4 | ",
+		"| `record` | id |  | ",
+		"`tags` (`<name>value</name>` fields)",
+		"| `thread`, `history`, `examples` | | | chat turns",
+	} {
+		if !strings.Contains(table, row) {
+			t.Errorf("the table of ask has no %q:\n%s", row, table)
+		}
+	}
+}
