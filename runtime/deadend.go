@@ -174,6 +174,18 @@ type StuckError struct {
 	Calls []string
 	// Resamples is how many times these calls were asked afresh already.
 	Resamples int
+	// RunID and Result are the run's and what its failed attempt wrote
+	// (nil when result.json cannot be read), for a sweep to report it.
+	RunID  string
+	Result *Result
+}
+
+// Short says in one line why the run was not resumed and what to give.
+func (e *StuckError) Short() string {
+	if len(e.Calls) > 0 {
+		return "resuming it as it is would fail the same way; resume it with --resample or --spec FIXED.yaml"
+	}
+	return "resuming it as it is would fail the same way; resume it with --spec FIXED.yaml"
 }
 
 func (e *StuckError) Error() string {

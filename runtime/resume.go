@@ -83,6 +83,8 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	// its own way of trying failed calls again.)
 	sameSpec := replaced == nil || plan.Digest == m.SpecDigest && sameTemplates(plan.TemplateSources, m.TemplateSources)
 	if stuck := prior.stuck(dir); stuck != nil && sameSpec && !opts.Resample && opts.Remote == nil {
+		stuck.RunID = m.RunID
+		stuck.Result, _ = result.Read(dir)
 		return nil, stuck
 	}
 	budget := m.Budget

@@ -328,3 +328,52 @@ func TestResumeOutputExpressionDeadEnd(t *testing.T) {
 		t.Errorf("resume --spec FIXED: exit %d, output %q, %d requests\n%s", code, stdout, srv.count()-n, stderr)
 	}
 }
+
+// TestResumeSweepWithDeadEnds: resuming a sweep whose runs failed on
+// journaled replies calls no model and keeps those runs as they failed
+// (their usage too), saying how to go on; --resample on one of its runs
+// finishes that run, and the sweep then counts it completed.
+func TestResumeSweepWithDeadEnds(t *testing.T) {
+	srv := newLoopServer(t)
+	spec := writeSpec(t, loopSpec)
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--repeat", "2", "--runs-dir", runs, "-q")
+	if code != exitFailure {
+		t.Fatalf("sweep: exit %d\n%s", code, stderr)
+	}
+	sweeps, _ := filepath.Glob(filepath.Join(runs, "sweep-*"))
+	if len(sweeps) != 1 {
+		t.Fatalf("%d sweep directories", len(sweeps))
+	}
+	n := srv.count()
+	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", sweeps[0], "-q")
+	if code != exitFailure || srv.count() != n {
+		t.Fatalf("resume of the sweep: exit %d, %d requests\n%s\n%s", code, srv.count()-n, stdout, stderr)
+	}
+	if strings.Count(stdout, "| failed: node \"judge\"") != 2 || !strings.Contains(stderr, "resume it with --resample or --spec FIXED.yaml") {
+		t.Errorf("resume of the sweep does not keep the failures with the way on:\n%s\n%s", stdout, stderr)
+	}
+	if strings.Contains(stdout, "| 0 | 0 | 0 |") {
+		t.Errorf("resume of the sweep lost the failed runs' usage:\n%s", stdout)
+	}
+	code, _, stderr = invoke(t, e2eEnv(srv.Server), "resume", sweeps[0], "--resample")
+	if code != exitUsage || !strings.Contains(stderr, "--resample asks one run's failed calls afresh") {
+		t.Errorf("resume --resample of a sweep: exit %d\n%s", code, stderr)
+	}
+
+	srv.mu.Lock()
+	srv.good = true
+	srv.mu.Unlock()
+	dirs, _ := filepath.Glob(filepath.Join(sweeps[0], "*-loop-*"))
+	if len(dirs) != 2 {
+		t.Fatalf("%d run directories in the sweep", len(dirs))
+	}
+	if code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dirs[0], "--resample", "-q"); code != exitOK {
+		t.Fatalf("resume --resample of a sweep's run: exit %d\n%s", code, stderr)
+	}
+	n = srv.count()
+	code, stdout, stderr = invoke(t, e2eEnv(srv.Server), "resume", sweeps[0], "-q")
+	if code != exitFailure || srv.count() != n || strings.Count(stdout, "| completed |") != 1 || strings.Count(stdout, "| failed: ") != 1 {
+		t.Errorf("resume of the sweep after one run was resampled: exit %d, %d requests\n%s\n%s", code, srv.count()-n, stdout, stderr)
+	}
+}
