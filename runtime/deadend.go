@@ -127,12 +127,15 @@ func (a *attempt) replays() bool {
 
 // failedCalls are the journaled calls of the node occurrence that failed
 // the last attempt, in journal order: those of the one agent its error
-// names when it names one, else all of them (with their repairs). They are
-// what --resample asks afresh.
+// names when it names one, else all of them (with their repairs). When no
+// node failed (an output or a condition of the flow did), they are the
+// calls whose replies gave way to a node's fallback output, with their
+// repairs: the values the failure may rest on that a new sample can
+// change. They are what --resample asks afresh.
 func (p *prior) failedCalls() []string {
 	a := p.last
 	if a.prefix == "" {
-		return nil
+		return p.fallbackCalls()
 	}
 	var keys []string
 	agents := map[string]bool{}
@@ -162,6 +165,36 @@ func (p *prior) failedCalls() []string {
 	return out
 }
 
+// chainOf is the first call of a chain of repairs (KEY for KEY#repairN).
+func chainOf(key string) string {
+	base, _, _ := strings.Cut(key, "#repair")
+	return base
+}
+
+// noteFallback keeps the chains whose last reply gave way to a fallback
+// output, as the journal says now: a new request in a chain (a resample, a
+// changed prompt) makes its fallback history until it falls back again.
+func (p *prior) noteFallback(typ, key string) {
+	switch typ {
+	case "fallback":
+		p.fallbacks[chainOf(key)] = true
+	case "model_request":
+		delete(p.fallbacks, chainOf(key))
+	}
+}
+
+// fallbackCalls are the journaled calls of the chains that fell back, in
+// journal order.
+func (p *prior) fallbackCalls() []string {
+	var out []string
+	for _, k := range p.order {
+		if p.fallbacks[chainOf(k)] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // StuckError is a run that a resume as it is cannot move on: it failed on
 // what its journal holds. The CLI exits 2 with its advice.
 type StuckError struct {
@@ -169,6 +202,9 @@ type StuckError struct {
 	// Err is the failure, as journaled; Node the node that failed ("" when
 	// the failure is not a node's: an output, a condition of the flow).
 	Err, Node string
+	// Fallback says that Calls are calls whose replies gave way to a
+	// fallback output, not calls of the node that failed.
+	Fallback bool
 	// Calls are the journaled calls the failure rests on, which --resample
 	// asks afresh (none: the failure rests on no reply of its own).
 	Calls []string
@@ -203,6 +239,9 @@ func (e *StuckError) Advice() string {
 	b.WriteString("To go on:\n")
 	if len(e.Calls) > 0 {
 		what := fmt.Sprintf("ask the journaled call(s) of node %q it failed on afresh, as a new sample: %s; every other journaled call is still served from the journal", e.Node, strings.Join(e.Calls, ", "))
+		if e.Fallback {
+			what = fmt.Sprintf("ask afresh, as a new sample, the journaled call(s) whose replies gave way to a fallback output, which the failure may rest on: %s; every other journaled call is still served from the journal", strings.Join(e.Calls, ", "))
+		}
 		if e.Resamples > 0 {
 			what += fmt.Sprintf(" (already asked afresh %d time(s); a model at temperature 0 may well answer the same again)", e.Resamples)
 		}
@@ -210,6 +249,8 @@ func (e *StuckError) Advice() string {
 	}
 	fix := "a corrected expression"
 	switch {
+	case e.Fallback:
+		fix = "an expression that allows for the fallback output, or a clearer prompt and more repairs for its node"
 	case len(e.Calls) > 0:
 		fix = "a clearer prompt or format, more repairs, a fallback"
 	case e.Node != "":
@@ -224,7 +265,7 @@ func (p *prior) stuck(dir string) *StuckError {
 	if !p.last.replays() {
 		return nil
 	}
-	e := &StuckError{Dir: dir, Err: p.last.err, Node: p.last.node, Calls: p.failedCalls()}
+	e := &StuckError{Dir: dir, Err: p.last.err, Node: p.last.node, Calls: p.failedCalls(), Fallback: p.last.prefix == ""}
 	for _, k := range e.Calls {
 		e.Resamples = max(e.Resamples, p.fresh[k])
 	}
@@ -248,11 +289,12 @@ func Stuck(dir string) *StuckError {
 // events the node journaled are no longer taken for ones it repeats. It
 // returns the calls, sorted.
 func (r *Run) resample(p *prior) ([]string, error) {
-	if p.last.status != StatusFailed || p.last.prefix == "" {
+	keys := p.failedCalls()
+	if p.last.status != StatusFailed || p.last.prefix == "" && len(keys) == 0 {
 		why := "it did not fail"
 		switch {
 		case p.last.status == StatusFailed && p.last.err != "":
-			why = fmt.Sprintf("it failed with %q, which is no node's failure", firstLineOf(errors.New(p.last.err)))
+			why = fmt.Sprintf("it failed with %q, which is no node's failure, and no reply of the run gave way to a fallback output", firstLineOf(errors.New(p.last.err)))
 		case p.last.status == "":
 			why = "its last attempt did not finish (it was killed): resume it without --resample"
 		case p.last.status != StatusFailed:
@@ -260,7 +302,6 @@ func (r *Run) resample(p *prior) ([]string, error) {
 		}
 		return nil, &FlagError{Flag: "--resample", Err: fmt.Errorf("nothing to ask afresh: %s", why)}
 	}
-	keys := p.failedCalls()
 	if len(keys) == 0 {
 		return nil, &FlagError{Flag: "--resample", Err: fmt.Errorf("node %q failed without a journaled model reply to ask afresh (%s); fix the spec and resume with --spec FILE", p.last.node, firstLineOf(errors.New(p.last.nodeErr)))}
 	}
@@ -271,10 +312,15 @@ func (r *Run) resample(p *prior) ([]string, error) {
 		delete(r.recorded, k)
 		r.fresh[k] = p.fresh[k] + 1
 	}
-	prefix := p.last.prefix
+	// The events of the failed node (of the calls asked afresh, for
+	// fallbacks) are journaled again as the new samples make them.
+	prefix, resampled := p.last.prefix, map[string]bool{}
+	for _, k := range keys {
+		resampled[k] = true
+	}
 	for k := range r.already {
 		_, key, _ := strings.Cut(k, "\x00")
-		if key == prefix || strings.HasPrefix(key, prefix+"/") {
+		if prefix != "" && (key == prefix || strings.HasPrefix(key, prefix+"/")) || resampled[key] {
 			delete(r.already, k)
 		}
 	}

@@ -128,6 +128,40 @@ func TestStuckRule(t *testing.T) {
 	}
 }
 
+// TestStuckOnFallback: an output that fails when no node failed rests on
+// the replies that gave way to a fallback output, which --resample asks
+// afresh; a chain asked again since it fell back is no longer one of them.
+func TestStuckOnFallback(t *testing.T) {
+	events := []journal.Event{
+		ev("run_started", "", nil),
+		ev("model_request", "first/-/a", map[string]any{"agent": "a"}),
+		ev("model_response", "first/-/a", map[string]any{"content": "ok"}),
+		ev("model_request", "judge/-/b", map[string]any{"agent": "b"}),
+		ev("model_response", "judge/-/b", map[string]any{"content": "bad"}),
+		ev("model_request", "judge/-/b#repair1", map[string]any{"agent": "b"}),
+		ev("model_response", "judge/-/b#repair1", map[string]any{"content": "bad"}),
+		ev("fallback", "judge/-/b#repair1", map[string]any{"error": "not JSON"}),
+		ev("error", "", map[string]any{"error": `output "x": <nil> + string`, "kind": failFailure}),
+		ev("run_finished", "", map[string]any{"status": StatusFailed}),
+	}
+	st := priorOf(t, events).stuck("RUN")
+	if st == nil || !st.Fallback || strings.Join(st.Calls, ",") != "judge/-/b,judge/-/b#repair1" || !strings.Contains(st.Error(), "--resample") {
+		t.Fatalf("a failure on a fallback output: %+v", st)
+	}
+	// The chain was asked afresh since (and did not fall back): the output
+	// failure no longer rests on a fallback.
+	again := append(append([]journal.Event(nil), events[:8]...),
+		ev("run_finished", "", map[string]any{"status": StatusFailed}),
+		ev("run_resumed", "", nil),
+		ev("model_request", "judge/-/b", map[string]any{"agent": "b", "resample": 1}),
+		ev("model_response", "judge/-/b", map[string]any{"content": "{}"}),
+		events[8], events[9])
+	st = priorOf(t, again).stuck("RUN")
+	if st == nil || len(st.Calls) != 0 || strings.Contains(st.Error(), "--resample") {
+		t.Errorf("after the chain was asked afresh: %+v", st)
+	}
+}
+
 func TestFailureKind(t *testing.T) {
 	for err, want := range map[error]string{
 		ErrInterrupted:                 failInterrupted,

@@ -151,7 +151,10 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		resumed["previous_spec_saved_as"] = replaced.savedAs
 	}
 	if len(resampled) > 0 {
-		resumed["resample_node"], resumed["resampled"] = prior.last.node, resampled
+		resumed["resampled"] = resampled
+		if prior.last.node != "" {
+			resumed["resample_node"] = prior.last.node
+		}
 	}
 	r.manifest = m
 	if err := r.writeJSON(filepath.Join(dir, "run.json"), m); err != nil {
@@ -172,7 +175,11 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	}
 	r.warnUnpricedBudget(budget)
 	if len(resampled) > 0 {
-		r.warn("--resample: node %q's %d journaled call(s) are asked afresh: %s", prior.last.node, len(resampled), strings.Join(resampled, ", "))
+		whose := fmt.Sprintf("node %q's", prior.last.node)
+		if prior.last.node == "" {
+			whose = "the fallen-back"
+		}
+		r.warn("--resample: %s %d journaled call(s) are asked afresh: %s", whose, len(resampled), strings.Join(resampled, ", "))
 	}
 	return r, nil
 }
@@ -301,6 +308,9 @@ type prior struct {
 	order  []string
 	agents map[string]string
 	fresh  map[string]int
+	// fallbacks are the chains of calls (by first key) whose last reply
+	// gave way to a fallback output (see noteFallback).
+	fallbacks map[string]bool
 }
 
 // readPrior reads a journal for a resume.
@@ -312,11 +322,12 @@ func readPrior(path string) (*prior, error) {
 	p := &prior{
 		replies: map[string]kit.Reply{}, requests: map[string]requestRecord{}, models: map[string]string{},
 		nodes: map[string]string{}, answers: map[string]string{}, tools: &toolBook{}, already: map[string]int{},
-		agents: map[string]string{}, fresh: map[string]int{}, last: attempt{unanswered: map[string]bool{}},
+		agents: map[string]string{}, fresh: map[string]int{}, fallbacks: map[string]bool{}, last: attempt{unanswered: map[string]bool{}},
 	}
 	for _, ev := range events {
 		p.already[ev.Type+"\x00"+ev.Key]++
 		p.last.note(ev)
+		p.noteFallback(ev.Type, ev.Key)
 		switch ev.Type {
 		case "model_request":
 			var req struct {

@@ -377,3 +377,37 @@ func TestResumeSweepWithDeadEnds(t *testing.T) {
 		t.Errorf("resume of the sweep after one run was resampled: exit %d, %d requests\n%s\n%s", code, srv.count()-n, stdout, stderr)
 	}
 }
+
+// TestResumeFallbackDeadEnd: a reply that gave way to its node's fallback
+// output, on which an output expression then fails, fails the same way on
+// every resume as it is: exit 2, naming the fallen-back calls, which
+// --resample asks afresh.
+func TestResumeFallbackDeadEnd(t *testing.T) {
+	srv := newLoopServer(t)
+	withFallback := strings.Replace(loopSpec, "      repair: 1\n", "      repair: 1\n      fallback: {}\n", 1)
+	withFallback = strings.Replace(withFallback, `answer: latest("judge")[0].output.answer`, `answer: latest("judge")[0].output.answer + "!"`, 1)
+	spec := writeSpec(t, withFallback)
+	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
+	if code != exitFailure {
+		t.Fatalf("run: exit %d, want %d\n%s", code, exitFailure, stderr)
+	}
+	dir := runDirFrom(t, stderr)
+	if strings.Contains(stderr, "resume with:") || !strings.Contains(stderr, "gave way to a fallback output") {
+		t.Errorf("the failed run's advice:\n%s", stderr)
+	}
+	n := srv.count()
+	code, _, stderr = invoke(t, e2eEnv(srv.Server), "resume", dir, "-q")
+	if code != exitUsage || srv.count() != n || !strings.Contains(stderr, "judge/-/b, judge/-/b#repair1") || !strings.Contains(stderr, "--resample") {
+		t.Fatalf("resume as it is: exit %d, %d requests\n%s", code, srv.count()-n, stderr)
+	}
+	srv.mu.Lock()
+	srv.good = true
+	srv.mu.Unlock()
+	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--resample", "-q")
+	if code != exitOK || strings.TrimSpace(stdout) != "42!" {
+		t.Fatalf("resume --resample: exit %d, output %q\n%s", code, stdout, stderr)
+	}
+	if got := srv.asked(n); strings.Join(got, ",") != "judge" {
+		t.Errorf("resume --resample asked %q, want the judge's call", got)
+	}
+}
