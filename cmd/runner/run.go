@@ -306,7 +306,7 @@ type resumeCmd struct {
 	JSON    bool     `name:"json" help:"Print journal events to stderr as JSON lines."`
 
 	// Resample is the way on for a run that failed on a journaled reply.
-	Resample bool `name:"resample" help:"Ask the journaled calls of the node that failed the run (the failing agent's calls with their repairs) afresh, as a new sample, instead of serving their replies from the journal again; every other journaled call is still served from the journal."`
+	Resample bool `name:"resample" help:"Ask the journaled calls of the node that failed the run (the failing agent's calls with their repairs; when an output or condition failed, the calls whose replies gave way to a fallback) afresh, as a new sample, instead of serving their replies from the journal again; every other journaled call is still served from the journal."`
 }
 
 func (resumeCmd) Help() string {
@@ -324,10 +324,11 @@ A run that failed on what its journal holds (a reply still invalid after its
 repairs, an output expression that fails on the journaled messages) would fail
 the same way on every resume as it is, without asking a model: resume says so
 and exits 2 without changing anything. Two ways go on: --spec with a fixed
-spec, or --resample, which asks the failed node's journaled calls afresh (a
-new sample, journaled as such and marked in the run's warnings; a response
-cache does not serve the old reply to it) while every other journaled call is
-still served from the journal.
+spec, or --resample, which asks the failed node's journaled calls (or those
+whose replies gave way to a fallback output) afresh: a new sample, journaled
+as such and marked in the run's warnings, which a response cache does not
+answer with the old reply. Every other journaled call is still served from
+the journal.
 
 Examples:
   runner resume runs/20261121T101500.000Z-design-debate-1a2b3c
