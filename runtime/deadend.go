@@ -294,7 +294,7 @@ func (r *Run) resample(p *prior) ([]string, error) {
 		why := "it did not fail"
 		switch {
 		case p.last.status == StatusFailed && p.last.err != "":
-			why = fmt.Sprintf("it failed with %q, which is no node's failure, and no reply of the run gave way to a fallback output", firstLineOf(errors.New(p.last.err)))
+			why = fmt.Sprintf("no node failed and no reply gave way to a fallback output; the run failed on: %s; continue it with a fixed spec (--spec FIXED.yaml)", firstLineOf(errors.New(p.last.err)))
 		case p.last.status == "":
 			why = "its last attempt did not finish (it was killed): resume it without --resample"
 		case p.last.status != StatusFailed:
