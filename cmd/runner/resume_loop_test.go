@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
 )
@@ -409,5 +410,53 @@ func TestResumeFallbackDeadEnd(t *testing.T) {
 	}
 	if got := srv.asked(n); strings.Join(got, ",") != "judge" {
 		t.Errorf("resume --resample asked %q, want the judge's call", got)
+	}
+}
+
+// TestResampleOnlyTheFailingAgent: when two agents of a node answer and
+// one's reply is unusable, --resample asks only that agent's calls again;
+// the other agent's journaled reply, already paid for, is served from the
+// journal.
+func TestResampleOnlyTheFailingAgent(t *testing.T) {
+	var mu sync.Mutex
+	good := false
+	var asked []string
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		defer mu.Unlock()
+		key := e2eCallKey(r)
+		asked = append(asked, key)
+		switch {
+		case key == "first":
+			return llmtest.Reply{Content: "forty-two"}
+		case strings.Contains(key, "/a"):
+			return llmtest.Reply{Content: `{"answer": "from a"}`}
+		case good:
+			return llmtest.Reply{Content: `{"answer": "from b"}`}
+		}
+		// b's bad replies come late, so that a's call is answered first.
+		return llmtest.Reply{Content: "no JSON", Delay: 50 * time.Millisecond}
+	})
+	both := strings.Replace(loopSpec, "    agents: [b]\n", "    agents: [a, b]\n", 1)
+	both = strings.Replace(both, `judge: "KEY=judge\nAnswer in JSON."`, `judge: "KEY=judge/{{.Agent.ID}}\nAnswer in JSON."`, 1)
+	both = strings.Replace(both, `answer: latest("judge")[0].output.answer`, `answer: join(map(latest("judge"), {.output.answer}), ", ")`, 1)
+	spec := writeSpec(t, both)
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
+	if code != exitFailure {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	dir := runDirFrom(t, stderr)
+	if !strings.Contains(stderr, "judge/-/b, judge/-/b#repair1;") || strings.Contains(stderr, "judge/-/a") {
+		t.Errorf("the advice does not name b's calls alone:\n%s", stderr)
+	}
+	mu.Lock()
+	good, asked = true, nil
+	mu.Unlock()
+	code, stdout, stderr := invoke(t, e2eEnv(srv), "resume", dir, "--resample", "-q")
+	if code != exitOK || strings.TrimSpace(stdout) != "from a, from b" {
+		t.Fatalf("resume --resample: exit %d, output %q\n%s", code, stdout, stderr)
+	}
+	if strings.Join(asked, ",") != "judge/b" {
+		t.Errorf("resume --resample asked %q, want b's call alone", asked)
 	}
 }
