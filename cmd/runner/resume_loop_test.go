@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -458,5 +460,44 @@ func TestResampleOnlyTheFailingAgent(t *testing.T) {
 	}
 	if strings.Join(asked, ",") != "judge/b" {
 		t.Errorf("resume --resample asked %q, want b's call alone", asked)
+	}
+}
+
+// TestResumeNeverLoopsBinary is the "Done when" again with the real binary:
+// the exit codes are the process's.
+func TestResumeNeverLoopsBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	bin := runnerBinary(t)
+	srv := newLoopServer(t)
+	spec := writeSpec(t, loopSpec)
+	runs := t.TempDir()
+	exec1 := func(args ...string) (int, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey, "RUNNER_CACHE_DIR="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	code, out := exec1("run", spec, "-i", "question=q", "--runs-dir", runs, "-q")
+	if code != exitFailure {
+		t.Fatalf("run: exit %d\n%s", code, out)
+	}
+	dir := runDirFrom(t, out)
+	n := srv.count()
+	if code, out := exec1("resume", dir, "-q"); code != exitUsage || srv.count() != n || strings.Contains(out, "resume with:") {
+		t.Fatalf("resume as it is: exit %d, %d requests\n%s", code, srv.count()-n, out)
+	}
+	srv.mu.Lock()
+	srv.good = true
+	srv.mu.Unlock()
+	if code, out := exec1("resume", dir, "--resample", "-q"); code != exitOK || srv.count() != n+1 || !strings.HasPrefix(out, "42\n") {
+		t.Fatalf("resume --resample: exit %d, %d requests\n%s", code, srv.count()-n, out)
 	}
 }
