@@ -67,6 +67,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	}
 	call.BaseURL = r.bases[model.Endpoint.Name]
 	call.Sample = r.sampleKey(call.Key)
+	call.Resample = r.fresh[call.Key]
 	call.Request = newRequest(model, &c)
 	for _, m := range c.Messages {
 		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
@@ -114,9 +115,24 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 	}
 	r.countCall(string(source))
+	if call.Resample > 0 {
+		r.noteResample(call, source)
+	}
 	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID, call: call.Key}, model, rep, c.Messages)
 	h.noteReply(call.Key, rep.Content)
 	return rep, nil
+}
+
+// noteResample counts a call asked afresh with resume --resample, and marks
+// its reply in the run's warnings (so in result.json and the report), on
+// this attempt and on every later one that serves it from the journal.
+func (r *Run) noteResample(c *calls.Call, source calls.Source) {
+	if source != calls.FromJournal {
+		r.mu.Lock()
+		r.callCounts.Resampled++
+		r.mu.Unlock()
+	}
+	r.warnOnce("resample:"+c.Key, "model call %s: its reply is resample %d (runner resume --resample), asked afresh after the journaled one failed the run", c.Key, c.Resample)
 }
 
 // warnAboutReply warns about what a reply from an endpoint says of the call:
@@ -145,6 +161,7 @@ func (r *Run) journalRequest(c *calls.Call) error {
 		Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Model: model.Model, ModelName: model.Name,
 		Endpoint: model.Endpoint.Name, Params: newCallParams(&c.Request), PromptDigest: promptDigest(c.Kit.Messages),
 		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages), RequestDigest: requestDigest(c),
+		Resample: c.Resample,
 	}
 	if len(c.Kit.Tools) > 0 {
 		ev.Tools = make([]string, len(c.Kit.Tools))
@@ -211,9 +228,12 @@ type requestEvent struct {
 	PromptChars  int              `json:"prompt_chars"`
 	PromptDigest string           `json:"prompt_digest"`
 	// RequestDigest identifies the whole request (see requestDigest).
-	RequestDigest string   `json:"request_digest,omitempty"`
-	Target        string   `json:"target"`
-	Tools         []string `json:"tools,omitempty"`
+	RequestDigest string `json:"request_digest,omitempty"`
+	// Resample is the call's resample number (resume --resample), 0 for
+	// its first sample.
+	Resample int      `json:"resample,omitempty"`
+	Target   string   `json:"target"`
+	Tools    []string `json:"tools,omitempty"`
 }
 
 // requestDigest identifies what a call asks of its model: the request's

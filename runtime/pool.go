@@ -71,6 +71,9 @@ type CallCounts struct {
 	Replay int `json:"replay"`
 	// Journal calls came from this run's own journal (resume).
 	Journal int `json:"journal"`
+	// Resampled of the calls above were asked afresh with resume
+	// --resample instead of being served their journaled reply.
+	Resampled int `json:"resampled,omitempty"`
 }
 
 // Total is the number of calls however they were answered.

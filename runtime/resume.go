@@ -77,6 +77,16 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A run that failed on what its journal holds fails the same way on
+	// every resume as it is: say so before anything changes, unless a
+	// different spec or --resample feeds it anew. (A run on Temporal keeps
+	// its own way of trying failed calls again.)
+	sameSpec := replaced == nil || plan.Digest == m.SpecDigest && sameTemplates(plan.TemplateSources, m.TemplateSources)
+	if stuck := prior.stuck(dir); stuck != nil && sameSpec && !opts.Resample && opts.Remote == nil {
+		stuck.RunID = m.RunID
+		stuck.Result, _ = result.Read(dir)
+		return nil, stuck
+	}
 	budget := m.Budget
 	if replaced != nil {
 		budget = budgetFromPlan(plan.Budget)
@@ -99,6 +109,13 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.manifest = m
 	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
 	r.threads.sent = prior.threads
+	r.fresh = prior.fresh
+	var resampled []string
+	if opts.Resample {
+		if resampled, err = r.resample(prior); err != nil {
+			return nil, err
+		}
+	}
 	if replaced == nil && len(m.Libraries) == 0 {
 		// A run from before libraries were saved compiled them from disk.
 		for d := range plan.TemplateSources {
@@ -133,6 +150,12 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		resumed["spec"], resumed["spec_digest"], resumed["previous_spec_digest"] = plan.Path, plan.Digest, replaced.digest
 		resumed["previous_spec_saved_as"] = replaced.savedAs
 	}
+	if len(resampled) > 0 {
+		resumed["resampled"] = resampled
+		if prior.last.node != "" {
+			resumed["resample_node"] = prior.last.node
+		}
+	}
 	r.manifest = m
 	if err := r.writeJSON(filepath.Join(dir, "run.json"), m); err != nil {
 		return nil, err
@@ -151,7 +174,28 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.warnUnpricedBudget(budget)
+	if len(resampled) > 0 {
+		whose := fmt.Sprintf("node %q's", prior.last.node)
+		if prior.last.node == "" {
+			whose = "the fallen-back"
+		}
+		r.warn("--resample: %s %d journaled call(s) are asked afresh: %s", whose, len(resampled), strings.Join(resampled, ", "))
+	}
 	return r, nil
+}
+
+// sameTemplates reports whether two sets of templates have the same
+// digests: the same prompts, wherever the files are now.
+func sameTemplates(a, b map[string]spec.TemplateSource) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w.Digest != v.Digest {
+			return false
+		}
+	}
+	return true
 }
 
 // outputsWritten reports whether a completed run's records are all there.
@@ -257,6 +301,16 @@ type prior struct {
 	// threads are the journaled prompts of thread turns (see threads.sent).
 	threads   map[string][]string
 	completed bool
+	// last is the last attempt (see attempt); order the keys of journaled
+	// replies in journal order, agents their agents, fresh their resample
+	// numbers (see calls.Call.Resample).
+	last   attempt
+	order  []string
+	agents map[string]string
+	fresh  map[string]int
+	// fallbacks are the chains of calls (by first key) whose last reply
+	// gave way to a fallback output (see noteFallback).
+	fallbacks map[string]bool
 }
 
 // readPrior reads a journal for a resume.
@@ -268,24 +322,36 @@ func readPrior(path string) (*prior, error) {
 	p := &prior{
 		replies: map[string]kit.Reply{}, requests: map[string]requestRecord{}, models: map[string]string{},
 		nodes: map[string]string{}, answers: map[string]string{}, tools: &toolBook{}, already: map[string]int{},
+		agents: map[string]string{}, fresh: map[string]int{}, fallbacks: map[string]bool{}, last: attempt{unanswered: map[string]bool{}},
 	}
 	for _, ev := range events {
 		p.already[ev.Type+"\x00"+ev.Key]++
+		p.last.note(ev)
+		p.noteFallback(ev.Type, ev.Key)
 		switch ev.Type {
 		case "model_request":
 			var req struct {
 				requestRecord
 				Node      string `json:"node"`
+				Agent     string `json:"agent"`
 				ModelName string `json:"model_name"`
+				Resample  int    `json:"resample"`
 			}
 			if err := json.Unmarshal(ev.Data, &req); err != nil {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
 			}
 			p.requests[ev.Key], p.models[ev.Key], p.nodes[ev.Key] = req.requestRecord, req.ModelName, req.Node
+			p.agents[ev.Key] = req.Agent
+			if req.Resample > 0 {
+				p.fresh[ev.Key] = req.Resample
+			}
 		case "model_response":
 			var rep replayedReply
 			if err := json.Unmarshal(ev.Data, &rep); err != nil {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+			}
+			if _, seen := p.replies[ev.Key]; !seen {
+				p.order = append(p.order, ev.Key)
 			}
 			p.replies[ev.Key] = rep.Reply
 			if rep.Source == "" {

@@ -116,6 +116,9 @@ type Options struct {
 	// the one it started with (a fixed one): calls whose requests are
 	// unchanged are served from the journal, the others made again.
 	Spec string
+	// Resample, for Resume, asks the journaled calls of the node that failed
+	// the run afresh, as a new sample (see StuckError).
+	Resample bool
 }
 
 // Notice is something that happened in a run, for progress displays and
@@ -143,6 +146,9 @@ type Run struct {
 	seed     int64
 	// recorded are the replies an earlier attempt journaled (resume).
 	recorded map[string]kit.Reply
+	// fresh are the resample numbers of calls asked afresh with
+	// resume --resample, by call key (see calls.Call.Resample).
+	fresh map[string]int
 	// chain is the path model calls take (see buildChain).
 	chain calls.Stage
 	// templates renders prompts with the history's helpers.
@@ -531,7 +537,11 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		if status == StatusBudget {
 			typ = "budget_exceeded"
 		}
-		_ = r.event(typ, "", map[string]any{"error": runErr.Error()})
+		ev := map[string]any{"error": runErr.Error()}
+		if status == StatusFailed {
+			ev["kind"] = failureKind(runErr)
+		}
+		_ = r.event(typ, "", ev)
 	}
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	if status == StatusCompleted {

@@ -190,7 +190,11 @@ func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
 		return
 	}
 	var parts []string
-	parts = append(parts, fmt.Sprintf("%d sent", cc.Network))
+	sent := fmt.Sprintf("%d sent", cc.Network)
+	if cc.Resampled > 0 {
+		sent += fmt.Sprintf(" of which %d asked afresh (--resample)", cc.Resampled)
+	}
+	parts = append(parts, sent)
 	if cc.Cache > 0 {
 		parts = append(parts, fmt.Sprintf("%d from the cache", cc.Cache))
 	}

@@ -159,8 +159,11 @@ flow: [answer, final]`, 1)
 	if err := os.WriteFile(brokenPath, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "-q"); code != exitFailure || !strings.Contains(stderr, "index") {
-		t.Errorf("resume without --spec: exit %d (want %d, the same template error)\n%s", code, exitFailure, stderr)
+	// That resume would fail the same way without asking a model: it is
+	// refused (exit 2), naming the error and --spec as the way out.
+	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "-q"); code != exitUsage || !strings.Contains(stderr, "index") ||
+		!strings.Contains(stderr, "--spec FIXED.yaml") || srv.Count() != asked {
+		t.Errorf("resume without --spec: exit %d (want %d, the same template error, refused), %d calls\n%s", code, exitUsage, srv.Count()-asked, stderr)
 	}
 	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "--spec", brokenPath, "-q"); code != exitOK {
 		t.Fatalf("resume --spec FIXED: exit %d\n%s", code, stderr)

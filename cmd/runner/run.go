@@ -255,6 +255,11 @@ func execute(e *env, r *runtime.Run) error {
 				fmt.Sprintf("runner: %s\nthe run stopped at its budget; to go on, raise it: %s", r.Redact(err.Error()), resume))
 			return withCode(exitBudget, errors.New(""))
 		}
+		// A failure the journal would serve again is not advised to be
+		// resumed as it is: that resume would fail the same way.
+		if stuck := runtime.Stuck(r.Dir); stuck != nil {
+			return runError(redactedError{fmt.Errorf("%w\nresuming the run as it is would fail the same way: it failed on what its journal holds.\n%s", err, stuck.Advice()), r})
+		}
 		return runError(redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r})
 	}
 	return nil
@@ -274,8 +279,9 @@ func runError(err error) error {
 	var ee *runtime.EndpointError
 	var se *runtime.SpecError
 	var be *runtime.BudgetError
+	var stuck *runtime.StuckError
 	switch {
-	case errors.As(err, &fe):
+	case errors.As(err, &fe), errors.As(err, &stuck):
 		return withCode(exitUsage, err)
 	case errors.As(err, &se):
 		return withCode(exitInvalid, err)
@@ -298,6 +304,9 @@ type resumeCmd struct {
 	Quiet   bool     `short:"q" help:"No progress on stderr."`
 	Verbose bool     `short:"v" help:"Progress as plain lines even on a terminal."`
 	JSON    bool     `name:"json" help:"Print journal events to stderr as JSON lines."`
+
+	// Resample is the way on for a run that failed on a journaled reply.
+	Resample bool `name:"resample" help:"Ask the journaled calls of the node that failed the run (the failing agent's calls with their repairs; when an output or condition failed, the calls whose replies gave way to a fallback) afresh, as a new sample, instead of serving their replies from the journal again; every other journaled call is still served from the journal."`
 }
 
 func (resumeCmd) Help() string {
@@ -311,10 +320,21 @@ change them. A run that completed but lacks result.json or its reports gets
 them written. A sweep directory resumes every run of the sweep that did not
 complete (and starts those never started), then writes the summary.
 
+A run that failed on what its journal holds (a reply still invalid after its
+repairs, an output expression that fails on the journaled messages) would fail
+the same way on every resume as it is, without asking a model: resume says so
+and exits 2 without changing anything. Two ways go on: --spec with a fixed
+spec, or --resample, which asks the failed node's journaled calls (or those
+whose replies gave way to a fallback output) afresh: a new sample, journaled
+as such and marked in the run's warnings, which a response cache does not
+answer with the old reply. Every other journaled call is still served from
+the journal.
+
 Examples:
   runner resume runs/20261121T101500.000Z-design-debate-1a2b3c
   runner resume runs/<id> --answers runs/<id>/questions.yaml
   runner resume runs/<id> --spec fixed.yaml
+  runner resume runs/<id> --resample
   runner resume runs/<id> --budget cost=10
   runner resume runs/sweep-<id>`
 }
@@ -323,7 +343,7 @@ func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
 	opts := runtime.Options{
 		Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version(),
-		Spec: c.Spec, ContextDir: c.Context, Budget: c.Budget,
+		Spec: c.Spec, ContextDir: c.Context, Budget: c.Budget, Resample: c.Resample,
 	}
 	if c.Context != "" {
 		if info, err := os.Stat(c.Context); err != nil || !info.IsDir() {
@@ -340,12 +360,18 @@ func (c *resumeCmd) Run(e *env) error {
 		opts.Ask = answers.Terminal(e.stdin, e.stderr)
 	}
 	if sweep.IsSweepDir(c.Dir) {
+		if c.Resample {
+			return usageErrorf("--resample asks one run's failed calls afresh; give the directory of a failed run of the sweep (runner resume runs/sweep-<id>/<run> --resample), then resume the sweep")
+		}
 		return c.resumeSweep(e, opts)
 	}
 	defer e.startTracing()()
 	if rec, ok, err := durable.ReadRecord(c.Dir); err != nil {
 		return runError(err)
 	} else if ok {
+		if c.Resample {
+			return usageErrorf("--resample: the run is made on Temporal, whose workers try its failed calls again on resume; drop --resample")
+		}
 		return c.resumeOnTemporal(e, rec, opts)
 	}
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
@@ -357,7 +383,9 @@ func (c *resumeCmd) Run(e *env) error {
 		}
 		return runError(err)
 	}
-	return execute(e, r)
+	err = execute(e, r)
+	(&runCmd{Quiet: c.Quiet}).reportCalls(e, r)
+	return err
 }
 
 func formatOutput(v any) string {

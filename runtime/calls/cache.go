@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -51,9 +52,17 @@ func Cached(cache Cache, flights *Flights, next Stage) Stage {
 // the base URL it was reached at), model, parameters, messages and tools,
 // plus the call's sample discriminator so that repeated samples at a
 // temperature above 0 stay distinct. At temperature 0 the discriminator is
-// left out: any caller asking the same gets the same reply.
+// left out: any caller asking the same gets the same reply. A resampled
+// call (Resample > 0) has a key of its own at any temperature: it was asked
+// afresh because the reply to its request was unusable, so being served
+// that reply (or an earlier resample's) from the cache would be no new draw.
 func CacheKey(c *Call) string {
-	return RequestKey(c.Model, c.BaseURL, c.Request, c.Sample)
+	key := RequestKey(c.Model, c.BaseURL, c.Request, c.Sample)
+	if c.Resample > 0 {
+		sum := sha256.Sum256([]byte(key + "\x00resample " + strconv.Itoa(c.Resample)))
+		key = hex.EncodeToString(sum[:])
+	}
+	return key
 }
 
 // RequestKey is CacheKey from its parts.

@@ -42,6 +42,10 @@ type Call struct {
 	// Sample distinguishes the cache entries of repeated samples of the
 	// same call (see CacheKey).
 	Sample string
+	// Resample is the call's resample number: 0 for its first sample, n
+	// after `runner resume --resample` asked it afresh n times. A resample
+	// is a new draw however the request reads (see CacheKey).
+	Resample int
 	// OnRetry is told of each failed attempt that will be retried.
 	OnRetry func(llm.Attempt)
 	// OnNote is told what the client changed in the request because the

@@ -136,6 +136,34 @@ func TestCacheKey(t *testing.T) {
 	}
 }
 
+// TestCachedResample: a call asked afresh with resume --resample is not
+// served the reply its request got before, even at temperature 0 where the
+// sample discriminator is left out, nor an earlier resample's reply.
+func TestCachedResample(t *testing.T) {
+	temp := 0.0
+	mk := func(resample int) *Call {
+		c := call("x")
+		c.Request.Temperature, c.Resample = &temp, resample
+		return c
+	}
+	cache := &memCache{m: map[string]kit.Reply{CacheKey(mk(0)): {Content: "the bad reply"}}}
+	next := &answer{}
+	s := Cached(cache, &Flights{}, next)
+	for n := 1; n <= 2; n++ {
+		rep, src, err := s.Complete(context.Background(), mk(n))
+		if err != nil || src != Network || rep.Content != "reply to x" || next.n.Load() != int32(n) {
+			t.Errorf("resample %d: %+v from %q (%v); next called %d times", n, rep, src, err, next.n.Load())
+		}
+	}
+	if CacheKey(mk(1)) == CacheKey(mk(2)) || CacheKey(mk(1)) == CacheKey(mk(0)) {
+		t.Error("resamples share a cache key")
+	}
+	// The first sample's entry is left as it was.
+	if rep, _ := cache.Get(CacheKey(mk(0))); rep.Content != "the bad reply" {
+		t.Errorf("the first sample's entry became %q", rep.Content)
+	}
+}
+
 func TestFlights(t *testing.T) {
 	var g Flights
 	release := make(chan struct{})

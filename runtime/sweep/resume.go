@@ -178,6 +178,16 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 					return sr
 				}
 			}
+			// A run that failed on what its journal holds is not resumed
+			// (it would fail the same way): it stays as it failed.
+			var stuck *runtime.StuckError
+			if errors.As(err, &stuck) && stuck.Result != nil {
+				res := stuck.Result
+				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = stuck.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
+				sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
+				sr.Error = res.Error + " (" + stuck.Short() + ")"
+				return sr
+			}
 			if err != nil {
 				sr.Status, sr.Error = runtime.StatusFailed, err.Error()
 				return sr
