@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -354,4 +355,4 @@ func Messages(system, user string) []ChatMessage {
 
 // ErrWaiting is returned by a node that needs answers from a person that
 // the run does not have; the run stops with status waiting.
-var ErrWaiting = errors.New("the run is waiting for answers to clarifying questions")
+var ErrWaiting = exitcode.New(exitcode.Waiting, "the run is waiting for answers to clarifying questions")

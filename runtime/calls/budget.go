@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
 )
@@ -84,6 +85,8 @@ func (e *BudgetError) Error() string {
 	return fmt.Sprintf("budget: model call %s was not made: with it the %s's %s would pass %s %s (spent so far %s, this call up to %s)",
 		e.Key, strings.TrimPrefix(e.Scope, "node "), what, e.Limit, num(e.Max), num(e.Spent), num(e.Next))
 }
+
+func (e *BudgetError) ExitCode() int { return exitcode.Budget }
 
 // Flag is the --budget flag that raises the limit the call stopped at.
 func (e *BudgetError) Flag() string {

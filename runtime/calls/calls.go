@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
@@ -132,6 +133,7 @@ type EndpointError struct {
 
 func (e *EndpointError) Error() string { return fmt.Sprintf("model call %s failed: %v", e.Key, e.Err) }
 func (e *EndpointError) Unwrap() error { return e.Err }
+func (e *EndpointError) ExitCode() int { return exitcode.Endpoint }
 
 // Client sends chat completions to one endpoint (an *llm.Client).
 type Client interface {
