@@ -23,7 +23,9 @@ import (
 	"github.com/debate-runner/runner/internal/mdtext"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
 	runresult "github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -680,7 +682,7 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 		Answers: recordingAnswers(t, &rec),
 	})
 	res, err := run.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != runresult.StatusCompleted {
 		t.Fatalf("run: status %s, error %v; problems: %v", res.Status, err, p.problems)
 	}
 	for _, pr := range p.problems {
@@ -805,7 +807,7 @@ func checkReplayCalls(t *testing.T, p *replayer, srv *llmtest.Server) (made, rec
 // checkContributions: every contribution is recorded where the recording
 // has it (node, round, author, target, content); round 2+ proposals are
 // carried over.
-func checkContributions(t *testing.T, rec *dlState, res *runtime.Result) {
+func checkContributions(t *testing.T, rec *dlState, res *runresult.Result) {
 	t.Helper()
 	got := map[string]spec.Message{}
 	for _, m := range res.Messages {
@@ -847,7 +849,7 @@ func checkContributions(t *testing.T, rec *dlState, res *runtime.Result) {
 // checkSummaries: summaries are recorded and journaled where the recording
 // has them, with its text; it returns them by "round/agent" ("final/judge"
 // for the judge's).
-func checkSummaries(t *testing.T, rec *dlState, p *replayer, res *runtime.Result, evs []journal.Event) map[string]string {
+func checkSummaries(t *testing.T, rec *dlState, p *replayer, res *runresult.Result, evs []journal.Event) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	for _, m := range res.Messages {
@@ -912,7 +914,7 @@ func checkSummaries(t *testing.T, rec *dlState, p *replayer, res *runtime.Result
 
 // checkClarifications: every recorded question and answer reached the run
 // under our question ids.
-func checkClarifications(t *testing.T, rec *dlState, res *runtime.Result) {
+func checkClarifications(t *testing.T, rec *dlState, res *runresult.Result) {
 	t.Helper()
 	for _, cl := range rec.Clarifications {
 		var out []any
@@ -1150,17 +1152,17 @@ func TestDesignDebateCritiqueFailure(t *testing.T) {
 		return llmtest.Reply{}, false
 	})
 	res, err := run.Execute(context.Background())
-	var ee *runtime.EndpointError
+	var ee *calls.EndpointError
 	if !errors.As(err, &ee) {
-		t.Fatalf("error %v (%T), want a runtime.EndpointError", err, err)
+		t.Fatalf("error %v (%T), want a calls.EndpointError", err, err)
 	}
 	const key = "critique/round=1/performance>security"
-	if ee.Key != key || res.Status != runtime.StatusFailed || !strings.Contains(res.Error, key) {
+	if ee.Key != key || res.Status != runresult.StatusFailed || !strings.Contains(res.Error, key) {
 		t.Errorf("failure names %q, status %s, error %q; want the call %s", ee.Key, res.Status, res.Error, key)
 	}
-	var onDisk runtime.Result
+	var onDisk runresult.Result
 	readJSONFile(t, filepath.Join(run.Dir, "result.json"), &onDisk)
-	if onDisk.Status != runtime.StatusFailed || !strings.Contains(onDisk.Error, key) {
+	if onDisk.Status != runresult.StatusFailed || !strings.Contains(onDisk.Error, key) {
 		t.Errorf("result.json: status %s, error %q", onDisk.Status, onDisk.Error)
 	}
 	if n := len(s.find("critique", "performance")); n < 2 {
@@ -1191,7 +1193,7 @@ func TestDesignDebateCritiqueFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = resumed.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != runresult.StatusCompleted {
 		t.Fatalf("resumed run: status %s, error %v", res.Status, err)
 	}
 	// 3 proposals, 2 x (6 critiques + 3 refinements), 1 synthesis.
@@ -1237,7 +1239,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		return llmtest.Reply{Content: string(data)}, true
 	})
 	res, err := run.Execute(context.Background())
-	if !errors.Is(err, runtime.ErrWaiting) || res.Status != runtime.StatusWaiting {
+	if !errors.Is(err, kit.ErrWaiting) || res.Status != runresult.StatusWaiting {
 		t.Fatalf("status %s, error %v; want waiting", res.Status, err)
 	}
 	questions := filepath.Join(run.Dir, "questions.yaml")
@@ -1269,7 +1271,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		}
 		return got
 	}
-	resume := func(answers map[string]string) (*runtime.Result, error) {
+	resume := func(answers map[string]string) (*runresult.Result, error) {
 		t.Helper()
 		r, err := runtime.Resume(run.Dir, nodes.Registry(), runtime.Options{Getenv: serverEnv(srv), Answers: answers})
 		if err != nil {
@@ -1278,7 +1280,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		return r.Execute(context.Background())
 	}
 	res, err = resume(answer(map[string]string{"architect.q1": "Three clinics in one region", "performance.q1": "2,000 a minute"}))
-	if !errors.Is(err, runtime.ErrWaiting) {
+	if !errors.Is(err, kit.ErrWaiting) {
 		t.Fatalf("status %s, error %v; want waiting for the follow-up question", res.Status, err)
 	}
 	open = readQuestions(t, questions)
@@ -1287,7 +1289,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 	}
 
 	res, err = resume(answer(map[string]string{"architect.q3": "A national provider"}))
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != runresult.StatusCompleted {
 		t.Fatalf("status %s, error %v", res.Status, err)
 	}
 	// Each clarify call was made once: 3 agents x 2 iterations (the

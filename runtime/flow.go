@@ -177,7 +177,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		return spec.NodeResult{}, nil
 	}
 	if err != nil {
-		if !errors.Is(err, ErrWaiting) {
+		if !errors.Is(err, kit.ErrWaiting) {
 			_ = r.event("node_failed", h.prefix, map[string]any{"node": node.ID, "error": err.Error()})
 		}
 		return res, err

@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -54,7 +55,7 @@ func saveLibraries(dir string, plan *spec.Plan) (map[string]string, error) {
 
 // savedLibraries are a run's copies of its libraries, for compiling its
 // spec as it started; nil for a run that saved none (an older runner's).
-func savedLibraries(dir string, m Manifest) map[string]fs.FS {
+func savedLibraries(dir string, m result.Manifest) map[string]fs.FS {
 	if len(m.Libraries) == 0 {
 		return nil
 	}
@@ -153,11 +154,11 @@ func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, 
 }
 
 func (h *host) journalTool(key string, t toolRecord) {
-	files := make([]FileRead, len(t.Files))
+	files := make([]result.FileRead, len(t.Files))
 	for i, f := range t.Files {
-		files[i] = FileRead{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
+		files[i] = result.FileRead{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
 	}
-	h.run.noteToolCall(ToolCallInfo{Key: key, Agent: t.Agent, Tool: t.Tool, Arguments: t.Arguments, Result: t.Result, Files: files})
+	h.run.noteToolCall(result.ToolCallInfo{Key: key, Agent: t.Agent, Tool: t.Tool, Arguments: t.Arguments, Result: t.Result, Files: files})
 	_ = h.run.event("tool_call", key, t)
 }
 
@@ -216,32 +217,32 @@ func absPath(p string) string {
 
 // budgetFromPlan turns a spec's budget into the manifest's form (nil for
 // no limits).
-func budgetFromPlan(b spec.BudgetPlan) *Budget {
+func budgetFromPlan(b spec.BudgetPlan) *result.Budget {
 	if b.Empty() {
 		return nil
 	}
-	out := &Budget{BudgetLimits: limitsFromSpec(b.Run)}
+	out := &result.Budget{BudgetLimits: limitsFromSpec(b.Run)}
 	for id, l := range b.Nodes {
 		if out.Nodes == nil {
-			out.Nodes = map[string]BudgetLimits{}
+			out.Nodes = map[string]result.BudgetLimits{}
 		}
 		out.Nodes[id] = limitsFromSpec(l)
 	}
 	return out
 }
 
-func limitsFromSpec(l spec.BudgetLimits) BudgetLimits {
-	return BudgetLimits{MaxCost: l.MaxCost, MaxCalls: l.MaxCalls, MaxTokens: l.MaxTokens}
+func limitsFromSpec(l spec.BudgetLimits) result.BudgetLimits {
+	return result.BudgetLimits{MaxCost: l.MaxCost, MaxCalls: l.MaxCalls, MaxTokens: l.MaxTokens}
 }
 
 // callLimits is a manifest limit as the call path checks it.
-func callLimits(l BudgetLimits) calls.Limits {
+func callLimits(l result.BudgetLimits) calls.Limits {
 	return calls.Limits{Cost: l.MaxCost, Calls: l.MaxCalls, Tokens: l.MaxTokens}
 }
 
 // newBudget is the call path's budget for the manifest's, nil for none.
-func newBudget(b *Budget) *calls.Budget {
-	if b == nil || b.BudgetLimits == (BudgetLimits{}) && len(b.Nodes) == 0 {
+func newBudget(b *result.Budget) *calls.Budget {
+	if b == nil || b.BudgetLimits == (result.BudgetLimits{}) && len(b.Nodes) == 0 {
 		return nil
 	}
 	out := &calls.Budget{Run: callLimits(b.BudgetLimits)}

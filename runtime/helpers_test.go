@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -52,7 +53,7 @@ func keyed(reply func(key string) string) llmtest.Handler {
 func answerOf(key string) string { return "answer to " + key }
 
 // execute starts and runs plan to the end with opts.
-func execute(t testing.TB, plan *spec.Plan, opts Options) (*Run, *Result, error) {
+func execute(t testing.TB, plan *spec.Plan, opts Options) (*Run, *result.Result, error) {
 	t.Helper()
 	if opts.RunsDir == "" {
 		opts.RunsDir = t.TempDir()

@@ -22,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -46,10 +47,6 @@ type host struct {
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
-
-// EndpointError is a model call that failed after its retries; the CLI
-// exits 3.
-type EndpointError = calls.EndpointError
 
 // Complete makes a model call through the run's chain of call stages:
 // its own journal (resume), a recording (--replay), the request's journal
@@ -593,7 +590,7 @@ func (h *host) Event(typ, key string, data any) error {
 	if typ == "tool_call" {
 		// key is already a full call key; keep tool calls for the result.
 		if m, ok := data.(map[string]any); ok {
-			h.run.noteToolCall(ToolCallInfo{Key: h.prefix + "/" + key, Agent: fmt.Sprint(m["agent"]), Tool: fmt.Sprint(m["tool"]), Arguments: fmt.Sprint(m["arguments"]), Result: fmt.Sprint(m["result"])})
+			h.run.noteToolCall(result.ToolCallInfo{Key: h.prefix + "/" + key, Agent: fmt.Sprint(m["agent"]), Tool: fmt.Sprint(m["tool"]), Arguments: fmt.Sprint(m["arguments"]), Result: fmt.Sprint(m["result"])})
 		}
 	}
 	if key != "" {

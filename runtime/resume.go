@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -35,16 +36,16 @@ var ErrCompleted = errors.New("the run already completed; nothing to resume")
 // result.json or reports are missing is resumed to write them.
 func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if rundir.IsStaging(dir) {
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
 	}
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, args.UnwrapPathError(err))}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, args.UnwrapPathError(err))}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run.json")); errors.Is(err, fs.ErrNotExist) {
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory (no run.json)", dir)}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory (no run.json)", dir)}
 	}
 	// The lock comes first: what the journal says is only true while no
 	// other process appends to it.
@@ -172,7 +173,7 @@ type replacedSpec struct{ digest, savedAs string }
 
 // resumePlan compiles the spec a resumed run goes on with: the run's own
 // copy with its saved libraries, or the fixed spec file given.
-func resumePlan(dir string, m Manifest, reg *spec.Registry, fixed string) (*spec.Plan, *replacedSpec, error) {
+func resumePlan(dir string, m result.Manifest, reg *spec.Registry, fixed string) (*spec.Plan, *replacedSpec, error) {
 	if fixed != "" {
 		plan, diags := spec.Load(fixed, reg)
 		if diags.HasErrors() {
@@ -212,10 +213,12 @@ func (e *SpecError) Error() string {
 	return fmt.Sprintf("%s is invalid; the run was not resumed:\n%s", e.Path, e.Diags.Format())
 }
 
+func (e *SpecError) ExitCode() int { return exitcode.InvalidSpec }
+
 // saveReplacedSpec puts a fixed spec in place of a run's copy: the old
 // copy is kept as spec.N.yaml, the libraries are saved again, and the
 // manifest names the new spec. It returns the new library copies.
-func saveReplacedSpec(dir string, plan *spec.Plan, m *Manifest) (map[string]string, error) {
+func saveReplacedSpec(dir string, plan *spec.Plan, m *result.Manifest) (map[string]string, error) {
 	old := filepath.Join(dir, "spec.yaml")
 	n := 1
 	for ; ; n++ {
@@ -302,7 +305,7 @@ func readPrior(path string) (*prior, error) {
 				Status string `json:"status"`
 			}
 			_ = json.Unmarshal(ev.Data, &fin)
-			p.completed = fin.Status == StatusCompleted
+			p.completed = fin.Status == result.StatusCompleted
 		case "run_resumed":
 			// A resume after the run completed (to write its records) has
 			// not finished until it says so again.
@@ -346,7 +349,7 @@ func (r *Run) loadReplayTools() error {
 	}
 	events, err := journal.Read(path)
 	if err != nil {
-		return &FlagError{Flag: "--replay", Err: err}
+		return &args.FlagError{Flag: "--replay", Err: err}
 	}
 	r.replayTools = &toolBook{source: string(calls.FromReplay)}
 	return readToolCalls(events, r.replayTools)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 )
 
@@ -95,7 +96,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	// The uninterrupted run.
 	refRuns := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), append(args, "--runs-dir", refRuns)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	ref := runDirs(t, refRuns)[0]
@@ -112,7 +113,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	bobDown.Store(true)
 	runs := t.TempDir()
 	code, _, stderr = invoke(t, e2eEnv(srv), append(args, "--runs-dir", runs)...)
-	if code == exitOK {
+	if code == exitcode.OK {
 		t.Fatalf("the run did not fail at Bob's call:\n%s", stderr)
 	}
 	dir := runDirs(t, runs)[0]
@@ -122,7 +123,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Rename(ctxDir+".moved", ctxDir) })
 	code, _, stderr = invoke(t, e2eEnv(srv), "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	if got, want := e2eOutcome(t, dir), e2eOutcome(t, ref); got != want {
@@ -140,7 +141,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	replayRuns := t.TempDir()
 	asked := srv.Count()
 	code, _, stderr = invoke(t, e2eEnv(srv), "run", specPath, "-i", "question=q", "--context", ctxDir, "--no-cache", "--replay", ref, "--runs-dir", replayRuns)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("replay: exit %d\n%s", code, stderr)
 	}
 	if srv.Count() != asked {
@@ -198,7 +199,7 @@ outputs:
 	down.Store(true)
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", specPath, "--runs-dir", runs, "-q", "--no-cache")
-	if code == exitOK {
+	if code == exitcode.OK {
 		t.Fatalf("the run did not fail at Bob's call:\n%s", stderr)
 	}
 	dir := runDirs(t, runs)[0]
@@ -208,7 +209,7 @@ outputs:
 		t.Fatal(err)
 	}
 	code, _, stderr = invoke(t, e2eEnv(srv), "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume with the library moved away: exit %d\n%s", code, stderr)
 	}
 	out, _ := json.Marshal(readResult(t, dir)["outputs"])
