@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/mdtext"
 	"github.com/debate-runner/runner/internal/runtest"
@@ -237,7 +238,7 @@ func journalEvents(t *testing.T, dir string) []journal.Event {
 	return evs
 }
 
-func countEvents(evs []journal.Event, typ string) int {
+func countEvents(evs []journal.Event, typ event.Type) int {
 	n := 0
 	for _, ev := range evs {
 		if ev.Type == typ {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm"
@@ -198,7 +199,7 @@ func checkBudgetExhausted(t *testing.T, srv *llmtest.Server, r *Run, res *result
 	if n := len(eventsOf(evs, "retry")); n != 2 {
 		t.Errorf("%d retry events, want 2", n)
 	}
-	for _, typ := range []string{"model_error", "node_failed", "error", "run_finished"} {
+	for _, typ := range []event.Type{"model_error", "node_failed", "error", "run_finished"} {
 		if len(eventsOf(evs, typ)) != 1 {
 			t.Errorf("want one %s event, got %d", typ, len(eventsOf(evs, typ)))
 		}

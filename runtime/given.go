@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -119,7 +120,7 @@ func (b *toolBook) next(key string, tc kit.ToolCall) (toolRecord, bool) {
 // readToolCalls reads the tool_call events of a journal.
 func readToolCalls(events []journal.Event, b *toolBook) error {
 	for _, ev := range events {
-		if ev.Type != "tool_call" {
+		if ev.Type != event.ToolCall {
 			continue
 		}
 		var t toolRecord
@@ -159,7 +160,7 @@ func (h *host) journalTool(key string, t toolRecord) {
 		files[i] = result.FileRead{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
 	}
 	h.run.noteToolCall(result.ToolCallInfo{Key: key, Agent: t.Agent, Tool: t.Tool, Arguments: t.Arguments, Result: t.Result, Files: files})
-	_ = h.run.event("tool_call", key, t)
+	_ = h.run.event(event.ToolCall, key, t)
 }
 
 // checkContextFiles warns about context files that changed since a tool

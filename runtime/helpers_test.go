@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -77,7 +78,7 @@ func readEvents(t testing.TB, dir string) []journal.Event {
 }
 
 // eventsOf returns the events of one type.
-func eventsOf(evs []journal.Event, typ string) []journal.Event {
+func eventsOf(evs []journal.Event, typ event.Type) []journal.Event {
 	var out []journal.Event
 	for _, e := range evs {
 		if e.Type == typ {

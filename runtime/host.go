@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -72,7 +73,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		call.Request.Tools = append(call.Request.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	call.OnRetry = func(a llm.Attempt) {
-		_ = r.event("retry", call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
+		_ = r.event(event.Retry, call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
 	}
 	call.OnNote = func(note string) { r.warn("%s", note) }
 	if r.dry != nil {
@@ -93,7 +94,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 				// Another run's identical call failed; report it under this key.
 				ev["source"] = string(source)
 			}
-			_ = r.event("model_error", call.Key, ev)
+			_ = r.event(event.ModelError, call.Key, ev)
 		}
 		return kit.Reply{}, err
 	}
@@ -106,7 +107,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		if source != calls.Network {
 			ev = replayedReply{Reply: rep, Source: string(source)}
 		}
-		if err := r.event("model_response", call.Key, ev); err != nil {
+		if err := r.event(event.ModelResponse, call.Key, ev); err != nil {
 			return kit.Reply{}, err
 		}
 	}
@@ -149,7 +150,7 @@ func (r *Run) journalRequest(c *calls.Call) error {
 			ev.Tools[i] = t.Name
 		}
 	}
-	return r.event("model_request", c.Key, ev)
+	return r.event(event.ModelRequest, c.Key, ev)
 }
 
 // buildChain composes the run's call stages: replies recorded in its own
@@ -552,7 +553,7 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 			ev.Content, ev.Output = "", nil
 			ev.ContentDigest = hex.EncodeToString(sum[:8])
 		}
-		entries = append(entries, journal.Entry{Type: "message", Key: m.ID, Data: ev})
+		entries = append(entries, journal.Entry{Type: event.Message, Key: m.ID, Data: ev})
 		out = append(out, m)
 	}
 	switch len(entries) {
@@ -586,8 +587,8 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	return b, nil
 }
 
-func (h *host) Event(typ, key string, data any) error {
-	if typ == "tool_call" {
+func (h *host) Event(typ event.Type, key string, data any) error {
+	if typ == event.ToolCall {
 		// key is already a full call key; keep tool calls for the result.
 		if m, ok := data.(map[string]any); ok {
 			h.run.noteToolCall(result.ToolCallInfo{Key: h.prefix + "/" + key, Agent: fmt.Sprint(m["agent"]), Tool: fmt.Sprint(m["tool"]), Arguments: fmt.Sprint(m["arguments"]), Result: fmt.Sprint(m["result"])})
@@ -598,7 +599,7 @@ func (h *host) Event(typ, key string, data any) error {
 	} else {
 		key = h.prefix
 	}
-	if typ == "rejected" {
+	if typ == event.Rejected {
 		h.noteRejection(key, data)
 	}
 	return h.run.event(typ, key, data)

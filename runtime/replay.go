@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func LoadReplay(path string) (map[string]kit.Reply, error) {
 	}
 	out := map[string]kit.Reply{}
 	for _, ev := range events {
-		if ev.Type != "model_response" {
+		if ev.Type != event.ModelResponse {
 			continue
 		}
 		var rep kit.Reply

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
 	"math"
@@ -215,7 +216,7 @@ func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, er
 	// The answer is journaled (and synced) before the run goes on with it:
 	// one typed at the terminal exists nowhere else, and a resume must
 	// give the same answer without asking again.
-	if err := a.run.event("answer", q.ID, answerEvent{Agent: q.Agent, Question: q.Question, Answer: v}); err != nil {
+	if err := a.run.event(event.Answer, q.ID, answerEvent{Agent: q.Agent, Question: q.Question, Answer: v}); err != nil {
 		return "", false, err
 	}
 	return v, true, nil

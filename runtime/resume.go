@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/args"
@@ -147,7 +148,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if prior.completed {
 		resumed["rewriting_outputs"] = true
 	}
-	if err := r.event("run_resumed", "", resumed); err != nil {
+	if err := r.event(event.RunResumed, "", resumed); err != nil {
 		_ = j.Close()
 		return nil, err
 	}
@@ -273,9 +274,9 @@ func readPrior(path string) (*prior, error) {
 		nodes: map[string]string{}, answers: map[string]string{}, tools: &toolBook{}, already: map[string]int{},
 	}
 	for _, ev := range events {
-		p.already[ev.Type+"\x00"+ev.Key]++
+		p.already[string(ev.Type)+"\x00"+ev.Key]++
 		switch ev.Type {
-		case "model_request":
+		case event.ModelRequest:
 			var req struct {
 				requestRecord
 				Node      string `json:"node"`
@@ -285,7 +286,7 @@ func readPrior(path string) (*prior, error) {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
 			}
 			p.requests[ev.Key], p.models[ev.Key], p.nodes[ev.Key] = req.requestRecord, req.ModelName, req.Node
-		case "model_response":
+		case event.ModelResponse:
 			var rep replayedReply
 			if err := json.Unmarshal(ev.Data, &rep); err != nil {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
@@ -294,19 +295,19 @@ func readPrior(path string) (*prior, error) {
 			if rep.Source == "" {
 				p.network = append(p.network, ev.Key)
 			}
-		case "answer":
+		case event.Answer:
 			var a answerEvent
 			if err := json.Unmarshal(ev.Data, &a); err != nil {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
 			}
 			p.answers[ev.Key] = a.Answer
-		case "run_finished":
+		case event.RunFinished:
 			var fin struct {
 				Status string `json:"status"`
 			}
 			_ = json.Unmarshal(ev.Data, &fin)
 			p.completed = fin.Status == result.StatusCompleted
-		case "run_resumed":
+		case event.RunResumed:
 			// A resume after the run completed (to write its records) has
 			// not finished until it says so again.
 			p.completed = false

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/args"
@@ -121,7 +122,7 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 	// The resumed run walks the flow again but does not journal again what
 	// the journal already holds: each message and each node start appears
 	// once, as in the journal of the uninterrupted run.
-	for _, typ := range []string{"message", "node_started", "node_finished", "output"} {
+	for _, typ := range []event.Type{"message", "node_started", "node_finished", "output"} {
 		seen := map[string]int{}
 		for _, ev := range eventsOf(evs, typ) {
 			seen[ev.Key]++

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/result"
 	"net/http"
@@ -266,7 +267,7 @@ func (r *Run) setUp(budget *result.Budget) error {
 		return err
 	}
 	r.journal = j
-	return r.event("run_started", "", map[string]any{
+	return r.event(event.RunStarted, "", map[string]any{
 		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": r.inputs, "vars": r.vars,
 		"seed": r.seed, "runner_version": r.manifest.RunnerVersion, "go_version": r.manifest.GoVersion,
 		"template_sources": plan.TemplateSources,
@@ -492,7 +493,7 @@ func (r *Run) warn(format string, args ...any) {
 	r.mu.Lock()
 	r.warnings = append(r.warnings, msg)
 	r.mu.Unlock()
-	_ = r.event("warning", "", map[string]any{"message": msg})
+	_ = r.event(event.Warning, "", map[string]any{"message": msg})
 	if r.opts.Observer != nil {
 		r.opts.Observer(Notice{Message: "warning: " + msg})
 	}
@@ -528,9 +529,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		}
 	}
 	if runErr != nil && (status == result.StatusFailed || status == result.StatusBudget) {
-		typ := "error"
+		typ := event.Error
 		if status == result.StatusBudget {
-			typ = "budget_exceeded"
+			typ = event.BudgetExceeded
 		}
 		_ = r.event(typ, "", map[string]any{"error": runErr.Error()})
 	}
@@ -563,7 +564,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 			runErr = werr
 		}
 	}
-	_ = r.event("run_finished", "", finished)
+	_ = r.event(event.RunFinished, "", finished)
 	if cerr := r.journal.Close(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}

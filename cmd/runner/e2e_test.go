@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -91,7 +92,7 @@ func e2eEvents(t *testing.T, dir string) []journal.Event {
 	return evs
 }
 
-func e2eCount(evs []journal.Event, typ string) int {
+func e2eCount(evs []journal.Event, typ event.Type) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
@@ -231,7 +232,7 @@ func (o outcome) byRecord(record string) []spec.Message {
 }
 
 // eventsOf returns the journal events of one type.
-func (o outcome) eventsOf(typ string) []journal.Event {
+func (o outcome) eventsOf(typ event.Type) []journal.Event {
 	var out []journal.Event
 	for _, e := range o.events {
 		if e.Type == typ {

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/spec"
 )
@@ -209,7 +210,7 @@ type Host interface {
 	// so a dry host answers false after checking that it evaluates.
 	Holds(p *spec.Program, env map[string]any) (bool, error)
 	// Event journals a node-specific event (e.g. "repair", "warning").
-	Event(typ, key string, data any) error
+	Event(typ event.Type, key string, data any) error
 	// Warn reports a problem that does not stop the run.
 	Warn(format string, args ...any)
 	// Rand is a deterministic source for this node execution, derived from

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -165,7 +166,7 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 			return
 		}
 		switch n.Event.Type {
-		case "node_started":
+		case event.NodeStarted:
 			var ev struct {
 				Node string `json:"node"`
 				Kind string `json:"kind"`

@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
@@ -539,7 +540,7 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 	starts := map[string]int64{} // node execution prefix -> seq of its start
 	errs := map[string]string{}
 	for _, ev := range events {
-		e := Event{Type: ev.Type, Key: ev.Key}
+		e := Event{Type: string(ev.Type), Key: ev.Key}
 		if len(ev.Data) > 0 {
 			if json.Unmarshal(ev.Data, &e.Data) != nil {
 				e.Data = nil
@@ -547,14 +548,14 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 		}
 		env.Events = append(env.Events, e)
 		switch ev.Type {
-		case "run_started":
+		case event.RunStarted:
 			if m, ok := e.Data["inputs"].(map[string]any); ok {
 				env.Inputs = m
 			}
 			if m, ok := e.Data["vars"].(map[string]any); ok {
 				env.Vars = m
 			}
-		case "node_started":
+		case event.NodeStarted:
 			if _, ok := starts[ev.Key]; !ok {
 				starts[ev.Key] = ev.Seq
 			}
@@ -562,7 +563,7 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 			n := env.Nodes[id]
 			n.Runs++
 			env.Nodes[id] = n
-		case "model_error":
+		case event.ModelError:
 			msg, _ := e.Data["error"].(string)
 			errs[ev.Key] = msg
 		}
