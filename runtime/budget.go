@@ -8,20 +8,19 @@ import (
 
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
 // ApplyBudgetFlags applies --budget flags to a budget: cost=USD, calls=N,
 // tokens=N for the whole run, NODE.cost=... for one node's calls. A value
 // of 0 or "none" removes the limit. base is not changed.
-func ApplyBudgetFlags(plan *spec.Plan, base *result.Budget, flags []string) (*result.Budget, error) {
-	out := &result.Budget{}
+func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.BudgetPlan, error) {
+	out := &spec.BudgetPlan{}
 	if base != nil {
 		out.BudgetLimits = base.BudgetLimits
 		for id, l := range base.Nodes {
 			if out.Nodes == nil {
-				out.Nodes = map[string]result.BudgetLimits{}
+				out.Nodes = map[string]spec.BudgetLimits{}
 			}
 			out.Nodes[id] = l
 		}
@@ -82,14 +81,14 @@ func ApplyBudgetFlags(plan *spec.Plan, base *result.Budget, flags []string) (*re
 			continue
 		}
 		if out.Nodes == nil {
-			out.Nodes = map[string]result.BudgetLimits{}
+			out.Nodes = map[string]spec.BudgetLimits{}
 		}
 		out.Nodes[node] = l
-		if l == (result.BudgetLimits{}) {
+		if l == (spec.BudgetLimits{}) {
 			delete(out.Nodes, node)
 		}
 	}
-	if out.BudgetLimits == (result.BudgetLimits{}) && len(out.Nodes) == 0 {
+	if out.BudgetLimits == (spec.BudgetLimits{}) && len(out.Nodes) == 0 {
 		return nil, nil
 	}
 	return out, nil
@@ -103,6 +102,6 @@ func budgetStop(err error) bool {
 
 // BudgetOf is the budget a run of plan gets: the spec's, with --budget
 // flags applied (nil: no limits).
-func BudgetOf(plan *spec.Plan, flags []string) (*result.Budget, error) {
+func BudgetOf(plan *spec.Plan, flags []string) (*spec.BudgetPlan, error) {
 	return ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), flags)
 }

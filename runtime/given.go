@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -216,42 +217,23 @@ func absPath(p string) string {
 	return p
 }
 
-// budgetFromPlan turns a spec's budget into the manifest's form (nil for
-// no limits).
-func budgetFromPlan(b spec.BudgetPlan) *result.Budget {
+// budgetFromPlan is the spec's budget for the manifest (nil for no
+// limits), a copy that --budget may change.
+func budgetFromPlan(b spec.BudgetPlan) *spec.BudgetPlan {
 	if b.Empty() {
 		return nil
 	}
-	out := &result.Budget{BudgetLimits: limitsFromSpec(b.Run)}
-	for id, l := range b.Nodes {
-		if out.Nodes == nil {
-			out.Nodes = map[string]result.BudgetLimits{}
-		}
-		out.Nodes[id] = limitsFromSpec(l)
+	out := &spec.BudgetPlan{BudgetLimits: b.BudgetLimits}
+	if len(b.Nodes) > 0 {
+		out.Nodes = maps.Clone(b.Nodes)
 	}
 	return out
-}
-
-func limitsFromSpec(l spec.BudgetLimits) result.BudgetLimits {
-	return result.BudgetLimits{MaxCost: l.MaxCost, MaxCalls: l.MaxCalls, MaxTokens: l.MaxTokens}
-}
-
-// callLimits is a manifest limit as the call path checks it.
-func callLimits(l result.BudgetLimits) calls.Limits {
-	return calls.Limits{Cost: l.MaxCost, Calls: l.MaxCalls, Tokens: l.MaxTokens}
 }
 
 // newBudget is the call path's budget for the manifest's, nil for none.
-func newBudget(b *result.Budget) *calls.Budget {
-	if b == nil || b.BudgetLimits == (result.BudgetLimits{}) && len(b.Nodes) == 0 {
+func newBudget(b *spec.BudgetPlan) *calls.Budget {
+	if b == nil || b.Empty() {
 		return nil
 	}
-	out := &calls.Budget{Run: callLimits(b.BudgetLimits)}
-	for id, l := range b.Nodes {
-		if out.Nodes == nil {
-			out.Nodes = map[string]calls.Limits{}
-		}
-		out.Nodes[id] = callLimits(l)
-	}
-	return out
+	return &calls.Budget{BudgetPlan: *b}
 }

@@ -243,7 +243,7 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 
 // setUp fills a new run's directory: lock, manifest, the spec and its
 // libraries, and the journal with the run's start.
-func (r *Run) setUp(budget *result.Budget) error {
+func (r *Run) setUp(budget *spec.BudgetPlan) error {
 	plan := r.Plan
 	lock, err := rundir.TakeLock(r.Dir)
 	if err != nil {
@@ -275,7 +275,7 @@ func (r *Run) setUp(budget *result.Budget) error {
 }
 
 // warnUnpricedBudget warns when a cost limit cannot see some calls' cost.
-func (r *Run) warnUnpricedBudget(b *result.Budget) {
+func (r *Run) warnUnpricedBudget(b *spec.BudgetPlan) {
 	if b == nil {
 		return
 	}

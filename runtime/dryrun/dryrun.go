@@ -21,7 +21,6 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
@@ -282,7 +281,7 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 }
 
 // overBudget lists the limits the worst case passes.
-func overBudget(rep *Report, b *result.Budget) []string {
+func overBudget(rep *Report, b *spec.BudgetPlan) []string {
 	if b == nil {
 		return nil
 	}
@@ -293,7 +292,7 @@ func overBudget(rep *Report, b *result.Budget) []string {
 		cost += m.Cost
 	}
 	var out []string
-	check := func(scope string, l result.BudgetLimits, calls int, tokens int64, cost float64) {
+	check := func(scope string, l spec.BudgetLimits, calls int, tokens int64, cost float64) {
 		if l.MaxCalls != nil && calls > *l.MaxCalls {
 			out = append(out, fmt.Sprintf("%s: the worst case makes %d calls, more than max_calls %d", scope, calls, *l.MaxCalls))
 		}
@@ -309,7 +308,7 @@ func overBudget(rep *Report, b *result.Budget) []string {
 		if l, ok := b.Nodes[n.ID]; ok {
 			// Tokens and cost are estimated per model, not per node: only
 			// the node's calls are checked.
-			check("node "+n.ID, result.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
+			check("node "+n.ID, spec.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
 		}
 	}
 	return out

@@ -73,20 +73,7 @@ type Manifest struct {
 	// SweepIndex is the run's number in its sweep (1-based).
 	SweepIndex int `json:"sweep_index,omitempty"`
 	// Budget is what the run may spend, from the spec and --budget.
-	Budget *Budget `json:"budget,omitempty"`
-}
-
-// BudgetLimits are limits on what calls may spend; absent ones are none.
-type BudgetLimits struct {
-	MaxCost   *float64 `json:"max_cost,omitempty"`
-	MaxCalls  *int     `json:"max_calls,omitempty"`
-	MaxTokens *int64   `json:"max_tokens,omitempty"`
-}
-
-// Budget is what a run may spend, in all and per node.
-type Budget struct {
-	BudgetLimits
-	Nodes map[string]BudgetLimits `json:"nodes,omitempty"`
+	Budget *spec.BudgetPlan `json:"budget,omitempty"`
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).
