@@ -1364,8 +1364,8 @@ func TestDesignDebateTools(t *testing.T) {
 			designAgent{id: "architect", name: "System Architect", role: "architect", tools: []string{"search_history", "read_file", "list_files"}},
 			designAgent{id: "security", name: "Security Specialist", role: "security"}),
 		withNodeField("refine", "max_tool_calls", "9"))
-	call := func(id, name, args string) llmtest.ToolCall {
-		return llmtest.ToolCall{ID: id, Name: name, Arguments: args}
+	call := func(id, name, args string) kit.ToolCall {
+		return kit.ToolCall{ID: id, Name: name, Arguments: args}
 	}
 	run, s, _ := startScripted(t, path, runtime.Options{
 		Inputs:     []string{"problem=@design-debate/problem.md", "context=@" + contextFile},
@@ -1377,7 +1377,7 @@ func TestDesignDebateTools(t *testing.T) {
 		}
 		switch {
 		case len(c.req.Messages) == 2:
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{
 				call("c1", "list_files", `{}`),
 				call("c2", "read_file", `{"path": "notes.md"}`),
 				call("c3", "read_file", `{"path": "../outside.txt"}`),
@@ -1387,7 +1387,7 @@ func TestDesignDebateTools(t *testing.T) {
 				call("c7", "read_file", `{"path": `),
 			}}, true
 		case len(c.req.Tools) > 0:
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{
 				call("c8", "search_history", `{"query": "critique by security"}`),
 				call("c9", "read_file", `{"path": "link-in.txt"}`),
 				call("c10", "list_files", `{"path": "sub"}`),
@@ -1756,7 +1756,7 @@ func TestDesignDebateCLI(t *testing.T) {
 		s := newScripted(loadVariant(t, path))
 		s.override = func(c scriptedCall) (llmtest.Reply, bool) {
 			if c.phase == "propose" && c.agent == "architect" && len(c.req.Messages) == 2 {
-				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t1", Name: "read_file", Arguments: `{"path": "notes.md"}`}}}, true
+				return llmtest.Reply{ToolCalls: []kit.ToolCall{{ID: "t1", Name: "read_file", Arguments: `{"path": "notes.md"}`}}}, true
 			}
 			return llmtest.Reply{}, false
 		}

@@ -67,7 +67,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	call.Sample = r.sampleKey(call.Key)
 	call.Request = newRequest(model, &c)
 	for _, m := range c.Messages {
-		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
+		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: append([]kit.ToolCall(nil), m.ToolCalls...)})
 	}
 	for _, t := range c.Tools {
 		call.Request.Tools = append(call.Request.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
@@ -185,14 +185,6 @@ func (r *Run) buildChain() calls.Stage {
 	}
 	// Tracing goes first, so calls answered from the journal get a span too.
 	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
-}
-
-func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {
-	var out []llm.ToolCall
-	for _, c := range calls {
-		out = append(out, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-	}
-	return out
 }
 
 // requestEvent is the payload of a model_request event. Its fields are in

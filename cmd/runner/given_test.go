@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // The tests in this file hold a run to recording what it was given besides
@@ -52,7 +53,7 @@ func toolReplies(bobDown *atomic.Bool) llmtest.Handler {
 				}
 			}
 			if len(results) == 0 {
-				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+				return llmtest.Reply{ToolCalls: []kit.ToolCall{
 					{ID: "c1", Name: "read_file", Arguments: `{"path": "notes.md"}`},
 					{ID: "c2", Name: "read_file", Arguments: `{"path": "pipe"}`},
 				}}

@@ -177,9 +177,7 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 		if rep.LatencyMS == 0 {
 			rep.LatencyMS = time.Since(start).Milliseconds()
 		}
-		for _, tc := range resp.ToolCalls {
-			rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-		}
+		rep.ToolCalls = append(rep.ToolCalls, resp.ToolCalls...)
 		return rep, Network, nil
 	})
 }

@@ -535,7 +535,7 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 		env.Rejections = append(env.Rejections, Rejection(r))
 	}
 	for _, tc := range res.ToolCalls {
-		env.ToolCalls = append(env.ToolCalls, ToolCall{Key: tc.Key, Agent: tc.Agent, Tool: tc.Tool, Arguments: tc.Arguments, Result: tc.Result})
+		env.ToolCalls = append(env.ToolCalls, result.ToolCallInfo{Key: tc.Key, Agent: tc.Agent, Tool: tc.Tool, Arguments: tc.Arguments, Result: tc.Result})
 	}
 	starts := map[string]int64{} // node execution prefix -> seq of its start
 	errs := map[string]string{}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -163,7 +164,7 @@ func judged(delay time.Duration) llmtest.Handler {
 			return llmtest.Reply{Status: 429, RetryAfter: "0.2"}
 		case key == "propose/1/ada" && !tooled && len(r.Tools) > 0:
 			tooled = true
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "search_history", Arguments: `{"query":"peak"}`}}, Delay: delay}
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{{Name: "search_history", Arguments: `{"query":"peak"}`}}, Delay: delay}
 		case strings.HasPrefix(key, "propose/"):
 			return llmtest.Reply{Content: fmt.Sprintf("### Proposal (%s)\n\nA queue in front of sandboxed graders.\n\n```yaml\nworkers: %d\n```\n\nRisks: <burst> load at deadlines.", key, 4+len(key)), Delay: delay, PromptTokens: 1500, CompletionTokens: 400}
 		case strings.HasPrefix(key, "judge/"):
