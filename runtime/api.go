@@ -87,7 +87,7 @@ func CompileSaved(dir, specPath string, libs map[string]string, reg *spec.Regist
 // ResultOf reads a run directory's result when the run completed and its
 // records are all written; false otherwise (it must be resumed).
 func ResultOf(dir string) (*result.Result, result.Manifest, bool) {
-	m, err := rundir.ReadManifest(dir)
+	m, err := result.ReadManifest(dir)
 	if err != nil || !outputsWritten(dir) {
 		return nil, m, false
 	}

@@ -64,7 +64,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 }
 
 func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
-	m, err := rundir.ReadManifest(dir)
+	m, err := result.ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}

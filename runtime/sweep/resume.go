@@ -249,7 +249,7 @@ func childDirs(dir string) (map[int]string, error) {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
-		m, err := rundir.ReadManifest(sub)
+		m, err := result.ReadManifest(sub)
 		if err != nil || m.SweepIndex == 0 {
 			continue
 		}
