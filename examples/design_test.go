@@ -19,12 +19,15 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/mdtext"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/internal/shared"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
 	runresult "github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -236,7 +239,7 @@ func journalEvents(t *testing.T, dir string) []journal.Event {
 	return evs
 }
 
-func countEvents(evs []journal.Event, typ string) int {
+func countEvents(evs []journal.Event, typ event.Type) int {
 	n := 0
 	for _, ev := range evs {
 		if ev.Type == typ {
@@ -681,7 +684,7 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 		Answers: recordingAnswers(t, &rec),
 	})
 	res, err := run.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != runresult.StatusCompleted {
 		t.Fatalf("run: status %s, error %v; problems: %v", res.Status, err, p.problems)
 	}
 	for _, pr := range p.problems {
@@ -806,7 +809,7 @@ func checkReplayCalls(t *testing.T, p *replayer, srv *llmtest.Server) (made, rec
 // checkContributions: every contribution is recorded where the recording
 // has it (node, round, author, target, content); round 2+ proposals are
 // carried over.
-func checkContributions(t *testing.T, rec *dlState, res *runtime.Result) {
+func checkContributions(t *testing.T, rec *dlState, res *runresult.Result) {
 	t.Helper()
 	got := map[string]spec.Message{}
 	for _, m := range res.Messages {
@@ -848,7 +851,7 @@ func checkContributions(t *testing.T, rec *dlState, res *runtime.Result) {
 // checkSummaries: summaries are recorded and journaled where the recording
 // has them, with its text; it returns them by "round/agent" ("final/judge"
 // for the judge's).
-func checkSummaries(t *testing.T, rec *dlState, p *replayer, res *runtime.Result, evs []journal.Event) map[string]string {
+func checkSummaries(t *testing.T, rec *dlState, p *replayer, res *runresult.Result, evs []journal.Event) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	for _, m := range res.Messages {
@@ -913,7 +916,7 @@ func checkSummaries(t *testing.T, rec *dlState, p *replayer, res *runtime.Result
 
 // checkClarifications: every recorded question and answer reached the run
 // under our question ids.
-func checkClarifications(t *testing.T, rec *dlState, res *runtime.Result) {
+func checkClarifications(t *testing.T, rec *dlState, res *runresult.Result) {
 	t.Helper()
 	for _, cl := range rec.Clarifications {
 		var out []any
@@ -1151,17 +1154,17 @@ func TestDesignDebateCritiqueFailure(t *testing.T) {
 		return llmtest.Reply{}, false
 	})
 	res, err := run.Execute(context.Background())
-	var ee *runtime.EndpointError
+	var ee *calls.EndpointError
 	if !errors.As(err, &ee) {
-		t.Fatalf("error %v (%T), want a runtime.EndpointError", err, err)
+		t.Fatalf("error %v (%T), want a calls.EndpointError", err, err)
 	}
 	const key = "critique/round=1/performance>security"
-	if ee.Key != key || res.Status != runtime.StatusFailed || !strings.Contains(res.Error, key) {
+	if ee.Key != key || res.Status != runresult.StatusFailed || !strings.Contains(res.Error, key) {
 		t.Errorf("failure names %q, status %s, error %q; want the call %s", ee.Key, res.Status, res.Error, key)
 	}
-	var onDisk runtime.Result
+	var onDisk runresult.Result
 	readJSONFile(t, filepath.Join(run.Dir, "result.json"), &onDisk)
-	if onDisk.Status != runtime.StatusFailed || !strings.Contains(onDisk.Error, key) {
+	if onDisk.Status != runresult.StatusFailed || !strings.Contains(onDisk.Error, key) {
 		t.Errorf("result.json: status %s, error %q", onDisk.Status, onDisk.Error)
 	}
 	if n := len(s.find("critique", "performance")); n < 2 {
@@ -1192,7 +1195,7 @@ func TestDesignDebateCritiqueFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = resumed.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != runresult.StatusCompleted {
 		t.Fatalf("resumed run: status %s, error %v", res.Status, err)
 	}
 	// 3 proposals, 2 x (6 critiques + 3 refinements), 1 synthesis.
@@ -1238,7 +1241,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		return llmtest.Reply{Content: string(data)}, true
 	})
 	res, err := run.Execute(context.Background())
-	if !errors.Is(err, runtime.ErrWaiting) || res.Status != runtime.StatusWaiting {
+	if !errors.Is(err, kit.ErrWaiting) || res.Status != runresult.StatusWaiting {
 		t.Fatalf("status %s, error %v; want waiting", res.Status, err)
 	}
 	questions := filepath.Join(run.Dir, "questions.yaml")
@@ -1270,7 +1273,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		}
 		return got
 	}
-	resume := func(answers map[string]string) (*runtime.Result, error) {
+	resume := func(answers map[string]string) (*runresult.Result, error) {
 		t.Helper()
 		r, err := runtime.Resume(run.Dir, nodes.Registry(), runtime.Options{Getenv: serverEnv(srv), Answers: answers})
 		if err != nil {
@@ -1279,7 +1282,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		return r.Execute(context.Background())
 	}
 	res, err = resume(answer(map[string]string{"architect.q1": "Three clinics in one region", "performance.q1": "2,000 a minute"}))
-	if !errors.Is(err, runtime.ErrWaiting) {
+	if !errors.Is(err, kit.ErrWaiting) {
 		t.Fatalf("status %s, error %v; want waiting for the follow-up question", res.Status, err)
 	}
 	open = readQuestions(t, questions)
@@ -1288,7 +1291,7 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 	}
 
 	res, err = resume(answer(map[string]string{"architect.q3": "A national provider"}))
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != runresult.StatusCompleted {
 		t.Fatalf("status %s, error %v", res.Status, err)
 	}
 	// Each clarify call was made once: 3 agents x 2 iterations (the
@@ -1362,8 +1365,8 @@ func TestDesignDebateTools(t *testing.T) {
 			designAgent{id: "architect", name: "System Architect", role: "architect", tools: []string{"search_history", "read_file", "list_files"}},
 			designAgent{id: "security", name: "Security Specialist", role: "security"}),
 		withNodeField("refine", "max_tool_calls", "9"))
-	call := func(id, name, args string) llmtest.ToolCall {
-		return llmtest.ToolCall{ID: id, Name: name, Arguments: args}
+	call := func(id, name, args string) kit.ToolCall {
+		return kit.ToolCall{ID: id, Name: name, Arguments: args}
 	}
 	run, s, _ := startScripted(t, path, runtime.Options{
 		Inputs:     []string{"problem=@design-debate/problem.md", "context=@" + contextFile},
@@ -1375,7 +1378,7 @@ func TestDesignDebateTools(t *testing.T) {
 		}
 		switch {
 		case len(c.req.Messages) == 2:
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{
 				call("c1", "list_files", `{}`),
 				call("c2", "read_file", `{"path": "notes.md"}`),
 				call("c3", "read_file", `{"path": "../outside.txt"}`),
@@ -1385,7 +1388,7 @@ func TestDesignDebateTools(t *testing.T) {
 				call("c7", "read_file", `{"path": `),
 			}}, true
 		case len(c.req.Tools) > 0:
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{
 				call("c8", "search_history", `{"query": "critique by security"}`),
 				call("c9", "read_file", `{"path": "link-in.txt"}`),
 				call("c10", "list_files", `{"path": "sub"}`),
@@ -1754,7 +1757,7 @@ func TestDesignDebateCLI(t *testing.T) {
 		s := newScripted(loadVariant(t, path))
 		s.override = func(c scriptedCall) (llmtest.Reply, bool) {
 			if c.phase == "propose" && c.agent == "architect" && len(c.req.Messages) == 2 {
-				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "t1", Name: "read_file", Arguments: `{"path": "notes.md"}`}}}, true
+				return llmtest.Reply{ToolCalls: []kit.ToolCall{{ID: "t1", Name: "read_file", Arguments: `{"path": "notes.md"}`}}}, true
 			}
 			return llmtest.Reply{}, false
 		}

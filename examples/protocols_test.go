@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // The published protocols under protocols/ run end to end against the
@@ -29,7 +30,7 @@ import (
 
 // protocolRun is what a run of a protocol sent and gave.
 type protocolRun struct {
-	res *runtime.Result
+	res *result.Result
 	// reqs are the requests by call key; order the keys as they arrived.
 	reqs  map[string]llmtest.Request
 	order []string
@@ -63,7 +64,7 @@ func runProtocol(t *testing.T, name string, inputs, sets []string, reply func(ke
 	if err != nil {
 		t.Fatalf("running %s: %v", name, err)
 	}
-	if res.Status != runtime.StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("%s: status %s (%s)", name, res.Status, res.Error)
 	}
 	out.res = res

@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -22,7 +23,7 @@ import (
 const testKey = "sk-examples-test-key"
 
 // runExample runs an example with the inputs its README gives.
-func runExample(t *testing.T, name string, h llmtest.Handler) (*runtime.Result, *llmtest.Server) {
+func runExample(t *testing.T, name string, h llmtest.Handler) (*result.Result, *llmtest.Server) {
 	t.Helper()
 	plan := load(t, name)
 	srv := llmtest.New(t, h)
@@ -53,7 +54,7 @@ func runExample(t *testing.T, name string, h llmtest.Handler) (*runtime.Result, 
 	if err != nil {
 		t.Fatalf("running %s: %v", name, err)
 	}
-	if res.Status != runtime.StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("%s: status %s (%s)", name, res.Status, res.Error)
 	}
 	for _, req := range srv.Requests() {

@@ -40,7 +40,7 @@ func CheckEndpoints(plan *spec.Plan, opts Options) error {
 // GoalVerdictsOf gathers the verdicts of every goal from msgs, as a run's
 // result and its expressions (goal_verdicts) see them: each agent's latest
 // verdict per goal and node, in the order first given.
-func GoalVerdictsOf(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
+func GoalVerdictsOf(plan *spec.Plan, msgs []spec.Message) []result.GoalVerdicts {
 	return goalVerdicts(plan, msgs)
 }
 
@@ -55,12 +55,6 @@ func LoopCount(v any) (int, bool) {
 func ForeachItems(v any) ([]any, error) {
 	return toList(v)
 }
-
-// ErrLocked means another process is working on the run directory.
-var ErrLocked = rundir.ErrLocked
-
-// FlagError is a problem with a command-line value; the CLI exits 2.
-type FlagError = args.FlagError
 
 // ResolveInputs turns --input flags into inputs (see args.ResolveInputs).
 func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
@@ -86,14 +80,14 @@ func SaveSpec(dir string, plan *spec.Plan) (map[string]string, error) {
 // CompileSaved compiles the spec SaveSpec saved in dir, under the path it
 // was read from, with the saved libraries.
 func CompileSaved(dir, specPath string, libs map[string]string, reg *spec.Registry) (*spec.Plan, error) {
-	plan, _, err := resumePlan(dir, Manifest{SpecPath: specPath, Libraries: libs}, reg, "")
+	plan, _, err := resumePlan(dir, result.Manifest{SpecPath: specPath, Libraries: libs}, reg, "")
 	return plan, err
 }
 
 // ResultOf reads a run directory's result when the run completed and its
 // records are all written; false otherwise (it must be resumed).
-func ResultOf(dir string) (*Result, Manifest, bool) {
-	m, err := rundir.ReadManifest(dir)
+func ResultOf(dir string) (*result.Result, result.Manifest, bool) {
+	m, err := result.ReadManifest(dir)
 	if err != nil || !outputsWritten(dir) {
 		return nil, m, false
 	}

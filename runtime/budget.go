@@ -6,24 +6,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/spec"
 )
 
-// BudgetError is a call that was not made because it could pass the run's
-// budget; the run stops with status budget_exceeded and the CLI exits 6.
-type BudgetError = calls.BudgetError
-
 // ApplyBudgetFlags applies --budget flags to a budget: cost=USD, calls=N,
 // tokens=N for the whole run, NODE.cost=... for one node's calls. A value
 // of 0 or "none" removes the limit. base is not changed.
-func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, error) {
-	out := &Budget{}
+func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.BudgetPlan, error) {
+	out := &spec.BudgetPlan{}
 	if base != nil {
 		out.BudgetLimits = base.BudgetLimits
 		for id, l := range base.Nodes {
 			if out.Nodes == nil {
-				out.Nodes = map[string]BudgetLimits{}
+				out.Nodes = map[string]spec.BudgetLimits{}
 			}
 			out.Nodes[id] = l
 		}
@@ -31,14 +28,14 @@ func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, e
 	for _, f := range flags {
 		name, value, ok := strings.Cut(f, "=")
 		if !ok {
-			return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: write LIMIT=VALUE, with LIMIT cost, calls or tokens (or NODE.cost ...)", f)}
+			return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: write LIMIT=VALUE, with LIMIT cost, calls or tokens (or NODE.cost ...)", f)}
 		}
 		name = strings.TrimSpace(name)
 		node, limit := "", name
 		if i := strings.LastIndexByte(name, '.'); i >= 0 {
 			node, limit = name[:i], name[i+1:]
 			if plan != nil && plan.Nodes[node] == nil {
-				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: the spec has no node %q", f, node)}
+				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: the spec has no node %q", f, node)}
 			}
 		}
 		l := out.BudgetLimits
@@ -51,7 +48,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, e
 		case "cost":
 			v, err := strconv.ParseFloat(strings.TrimPrefix(value, "$"), 64)
 			if err != nil && !none || v < 0 {
-				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: cost is an amount such as 5 or 0.50", f)}
+				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: cost is an amount such as 5 or 0.50", f)}
 			}
 			l.MaxCost = &v
 			if none {
@@ -60,7 +57,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, e
 		case "calls":
 			v, err := strconv.Atoi(value)
 			if err != nil && !none || v < 0 {
-				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: calls is a whole number such as 500", f)}
+				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: calls is a whole number such as 500", f)}
 			}
 			l.MaxCalls = &v
 			if none {
@@ -69,7 +66,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, e
 		case "tokens":
 			v, err := strconv.ParseFloat(value, 64)
 			if err != nil && !none || v < 0 || v != float64(int64(v)) {
-				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: tokens is a whole number such as 2000000 or 2e6", f)}
+				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: tokens is a whole number such as 2000000 or 2e6", f)}
 			}
 			n := int64(v)
 			l.MaxTokens = &n
@@ -77,21 +74,21 @@ func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, e
 				l.MaxTokens = nil
 			}
 		default:
-			return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls or tokens", f, limit)}
+			return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls or tokens", f, limit)}
 		}
 		if node == "" {
 			out.BudgetLimits = l
 			continue
 		}
 		if out.Nodes == nil {
-			out.Nodes = map[string]BudgetLimits{}
+			out.Nodes = map[string]spec.BudgetLimits{}
 		}
 		out.Nodes[node] = l
-		if l == (BudgetLimits{}) {
+		if l == (spec.BudgetLimits{}) {
 			delete(out.Nodes, node)
 		}
 	}
-	if out.BudgetLimits == (BudgetLimits{}) && len(out.Nodes) == 0 {
+	if out.BudgetLimits == (spec.BudgetLimits{}) && len(out.Nodes) == 0 {
 		return nil, nil
 	}
 	return out, nil
@@ -99,12 +96,12 @@ func ApplyBudgetFlags(plan *spec.Plan, base *Budget, flags []string) (*Budget, e
 
 // budgetStop says whether err stopped the run at its budget.
 func budgetStop(err error) bool {
-	var be *BudgetError
+	var be *calls.BudgetError
 	return errors.As(err, &be)
 }
 
 // BudgetOf is the budget a run of plan gets: the spec's, with --budget
 // flags applied (nil: no limits).
-func BudgetOf(plan *spec.Plan, flags []string) (*Budget, error) {
+func BudgetOf(plan *spec.Plan, flags []string) (*spec.BudgetPlan, error) {
 	return ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), flags)
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // The rounds spec, its scripted answers and an in-memory cache are shared
@@ -23,13 +25,13 @@ var (
 	newMemCache = runtest.NewMemCache
 )
 
-func roundsOpts(url string, c Cache) Options {
+func roundsOpts(url string, c calls.Cache) Options {
 	return Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}
 }
 
 // stableParts are the parts of a result that a replay must reproduce byte
 // for byte.
-func stableParts(t *testing.T, res *Result) []byte {
+func stableParts(t *testing.T, res *result.Result) []byte {
 	t.Helper()
 	data, err := json.Marshal(map[string]any{"outputs": res.Outputs, "messages": res.Messages, "order": res.OutputOrder})
 	if err != nil {
@@ -71,9 +73,9 @@ func TestReplay(t *testing.T) {
 	})
 	t.Run("a missing call is an error naming it", func(t *testing.T) {
 		_, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Sets: []string{"max_rounds=3"}, Getenv: func(string) string { return "" }, Replay: recorded})
-		var me *MissingReplayError
+		var me *calls.MissingError
 		if !errors.As(err, &me) || !strings.HasPrefix(me.Key, "answer/round=3/") || !strings.Contains(err.Error(), me.Key) {
-			t.Fatalf("err = %v, want a MissingReplayError for a round-3 call", err)
+			t.Fatalf("err = %v, want a calls.MissingError for a round-3 call", err)
 		}
 		if srv.Count() != before {
 			t.Errorf("sent %d requests", srv.Count()-before)

@@ -9,8 +9,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // A resume replays a run's journal: every journaled reply serves its call
@@ -72,16 +76,16 @@ type attempt struct {
 // note reads one journal event into the attempt it belongs to.
 func (a *attempt) note(ev journal.Event) {
 	switch ev.Type {
-	case "run_started", "run_resumed":
+	case event.RunStarted, event.RunResumed:
 		*a = attempt{unanswered: map[string]bool{}}
-	case "model_request":
+	case event.ModelRequest:
 		a.unanswered[ev.Key] = true
-	case "model_response":
+	case event.ModelResponse:
 		delete(a.unanswered, ev.Key)
-	case "model_error":
+	case event.ModelError:
 		delete(a.unanswered, ev.Key)
 		a.modelErrors++
-	case "error":
+	case event.Error:
 		var e struct {
 			Error string `json:"error"`
 			Kind  string `json:"kind"`
@@ -99,7 +103,7 @@ func (a *attempt) note(ev journal.Event) {
 				a.kind = failFailure
 			}
 		}
-	case "node_failed":
+	case event.NodeFailed:
 		if a.node == "" {
 			var e struct {
 				Node  string `json:"node"`
@@ -108,7 +112,7 @@ func (a *attempt) note(ev journal.Event) {
 			_ = json.Unmarshal(ev.Data, &e)
 			a.node, a.prefix, a.nodeErr = e.Node, ev.Key, e.Error
 		}
-	case "run_finished":
+	case event.RunFinished:
 		var fin struct {
 			Status string `json:"status"`
 			Error  string `json:"error"`
@@ -121,7 +125,7 @@ func (a *attempt) note(ev journal.Event) {
 // replays reports whether the attempt failed on nothing but what the
 // journal holds, so that a resume as it is would fail the same way.
 func (a *attempt) replays() bool {
-	return a.status == StatusFailed && a.finishErr == "" && a.err != "" && a.kind == failFailure &&
+	return a.status == result.StatusFailed && a.finishErr == "" && a.err != "" && a.kind == failFailure &&
 		len(a.unanswered) == 0 && a.modelErrors == 0
 }
 
@@ -174,11 +178,11 @@ func chainOf(key string) string {
 // noteFallback keeps the chains whose last reply gave way to a fallback
 // output, as the journal says now: a new request in a chain (a resample, a
 // changed prompt) makes its fallback history until it falls back again.
-func (p *prior) noteFallback(typ, key string) {
+func (p *prior) noteFallback(typ event.Type, key string) {
 	switch typ {
-	case "fallback":
+	case event.Fallback:
 		p.fallbacks[chainOf(key)] = true
-	case "model_request":
+	case event.ModelRequest:
 		delete(p.fallbacks, chainOf(key))
 	}
 }
@@ -213,7 +217,7 @@ type StuckError struct {
 	// RunID and Result are the run's and what its failed attempt wrote
 	// (nil when result.json cannot be read), for a sweep to report it.
 	RunID  string
-	Result *Result
+	Result *result.Result
 }
 
 // Short says in one line why the run was not resumed and what to give.
@@ -290,20 +294,20 @@ func Stuck(dir string) *StuckError {
 // returns the calls, sorted.
 func (r *Run) resample(p *prior) ([]string, error) {
 	keys := p.failedCalls()
-	if p.last.status != StatusFailed || p.last.prefix == "" && len(keys) == 0 {
+	if p.last.status != result.StatusFailed || p.last.prefix == "" && len(keys) == 0 {
 		why := "it did not fail"
 		switch {
-		case p.last.status == StatusFailed && p.last.err != "":
+		case p.last.status == result.StatusFailed && p.last.err != "":
 			why = fmt.Sprintf("no node failed and no reply gave way to a fallback output; the run failed on: %s; continue it with a fixed spec (--spec FIXED.yaml)", firstLineOf(errors.New(p.last.err)))
 		case p.last.status == "":
 			why = "its last attempt did not finish (it was killed): resume it without --resample"
-		case p.last.status != StatusFailed:
+		case p.last.status != result.StatusFailed:
 			why = fmt.Sprintf("its last attempt ended %s", p.last.status)
 		}
-		return nil, &FlagError{Flag: "--resample", Err: fmt.Errorf("nothing to ask afresh: %s", why)}
+		return nil, &args.FlagError{Flag: "--resample", Err: fmt.Errorf("nothing to ask afresh: %s", why)}
 	}
 	if len(keys) == 0 {
-		return nil, &FlagError{Flag: "--resample", Err: fmt.Errorf("node %q failed without a journaled model reply to ask afresh (%s); fix the spec and resume with --spec FILE", p.last.node, firstLineOf(errors.New(p.last.nodeErr)))}
+		return nil, &args.FlagError{Flag: "--resample", Err: fmt.Errorf("node %q failed without a journaled model reply to ask afresh (%s); fix the spec and resume with --spec FILE", p.last.node, firstLineOf(errors.New(p.last.nodeErr)))}
 	}
 	if r.fresh == nil {
 		r.fresh = map[string]int{}
@@ -327,3 +331,6 @@ func (r *Run) resample(p *prior) ([]string, error) {
 	sort.Strings(keys)
 	return keys, nil
 }
+
+// ExitCode is 2: the resume as asked is a usage the run cannot take.
+func (e *StuckError) ExitCode() int { return exitcode.Usage }

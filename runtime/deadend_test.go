@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // ev is a journal event for the tests below.
-func ev(typ, key string, data map[string]any) journal.Event {
+func ev(typ event.Type, key string, data map[string]any) journal.Event {
 	raw, _ := json.Marshal(data)
 	return journal.Event{Type: typ, Key: key, Data: raw}
 }
@@ -33,7 +35,7 @@ func failedOnReply() []journal.Event {
 		ev("model_response", "judge/-/b#repair1", map[string]any{"content": "bad"}),
 		ev("node_failed", "judge/-", map[string]any{"node": "judge", "error": `node "judge", agent "b": reply is not valid json after 1 repair(s)`}),
 		ev("error", "", map[string]any{"error": `node "judge", agent "b": reply is not valid json after 1 repair(s)`, "kind": failFailure}),
-		ev("run_finished", "", map[string]any{"status": StatusFailed}),
+		ev("run_finished", "", map[string]any{"status": result.StatusFailed}),
 	}
 }
 
@@ -92,9 +94,9 @@ func TestStuckRule(t *testing.T) {
 		"endpoint gave up": insert(errAt, ev("model_request", "judge/-/c", map[string]any{"agent": "c"}),
 			ev("model_error", "judge/-/c", map[string]any{"error": "503"})),
 		"a call cancelled in flight":        insert(errAt, ev("model_request", "judge/-/c", map[string]any{"agent": "c"})),
-		"records not written":               replace(last, ev("run_finished", "", map[string]any{"status": StatusFailed, "error": "disk full"})),
+		"records not written":               replace(last, ev("run_finished", "", map[string]any{"status": result.StatusFailed, "error": "disk full"})),
 		"killed (no run_finished)":          base[:last],
-		"waiting":                           replace(last, ev("run_finished", "", map[string]any{"status": StatusWaiting})),
+		"waiting":                           replace(last, ev("run_finished", "", map[string]any{"status": result.StatusWaiting})),
 		"resumed since":                     append(append([]journal.Event(nil), base...), ev("run_resumed", "", nil)),
 		"replay lacked a call, old journal": replace(errAt, ev("error", "", map[string]any{"error": (&calls.MissingError{Key: "x"}).Error()})),
 	}
@@ -110,7 +112,7 @@ func TestStuckRule(t *testing.T) {
 		ev("model_request", "first/-/a", map[string]any{"agent": "a"}),
 		ev("model_error", "first/-/a", map[string]any{"error": "503"}),
 		ev("error", "", map[string]any{"error": "model call first/-/a failed", "kind": failEndpoint}),
-		ev("run_finished", "", map[string]any{"status": StatusFailed}),
+		ev("run_finished", "", map[string]any{"status": result.StatusFailed}),
 		ev("run_resumed", "", nil),
 	}, base[1:]...)
 	if priorOf(t, earlier).stuck("RUN") == nil {
@@ -142,7 +144,7 @@ func TestStuckOnFallback(t *testing.T) {
 		ev("model_response", "judge/-/b#repair1", map[string]any{"content": "bad"}),
 		ev("fallback", "judge/-/b#repair1", map[string]any{"error": "not JSON"}),
 		ev("error", "", map[string]any{"error": `output "x": <nil> + string`, "kind": failFailure}),
-		ev("run_finished", "", map[string]any{"status": StatusFailed}),
+		ev("run_finished", "", map[string]any{"status": result.StatusFailed}),
 	}
 	st := priorOf(t, events).stuck("RUN")
 	if st == nil || !st.Fallback || strings.Join(st.Calls, ",") != "judge/-/b,judge/-/b#repair1" || !strings.Contains(st.Error(), "--resample") {
@@ -151,7 +153,7 @@ func TestStuckOnFallback(t *testing.T) {
 	// The chain was asked afresh since (and did not fall back): the output
 	// failure no longer rests on a fallback.
 	again := append(append([]journal.Event(nil), events[:8]...),
-		ev("run_finished", "", map[string]any{"status": StatusFailed}),
+		ev("run_finished", "", map[string]any{"status": result.StatusFailed}),
 		ev("run_resumed", "", nil),
 		ev("model_request", "judge/-/b", map[string]any{"agent": "b", "resample": 1}),
 		ev("model_response", "judge/-/b", map[string]any{"content": "{}"}),

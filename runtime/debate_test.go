@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // debateCalls is how many model calls testdata/debate.yaml makes: round 1
@@ -90,7 +91,7 @@ func TestFailEveryThirdCall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("flaky run failed: %v", err)
 	}
-	if res.Status != StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("status %s", res.Status)
 	}
 	if got, want := outputsAndMessages(t, flakyRun.Dir), outputsAndMessages(t, cleanRun.Dir); string(got) != string(want) {

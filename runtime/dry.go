@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,14 +168,14 @@ func (d *dryState) renderedPrompt(template, agent string, chars, seen int) {
 // finishDry ends a dry run: the walk stopped by the call budget counts as
 // finished (the rest was extrapolated), outputs that cannot be computed
 // from stand-ins are noted, and nothing is written.
-func (r *Run) finishDry(runErr error, started time.Time) (*Result, error) {
+func (r *Run) finishDry(runErr error, started time.Time) (*result.Result, error) {
 	if errors.Is(runErr, errBudget) {
 		r.dry.note("the dry run stopped after simulating %d calls; loops it was in are extrapolated, and nodes after that point are not counted", r.dry.calls.Load())
 		runErr = nil
 	}
-	status := StatusCompleted
+	status := result.StatusCompleted
 	if runErr != nil {
-		status = StatusFailed
+		status = result.StatusFailed
 	}
 	outputs := map[string]any{}
 	if runErr == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/args"
 )
 
 // loopbackOnly is a transport that refuses every host but a loopback
@@ -203,8 +204,8 @@ func TestDotEnvNextToSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := Start(plan, Options{RunsDir: t.TempDir(), Getenv: func(string) string { return "" }})
-	var fe *FlagError
+	var fe *args.FlagError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), filepath.Join(dir, ".env")) {
-		t.Errorf("broken .env: error %v, want a FlagError naming the file", err)
+		t.Errorf("broken .env: error %v, want a args.FlagError naming the file", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/journal"
 )
 
@@ -35,26 +36,26 @@ type eventLog struct {
 // again from these when a run resumes, so it is only written (it survives a
 // killed process) and becomes durable with the next synced event; that keeps
 // an fsync per event off the critical path between dependent calls.
-var syncedEvents = map[string]bool{"run_started": true, "run_resumed": true, "model_response": true, "run_finished": true, "answer": true, "tool_call": true}
+var syncedEvents = map[event.Type]bool{event.RunStarted: true, event.RunResumed: true, event.ModelResponse: true, event.RunFinished: true, event.Answer: true, event.ToolCall: true}
 
 // neverRepeated are the event types a resumed run always writes: the run's
 // own milestones, failures, and events of calls actually made.
-var neverRepeated = map[string]bool{
-	"run_started": true, "run_resumed": true, "run_finished": true, "error": true, "node_failed": true,
-	"model_request": true, "model_response": true, "retry": true, "model_error": true, "budget_exceeded": true,
+var neverRepeated = map[event.Type]bool{
+	event.RunStarted: true, event.RunResumed: true, event.RunFinished: true, event.Error: true, event.NodeFailed: true,
+	event.ModelRequest: true, event.ModelResponse: true, event.Retry: true, event.ModelError: true, event.BudgetExceeded: true,
 }
 
 // repeated reports whether an event is already in the journal from before a
 // resume. A resumed run walks its flow again from the start; the events it
 // re-derives (node_started, message, output, ...) are left out, so the
 // journal holds each of them once.
-func (r *eventLog) repeated(typ, key string) bool {
+func (r *eventLog) repeated(typ event.Type, key string) bool {
 	if r.already == nil || neverRepeated[typ] {
 		return false
 	}
 	r.alreadyMu.Lock()
 	defer r.alreadyMu.Unlock()
-	k := typ + "\x00" + key
+	k := string(typ) + "\x00" + key
 	if r.already[k] > 0 {
 		r.already[k]--
 		return true
@@ -63,7 +64,7 @@ func (r *eventLog) repeated(typ, key string) bool {
 }
 
 // event journals an event and tells the observer, in that order.
-func (r *eventLog) event(typ, key string, data any) error {
+func (r *eventLog) event(typ event.Type, key string, data any) error {
 	if r.repeated(typ, key) {
 		return nil
 	}

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // firstThen answers fault to the first request and hands the rest to next.
@@ -64,7 +67,7 @@ func TestTransientFaultsRecover(t *testing.T) {
 			if elapsed := time.Since(start); elapsed < tt.minDur {
 				t.Errorf("run took %s; the fault should have cost at least %s", elapsed, tt.minDur)
 			}
-			if res.Status != StatusCompleted {
+			if res.Status != result.StatusCompleted {
 				t.Errorf("status %q, want completed", res.Status)
 			}
 			if got := outputsAndMessages(t, r.Dir); string(got) != string(want) {
@@ -164,9 +167,9 @@ func TestRetryBudgetExhausted(t *testing.T) {
 	}
 }
 
-func checkBudgetExhausted(t *testing.T, srv *llmtest.Server, r *Run, res *Result, err error) {
+func checkBudgetExhausted(t *testing.T, srv *llmtest.Server, r *Run, res *result.Result, err error) {
 	t.Helper()
-	var ee *EndpointError
+	var ee *calls.EndpointError
 	if !errors.As(err, &ee) {
 		t.Fatalf("err = %v (%T), want an *EndpointError", err, err)
 	}
@@ -182,21 +185,21 @@ func checkBudgetExhausted(t *testing.T, srv *llmtest.Server, r *Run, res *Result
 	if got := keysOf(srv.Requests())["b/r0/answer"]; got != 3 {
 		t.Errorf("failing call was sent %d times, want 3 (1 + max_retries 2)", got)
 	}
-	if res.Status != StatusFailed || !strings.Contains(res.Error, "answer/-/b") {
+	if res.Status != result.StatusFailed || !strings.Contains(res.Error, "answer/-/b") {
 		t.Errorf("result status %q error %q", res.Status, res.Error)
 	}
-	var onDisk Result
+	var onDisk result.Result
 	if err := json.Unmarshal(mustRead(t, filepath.Join(r.Dir, "result.json")), &onDisk); err != nil {
 		t.Fatal(err)
 	}
-	if onDisk.Status != StatusFailed || onDisk.Error == "" {
+	if onDisk.Status != result.StatusFailed || onDisk.Error == "" {
 		t.Errorf("result.json status %q error %q", onDisk.Status, onDisk.Error)
 	}
 	evs := readEvents(t, r.Dir)
 	if n := len(eventsOf(evs, "retry")); n != 2 {
 		t.Errorf("%d retry events, want 2", n)
 	}
-	for _, typ := range []string{"model_error", "node_failed", "error", "run_finished"} {
+	for _, typ := range []event.Type{"model_error", "node_failed", "error", "run_finished"} {
 		if len(eventsOf(evs, typ)) != 1 {
 			t.Errorf("want one %s event, got %d", typ, len(eventsOf(evs, typ)))
 		}
@@ -212,7 +215,7 @@ func TestNonRetryableFailsAtOnce(t *testing.T) {
 		srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: status} })
 		plan := simpleSpec(t, "defaults: {max_retries: 3}\n")
 		r, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
-		var ee *EndpointError
+		var ee *calls.EndpointError
 		if !errors.As(err, &ee) {
 			t.Fatalf("status %d: err = %v, want *EndpointError", status, err)
 		}

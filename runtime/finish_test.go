@@ -13,6 +13,8 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -52,7 +54,7 @@ func TestResumeWritesRecordsAFailedWriteLost(t *testing.T) {
 		t.Fatalf("resume after the failed write: %v", err)
 	}
 	res, err := resumed.Execute(context.Background())
-	if err != nil || res.Status != StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("resume: err = %v, status %s", err, res.Status)
 	}
 	if srv.Count() != asked {
@@ -152,7 +154,7 @@ func TestConcurrentResumesOneRuns(t *testing.T) {
 			switch {
 			case err == nil:
 				ok++
-			case errors.Is(err, ErrLocked), errors.Is(err, ErrCompleted):
+			case errors.Is(err, rundir.ErrLocked), errors.Is(err, ErrCompleted):
 			default:
 				t.Fatalf("try %d: %v", i, err)
 			}
@@ -225,7 +227,7 @@ outputs:
 		t.Fatal(err)
 	}
 	res, err := resumed.Execute(context.Background())
-	if err != nil || res.Status != StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("resume: status %s, err %v (a resume that waits has lost the typed answer)", res.Status, err)
 	}
 	out, _ := json.Marshal(res.Outputs)

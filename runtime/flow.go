@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -91,12 +92,12 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 					return fmt.Errorf("%s: loop until (%s): %w", posString(r.Plan, s.Pos), s.Until.Source, err)
 				}
 				if b, _ := v.(bool); b {
-					_ = r.event("loop_ended", s.Path, map[string]any{"as": s.As, "iteration": i, "reason": "until"})
+					_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": i, "reason": "until"})
 					return nil
 				}
 			}
 		}
-		_ = r.event("loop_ended", s.Path, map[string]any{"as": s.As, "iteration": max, "reason": "max"})
+		_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": max, "reason": "max"})
 		return nil
 	case spec.StepForeach:
 		v, err := evalProgram(s.In, r.env(f.scope))
@@ -122,7 +123,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 				inner.scope.Goal = g
 				inner.scope.Round = 0
 			}
-			_ = r.event("foreach_item", s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
+			_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
 			if err := r.runSteps(ctx, s.Do, inner); err != nil {
 				return err
 			}
@@ -165,7 +166,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		scopeKey = fmt.Sprintf("%s#%d", scopeKey, occ)
 	}
 	h := &host{run: r, node: node, scope: f.scope, prefix: node.ID + "/" + scopeKey, frame: f, ctx: ctx}
-	if err := r.event("node_started", h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
+	if err := r.event(event.NodeStarted, h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
 		return spec.NodeResult{}, err
 	}
 	res, err := exec.Execute(ctx, h, node)
@@ -177,8 +178,8 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		return spec.NodeResult{}, nil
 	}
 	if err != nil {
-		if !errors.Is(err, ErrWaiting) {
-			_ = r.event("node_failed", h.prefix, map[string]any{"node": node.ID, "error": err.Error()})
+		if !errors.Is(err, kit.ErrWaiting) {
+			_ = r.event(event.NodeFailed, h.prefix, map[string]any{"node": node.ID, "error": err.Error()})
 		}
 		return res, err
 	}
@@ -188,7 +189,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		// Otherwise the output is the last message's, already journaled.
 		fin["output"] = res.Output
 	}
-	err = r.event("node_finished", h.prefix, fin)
+	err = r.event(event.NodeFinished, h.prefix, fin)
 	return res, err
 }
 

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -54,7 +57,7 @@ func saveLibraries(dir string, plan *spec.Plan) (map[string]string, error) {
 
 // savedLibraries are a run's copies of its libraries, for compiling its
 // spec as it started; nil for a run that saved none (an older runner's).
-func savedLibraries(dir string, m Manifest) map[string]fs.FS {
+func savedLibraries(dir string, m result.Manifest) map[string]fs.FS {
 	if len(m.Libraries) == 0 {
 		return nil
 	}
@@ -118,7 +121,7 @@ func (b *toolBook) next(key string, tc kit.ToolCall) (toolRecord, bool) {
 // readToolCalls reads the tool_call events of a journal.
 func readToolCalls(events []journal.Event, b *toolBook) error {
 	for _, ev := range events {
-		if ev.Type != "tool_call" {
+		if ev.Type != event.ToolCall {
 			continue
 		}
 		var t toolRecord
@@ -153,12 +156,12 @@ func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, 
 }
 
 func (h *host) journalTool(key string, t toolRecord) {
-	files := make([]FileRead, len(t.Files))
+	files := make([]result.FileRead, len(t.Files))
 	for i, f := range t.Files {
-		files[i] = FileRead{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
+		files[i] = result.FileRead{Path: f.Path, SHA256: f.SHA256, Size: f.Size}
 	}
-	h.run.noteToolCall(ToolCallInfo{Key: key, Agent: t.Agent, Tool: t.Tool, Arguments: t.Arguments, Result: t.Result, Files: files})
-	_ = h.run.event("tool_call", key, t)
+	h.run.noteToolCall(result.ToolCallInfo{Key: key, Agent: t.Agent, Tool: t.Tool, Arguments: t.Arguments, Result: t.Result, Files: files})
+	_ = h.run.event(event.ToolCall, key, t)
 }
 
 // checkContextFiles warns about context files that changed since a tool
@@ -214,42 +217,23 @@ func absPath(p string) string {
 	return p
 }
 
-// budgetFromPlan turns a spec's budget into the manifest's form (nil for
-// no limits).
-func budgetFromPlan(b spec.BudgetPlan) *Budget {
+// budgetFromPlan is the spec's budget for the manifest (nil for no
+// limits), a copy that --budget may change.
+func budgetFromPlan(b spec.BudgetPlan) *spec.BudgetPlan {
 	if b.Empty() {
 		return nil
 	}
-	out := &Budget{BudgetLimits: limitsFromSpec(b.Run)}
-	for id, l := range b.Nodes {
-		if out.Nodes == nil {
-			out.Nodes = map[string]BudgetLimits{}
-		}
-		out.Nodes[id] = limitsFromSpec(l)
+	out := &spec.BudgetPlan{BudgetLimits: b.BudgetLimits}
+	if len(b.Nodes) > 0 {
+		out.Nodes = maps.Clone(b.Nodes)
 	}
 	return out
-}
-
-func limitsFromSpec(l spec.BudgetLimits) BudgetLimits {
-	return BudgetLimits{MaxCost: l.MaxCost, MaxCalls: l.MaxCalls, MaxTokens: l.MaxTokens}
-}
-
-// callLimits is a manifest limit as the call path checks it.
-func callLimits(l BudgetLimits) calls.Limits {
-	return calls.Limits{Cost: l.MaxCost, Calls: l.MaxCalls, Tokens: l.MaxTokens}
 }
 
 // newBudget is the call path's budget for the manifest's, nil for none.
-func newBudget(b *Budget) *calls.Budget {
-	if b == nil || b.BudgetLimits == (BudgetLimits{}) && len(b.Nodes) == 0 {
+func newBudget(b *spec.BudgetPlan) *calls.Budget {
+	if b == nil || b.Empty() {
 		return nil
 	}
-	out := &calls.Budget{Run: callLimits(b.BudgetLimits)}
-	for id, l := range b.Nodes {
-		if out.Nodes == nil {
-			out.Nodes = map[string]calls.Limits{}
-		}
-		out.Nodes[id] = callLimits(l)
-	}
-	return out
+	return &calls.Budget{BudgetPlan: *b}
 }

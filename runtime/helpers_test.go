@@ -9,9 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -52,7 +54,7 @@ func keyed(reply func(key string) string) llmtest.Handler {
 func answerOf(key string) string { return "answer to " + key }
 
 // execute starts and runs plan to the end with opts.
-func execute(t testing.TB, plan *spec.Plan, opts Options) (*Run, *Result, error) {
+func execute(t testing.TB, plan *spec.Plan, opts Options) (*Run, *result.Result, error) {
 	t.Helper()
 	if opts.RunsDir == "" {
 		opts.RunsDir = t.TempDir()
@@ -76,7 +78,7 @@ func readEvents(t testing.TB, dir string) []journal.Event {
 }
 
 // eventsOf returns the events of one type.
-func eventsOf(evs []journal.Event, typ string) []journal.Event {
+func eventsOf(evs []journal.Event, typ event.Type) []journal.Event {
 	var out []journal.Event
 	for _, e := range evs {
 		if e.Type == typ {

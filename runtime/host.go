@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -22,6 +23,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -47,10 +49,6 @@ type host struct {
 
 func (h *host) Scope() kit.Scope { return h.scope }
 
-// EndpointError is a model call that failed after its retries; the CLI
-// exits 3.
-type EndpointError = calls.EndpointError
-
 // Complete makes a model call through the run's chain of call stages:
 // its own journal (resume), a recording (--replay), the request's journal
 // event, the response cache, the network (or, for a dry run, stand-ins).
@@ -70,13 +68,13 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	call.Resample = r.fresh[call.Key]
 	call.Request = newRequest(model, &c)
 	for _, m := range c.Messages {
-		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: toLLMCalls(m.ToolCalls)})
+		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: append([]kit.ToolCall(nil), m.ToolCalls...)})
 	}
 	for _, t := range c.Tools {
 		call.Request.Tools = append(call.Request.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	call.OnRetry = func(a llm.Attempt) {
-		_ = r.event("retry", call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
+		_ = r.event(event.Retry, call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
 	}
 	call.OnNote = func(note string) { r.warn("%s", note) }
 	if r.dry != nil {
@@ -97,7 +95,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 				// Another run's identical call failed; report it under this key.
 				ev["source"] = string(source)
 			}
-			_ = r.event("model_error", call.Key, ev)
+			_ = r.event(event.ModelError, call.Key, ev)
 		}
 		return kit.Reply{}, err
 	}
@@ -110,7 +108,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		if source != calls.Network {
 			ev = replayedReply{Reply: rep, Source: string(source)}
 		}
-		if err := r.event("model_response", call.Key, ev); err != nil {
+		if err := r.event(event.ModelResponse, call.Key, ev); err != nil {
 			return kit.Reply{}, err
 		}
 	}
@@ -169,7 +167,7 @@ func (r *Run) journalRequest(c *calls.Call) error {
 			ev.Tools[i] = t.Name
 		}
 	}
-	return r.event("model_request", c.Key, ev)
+	return r.event(event.ModelRequest, c.Key, ev)
 }
 
 // buildChain composes the run's call stages: replies recorded in its own
@@ -204,14 +202,6 @@ func (r *Run) buildChain() calls.Stage {
 	}
 	// Tracing goes first, so calls answered from the journal get a span too.
 	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
-}
-
-func toLLMCalls(calls []kit.ToolCall) []llm.ToolCall {
-	var out []llm.ToolCall
-	for _, c := range calls {
-		out = append(out, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-	}
-	return out
 }
 
 // requestEvent is the payload of a model_request event. Its fields are in
@@ -575,7 +565,7 @@ func (h *host) record(msgs []spec.Message) []spec.Message {
 			ev.Content, ev.Output = "", nil
 			ev.ContentDigest = hex.EncodeToString(sum[:8])
 		}
-		entries = append(entries, journal.Entry{Type: "message", Key: m.ID, Data: ev})
+		entries = append(entries, journal.Entry{Type: event.Message, Key: m.ID, Data: ev})
 		out = append(out, m)
 	}
 	switch len(entries) {
@@ -609,11 +599,11 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	return b, nil
 }
 
-func (h *host) Event(typ, key string, data any) error {
-	if typ == "tool_call" {
+func (h *host) Event(typ event.Type, key string, data any) error {
+	if typ == event.ToolCall {
 		// key is already a full call key; keep tool calls for the result.
 		if m, ok := data.(map[string]any); ok {
-			h.run.noteToolCall(ToolCallInfo{Key: h.prefix + "/" + key, Agent: fmt.Sprint(m["agent"]), Tool: fmt.Sprint(m["tool"]), Arguments: fmt.Sprint(m["arguments"]), Result: fmt.Sprint(m["result"])})
+			h.run.noteToolCall(result.ToolCallInfo{Key: h.prefix + "/" + key, Agent: fmt.Sprint(m["agent"]), Tool: fmt.Sprint(m["tool"]), Arguments: fmt.Sprint(m["arguments"]), Result: fmt.Sprint(m["result"])})
 		}
 	}
 	if key != "" {
@@ -621,7 +611,7 @@ func (h *host) Event(typ, key string, data any) error {
 	} else {
 		key = h.prefix
 	}
-	if typ == "rejected" {
+	if typ == event.Rejected {
 		h.noteRejection(key, data)
 	}
 	return h.run.event(typ, key, data)

@@ -19,7 +19,7 @@ func TestResumeOfALiveRunRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)}); !errors.Is(err, ErrLocked) {
+	if _, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)}); !errors.Is(err, rundir.ErrLocked) {
 		t.Fatalf("resume of a live run: %v, want ErrLocked", err)
 	}
 	if _, err := r.Execute(context.Background()); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/rundir"
 )
@@ -89,7 +90,7 @@ func (r *Run) redactNotice(n Notice) Notice {
 
 // redactingCache keeps secrets out of cache entries.
 type redactingCache struct {
-	Cache
+	calls.Cache
 	red *journal.Redactor
 }
 

@@ -3,6 +3,8 @@ package runtime
 import (
 	"fmt"
 	"strconv"
+
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // noteReply remembers the text of a reply this node received, by call key.
@@ -24,7 +26,7 @@ func (h *host) noteRejection(key string, data any) {
 	content := h.replies[key]
 	delete(h.replies, key)
 	h.repliesMu.Unlock()
-	rej := Rejection{Key: key, Node: h.node.ID, Goal: h.scope.Goal.ID, Round: h.scope.Round, Content: content}
+	rej := result.Rejection{Key: key, Node: h.node.ID, Goal: h.scope.Goal.ID, Round: h.scope.Round, Content: content}
 	if m != nil {
 		rej.Agent = fmt.Sprint(m["speaker"])
 		rej.Reasons = fmt.Sprint(m["reasons"])

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
 	"os"
 	"path/filepath"
@@ -14,9 +15,6 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Cache stores model responses by request content (see calls.Cache).
-type Cache = calls.Cache
-
 // replayedReply is a model_response event whose reply came from a replay
 // or the cache rather than the network.
 type replayedReply struct {
@@ -24,36 +22,33 @@ type replayedReply struct {
 	Source string `json:"source"`
 }
 
-// MissingReplayError is a call the recording being replayed does not have.
-type MissingReplayError = calls.MissingError
-
 // LoadReplay reads the model responses of a recorded run, from its journal
 // file or its run directory, keyed by call key.
 func LoadReplay(path string) (map[string]kit.Reply, error) {
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, &FlagError{Flag: "--replay", Err: args.UnwrapPathError(err)}
+		return nil, &args.FlagError{Flag: "--replay", Err: args.UnwrapPathError(err)}
 	}
 	if info.IsDir() {
 		path = filepath.Join(path, "journal.jsonl")
 	}
 	events, err := journal.Read(path)
 	if err != nil {
-		return nil, &FlagError{Flag: "--replay", Err: err}
+		return nil, &args.FlagError{Flag: "--replay", Err: err}
 	}
 	out := map[string]kit.Reply{}
 	for _, ev := range events {
-		if ev.Type != "model_response" {
+		if ev.Type != event.ModelResponse {
 			continue
 		}
 		var rep kit.Reply
 		if err := json.Unmarshal(ev.Data, &rep); err != nil {
-			return nil, &FlagError{Flag: "--replay", Err: fmt.Errorf("%s event %d: %w", path, ev.Seq, err)}
+			return nil, &args.FlagError{Flag: "--replay", Err: fmt.Errorf("%s event %d: %w", path, ev.Seq, err)}
 		}
 		out[ev.Key] = rep
 	}
 	if len(out) == 0 {
-		return nil, &FlagError{Flag: "--replay", Err: fmt.Errorf("%s holds no model responses", path)}
+		return nil, &args.FlagError{Flag: "--replay", Err: fmt.Errorf("%s holds no model responses", path)}
 	}
 	return out, nil
 }
@@ -86,11 +81,11 @@ func LoadReplayThreads(path string) (map[string][]string, error) {
 	}
 	events, err := journal.Read(path)
 	if err != nil {
-		return nil, &FlagError{Flag: "--replay", Err: err}
+		return nil, &args.FlagError{Flag: "--replay", Err: err}
 	}
 	out, err := threadPrompts(events)
 	if err != nil {
-		return nil, &FlagError{Flag: "--replay", Err: fmt.Errorf("%s: %w", path, err)}
+		return nil, &args.FlagError{Flag: "--replay", Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
 	"math"
@@ -18,58 +19,17 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Run statuses.
-const (
-	StatusCompleted = result.StatusCompleted
-	StatusFailed    = result.StatusFailed
-	StatusWaiting   = result.StatusWaiting
-	StatusBudget    = result.StatusBudget
-)
-
-// ErrWaiting stops a run that needs answers from a person; the CLI exits 5.
-var ErrWaiting = kit.ErrWaiting
-
-// The records of a run live in package result, which tools that read run
-// directories import without the runtime; these names keep the runtime's
-// API as it was.
-type (
-	// Result is result.json.
-	Result = result.Result
-	// Usage counts calls and tokens.
-	Usage = result.Usage
-	// UsageReport is usage per agent, per node and in total.
-	UsageReport = result.UsageReport
-	// WhisperStat counts whispers from one agent to another within a goal.
-	WhisperStat = result.WhisperStat
-	// ToolCallInfo is a tool call an agent made.
-	ToolCallInfo = result.ToolCallInfo
-	// Rejection is a reply a conversation rejected.
-	Rejection = result.Rejection
-	// Manifest is run.json.
-	Manifest = result.Manifest
-	// ModelInfo records a model's parameters in the manifest.
-	ModelInfo = result.ModelInfo
-	// PriceInfo is a model's price per million tokens in the manifest.
-	PriceInfo = result.PriceInfo
-	// Budget is what a run may spend (run.json).
-	Budget = result.Budget
-	// BudgetLimits are the limits of a budget.
-	BudgetLimits = result.BudgetLimits
-	// FileRead is a context file a tool read.
-	FileRead = result.FileRead
-)
-
 type usageBook struct {
 	mu     sync.Mutex
-	report UsageReport
+	report result.UsageReport
 	// recent are each agent's latest requests (see prefixTokens).
 	recent map[string][]recentRequest
 }
 
 func newUsageBook() *usageBook {
-	return &usageBook{report: UsageReport{
-		Total: Usage{Priced: true}, ByAgent: map[string]Usage{}, ByNode: map[string]Usage{}, ByModel: map[string]Usage{},
-		ByRound: map[string]Usage{}, ByGoal: map[string]Usage{},
+	return &usageBook{report: result.UsageReport{
+		Total: result.Usage{Priced: true}, ByAgent: map[string]result.Usage{}, ByNode: map[string]result.Usage{}, ByModel: map[string]result.Usage{},
+		ByRound: map[string]result.Usage{}, ByGoal: map[string]result.Usage{},
 	}}
 }
 
@@ -91,7 +51,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		priced = true
 	}
 	prefix := 0 // set below, under the lock
-	one := func(u Usage) Usage {
+	one := func(u result.Usage) result.Usage {
 		if u.Calls == 0 {
 			u.Priced = true
 		}
@@ -129,7 +89,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 	}
 }
 
-func (b *usageBook) snapshot() UsageReport {
+func (b *usageBook) snapshot() result.UsageReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.report
@@ -145,23 +105,17 @@ func (b *usageBook) snapshot() UsageReport {
 	return r
 }
 
-func copyUsage(m map[string]Usage) map[string]Usage {
-	out := make(map[string]Usage, len(m))
+func copyUsage(m map[string]result.Usage) map[string]result.Usage {
+	out := make(map[string]result.Usage, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
 	return out
 }
 
-// GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
-type GoalVerdicts = result.GoalVerdicts
-
-// AgentVerdict is an agent's final verdict on a goal.
-type AgentVerdict = result.AgentVerdict
-
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
 // per goal and node, in the order they were first given.
-func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
+func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []result.GoalVerdicts {
 	type group struct{ goal, node string }
 	type key struct {
 		group
@@ -188,13 +142,13 @@ func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
 		}
 		latest[k] = m
 	}
-	var out []GoalVerdicts
+	var out []result.GoalVerdicts
 	for _, g := range groups {
-		gv := GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
+		gv := result.GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
 		for _, a := range agentsOf[g] {
 			k := key{g, a}
 			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k]})
+			gv.Verdicts = append(gv.Verdicts, result.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k]})
 			gv.Counts[m.Verdict]++
 		}
 		for v, n := range gv.Counts {
@@ -205,16 +159,16 @@ func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
 	return out
 }
 
-func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d time.Duration) *Result {
+func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d time.Duration) *result.Result {
 	r.mu.Lock()
 	msgs := r.messagesSoFar()
 	warnings := append([]string(nil), r.warnings...)
-	rejections := append([]Rejection(nil), r.rejections...)
+	rejections := append([]result.Rejection(nil), r.rejections...)
 	r.mu.Unlock()
 	if outputs == nil {
 		outputs = map[string]any{}
 	}
-	res := &Result{
+	res := &result.Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
 		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(), Rejections: rejections,
@@ -223,7 +177,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	if res.Messages == nil {
 		res.Messages = []spec.Message{}
 	}
-	if runErr != nil && status == StatusFailed {
+	if runErr != nil && status == result.StatusFailed {
 		res.Error = runErr.Error()
 	}
 	return res
@@ -262,7 +216,7 @@ func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, er
 	// The answer is journaled (and synced) before the run goes on with it:
 	// one typed at the terminal exists nowhere else, and a resume must
 	// give the same answer without asking again.
-	if err := a.run.event("answer", q.ID, answerEvent{Agent: q.Agent, Question: q.Question, Answer: v}); err != nil {
+	if err := a.run.event(event.Answer, q.ID, answerEvent{Agent: q.Agent, Question: q.Question, Answer: v}); err != nil {
 		return "", false, err
 	}
 	return v, true, nil
@@ -286,28 +240,28 @@ func (r *Run) writeQuestions() error {
 func ReadAnswers(path string) (map[string]string, error) {
 	a, err := answers.Read(path)
 	if err != nil {
-		return nil, &FlagError{Flag: "--answers", Err: args.UnwrapPathError(err)}
+		return nil, &args.FlagError{Flag: "--answers", Err: args.UnwrapPathError(err)}
 	}
 	return a, nil
 }
 
-func (r *Run) noteToolCall(t ToolCallInfo) {
+func (r *Run) noteToolCall(t result.ToolCallInfo) {
 	r.mu.Lock()
 	r.toolCalls = append(r.toolCalls, t)
 	r.mu.Unlock()
 }
 
-func (r *Run) toolCallLog() []ToolCallInfo {
+func (r *Run) toolCallLog() []result.ToolCallInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := append([]ToolCallInfo(nil), r.toolCalls...)
+	out := append([]result.ToolCallInfo(nil), r.toolCalls...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
 // writeReports writes report.md and report.html, the readable records of
 // the run.
-func (r *Run) writeReports(res *Result) error {
+func (r *Run) writeReports(res *result.Result) error {
 	md := r.Redact(report.Markdown(r.Plan, r.manifest, res))
 	if err := rundir.WriteFile(filepath.Join(r.Dir, "report.md"), []byte(md)); err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/schemas"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -34,9 +36,9 @@ func TestResultShape(t *testing.T) {
 		Outputs  map[string]any `json:"outputs"`
 		Messages []map[string]any
 		Usage    struct {
-			Total   Usage            `json:"total"`
-			ByAgent map[string]Usage `json:"by_agent"`
-			ByNode  map[string]Usage `json:"by_node"`
+			Total   result.Usage            `json:"total"`
+			ByAgent map[string]result.Usage `json:"by_agent"`
+			ByNode  map[string]result.Usage `json:"by_node"`
 		} `json:"usage"`
 	}
 	data := mustRead(t, filepath.Join(r.Dir, "result.json"))
@@ -73,7 +75,7 @@ func TestResultShape(t *testing.T) {
 	validateResult(t, data)
 	// 1000 prompt tokens at 1/M and 500 completion tokens at 2/M per call.
 	const perCall = 0.002
-	check := func(name string, u Usage, calls int) {
+	check := func(name string, u result.Usage, calls int) {
 		t.Helper()
 		if u.Calls != calls || u.PromptTokens != 1000*calls || u.CompletionTokens != 500*calls || !u.Priced ||
 			math.Abs(u.Cost-perCall*float64(calls)) > 1e-12 {
@@ -167,9 +169,9 @@ func TestStartNeedsKey(t *testing.T) {
 				}
 				return
 			}
-			var fe *FlagError
+			var fe *args.FlagError
 			if !errors.As(err, &fe) || !strings.Contains(err.Error(), "REMOTE_KEY") || !strings.Contains(err.Error(), "api.example.com") {
-				t.Fatalf("err = %v, want a FlagError naming REMOTE_KEY and the endpoint", err)
+				t.Fatalf("err = %v, want a args.FlagError naming REMOTE_KEY and the endpoint", err)
 			}
 			if _, err := os.Stat(runs); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("a run without its key created %s", runs)
@@ -213,7 +215,7 @@ func TestKeyNeverStored(t *testing.T) {
 		return llmtest.Reply{Status: 500, ErrorMessage: "bad upstream for " + r.Header.Get("Authorization")}
 	})
 	r, res, err := execute(t, simpleSpec(t, "defaults: {max_retries: 1}\n"), Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
-	if err == nil || res.Status != StatusFailed {
+	if err == nil || res.Status != result.StatusFailed {
 		t.Fatalf("err = %v, status %s", err, res.Status)
 	}
 	if strings.Contains(err.Error(), testKey) {

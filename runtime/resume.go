@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -35,16 +37,16 @@ var ErrCompleted = errors.New("the run already completed; nothing to resume")
 // result.json or reports are missing is resumed to write them.
 func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if rundir.IsStaging(dir) {
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
 	}
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		if err == nil {
 			err = errors.New("not a directory")
 		}
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, args.UnwrapPathError(err))}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory: %w", dir, args.UnwrapPathError(err))}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run.json")); errors.Is(err, fs.ErrNotExist) {
-		return nil, &FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory (no run.json)", dir)}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is not a run directory (no run.json)", dir)}
 	}
 	// The lock comes first: what the journal says is only true while no
 	// other process appends to it.
@@ -62,7 +64,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 }
 
 func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
-	m, err := rundir.ReadManifest(dir)
+	m, err := result.ReadManifest(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +171,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if prior.completed {
 		resumed["rewriting_outputs"] = true
 	}
-	if err := r.event("run_resumed", "", resumed); err != nil {
+	if err := r.event(event.RunResumed, "", resumed); err != nil {
 		_ = j.Close()
 		return nil, err
 	}
@@ -216,7 +218,7 @@ type replacedSpec struct{ digest, savedAs string }
 
 // resumePlan compiles the spec a resumed run goes on with: the run's own
 // copy with its saved libraries, or the fixed spec file given.
-func resumePlan(dir string, m Manifest, reg *spec.Registry, fixed string) (*spec.Plan, *replacedSpec, error) {
+func resumePlan(dir string, m result.Manifest, reg *spec.Registry, fixed string) (*spec.Plan, *replacedSpec, error) {
 	if fixed != "" {
 		plan, diags := spec.Load(fixed, reg)
 		if diags.HasErrors() {
@@ -256,10 +258,12 @@ func (e *SpecError) Error() string {
 	return fmt.Sprintf("%s is invalid; the run was not resumed:\n%s", e.Path, e.Diags.Format())
 }
 
+func (e *SpecError) ExitCode() int { return exitcode.InvalidSpec }
+
 // saveReplacedSpec puts a fixed spec in place of a run's copy: the old
 // copy is kept as spec.N.yaml, the libraries are saved again, and the
 // manifest names the new spec. It returns the new library copies.
-func saveReplacedSpec(dir string, plan *spec.Plan, m *Manifest) (map[string]string, error) {
+func saveReplacedSpec(dir string, plan *spec.Plan, m *result.Manifest) (map[string]string, error) {
 	old := filepath.Join(dir, "spec.yaml")
 	n := 1
 	for ; ; n++ {
@@ -325,11 +329,11 @@ func readPrior(path string) (*prior, error) {
 		agents: map[string]string{}, fresh: map[string]int{}, fallbacks: map[string]bool{}, last: attempt{unanswered: map[string]bool{}},
 	}
 	for _, ev := range events {
-		p.already[ev.Type+"\x00"+ev.Key]++
+		p.already[string(ev.Type)+"\x00"+ev.Key]++
 		p.last.note(ev)
 		p.noteFallback(ev.Type, ev.Key)
 		switch ev.Type {
-		case "model_request":
+		case event.ModelRequest:
 			var req struct {
 				requestRecord
 				Node      string `json:"node"`
@@ -345,7 +349,7 @@ func readPrior(path string) (*prior, error) {
 			if req.Resample > 0 {
 				p.fresh[ev.Key] = req.Resample
 			}
-		case "model_response":
+		case event.ModelResponse:
 			var rep replayedReply
 			if err := json.Unmarshal(ev.Data, &rep); err != nil {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
@@ -357,19 +361,19 @@ func readPrior(path string) (*prior, error) {
 			if rep.Source == "" {
 				p.network = append(p.network, ev.Key)
 			}
-		case "answer":
+		case event.Answer:
 			var a answerEvent
 			if err := json.Unmarshal(ev.Data, &a); err != nil {
 				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
 			}
 			p.answers[ev.Key] = a.Answer
-		case "run_finished":
+		case event.RunFinished:
 			var fin struct {
 				Status string `json:"status"`
 			}
 			_ = json.Unmarshal(ev.Data, &fin)
-			p.completed = fin.Status == StatusCompleted
-		case "run_resumed":
+			p.completed = fin.Status == result.StatusCompleted
+		case event.RunResumed:
 			// A resume after the run completed (to write its records) has
 			// not finished until it says so again.
 			p.completed = false
@@ -412,7 +416,7 @@ func (r *Run) loadReplayTools() error {
 	}
 	events, err := journal.Read(path)
 	if err != nil {
-		return &FlagError{Flag: "--replay", Err: err}
+		return &args.FlagError{Flag: "--replay", Err: err}
 	}
 	r.replayTools = &toolBook{source: string(calls.FromReplay)}
 	return readToolCalls(events, r.replayTools)

@@ -11,8 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // respondedCalls returns the journal keys of every call whose model_response
@@ -59,8 +63,8 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 	opts := debateOpts(srv.URL)
 	opts.RunsDir = t.TempDir()
 	r, res, err := execute(t, plan, opts)
-	var ee *EndpointError
-	if !errors.As(err, &ee) || res.Status != StatusFailed {
+	var ee *calls.EndpointError
+	if !errors.As(err, &ee) || res.Status != result.StatusFailed {
 		t.Fatalf("first attempt: err = %v, status %v; want an endpoint failure", err, res.Status)
 	}
 	before := respondedCalls(t, r.Dir)
@@ -75,7 +79,7 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = resumed.Execute(context.Background())
-	if err != nil || res.Status != StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("resume: err = %v, status %s", err, res.Status)
 	}
 	again := srv.Requests()[firstRequests:]
@@ -118,7 +122,7 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 	// The resumed run walks the flow again but does not journal again what
 	// the journal already holds: each message and each node start appears
 	// once, as in the journal of the uninterrupted run.
-	for _, typ := range []string{"message", "node_started", "node_finished", "output"} {
+	for _, typ := range []event.Type{"message", "node_started", "node_finished", "output"} {
 		seen := map[string]int{}
 		for _, ev := range eventsOf(evs, typ) {
 			seen[ev.Key]++
@@ -184,7 +188,7 @@ func TestResumeTornJournal(t *testing.T) {
 		t.Fatalf("resume with a torn last line: %v", err)
 	}
 	res, err := resumed.Execute(context.Background())
-	if err != nil || res.Status != StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("resume: %v, status %s", err, res.Status)
 	}
 	asked := map[string]bool{}
@@ -215,8 +219,8 @@ func TestResumeTornJournal(t *testing.T) {
 // a usage error naming the argument.
 func TestResumeNotARunDir(t *testing.T) {
 	_, err := Resume(t.TempDir(), nodes.Registry(), Options{})
-	var fe *FlagError
+	var fe *args.FlagError
 	if !errors.As(err, &fe) || fe.Flag != "RUN_DIR" {
-		t.Errorf("err = %v, want a FlagError for RUN_DIR", err)
+		t.Errorf("err = %v, want a args.FlagError for RUN_DIR", err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/args"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +19,10 @@ import (
 	"sync"
 	"text/template"
 	"time"
+
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
@@ -70,7 +73,7 @@ type Options struct {
 	// (LoadReplayThreads), which the run's threads are rebuilt from.
 	ReplayThreads map[string][]string
 	// Cache, when set, serves and stores responses by request content.
-	Cache Cache
+	Cache calls.Cache
 	// Clients, when set, is the pool of endpoint clients to use; runs that
 	// share one share endpoint limits and identical in-flight calls (a
 	// sweep). nil gives the run a pool of its own.
@@ -140,7 +143,7 @@ type Run struct {
 	Plan *spec.Plan
 
 	opts     Options
-	manifest Manifest
+	manifest result.Manifest
 	inputs   map[string]any
 	vars     map[string]any
 	seed     int64
@@ -157,7 +160,7 @@ type Run struct {
 	// (*atomic.Int64), to size the next rendering.
 	renderSizes sync.Map
 	lock        *rundir.Lock
-	result      *Result
+	result      *result.Result
 	// dry is set for a dry run (see NewDry), emb for an embedded one (see
 	// NewEmbedded).
 	dry *dryState
@@ -247,7 +250,7 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 
 // setUp fills a new run's directory: lock, manifest, the spec and its
 // libraries, and the journal with the run's start.
-func (r *Run) setUp(budget *Budget) error {
+func (r *Run) setUp(budget *spec.BudgetPlan) error {
 	plan := r.Plan
 	lock, err := rundir.TakeLock(r.Dir)
 	if err != nil {
@@ -271,7 +274,7 @@ func (r *Run) setUp(budget *Budget) error {
 		return err
 	}
 	r.journal = j
-	return r.event("run_started", "", map[string]any{
+	return r.event(event.RunStarted, "", map[string]any{
 		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": r.inputs, "vars": r.vars,
 		"seed": r.seed, "runner_version": r.manifest.RunnerVersion, "go_version": r.manifest.GoVersion,
 		"template_sources": plan.TemplateSources,
@@ -279,7 +282,7 @@ func (r *Run) setUp(budget *Budget) error {
 }
 
 // warnUnpricedBudget warns when a cost limit cannot see some calls' cost.
-func (r *Run) warnUnpricedBudget(b *Budget) {
+func (r *Run) warnUnpricedBudget(b *spec.BudgetPlan) {
 	if b == nil {
 		return
 	}
@@ -306,7 +309,7 @@ func specialize(plan *spec.Plan, vars map[string]any, models map[string]string) 
 		if len(models) > 0 {
 			flag = "--model"
 		}
-		return nil, &FlagError{Flag: flag, Err: err}
+		return nil, &args.FlagError{Flag: flag, Err: err}
 	}
 	return p, nil
 }
@@ -367,7 +370,7 @@ func (r *Run) connect() error {
 		return nil
 	}
 	if err := r.readDotEnv(); err != nil {
-		return &FlagError{Flag: ".env file", Err: err}
+		return &args.FlagError{Flag: ".env file", Err: err}
 	}
 	for _, m := range usedModels(r.Plan) {
 		ep := m.Endpoint
@@ -382,14 +385,14 @@ func (r *Run) connect() error {
 		}
 		base, err := spec.ExpandEnv(base, r.getenv)
 		if err != nil {
-			return &FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
+			return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
 		}
 		key := ""
 		if ep.APIKeyEnv != "" {
 			key = r.getenv(ep.APIKeyEnv)
 		}
 		if key == "" && !llm.IsLocal(base) {
-			return &FlagError{
+			return &args.FlagError{
 				Flag: "environment variable " + ep.APIKeyEnv,
 				Err:  fmt.Errorf("endpoint %q (%s) needs an API key: set %s (or put it in a .env file next to the spec)", ep.Name, base, ep.APIKeyEnv),
 			}
@@ -403,7 +406,7 @@ func (r *Run) connect() error {
 			for name, raw := range ep.Headers {
 				v, err := spec.ExpandEnv(raw, r.getenv)
 				if err != nil {
-					return &FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q header %s: %w", ep.Name, name, err)}
+					return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q header %s: %w", ep.Name, name, err)}
 				}
 				if v != raw {
 					// What came from the environment is a secret (a gateway
@@ -425,17 +428,17 @@ func (r *Run) connect() error {
 	return nil
 }
 
-func (r *Run) buildManifest() Manifest {
+func (r *Run) buildManifest() result.Manifest {
 	// Resume compiles the spec under this path to find template folders and
 	// the .env next to it, from whatever directory it is run in.
 	specPath := r.Plan.Path
 	if abs, err := filepath.Abs(specPath); err == nil {
 		specPath = abs
 	}
-	m := Manifest{
+	m := result.Manifest{
 		RunID: r.ID, SpecPath: specPath, SpecName: r.Plan.Name, SpecDigest: r.Plan.Digest,
 		TemplateSources: r.Plan.TemplateSources, Inputs: r.inputs, Vars: r.vars, Seed: r.seed,
-		RunnerVersion: r.opts.Version, Models: map[string]ModelInfo{}, Created: time.Now().UTC(),
+		RunnerVersion: r.opts.Version, Models: map[string]result.ModelInfo{}, Created: time.Now().UTC(),
 		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
 		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
 		ModelOverrides: r.opts.Models,
@@ -445,7 +448,7 @@ func (r *Run) buildManifest() Manifest {
 		m.GoVersion = info.GoVersion
 	}
 	for _, mp := range usedModels(r.Plan) {
-		mi := ModelInfo{
+		mi := result.ModelInfo{
 			Model: mp.Model, Deployment: mp.Deployment, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream,
 			ReasoningEffort: mp.ReasoningEffort, MaxTokensField: mp.TokenField(), Omit: mp.Omit,
 		}
@@ -460,7 +463,7 @@ func (r *Run) buildManifest() Manifest {
 			mi.Extra = calls.ExtraObject(fields)
 		}
 		if mp.Price != nil {
-			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt}
+			mi.Price = &result.PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL
@@ -497,7 +500,7 @@ func (r *Run) warn(format string, args ...any) {
 	r.mu.Lock()
 	r.warnings = append(r.warnings, msg)
 	r.mu.Unlock()
-	_ = r.event("warning", "", map[string]any{"message": msg})
+	_ = r.event(event.Warning, "", map[string]any{"message": msg})
 	if r.opts.Observer != nil {
 		r.opts.Observer(Notice{Message: "warning: " + msg})
 	}
@@ -506,7 +509,7 @@ func (r *Run) warn(format string, args ...any) {
 // Execute runs the flow to the end (or to the first failure), evaluates the
 // outputs and writes result.json and report.md. The result is returned even
 // when err is not nil.
-func (r *Run) Execute(ctx context.Context) (*Result, error) {
+func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
@@ -516,35 +519,35 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if r.dry != nil {
 		return r.finishDry(runErr, started)
 	}
-	status := StatusCompleted
+	status := result.StatusCompleted
 	var outputs map[string]any
 	var outErr error
 	switch {
-	case errors.Is(runErr, ErrWaiting):
-		status = StatusWaiting
+	case errors.Is(runErr, kit.ErrWaiting):
+		status = result.StatusWaiting
 	case budgetStop(runErr):
-		status = StatusBudget
+		status = result.StatusBudget
 	case runErr != nil:
-		status = StatusFailed
+		status = result.StatusFailed
 	default:
 		outputs, outErr = r.evalOutputs()
 		if outErr != nil {
-			status, runErr = StatusFailed, outErr
+			status, runErr = result.StatusFailed, outErr
 		}
 	}
-	if runErr != nil && (status == StatusFailed || status == StatusBudget) {
-		typ := "error"
-		if status == StatusBudget {
-			typ = "budget_exceeded"
+	if runErr != nil && (status == result.StatusFailed || status == result.StatusBudget) {
+		typ := event.Error
+		if status == result.StatusBudget {
+			typ = event.BudgetExceeded
 		}
 		ev := map[string]any{"error": runErr.Error()}
-		if status == StatusFailed {
+		if status == result.StatusFailed {
 			ev["kind"] = failureKind(runErr)
 		}
 		_ = r.event(typ, "", ev)
 	}
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
-	if status == StatusCompleted {
+	if status == result.StatusCompleted {
 		r.score(res)
 	}
 	if err := redactValue(r.red, res); err != nil && runErr == nil {
@@ -561,18 +564,18 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if werr == nil {
 		werr = r.writeReports(res)
 	}
-	if werr == nil && status == StatusWaiting {
+	if werr == nil && status == result.StatusWaiting {
 		werr = r.writeQuestions()
 	}
 	finished := map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()}
 	if werr != nil {
 		werr = fmt.Errorf("writing the run's records in %s: %w", r.Dir, werr)
-		finished["status"], finished["error"] = StatusFailed, werr.Error()
+		finished["status"], finished["error"] = result.StatusFailed, werr.Error()
 		if runErr == nil {
 			runErr = werr
 		}
 	}
-	_ = r.event("run_finished", "", finished)
+	_ = r.event(event.RunFinished, "", finished)
 	if cerr := r.journal.Close(); cerr != nil && runErr == nil {
 		runErr = cerr
 	}
@@ -600,7 +603,7 @@ func (r *Run) evalOutputs() (map[string]any, error) {
 }
 
 // Result is the result of Execute, or nil before it finished.
-func (r *Run) Result() *Result { return r.result }
+func (r *Run) Result() *result.Result { return r.result }
 
 // Outputs returns the output names in declaration order.
 func (r *Run) Outputs() []string {

@@ -6,13 +6,14 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/expr-lang/expr/vm"
 )
 
 // score evaluates the spec's score expression on a completed run's outputs
 // against the expected value. A score that cannot be computed is a warning,
 // not a failed run: the run's outputs stand on their own.
-func (r *Run) score(res *Result) {
+func (r *Run) score(res *result.Result) {
 	if r.Plan.Score == nil || r.opts.Expected == nil {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/debate-runner/runner/runtime/history"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -37,8 +38,8 @@ type runState struct {
 	// answered are the questions answered in this attempt; questions.yaml
 	// keeps them so that resuming with it answers every question again.
 	answered   []spec.Question
-	toolCalls  []ToolCallInfo
-	rejections []Rejection
+	toolCalls  []result.ToolCallInfo
+	rejections []result.Rejection
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
 	summaries        map[string]*summaryEntry

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -198,7 +199,7 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	// A summary longer than asked for is cut to its length, as the
 	// original tool cut it: prompts budget for max_chars.
 	e.text = cutToChars(strings.TrimSpace(rep.Content), sp.MaxChars)
-	_ = h.Event("summary", "summary/"+agent.ID, map[string]any{"agent": agent.ID, "before_chars": len(text), "after_chars": len(e.text), "max_chars": sp.MaxChars})
+	_ = h.Event(event.Summary, "summary/"+agent.ID, map[string]any{"agent": agent.ID, "before_chars": len(text), "after_chars": len(e.text), "max_chars": sp.MaxChars})
 	r.mu.Lock()
 	r.pendingSummaries = append(r.pendingSummaries, spec.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
 	r.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
 )
@@ -89,7 +90,7 @@ func (t *thread) Prompt(rendered string) (string, error) {
 		return sent[try], nil
 	}
 	ev := threadTurn{Thread: t.name, Agent: t.agent, Goal: t.goal, Turn: n, Prompt: rendered}
-	if err := r.event("thread_turn", key, ev); err != nil {
+	if err := r.event(event.ThreadTurn, key, ev); err != nil {
 		return "", err
 	}
 	return rendered, nil
@@ -106,7 +107,7 @@ func (t *thread) Add(prompt, reply string) {
 func threadPrompts(events []journal.Event) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, ev := range events {
-		if ev.Type != "thread_turn" {
+		if ev.Type != event.ThreadTurn {
 			continue
 		}
 		var tt threadTurn

@@ -6,7 +6,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 )
@@ -30,7 +32,7 @@ func (r *Run) traceRun(ctx context.Context) (context.Context, *tracing.Span) {
 
 // endRunSpan records how the run ended and where its calls were answered
 // from.
-func (r *Run) endRunSpan(span *tracing.Span, res *Result, err error) {
+func (r *Run) endRunSpan(span *tracing.Span, res *result.Result, err error) {
 	if span == nil {
 		return
 	}
@@ -46,7 +48,7 @@ func (r *Run) endRunSpan(span *tracing.Span, res *Result, err error) {
 			attribute.Int("gen_ai.usage.output_tokens", res.Usage.Total.CompletionTokens))
 	}
 	switch {
-	case errors.Is(err, ErrWaiting):
+	case errors.Is(err, kit.ErrWaiting):
 		// Waiting for answers is no failure of the run.
 		span.End(nil)
 	case errors.Is(err, ErrInterrupted):
@@ -60,7 +62,7 @@ func (r *Run) endRunSpan(span *tracing.Span, res *Result, err error) {
 func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
 	ctx, span := tracing.StartNode(ctx, node.ID, string(node.Kind), f.scope.Key)
 	res, err := r.execNode(ctx, node, f)
-	if errors.Is(err, ErrWaiting) {
+	if errors.Is(err, kit.ErrWaiting) {
 		// Waiting for answers is no failure of the node.
 		span.SetAttributes(attribute.Bool("runner.waiting", true))
 		span.End(nil)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/args"
 )
 
 // TestOnlyUsedEndpointsNeedKeys: the compiler records the models nodes
@@ -36,8 +37,8 @@ models:
 	// The same agent in a node: its endpoint's key is needed.
 	used := loadPlan(t, writeSpec(t, t.TempDir(), strings.Replace(base, "agents: [a, b]", "agents: [a, b, idle]", 1)+"\n"+extra))
 	_, err := Start(used, Options{RunsDir: t.TempDir(), Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)})
-	var fe *FlagError
+	var fe *args.FlagError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "REMOTE_TEST_KEY") {
-		t.Fatalf("a used endpoint without its key: %v, want a *FlagError naming REMOTE_TEST_KEY", err)
+		t.Fatalf("a used endpoint without its key: %v, want a *args.FlagError naming REMOTE_TEST_KEY", err)
 	}
 }

@@ -6,14 +6,17 @@ import (
 )
 
 // BudgetPlan is what a run may spend: limits on the whole run and on the
-// calls of single nodes. A zero BudgetPlan limits nothing.
+// calls of single nodes. It is the run-time form of budget: (Budget is the
+// YAML form): compiled into the plan, changed by --budget, kept in
+// run.json and checked before each call. A zero BudgetPlan limits nothing.
 type BudgetPlan struct {
-	Run   BudgetLimits
-	Nodes map[string]BudgetLimits
+	// BudgetLimits limit the whole run.
+	BudgetLimits
+	Nodes map[string]BudgetLimits `json:"nodes,omitempty"`
 }
 
 // Empty reports whether the budget limits nothing.
-func (b BudgetPlan) Empty() bool { return b.Run.Empty() && len(b.Nodes) == 0 }
+func (b BudgetPlan) Empty() bool { return b.BudgetLimits.Empty() && len(b.Nodes) == 0 }
 
 // Empty reports whether no limit is set.
 func (l BudgetLimits) Empty() bool {
@@ -33,7 +36,7 @@ func (b BudgetPlan) NodeIDs() []string {
 // budget compiles budget:, checking that the nodes it names exist.
 func (c *compiler) budget() {
 	b := c.file.Budget
-	c.plan.Budget = BudgetPlan{Run: b.BudgetLimits}
+	c.plan.Budget = BudgetPlan{BudgetLimits: b.BudgetLimits}
 	for _, k := range b.Nodes.Keys {
 		if !c.file.Nodes.Has(k.V) {
 			c.r.errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, didYouMean(k.V, c.file.Nodes.Names()))

@@ -185,10 +185,12 @@ type Defaults struct {
 }
 
 // BudgetLimits are limits on what calls may spend; nil means no limit.
+// The same limits are read from the spec (YAML), kept in run.json (JSON)
+// and checked before each call.
 type BudgetLimits struct {
-	MaxCost   *float64 `yaml:"max_cost"`
-	MaxCalls  *int     `yaml:"max_calls"`
-	MaxTokens *int64   `yaml:"max_tokens"`
+	MaxCost   *float64 `yaml:"max_cost" json:"max_cost,omitempty"`
+	MaxCalls  *int     `yaml:"max_calls" json:"max_calls,omitempty"`
+	MaxTokens *int64   `yaml:"max_tokens" json:"max_tokens,omitempty"`
 }
 
 // Budget is what a run may spend, in all and per node.

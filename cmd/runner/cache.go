@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
@@ -53,7 +54,7 @@ func (f cacheDirFlag) open(e *env) (*cache.Store, error) {
 	}
 	st, err := cache.Open(dir)
 	if err != nil {
-		return nil, withCode(exitFailure, err)
+		return nil, exitcode.With(exitcode.Failure, err)
 	}
 	return st, nil
 }
@@ -79,7 +80,7 @@ func (c *cacheStatsCmd) Run(e *env) error {
 	stats := cache.Stats{Dir: c.dir(e), ByModel: map[string]cache.ModelStats{}}
 	if st != nil {
 		if stats, err = st.Stats(); err != nil {
-			return withCode(exitFailure, err)
+			return exitcode.With(exitcode.Failure, err)
 		}
 	}
 	if c.JSON {
@@ -121,7 +122,7 @@ func (c *cacheClearCmd) Run(e *env) error {
 	n := 0
 	if st != nil {
 		if n, err = st.Clear(); err != nil {
-			return withCode(exitFailure, err)
+			return exitcode.With(exitcode.Failure, err)
 		}
 	}
 	fmt.Fprintf(e.stdout, "removed %d cached responses from %s\n", n, c.dir(e))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/alecthomas/kong"
 	"github.com/debate-runner/runner/docs"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/schemas"
@@ -80,7 +81,7 @@ func TestHelp(t *testing.T) {
 	for _, args := range cases {
 		t.Run(strings.Join(append([]string{"runner"}, args...), " "), func(t *testing.T) {
 			code, stdout, stderr := invoke(t, nil, args...)
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d, want 0\nstderr:\n%s", code, stderr)
 			}
 			if !strings.Contains(stdout, "Usage: runner") {
@@ -120,8 +121,8 @@ func TestUsageErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := invoke(t, nil, tc.args...)
-			if code != exitUsage {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitcode.Usage, stdout, stderr)
 			}
 			if !strings.HasPrefix(stderr, "runner: ") || !strings.Contains(stderr, tc.want) {
 				t.Errorf("stderr should start with \"runner: \" and mention %q:\n%s", tc.want, stderr)
@@ -138,7 +139,7 @@ func TestValidateExamples(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(filepath.Dir(f)), func(t *testing.T) {
 			code, stdout, stderr := invoke(t, nil, "validate", f)
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d, want 0\nstderr:\n%s", code, stderr)
 			}
 			if stdout != f+": ok\n" {
@@ -151,7 +152,7 @@ func TestValidateExamples(t *testing.T) {
 	}
 	t.Run("all at once", func(t *testing.T) {
 		code, stdout, stderr := invoke(t, nil, append([]string{"validate"}, files...)...)
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 		}
 		if n := strings.Count(stdout, ": ok\n"); n != len(files) {
@@ -160,7 +161,7 @@ func TestValidateExamples(t *testing.T) {
 	})
 	t.Run("quiet", func(t *testing.T) {
 		code, stdout, stderr := invoke(t, nil, "validate", "-q", files[0])
-		if code != exitOK || stdout != "" {
+		if code != exitcode.OK || stdout != "" {
 			t.Errorf("exit %d, stdout %q, want 0 and nothing\nstderr:\n%s", code, stdout, stderr)
 		}
 	})
@@ -288,8 +289,8 @@ func TestValidateInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeSpecFile(t, "spec.yaml", tc.text)
 			code, stdout, stderr := invoke(t, nil, "validate", path)
-			if code != exitInvalid {
-				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitInvalid, stderr)
+			if code != exitcode.InvalidSpec {
+				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitcode.InvalidSpec, stderr)
 			}
 			if strings.Contains(stdout, "ok") {
 				t.Errorf("stdout claims success: %q", stdout)
@@ -334,8 +335,8 @@ flow:
   - loop: {max: 2, until: nodes.answr.output == "x", do: [answer]}
 `)
 	code, _, stderr := invoke(t, nil, "validate", path)
-	if code != exitInvalid {
-		t.Fatalf("exit %d, want %d", code, exitInvalid)
+	if code != exitcode.InvalidSpec {
+		t.Fatalf("exit %d, want %d", code, exitcode.InvalidSpec)
 	}
 	var got []string
 	for _, m := range diagLine(path).FindAllStringSubmatch(stderr, -1) {
@@ -350,8 +351,8 @@ flow:
 func TestValidateMixed(t *testing.T) {
 	bad := writeSpecFile(t, "bad.yaml", brokenSpecs[0].text)
 	code, stdout, stderr := invoke(t, nil, "validate", reasoningSpec, bad)
-	if code != exitInvalid {
-		t.Fatalf("exit %d, want %d", code, exitInvalid)
+	if code != exitcode.InvalidSpec {
+		t.Fatalf("exit %d, want %d", code, exitcode.InvalidSpec)
 	}
 	if stdout != reasoningSpec+": ok\n" {
 		t.Errorf("stdout = %q: the valid spec should still be reported ok", stdout)
@@ -364,8 +365,8 @@ func TestValidateMixed(t *testing.T) {
 func TestValidateMissingFile(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope.yaml")
 	code, _, stderr := invoke(t, nil, "validate", missing)
-	if code != exitInvalid {
-		t.Fatalf("exit %d, want %d", code, exitInvalid)
+	if code != exitcode.InvalidSpec {
+		t.Fatalf("exit %d, want %d", code, exitcode.InvalidSpec)
 	}
 	if !strings.Contains(stderr, missing+": error:") {
 		t.Errorf("stderr does not name the file:\n%s", stderr)
@@ -392,9 +393,9 @@ func TestValidateJSON(t *testing.T) {
 		code  int
 		n     int // diagnostics expected
 	}{
-		{"valid", []string{reasoningSpec}, exitOK, 0},
-		{"invalid", []string{bad}, exitInvalid, 1},
-		{"both", []string{reasoningSpec, bad}, exitInvalid, 1},
+		{"valid", []string{reasoningSpec}, exitcode.OK, 0},
+		{"invalid", []string{bad}, exitcode.InvalidSpec, 1},
+		{"both", []string{reasoningSpec, bad}, exitcode.InvalidSpec, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := invoke(t, nil, append([]string{"validate", "--json"}, tc.files...)...)
@@ -427,7 +428,7 @@ func TestValidateJSON(t *testing.T) {
 
 func TestSchema(t *testing.T) {
 	code, stdout, stderr := invoke(t, nil, "schema")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
 	published, err := os.ReadFile("../../schemas/spec.schema.json")
@@ -458,7 +459,7 @@ func TestSchema(t *testing.T) {
 // result.json of a real run matches it (see also TestResultShape).
 func TestSchemaResult(t *testing.T) {
 	code, stdout, stderr := invoke(t, nil, "schema", "--result")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
 	published, err := os.ReadFile("../../schemas/result.schema.json")
@@ -535,7 +536,7 @@ func TestGraph(t *testing.T) {
 	} {
 		t.Run(strings.Join(tc.args[1:len(tc.args)-1], " "), func(t *testing.T) {
 			code, stdout, stderr := invoke(t, nil, tc.args...)
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 			}
 			if !strings.HasPrefix(stdout, tc.first+"\n") {
@@ -566,8 +567,8 @@ func TestGraph(t *testing.T) {
 func TestGraphInvalid(t *testing.T) {
 	bad := writeSpecFile(t, "spec.yaml", brokenSpecs[0].text)
 	code, stdout, stderr := invoke(t, nil, "graph", bad)
-	if code != exitInvalid {
-		t.Fatalf("exit %d, want %d", code, exitInvalid)
+	if code != exitcode.InvalidSpec {
+		t.Fatalf("exit %d, want %d", code, exitcode.InvalidSpec)
 	}
 	if stdout != "" {
 		t.Errorf("a graph was drawn for an invalid spec:\n%s", stdout)
@@ -579,7 +580,7 @@ func TestGraphInvalid(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, stdout, stderr := invoke(t, nil, "version")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
 	if !regexp.MustCompile(`^runner \S+`).MatchString(stdout) || strings.Count(stdout, "\n") != 1 {
@@ -609,13 +610,13 @@ func TestBinary(t *testing.T) {
 		stdout string // substring
 		stderr string // substring
 	}{
-		{nil, exitOK, "Usage: runner", ""},
-		{[]string{"version"}, exitOK, "runner ", ""},
-		{[]string{"validate", reasoningSpec}, exitOK, reasoningSpec + ": ok", ""},
-		{[]string{"validate", bad}, exitInvalid, "", bad + ":4:22: error: "},
-		{[]string{"graph", bad}, exitInvalid, "", bad + ":4:22: error: "},
-		{[]string{"--bogus"}, exitUsage, "", "unknown flag --bogus"},
-		{[]string{"bogus"}, exitUsage, "", "bogus"},
+		{nil, exitcode.OK, "Usage: runner", ""},
+		{[]string{"version"}, exitcode.OK, "runner ", ""},
+		{[]string{"validate", reasoningSpec}, exitcode.OK, reasoningSpec + ": ok", ""},
+		{[]string{"validate", bad}, exitcode.InvalidSpec, "", bad + ":4:22: error: "},
+		{[]string{"graph", bad}, exitcode.InvalidSpec, "", bad + ":4:22: error: "},
+		{[]string{"--bogus"}, exitcode.Usage, "", "unknown flag --bogus"},
+		{[]string{"bogus"}, exitcode.Usage, "", "bogus"},
 	} {
 		t.Run(strings.Join(append([]string{"runner"}, tc.args...), " "), func(t *testing.T) {
 			cmd := exec.Command(bin, tc.args...)
@@ -730,7 +731,7 @@ func TestManualCoversCLIAndSchema(t *testing.T) {
 		t.Error("the copy of examples/reasoning-debate/spec.yaml in docs/spec-language.md differs from the file")
 	}
 
-	for _, code := range []int{exitOK, exitFailure, exitUsage, exitEndpoint, exitInvalid, exitWaiting} {
+	for _, code := range []int{exitcode.OK, exitcode.Failure, exitcode.Usage, exitcode.Endpoint, exitcode.InvalidSpec, exitcode.Waiting, exitcode.Budget, exitcode.Gate} {
 		if !strings.Contains(pages["exit-codes.md"], fmt.Sprintf("\n| %d | ", code)) {
 			t.Errorf("docs/exit-codes.md's table lacks %d", code)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/alecthomas/kong"
 	"gopkg.in/yaml.v3"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/runtime/spectest"
 )
@@ -112,7 +113,7 @@ func complete(app *kong.Application, words []string, e *env) int {
 	for _, c := range completions(app, words) {
 		fmt.Fprintln(e.stdout, c)
 	}
-	return exitOK
+	return exitcode.OK
 }
 
 // completions are the candidates for the last of words, given the ones

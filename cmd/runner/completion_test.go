@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/internal/exitcode"
 )
 
 func completionsOf(t *testing.T, words ...string) []string {
 	t.Helper()
 	code, stdout, stderr := invoke(t, nil, append([]string{completeCommand}, words...)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("__complete %q: exit %d\n%s", words, code, stderr)
 	}
 	return strings.Fields(stdout)
@@ -63,11 +65,11 @@ func TestCompletions(t *testing.T) {
 	}
 	for _, shell := range []string{"bash", "zsh", "fish"} {
 		code, stdout, _ := invoke(t, nil, "completion", shell)
-		if code != exitOK || !strings.Contains(stdout, "runner __complete") {
+		if code != exitcode.OK || !strings.Contains(stdout, "runner __complete") {
 			t.Errorf("completion %s: exit %d\n%s", shell, code, stdout)
 		}
 	}
-	if code, _, _ := invoke(t, nil, "completion", "tcsh"); code != exitUsage {
+	if code, _, _ := invoke(t, nil, "completion", "tcsh"); code != exitcode.Usage {
 		t.Errorf("completion tcsh: exit %d", code)
 	}
 }
@@ -93,7 +95,7 @@ func runShell(t *testing.T, shell, completion, script string) string {
 	bin := runnerBinary(t)
 	path := shellFor(t, shell)
 	code, stdout, _ := invoke(t, nil, "completion", shell)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatal("no completion script")
 	}
 	file := filepath.Join(t.TempDir(), completion)
@@ -182,7 +184,7 @@ func TestZshCompletesInATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, script, _ := invoke(t, nil, "completion", "zsh")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatal("no zsh script")
 	}
 	rc := "fpath=(" + functions + " $fpath)\nautoload -Uz compinit\ncompinit -u -d " + filepath.Join(home, ".zcompdump") + "\nPS1='%% '\n"

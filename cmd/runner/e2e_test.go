@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/journal"
 )
@@ -90,7 +92,7 @@ func e2eEvents(t *testing.T, dir string) []journal.Event {
 	return evs
 }
 
-func e2eCount(evs []journal.Event, typ string) int {
+func e2eCount(evs []journal.Event, typ event.Type) int {
 	n := 0
 	for _, e := range evs {
 		if e.Type == typ {
@@ -156,8 +158,8 @@ func TestRunEndpointFailureExit3(t *testing.T) {
 	spec := e2eSpec(t, simpleSource, "defaults: {max_retries: 2}\n")
 	runs := t.TempDir()
 	code, stdout, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", runs, "-q")
-	if code != exitEndpoint {
-		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitEndpoint, stderr)
+	if code != exitcode.Endpoint {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitcode.Endpoint, stderr)
 	}
 	if stdout != "" {
 		t.Errorf("a failed run printed an output: %q", stdout)
@@ -191,7 +193,7 @@ func TestRunRetriesThroughRateLimit(t *testing.T) {
 	})
 	spec := e2eSpec(t, simpleSource, "")
 	code, stdout, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-v")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
 	if !strings.Contains(stdout, "answer to a/r0/answer") || !strings.Contains(stdout, "answer to b/r0/answer") {
@@ -226,8 +228,8 @@ func TestRunUsageErrors(t *testing.T) {
 			runs := filepath.Join(t.TempDir(), "runs")
 			env := e2eEnv(srv)
 			code, _, stderr := invoke(t, env, append([]string{"run", "--runs-dir", runs}, tt.args...)...)
-			if code != exitUsage {
-				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitUsage, stderr)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitcode.Usage, stderr)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(stderr, w) {
@@ -251,8 +253,8 @@ func TestRunInvalidSpec(t *testing.T) {
 	spec := e2eSpec(t, simpleSource, "outputs: {best: nodes.nosuch.output}\n")
 	runs := filepath.Join(t.TempDir(), "runs")
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", runs)
-	if code != exitInvalid {
-		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitInvalid, stderr)
+	if code != exitcode.InvalidSpec {
+		t.Fatalf("exit %d, want %d\nstderr:\n%s", code, exitcode.InvalidSpec, stderr)
 	}
 	if !strings.Contains(stderr, spec+":") || !strings.Contains(stderr, "nothing was run") {
 		t.Errorf("stderr does not point at the spec:\n%s", stderr)
@@ -292,7 +294,7 @@ func TestDotEnvSuppliesKey(t *testing.T) {
 			srv := llmtest.New(t, e2eAnswers(0))
 			spec := dotEnvSpec(t, srv, fromFile)
 			code, _, stderr := invoke(t, tc.env, "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 			}
 			for _, r := range srv.Requests() {
@@ -347,8 +349,8 @@ func TestSecretsNeverStored(t *testing.T) {
 				}
 				return e2eAnswers(0)(r)
 			}
-		}, exitOK},
-		{"echoed in the final 401", func(int64) llmtest.Handler { return echo }, exitEndpoint},
+		}, exitcode.OK},
+		{"echoed in the final 401", func(int64) llmtest.Handler { return echo }, exitcode.Endpoint},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var n atomic.Int64
@@ -377,7 +379,7 @@ func TestProgressModes(t *testing.T) {
 	spec := e2eSpec(t, simpleSource, "")
 
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "--json")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("--json: exit %d\n%s", code, stderr)
 	}
 	dir := runDirFrom(t, stderr)
@@ -411,7 +413,7 @@ func TestProgressModes(t *testing.T) {
 	}
 
 	code, stdout, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("-q: exit %d\n%s", code, stderr)
 	}
 	if lines := strings.Split(strings.TrimSpace(stderr), "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "run: ") {
@@ -445,8 +447,8 @@ func TestResumeFailedRun(t *testing.T) {
 	// elsewhere: the run must remember where its spec (and .env) live.
 	t.Chdir(filepath.Dir(spec))
 	code, _, stderr := invoke(t, nil, "run", "spec.yaml", "-i", "question=q", "--runs-dir", runs, "-q")
-	if code != exitEndpoint {
-		t.Fatalf("first attempt: exit %d, want %d\n%s", code, exitEndpoint, stderr)
+	if code != exitcode.Endpoint {
+		t.Fatalf("first attempt: exit %d, want %d\n%s", code, exitcode.Endpoint, stderr)
 	}
 	dir := runDirFrom(t, stderr)
 	answered := e2eResponded(t, dir)
@@ -467,7 +469,7 @@ func TestResumeFailedRun(t *testing.T) {
 	srv.SetHandler(e2eAnswers(0))
 	before := srv.Count()
 	code, stdout, stderr := invoke(t, nil, "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	if !strings.Contains(stdout, "answer to judge/r3/evaluate") {
@@ -487,7 +489,7 @@ func TestResumeFailedRun(t *testing.T) {
 
 	// A completed run cannot be resumed: exit 1 with a clear message.
 	code, _, stderr = invoke(t, nil, "resume", dir)
-	if code != exitFailure || !strings.Contains(stderr, "already completed") {
+	if code != exitcode.Failure || !strings.Contains(stderr, "already completed") {
 		t.Errorf("resume of a completed run: exit %d\n%s", code, stderr)
 	}
 }
@@ -553,7 +555,7 @@ func TestKillAndResume(t *testing.T) {
 	// The uninterrupted run, for reference.
 	ref := llmtest.New(t, e2eAnswers(0))
 	code, _, stderr := invoke(t, e2eEnv(ref), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("reference run: exit %d\n%s", code, stderr)
 	}
 	want := e2eOutcome(t, runDirFrom(t, stderr))
@@ -597,8 +599,8 @@ func TestKillAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ee *exec.ExitError
-	if err := <-exited; !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
-		t.Fatalf("interrupted resume: %v, want exit %d\n%s", err, exitFailure, out.String())
+	if err := <-exited; !errors.As(err, &ee) || ee.ExitCode() != exitcode.Failure {
+		t.Fatalf("interrupted resume: %v, want exit %d\n%s", err, exitcode.Failure, out.String())
 	}
 	if !strings.Contains(out.String(), "runner resume "+dir) {
 		t.Errorf("an interrupted run should say how to resume it:\n%s", out.String())

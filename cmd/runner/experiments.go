@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
@@ -84,11 +85,11 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 		}
 		rec, err := runtime.LoadReplay(c.Replay)
 		if err != nil {
-			return runError(err)
+			return err
 		}
 		opts.Replay, opts.ReplayFrom = rec, c.Replay
 		if opts.ReplayThreads, err = runtime.LoadReplayThreads(c.Replay); err != nil {
-			return runError(err)
+			return err
 		}
 		opts.ReplayMissingLive = c.ReplayMissing == "live"
 		if m, ok := recordedManifest(c.Replay); ok {
@@ -136,12 +137,12 @@ func openCache(e *env, dir string) (*cache.Store, error) {
 }
 
 // recordedManifest reads run.json of the run a --replay path belongs to.
-func recordedManifest(path string) (runtime.Manifest, bool) {
+func recordedManifest(path string) (result.Manifest, bool) {
 	dir := path
 	if info, err := os.Stat(path); err == nil && !info.IsDir() {
 		dir = filepath.Dir(path)
 	}
-	var m runtime.Manifest
+	var m result.Manifest
 	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
 	if err != nil || json.Unmarshal(data, &m) != nil {
 		return m, false
@@ -151,7 +152,7 @@ func recordedManifest(path string) (runtime.Manifest, bool) {
 
 // replayDefaults takes the recorded run's inputs, vars and seed for those
 // the command line does not give, so that a replay reproduces the run.
-func replayDefaults(plan *spec.Plan, m runtime.Manifest, opts *runtime.Options) {
+func replayDefaults(plan *spec.Plan, m result.Manifest, opts *runtime.Options) {
 	given := map[string]bool{}
 	for _, f := range opts.Inputs {
 		name, _, _ := strings.Cut(f, "=")
@@ -239,7 +240,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	}
 	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Models: opts.Models, Budget: c.Budget})
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	if len(placeholders) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("input(s) %s not given: a placeholder stands in, so prompt sizes leave them out", strings.Join(placeholders, ", ")))
@@ -247,7 +248,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	if c.JSON {
 		data, err := json.MarshalIndent(rep, "", "  ")
 		if err != nil {
-			return withCode(exitFailure, err)
+			return exitcode.With(exitcode.Failure, err)
 		}
 		fmt.Fprintln(e.stdout, string(data))
 		return nil
@@ -263,7 +264,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
 		if err != nil {
-			return runError(err)
+			return err
 		}
 		axes = append(axes, a)
 	}
@@ -289,7 +290,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	sum, err := sweep.Sweep(ctx, plan, so)
 	span.End(err)
 	if sum == nil {
-		return runError(err)
+		return err
 	}
 	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
 	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
@@ -314,9 +315,9 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	}
 	switch {
 	case err != nil:
-		return withCode(exitFailure, err)
+		return exitcode.With(exitcode.Failure, err)
 	case sum.Waiting > 0:
-		return withCode(exitWaiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
 	}
 	if c.FailUnder != nil {
 		return c.gate(e, sum)
@@ -329,7 +330,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
 	a := sum.Accuracy
 	if a == nil {
-		return withCode(exitGate, fmt.Errorf("--fail-under %g: no run was scored", *c.FailUnder))
+		return exitcode.With(exitcode.Gate, fmt.Errorf("--fail-under %g: no run was scored", *c.FailUnder))
 	}
 	value, what := a.Mean, "accuracy"
 	if c.FailUnderOn == "lower" {
@@ -337,7 +338,7 @@ func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
 	}
 	data := map[string]any{"value": value, "on": c.FailUnderOn, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
 	if value < *c.FailUnder {
-		return withCode(exitGate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, *c.FailUnder, a))
+		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, *c.FailUnder, a))
 	}
 	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g", what, value, *c.FailUnder))
 	return nil
@@ -380,7 +381,7 @@ func describeSweepRun(r sweep.Run) string {
 }
 
 // readRunResult reads result.json of a run directory.
-func readRunResult(dir string) (*runtime.Result, error) {
+func readRunResult(dir string) (*result.Result, error) {
 	if dir == "" {
 		return nil, errors.New("no run directory")
 	}
@@ -388,7 +389,7 @@ func readRunResult(dir string) (*runtime.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res runtime.Result
+	var res result.Result
 	if err := json.Unmarshal(data, &res); err != nil {
 		return nil, fmt.Errorf("%s/result.json: %w", dir, err)
 	}
@@ -412,7 +413,7 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	}
 	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
 	if sum == nil {
-		return runError(err)
+		return err
 	}
 	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
 	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
@@ -422,9 +423,9 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
 	switch {
 	case err != nil:
-		return withCode(exitFailure, err)
+		return exitcode.With(exitcode.Failure, err)
 	case sum.Waiting > 0:
-		return withCode(exitWaiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -124,7 +125,7 @@ func TestReplayFlag(t *testing.T) {
 	mustRun(t, map[string]string{}, "run", debateSpec, "--replay", filepath.Join(dir, "journal.jsonl"), "--runs-dir", runs, "-q")
 
 	code, _, stderr := invoke(t, map[string]string{}, "run", debateSpec, "--replay", dir, "--set", "rounds=3", "--runs-dir", runs, "-q")
-	if code != exitFailure || !regexp.MustCompile(`no response for call answer/round=3/[abc]`).MatchString(stderr) {
+	if code != exitcode.Failure || !regexp.MustCompile(`no response for call answer/round=3/[abc]`).MatchString(stderr) {
 		t.Errorf("a call missing from the recording: exit %d\n%s", code, stderr)
 	}
 	_, stderr = mustRun(t, live(srv), "run", debateSpec, "--replay", dir, "--set", "rounds=3", "--replay-missing", "live", "--runs-dir", runs)
@@ -171,7 +172,7 @@ func TestCacheFlagsAndCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &st); err != nil || st.Entries != 0 {
 		t.Errorf("stats after clear: %s (%v)", stdout, err)
 	}
-	if code, _, stderr := invoke(t, map[string]string{"RUNNER_CACHE_DIR": ""}, "cache", "stats"); code != exitUsage || !strings.Contains(stderr, "RUNNER_CACHE_DIR") {
+	if code, _, stderr := invoke(t, map[string]string{"RUNNER_CACHE_DIR": ""}, "cache", "stats"); code != exitcode.Usage || !strings.Contains(stderr, "RUNNER_CACHE_DIR") {
 		t.Errorf("stats with no cache location: exit %d, %s", code, stderr)
 	}
 }
@@ -254,7 +255,7 @@ func TestSweepRunsAndCompare(t *testing.T) {
 	if !strings.Contains(stdout, "| var rounds |") || !strings.Contains(stdout, "| 1 |") {
 		t.Errorf("compare of two runs:\n%s", stdout)
 	}
-	if code, _, _ := invoke(t, env, "compare", t.TempDir()); code != exitUsage {
+	if code, _, _ := invoke(t, env, "compare", t.TempDir()); code != exitcode.Usage {
 		t.Errorf("compare of a folder that is no run: exit %d", code)
 	}
 }
@@ -302,8 +303,8 @@ func TestExperimentUsageErrors(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"run", debateSpec, "-i", "question=q", "--runs-dir", t.TempDir()}, tc.args...)
 			code, _, stderr := invoke(t, map[string]string{"OPENAI_API_KEY": "k"}, args...)
-			if code != exitUsage || !strings.Contains(stderr, tc.want) {
-				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUsage, stderr)
+			if code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitcode.Usage, stderr)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 )
 
@@ -44,11 +45,11 @@ func TestFailUnderGatesDatasetAccuracy(t *testing.T) {
 		code  int
 		want  string
 	}{
-		{[]string{"--fail-under", "0.5"}, exitOK, "gate passed: accuracy 0.600 is at least 0.5"},
-		{[]string{"--fail-under", "0.6"}, exitOK, "gate passed"},
-		{[]string{"--fail-under", "0.7"}, exitGate, "gate failed: accuracy 0.600 is below --fail-under 0.7"},
-		{[]string{"--fail-under", "0.3", "--fail-under-on", "lower"}, exitOK, "gate passed: lower end of the accuracy's 95% interval 0.313"},
-		{[]string{"--fail-under", "0.5", "--fail-under-on", "lower"}, exitGate, "gate failed: lower end of the accuracy's 95% interval 0.313 is below --fail-under 0.5"},
+		{[]string{"--fail-under", "0.5"}, exitcode.OK, "gate passed: accuracy 0.600 is at least 0.5"},
+		{[]string{"--fail-under", "0.6"}, exitcode.OK, "gate passed"},
+		{[]string{"--fail-under", "0.7"}, exitcode.Gate, "gate failed: accuracy 0.600 is below --fail-under 0.7"},
+		{[]string{"--fail-under", "0.3", "--fail-under-on", "lower"}, exitcode.OK, "gate passed: lower end of the accuracy's 95% interval 0.313"},
+		{[]string{"--fail-under", "0.5", "--fail-under-on", "lower"}, exitcode.Gate, "gate failed: lower end of the accuracy's 95% interval 0.313 is below --fail-under 0.5"},
 	} {
 		args := append([]string{"run", debateSpec, "--dataset", datasetFile, "--runs-dir", runs, "-q"}, tc.flags...)
 		code, stdout, stderr := invoke(t, env, args...)
@@ -64,7 +65,7 @@ func TestFailUnderGatesDatasetAccuracy(t *testing.T) {
 		{[]string{"run", debateSpec, "--dataset", datasetFile, "--fail-under", "1.5"}, "between 0 and 1"},
 		{[]string{"run", debateSpec, "--dataset", datasetFile, "--fail-under", "0.5", "--fail-under-on", "median"}, "median"},
 	} {
-		if code, _, stderr := invoke(t, env, tc.args...); code != exitUsage || !strings.Contains(stderr, tc.want) {
+		if code, _, stderr := invoke(t, env, tc.args...); code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want 2 with %q:\n%s", tc.args, code, tc.want, stderr)
 		}
 	}
@@ -78,26 +79,26 @@ func TestCompareGatesAgainstBaseline(t *testing.T) {
 		return sweepDir(t, stderr)
 	}
 	good, weak := sweepOf(rightSolver), sweepOf(solver) // accuracy 1.0 and 0.6
-	if code, _, stderr := invoke(t, nil, "compare", "--baseline", weak, weak); code != exitUsage || !strings.Contains(stderr, "at least one other") {
+	if code, _, stderr := invoke(t, nil, "compare", "--baseline", weak, weak); code != exitcode.Usage || !strings.Contains(stderr, "at least one other") {
 		t.Errorf("a baseline alone: exit %d\n%s", code, stderr)
 	}
 	code, stdout, stderr := invoke(t, nil, "compare", good, "--baseline", weak)
-	if code != exitOK || !strings.Contains(stderr, "gate passed: "+good+": 1.000 against the baseline's 0.600 (+0.400)") {
+	if code != exitcode.OK || !strings.Contains(stderr, "gate passed: "+good+": 1.000 against the baseline's 0.600 (+0.400)") {
 		t.Errorf("better than the baseline: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	code, _, stderr = invoke(t, nil, "compare", weak, "--baseline", good)
-	if code != exitGate || !strings.Contains(stderr, "gate failed: worse than the baseline "+good+" by more than 0") || !strings.Contains(stderr, "0.600 against the baseline's 1.000 (-0.400)") {
+	if code != exitcode.Gate || !strings.Contains(stderr, "gate failed: worse than the baseline "+good+" by more than 0") || !strings.Contains(stderr, "0.600 against the baseline's 1.000 (-0.400)") {
 		t.Errorf("worse than the baseline: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := invoke(t, nil, "compare", weak, "--baseline", good, "--margin", "0.4"); code != exitOK {
+	if code, _, stderr := invoke(t, nil, "compare", weak, "--baseline", good, "--margin", "0.4"); code != exitcode.OK {
 		t.Errorf("worse within the margin: exit %d\n%s", code, stderr)
 	}
 	// A single run of the sweep is gated by its score.
 	run := good + "/" + firstRun(t, good)
-	if code, _, stderr := invoke(t, nil, "compare", run, "--baseline", weak); code != exitOK || !strings.Contains(stderr, "1.000 against") {
+	if code, _, stderr := invoke(t, nil, "compare", run, "--baseline", weak); code != exitcode.OK || !strings.Contains(stderr, "1.000 against") {
 		t.Errorf("a run against a sweep: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := invoke(t, nil, "compare", good, "--baseline", weak, "--margin", "-1"); code != exitUsage {
+	if code, _, stderr := invoke(t, nil, "compare", good, "--baseline", weak, "--margin", "-1"); code != exitcode.Usage {
 		t.Errorf("negative margin: exit %d\n%s", code, stderr)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // The tests in this file hold a run to recording what it was given besides
@@ -51,7 +53,7 @@ func toolReplies(bobDown *atomic.Bool) llmtest.Handler {
 				}
 			}
 			if len(results) == 0 {
-				return llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+				return llmtest.Reply{ToolCalls: []kit.ToolCall{
 					{ID: "c1", Name: "read_file", Arguments: `{"path": "notes.md"}`},
 					{ID: "c2", Name: "read_file", Arguments: `{"path": "pipe"}`},
 				}}
@@ -95,7 +97,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	// The uninterrupted run.
 	refRuns := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), append(args, "--runs-dir", refRuns)...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	ref := runDirs(t, refRuns)[0]
@@ -112,7 +114,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	bobDown.Store(true)
 	runs := t.TempDir()
 	code, _, stderr = invoke(t, e2eEnv(srv), append(args, "--runs-dir", runs)...)
-	if code == exitOK {
+	if code == exitcode.OK {
 		t.Fatalf("the run did not fail at Bob's call:\n%s", stderr)
 	}
 	dir := runDirs(t, runs)[0]
@@ -122,7 +124,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Rename(ctxDir+".moved", ctxDir) })
 	code, _, stderr = invoke(t, e2eEnv(srv), "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume: exit %d\n%s", code, stderr)
 	}
 	if got, want := e2eOutcome(t, dir), e2eOutcome(t, ref); got != want {
@@ -140,7 +142,7 @@ func TestContextFolderRecordedAndReplayed(t *testing.T) {
 	replayRuns := t.TempDir()
 	asked := srv.Count()
 	code, _, stderr = invoke(t, e2eEnv(srv), "run", specPath, "-i", "question=q", "--context", ctxDir, "--no-cache", "--replay", ref, "--runs-dir", replayRuns)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("replay: exit %d\n%s", code, stderr)
 	}
 	if srv.Count() != asked {
@@ -198,7 +200,7 @@ outputs:
 	down.Store(true)
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", specPath, "--runs-dir", runs, "-q", "--no-cache")
-	if code == exitOK {
+	if code == exitcode.OK {
 		t.Fatalf("the run did not fail at Bob's call:\n%s", stderr)
 	}
 	dir := runDirs(t, runs)[0]
@@ -208,7 +210,7 @@ outputs:
 		t.Fatal(err)
 	}
 	code, _, stderr = invoke(t, e2eEnv(srv), "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume with the library moved away: exit %d\n%s", code, stderr)
 	}
 	out, _ := json.Marshal(readResult(t, dir)["outputs"])

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
 )
@@ -25,7 +26,7 @@ func (c *graphCmd) Run(e *env) error {
 	plan, diags := spec.Load(c.File, nodes.Registry())
 	if diags.HasErrors() {
 		fmt.Fprint(e.stderr, diags.Format())
-		return withCode(exitInvalid, fmt.Errorf("%s is invalid", c.File))
+		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid", c.File))
 	}
 	if c.Format == "dot" {
 		_, err := fmt.Fprint(e.stdout, spec.Dot(plan))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/schemas"
@@ -60,11 +61,11 @@ func (c *initCmd) Run(e *env) error {
 	var exists *scaffold.ExistsError
 	switch {
 	case errors.As(err, &exists):
-		return withCode(exitUsage, err)
+		return exitcode.With(exitcode.Usage, err)
 	case err != nil && strings.HasPrefix(err.Error(), "no starting point"):
 		return usageErrorf("--from %s: %v", from, err)
 	case err != nil:
-		return withCode(exitFailure, err)
+		return exitcode.With(exitcode.Failure, err)
 	}
 	fmt.Fprintf(e.stdout, "wrote a %s project in %s:\n", from, c.Dir)
 	for _, f := range files {

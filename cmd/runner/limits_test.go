@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 )
 
@@ -35,7 +36,7 @@ func TestRetryAfterBounded(t *testing.T) {
 	spec := e2eSpec(t, simpleSource, "endpoints: {local: {base_url: '"+srv.URL+"', api_key_env: OPENAI_API_KEY, timeout: 3s, max_retry_wait: 10s}}\nmodels: {default: {model: m, endpoint: local}}\n")
 
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-v", "--no-cache")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	m := regexp.MustCompile(`retrying answer/-/\w+ in (\d+)ms`).FindStringSubmatch(stderr)
@@ -48,8 +49,8 @@ func TestRetryAfterBounded(t *testing.T) {
 
 	longWait.Store(true)
 	code, _, stderr = invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q", "--no-cache")
-	if code != exitEndpoint {
-		t.Fatalf("Retry-After: 3600: exit %d, want %d\n%s", code, exitEndpoint, stderr)
+	if code != exitcode.Endpoint {
+		t.Fatalf("Retry-After: 3600: exit %d, want %d\n%s", code, exitcode.Endpoint, stderr)
 	}
 	for _, want := range []string{"1h0m0s", "max_retry_wait 10s"} {
 		if !strings.Contains(stderr, want) {
@@ -66,7 +67,7 @@ func TestBudgetStopsAndResumes(t *testing.T) {
 	srv := llmtest.New(t, e2eAnswers(0))
 	plain := e2eSpec(t, debateSource, "")
 	refRuns := t.TempDir()
-	if code, _, stderr := invoke(t, e2eEnv(srv), "run", plain, "-i", "question=q", "--runs-dir", refRuns, "-q", "--no-cache"); code != exitOK {
+	if code, _, stderr := invoke(t, e2eEnv(srv), "run", plain, "-i", "question=q", "--runs-dir", refRuns, "-q", "--no-cache"); code != exitcode.OK {
 		t.Fatalf("unlimited run: exit %d\n%s", code, stderr)
 	}
 	ref := runDirs(t, refRuns)[0]
@@ -76,8 +77,8 @@ func TestBudgetStopsAndResumes(t *testing.T) {
 	runs := t.TempDir()
 	before := srv.Count()
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", limited, "-i", "question=q", "--runs-dir", runs, "-q", "--no-cache")
-	if code != exitBudget {
-		t.Fatalf("exit %d, want %d (budget)\n%s", code, exitBudget, stderr)
+	if code != exitcode.Budget {
+		t.Fatalf("exit %d, want %d (budget)\n%s", code, exitcode.Budget, stderr)
 	}
 	dir := runDirs(t, runs)[0]
 	if sent := srv.Count() - before; sent != 5 {
@@ -93,11 +94,11 @@ func TestBudgetStopsAndResumes(t *testing.T) {
 	if !strings.Contains(stderr, "--budget") {
 		t.Errorf("stderr does not say how to go on:\n%s", stderr)
 	}
-	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", dir, "--budget", "calls=5", "-q"); code != exitBudget {
-		t.Errorf("resume within the same budget: exit %d, want %d\n%s", code, exitBudget, stderr)
+	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", dir, "--budget", "calls=5", "-q"); code != exitcode.Budget {
+		t.Errorf("resume within the same budget: exit %d, want %d\n%s", code, exitcode.Budget, stderr)
 	}
 	before = srv.Count()
-	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", dir, "--budget", "calls=1000", "-q"); code != exitOK {
+	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", dir, "--budget", "calls=1000", "-q"); code != exitcode.OK {
 		t.Fatalf("resume with a raised budget: exit %d\n%s", code, stderr)
 	}
 	if sent := srv.Count() - before; sent != total-5 {
@@ -120,7 +121,7 @@ func TestBudgetStopsAndResumes(t *testing.T) {
 
 	// The dry run warns when its worst case passes the budget.
 	code, stdout, stderr := invoke(t, e2eEnv(srv), "run", limited, "-i", "question=q", "--dry-run")
-	if code != exitOK || !strings.Contains(stdout+stderr, "max_calls") {
+	if code != exitcode.OK || !strings.Contains(stdout+stderr, "max_calls") {
 		t.Errorf("dry run under max_calls: 5: exit %d, no warning naming the limit:\n%s\n%s", code, stdout, stderr)
 	}
 }
@@ -145,8 +146,8 @@ flow: [answer, final]`, 1)
 	}
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", brokenPath, "-i", "question=q", "--runs-dir", runs, "-q", "--no-cache")
-	if code != exitFailure {
-		t.Fatalf("the broken spec: exit %d, want %d\n%s", code, exitFailure, stderr)
+	if code != exitcode.Failure {
+		t.Fatalf("the broken spec: exit %d, want %d\n%s", code, exitcode.Failure, stderr)
 	}
 	run := runDirs(t, runs)[0]
 	asked := srv.Count()
@@ -161,11 +162,11 @@ flow: [answer, final]`, 1)
 	}
 	// That resume would fail the same way without asking a model: it is
 	// refused (exit 2), naming the error and --spec as the way out.
-	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "-q"); code != exitUsage || !strings.Contains(stderr, "index") ||
+	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "-q"); code != exitcode.Usage || !strings.Contains(stderr, "index") ||
 		!strings.Contains(stderr, "--spec FIXED.yaml") || srv.Count() != asked {
-		t.Errorf("resume without --spec: exit %d (want %d, the same template error, refused), %d calls\n%s", code, exitUsage, srv.Count()-asked, stderr)
+		t.Errorf("resume without --spec: exit %d (want %d, the same template error, refused), %d calls\n%s", code, exitcode.Usage, srv.Count()-asked, stderr)
 	}
-	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "--spec", brokenPath, "-q"); code != exitOK {
+	if code, _, stderr := invoke(t, e2eEnv(srv), "resume", run, "--spec", brokenPath, "-q"); code != exitcode.OK {
 		t.Fatalf("resume --spec FIXED: exit %d\n%s", code, stderr)
 	}
 	if sent := srv.Count() - asked; sent != 1 {
@@ -182,7 +183,7 @@ flow: [answer, final]`, 1)
 		t.Fatal(err)
 	}
 	runs = t.TempDir()
-	if code, _, stderr := invoke(t, e2eEnv(srv), "run", brokenPath, "-i", "question=q", "--runs-dir", runs, "-q", "--no-cache"); code != exitFailure {
+	if code, _, stderr := invoke(t, e2eEnv(srv), "run", brokenPath, "-i", "question=q", "--runs-dir", runs, "-q", "--no-cache"); code != exitcode.Failure {
 		t.Fatalf("the broken spec: exit %d\n%s", code, stderr)
 	}
 	run = runDirs(t, runs)[0]
@@ -195,7 +196,7 @@ flow: [answer, final]`, 1)
 	}
 	asked = srv.Count()
 	code, _, stderr = invoke(t, e2eEnv(srv), "resume", run, "--spec", brokenPath, "-v")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume --spec REWORDED: exit %d\n%s", code, stderr)
 	}
 	if sent := srv.Count() - asked; sent != 3 {
@@ -221,7 +222,7 @@ func TestSecretsFromRepliesAndInputs(t *testing.T) {
 	env["RUNNER_CACHE_DIR"] = cache
 	runs := t.TempDir()
 	code, stdout, stderr := invoke(t, env, "run", spec, "-i", "question=the key is "+e2eKey, "--runs-dir", runs, "--json")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	if strings.Contains(stdout+stderr, e2eKey) {

@@ -9,44 +9,15 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 )
 
-// Exit codes, documented in docs/exit-codes.md.
-const (
-	exitOK       = 0
-	exitFailure  = 1
-	exitUsage    = 2
-	exitEndpoint = 3
-	exitInvalid  = 4
-	exitWaiting  = 5
-	exitBudget   = 6
-	// exitGate is a CI gate that failed: a dataset's accuracy below
-	// --fail-under, or runs worse than compare's --baseline.
-	exitGate = 7
-)
-
-// exitError carries the exit code a command failed with.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
-
 // usageErrorf is a problem with the command line: exit 2.
 func usageErrorf(format string, args ...any) error {
-	return withCode(exitUsage, fmt.Errorf(format, args...))
+	return exitcode.Errorf(exitcode.Usage, format, args...)
 }
 
 // env is what commands write to; tests replace it.
@@ -134,7 +105,7 @@ func run(args []string, e *env) int {
 	)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "runner:", err)
-		return exitFailure
+		return exitcode.Failure
 	}
 	if len(args) > 0 && args[0] == completeCommand {
 		return complete(parser.Model, args[1:], e)
@@ -176,18 +147,15 @@ func parseArgs(parser *kong.Kong, args []string, e *env) (code int, done bool) {
 		if errors.As(err, &pe) {
 			fmt.Fprintln(e.stderr, "Run 'runner --help' (or 'runner COMMAND --help') for usage.")
 		}
-		return exitUsage, true
+		return exitcode.Usage, true
 	}
 	if err := ctx.Run(e); err != nil {
-		code := exitFailure
-		var xe *exitError
-		if errors.As(err, &xe) {
-			code, err = xe.code, xe.err
-		}
+		// The error knows its exit code (see package exitcode).
+		code := exitcode.Of(err)
 		if err.Error() != "" {
 			e.say("error", map[string]any{"message": err.Error(), "exit_code": code}, "runner: "+err.Error())
 		}
 		return code, true
 	}
-	return exitOK, true
+	return exitcode.OK, true
 }

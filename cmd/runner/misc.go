@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/schemas"
 )
@@ -60,7 +61,7 @@ func (c schemaCmd) Run(e *env) error {
 		for name, data := range map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test} {
 			p := filepath.Join(c.Dir, name)
 			if err := writeProjectFile(p, data); err != nil {
-				return withCode(exitFailure, err)
+				return exitcode.With(exitcode.Failure, err)
 			}
 			fmt.Fprintf(e.stderr, "wrote %s\n", p)
 		}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/otlptest"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -137,8 +138,8 @@ func TestTracesOverOTLP(t *testing.T) {
 
 			// 1. The run fails on the 400.
 			code, _, stderr := invoke(t, env, "run", spec, "-i", "question=q", "--runs-dir", runs, "--cache-dir", cacheDir, "-q")
-			if code != exitEndpoint {
-				t.Fatalf("first run: exit %d, want %d\n%s", code, exitEndpoint, stderr)
+			if code != exitcode.Endpoint {
+				t.Fatalf("first run: exit %d, want %d\n%s", code, exitcode.Endpoint, stderr)
 			}
 			dir := runDirFrom(t, stderr)
 			answered := len(e2eResponded(t, dir))
@@ -239,7 +240,7 @@ func TestTracesOverOTLP(t *testing.T) {
 			// 2. The resume answers the journaled calls from the journal.
 			srv.SetHandler(e2eAnswers(0))
 			code, _, stderr = invoke(t, env, "resume", dir, "-q")
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("resume: exit %d\n%s", code, stderr)
 			}
 			var resumed trace
@@ -260,7 +261,7 @@ func TestTracesOverOTLP(t *testing.T) {
 			// 3. Run again: the first run's calls come from the cache (a
 			// resume does not use the cache).
 			code, _, stderr = invoke(t, env, "run", spec, "-i", "question=q", "--runs-dir", runs, "--cache-dir", cacheDir, "-q")
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("cached run: exit %d\n%s", code, stderr)
 			}
 			cached := traceOf(t, recv, runIDOf(runDirFrom(t, stderr)))
@@ -318,7 +319,7 @@ func TestTraceContentOptIn(t *testing.T) {
 	env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
 	spec := e2eSpec(t, simpleSource, "endpoints: {mine: {base_url: '"+srv.URL+"', api_key_env: OPENAI_API_KEY, max_concurrency: 1}}\nmodels: {default: {model: m, endpoint: mine}}\n")
 	code, _, stderr := invoke(t, env, "run", spec, "-i", "question=is "+e2eKey+" a key?", "--runs-dir", t.TempDir(), "--no-cache", "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	tr := traceOf(t, recv, runIDOf(runDirFrom(t, stderr)))
@@ -376,7 +377,7 @@ func TestUnreachableCollector(t *testing.T) {
 			env["OTEL_EXPORTER_OTLP_ENDPOINT"] = "http://" + deadAddress(t)
 			env["OTEL_EXPORTER_OTLP_PROTOCOL"] = protocol
 			code, stdout, stderr := invoke(t, env, "run", e2eSpec(t, debateSource, ""), "-i", "question=q", "--runs-dir", t.TempDir(), "--no-cache", "-q")
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d\n%s", code, stderr)
 			}
 			if !strings.Contains(stdout, "answer to judge/r3/evaluate") {
@@ -406,7 +407,7 @@ func TestTracingOff(t *testing.T) {
 			env[k] = v
 		}
 		code, _, stderr := invoke(t, env, "run", e2eSpec(t, simpleSource, ""), "-i", "question=q", "--runs-dir", t.TempDir(), "--no-cache", "-q")
-		if code != exitOK {
+		if code != exitcode.OK {
 			t.Fatalf("%v: exit %d\n%s", extra, code, stderr)
 		}
 		warned := strings.Contains(stderr, "no traces are sent")
@@ -441,7 +442,7 @@ func TestTracesFlushedOnInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ee *exec.ExitError
-	if err := <-exited; !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
+	if err := <-exited; !errors.As(err, &ee) || ee.ExitCode() != exitcode.Failure {
 		t.Fatalf("interrupted run: %v\n%s", err, out.String())
 	}
 	// The batch delay is a minute: what arrived was sent at exit.
@@ -463,12 +464,12 @@ func TestTraceReplayAndSweep(t *testing.T) {
 	spec := e2eSpec(t, simpleSource, "")
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, env, "run", spec, "-i", "question=q", "--runs-dir", runs, "--no-cache", "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	recorded := runDirFrom(t, stderr)
 	code, _, stderr = invoke(t, env, "run", spec, "--replay", recorded, "--runs-dir", runs, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("replay: exit %d\n%s", code, stderr)
 	}
 	replayed := traceOf(t, recv, runIDOf(runDirFrom(t, stderr)))
@@ -477,7 +478,7 @@ func TestTraceReplayAndSweep(t *testing.T) {
 	}
 
 	code, _, stderr = invoke(t, env, "run", spec, "-i", "question=q", "--repeat", "2", "--runs-dir", runs, "--no-cache", "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("sweep: exit %d\n%s", code, stderr)
 	}
 	var sweep otlptest.Span

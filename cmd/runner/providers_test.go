@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 )
@@ -101,7 +102,7 @@ func compatRun(t *testing.T, endpoints, models, agentB string, env map[string]st
 	path := writeSpecFile(t, "spec.yaml", src)
 	args := append([]string{"run", path, "--runs-dir", t.TempDir(), "--no-cache", "-v"}, extraArgs...)
 	code, stdout, stderr := runBinary(t, env, args...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	if strings.TrimSpace(stdout) != "7" {
@@ -260,7 +261,7 @@ func TestCompatOllama(t *testing.T) {
 	// A model the server does not have: its own words, exit 3.
 	src := strings.NewReplacer("ENDPOINTS", endpoints, "MODELS", "models:\n  default: {model: llama3.3, endpoint: ollama}", " AGENTB", "").Replace(compatSpec)
 	code, _, stderr := runBinary(t, nil, "run", writeSpecFile(t, "spec.yaml", src), "--runs-dir", t.TempDir(), "--no-cache", "-q")
-	if code != exitEndpoint || !strings.Contains(stderr, `model \"llama3.3\" not found, try pulling it first`) && !strings.Contains(stderr, `model "llama3.3" not found, try pulling it first`) {
+	if code != exitcode.Endpoint || !strings.Contains(stderr, `model \"llama3.3\" not found, try pulling it first`) && !strings.Contains(stderr, `model "llama3.3" not found, try pulling it first`) {
 		t.Errorf("unknown model: exit %d\n%s", code, stderr)
 	}
 	_ = dir
@@ -279,7 +280,7 @@ func TestCompatVLLM(t *testing.T) {
 	// The implicit default model is gpt-4o-mini, which vLLM does not serve.
 	src := strings.NewReplacer("ENDPOINTS", "endpoints:\n  default: {base_url: '"+srv.URL+"'}", "MODELS", "", " AGENTB", "").Replace(compatSpec)
 	code, _, stderr := runBinary(t, nil, "run", writeSpecFile(t, "spec.yaml", src), "--runs-dir", t.TempDir(), "--no-cache", "-q")
-	if code != exitEndpoint || !strings.Contains(stderr, "gpt-4o-mini` does not exist") {
+	if code != exitcode.Endpoint || !strings.Contains(stderr, "gpt-4o-mini` does not exist") {
 		t.Errorf("unknown model: exit %d\n%s", code, stderr)
 	}
 }
@@ -376,7 +377,7 @@ func TestMissingV1Hint(t *testing.T) {
 	srv := llmtest.NewProvider(t, llmtest.Ollama(), compatReplies)
 	src := strings.NewReplacer("ENDPOINTS", "endpoints:\n  ollama: {base_url: '"+srv.Root+"'}", "MODELS", "models:\n  default: {model: m, endpoint: ollama}", " AGENTB", "").Replace(compatSpec)
 	code, _, stderr := runBinary(t, nil, "run", writeSpecFile(t, "spec.yaml", src), "--runs-dir", t.TempDir(), "-q")
-	if code != exitEndpoint || !strings.Contains(stderr, "404 page not found") || !strings.Contains(stderr, "try "+srv.Root+"/v1") {
+	if code != exitcode.Endpoint || !strings.Contains(stderr, "404 page not found") || !strings.Contains(stderr, "try "+srv.Root+"/v1") {
 		t.Errorf("exit %d\n%s", code, stderr)
 	}
 	if srv.Count() > 2 {
@@ -423,7 +424,7 @@ func TestEnvInHeadersAndURLs(t *testing.T) {
 
 	src := strings.NewReplacer("ENDPOINTS", endpoints, "MODELS", "models:\n  default: {model: m, endpoint: gw}", " AGENTB", "").Replace(compatSpec)
 	code, _, stderr := runBinary(t, map[string]string{"GW_ROOT": srv.Root}, "run", writeSpecFile(t, "spec.yaml", src), "--runs-dir", t.TempDir())
-	if code != exitUsage || !strings.Contains(stderr, "GW_KEY is not set") {
+	if code != exitcode.Usage || !strings.Contains(stderr, "GW_KEY is not set") {
 		t.Errorf("missing variable: exit %d\n%s", code, stderr)
 	}
 }
@@ -434,7 +435,7 @@ func TestJSONOutputIsPureJSON(t *testing.T) {
 	srv := llmtest.NewProvider(t, llmtest.Ollama(), compatReplies)
 	src := strings.NewReplacer("ENDPOINTS", "endpoints:\n  ollama: {base_url: '"+srv.Root+"'}", "MODELS", "models:\n  default: {model: m, endpoint: ollama}", " AGENTB", "").Replace(compatSpec)
 	code, _, stderr := runBinary(t, nil, "run", writeSpecFile(t, "spec.yaml", src), "--runs-dir", t.TempDir(), "--json")
-	if code != exitEndpoint {
+	if code != exitcode.Endpoint {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")

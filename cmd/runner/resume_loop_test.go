@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 )
 
@@ -104,8 +105,8 @@ func writeSpec(t *testing.T, text string) string {
 func failOnBadReply(t *testing.T, srv *loopServer, spec string) string {
 	t.Helper()
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitFailure {
-		t.Fatalf("run: exit %d, want %d\n%s", code, exitFailure, stderr)
+	if code != exitcode.Failure {
+		t.Fatalf("run: exit %d, want %d\n%s", code, exitcode.Failure, stderr)
 	}
 	if got := srv.asked(0); strings.Join(got, ",") != "first,judge," {
 		t.Fatalf("the run asked %q, want first, judge and its repair", got)
@@ -141,8 +142,8 @@ func TestResumeNeverLoops(t *testing.T) {
 	// ways out named, and no advice to run the same command again.
 	n := srv.count()
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "-q")
-	if code != exitUsage {
-		t.Fatalf("resume as it is: exit %d, want %d\n%s", code, exitUsage, stderr)
+	if code != exitcode.Usage {
+		t.Fatalf("resume as it is: exit %d, want %d\n%s", code, exitcode.Usage, stderr)
 	}
 	if got := srv.asked(n); len(got) != 0 {
 		t.Errorf("resume as it is asked the model %q", got)
@@ -173,7 +174,7 @@ func TestResumeNeverLoops(t *testing.T) {
 	srv.mu.Unlock()
 	n = srv.count()
 	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--resample")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume --resample: exit %d\n%s", code, stderr)
 	}
 	if got := srv.asked(n); strings.Join(got, ",") != "judge" {
@@ -209,7 +210,7 @@ func TestResumeNeverLoops(t *testing.T) {
 	// A replay of the run serves the new sample, not the old one.
 	n = srv.count()
 	code, stdout, stderr = invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--replay", dir, "--runs-dir", t.TempDir(), "-q")
-	if code != exitOK || strings.TrimSpace(stdout) != "42" || srv.count() != n {
+	if code != exitcode.OK || strings.TrimSpace(stdout) != "42" || srv.count() != n {
 		t.Errorf("replay of the resampled run: exit %d, output %q, %d requests\n%s", code, stdout, srv.count()-n, stderr)
 	}
 }
@@ -225,7 +226,7 @@ func TestResampleAgainAndFixedSpec(t *testing.T) {
 
 	n := srv.count()
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--resample", "-q")
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("resample against a server still answering badly: exit %d\n%s", code, stderr)
 	}
 	if got := srv.asked(n); strings.Join(got, ",") != "judge," {
@@ -237,7 +238,7 @@ func TestResampleAgainAndFixedSpec(t *testing.T) {
 
 	// The same spec given with --spec changes nothing: still exit 2.
 	n = srv.count()
-	if code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--spec", spec, "-q"); code != exitUsage || srv.count() != n {
+	if code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--spec", spec, "-q"); code != exitcode.Usage || srv.count() != n {
 		t.Errorf("resume --spec with the run's own spec: exit %d, %d requests\n%s", code, srv.count()-n, stderr)
 	}
 
@@ -247,7 +248,7 @@ func TestResampleAgainAndFixedSpec(t *testing.T) {
 	fixed := writeSpec(t, strings.Replace(loopSpec, "      repair: 1\n", "      repair: 1\n      fallback: {answer: unknown}\n", 1))
 	n = srv.count()
 	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--spec", fixed, "-q")
-	if code != exitOK || strings.TrimSpace(stdout) != "unknown" {
+	if code != exitcode.OK || strings.TrimSpace(stdout) != "unknown" {
 		t.Fatalf("resume --spec FIXED: exit %d, output %q\n%s", code, stdout, stderr)
 	}
 	if got := srv.asked(n); len(got) != 0 {
@@ -274,8 +275,8 @@ func TestResumeAfterEndpointFailureStillResumes(t *testing.T) {
 	})
 	spec := writeSpec(t, loopSpec+"defaults: {max_retries: 0}\n")
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitEndpoint {
-		t.Fatalf("run: exit %d, want %d\n%s", code, exitEndpoint, stderr)
+	if code != exitcode.Endpoint {
+		t.Fatalf("run: exit %d, want %d\n%s", code, exitcode.Endpoint, stderr)
 	}
 	dir := runDirFrom(t, stderr)
 	if !strings.Contains(stderr, "(resume with: runner resume "+dir+")") {
@@ -288,7 +289,7 @@ func TestResumeAfterEndpointFailureStillResumes(t *testing.T) {
 	mu.Unlock()
 	before := srv.Count()
 	code, stdout, stderr := invoke(t, e2eEnv(srv), "resume", dir, "-q")
-	if code != exitOK || strings.TrimSpace(stdout) != "42" {
+	if code != exitcode.OK || strings.TrimSpace(stdout) != "42" {
 		t.Fatalf("resume after an endpoint failure: exit %d, output %q\n%s", code, stdout, stderr)
 	}
 	if n := srv.Count() - before; n != 1 {
@@ -306,8 +307,8 @@ func TestResumeOutputExpressionDeadEnd(t *testing.T) {
 	bad := strings.Replace(loopSpec, `answer: latest("judge")[0].output.answer`, `answer: latest("judge")[0].output.answer + 1`, 1)
 	spec := writeSpec(t, bad)
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitFailure {
-		t.Fatalf("run: exit %d, want %d\n%s", code, exitFailure, stderr)
+	if code != exitcode.Failure {
+		t.Fatalf("run: exit %d, want %d\n%s", code, exitcode.Failure, stderr)
 	}
 	dir := runDirFrom(t, stderr)
 	if strings.Contains(stderr, "resume with:") || !strings.Contains(stderr, "--spec FIXED.yaml") {
@@ -315,19 +316,19 @@ func TestResumeOutputExpressionDeadEnd(t *testing.T) {
 	}
 	n := srv.count()
 	code, _, stderr = invoke(t, e2eEnv(srv.Server), "resume", dir, "-q")
-	if code != exitUsage || srv.count() != n {
+	if code != exitcode.Usage || srv.count() != n {
 		t.Fatalf("resume as it is: exit %d, %d requests\n%s", code, srv.count()-n, stderr)
 	}
 	if !strings.Contains(stderr, `output "answer"`) || strings.Contains(stderr, "--resample") {
 		t.Errorf("resume as it is after a failed output: %s", stderr)
 	}
 	code, _, stderr = invoke(t, e2eEnv(srv.Server), "resume", dir, "--resample", "-q")
-	if code != exitUsage || srv.count() != n || !strings.Contains(stderr, "--resample: nothing to ask afresh") {
+	if code != exitcode.Usage || srv.count() != n || !strings.Contains(stderr, "--resample: nothing to ask afresh") {
 		t.Errorf("resume --resample after a failed output: exit %d\n%s", code, stderr)
 	}
 	fixed := writeSpec(t, loopSpec)
 	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--spec", fixed, "-q")
-	if code != exitOK || strings.TrimSpace(stdout) != "42" || srv.count() != n {
+	if code != exitcode.OK || strings.TrimSpace(stdout) != "42" || srv.count() != n {
 		t.Errorf("resume --spec FIXED: exit %d, output %q, %d requests\n%s", code, stdout, srv.count()-n, stderr)
 	}
 }
@@ -341,7 +342,7 @@ func TestResumeSweepWithDeadEnds(t *testing.T) {
 	spec := writeSpec(t, loopSpec)
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--repeat", "2", "--runs-dir", runs, "-q")
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("sweep: exit %d\n%s", code, stderr)
 	}
 	sweeps, _ := filepath.Glob(filepath.Join(runs, "sweep-*"))
@@ -350,7 +351,7 @@ func TestResumeSweepWithDeadEnds(t *testing.T) {
 	}
 	n := srv.count()
 	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", sweeps[0], "-q")
-	if code != exitFailure || srv.count() != n {
+	if code != exitcode.Failure || srv.count() != n {
 		t.Fatalf("resume of the sweep: exit %d, %d requests\n%s\n%s", code, srv.count()-n, stdout, stderr)
 	}
 	if strings.Count(stdout, "| failed: node \"judge\"") != 2 || !strings.Contains(stderr, "resume it with --resample or --spec FIXED.yaml") {
@@ -360,7 +361,7 @@ func TestResumeSweepWithDeadEnds(t *testing.T) {
 		t.Errorf("resume of the sweep lost the failed runs' usage:\n%s", stdout)
 	}
 	code, _, stderr = invoke(t, e2eEnv(srv.Server), "resume", sweeps[0], "--resample")
-	if code != exitUsage || !strings.Contains(stderr, "--resample asks one run's failed calls afresh") {
+	if code != exitcode.Usage || !strings.Contains(stderr, "--resample asks one run's failed calls afresh") {
 		t.Errorf("resume --resample of a sweep: exit %d\n%s", code, stderr)
 	}
 
@@ -371,12 +372,12 @@ func TestResumeSweepWithDeadEnds(t *testing.T) {
 	if len(dirs) != 2 {
 		t.Fatalf("%d run directories in the sweep", len(dirs))
 	}
-	if code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dirs[0], "--resample", "-q"); code != exitOK {
+	if code, _, stderr := invoke(t, e2eEnv(srv.Server), "resume", dirs[0], "--resample", "-q"); code != exitcode.OK {
 		t.Fatalf("resume --resample of a sweep's run: exit %d\n%s", code, stderr)
 	}
 	n = srv.count()
 	code, stdout, stderr = invoke(t, e2eEnv(srv.Server), "resume", sweeps[0], "-q")
-	if code != exitFailure || srv.count() != n || strings.Count(stdout, "| completed |") != 1 || strings.Count(stdout, "| failed: ") != 1 {
+	if code != exitcode.Failure || srv.count() != n || strings.Count(stdout, "| completed |") != 1 || strings.Count(stdout, "| failed: ") != 1 {
 		t.Errorf("resume of the sweep after one run was resampled: exit %d, %d requests\n%s\n%s", code, srv.count()-n, stdout, stderr)
 	}
 }
@@ -391,8 +392,8 @@ func TestResumeFallbackDeadEnd(t *testing.T) {
 	withFallback = strings.Replace(withFallback, `answer: latest("judge")[0].output.answer`, `answer: latest("judge")[0].output.answer + "!"`, 1)
 	spec := writeSpec(t, withFallback)
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitFailure {
-		t.Fatalf("run: exit %d, want %d\n%s", code, exitFailure, stderr)
+	if code != exitcode.Failure {
+		t.Fatalf("run: exit %d, want %d\n%s", code, exitcode.Failure, stderr)
 	}
 	dir := runDirFrom(t, stderr)
 	if strings.Contains(stderr, "resume with:") || !strings.Contains(stderr, "gave way to a fallback output") {
@@ -400,14 +401,14 @@ func TestResumeFallbackDeadEnd(t *testing.T) {
 	}
 	n := srv.count()
 	code, _, stderr = invoke(t, e2eEnv(srv.Server), "resume", dir, "-q")
-	if code != exitUsage || srv.count() != n || !strings.Contains(stderr, "judge/-/b, judge/-/b#repair1") || !strings.Contains(stderr, "--resample") {
+	if code != exitcode.Usage || srv.count() != n || !strings.Contains(stderr, "judge/-/b, judge/-/b#repair1") || !strings.Contains(stderr, "--resample") {
 		t.Fatalf("resume as it is: exit %d, %d requests\n%s", code, srv.count()-n, stderr)
 	}
 	srv.mu.Lock()
 	srv.good = true
 	srv.mu.Unlock()
 	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--resample", "-q")
-	if code != exitOK || strings.TrimSpace(stdout) != "42!" {
+	if code != exitcode.OK || strings.TrimSpace(stdout) != "42!" {
 		t.Fatalf("resume --resample: exit %d, output %q\n%s", code, stdout, stderr)
 	}
 	if got := srv.asked(n); strings.Join(got, ",") != "judge" {
@@ -444,7 +445,7 @@ func TestResampleOnlyTheFailingAgent(t *testing.T) {
 	both = strings.Replace(both, `answer: latest("judge")[0].output.answer`, `answer: join(map(latest("judge"), {.output.answer}), ", ")`, 1)
 	spec := writeSpec(t, both)
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	dir := runDirFrom(t, stderr)
@@ -455,7 +456,7 @@ func TestResampleOnlyTheFailingAgent(t *testing.T) {
 	good, asked = true, nil
 	mu.Unlock()
 	code, stdout, stderr := invoke(t, e2eEnv(srv), "resume", dir, "--resample", "-q")
-	if code != exitOK || strings.TrimSpace(stdout) != "from a, from b" {
+	if code != exitcode.OK || strings.TrimSpace(stdout) != "from a, from b" {
 		t.Fatalf("resume --resample: exit %d, output %q\n%s", code, stdout, stderr)
 	}
 	if strings.Join(asked, ",") != "judge/b" {
@@ -486,18 +487,18 @@ func TestResumeNeverLoopsBinary(t *testing.T) {
 		return 0, string(out)
 	}
 	code, out := exec1("run", spec, "-i", "question=q", "--runs-dir", runs, "-q")
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("run: exit %d\n%s", code, out)
 	}
 	dir := runDirFrom(t, out)
 	n := srv.count()
-	if code, out := exec1("resume", dir, "-q"); code != exitUsage || srv.count() != n || strings.Contains(out, "resume with:") {
+	if code, out := exec1("resume", dir, "-q"); code != exitcode.Usage || srv.count() != n || strings.Contains(out, "resume with:") {
 		t.Fatalf("resume as it is: exit %d, %d requests\n%s", code, srv.count()-n, out)
 	}
 	srv.mu.Lock()
 	srv.good = true
 	srv.mu.Unlock()
-	if code, out := exec1("resume", dir, "--resample", "-q"); code != exitOK || srv.count() != n+1 || !strings.HasPrefix(out, "42\n") {
+	if code, out := exec1("resume", dir, "--resample", "-q"); code != exitcode.OK || srv.count() != n+1 || !strings.HasPrefix(out, "42\n") {
 		t.Fatalf("resume --resample: exit %d, %d requests\n%s", code, srv.count()-n, out)
 	}
 }

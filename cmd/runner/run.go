@@ -11,9 +11,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
@@ -69,7 +72,7 @@ func (c *runCmd) Run(e *env) error {
 	plan, diags := spec.Load(c.File, nodes.Registry())
 	e.sayDiagnostics(diags)
 	if diags.HasErrors() {
-		return withCode(exitInvalid, fmt.Errorf("%s is invalid; nothing was run", c.File))
+		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))
 	}
 	if c.DryRun {
 		return c.dryRun(e, plan)
@@ -117,7 +120,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	if v != nil {
 		v.show(e, "/run/"+filepath.Base(r.Dir), true)
@@ -126,7 +129,7 @@ func (c *runCmd) Run(e *env) error {
 	c.reportCalls(e, r)
 	if c.CSV != "" && r.Result() != nil {
 		if cerr := result.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
-			err = withCode(exitFailure, cerr)
+			err = exitcode.With(exitcode.Failure, cerr)
 		}
 	}
 	if v != nil {
@@ -166,7 +169,7 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 	if c.Answers != "" {
 		a, err := runtime.ReadAnswers(c.Answers)
 		if err != nil {
-			return opts, runError(err)
+			return opts, err
 		}
 		opts.Answers = a
 	} else if isTerminal(e.stdin) {
@@ -229,38 +232,38 @@ func isTerminal(w any) bool {
 	return err != nil || !os.SameFile(info, null)
 }
 
-// execute runs to the end, prints the first output and the run directory,
-// and maps the outcome to an exit code. Nothing it prints holds the run's
-// secrets.
+// execute runs to the end and prints the first output and the run
+// directory; its error carries the run's exit code. Nothing it prints holds
+// the run's secrets.
 func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := r.Execute(e.traced(ctx))
-	if res != nil && len(res.OutputOrder) > 0 && res.Status == runtime.StatusCompleted {
+	if res != nil && len(res.OutputOrder) > 0 && res.Status == result.StatusCompleted {
 		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
 	e.say("run_dir", map[string]string{"dir": r.Dir}, "run: "+r.Dir)
 	if err != nil {
-		if errors.Is(err, runtime.ErrWaiting) {
+		if errors.Is(err, kit.ErrWaiting) {
 			questions := filepath.Join(r.Dir, "questions.yaml")
 			resume := fmt.Sprintf("runner resume %s --answers %s", r.Dir, questions)
 			e.say("waiting", map[string]string{"questions": questions, "resume": resume},
 				fmt.Sprintf("waiting for answers: edit %s, then run: %s", questions, resume))
-			return withCode(exitWaiting, errors.New(""))
+			return told{err}
 		}
-		var be *runtime.BudgetError
+		var be *calls.BudgetError
 		if errors.As(err, &be) {
 			resume := fmt.Sprintf("runner resume %s %s", r.Dir, be.Flag())
 			e.say("budget_exceeded", map[string]string{"error": r.Redact(err.Error()), "resume": resume},
 				fmt.Sprintf("runner: %s\nthe run stopped at its budget; to go on, raise it: %s", r.Redact(err.Error()), resume))
-			return withCode(exitBudget, errors.New(""))
+			return told{err}
 		}
 		// A failure the journal would serve again is not advised to be
 		// resumed as it is: that resume would fail the same way.
 		if stuck := runtime.Stuck(r.Dir); stuck != nil {
-			return runError(redactedError{fmt.Errorf("%w\nresuming the run as it is would fail the same way: it failed on what its journal holds.\n%s", err, stuck.Advice()), r})
+			return redactedError{fmt.Errorf("%w\nresuming the run as it is would fail the same way: it failed on what its journal holds.\n%s", err, stuck.Advice()), r}
 		}
-		return runError(redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r})
+		return redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r}
 	}
 	return nil
 }
@@ -274,26 +277,12 @@ type redactedError struct {
 func (e redactedError) Error() string { return e.run.Redact(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
 
-func runError(err error) error {
-	var fe *runtime.FlagError
-	var ee *runtime.EndpointError
-	var se *runtime.SpecError
-	var be *runtime.BudgetError
-	var stuck *runtime.StuckError
-	switch {
-	case errors.As(err, &fe), errors.As(err, &stuck):
-		return withCode(exitUsage, err)
-	case errors.As(err, &se):
-		return withCode(exitInvalid, err)
-	case errors.As(err, &ee):
-		return withCode(exitEndpoint, err)
-	case errors.As(err, &be):
-		return withCode(exitBudget, err)
-	case errors.Is(err, runtime.ErrWaiting):
-		return withCode(exitWaiting, err)
-	}
-	return withCode(exitFailure, err)
-}
+// told is an error the user has been told about already: it prints
+// nothing more, and the CLI exits with the code of the error it holds.
+type told struct{ err error }
+
+func (told) Error() string   { return "" }
+func (e told) Unwrap() error { return e.err }
 
 type resumeCmd struct {
 	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), or a sweep directory (runs/sweep-<id>)."`
@@ -353,7 +342,7 @@ func (c *resumeCmd) Run(e *env) error {
 	if c.Answers != "" {
 		a, err := runtime.ReadAnswers(c.Answers)
 		if err != nil {
-			return runError(err)
+			return err
 		}
 		opts.Answers = a
 	} else if isTerminal(e.stdin) {
@@ -367,7 +356,7 @@ func (c *resumeCmd) Run(e *env) error {
 	}
 	defer e.startTracing()()
 	if rec, ok, err := durable.ReadRecord(c.Dir); err != nil {
-		return runError(err)
+		return err
 	} else if ok {
 		if c.Resample {
 			return usageErrorf("--resample: the run is made on Temporal, whose workers try its failed calls again on resume; drop --resample")
@@ -379,9 +368,9 @@ func (c *resumeCmd) Run(e *env) error {
 		var se *runtime.SpecError
 		if errors.As(err, &se) {
 			e.sayDiagnostics(se.Diags)
-			return withCode(exitInvalid, fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
+			return exitcode.With(se.ExitCode(), fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
 		}
-		return runError(err)
+		return err
 	}
 	err = execute(e, r)
 	(&runCmd{Quiet: c.Quiet}).reportCalls(e, r)

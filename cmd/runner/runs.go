@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
 
@@ -35,8 +36,8 @@ type runInfo struct {
 	Dir      string
 	Label    string
 	Sweep    string
-	Manifest runtime.Manifest
-	Result   *runtime.Result // nil while running or after a kill
+	Manifest result.Manifest
+	Result   *result.Result // nil while running or after a kill
 }
 
 // readRun reads run.json and, when present, result.json of a run directory.
@@ -104,7 +105,7 @@ func errorsUnwrapPath(err error) error {
 
 // roundsAndGoals counts the rounds (the highest round of a message) and
 // the goals a run went through.
-func roundsAndGoals(res *runtime.Result) (int, int) {
+func roundsAndGoals(res *result.Result) (int, int) {
 	rounds := 0
 	goals := map[string]bool{}
 	for _, m := range res.Messages {
@@ -124,7 +125,7 @@ func countText(n int) string {
 	return fmt.Sprint(n)
 }
 
-func firstOutput(res *runtime.Result) string {
+func firstOutput(res *result.Result) string {
 	if res == nil || len(res.OutputOrder) == 0 {
 		return ""
 	}
@@ -203,7 +204,7 @@ func (c *compareCmd) Run(e *env) error {
 		if _, err := os.Stat(filepath.Join(arg, "summary.json")); err == nil {
 			sum, err := sweep.Load(arg)
 			if err != nil {
-				return withCode(exitFailure, err)
+				return exitcode.With(exitcode.Failure, err)
 			}
 			sweeps = append(sweeps, sum)
 			for _, sr := range sum.Runs {
@@ -216,7 +217,7 @@ func (c *compareCmd) Run(e *env) error {
 				}
 				ri, err := readRun(dir)
 				if err != nil {
-					return withCode(exitFailure, err)
+					return exitcode.With(exitcode.Failure, err)
 				}
 				ri.Label = filepath.Base(arg) + "/" + filepath.Base(dir)
 				runs = append(runs, ri)
@@ -285,7 +286,7 @@ func (c *compareCmd) gate(e *env, args []string) error {
 		e.say("gate", map[string]any{"run": arg, "score": s, "baseline": base, "margin": c.Margin, "passed": true}, "gate passed: "+line)
 	}
 	if len(worse) > 0 {
-		return withCode(exitGate, fmt.Errorf("gate failed: worse than the baseline %s by more than %g:\n  %s", args[0], c.Margin, strings.Join(worse, "\n  ")))
+		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: worse than the baseline %s by more than %g:\n  %s", args[0], c.Margin, strings.Join(worse, "\n  ")))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
@@ -57,7 +58,7 @@ func (t *temporalFlags) connect(e *env, addr string) durable.Connect {
 func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
 	c, err := durable.Dial(ctx, t.connect(e, addr))
 	if err != nil {
-		return nil, withCode(exitFailure, err)
+		return nil, exitcode.With(exitcode.Failure, err)
 	}
 	return c, nil
 }
@@ -112,7 +113,7 @@ func (c *workerCmd) Run(e *env) error {
 	}
 	durable.Register(w, &durable.Workflows{Version: Version(), Registry: nodes.Registry()}, acts)
 	if err := w.Start(); err != nil {
-		return withCode(exitFailure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
+		return exitcode.With(exitcode.Failure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
 	}
 	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue},
 		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s", c.TaskQueue, c.Namespace, addr))
@@ -157,7 +158,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	defer cl.Close()
 	bundle, err := durable.NewBundle(plan, nodes.Registry(), opts.ContextDir)
 	if err != nil {
-		return withCode(exitFailure, err)
+		return exitcode.With(exitcode.Failure, err)
 	}
 	// The file tools run here too (the engine runs them between a call
 	// and the next); they must answer as on the workers.
@@ -172,28 +173,28 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	remote(cl, &opts, &id, &f)
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	id = workflowID(r.ID)
 	in, err := durable.NewRunInput(plan, bundle, opts, r.ID, Version())
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	in.Calls.Heartbeat = c.Heartbeat
 	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.RunWorkflowName, in); err != nil {
-		return withCode(exitFailure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
+		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
 	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id}
 	if bundle.Context != nil {
 		// Written before the record that names it, so that a record never
 		// names a snapshot that is not there.
 		if err := durable.WriteContext(r.Dir, bundle.Context); err != nil {
-			return withCode(exitFailure, err)
+			return exitcode.With(exitcode.Failure, err)
 		}
 		rec.ContextFile = durable.ContextFile
 	}
 	if err := durable.WriteRecord(r.Dir, rec); err != nil {
-		return withCode(exitFailure, err)
+		return exitcode.With(exitcode.Failure, err)
 	}
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	if v != nil {
@@ -212,26 +213,26 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
 		if err != nil {
-			return runError(err)
+			return err
 		}
 		axes = append(axes, a)
 	}
 	all, err := sweep.RunOptions(plan, sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel})
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	id := fmt.Sprintf("runner-sweep-%s-%s", plan.Name, time.Now().UTC().Format("20060102T150405.000Z"))
 	in := durable.SweepInput{Bundle: bundle, Parallel: c.Parallel}
 	for i, o := range all {
 		ri, err := durable.NewRunInput(plan, nil, o, durable.ChildID(id, i+1), Version())
 		if err != nil {
-			return runError(err)
+			return err
 		}
 		ri.Calls.Heartbeat = c.Heartbeat
 		in.Runs = append(in.Runs, ri)
 	}
 	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.SweepWorkflowName, in); err != nil {
-		return withCode(exitFailure, fmt.Errorf("submitting the sweep to Temporal at %s: %w", addr, err))
+		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the sweep to Temporal at %s: %w", addr, err))
 	}
 	if !c.Quiet {
 		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
@@ -275,11 +276,11 @@ func verified(ctx context.Context, e *env, cl client.Client, id string, r *runti
 	}
 	var out durable.RunOutcome
 	if gerr := cl.GetWorkflow(ctx, id, "").Get(ctx, &out); gerr != nil {
-		return withCode(exitFailure, fmt.Errorf("reading the outcome of workflow %s: %w", id, gerr))
+		return exitcode.With(exitcode.Failure, fmt.Errorf("reading the outcome of workflow %s: %w", id, gerr))
 	}
 	local := durable.Outcome(r.Result(), nil)
 	if out.OutputsDigest != local.OutputsDigest || out.MessagesDigest != local.MessagesDigest {
-		return withCode(exitFailure, fmt.Errorf("the run recorded in %s differs from the run workflow %s made (outputs %s there); workers and this client must run the same runner version", r.Dir, id, out.Outputs))
+		return exitcode.With(exitcode.Failure, fmt.Errorf("the run recorded in %s differs from the run workflow %s made (outputs %s there); workers and this client must run the same runner version", r.Dir, id, out.Outputs))
 	}
 	_ = e
 	return nil
@@ -297,7 +298,7 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 	// workers have, not from the folder, which may have changed since.
 	snap, err := durable.ReadContext(c.Dir, rec)
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	opts.ContextSnapshot = snap
 	tf := temporalFlags{Namespace: rec.Namespace}
@@ -313,13 +314,13 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 	st, _ := queryStatus(ctx, cl, rec.WorkflowID)
 	if len(opts.Answers) > 0 {
 		if err := cl.SignalWorkflow(ctx, rec.WorkflowID, "", durable.SignalAnswers, opts.Answers); err != nil {
-			return withCode(exitFailure, fmt.Errorf("passing answers to workflow %s: %w", rec.WorkflowID, err))
+			return exitcode.With(exitcode.Failure, fmt.Errorf("passing answers to workflow %s: %w", rec.WorkflowID, err))
 		}
 	}
 	retries := st.Retries
 	if len(st.Failed) > 0 {
 		if err := cl.SignalWorkflow(ctx, rec.WorkflowID, "", durable.SignalRetry, nil); err != nil {
-			return withCode(exitFailure, fmt.Errorf("asking workflow %s to try its failed calls again: %w", rec.WorkflowID, err))
+			return exitcode.With(exitcode.Failure, fmt.Errorf("asking workflow %s to try its failed calls again: %w", rec.WorkflowID, err))
 		}
 		retries++
 	}
@@ -328,7 +329,7 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 	remote(cl, &opts, &id, &f)
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
-		return runError(err)
+		return err
 	}
 	f = durable.Follow(ctx, cl, id, retries)
 	return verified(ctx, e, cl, id, r, execute(e, r))

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 )
 
@@ -90,7 +91,7 @@ models:
 		vars := e2eEnv(srv)
 		code := run(args, &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(k string) string { return vars[k] }})
 		wall := time.Since(start)
-		if code != exitOK || srv.Count() != calls {
+		if code != exitcode.OK || srv.Count() != calls {
 			b.Fatalf("sweep %v: exit %d, %d requests (want %d)\n%s\n%s", extra, code, srv.Count(), calls, stdout.String(), stderr.String())
 		}
 		return wall

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/durable"
@@ -63,7 +64,7 @@ func TestTemporalReplayHistory(t *testing.T) {
 	}
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q",
 		"--temporal", addr, "--task-queue", queue, "--no-cache")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	rec, ok, err := durable.ReadRecord(runDirFrom(t, stderr))

@@ -17,6 +17,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/durable"
 )
@@ -149,7 +150,7 @@ func TestTemporalRunSurvivesAKilledWorker(t *testing.T) {
 
 	ref := llmtest.New(t, e2eAnswers(0))
 	code, _, stderr := invoke(t, e2eEnv(ref), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("reference run: exit %d\n%s", code, stderr)
 	}
 	want := e2eOutcome(t, runDirFrom(t, stderr))
@@ -261,8 +262,8 @@ func TestTemporalRunWaitsForAnswersAndRetries(t *testing.T) {
 	env := e2eEnv(srv)
 	code, _, stderr := invoke(t, env, "run", spec, "-i", "question=Plan a party", "--runs-dir", runs,
 		"--temporal", addr, "--task-queue", queue)
-	if code != exitWaiting {
-		t.Fatalf("run: exit %d, want %d (waiting)\n%s\nworker:\n%s", code, exitWaiting, stderr, wout)
+	if code != exitcode.Waiting {
+		t.Fatalf("run: exit %d, want %d (waiting)\n%s\nworker:\n%s", code, exitcode.Waiting, stderr, wout)
 	}
 	dir := runDirFrom(t, stderr)
 	qfile := filepath.Join(dir, "questions.yaml")
@@ -276,13 +277,13 @@ func TestTemporalRunWaitsForAnswersAndRetries(t *testing.T) {
 	}
 
 	code, _, stderr = invoke(t, env, "resume", dir, "--answers", answers, "-q")
-	if code != exitEndpoint || !strings.Contains(stderr, "the model is down") {
-		t.Fatalf("resume with answers while the model is down: exit %d, want %d\n%s", code, exitEndpoint, stderr)
+	if code != exitcode.Endpoint || !strings.Contains(stderr, "the model is down") {
+		t.Fatalf("resume with answers while the model is down: exit %d, want %d\n%s", code, exitcode.Endpoint, stderr)
 	}
 	failing.Store(false)
 	// As after a local run's failure, answers are given again.
 	code, stdout, stderr := invoke(t, env, "resume", dir, "--answers", answers, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume once the model is back: exit %d\n%s\nworker:\n%s", code, stderr, wout)
 	}
 	if !strings.Contains(stdout, "forty-two euros") {
@@ -298,7 +299,7 @@ func TestTemporalRunWaitsForAnswersAndRetries(t *testing.T) {
 
 	ref := llmtest.New(t, handler)
 	code, _, stderr = invoke(t, e2eEnv(ref), "run", spec, "-i", "question=Plan a party", "--runs-dir", t.TempDir(), "--answers", answers, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("local run: exit %d\n%s", code, stderr)
 	}
 	if got, want := e2eOutcome(t, dir), e2eOutcome(t, runDirFrom(t, stderr)); got != want {
@@ -430,7 +431,7 @@ func TestTemporalResumeUsesTheSubmittedContext(t *testing.T) {
 	args := []string{"run", specPath, "-i", "question=q", "--context", ctxDir, "-q", "--no-cache"}
 	ref := llmtest.New(t, handler)
 	code, _, stderr := invoke(t, e2eEnv(ref), append(args, "--runs-dir", t.TempDir())...)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("local run: exit %d\n%s", code, stderr)
 	}
 	want := e2eOutcome(t, runDirFrom(t, stderr))
@@ -441,8 +442,8 @@ func TestTemporalResumeUsesTheSubmittedContext(t *testing.T) {
 	aliceDown.Store(true)
 	env := e2eEnv(srv)
 	code, _, stderr = invoke(t, env, append(args, "--runs-dir", t.TempDir(), "--temporal", addr, "--task-queue", queue)...)
-	if code != exitEndpoint {
-		t.Fatalf("run while Alice is down: exit %d, want %d\n%s\nworker:\n%s", code, exitEndpoint, stderr, wout)
+	if code != exitcode.Endpoint {
+		t.Fatalf("run while Alice is down: exit %d, want %d\n%s\nworker:\n%s", code, exitcode.Endpoint, stderr, wout)
 	}
 	dir := runDirFrom(t, stderr)
 	data, err := os.ReadFile(filepath.Join(dir, durable.ContextFile))
@@ -458,11 +459,11 @@ func TestTemporalResumeUsesTheSubmittedContext(t *testing.T) {
 	}
 	aliceDown.Store(false)
 	code, _, stderr = invoke(t, env, "resume", dir, "--context", ctxDir, "-q")
-	if code != exitUsage || !strings.Contains(stderr, "--context") {
-		t.Errorf("resume --context of a Temporal run: exit %d, want %d naming --context\n%s", code, exitUsage, stderr)
+	if code != exitcode.Usage || !strings.Contains(stderr, "--context") {
+		t.Errorf("resume --context of a Temporal run: exit %d, want %d naming --context\n%s", code, exitcode.Usage, stderr)
 	}
 	code, _, stderr = invoke(t, env, "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume: exit %d\n%s\nworker:\n%s", code, stderr, wout)
 	}
 	if got := e2eOutcome(t, dir); got != want {
@@ -502,7 +503,7 @@ func TestTemporalRunView(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() {
 		if code := run([]string{"run", debateSource, "-i", "question=q", "--runs-dir", runs, "--view", "--view-addr", "127.0.0.1:0", "-q",
-			"--temporal", addr, "--task-queue", queue}, e); code != exitOK {
+			"--temporal", addr, "--task-queue", queue}, e); code != exitcode.OK {
 			exited <- fmt.Errorf("exit %d", code)
 			return
 		}
@@ -559,7 +560,7 @@ func TestTemporalSweepRunResumesWithTheSubmittedContext(t *testing.T) {
 	env := e2eEnv(srv)
 	code, _, stderr := invoke(t, env, "run", specPath, "-i", "question=q", "--context", ctxDir, "--repeat", "2", "-q", "--no-cache",
 		"--runs-dir", runs, "--temporal", addr, "--task-queue", queue)
-	if code == exitOK {
+	if code == exitcode.OK {
 		t.Fatalf("a sweep whose runs all fail ended well:\n%s", stderr)
 	}
 	sweeps := runDirs(t, runs)
@@ -584,7 +585,7 @@ func TestTemporalSweepRunResumesWithTheSubmittedContext(t *testing.T) {
 	}
 	aliceDown.Store(false)
 	code, _, stderr = invoke(t, env, "resume", dir, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("resume of %s: exit %d\n%s\nworker:\n%s", dir, code, stderr, wout)
 	}
 	journal, err := os.ReadFile(filepath.Join(dir, "journal.jsonl"))

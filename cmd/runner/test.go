@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"syscall"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/spectest"
 )
@@ -62,7 +63,7 @@ func (c *testCmd) Run(e *env) error {
 	}
 	files, err := spectest.Find(c.Paths)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return exitcode.With(exitcode.Usage, err)
 	}
 	// Specs without a test file are named, as go test names a package
 	// without tests; they do not fail the command.
@@ -85,12 +86,12 @@ func (c *testCmd) Run(e *env) error {
 	}
 	if c.JUnit != "" {
 		if err := writeJUnit(c.JUnit, results); err != nil {
-			return withCode(exitFailure, fmt.Errorf("--junit %s: %w", c.JUnit, err))
+			return exitcode.With(exitcode.Failure, fmt.Errorf("--junit %s: %w", c.JUnit, err))
 		}
 	}
 	if failed {
 		fmt.Fprintln(e.stdout, "FAIL")
-		return withCode(exitFailure, errors.New(""))
+		return exitcode.With(exitcode.Failure, errors.New(""))
 	}
 	return nil
 }

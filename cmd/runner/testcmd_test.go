@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/examples"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/schemas"
@@ -41,7 +42,7 @@ func TestEveryExampleHasAPassingTest(t *testing.T) {
 		}
 	}
 	code, stdout, stderr := invoke(t, nil, "test", "../../examples/")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("runner test examples/: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if strings.Contains(stdout, "?   \t") {
@@ -116,7 +117,7 @@ func TestTestReportsFailuresWhereTheyAre(t *testing.T) {
 	test := filepath.Join(dir, "spec.test.yaml")
 	junit := filepath.Join(dir, "out", "junit.xml")
 	code, stdout, stderr := invoke(t, nil, "test", dir, "--junit", junit)
-	if code != exitFailure {
+	if code != exitcode.Failure {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
 	for _, want := range []string{
@@ -164,13 +165,13 @@ func TestTestReportsFailuresWhereTheyAre(t *testing.T) {
 
 	// -run selects cases as go test's does, and -v shows passing ones.
 	code, stdout, _ = invoke(t, nil, "test", "-run", "both", "-v", filepath.Join(dir, "spec.yaml"))
-	if code != exitOK || !strings.Contains(stdout, "=== RUN   "+test+"/both_say_yes") || !strings.Contains(stdout, "--- PASS: "+test+"/both_say_yes") || strings.Contains(stdout, "b_says_no") {
+	if code != exitcode.OK || !strings.Contains(stdout, "=== RUN   "+test+"/both_say_yes") || !strings.Contains(stdout, "--- PASS: "+test+"/both_say_yes") || strings.Contains(stdout, "b_says_no") {
 		t.Errorf("-run both -v: exit %d\n%s", code, stdout)
 	}
-	if code, _, stderr := invoke(t, nil, "test", "--run", "(", dir); code != exitUsage || !strings.Contains(stderr, "--run (") {
+	if code, _, stderr := invoke(t, nil, "test", "--run", "(", dir); code != exitcode.Usage || !strings.Contains(stderr, "--run (") {
 		t.Errorf("a bad -run pattern: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := invoke(t, nil, "test", filepath.Join(dir, "missing")); code != exitUsage {
+	if code, _, stderr := invoke(t, nil, "test", filepath.Join(dir, "missing")); code != exitcode.Usage {
 		t.Errorf("a missing path: exit %d\n%s", code, stderr)
 	}
 }
@@ -192,13 +193,13 @@ func TestTestFileErrorsNamePositions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeProject(t, map[string]string{"spec.yaml": aSpec, "spec.test.yaml": tc.test})
 			code, stdout, _ := invoke(t, nil, "test", dir)
-			if code != exitFailure || !tc.want.MatchString(stdout) || !strings.Contains(stdout, "[setup failed]") {
+			if code != exitcode.Failure || !tc.want.MatchString(stdout) || !strings.Contains(stdout, "[setup failed]") {
 				t.Errorf("exit %d, want 1 and %s:\n%s", code, tc.want, stdout)
 			}
 		})
 	}
 	dir := writeProject(t, map[string]string{"spec.yaml": strings.Replace(aSpec, "agents: [a, b]", "agents: [a, c]", 1), "spec.test.yaml": aTest})
-	if code, stdout, _ := invoke(t, nil, "test", dir); code != exitFailure || !strings.Contains(stdout, "is invalid") || !strings.Contains(stdout, "spec.yaml:15:17") {
+	if code, stdout, _ := invoke(t, nil, "test", dir); code != exitcode.Failure || !strings.Contains(stdout, "is invalid") || !strings.Contains(stdout, "spec.yaml:15:17") {
 		t.Errorf("an invalid spec: exit %d\n%s", code, stdout)
 	}
 }
@@ -207,12 +208,12 @@ func TestTestGoldenPrompts(t *testing.T) {
 	golden := strings.Replace(aTest, "  - name: both say yes\n", "  - name: both say yes\n    golden: true\n", 1)
 	dir := writeProject(t, map[string]string{"spec.yaml": aSpec, "spec.test.yaml": golden})
 	args := []string{"test", dir, "-run", "both"}
-	if code, stdout, _ := invoke(t, nil, args...); code != exitFailure || !strings.Contains(stdout, "spec.golden/both_say_yes.txt does not exist: run runner test --update") {
+	if code, stdout, _ := invoke(t, nil, args...); code != exitcode.Failure || !strings.Contains(stdout, "spec.golden/both_say_yes.txt does not exist: run runner test --update") {
 		t.Fatalf("no golden file yet: exit %d\n%s", code, stdout)
 	}
 	code, stdout, _ := invoke(t, nil, append(args, "--update")...)
 	path := filepath.Join(dir, "spec.golden", "both_say_yes.txt")
-	if code != exitOK || !strings.Contains(stdout, "note: wrote "+path) {
+	if code != exitcode.OK || !strings.Contains(stdout, "note: wrote "+path) {
 		t.Fatalf("--update: exit %d\n%s", code, stdout)
 	}
 	data, err := os.ReadFile(path)
@@ -222,7 +223,7 @@ func TestTestGoldenPrompts(t *testing.T) {
 	if !strings.Contains(string(data), "=== answer/round=1/a\n--- user\nRound 1. Yes or no?\n") || strings.Index(string(data), "round=1/b") > strings.Index(string(data), "round=2/a") {
 		t.Errorf("golden file:\n%s", data)
 	}
-	if code, stdout, _ := invoke(t, nil, args...); code != exitOK {
+	if code, stdout, _ := invoke(t, nil, args...); code != exitcode.OK {
 		t.Fatalf("after --update: exit %d\n%s", code, stdout)
 	}
 	// A changed template is a red test that shows the change.
@@ -235,7 +236,7 @@ func TestTestGoldenPrompts(t *testing.T) {
 		"calls answer/round=1/a, answer/round=1/b:\n",
 		"  - Round 1. Yes or no?\n", "  + Turn 1: Yes or no?\n",
 	} {
-		if code != exitFailure || !strings.Contains(stdout, want) {
+		if code != exitcode.Failure || !strings.Contains(stdout, want) {
 			t.Errorf("changed template: exit %d, output lacks %q:\n%s", code, want, stdout)
 		}
 	}
@@ -248,7 +249,7 @@ func TestInitStartsEveryExample(t *testing.T) {
 	}
 	code, stdout, _ := invoke(t, nil, "init", "--list")
 	for _, s := range starts {
-		if code != exitOK || !strings.Contains(stdout, s.Name) {
+		if code != exitcode.OK || !strings.Contains(stdout, s.Name) {
 			t.Errorf("init --list lacks %s:\n%s", s.Name, stdout)
 		}
 	}
@@ -256,7 +257,7 @@ func TestInitStartsEveryExample(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "project")
 			code, stdout, stderr := invoke(t, nil, "init", dir, "--from", s.Name)
-			if code != exitOK {
+			if code != exitcode.OK {
 				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 			}
 			for _, f := range []string{"spec.yaml", "spec.test.yaml", ".env.example", ".gitignore", "schemas/spec.schema.json", "schemas/test.schema.json"} {
@@ -270,10 +271,10 @@ func TestInitStartsEveryExample(t *testing.T) {
 			if !strings.Contains(string(env), "OPENAI_API_KEY=\n") {
 				t.Errorf(".env.example:\n%s", env)
 			}
-			if code, _, stderr := invoke(t, nil, "validate", filepath.Join(dir, "spec.yaml")); code != exitOK {
+			if code, _, stderr := invoke(t, nil, "validate", filepath.Join(dir, "spec.yaml")); code != exitcode.OK {
 				t.Errorf("the new spec is invalid:\n%s", stderr)
 			}
-			if code, stdout, _ := invoke(t, nil, "test", dir); code != exitOK {
+			if code, stdout, _ := invoke(t, nil, "test", dir); code != exitcode.OK {
 				t.Errorf("the new project's tests fail:\n%s", stdout)
 			}
 		})
@@ -304,21 +305,21 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, _, stderr := invoke(t, nil, "init", dir)
-	if code != exitUsage || !strings.Contains(stderr, "already has spec.yaml") || !strings.Contains(stderr, "--force") {
+	if code != exitcode.Usage || !strings.Contains(stderr, "already has spec.yaml") || !strings.Contains(stderr, "--force") {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("init wrote files beside the one it refused to overwrite: %v", entries)
 	}
-	if code, _, stderr := invoke(t, nil, "init", dir, "--force"); code != exitOK {
+	if code, _, stderr := invoke(t, nil, "init", dir, "--force"); code != exitcode.OK {
 		t.Fatalf("--force: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := invoke(t, nil, "init", t.TempDir(), "--from", "nonsense"); code != exitUsage || !strings.Contains(stderr, "reasoning-debate") {
+	if code, _, stderr := invoke(t, nil, "init", t.TempDir(), "--from", "nonsense"); code != exitcode.Usage || !strings.Contains(stderr, "reasoning-debate") {
 		t.Errorf("unknown starting point: exit %d\n%s", code, stderr)
 	}
 	// --keep-libraries leaves the spec on the embedded libraries.
 	lib := t.TempDir()
-	if code, _, stderr := invoke(t, nil, "init", lib, "--from", "hiring-panel", "--keep-libraries"); code != exitOK {
+	if code, _, stderr := invoke(t, nil, "init", lib, "--from", "hiring-panel", "--keep-libraries"); code != exitcode.OK {
 		t.Fatalf("--keep-libraries: exit %d\n%s", code, stderr)
 	}
 	if _, err := os.Stat(filepath.Join(lib, "templates")); err == nil {
@@ -331,12 +332,12 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 
 func TestSchemaWriteAndTest(t *testing.T) {
 	code, stdout, _ := invoke(t, nil, "schema", "--test")
-	if code != exitOK || stdout != string(schemas.Test) {
+	if code != exitcode.OK || stdout != string(schemas.Test) {
 		t.Errorf("schema --test: exit %d", code)
 	}
 	dir := filepath.Join(t.TempDir(), "schemas")
 	code, _, stderr := invoke(t, nil, "schema", "--write", "--dir", dir)
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("schema --write: exit %d\n%s", code, stderr)
 	}
 	for name, want := range map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test} {
@@ -345,7 +346,7 @@ func TestSchemaWriteAndTest(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if code, _, _ := invoke(t, nil, "schema", "--write", "--result"); code != exitUsage {
+	if code, _, _ := invoke(t, nil, "schema", "--write", "--result"); code != exitcode.Usage {
 		t.Errorf("--write --result: exit %d", code)
 	}
 }
@@ -448,7 +449,7 @@ func TestFirstFiveMinutes(t *testing.T) {
 	}
 	srv := llmtest.New(t, solver)
 	env := []string{"OPENAI_BASE_URL=" + srv.URL, "OPENAI_API_KEY=sk-test", "RUNNER_CACHE_DIR=" + t.TempDir()}
-	if code, out := runIn(dir, env, "runner run spec.yaml --dataset dataset.jsonl --fail-under 0.8"); code != exitGate || !strings.Contains(out, "gate failed: accuracy 0.600 is below --fail-under 0.8") {
+	if code, out := runIn(dir, env, "runner run spec.yaml --dataset dataset.jsonl --fail-under 0.8"); code != exitcode.Gate || !strings.Contains(out, "gate failed: accuracy 0.600 is below --fail-under 0.8") {
 		t.Errorf("gate at 0.8: exit %d\n%s", code, out)
 	}
 	cmd := exec.Command(bin, "run", "spec.yaml", "--dataset", "dataset.jsonl", "--fail-under", "0.5", "-q")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
 )
@@ -57,7 +58,7 @@ func (c *validateCmd) Run(e *env) error {
 		if bad > 1 {
 			noun = "specs are"
 		}
-		return withCode(exitInvalid, errors.New(fmt.Sprint(bad, " ", noun, " invalid")))
+		return exitcode.With(exitcode.InvalidSpec, errors.New(fmt.Sprint(bad, " ", noun, " invalid")))
 	}
 	return nil
 }

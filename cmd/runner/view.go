@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/view"
 )
@@ -78,7 +79,7 @@ func (c *viewCmd) Run(e *env) error {
 	select {
 	case <-ctx.Done():
 	case err := <-v.failed:
-		return withCode(exitFailure, fmt.Errorf("view: %w", err))
+		return exitcode.With(exitcode.Failure, fmt.Errorf("view: %w", err))
 	}
 	return nil
 }

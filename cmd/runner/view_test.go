@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 )
 
@@ -84,7 +85,7 @@ func TestViewCommand(t *testing.T) {
 	srv := llmtest.New(t, e2eAnswers(0))
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", debateSource, "-i", "question=q", "--runs-dir", runs, "-q")
-	if code != exitOK {
+	if code != exitcode.OK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
 	runDir := runDirFrom(t, stderr)
@@ -147,10 +148,10 @@ func TestViewCommand(t *testing.T) {
 	}
 	stop(cmd, out, exited)
 
-	if code, _, stderr := invoke(t, nil, "view", filepath.Join(runs, "missing")); code != exitUsage {
+	if code, _, stderr := invoke(t, nil, "view", filepath.Join(runs, "missing")); code != exitcode.Usage {
 		t.Errorf("view of a missing folder: exit %d\n%s", code, stderr)
 	}
-	if code, _, stderr := invoke(t, nil, "view", runs, "--addr", "nonsense"); code != exitUsage || !strings.Contains(stderr, "--addr") {
+	if code, _, stderr := invoke(t, nil, "view", runs, "--addr", "nonsense"); code != exitcode.Usage || !strings.Contains(stderr, "--addr") {
 		t.Errorf("a bad --addr: exit %d\n%s", code, stderr)
 	}
 }
@@ -174,8 +175,8 @@ func TestRunView(t *testing.T) {
 	e := &env{stdout: &stdout, stderr: errs, stdin: strings.NewReader(""), getenv: func(k string) string { return envv[k] }}
 	exited := make(chan error, 1)
 	go func() {
-		if code := run([]string{"run", debateSource, "-i", "question=q", "--runs-dir", runs, "--view", "--view-addr", "127.0.0.1:0", "-q"}, e); code != exitOK {
-			exited <- &exitError{code: code, err: io.EOF}
+		if code := run([]string{"run", debateSource, "-i", "question=q", "--runs-dir", runs, "--view", "--view-addr", "127.0.0.1:0", "-q"}, e); code != exitcode.OK {
+			exited <- exitcode.With(code, io.EOF)
 			return
 		}
 		exited <- nil

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // completionsPath is the only endpoint served; Server.URL ends in "/v1" so
@@ -60,12 +62,7 @@ func (r Request) LastUser() string {
 // content) are flattened to their text parts.
 type Message struct {
 	Role, Content, Name, ToolCallID string
-	ToolCalls                       []ToolCall
-}
-
-// ToolCall is a function call made by the assistant.
-type ToolCall struct {
-	ID, Name, Arguments string
+	ToolCalls                       []kit.ToolCall
 }
 
 // Tool is a function tool offered by the request.
@@ -79,7 +76,7 @@ type Reply struct {
 	Content string
 	// ToolCalls are answered as assistant tool_calls; an empty ID is filled
 	// in and empty Arguments become "{}".
-	ToolCalls []ToolCall
+	ToolCalls []kit.ToolCall
 	// FinishReason defaults to "tool_calls" when ToolCalls is set, else "stop".
 	FinishReason string
 	// PromptTokens defaults to a rough count (len/4) of the request's messages.
@@ -434,7 +431,7 @@ func parseRequest(body []byte) (Request, error) {
 		}
 		msg := Message{Role: m.Role, Content: content, Name: m.Name, ToolCallID: m.ToolCallID}
 		for _, tc := range m.ToolCalls {
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+			msg.ToolCalls = append(msg.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 		}
 		req.Messages = append(req.Messages, msg)
 	}
@@ -489,7 +486,7 @@ func cloneRequest(r Request) Request {
 	}
 	c.Messages = nil
 	for _, m := range r.Messages {
-		m.ToolCalls = append([]ToolCall(nil), m.ToolCalls...)
+		m.ToolCalls = append([]kit.ToolCall(nil), m.ToolCalls...)
 		c.Messages = append(c.Messages, m)
 	}
 	c.Tools = nil
@@ -504,7 +501,7 @@ func cloneRequest(r Request) Request {
 type completion struct {
 	id, model, content, finish string
 	created                    int64
-	toolCalls                  []ToolCall
+	toolCalls                  []kit.ToolCall
 	usage                      wireUsage
 	noUsage                    bool // the server reports no usage
 }

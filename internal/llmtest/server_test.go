@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 const testKey = "sk-llmtest-fake"
@@ -272,7 +274,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 	for _, streaming := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stream=%v", streaming), func(t *testing.T) {
 			s := NewQueue(t,
-				Reply{ToolCalls: []ToolCall{
+				Reply{ToolCalls: []kit.ToolCall{
 					{Name: "search_history", Arguments: `{"query":"latency budget","limit":3}`},
 					{ID: "call_fixed", Name: "read_file"},
 				}},
@@ -340,7 +342,7 @@ func TestToolCallRoundTrip(t *testing.T) {
 			if len(got) != 4 {
 				t.Fatalf("second request has %d messages, want 4", len(got))
 			}
-			wantCalls := []ToolCall{
+			wantCalls := []kit.ToolCall{
 				{ID: "call_1_0", Name: "search_history", Arguments: `{"query":"latency budget","limit":3}`},
 				{ID: "call_fixed", Name: "read_file", Arguments: "{}"},
 			}
@@ -654,7 +656,7 @@ func TestParseRequestVariants(t *testing.T) {
 		{
 			name: "null content and explicit zero temperature",
 			body: `{"model":"m","temperature":0,"messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}]}`,
-			want: Request{Model: "m", Temperature: &zero, Messages: []Message{{Role: "assistant", ToolCalls: []ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}}}},
+			want: Request{Model: "m", Temperature: &zero, Messages: []Message{{Role: "assistant", ToolCalls: []kit.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}}}},
 		},
 		{
 			name: "max_completion_tokens and json_schema",

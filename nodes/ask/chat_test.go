@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // chatSpec exercises ask's chat keys and the constructs of the published
@@ -116,7 +117,7 @@ func TestChatConstructs(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := run.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("run: %v (status %s)", err, res.Status)
 	}
 	byKey := map[string][]llmtest.Request{}

@@ -14,6 +14,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // reasoner answers like a model that shows its work: a paragraph of
@@ -29,7 +30,7 @@ func reasoner(r llmtest.Request) llmtest.Reply {
 
 // duRun runs testdata/du.yaml (with edits) against a reasoner behind a
 // simulated prompt cache.
-func duRun(t testing.TB, edits ...string) (*runtime.Result, []llmtest.Request) {
+func duRun(t testing.TB, edits ...string) (*result.Result, []llmtest.Request) {
 	t.Helper()
 	data, err := os.ReadFile("testdata/du.yaml")
 	if err != nil {
@@ -51,7 +52,7 @@ func duRun(t testing.TB, edits ...string) (*runtime.Result, []llmtest.Request) {
 		t.Fatal(err)
 	}
 	res, err := run.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("run: %v (status %s)", err, res.Status)
 	}
 	return res, srv.Requests()
@@ -120,7 +121,7 @@ func TestManualThreadExample(t *testing.T) {
 // share of input a prompt cache can serve.
 func BenchmarkThreadVsPlain(b *testing.B) {
 	var threadTime, plainTime time.Duration
-	var tu, pu runtime.Usage
+	var tu, pu result.Usage
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
 		res, _ := duRun(b, "max: 3", "max: 5")

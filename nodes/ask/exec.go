@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
@@ -299,21 +300,21 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 				// with the response; repeating it would double the journal.
 				ev = replyOutputEvent{OutputIsReply: true}
 			}
-			_ = h.Event("output", call.Key, ev)
+			_ = h.Event(event.Output, call.Key, ev)
 			req.Done(reply.Content)
 			return msg, nil
 		}
 		if attempt >= cfg.Output.Repair {
 			if hasFallback(cfg.Output.Fallback) {
 				fb := fallbackOutput(cfg.Output.Fallback, reply.Content)
-				_ = h.Event("fallback", call.Key, map[string]any{"error": perr.Error(), "output": fb})
+				_ = h.Event(event.Fallback, call.Key, map[string]any{"error": perr.Error(), "output": fb})
 				h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, attempt, perr)
 				req.Done(reply.Content)
 				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, ChoiceMap: choiceMap}, nil
 			}
 			return spec.Message{}, fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr)
 		}
-		_ = h.Event("repair", call.Key, map[string]any{"error": perr.Error(), "attempt": attempt + 1, "mode": repairMode(cfg.Output.Resend)})
+		_ = h.Event(event.Repair, call.Key, map[string]any{"error": perr.Error(), "attempt": attempt + 1, "mode": repairMode(cfg.Output.Resend)})
 		if cfg.Output.Resend {
 			// The identical request again, as the original systems retry:
 			// a new call key makes it a new sample.

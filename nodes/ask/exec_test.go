@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
@@ -53,10 +54,10 @@ func (h *host) Warn(format string, args ...any) {
 	h.warnings = append(h.warnings, fmt.Sprintf(format, args...))
 }
 
-func (h *host) Event(typ, key string, _ any) error {
+func (h *host) Event(typ event.Type, key string, _ any) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.events = append(h.events, typ+" "+key)
+	h.events = append(h.events, string(typ)+" "+key)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
 	"github.com/debate-runner/runner/spec"
@@ -57,7 +58,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 			fresh[i].Answer = ans
 		}
 		if waiting {
-			_ = h.Event("waiting", "", map[string]any{"questions": fresh})
+			_ = h.Event(event.Waiting, "", map[string]any{"questions": fresh})
 			return spec.NodeResult{}, kit.ErrWaiting
 		}
 		// One message per agent and iteration, in agent order.
@@ -161,7 +162,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 		if attempt >= cfg.Repair {
 			return nil, fmt.Errorf("node %q, agent %q: questions are not valid JSON after %d repair(s): %w", node.ID, a.ID, attempt, perr)
 		}
-		_ = h.Event("repair", call.Key, map[string]any{"error": perr.Error()})
+		_ = h.Event(event.Repair, call.Key, map[string]any{"error": perr.Error()})
 		call.Messages = append(call.Messages,
 			kit.ChatMessage{Role: "assistant", Content: reply.Content},
 			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt("json", perr)})

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
@@ -100,10 +101,10 @@ func (h *host) Complete(_ context.Context, c kit.Call) (kit.Reply, error) {
 	return kit.Reply{Content: r}, nil
 }
 
-func (h *host) Event(typ, key string, _ any) error {
+func (h *host) Event(typ event.Type, key string, _ any) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.events = append(h.events, typ+" "+key)
+	h.events = append(h.events, string(typ)+" "+key)
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
@@ -98,7 +99,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	if s.endedBy == "" {
 		s.endedBy = "max_turns"
 	}
-	_ = h.Event("conversation_ended", "", map[string]any{"turns": s.turn, "reason": s.endedBy})
+	_ = h.Event(event.ConversationEnded, "", map[string]any{"turns": s.turn, "reason": s.endedBy})
 	return s.result(calls), nil
 }
 
@@ -327,7 +328,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 			break
 		}
 		err = parse.Truncated(reply.FinishReason, err)
-		_ = s.h.Event("rejected", key, map[string]any{"speaker": speaker, "reasons": err.Error(), "attempt": attempt + 1})
+		_ = s.h.Event(event.Rejected, key, map[string]any{"speaker": speaker, "reasons": err.Error(), "attempt": attempt + 1})
 		if attempt >= s.cfg.Repair && s.acceptUndecided(speaker, key, content, p.Verdict != "", mustDecide, &parsed) {
 			break
 		}
@@ -449,7 +450,7 @@ func (s *state) acceptUndecided(speaker, key, content string, hadVerdict, mustDe
 	*parsed = p
 	delete(s.forced, speaker)
 	s.h.Warn("node %q%s, turn %d: %s gave no verdict when it had to; its message is recorded without one (verdict.undecided: fail would fail the run)", s.node.ID, s.goalNote(), s.turn+1, speaker)
-	_ = s.h.Event("no_verdict", key, map[string]any{"speaker": speaker})
+	_ = s.h.Event(event.NoVerdict, key, map[string]any{"speaker": speaker})
 	return true
 }
 
@@ -501,7 +502,7 @@ func (s *state) interjectWhere(ctx context.Context, eligible func(Interject) boo
 	}
 	rec := s.h.Record(spec.Message{From: TimeKeeper, Content: strings.TrimSpace(text), Turn: s.turn, Record: "interjection"})
 	s.transcript = append(s.transcript, rec[0])
-	_ = s.h.Event("interjection", "", map[string]any{"turn": s.turn, "template": r.Template, "force_verdict": r.ForceVerdict})
+	_ = s.h.Event(event.Interjection, "", map[string]any{"turn": s.turn, "template": r.Template, "force_verdict": r.ForceVerdict})
 	if !r.ForceVerdict {
 		return 0, nil
 	}
@@ -533,7 +534,7 @@ func (s *state) watch(ctx context.Context) error {
 			return fmt.Errorf("node %q: watcher %q: %w", s.node.ID, w.Node, err)
 		}
 		decision, votes, total := majority(res)
-		_ = s.h.Event("watch", "", map[string]any{"watcher": w.Node, "turn": s.turn, "decision": decision, "votes": votes, "of": total})
+		_ = s.h.Event(event.Watch, "", map[string]any{"watcher": w.Node, "turn": s.turn, "decision": decision, "votes": votes, "of": total})
 		if decision == "" || w.silent(decision) {
 			continue
 		}

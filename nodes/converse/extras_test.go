@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // TestToolsAndSummaries runs testdata/extras.yaml: every speaker may search
@@ -24,7 +25,7 @@ func TestToolsAndSummaries(t *testing.T) {
 		}
 		last := r.Messages[len(r.Messages)-1]
 		if len(r.Tools) > 0 && last.Role == "user" {
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{ID: "c1", Name: "search_history", Arguments: `{"query":"fairly long"}`}}}
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{{ID: "c1", Name: "search_history", Arguments: `{"query":"fairly long"}`}}}
 		}
 		return turnReply(r)
 	}, flags{Seed: 1}).must(t)

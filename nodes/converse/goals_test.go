@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // ended is a conversation_ended event.
@@ -84,7 +84,7 @@ func TestGoalChain(t *testing.T) {
 
 	// result.json keeps every goal's verdicts, with reasoning, counts and
 	// percentages.
-	var onDisk runtime.Result
+	var onDisk result.Result
 	if err := json.Unmarshal([]byte(o.readFile(t, "result.json")), &onDisk); err != nil {
 		t.Fatal(err)
 	}

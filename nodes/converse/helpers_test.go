@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -150,7 +152,7 @@ func (m turn) String() string {
 // outcome is a finished run with what the scripted server saw.
 type outcome struct {
 	run    *runtime.Run
-	res    *runtime.Result
+	res    *result.Result
 	err    error
 	srv    *llmtest.Server
 	plan   *spec.Plan
@@ -201,7 +203,7 @@ func execute(t testing.TB, plan *spec.Plan, h llmtest.Handler, f flags) outcome 
 // must fails the test when the run did not complete.
 func (o outcome) must(t testing.TB) outcome {
 	t.Helper()
-	if o.err != nil || o.res.Status != runtime.StatusCompleted {
+	if o.err != nil || o.res.Status != result.StatusCompleted {
 		t.Fatalf("run %s: %v (status %s)", o.run.Dir, o.err, o.res.Status)
 	}
 	return o
@@ -230,7 +232,7 @@ func (o outcome) byRecord(record string) []spec.Message {
 }
 
 // eventsOf returns the journal events of one type.
-func (o outcome) eventsOf(typ string) []journal.Event {
+func (o outcome) eventsOf(typ event.Type) []journal.Event {
 	var out []journal.Event
 	for _, e := range o.events {
 		if e.Type == typ {

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/debate-runner/runner/runtime"
 	mdreport "github.com/debate-runner/runner/runtime/report"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 const panelSpec = "testdata/panel.yaml"
@@ -85,14 +85,14 @@ func TestRepairsExhausted(t *testing.T) {
 	if o.err == nil || !strings.Contains(o.err.Error(), want) {
 		t.Fatalf("err = %v, want it to contain %q", o.err, want)
 	}
-	if o.res.Status != runtime.StatusFailed || !strings.Contains(o.res.Error, want) {
+	if o.res.Status != result.StatusFailed || !strings.Contains(o.res.Error, want) {
 		t.Errorf("result status %q, error %q", o.res.Status, o.res.Error)
 	}
-	var onDisk runtime.Result
+	var onDisk result.Result
 	if err := json.Unmarshal([]byte(o.readFile(t, "result.json")), &onDisk); err != nil {
 		t.Fatal(err)
 	}
-	if onDisk.Status != runtime.StatusFailed || !strings.Contains(onDisk.Error, want) {
+	if onDisk.Status != result.StatusFailed || !strings.Contains(onDisk.Error, want) {
 		t.Errorf("result.json: status %q, error %q", onDisk.Status, onDisk.Error)
 	}
 	// The report escapes the tag in the reason, so that renderers show it.

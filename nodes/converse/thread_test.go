@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -152,7 +153,7 @@ func threadResume(t *testing.T, failAt int) {
 		t.Fatal(err)
 	}
 	res, err := r.Execute(context.Background())
-	if err != nil || res.Status != runtime.StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("resumed run: %v (status %s)", err, res.Status)
 	}
 	got := o.srv.Requests()[before:]

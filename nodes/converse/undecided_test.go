@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // TestUndecidedAfterFinalCallIsRecorded: a participant who still gives no
@@ -22,7 +22,7 @@ func TestUndecidedAfterFinalCallIsRecorded(t *testing.T) {
 		}
 		return silent(c) // bo never decides
 	}), flags{Seed: 1})
-	if o.err != nil || o.res.Status != runtime.StatusCompleted {
+	if o.err != nil || o.res.Status != result.StatusCompleted {
 		t.Fatalf("status %s, err %v", o.res.Status, o.err)
 	}
 	warned := false
@@ -47,7 +47,7 @@ func TestUndecidedAfterFinalCallIsRecorded(t *testing.T) {
 func TestUndecidedFailWhenTheSpecSaysSo(t *testing.T) {
 	plan := variant(t, "testdata/timekeeper.yaml", "verdict: {options: verdicts.vote, repair: 1}", "verdict: {options: verdicts.vote, repair: 1, undecided: fail}")
 	o := execute(t, plan, scripted(t, plan, func(c call) string { return silent(c) }), flags{Seed: 1})
-	if o.err == nil || o.res.Status != runtime.StatusFailed || !strings.Contains(o.err.Error(), "you must give your verdict now") {
+	if o.err == nil || o.res.Status != result.StatusFailed || !strings.Contains(o.err.Error(), "you must give your verdict now") {
 		t.Fatalf("status %s, err %v", o.res.Status, o.err)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -208,7 +210,7 @@ type Host interface {
 	// so a dry host answers false after checking that it evaluates.
 	Holds(p *spec.Program, env map[string]any) (bool, error)
 	// Event journals a node-specific event (e.g. "repair", "warning").
-	Event(typ, key string, data any) error
+	Event(typ event.Type, key string, data any) error
 	// Warn reports a problem that does not stop the run.
 	Warn(format string, args ...any)
 	// Rand is a deterministic source for this node execution, derived from
@@ -354,4 +356,4 @@ func Messages(system, user string) []ChatMessage {
 
 // ErrWaiting is returned by a node that needs answers from a person that
 // the run does not have; the run stops with status waiting.
-var ErrWaiting = errors.New("the run is waiting for answers to clarifying questions")
+var ErrWaiting = exitcode.New(exitcode.Waiting, "the run is waiting for answers to clarifying questions")

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -26,6 +27,7 @@ type FlagError struct {
 
 func (e *FlagError) Error() string { return fmt.Sprintf("%s: %v", e.Flag, e.Err) }
 func (e *FlagError) Unwrap() error { return e.Err }
+func (e *FlagError) ExitCode() int { return exitcode.Usage }
 
 // ResolveInputs turns --input NAME=VALUE and NAME=@PATH flags into input
 // values, applying defaults and checking required inputs and limits.

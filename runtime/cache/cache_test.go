@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/nodes/kit"
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
+	"github.com/debate-runner/runner/runtime/calls"
 )
 
-var _ runtime.Cache = (*cache.Store)(nil)
+var _ calls.Cache = (*cache.Store)(nil)
 
 // key makes a valid cache key (a hex digest) from a number.
 func key(n int) string { return fmt.Sprintf("%064x", n+1) }

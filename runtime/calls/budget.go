@@ -8,16 +8,11 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/spec"
 )
-
-// Limits are what calls may spend; a nil field is no limit.
-type Limits struct {
-	Cost   *float64
-	Calls  *int
-	Tokens *int64
-}
 
 // Spend is what calls spent: how many, their prompt and completion tokens,
 // and their cost from the models' prices.
@@ -41,8 +36,7 @@ func (s Spend) minus(o Spend) Spend {
 // resumes. Replies from its journal, a recording or the cache cost nothing
 // more. It is safe for concurrent use.
 type Budget struct {
-	Run   Limits
-	Nodes map[string]Limits
+	spec.BudgetPlan
 
 	mu       sync.Mutex
 	spent    Spend
@@ -85,6 +79,8 @@ func (e *BudgetError) Error() string {
 		e.Key, strings.TrimPrefix(e.Scope, "node "), what, e.Limit, num(e.Max), num(e.Spent), num(e.Next))
 }
 
+func (e *BudgetError) ExitCode() int { return exitcode.Budget }
+
 // Flag is the --budget flag that raises the limit the call stopped at.
 func (e *BudgetError) Flag() string {
 	name := map[string]string{"max_calls": "calls", "max_tokens": "tokens", "max_cost": "cost"}[e.Limit]
@@ -125,7 +121,7 @@ func price(c *Call, prompt, completion int64) float64 {
 func (b *Budget) admit(c *Call, est Spend) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := check(c.Key, "run", b.Run, b.spent.Plus(b.reserved), est); err != nil {
+	if err := check(c.Key, "run", b.BudgetLimits, b.spent.Plus(b.reserved), est); err != nil {
 		return err
 	}
 	if l, ok := b.Nodes[c.Node]; ok {
@@ -150,14 +146,14 @@ func (b *Budget) settle(c *Call, est, actual Spend) {
 	b.Add(c.Node, actual)
 }
 
-func check(key, scope string, l Limits, spent, next Spend) error {
+func check(key, scope string, l spec.BudgetLimits, spent, next Spend) error {
 	switch {
-	case l.Calls != nil && spent.Calls+next.Calls > *l.Calls:
-		return &BudgetError{Key: key, Scope: scope, Limit: "max_calls", Max: float64(*l.Calls), Spent: float64(spent.Calls), Next: float64(next.Calls)}
-	case l.Tokens != nil && spent.Tokens+next.Tokens > *l.Tokens:
-		return &BudgetError{Key: key, Scope: scope, Limit: "max_tokens", Max: float64(*l.Tokens), Spent: float64(spent.Tokens), Next: float64(next.Tokens)}
-	case l.Cost != nil && spent.Cost+next.Cost > *l.Cost:
-		return &BudgetError{Key: key, Scope: scope, Limit: "max_cost", Max: *l.Cost, Spent: spent.Cost, Next: next.Cost}
+	case l.MaxCalls != nil && spent.Calls+next.Calls > *l.MaxCalls:
+		return &BudgetError{Key: key, Scope: scope, Limit: "max_calls", Max: float64(*l.MaxCalls), Spent: float64(spent.Calls), Next: float64(next.Calls)}
+	case l.MaxTokens != nil && spent.Tokens+next.Tokens > *l.MaxTokens:
+		return &BudgetError{Key: key, Scope: scope, Limit: "max_tokens", Max: float64(*l.MaxTokens), Spent: float64(spent.Tokens), Next: float64(next.Tokens)}
+	case l.MaxCost != nil && spent.Cost+next.Cost > *l.MaxCost:
+		return &BudgetError{Key: key, Scope: scope, Limit: "max_cost", Max: *l.MaxCost, Spent: spent.Cost, Next: next.Cost}
 	}
 	return nil
 }

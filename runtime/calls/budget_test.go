@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
 )
 
 // TestLimitedLetsAdmittedCallsFinish: a call admitted within the budget
@@ -15,7 +16,7 @@ import (
 // cancellation and at the run's own (Ctrl-C).
 func TestLimitedLetsAdmittedCallsFinish(t *testing.T) {
 	calls := 10
-	budget := &Budget{Run: Limits{Calls: &calls}}
+	budget := &Budget{BudgetPlan: spec.BudgetPlan{BudgetLimits: spec.BudgetLimits{MaxCalls: &calls}}}
 	started := make(chan struct{})
 	release := make(chan struct{})
 	waiting := StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
@@ -136,6 +137,7 @@ type EndpointError struct {
 
 func (e *EndpointError) Error() string { return fmt.Sprintf("model call %s failed: %v", e.Key, e.Err) }
 func (e *EndpointError) Unwrap() error { return e.Err }
+func (e *EndpointError) ExitCode() int { return exitcode.Endpoint }
 
 // Client sends chat completions to one endpoint (an *llm.Client).
 type Client interface {
@@ -179,9 +181,7 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 		if rep.LatencyMS == 0 {
 			rep.LatencyMS = time.Since(start).Milliseconds()
 		}
-		for _, tc := range resp.ToolCalls {
-			rep.ToolCalls = append(rep.ToolCalls, kit.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
-		}
+		rep.ToolCalls = append(rep.ToolCalls, resp.ToolCalls...)
 		return rep, Network, nil
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -164,7 +165,7 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 			return
 		}
 		switch n.Event.Type {
-		case "node_started":
+		case event.NodeStarted:
 			var ev struct {
 				Node string `json:"node"`
 				Kind string `json:"kind"`
@@ -280,7 +281,7 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 }
 
 // overBudget lists the limits the worst case passes.
-func overBudget(rep *Report, b *runtime.Budget) []string {
+func overBudget(rep *Report, b *spec.BudgetPlan) []string {
 	if b == nil {
 		return nil
 	}
@@ -291,7 +292,7 @@ func overBudget(rep *Report, b *runtime.Budget) []string {
 		cost += m.Cost
 	}
 	var out []string
-	check := func(scope string, l runtime.BudgetLimits, calls int, tokens int64, cost float64) {
+	check := func(scope string, l spec.BudgetLimits, calls int, tokens int64, cost float64) {
 		if l.MaxCalls != nil && calls > *l.MaxCalls {
 			out = append(out, fmt.Sprintf("%s: the worst case makes %d calls, more than max_calls %d", scope, calls, *l.MaxCalls))
 		}
@@ -307,7 +308,7 @@ func overBudget(rep *Report, b *runtime.Budget) []string {
 		if l, ok := b.Nodes[n.ID]; ok {
 			// Tokens and cost are estimated per model, not per node: only
 			// the node's calls are checked.
-			check("node "+n.ID, runtime.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
+			check("node "+n.ID, spec.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
 		}
 	}
 	return out

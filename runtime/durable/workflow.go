@@ -17,6 +17,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -189,7 +190,7 @@ func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
 
 // Outcome summarises a run's result as RunOutcome does, on the workers and
 // on the client alike.
-func Outcome(res *runtime.Result, err error) RunOutcome {
+func Outcome(res *result.Result, err error) RunOutcome {
 	var out RunOutcome
 	if res != nil {
 		out.Status = res.Status

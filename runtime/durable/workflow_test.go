@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(runtest.IsolateCache(m)) }
 
 // localRun runs plan locally against a fresh scripted server and returns
 // its result and the prompts the server saw.
-func localRun(t *testing.T, plan *spec.Plan, h llmtest.Handler, opts runtime.Options) (*runtime.Result, []string) {
+func localRun(t *testing.T, plan *spec.Plan, h llmtest.Handler, opts runtime.Options) (*result.Result, []string) {
 	t.Helper()
 	srv := llmtest.New(t, h)
 	opts.RunsDir = t.TempDir()
@@ -96,7 +97,7 @@ func TestRunWorkflowIsTheLocalRun(t *testing.T) {
 			res, want := localRun(t, plan, runtest.AnswerSeven, opts)
 			out, srv := runWorkflow(t, plan, runtest.AnswerSeven, opts, nil)
 			local := Outcome(res, nil)
-			if out.Status != runtime.StatusCompleted || out.Error != "" {
+			if out.Status != result.StatusCompleted || out.Error != "" {
 				t.Fatalf("workflow run ended %s: %s", out.Status, out.Error)
 			}
 			if out.OutputsDigest != local.OutputsDigest || out.MessagesDigest != local.MessagesDigest {
@@ -171,7 +172,7 @@ func TestClarifyingQuestionsWaitForASignal(t *testing.T) {
 	opts.Answers = map[string]string{asked[0]: "forty-two euros"}
 	res, want := localRun(t, plan, clarifyReplies, opts)
 	local := Outcome(res, nil)
-	if out.Status != runtime.StatusCompleted || out.OutputsDigest != local.OutputsDigest || out.MessagesDigest != local.MessagesDigest {
+	if out.Status != result.StatusCompleted || out.OutputsDigest != local.OutputsDigest || out.MessagesDigest != local.MessagesDigest {
 		t.Errorf("workflow run: %s %s %s; local run: %s", out.Status, out.Error, out.Outputs, local.Outputs)
 	}
 	if !strings.Contains(string(out.Outputs), "forty-two euros") {

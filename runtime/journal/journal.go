@@ -18,6 +18,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/debate-runner/runner/internal/event"
 )
 
 // Event is one line of the journal.
@@ -27,9 +29,8 @@ type Event struct {
 	// Time is UTC, assigned by the journal unless set (see [Writer.AppendEvent]).
 	// It is written as RFC 3339 with nanoseconds.
 	Time time.Time `json:"time"`
-	// Type names the kind of event, e.g. "run_started", "model_request",
-	// "model_response", "retry", "output", "error", "run_finished".
-	Type string `json:"type"`
+	// Type names the kind of event (see package event).
+	Type event.Type `json:"type"`
 	// Key is the identity of the call or step the event belongs to, e.g.
 	// "propose/r1/architect"; resume and replay look events up by it.
 	Key string `json:"key,omitempty"`

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/debate-runner/runner/internal/event"
 )
 
 func TestRedactorRedact(t *testing.T) {
@@ -128,11 +130,11 @@ func TestWriterRedacts(t *testing.T) {
 	}
 	var written []Event
 	for _, tt := range tests {
-		ev, err := w.Append(tt.typ, tt.key, tt.data)
+		ev, err := w.Append(event.Type(tt.typ), tt.key, tt.data)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if !bytes.Contains([]byte(ev.Type+ev.Key+string(ev.Data)), []byte(Redacted)) {
+		if !bytes.Contains([]byte(string(ev.Type)+ev.Key+string(ev.Data)), []byte(Redacted)) {
 			t.Errorf("%s: returned event %+v shows no redaction", tt.name, ev)
 		}
 		written = append(written, ev)

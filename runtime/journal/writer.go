@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/debate-runner/runner/internal/event"
 )
 
 // ErrClosed is returned by Append after Close.
@@ -160,11 +162,11 @@ func (w *Writer) Seq() int64 {
 // empty json.RawMessage means no payload. Seq and Time are assigned by the
 // journal. The returned event is exactly what [Read] will return for it,
 // redaction included.
-func (w *Writer) Append(typ, key string, data any) (Event, error) {
+func (w *Writer) Append(typ event.Type, key string, data any) (Event, error) {
 	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
 		data = nil
 	}
-	return w.append(typ, key, time.Time{}, data, true, true)
+	return w.append(string(typ), key, time.Time{}, data, true, true)
 }
 
 // AppendUnsynced is [Writer.Append] without the wait for fsync: it returns
@@ -174,22 +176,22 @@ func (w *Writer) Append(typ, key string, data any) (Event, error) {
 // its own, or Close. It is meant for events that can be derived again from
 // the synced ones, so that each of them does not put an fsync on the
 // caller's critical path. Lines keep Seq order whichever method wrote them.
-func (w *Writer) AppendUnsynced(typ, key string, data any) (Event, error) {
+func (w *Writer) AppendUnsynced(typ event.Type, key string, data any) (Event, error) {
 	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
 		data = nil
 	}
-	return w.append(typ, key, time.Time{}, data, false, true)
+	return w.append(string(typ), key, time.Time{}, data, false, true)
 }
 
 // AppendSeq appends an event like [Writer.Append], or like
 // [Writer.AppendUnsynced] when sync is false, and returns only its Seq. It
 // spares the copy of the payload that their returned [Event] carries, for
 // callers that keep nothing of the event.
-func (w *Writer) AppendSeq(typ, key string, data any, sync bool) (int64, error) {
+func (w *Writer) AppendSeq(typ event.Type, key string, data any, sync bool) (int64, error) {
 	if raw, ok := data.(json.RawMessage); ok && len(raw) == 0 {
 		data = nil
 	}
-	ev, err := w.append(typ, key, time.Time{}, data, sync, false)
+	ev, err := w.append(string(typ), key, time.Time{}, data, sync, false)
 	return ev.Seq, err
 }
 
@@ -200,13 +202,13 @@ func (w *Writer) AppendEvent(e Event) (Event, error) {
 	if len(e.Data) > 0 {
 		data = e.Data
 	}
-	return w.append(e.Type, e.Key, e.Time, data, true, true)
+	return w.append(string(e.Type), e.Key, e.Time, data, true, true)
 }
 
 // Entry is one event of [Writer.AppendBatch]: its type, key and payload, as
 // for [Writer.Append].
 type Entry struct {
-	Type string
+	Type event.Type
 	Key  string
 	Data any
 }
@@ -226,7 +228,7 @@ func (w *Writer) AppendBatch(entries []Entry, sync bool) ([]Event, error) {
 	enc := getEncoder()
 	defer putEncoder(enc)
 	for i, e := range entries {
-		if err := w.check(e.Type, e.Key, time.Time{}); err != nil {
+		if err := w.check(string(e.Type), e.Key, time.Time{}); err != nil {
 			return nil, err
 		}
 		data := e.Data
@@ -240,7 +242,7 @@ func (w *Writer) AppendBatch(entries []Entry, sync bool) ([]Event, error) {
 				return nil, fmt.Errorf("journal %s: append %s %q: encode data: %w", w.path, e.Type, e.Key, err)
 			}
 		}
-		typ, key, payload := w.redact(e.Type, e.Key, payload)
+		typ, key, payload := w.redact(string(e.Type), e.Key, payload)
 		lines[i] = pendingLine{typ: typ, key: key}
 		if len(buf)+len(payload) > cap(buf) {
 			// Guess that the payloads still to come are about this size.
@@ -260,7 +262,7 @@ func (w *Writer) AppendBatch(entries []Entry, sync bool) ([]Event, error) {
 	}
 	evs := make([]Event, len(lines))
 	for i, l := range lines {
-		evs[i] = Event{Seq: first + int64(i), Time: l.t, Type: l.typ, Key: l.key}
+		evs[i] = Event{Seq: first + int64(i), Time: l.t, Type: event.Type(l.typ), Key: l.key}
 		if len(l.payload) > 0 {
 			evs[i].Data = l.payload // buf is this call's own
 		}
@@ -289,7 +291,7 @@ func (w *Writer) append(typ, key string, t time.Time, data any, sync, keepData b
 	if err != nil {
 		return Event{}, err
 	}
-	ev := Event{Seq: seq, Time: lines[0].t, Type: typ, Key: key}
+	ev := Event{Seq: seq, Time: lines[0].t, Type: event.Type(typ), Key: key}
 	if keepData && len(payload) > 0 {
 		ev.Data = bytes.Clone(payload)
 	}

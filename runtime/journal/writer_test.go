@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/internal/event"
 )
 
 var fixedTime = time.Date(2025, 1, 2, 3, 4, 5, 123456789, time.UTC)
@@ -75,7 +77,8 @@ func TestRoundTrip(t *testing.T) {
 	var nilPtr *payload
 	tests := []struct {
 		name     string
-		typ, key string
+		typ      event.Type
+		key      string
 		data     any
 		wantData string // "" means no data
 	}{
@@ -95,7 +98,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	var written []Event
 	for i, tt := range tests {
-		ev, err := w.Append(tt.typ, tt.key, tt.data)
+		ev, err := w.Append(event.Type(tt.typ), tt.key, tt.data)
 		if err != nil {
 			t.Fatalf("%s: Append: %v", tt.name, err)
 		}

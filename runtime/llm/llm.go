@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // Defaults applied by New to zero fields of an Endpoint.
@@ -148,15 +150,8 @@ type Message struct {
 	Role       string // system, user, assistant or tool
 	Content    string
 	Name       string
-	ToolCallID string     // for Role "tool": the call being answered
-	ToolCalls  []ToolCall // for Role "assistant": calls the model made earlier
-}
-
-// ToolCall is a function call made by the model.
-type ToolCall struct {
-	ID        string
-	Name      string
-	Arguments string // JSON text, as produced by the model
+	ToolCallID string         // for Role "tool": the call being answered
+	ToolCalls  []kit.ToolCall // for Role "assistant": calls the model made earlier
 }
 
 // Tool is a function the model may call.
@@ -240,7 +235,7 @@ type Request struct {
 // Response is the result of a successful completion.
 type Response struct {
 	Content          string
-	ToolCalls        []ToolCall
+	ToolCalls        []kit.ToolCall
 	FinishReason     string
 	Model            string // as reported by the server
 	PromptTokens     int

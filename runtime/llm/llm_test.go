@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -49,7 +51,7 @@ func asError(t *testing.T, err error) *Error {
 }
 
 func TestCompleteSuccessSendsRequest(t *testing.T) {
-	s := newServer(t, reply{content: "Hi there", calls: []ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}})
+	s := newServer(t, reply{content: "Hi there", calls: []kit.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}}})
 	var sl sleeps
 	ep := endpoint(s, &sl)
 	ep.Headers = map[string]string{"HTTP-Referer": "https://example.test", "X-Title": "runner"}
@@ -59,7 +61,7 @@ func TestCompleteSuccessSendsRequest(t *testing.T) {
 		Messages: []Message{
 			{Role: "system", Content: "Be brief."},
 			{Role: "user", Content: "Search for x.", Name: "alice"},
-			{Role: "assistant", ToolCalls: []ToolCall{{ID: "call_0", Name: "search", Arguments: `{"q":"y"}`}}},
+			{Role: "assistant", ToolCalls: []kit.ToolCall{{ID: "call_0", Name: "search", Arguments: `{"q":"y"}`}}},
 			{Role: "tool", ToolCallID: "call_0", Content: "nothing"},
 		},
 		Temperature: ptr(0.0),
@@ -74,7 +76,7 @@ func TestCompleteSuccessSendsRequest(t *testing.T) {
 		t.Fatalf("Complete: %v", err)
 	}
 	want := Response{
-		Content: "Hi there", ToolCalls: []ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}},
+		Content: "Hi there", ToolCalls: []kit.ToolCall{{ID: "call_1", Name: "search", Arguments: `{"q":"x"}`}},
 		FinishReason: "tool_calls", Model: "served-model", PromptTokens: 11, CompletionTokens: 7, Attempts: 1,
 	}
 	if resp.Latency <= 0 {
@@ -506,11 +508,11 @@ func TestStreamReassembly(t *testing.T) {
 		rep  reply
 	}{
 		{"content", reply{content: "The quick brown fox jumps over the lazy dog.", usage: [2]int{120, 30}}},
-		{"tool calls", reply{content: "", calls: []ToolCall{
+		{"tool calls", reply{content: "", calls: []kit.ToolCall{
 			{ID: "call_a", Name: "search_history", Arguments: `{"query":"latency budget","limit":5}`},
 			{ID: "call_b", Name: "read_file", Arguments: `{"path":"docs/design.md"}`},
 		}}},
-		{"content and tool call", reply{content: "Let me check.", calls: []ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":[1,2,3]}`}}, finish: "tool_calls"}},
+		{"content and tool call", reply{content: "Let me check.", calls: []kit.ToolCall{{ID: "c1", Name: "f", Arguments: `{"a":[1,2,3]}`}}, finish: "tool_calls"}},
 		{"length", reply{content: "truncated by max_tokens", finish: "length", model: "other-model"}},
 	}
 	for _, tt := range tests {
@@ -560,7 +562,7 @@ func TestMergeCallDeltaWithoutIndex(t *testing.T) {
 		`{"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"id":"b","type":"function","function":{"name":"g","arguments":"{}"}}]}}]}`,
 		`{"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
 	})
-	want := []ToolCall{{ID: "a", Name: "f", Arguments: `{"x":1}`}, {ID: "b", Name: "g", Arguments: "{}"}}
+	want := []kit.ToolCall{{ID: "a", Name: "f", Arguments: `{"x":1}`}, {ID: "b", Name: "g", Arguments: "{}"}}
 	if !reflect.DeepEqual(resp.ToolCalls, want) {
 		t.Errorf("tool calls = %+v, want %+v", resp.ToolCalls, want)
 	}

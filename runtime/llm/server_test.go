@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // reply scripts one response of the fake server. The same logical reply is
@@ -18,7 +20,7 @@ type reply struct {
 	header  map[string]string // extra response headers
 	raw     string            // verbatim body; overrides everything below
 	content string
-	calls   []ToolCall
+	calls   []kit.ToolCall
 	finish  string // "" means stop, or tool_calls when calls are given
 	model   string // "" means "served-model"
 	usage   [2]int // prompt, completion; zero means 11, 7

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/debate-runner/runner/nodes/kit"
 )
 
 // Errors for 2xx responses that cannot be used; both are treated as
@@ -170,7 +172,7 @@ func schemaName(name string) string {
 	return b.String()
 }
 
-func toOpenAICalls(calls []ToolCall) []openai.ToolCall {
+func toOpenAICalls(calls []kit.ToolCall) []openai.ToolCall {
 	if len(calls) == 0 {
 		return nil
 	}
@@ -388,9 +390,9 @@ func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 		out.CachedTokens = cachedTokens(r.Usage)
 	}
 	if len(ch.Message.ToolCalls) > 0 {
-		out.ToolCalls = make([]ToolCall, len(ch.Message.ToolCalls))
+		out.ToolCalls = make([]kit.ToolCall, len(ch.Message.ToolCalls))
 		for i, tc := range ch.Message.ToolCalls {
-			out.ToolCalls[i] = ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+			out.ToolCalls[i] = kit.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
 		}
 	}
 	return out, nil
@@ -405,7 +407,7 @@ type chunk struct {
 // partialCall is a tool call being reassembled from stream deltas.
 type partialCall struct {
 	index int
-	call  ToolCall
+	call  kit.ToolCall
 }
 
 var (
@@ -484,7 +486,7 @@ func readStream(st *attemptState, r *bufio.Reader, onDelta func(string)) (Respon
 	out.Content = content.String()
 	if len(calls) > 0 {
 		slices.SortStableFunc(calls, func(a, b partialCall) int { return a.index - b.index })
-		out.ToolCalls = make([]ToolCall, len(calls))
+		out.ToolCalls = make([]kit.ToolCall, len(calls))
 		for i, p := range calls {
 			out.ToolCalls[i] = p.call
 		}

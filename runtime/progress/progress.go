@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime"
 )
 
@@ -150,7 +151,7 @@ func (p *display) progress(n runtime.Notice) {
 func (p *display) event(n runtime.Notice) {
 	ev := n.Event
 	switch ev.Type {
-	case "node_started":
+	case event.NodeStarted:
 		var d struct {
 			Node  string `json:"node"`
 			Scope string `json:"scope"`
@@ -169,7 +170,7 @@ func (p *display) event(n runtime.Notice) {
 			fmt.Fprintf(p.w, "%s %s: started\n", scopeLabel(d.Scope), d.Node)
 		}
 		p.draw()
-	case "model_request":
+	case event.ModelRequest:
 		var d struct {
 			Node string `json:"node"`
 		}
@@ -187,7 +188,7 @@ func (p *display) event(n runtime.Notice) {
 		case strings.Contains(call, "/tool"):
 			c.tools++
 		}
-	case "model_response":
+	case event.ModelResponse:
 		var usage struct {
 			PromptTokens     any `json:"prompt_tokens"`
 			CompletionTokens any `json:"completion_tokens"`
@@ -200,7 +201,7 @@ func (p *display) event(n runtime.Notice) {
 			p.tokens += int(v)
 		}
 		p.draw()
-	case "retry":
+	case event.Retry:
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
 		p.clear()
@@ -210,7 +211,7 @@ func (p *display) event(n runtime.Notice) {
 		}
 		fmt.Fprintf(p.w, "retrying %s%s (attempt %v failed): %v\n", ev.Key, wait, d["attempt"], d["error"])
 		p.draw()
-	case "node_finished", "node_failed":
+	case event.NodeFinished, event.NodeFailed:
 		var d struct {
 			Node  string `json:"node"`
 			Error any    `json:"error"`
@@ -224,13 +225,13 @@ func (p *display) event(n runtime.Notice) {
 		c := p.calls[node]
 		delete(p.calls, node)
 		p.clear()
-		if ev.Type == "node_failed" {
+		if ev.Type == event.NodeFailed {
 			fmt.Fprintf(p.w, "%s %s: failed: %v\n", scopeLabel(scope), node, d.Error)
 		} else if p.mode == Plain {
 			fmt.Fprintf(p.w, "%s %s: done (%s, %d tokens so far)\n", scopeLabel(scope), node, c.describe(), p.tokens)
 		}
 		p.draw()
-	case "run_finished":
+	case event.RunFinished:
 		p.clear()
 		p.stack = nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -68,7 +69,7 @@ func TestPlainProgress(t *testing.T) {
 }
 
 func ev(typ, key, data string) runtime.Notice {
-	return runtime.Notice{Event: &journal.Event{Type: typ, Key: key, Data: json.RawMessage(data)}}
+	return runtime.Notice{Event: &journal.Event{Type: event.Type(typ), Key: key, Data: json.RawMessage(data)}}
 }
 
 // TestPlainLabels: a watcher's end is named as the watcher and the node it

@@ -73,20 +73,7 @@ type Manifest struct {
 	// SweepIndex is the run's number in its sweep (1-based).
 	SweepIndex int `json:"sweep_index,omitempty"`
 	// Budget is what the run may spend, from the spec and --budget.
-	Budget *Budget `json:"budget,omitempty"`
-}
-
-// BudgetLimits are limits on what calls may spend; absent ones are none.
-type BudgetLimits struct {
-	MaxCost   *float64 `json:"max_cost,omitempty"`
-	MaxCalls  *int     `json:"max_calls,omitempty"`
-	MaxTokens *int64   `json:"max_tokens,omitempty"`
-}
-
-// Budget is what a run may spend, in all and per node.
-type Budget struct {
-	BudgetLimits
-	Nodes map[string]BudgetLimits `json:"nodes,omitempty"`
+	Budget *spec.BudgetPlan `json:"budget,omitempty"`
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).
@@ -199,14 +186,15 @@ type WhisperStat struct {
 }
 
 // ToolCallInfo is a tool call an agent made, for the result and report.
+// Spec tests' assertions see it as tool_calls (expr tags), without Files.
 type ToolCallInfo struct {
-	Key       string `json:"key" doc:"the call key of the model call that asked for the tool"`
-	Agent     string `json:"agent" doc:"the agent's id"`
-	Tool      string `json:"tool" doc:"search_history, read_file or list_files"`
-	Arguments string `json:"arguments" doc:"the arguments as the model gave them (JSON text)"`
-	Result    string `json:"result" doc:"what the tool answered"`
+	Key       string `json:"key" expr:"key" doc:"the call key of the model call that asked for the tool"`
+	Agent     string `json:"agent" expr:"agent" doc:"the agent's id"`
+	Tool      string `json:"tool" expr:"tool" doc:"search_history, read_file or list_files"`
+	Arguments string `json:"arguments" expr:"arguments" doc:"the arguments as the model gave them (JSON text)"`
+	Result    string `json:"result" expr:"result" doc:"what the tool answered"`
 	// Files are the context files the tool read, with their digests.
-	Files []FileRead `json:"files,omitempty" doc:"the context files the tool read, with their SHA-256"`
+	Files []FileRead `json:"files,omitempty" expr:"-" doc:"the context files the tool read, with their SHA-256"`
 }
 
 // FileRead is a context file a tool read.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // TestWriteFile: the file gets the data and no temporary file is left
@@ -74,7 +76,7 @@ func TestWriteJSON(t *testing.T) {
 			"status": "completed", "text": "a <b> & c\u2028\n", "n": 1.5, "list": []any{1, "x", nil, map[string]any{}},
 			"empty": []string{}, "nested": map[string]any{"z": true, "a": []int{}},
 		}},
-		{name: "struct", v: Manifest{RunID: "r", Inputs: map[string]any{"q": "<?>"}}},
+		{name: "struct", v: result.Manifest{RunID: "r", Inputs: map[string]any{"q": "<?>"}}},
 		{name: "not encodable", v: map[string]any{"c": make(chan int)}, wantErr: true},
 	}
 	for _, tt := range tests {

@@ -12,6 +12,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -30,15 +31,15 @@ type Env struct {
 	// Calls are the model calls, in the order of the flow.
 	Calls []Call `expr:"calls"`
 	// Events are the journal's events, in order.
-	Events     []Event          `expr:"events"`
-	Rejections []Rejection      `expr:"rejections"`
-	ToolCalls  []ToolCall       `expr:"tool_calls"`
-	Warnings   []string         `expr:"warnings"`
-	Usage      map[string]any   `expr:"usage"`
-	Inputs     map[string]any   `expr:"inputs"`
-	Vars       map[string]any   `expr:"vars"`
-	Nodes      map[string]Node  `expr:"nodes"`
-	Whispers   []map[string]any `expr:"whispers"`
+	Events     []Event               `expr:"events"`
+	Rejections []Rejection           `expr:"rejections"`
+	ToolCalls  []result.ToolCallInfo `expr:"tool_calls"`
+	Warnings   []string              `expr:"warnings"`
+	Usage      map[string]any        `expr:"usage"`
+	Inputs     map[string]any        `expr:"inputs"`
+	Vars       map[string]any        `expr:"vars"`
+	Nodes      map[string]Node       `expr:"nodes"`
+	Whispers   []map[string]any      `expr:"whispers"`
 }
 
 // Call is one model call of the run.
@@ -82,15 +83,6 @@ type Rejection struct {
 	Attempt int    `expr:"attempt" json:"attempt"`
 	Reasons string `expr:"reasons" json:"reasons"`
 	Content string `expr:"content" json:"content"`
-}
-
-// ToolCall is a tool call an agent made.
-type ToolCall struct {
-	Key       string `expr:"key" json:"key"`
-	Agent     string `expr:"agent" json:"agent"`
-	Tool      string `expr:"tool" json:"tool"`
-	Arguments string `expr:"arguments" json:"arguments"`
-	Result    string `expr:"result" json:"result"`
 }
 
 // Node counts the executions of a node.

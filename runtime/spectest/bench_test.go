@@ -8,6 +8,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/spec"
 )
@@ -39,7 +40,7 @@ func BenchmarkCase(b *testing.B) {
 				b.Fatal(err)
 			}
 			res, err := r.Execute(context.Background())
-			if err != nil || res.Status != runtime.StatusCompleted {
+			if err != nil || res.Status != result.StatusCompleted {
 				b.Fatalf("%v %+v", err, res)
 			}
 		}

@@ -17,8 +17,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/scripted"
 	"github.com/debate-runner/runner/spec"
 )
@@ -444,8 +446,8 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 	if opts.RunsDir != "" {
 		res.RunDir = r.Dir
 	}
-	result, runErr := r.Execute(ctx)
-	if result == nil {
+	out, runErr := r.Execute(ctx)
+	if out == nil {
 		fail(Failure{Where: where, Message: fmt.Sprintf("the run did not finish: %v", runErr)})
 		return res
 	}
@@ -454,7 +456,7 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		fail(Failure{Where: where, Message: "reading the run's journal: " + err.Error()})
 		return res
 	}
-	env := buildEnv(result, events, tr.Attempts())
+	env := buildEnv(out, events, tr.Attempts())
 	res.Status = env.Status
 	res.Calls = len(env.Calls)
 	for _, call := range env.Calls {
@@ -472,7 +474,7 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the reply entry at %s answered no call", ct.script.Entries[i].Where))
 	}
-	if len(ct.asserts) == 0 && env.Status != runtime.StatusCompleted {
+	if len(ct.asserts) == 0 && env.Status != result.StatusCompleted {
 		fail(Failure{Where: where, Message: fmt.Sprintf("the run %s (a case without expect must complete): %s", env.Status, env.Error)})
 	}
 	for _, a := range ct.asserts {
@@ -480,7 +482,7 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		if ok {
 			continue
 		}
-		if env.Status != runtime.StatusCompleted && !strings.Contains(a.Source.Text, "status") && !strings.Contains(a.Source.Text, "error") {
+		if env.Status != result.StatusCompleted && !strings.Contains(a.Source.Text, "status") && !strings.Contains(a.Source.Text, "error") {
 			detail += fmt.Sprintf("\n(the run %s: %s)", env.Status, env.Error)
 		}
 		fail(Failure{Where: fmt.Sprintf("%s:%d:%d", ft.test.Path, a.Source.Line, a.Source.Col), Message: "assertion failed: " + a.Source.Text, Detail: strings.TrimPrefix(detail, "\n")})
@@ -519,7 +521,7 @@ func merge(base, over map[string]any) map[string]any {
 
 // buildEnv gathers what assertions see from the result, the journal and
 // the requests the script answered.
-func buildEnv(res *runtime.Result, events []journal.Event, attempts []scripted.Attempt) *Env {
+func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.Attempt) *Env {
 	env := &Env{
 		Status: res.Status, Error: res.Error, Outputs: res.Outputs, Messages: res.Messages, Verdicts: res.GoalVerdicts,
 		Warnings: res.Warnings, Nodes: map[string]Node{}, Inputs: map[string]any{}, Vars: map[string]any{},
@@ -533,12 +535,12 @@ func buildEnv(res *runtime.Result, events []journal.Event, attempts []scripted.A
 		env.Rejections = append(env.Rejections, Rejection(r))
 	}
 	for _, tc := range res.ToolCalls {
-		env.ToolCalls = append(env.ToolCalls, ToolCall{Key: tc.Key, Agent: tc.Agent, Tool: tc.Tool, Arguments: tc.Arguments, Result: tc.Result})
+		env.ToolCalls = append(env.ToolCalls, result.ToolCallInfo{Key: tc.Key, Agent: tc.Agent, Tool: tc.Tool, Arguments: tc.Arguments, Result: tc.Result})
 	}
 	starts := map[string]int64{} // node execution prefix -> seq of its start
 	errs := map[string]string{}
 	for _, ev := range events {
-		e := Event{Type: ev.Type, Key: ev.Key}
+		e := Event{Type: string(ev.Type), Key: ev.Key}
 		if len(ev.Data) > 0 {
 			if json.Unmarshal(ev.Data, &e.Data) != nil {
 				e.Data = nil
@@ -546,14 +548,14 @@ func buildEnv(res *runtime.Result, events []journal.Event, attempts []scripted.A
 		}
 		env.Events = append(env.Events, e)
 		switch ev.Type {
-		case "run_started":
+		case event.RunStarted:
 			if m, ok := e.Data["inputs"].(map[string]any); ok {
 				env.Inputs = m
 			}
 			if m, ok := e.Data["vars"].(map[string]any); ok {
 				env.Vars = m
 			}
-		case "node_started":
+		case event.NodeStarted:
 			if _, ok := starts[ev.Key]; !ok {
 				starts[ev.Key] = ev.Seq
 			}
@@ -561,7 +563,7 @@ func buildEnv(res *runtime.Result, events []journal.Event, attempts []scripted.A
 			n := env.Nodes[id]
 			n.Runs++
 			env.Nodes[id] = n
-		case "model_error":
+		case event.ModelError:
 			msg, _ := e.Data["error"].(string)
 			errs[ev.Key] = msg
 		}

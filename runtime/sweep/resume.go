@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -109,11 +111,11 @@ type ResumeOptions struct {
 // did not complete is resumed (or started), then the summary is written.
 func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOptions) (*Summary, error) {
 	if rundir.IsStaging(dir) {
-		return nil, &runtime.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a sweep that was killed while its directory was being set up, before any run started; nothing can be resumed from it: start the sweep again (and delete the folder)", dir)}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a sweep that was killed while its directory was being set up, before any run started; nothing can be resumed from it: start the sweep again (and delete the folder)", dir)}
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &runtime.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s has no sweep.json: the sweep was made by an older runner and cannot be resumed; resume its runs one by one", dir)}
+		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s has no sweep.json: the sweep was made by an older runner and cannot be resumed; resume its runs one by one", dir)}
 	}
 	if err != nil {
 		return nil, err
@@ -189,7 +191,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 				return sr
 			}
 			if err != nil {
-				sr.Status, sr.Error = runtime.StatusFailed, err.Error()
+				sr.Status, sr.Error = result.StatusFailed, err.Error()
 				return sr
 			}
 			return finishRun(ctx, r, sr)
@@ -205,7 +207,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 		}
 		r, err := runtime.Start(plan, o)
 		if err != nil {
-			sr.Status, sr.Error = runtime.StatusFailed, err.Error()
+			sr.Status, sr.Error = result.StatusFailed, err.Error()
 			return sr
 		}
 		return finishRun(ctx, r, sr)
@@ -257,7 +259,7 @@ func childDirs(dir string) (map[int]string, error) {
 			continue
 		}
 		sub := filepath.Join(dir, e.Name())
-		m, err := rundir.ReadManifest(sub)
+		m, err := result.ReadManifest(sub)
 		if err != nil || m.SweepIndex == 0 {
 			continue
 		}

@@ -20,8 +20,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 )
@@ -38,14 +40,14 @@ func ParseAxis(s string) (Axis, error) {
 	name, list, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
 	if !ok || name == "" || strings.TrimSpace(list) == "" {
-		return Axis{}, &runtime.FlagError{Flag: "--matrix " + s, Err: errors.New("expected NAME=V1,V2 (the values separated by commas)")}
+		return Axis{}, &args.FlagError{Flag: "--matrix " + s, Err: errors.New("expected NAME=V1,V2 (the values separated by commas)")}
 	}
 	a := Axis{Name: name}
 	seen := map[string]bool{}
 	for _, v := range strings.Split(list, ",") {
 		v = strings.TrimSpace(v)
 		if seen[v] {
-			return Axis{}, &runtime.FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("value %q is given twice", v)}
+			return Axis{}, &args.FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("value %q is given twice", v)}
 		}
 		seen[v] = true
 		a.Values = append(a.Values, v)
@@ -68,7 +70,7 @@ type DatasetLine struct {
 func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []string, err error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: args.UnwrapPathError(err)}
+		return nil, nil, &args.FlagError{Flag: "--dataset", Err: args.UnwrapPathError(err)}
 	}
 	declared := map[string]bool{}
 	for _, in := range plan.Inputs {
@@ -91,7 +93,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 			if err == nil {
 				err = errors.New("not a JSON object")
 			}
-			return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
+			return nil, nil, &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
 		}
 		line := DatasetLine{Line: n, Inputs: map[string]any{}}
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
@@ -112,7 +114,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 		lines = append(lines, line)
 	}
 	if len(lines) == 0 {
-		return nil, nil, &runtime.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
+		return nil, nil, &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
 	}
 	return lines, slices.Sorted(maps.Keys(unusedSet)), nil
 }
@@ -182,7 +184,7 @@ type Run struct {
 	Outputs     map[string]any     `json:"outputs,omitempty"`
 	OutputOrder []string           `json:"output_order,omitempty"`
 	Score       *float64           `json:"score,omitempty"`
-	Usage       runtime.Usage      `json:"usage"`
+	Usage       result.Usage       `json:"usage"`
 	Calls       runtime.CallCounts `json:"calls"`
 	DurationMS  int64              `json:"duration_ms"`
 }
@@ -216,8 +218,8 @@ type Summary struct {
 	Waiting      int      `json:"waiting"`
 	// Pending are runs not finished: the sweep was killed before; resume
 	// it to run them.
-	Pending int           `json:"pending,omitempty"`
-	Usage   runtime.Usage `json:"usage"`
+	Pending int          `json:"pending,omitempty"`
+	Usage   result.Usage `json:"usage"`
 	// CallsMade were sent to endpoints; CallsWithoutCache is how many the
 	// runs would have sent each on its own with no cache (all their calls).
 	CallsMade         int       `json:"calls_made"`
@@ -390,7 +392,7 @@ func runAll(ctx context.Context, sum *Summary, total int, opts Options, run func
 			defer mu.Unlock()
 			sum.Runs[i] = sr
 			done++
-			if sr.Status == runtime.StatusFailed && runErr == nil {
+			if sr.Status == result.StatusFailed && runErr == nil {
 				runErr = fmt.Errorf("run %d (%s) failed: %s", sr.Index, sr.Dir, sr.Error)
 			}
 			sum.tally()
@@ -426,7 +428,7 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 	seenAxis := map[string]bool{}
 	for _, a := range opts.Matrix {
 		if seenAxis[a.Name] {
-			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: errors.New("the same name is swept twice; give all its values in one --matrix")}
+			return nil, nil, &args.FlagError{Flag: "--matrix " + a.Name, Err: errors.New("the same name is swept twice; give all its values in one --matrix")}
 		}
 		seenAxis[a.Name] = true
 		if _, ok := modelAxis(plan, a.Name); ok && !declaredVar[a.Name] && !declaredInput[a.Name] {
@@ -440,7 +442,7 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 			for _, in := range plan.Inputs {
 				names = append(names, in.Name)
 			}
-			return nil, nil, &runtime.FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s; models are swept as model=... or model.NAME=...)", a.Name, strings.Join(names, ", "))}
+			return nil, nil, &args.FlagError{Flag: "--matrix " + a.Name, Err: fmt.Errorf("the spec declares no var or input %q (declared: %s; models are swept as model=... or model.NAME=...)", a.Name, strings.Join(names, ", "))}
 		}
 	}
 	var lines []*DatasetLine
@@ -454,7 +456,7 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 		for i := range ls {
 			for name := range ls[i].Inputs {
 				if seenAxis[name] {
-					return nil, nil, &runtime.FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("the dataset gives input %q too", name)}
+					return nil, nil, &args.FlagError{Flag: "--matrix " + name, Err: fmt.Errorf("the dataset gives input %q too", name)}
 				}
 			}
 			lines = append(lines, &ls[i])
@@ -532,7 +534,7 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 				// each combination once.
 				if combo := fmt.Sprint(vars, j.models); !specialized[combo] {
 					if _, err := plan.Specialize(vars, j.models); err != nil {
-						return nil, nil, &runtime.FlagError{Flag: "--matrix", Err: fmt.Errorf("%s%w", where, err)}
+						return nil, nil, &args.FlagError{Flag: "--matrix", Err: fmt.Errorf("%s%w", where, err)}
 					}
 					specialized[combo] = true
 				}
@@ -544,9 +546,9 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 }
 
 func prefixFlagError(prefix string, err error) error {
-	var fe *runtime.FlagError
+	var fe *args.FlagError
 	if prefix != "" && errors.As(err, &fe) {
-		return &runtime.FlagError{Flag: fe.Flag, Err: fmt.Errorf("%s%w", prefix, fe.Err)}
+		return &args.FlagError{Flag: fe.Flag, Err: fmt.Errorf("%s%w", prefix, fe.Err)}
 	}
 	return err
 }
@@ -566,7 +568,7 @@ func runSweepJob(ctx context.Context, plan *spec.Plan, base runtime.Options, sta
 	}
 	r, err := start(index, plan, opts)
 	if err != nil {
-		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
+		sr.Status, sr.Error = result.StatusFailed, err.Error()
 		return sr
 	}
 	return finishRun(ctx, r, sr)
@@ -584,9 +586,9 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	case err != nil && ctx.Err() != nil:
 		// Interrupted: the run is resumed with the sweep.
 		sr.Status, sr.Error = StatusPending, ""
-	case err != nil && !errors.Is(err, runtime.ErrWaiting) && (res == nil || res.Status != runtime.StatusBudget):
-		sr.Status, sr.Error = runtime.StatusFailed, err.Error()
-	case err != nil && res != nil && res.Status == runtime.StatusBudget:
+	case err != nil && !errors.Is(err, kit.ErrWaiting) && (res == nil || res.Status != result.StatusBudget):
+		sr.Status, sr.Error = result.StatusFailed, err.Error()
+	case err != nil && res != nil && res.Status == result.StatusBudget:
 		sr.Error = err.Error()
 	}
 	sr.Calls = r.CallCounts()
@@ -627,14 +629,14 @@ func RunOptions(plan *spec.Plan, opts Options) ([]runtime.Options, error) {
 
 // tally adds up the runs.
 func (s *Summary) tally() {
-	s.Usage = runtime.Usage{Priced: true}
+	s.Usage = result.Usage{Priced: true}
 	s.Completed, s.Failed, s.Waiting, s.Pending, s.CallsMade, s.CallsWithoutCache = 0, 0, 0, 0, 0, 0
 	var scores []float64
 	for _, r := range s.Runs {
 		switch r.Status {
-		case runtime.StatusCompleted:
+		case result.StatusCompleted:
 			s.Completed++
-		case runtime.StatusWaiting:
+		case result.StatusWaiting:
 			s.Waiting++
 		case StatusPending:
 			s.Pending++

@@ -14,6 +14,9 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // The rounds spec, its scripted answers and an in-memory cache are shared
@@ -24,7 +27,7 @@ var (
 	newMemCache = runtest.NewMemCache
 )
 
-func sweepOpts(url string, c runtime.Cache) runtime.Options {
+func sweepOpts(url string, c calls.Cache) runtime.Options {
 	return runtime.Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}
 }
 
@@ -62,7 +65,7 @@ func TestSweepSharesEarlyRounds(t *testing.T) {
 			}
 			t.Logf("%s (ratio %.2f)", sum.CallsLine(), float64(sum.CallsMade)/float64(sum.CallsWithoutCache))
 			for i, r := range sum.Runs {
-				if r.Status != runtime.StatusCompleted || r.Usage.Calls != 3*(i+1) || r.Vars["max_rounds"] != values[i] {
+				if r.Status != result.StatusCompleted || r.Usage.Calls != 3*(i+1) || r.Vars["max_rounds"] != values[i] {
 					t.Errorf("run %d: %+v", i+1, r)
 				}
 				if filepath.Dir(r.Dir) != sum.Dir {
@@ -143,12 +146,12 @@ func TestSweepDatasetAccuracy(t *testing.T) {
 	if r.Line != 7 || r.Inputs["question"] != "q7" || r.Expected != 107 || r.Score == nil || *r.Score != 0 {
 		t.Errorf("run of line 7 = %+v", r)
 	}
-	var res runtime.Result
+	var res result.Result
 	data, _ := os.ReadFile(filepath.Join(sum.Runs[0].Dir, "result.json"))
 	if err := json.Unmarshal(data, &res); err != nil || res.Score == nil || *res.Score != 1 || fmt.Sprint(res.Expected) != "7" {
 		t.Errorf("result.json score %v expected %v (%v)", res.Score, res.Expected, err)
 	}
-	var m runtime.Manifest
+	var m result.Manifest
 	data, _ = os.ReadFile(filepath.Join(sum.Runs[0].Dir, "run.json"))
 	if err := json.Unmarshal(data, &m); err != nil || fmt.Sprint(m.Expected) != "7" || m.Sweep != sum.ID || m.Inputs["question"] != "q1" {
 		t.Errorf("run.json = %+v (%v)", m, err)
@@ -178,7 +181,7 @@ func TestSweepRejectsBadPlans(t *testing.T) {
 				tc.opts.Run.Inputs = nil
 			}
 			_, err := Sweep(context.Background(), plan, tc.opts)
-			var fe *runtime.FlagError
+			var fe *args.FlagError
 			if !errors.As(err, &fe) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want a flag error with %q", err, tc.want)
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // Table is a grid of text for the Markdown and CSV views of runs, sweeps
@@ -85,7 +85,7 @@ func FormatValue(v any) string {
 
 // FormatCost shows a cost with enough digits for small amounts; "" when no
 // call was priced.
-func FormatCost(u runtime.Usage) string {
+func FormatCost(u result.Usage) string {
 	if u.Cost == 0 && !u.Priced {
 		return ""
 	}

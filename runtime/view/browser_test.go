@@ -20,6 +20,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // The browser tests drive headless Chromium. .ci/run installs it and sets
@@ -331,7 +332,7 @@ func TestLiveRunInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := serve(t, root)
-	done := make(chan *runtime.Result, 1)
+	done := make(chan *result.Result, 1)
 	go func() {
 		res, _ := r.Execute(context.Background())
 		done <- res
@@ -360,7 +361,7 @@ func TestLiveRunInBrowser(t *testing.T) {
 		time.Sleep(25 * time.Millisecond)
 	}
 	res := <-done
-	if res.Status != runtime.StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("run: %s %s", res.Status, res.Error)
 	}
 	if len(seen) < 5 {

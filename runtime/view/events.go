@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/report"
 	"github.com/debate-runner/runner/runtime/result"
@@ -160,9 +161,9 @@ func (n *normalizer) call(key string) *Call {
 // event normalizes one journal event; false for events the page does not
 // use.
 func (n *normalizer) event(ev journal.Event) (Event, bool) {
-	out := Event{Seq: ev.Seq, Time: ev.Time, Type: ev.Type, Key: ev.Key}
+	out := Event{Seq: ev.Seq, Time: ev.Time, Type: string(ev.Type), Key: ev.Key}
 	switch ev.Type {
-	case "model_request":
+	case event.ModelRequest:
 		var req struct {
 			Agent       string `json:"agent"`
 			Node        string `json:"node"`
@@ -176,7 +177,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c := &Call{Node: req.Node, Agent: req.Agent, Target: req.Target, Model: req.ModelName, Round: round, Goal: goal, PromptChars: req.PromptChars, Started: &t}
 		n.calls[ev.Key] = c
 		out.Data = c
-	case "model_response":
+	case event.ModelResponse:
 		var rep struct {
 			Content          string            `json:"content"`
 			ToolCalls        []json.RawMessage `json:"tool_calls"`
@@ -201,7 +202,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			c.Priced = true
 		}
 		out.Data = c
-	case "output":
+	case event.Output:
 		var o struct {
 			Output        json.RawMessage `json:"output"`
 			OutputIsReply bool            `json:"output_is_reply"`
@@ -213,7 +214,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		}
 		n.outputs[ev.Key] = o.Output
 		return out, false
-	case "message":
+	case event.Message:
 		var m struct {
 			spec.Message
 			ContentDigest string `json:"content_digest"`
@@ -230,7 +231,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			n.byDigest[digest(m.Content)] = m.Content
 		}
 		out.Data = Message{Message: m.Message, HTML: n.html(m.Content)}
-	case "rejected":
+	case event.Rejected:
 		var r struct {
 			Speaker string `json:"speaker"`
 			Reasons string `json:"reasons"`
@@ -241,7 +242,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		text := n.replies[ev.Key]
 		out.Data = map[string]any{"agent": r.Speaker, "reasons": r.Reasons, "attempt": r.Attempt, "node": c.Node,
 			"goal": c.Goal, "round": c.Round, "content": text, "html": n.html(text)}
-	case "retry", "model_error", "repair", "fallback":
+	case event.Retry, event.ModelError, event.Repair, event.Fallback:
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
 		if d == nil {
@@ -250,7 +251,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c := n.call(ev.Key)
 		d["node"], d["agent"], d["round"], d["goal"] = c.Node, c.Agent, c.Round, c.Goal
 		out.Data = d
-	case "run_finished":
+	case event.RunFinished:
 		var d struct {
 			Status     string         `json:"status"`
 			Outputs    map[string]any `json:"outputs"`
@@ -264,7 +265,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			}
 		}
 		out.Data = map[string]any{"status": d.Status, "outputs": d.Outputs, "outputs_html": htmls, "duration_ms": d.DurationMS}
-	case "tool_call":
+	case event.ToolCall:
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
 		if s, ok := d["result"].(string); ok && len(s) > 4000 {

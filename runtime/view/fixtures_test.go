@@ -14,7 +14,9 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
@@ -162,7 +164,7 @@ func judged(delay time.Duration) llmtest.Handler {
 			return llmtest.Reply{Status: 429, RetryAfter: "0.2"}
 		case key == "propose/1/ada" && !tooled && len(r.Tools) > 0:
 			tooled = true
-			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "search_history", Arguments: `{"query":"peak"}`}}, Delay: delay}
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{{Name: "search_history", Arguments: `{"query":"peak"}`}}, Delay: delay}
 		case strings.HasPrefix(key, "propose/"):
 			return llmtest.Reply{Content: fmt.Sprintf("### Proposal (%s)\n\nA queue in front of sandboxed graders.\n\n```yaml\nworkers: %d\n```\n\nRisks: <burst> load at deadlines.", key, 4+len(key)), Delay: delay, PromptTokens: 1500, CompletionTokens: 400}
 		case strings.HasPrefix(key, "judge/"):
@@ -217,7 +219,7 @@ type fixtures struct {
 	root                          string
 	panel, judged, failed, killed string // run ids
 	sweep                         string // sweep id
-	panelRes, judgedRes           *runtime.Result
+	panelRes, judgedRes           *result.Result
 	panelPlan                     *spec.Plan
 }
 
@@ -238,7 +240,7 @@ func options(root string, srv *llmtest.Server) runtime.Options {
 }
 
 // execute runs a plan to its end.
-func execute(t testing.TB, plan *spec.Plan, opts runtime.Options) (*runtime.Run, *runtime.Result) {
+func execute(t testing.TB, plan *spec.Plan, opts runtime.Options) (*runtime.Run, *result.Result) {
 	t.Helper()
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
@@ -260,7 +262,7 @@ func makeFixtures(t testing.TB) *fixtures {
 	seed := int64(3)
 	opts.Seed = &seed
 	r, res := execute(t, f.panelPlan, opts)
-	if res.Status != runtime.StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("hiring panel: %s %s", res.Status, res.Error)
 	}
 	f.panel, f.panelRes = filepath.Base(r.Dir), res
@@ -270,7 +272,7 @@ func makeFixtures(t testing.TB) *fixtures {
 	jopts := options(f.root, jsrv)
 	jopts.Answers = map[string]string{"ada.q1": "About 3,000 at the deadline.", "ada.q2": "", "ben.q1": "Python & Java; maybe <Rust>.", "ben.q2": "NA"}
 	r, res = execute(t, jplan, jopts)
-	if res.Status != runtime.StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("judged debate: %s %s", res.Status, res.Error)
 	}
 	f.judged, f.judgedRes = filepath.Base(r.Dir), res
@@ -279,7 +281,7 @@ func makeFixtures(t testing.TB) *fixtures {
 		return llmtest.Reply{Status: 400, ErrorMessage: "model not found"}
 	})
 	r, res = execute(t, jplan, options(f.root, bad))
-	if res.Status != runtime.StatusFailed {
+	if res.Status != result.StatusFailed {
 		t.Fatalf("the failing run has status %s", res.Status)
 	}
 	f.failed = filepath.Base(r.Dir)

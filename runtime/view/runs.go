@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -219,10 +220,11 @@ func countCalls(dir string) int {
 	}
 	defer f.Close()
 	n := 0
+	response := `"type":"` + string(event.ModelResponse) + `"`
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), `"type":"model_response"`) {
+		if strings.Contains(sc.Text(), response) {
 			n++
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 )
@@ -204,7 +205,7 @@ func TestEventsOfAFinishedRun(t *testing.T) {
 	ts := serve(t, f.root)
 	for _, tc := range []struct {
 		id  string
-		res *runtime.Result
+		res *result.Result
 	}{{f.panel, f.panelRes}, {f.judged, f.judgedRes}} {
 		resp, err := http.Get(ts.URL + "/api/events?id=" + tc.id)
 		if err != nil {
@@ -297,7 +298,7 @@ func TestEventsFollowALiveRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan *runtime.Result, 1)
+	done := make(chan *result.Result, 1)
 	go func() {
 		res, _ := r.Execute(context.Background())
 		done <- res
@@ -367,7 +368,7 @@ func TestEventsFollowALiveRun(t *testing.T) {
 	})
 	resp.Body.Close()
 	res := <-done
-	if res.Status != runtime.StatusCompleted {
+	if res.Status != result.StatusCompleted {
 		t.Fatalf("run: %s %s", res.Status, res.Error)
 	}
 	evs, err := journal.Read(filepath.Join(r.Dir, "journal.jsonl"))
