@@ -19,7 +19,7 @@ import (
 const (
 	duSpec     = "../../examples/protocols/du-society-of-minds/spec.yaml"
 	duBaseline = "../../examples/protocols/du-society-of-minds/baseline.yaml"
-	duData     = "../../examples/protocols/data/arithmetic.jsonl"
+	duData     = "gen:arithmetic?n=20&seed=3"
 )
 
 // chancySolver answers an arithmetic question right with probability first
@@ -148,6 +148,18 @@ func TestComparePairsDebateWithBaseline(t *testing.T) {
 	}
 	if code != wantCode || !strings.Contains(stderr, fmt.Sprintf("lower end of its 95%% paired interval %+.3f", iv.Low)) {
 		t.Errorf("gate --margin-on lower: exit %d (want %d)\n%s", code, wantCode, stderr)
+	}
+	// The baseline against the debate: the interval lies below 0, so the
+	// gate fails even with a margin the point estimate would clear.
+	if iv.Low < 0 || iv.Estimate > 0.3 {
+		worse := fmt.Sprintf("%.2f", iv.Estimate+0.01)
+		if code, _, stderr := invoke(t, env, "compare", baseline, "--baseline", debate, "--margin", worse); code != exitOK {
+			t.Errorf("mean gate with margin %s: exit %d\n%s", worse, code, stderr)
+		}
+		code, _, stderr := invoke(t, env, "compare", baseline, "--baseline", debate, "--margin", worse, "--margin-on", "lower")
+		if code != exitGate || !strings.Contains(stderr, fmt.Sprintf("lower end of its 95%% paired interval %+.3f is below −%s", -iv.High, worse)) {
+			t.Errorf("lower gate with margin %s: exit %d\n%s", worse, code, stderr)
+		}
 	}
 	if code, _, stderr := invoke(t, env, "compare", debate, "--baseline", baseline, "--margin", "1", "--margin-on", "lower"); code != exitOK {
 		t.Errorf("gate with margin 1: exit %d\n%s", code, stderr)

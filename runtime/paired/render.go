@@ -19,7 +19,7 @@ func ratioCell(x float64) string {
 
 func costCell(s Side) string {
 	if !s.Priced {
-		return ""
+		return "no prices"
 	}
 	return fmt.Sprintf("%.4f", s.CostPerItem)
 }
