@@ -144,7 +144,7 @@ func TestBootstrapCoverage(t *testing.T) {
 	covered := 0
 	for r := range reps {
 		a, b, _, _ := simulatePairs(rng, n, pa, pb)
-		iv, err := BootstrapMeanDiff(a, b, 1000, uint64(r), 0.95)
+		iv, err := BootstrapMeanDiff(a, b, 500, uint64(r), 0.95)
 		if err != nil {
 			t.Fatal(err)
 		}
