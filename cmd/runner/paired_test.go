@@ -184,3 +184,26 @@ func TestComparePairsDebateWithBaseline(t *testing.T) {
 		t.Errorf("unpaired item not listed:\n%s", stdout)
 	}
 }
+
+// A CSV dataset runs like a JSONL one; a bad row is named by file and line.
+func TestCSVDatasetThroughTheCLI(t *testing.T) {
+	srv := llmtest.New(t, chancySolver(1, 1))
+	env := live(srv, "RUNNER_CACHE_DIR", t.TempDir())
+	dir := t.TempDir()
+	good := filepath.Join(dir, "items.csv")
+	if err := os.WriteFile(good, []byte("question,expected,source\nWhat is the result of 1+2*3+4-5*6?,-19,x\n\"What is the result of 10+0*3+4-1*1?\",13,y\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _ := mustRun(t, env, "run", duBaseline, "--dataset", good, "--runs-dir", t.TempDir(), "-q")
+	if !strings.Contains(stdout, "accuracy: 1.000") || !strings.Contains(stdout, "n=2)") {
+		t.Errorf("CSV sweep:\n%s", stdout)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("question,expected\nq,1\nq,2,3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := invoke(t, env, "run", duBaseline, "--dataset", bad, "--runs-dir", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "bad.csv:3: 3 fields, but the header row names 2") {
+		t.Errorf("bad CSV: exit %d\n%s", code, stderr)
+	}
+}

@@ -200,6 +200,12 @@ func Compare(a, b *sweep.Summary, opts Options) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("the sweeps expect different answers on line(s) %s: are they over the same dataset?", strings.Join(differentExpected, ", ")))
 	}
 	res.Pairs = len(sa)
+	for _, k := range ordered {
+		if k.sample > 0 {
+			res.Notes = append(res.Notes, "the sweeps repeat items (--repeat): each sample of a line is paired with the same sample on the other side, and the interval and tests treat the samples as independent items, which they are not quite (they share a question), so read them as somewhat optimistic")
+			break
+		}
+	}
 	if res.Pairs == 0 {
 		res.Binary = false
 		return res, nil

@@ -98,3 +98,23 @@ func TestCompareGradedAndErrors(t *testing.T) {
 		t.Errorf("matrix: %v", err)
 	}
 }
+
+func TestCompareNotesRepeatsAndNoPairs(t *testing.T) {
+	a := summary("A", map[int]float64{1: 1}, []int{1, 1})
+	b := summary("B", map[int]float64{1: 0}, []int{1, 1})
+	a.Runs[1].Sample, b.Runs[1].Sample = 1, 1
+	res, err := Compare(a, b, Options{Resamples: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pairs != 2 || len(res.Notes) == 0 || !strings.Contains(res.Notes[0], "repeat items") {
+		t.Errorf("pairs %d, notes %v", res.Pairs, res.Notes)
+	}
+	none, err := Compare(summary("A", nil, []int{1}), summary("B", nil, []int{1}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none.Pairs != 0 || none.Difference != nil || !strings.Contains(none.Markdown(), "No item is scored in both sweeps") || !strings.Contains(none.CSV(), "not scored") {
+		t.Errorf("no pairs:\n%s\n%s", none.Markdown(), none.CSV())
+	}
+}
