@@ -75,7 +75,8 @@ type Item struct {
 
 // Result is the comparison of sweep A with sweep B.
 type Result struct {
-	A, B Side
+	A Side `json:"a"`
+	B Side `json:"b"`
 	// Pairs is the number of items scored on both sides.
 	Pairs int `json:"pairs"`
 	// Binary is set when every paired score is 0 or 1.
