@@ -148,6 +148,7 @@ func Compare(a, b *sweep.Summary, opts Options) (*Result, error) {
 		return ordered[i].sample < ordered[j].sample
 	})
 	var sa, sb []float64
+	var lines []int // each pair's dataset line: the bootstrap's clusters
 	var differentExpected []string
 	for _, k := range ordered {
 		x, inA := ra[k]
@@ -182,7 +183,7 @@ func Compare(a, b *sweep.Summary, opts Options) (*Result, error) {
 			continue
 		}
 		u, v := *it.ScoreA, *it.ScoreB
-		sa, sb = append(sa, u), append(sb, v)
+		sa, sb, lines = append(sa, u), append(sb, v), append(lines, k.line)
 		if (u != 0 && u != 1) || (v != 0 && v != 1) {
 			res.Binary = false
 		}
@@ -201,18 +202,19 @@ func Compare(a, b *sweep.Summary, opts Options) (*Result, error) {
 		res.Notes = append(res.Notes, fmt.Sprintf("the sweeps expect different answers on line(s) %s: are they over the same dataset?", strings.Join(differentExpected, ", ")))
 	}
 	res.Pairs = len(sa)
+	repeated := false
 	for _, k := range ordered {
-		if k.sample > 0 {
-			res.Notes = append(res.Notes, "the sweeps repeat items (--repeat): each sample of a line is paired with the same sample on the other side, and the interval and tests treat the samples as independent items, which they are not quite (they share a question), so read them as somewhat optimistic")
-			break
-		}
+		repeated = repeated || k.sample > 0
+	}
+	if repeated {
+		res.Notes = append(res.Notes, "the sweeps repeat items (--repeat): each sample of a line is paired with the same sample on the other side; the interval resamples whole lines with their samples, but the tests count every sample as an independent pair, so read their p-values as somewhat optimistic")
 	}
 	if res.Pairs == 0 {
 		res.Binary = false
 		return res, nil
 	}
 	res.A.Accuracy, res.B.Accuracy = sweep.MeanCI(sa), sweep.MeanCI(sb)
-	iv, err := stats.BootstrapMeanDiff(sa, sb, opts.Resamples, opts.Seed, 0.95)
+	iv, err := stats.BootstrapClusteredMeanDiff(sa, sb, lines, opts.Resamples, opts.Seed, 0.95)
 	if err != nil {
 		return nil, err
 	}

@@ -335,3 +335,54 @@ func Holm(p []float64) []float64 {
 	}
 	return out
 }
+
+// BootstrapClusteredMeanDiff is BootstrapMeanDiff for pairs that come in
+// clusters (the repeated samples of one dataset item): whole clusters are
+// resampled, so that pairs sharing an item stay together and the interval
+// is not made narrower by treating them as independent. cluster[i] names
+// pair i's cluster.
+func BootstrapClusteredMeanDiff(a, b []float64, cluster []int, reps int, seed uint64, level float64) (Interval, error) {
+	d, err := Differences(a, b)
+	if err != nil {
+		return Interval{}, err
+	}
+	if len(cluster) != len(d) {
+		return Interval{}, ErrMismatch
+	}
+	if len(d) == 0 {
+		return Interval{}, errors.New("stats: no pairs")
+	}
+	if reps <= 0 {
+		reps = 10000
+	}
+	if level <= 0 || level >= 1 {
+		level = 0.95
+	}
+	index := map[int]int{}
+	var sums, counts []float64
+	for i, c := range cluster {
+		j, ok := index[c]
+		if !ok {
+			j = len(sums)
+			index[c] = j
+			sums, counts = append(sums, 0), append(counts, 0)
+		}
+		sums[j] += d[i]
+		counts[j]++
+	}
+	k := len(sums)
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	means := make([]float64, reps)
+	for r := range means {
+		s, n := 0.0, 0.0
+		for range k {
+			j := rng.IntN(k)
+			s += sums[j]
+			n += counts[j]
+		}
+		means[r] = s / n
+	}
+	slices.Sort(means)
+	alpha := (1 - level) / 2
+	return Interval{Estimate: mean(d), Low: quantile(means, alpha), High: quantile(means, 1-alpha), Level: level}, nil
+}

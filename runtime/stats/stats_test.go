@@ -246,3 +246,41 @@ func TestTAndWilcoxonSize(t *testing.T) {
 		t.Errorf("shift rejections t=%d wilcoxon=%d of %d, want most", shiftT, shiftW, reps)
 	}
 }
+
+// TestClusteredBootstrap: with one pair per cluster it is the plain
+// bootstrap; with clusters of identical pairs (a sample repeated), its
+// interval is as wide as the items alone give, where the plain bootstrap's
+// narrows as if there were more items.
+func TestClusteredBootstrap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(20, 4))
+	a, b, _, _ := simulatePairs(rng, 60, 0.7, 0.5)
+	ids := make([]int, len(a))
+	for i := range ids {
+		ids[i] = i
+	}
+	plain, _ := BootstrapMeanDiff(a, b, 2000, 5, 0.95)
+	single, err := BootstrapClusteredMeanDiff(a, b, ids, 2000, 5, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain != single {
+		t.Errorf("singleton clusters %+v, plain %+v", single, plain)
+	}
+	var a4, b4 []float64
+	var c4 []int
+	for i := range a {
+		for range 4 {
+			a4, b4, c4 = append(a4, a[i]), append(b4, b[i]), append(c4, i)
+		}
+	}
+	naive, _ := BootstrapMeanDiff(a4, b4, 2000, 5, 0.95)
+	clustered, _ := BootstrapClusteredMeanDiff(a4, b4, c4, 2000, 5, 0.95)
+	wc, wn, w1 := clustered.High-clustered.Low, naive.High-naive.Low, plain.High-plain.Low
+	t.Logf("widths: items alone %.3f, repeated ×4 clustered %.3f, naive %.3f", w1, wc, wn)
+	if math.Abs(wc-w1) > 0.25*w1 || wn > 0.7*w1 {
+		t.Errorf("widths: items alone %.3f, clustered %.3f, naive %.3f", w1, wc, wn)
+	}
+	if _, err := BootstrapClusteredMeanDiff(a, b, ids[:2], 10, 1, 0.95); err == nil {
+		t.Error("mismatched clusters: no error")
+	}
+}
