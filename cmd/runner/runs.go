@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
@@ -168,6 +169,10 @@ type compareCmd struct {
 	CSV      bool     `name:"csv" help:"Print CSV instead of Markdown."`
 	Baseline string   `name:"baseline" placeholder:"RUN" help:"A run or sweep directory to gate against: exit 7 when one of the others scores worse than it by more than --margin."`
 	Margin   float64  `name:"margin" default:"0" placeholder:"X" help:"How much worse than --baseline a score (a run's score, a sweep's accuracy) may be."`
+	MarginOn string   `name:"margin-on" enum:"mean,lower" default:"mean" help:"What the gate holds to --margin: the difference of the accuracies (mean), or, for two sweeps over the same dataset, the lower end of the paired bootstrap interval of the difference (lower)."`
+	JSON     bool     `name:"json" help:"For two sweeps over the same dataset: print the paired comparison as JSON."`
+	Seed     uint64   `name:"seed" default:"1" help:"Seed of the paired bootstrap (two sweeps over the same dataset)."`
+	Resample int      `name:"resamples" default:"10000" help:"Resamples of the paired bootstrap."`
 }
 
 func (compareCmd) Help() string {
@@ -180,11 +185,22 @@ With --baseline, compare is a CI gate: it exits 7 when a run or sweep scores
 worse than the baseline by more than --margin (a sweep's score is its
 accuracy, a run's its score).
 
+Two sweeps over the same dataset are also compared item by item: runs are
+paired by dataset line, and compare prints each side's accuracy on the pairs,
+the difference with a 95% paired bootstrap interval (seeded: --seed,
+--resamples), an exact McNemar test for 0/1 scores (paired t and Wilcoxon for
+graded ones) with the discordant counts, cost, tokens, calls and seconds per
+item with their ratios, how many calls each took from the cache that the
+other sent, and the items only one side has. --csv and --json print this
+comparison alone. With --margin-on lower, the gate fails when the lower end
+of the interval of (other − baseline) is below −margin.
+
 Examples:
   runner compare runs/<run-a> runs/<run-b>
   runner compare runs/sweep-<debate-id> runs/sweep-<baseline-id>
   runner compare runs/sweep-<id> --csv > sweep.csv
-  runner compare runs/sweep-<new> --baseline runs/sweep-<old> --margin 0.05`
+  runner compare runs/sweep-<new> --baseline runs/sweep-<old> --margin 0.05
+  runner compare runs/sweep-<new> --baseline runs/sweep-<old> --margin 0.02 --margin-on lower`
 }
 
 func (c *compareCmd) Run(e *env) error {
@@ -199,6 +215,25 @@ func (c *compareCmd) Run(e *env) error {
 		if len(args) < 2 {
 			return usageErrorf("--baseline %s: give at least one other run or sweep to compare with it", c.Baseline)
 		}
+	}
+	pair, err := c.paired(args)
+	if err != nil {
+		return err
+	}
+	if pair != nil && (c.JSON || c.CSV) {
+		if c.JSON {
+			data, _ := json.MarshalIndent(pair, "", "  ")
+			fmt.Fprintln(e.stdout, string(data))
+		} else {
+			fmt.Fprint(e.stdout, pair.CSV())
+		}
+		if c.Baseline != "" {
+			return c.gate(e, args, pair)
+		}
+		return nil
+	}
+	if c.JSON {
+		return usageErrorf("--json: give two sweep directories over the same dataset")
 	}
 	for _, arg := range args {
 		if _, err := os.Stat(filepath.Join(arg, "summary.json")); err == nil {
@@ -249,8 +284,11 @@ func (c *compareCmd) Run(e *env) error {
 		}
 		fmt.Fprint(e.stdout, "\n"+st.Markdown(0))
 	}
+	if pair != nil {
+		fmt.Fprint(e.stdout, "\n"+pair.Markdown())
+	}
 	if c.Baseline != "" {
-		return c.gate(e, args)
+		return c.gate(e, args, pair)
 	}
 	return nil
 }
@@ -267,7 +305,10 @@ func without(list []string, s string) []string {
 
 // gate compares every run or sweep with the baseline (args[0]) and fails
 // when one scores worse than it by more than the margin.
-func (c *compareCmd) gate(e *env, args []string) error {
+func (c *compareCmd) gate(e *env, args []string, pair *paired.Result) error {
+	if c.MarginOn == "lower" {
+		return c.gateLower(e, args, pair)
+	}
 	base, err := scoreOf(args[0])
 	if err != nil {
 		return usageErrorf("--baseline %s: %v", args[0], err)

@@ -68,6 +68,12 @@ type DatasetLine struct {
 // score compares the outputs with. Fields the spec declares no input for are
 // returned in unused; blank lines are skipped.
 func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []string, err error) {
+	if objs, ok, err := otherDataset(path); ok {
+		if err != nil {
+			return nil, nil, &args.FlagError{Flag: "--dataset", Err: err}
+		}
+		return datasetLines(plan, path, objs)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, &args.FlagError{Flag: "--dataset", Err: args.UnwrapPathError(err)}
@@ -95,23 +101,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 			}
 			return nil, nil, &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: %v", path, n, err)}
 		}
-		line := DatasetLine{Line: n, Inputs: map[string]any{}}
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			v := plainNumbers(obj[k])
-			switch {
-			case k == "expected":
-				line.Expected = v
-			case k == "answer" && !declared["answer"]:
-				if _, ok := obj["expected"]; !ok {
-					line.Expected = v
-				}
-			case declared[k]:
-				line.Inputs[k] = v
-			default:
-				unusedSet[k] = true
-			}
-		}
-		lines = append(lines, line)
+		lines = append(lines, datasetLine(n, obj, declared, unusedSet))
 	}
 	if len(lines) == 0 {
 		return nil, nil, &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s has no lines", path)}
