@@ -45,6 +45,8 @@ type (
 	ToolCallInfo = result.ToolCallInfo
 	// Rejection is a reply a conversation rejected.
 	Rejection = result.Rejection
+	// Absence is an agent a node completed without.
+	Absence = result.Absence
 	// Manifest is run.json.
 	Manifest = result.Manifest
 	// ModelInfo records a model's parameters in the manifest.
@@ -210,6 +212,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	msgs := r.messagesSoFar()
 	warnings := append([]string(nil), r.warnings...)
 	rejections := append([]Rejection(nil), r.rejections...)
+	absent := append([]Absence(nil), r.absences...)
 	r.mu.Unlock()
 	if outputs == nil {
 		outputs = map[string]any{}
@@ -217,7 +220,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	res := &Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
 		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
-		ToolCalls: r.toolCallLog(), Rejections: rejections,
+		ToolCalls: r.toolCallLog(), Rejections: rejections, Absent: absent,
 		Warnings: warnings, DurationMS: d.Milliseconds(),
 	}
 	if res.Messages == nil {
