@@ -117,6 +117,28 @@ func TestAbsentAgentOnResume(t *testing.T) {
 		t.Errorf("replay absent %+v", replayed.Absent)
 	}
 
+	// A fixed spec that changes the grading prompt asks c again.
+	down.Store(true)
+	cAsked.Store(0)
+	dir2 := t.TempDir()
+	r2, _, err := execute(t, loadPlan(t, writeSpec(t, dir2, strings.Replace(absentSpec, "MIN", "2", 1))), Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	if err == nil {
+		t.Fatal("the sum node did not fail")
+	}
+	down.Store(false)
+	fixed := writeSpec(t, t.TempDir(), strings.Replace(strings.Replace(absentSpec, "MIN", "2", 1), `/grade"`, `/grade please"`, 1))
+	resumed2, err := Resume(r2.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL), Sleep: noSleep, Spec: fixed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := resumed2.Execute(t.Context())
+	if err != nil {
+		t.Fatalf("resume with a fixed spec: %v", err)
+	}
+	if n := cAsked.Load(); n != 3 || len(res2.Absent) != 0 {
+		t.Errorf("with a changed prompt c was asked %d times (want 2, then 1 on resume), absent %+v", n, res2.Absent)
+	}
+
 	// min_answers 3: the node fails, nothing is recorded as absent, and a
 	// resume asks c again.
 	down.Store(true)
