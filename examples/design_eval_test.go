@@ -80,20 +80,22 @@ func TestDesignEvalEvaluatorDownCLI(t *testing.T) {
 	if err := os.WriteFile(runFile, []byte(evalRun), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", filepath.Join("design-eval", "spec.yaml"),
-		"--input", "problem=@"+filepath.Join("design-debate", "problem.md"), "--input", "run=@"+runFile,
-		"--runs-dir", filepath.Join(tmp, "runs"))
-	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+testKey)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
+	evaluate := func(srv *llmtest.Server) (code int, stdout, stderr bytes.Buffer) {
+		cmd := exec.Command(bin, "run", filepath.Join("design-eval", "spec.yaml"),
+			"--input", "problem=@"+filepath.Join("design-debate", "problem.md"), "--input", "run=@"+runFile,
+			"--runs-dir", filepath.Join(tmp, "runs"))
+		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+testKey)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, stdout, stderr
 	}
+	code, stdout, stderr := evaluate(srv)
 	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	if code != 0 {
 		t.Fatalf("exit %d, want 0", code)
@@ -148,6 +150,15 @@ func TestDesignEvalEvaluatorDownCLI(t *testing.T) {
 		if strings.Contains(p, "PROPOSAL-TEXT") {
 			t.Error("an evaluation prompt shows the debate's messages")
 		}
+	}
+
+	// With every evaluator down the run fails as an endpoint failure.
+	down := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Status: http.StatusInternalServerError, ErrorMessage: "evaluator model crashed", RetryAfter: "0"}
+	})
+	code, _, stderr = evaluate(down)
+	if code != 3 || !strings.Contains(stderr.String(), "0 of 3 calls answered, fewer than its min_answers (1)") {
+		t.Errorf("every evaluator down: exit %d, want 3; stderr:\n%s", code, stderr.String())
 	}
 }
 

@@ -197,7 +197,7 @@ func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses [
 	}
 	answered := len(tasks) - len(errs)
 	if answered < cfg.MinAnswers {
-		return nil, fmt.Errorf("node %q: %d of %d calls answered, fewer than its min_answers (%d): %w", node.ID, answered, len(tasks), cfg.MinAnswers, errors.Join(errs...))
+		return nil, fmt.Errorf("node %q: %d of %d calls answered, fewer than its min_answers (%d): %w", node.ID, answered, len(tasks), cfg.MinAnswers, joined(errs))
 	}
 	var absent []spec.Absence
 	for i, l := range lapses {
@@ -211,6 +211,20 @@ func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses [
 	}
 	return absent, nil
 }
+
+// joined is several errors on one line, each still found by errors.Is
+// and errors.As.
+type joined []error
+
+func (j joined) Error() string {
+	parts := make([]string, len(j))
+	for i, err := range j {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }
 
 // absentEvent is the payload of an "absent" event.
 type absentEvent struct {
