@@ -45,6 +45,9 @@ type host struct {
 	// rejection to quote the reply it rejects.
 	repliesMu sync.Mutex
 	replies   map[string]string
+	// failed are the request digests of this node's calls that failed
+	// after their retries, by call key (see noteFailure).
+	failed map[string]string
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
@@ -96,6 +99,9 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 				ev["source"] = string(source)
 			}
 			_ = r.event(event.ModelError, call.Key, ev)
+		}
+		if errors.Is(err, kit.ErrCallFailed) {
+			h.noteFailure(call)
 		}
 		return kit.Reply{}, err
 	}
@@ -201,6 +207,7 @@ func (r *Run) buildChain() calls.Stage {
 		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
 	}
 	// Tracing goes first, so calls answered from the journal get a span too.
+	chain = r.leftOut(chain)
 	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
 }
 
@@ -611,8 +618,11 @@ func (h *host) Event(typ event.Type, key string, data any) error {
 	} else {
 		key = h.prefix
 	}
-	if typ == event.Rejected {
+	switch typ {
+	case event.Rejected:
 		h.noteRejection(key, data)
+	case event.Absent:
+		data = h.noteAbsence(key, data)
 	}
 	return h.run.event(typ, key, data)
 }

@@ -164,6 +164,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	msgs := r.messagesSoFar()
 	warnings := append([]string(nil), r.warnings...)
 	rejections := append([]result.Rejection(nil), r.rejections...)
+	absent := append([]result.Absence(nil), r.absences...)
 	r.mu.Unlock()
 	if outputs == nil {
 		outputs = map[string]any{}
@@ -171,7 +172,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	res := &result.Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
 		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
-		ToolCalls: r.toolCallLog(), Rejections: rejections,
+		ToolCalls: r.toolCallLog(), Rejections: rejections, Absent: absent,
 		Warnings: warnings, DurationMS: d.Milliseconds(),
 	}
 	if res.Messages == nil {

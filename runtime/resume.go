@@ -110,6 +110,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.inputs, r.vars, r.seed = normalizeNumbers(m.Inputs), normalizeNumbers(m.Vars), m.Seed
 	r.manifest = m
 	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
+	r.absent = prior.absent
 	r.threads.sent = prior.threads
 	r.fresh = prior.fresh
 	var resampled []string
@@ -302,6 +303,8 @@ type prior struct {
 	answers map[string]string
 	tools   *toolBook
 	already map[string]int
+	// absent are the failed calls nodes completed without (see leftOut).
+	absent map[string]absentRecord
 	// threads are the journaled prompts of thread turns (see threads.sent).
 	threads   map[string][]string
 	completed bool
@@ -327,6 +330,7 @@ func readPrior(path string) (*prior, error) {
 		replies: map[string]kit.Reply{}, requests: map[string]requestRecord{}, models: map[string]string{},
 		nodes: map[string]string{}, answers: map[string]string{}, tools: &toolBook{}, already: map[string]int{},
 		agents: map[string]string{}, fresh: map[string]int{}, fallbacks: map[string]bool{}, last: attempt{unanswered: map[string]bool{}},
+		absent: map[string]absentRecord{},
 	}
 	for _, ev := range events {
 		p.already[string(ev.Type)+"\x00"+ev.Key]++
@@ -382,6 +386,9 @@ func readPrior(path string) (*prior, error) {
 	if err := readToolCalls(events, p.tools); err != nil {
 		return nil, err
 	}
+	if err := readAbsent(events, p.absent); err != nil {
+		return nil, err
+	}
 	if p.threads, err = threadPrompts(events); err != nil {
 		return nil, err
 	}
@@ -419,6 +426,12 @@ func (r *Run) loadReplayTools() error {
 		return &args.FlagError{Flag: "--replay", Err: err}
 	}
 	r.replayTools = &toolBook{source: string(calls.FromReplay)}
+	if r.absent == nil {
+		r.absent = map[string]absentRecord{}
+	}
+	if err := readAbsent(events, r.absent); err != nil {
+		return &args.FlagError{Flag: "--replay", Err: err}
+	}
 	return readToolCalls(events, r.replayTools)
 }
 

@@ -178,6 +178,10 @@ type Run struct {
 	// tools serve the tool results an earlier attempt journaled; with
 	// replayTools, those of the recording being replayed.
 	tools, replayTools *toolBook
+	// absent are the failed calls that an earlier attempt (or the run
+	// being replayed) left out of nodes that completed without them, by
+	// call key: they are left out again (see leftOut).
+	absent map[string]absentRecord
 
 	*endpoints
 	*eventLog

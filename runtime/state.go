@@ -40,6 +40,8 @@ type runState struct {
 	answered   []spec.Question
 	toolCalls  []result.ToolCallInfo
 	rejections []result.Rejection
+	// absences are the agents nodes completed without (ask's min_answers).
+	absences []result.Absence
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
 	summaries        map[string]*summaryEntry

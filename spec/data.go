@@ -66,6 +66,20 @@ type NodeResult struct {
 	Text     string    `json:"text,omitempty" expr:"text"`
 	Messages []Message `json:"-" expr:"messages"`
 	Calls    int       `json:"calls" expr:"calls"`
+	// Absent are the agents a node left out because their call failed
+	// after its retries or their reply stayed unusable after its repairs
+	// (an ask node's min_answers): they have no message and no output.
+	Absent []Absence `json:"absent,omitempty" expr:"absent"`
+}
+
+// Absence is an agent a node completed without.
+type Absence struct {
+	// Agent is the agent's id, Key the call key (within the node
+	// execution) of the call that failed or gave the last unusable reply.
+	Agent string `json:"agent" expr:"agent"`
+	Key   string `json:"key" expr:"key"`
+	// Reason says why, as the warning did.
+	Reason string `json:"reason" expr:"reason"`
 }
 
 // Participant is an agent's standing in a conversation.

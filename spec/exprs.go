@@ -476,6 +476,7 @@ func nodeResultType(np *NodePlan) reflect.Type {
 		{Name: "Text", Type: reflect.TypeOf(""), Tag: `expr:"text"`},
 		{Name: "Messages", Type: reflect.TypeOf([]Message{}), Tag: `expr:"messages"`},
 		{Name: "Calls", Type: reflect.TypeOf(0), Tag: `expr:"calls"`},
+		{Name: "Absent", Type: reflect.TypeOf([]Absence{}), Tag: `expr:"absent"`},
 	})
 }
 

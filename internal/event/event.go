@@ -52,4 +52,6 @@ const (
 	Watch             Type = "watch"
 	ConversationEnded Type = "conversation_ended"
 	Waiting           Type = "waiting"
+	// Absent is an agent a node completed without (ask's min_answers).
+	Absent Type = "absent"
 )

@@ -19,7 +19,7 @@ var onDisk = map[Type]string{
 	ModelRequest: "model_request", ModelResponse: "model_response", ModelError: "model_error",
 	Retry: "retry", Message: "message", ThreadTurn: "thread_turn", ToolCall: "tool_call",
 	Answer: "answer", Summary: "summary",
-	Output: "output", Fallback: "fallback", Repair: "repair", Rejected: "rejected",
+	Output: "output", Fallback: "fallback", Absent: "absent", Repair: "repair", Rejected: "rejected",
 	NoVerdict: "no_verdict", Interjection: "interjection", Watch: "watch",
 	ConversationEnded: "conversation_ended", Waiting: "waiting",
 }

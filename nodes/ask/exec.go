@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -77,8 +78,11 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		}
 		asks = append(asks, i)
 	}
+	// lapses[i] is set when task i's call failed or its reply stayed
+	// unusable and the node may go on without it (min_answers).
+	lapses := make([]*lapse, len(tasks))
 	if cfg.Sequential {
-		return sequential(ctx, h, node, cfg, tasks, replies, calls)
+		return sequential(ctx, h, node, cfg, tasks, replies, lapses, calls)
 	}
 	err = h.Parallel(ctx, len(asks), func(ctx context.Context, j int) error {
 		i := asks[j]
@@ -88,7 +92,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		msg, err := ask(ctx, h, node, cfg, t)
 		h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Finished: true, Expected: calls})
 		if err != nil {
-			return err
+			return tolerate(cfg, lapses, i, err)
 		}
 		replies[i] = msg
 		return nil
@@ -96,7 +100,19 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	if err != nil {
 		return spec.NodeResult{}, err
 	}
-	return result(h.Record(replies...), calls), nil
+	absent, err := settle(h, node, cfg, tasks, lapses)
+	if err != nil {
+		return spec.NodeResult{}, err
+	}
+	kept := replies[:0:0]
+	for i, m := range replies {
+		if lapses[i] == nil {
+			kept = append(kept, m)
+		}
+	}
+	res := result(h.Record(kept...), calls)
+	res.Absent = absent
+	return res, nil
 }
 
 // result is a node's result from the messages it recorded.
@@ -113,7 +129,7 @@ func result(recorded []spec.Message, calls int) spec.NodeResult {
 // sequential makes the node's calls one after another, in agent order,
 // recording each reply before the next call so that it is in the next
 // agent's history (a round-robin turn within one node).
-func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, replies []spec.Message, calls int) (spec.NodeResult, error) {
+func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, replies []spec.Message, lapses []*lapse, calls int) (spec.NodeResult, error) {
 	var recorded []spec.Message
 	for i, t := range tasks {
 		msg := replies[i]
@@ -123,12 +139,98 @@ func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Confi
 			msg, err = ask(ctx, h, node, cfg, t)
 			h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Finished: true, Expected: calls})
 			if err != nil {
-				return spec.NodeResult{}, err
+				if err := tolerate(cfg, lapses, i, err); err != nil {
+					return spec.NodeResult{}, err
+				}
+				continue
 			}
 		}
 		recorded = append(recorded, h.Record(msg)...)
 	}
-	return result(recorded, calls), nil
+	absent, err := settle(h, node, cfg, tasks, lapses)
+	if err != nil {
+		return spec.NodeResult{}, err
+	}
+	res := result(recorded, calls)
+	res.Absent = absent
+	return res, nil
+}
+
+// lapse is a call a node may go on without: it failed after its retries
+// (an endpoint error), or its reply was still unusable after its repairs
+// and the node has no fallback. key is the call key of the failed call or
+// of the last unusable reply.
+type lapse struct {
+	key    string
+	reason string
+	err    error
+}
+
+func (e *lapse) Error() string { return e.err.Error() }
+func (e *lapse) Unwrap() error { return e.err }
+
+// tolerate keeps task i's error as a lapse when the node has min_answers
+// and the error is one it may go on without; any other error is returned,
+// failing the node (and cancelling its other calls) as before.
+func tolerate(cfg *Config, lapses []*lapse, i int, err error) error {
+	var l *lapse
+	if cfg.MinAnswers == 0 || !errors.As(err, &l) {
+		return err
+	}
+	lapses[i] = l
+	return nil
+}
+
+// settle decides a node with lapses: with at least min_answers replies it
+// completes without the lapsed agents, each named in a warning and an
+// "absent" event (which a resume and a replay read back: see
+// Config.MinAnswers); with fewer it fails with every lapse's error, so an
+// endpoint failure still exits as one.
+func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses []*lapse) ([]spec.Absence, error) {
+	var errs []error
+	for _, l := range lapses {
+		if l != nil {
+			errs = append(errs, l)
+		}
+	}
+	if len(errs) == 0 {
+		return nil, nil
+	}
+	answered := len(tasks) - len(errs)
+	if answered < cfg.MinAnswers {
+		return nil, fmt.Errorf("node %q: %d of %d calls answered, fewer than its min_answers (%d): %w", node.ID, answered, len(tasks), cfg.MinAnswers, joined(errs))
+	}
+	var absent []spec.Absence
+	for i, l := range lapses {
+		if l == nil {
+			continue
+		}
+		agent := tasks[i].agent.ID
+		h.Warn("node %q: agent %q is left out (%s); the node goes on with %d of %d answers (min_answers %d)", node.ID, agent, l.reason, answered, len(tasks), cfg.MinAnswers)
+		_ = h.Event(event.Absent, l.key, absentEvent{Agent: agent, Reason: l.reason})
+		absent = append(absent, spec.Absence{Agent: agent, Key: l.key, Reason: l.reason})
+	}
+	return absent, nil
+}
+
+// joined is several errors on one line, each still found by errors.Is
+// and errors.As.
+type joined []error
+
+func (j joined) Error() string {
+	parts := make([]string, len(j))
+	for i, err := range j {
+		parts[i] = err.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (j joined) Unwrap() []error { return j }
+
+// absentEvent is the payload of an "absent" event.
+type absentEvent struct {
+	Agent  string `json:"agent"`
+	Reason string `json:"reason"`
 }
 
 // sampleCount is how many calls each agent gets.
@@ -286,6 +388,9 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		}
 		reply, msgs, err := tools.Complete(ctx, h, call, env, cfg.MaxToolCalls)
 		if err != nil {
+			if errors.Is(err, kit.ErrCallFailed) {
+				return spec.Message{}, &lapse{key: call.Key, reason: err.Error(), err: err}
+			}
 			return spec.Message{}, err
 		}
 		call.Messages = msgs
@@ -312,7 +417,11 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 				req.Done(reply.Content)
 				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, ChoiceMap: choiceMap}, nil
 			}
-			return spec.Message{}, fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr)
+			return spec.Message{}, &lapse{
+				key:    call.Key,
+				reason: fmt.Sprintf("reply still not valid %s after %d repair(s): %v", cfg.Output.Format, attempt, perr),
+				err:    fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr),
+			}
 		}
 		_ = h.Event(event.Repair, call.Key, map[string]any{"error": perr.Error(), "attempt": attempt + 1, "mode": repairMode(cfg.Output.Resend)})
 		if cfg.Output.Resend {

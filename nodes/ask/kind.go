@@ -74,6 +74,16 @@ type Config struct {
 	// Choices are options shown to the agents (labelled A, B, ...),
 	// shuffled per call when asked.
 	Choices *Choices
+	// MinAnswers, when above 0, lets the node complete without the calls
+	// that failed after their retries or whose replies stayed unusable
+	// after their repairs (with no fallback), as long as at least this
+	// many calls answered; their agents are absent (NodeResult.Absent),
+	// each with a warning and an "absent" event. 0: every call must
+	// answer. A resume (or a replay of the run) leaves a failed call of a
+	// node that completed without it out again, without asking: the
+	// "absent" event says so; an unusable reply is in the journal and is
+	// judged again (a fixed spec may accept it).
+	MinAnswers int
 }
 
 // Choices are a node's answer options.
@@ -193,6 +203,7 @@ type rawConfig struct {
 	Tools        []string `yaml:"tools"`
 	MaxToolCalls *int     `yaml:"max_tool_calls"`
 	Summarize    *bool    `yaml:"summarize"`
+	MinAnswers   *int     `yaml:"min_answers"`
 }
 
 // Compile implements spec.Kind.
@@ -247,6 +258,16 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 			cfg.Samples = n
 		} else {
 			cfg.SamplesExpr = c.Expr(raw.Samples, nil, spec.IntResult, "samples")
+		}
+	}
+	if raw.MinAnswers != nil {
+		cfg.MinAnswers = *raw.MinAnswers
+		calls := len(c.Node.Agents) * cfg.Samples
+		switch {
+		case cfg.MinAnswers < 1:
+			c.Errorf(c.FieldPos("min_answers"), "min_answers is %d; it must be at least 1 (leave it out to require every answer)", cfg.MinAnswers)
+		case raw.Each == nil && cfg.SamplesExpr == nil && len(c.Node.Agents) > 0 && cfg.MinAnswers > calls:
+			c.Errorf(c.FieldPos("min_answers"), "min_answers is %d but the node makes %d call(s): it could never go on without one", cfg.MinAnswers, calls)
 		}
 	}
 	if ch := raw.Choices; ch != nil {
@@ -450,6 +471,9 @@ func (Kind) Detail(n *spec.NodePlan) string {
 	}
 	if cfg.MaxToolCalls > 0 && len(cfg.Tools) > 0 {
 		parts = append(parts, fmt.Sprintf("up to %d tool calls", cfg.MaxToolCalls))
+	}
+	if cfg.MinAnswers > 0 {
+		parts = append(parts, fmt.Sprintf("goes on with %d answer(s) or more", cfg.MinAnswers))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -354,6 +354,13 @@ func Messages(system, user string) []ChatMessage {
 	return append(out, ChatMessage{Role: "user", Content: user})
 }
 
+// ErrCallFailed is matched (errors.Is) by the error of a model call that
+// failed after its retries: the endpoint kept answering with errors, or
+// not at all. A node may go on without such a call (ask's min_answers);
+// any other error of Complete (a budget reached, a run cancelled, a
+// journal that cannot be written) still stops it.
+var ErrCallFailed = errors.New("model call failed after its retries")
+
 // ErrWaiting is returned by a node that needs answers from a person that
 // the run does not have; the run stops with status waiting.
 var ErrWaiting = exitcode.New(exitcode.Waiting, "the run is waiting for answers to clarifying questions")

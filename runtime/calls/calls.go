@@ -139,6 +139,10 @@ func (e *EndpointError) Error() string { return fmt.Sprintf("model call %s faile
 func (e *EndpointError) Unwrap() error { return e.Err }
 func (e *EndpointError) ExitCode() int { return exitcode.Endpoint }
 
+// Is makes an EndpointError a kit.ErrCallFailed, which nodes that can go
+// on without a call look for.
+func (e *EndpointError) Is(target error) bool { return target == kit.ErrCallFailed }
+
 // Client sends chat completions to one endpoint (an *llm.Client).
 type Client interface {
 	Complete(ctx context.Context, req llm.Request, onRetry func(llm.Attempt)) (llm.Response, error)

@@ -80,6 +80,39 @@ func (g jsonGen) resolve(ref string) any {
 	return cur
 }
 
+// alternative is the schema s with its anyOf or oneOf (key) replaced by
+// the alternative alt: alt's keywords over s's (required lists joined). An
+// alternative that only
+// names required properties of an object whose properties are all given
+// (it has no required list of its own) is met as it is, so it is dropped;
+// an alternative of an otherwise empty schema is the alternative.
+func (g jsonGen) alternative(s map[string]any, key string, alt any) any {
+	a, ok := alt.(map[string]any)
+	if !ok {
+		return alt
+	}
+	merged := map[string]any{}
+	for k, v := range s {
+		if k != key {
+			merged[k] = v
+		}
+	}
+	_, props := s["properties"]
+	_, required := s["required"]
+	if _, onlyRequired := a["required"]; onlyRequired && len(a) == 1 && props && !required {
+		return merged
+	}
+	for k, v := range a {
+		merged[k] = v
+	}
+	if outer, ok := s["required"].([]any); ok {
+		if inner, ok := a["required"].([]any); ok {
+			merged["required"] = append(append([]any(nil), outer...), inner...)
+		}
+	}
+	return merged
+}
+
 // value is a value the schema accepts, as small as it allows: every
 // required property (and, for an object with no required ones, every
 // property), the least number of list items, the lowest number in range.
@@ -101,7 +134,7 @@ func (g jsonGen) value(schema any, text string, depth int) any {
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[key].([]any); ok && len(alts) > 0 {
-			return g.value(alts[0], text, depth+1)
+			return g.value(g.alternative(s, key, alts[0]), text, depth+1)
 		}
 	}
 	if all, ok := s["allOf"].([]any); ok && len(all) > 0 {

@@ -34,6 +34,9 @@ func TestStandInSatisfiesSchema(t *testing.T) {
 		"list":     `{"type": "object", "properties": {"questions": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}}}}`,
 		"enum":     `{"type": "object", "required": ["verdict"], "properties": {"verdict": {"enum": ["A", "B"]}}}`,
 		"nullable": `{"type": ["null", "number"], "exclusiveMinimum": 5}`,
+		"any key":  `{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}`,
+		"and key":  `{"type": "object", "required": ["a"], "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "anyOf": [{"required": ["b"]}]}`,
+		"any type": `{"anyOf": [{"type": "string", "minLength": 3}, {"type": "integer"}]}`,
 	}
 	for _, lib := range templates.Libraries() {
 		entries, _ := fs.ReadDir(templates.FS(), lib)

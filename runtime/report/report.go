@@ -64,6 +64,7 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 
 	d.transcript(res.Messages)
 	d.rejections(res.Rejections)
+	d.absent(res.Absent)
 	d.toolCalls(res.ToolCalls)
 	d.kindSections(plan, res.Messages)
 	d.confidence(res.Messages)
@@ -180,6 +181,27 @@ func (d *doc) rejections(rs []result.Rejection) {
 		}
 		where = append(where, fmt.Sprintf("attempt %d", r.Attempt))
 		d.w("**%s** (%s): rejected because %s\n\n%s\n\n", d.who(r.Agent), Inline(strings.Join(where, ", ")), Inline(r.Reasons), Block(r.Content, 2))
+	}
+}
+
+// absent lists the agents nodes completed without, and why.
+func (d *doc) absent(as []result.Absence) {
+	if len(as) == 0 {
+		return
+	}
+	d.w("## Absent agents\n\nThese agents were left out: the node went on with the others' answers (min_answers), and its outputs are made from those alone.\n\n")
+	for _, a := range as {
+		where := []string{a.Node}
+		if a.Goal != "" {
+			where = append(where, "goal "+a.Goal)
+		}
+		if a.Round > 0 {
+			where = append(where, fmt.Sprintf("round %d", a.Round))
+		}
+		d.w("**%s** (%s): %s\n\n", d.who(a.Agent), Inline(strings.Join(where, ", ")), Inline(a.Reason))
+		if a.Reply != "" {
+			d.w("Last reply:\n\n%s\n\n", Block(a.Reply, 2))
+		}
 	}
 }
 

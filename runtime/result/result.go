@@ -129,6 +129,7 @@ type Result struct {
 	Whispers      []WhisperStat  `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
 	ToolCalls     []ToolCallInfo `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
 	Rejections    []Rejection    `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
+	Absent        []Absence      `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`
 	Usage         UsageReport    `json:"usage" doc:"calls, tokens, latency and cost"`
 	// Expected and Score are set when the run was given an expected value
 	// (a dataset line) and the spec has a score expression.
@@ -216,6 +217,19 @@ type Rejection struct {
 	Attempt int    `json:"attempt" doc:"1 for the first reply of the turn, 2 for the first re-ask, ..."`
 	Reasons string `json:"reasons" doc:"why it was rejected, as the agent was told"`
 	Content string `json:"content" doc:"the rejected reply"`
+}
+
+// Absence is an agent a node completed without: it has no message and no
+// output there, and the node's outputs and the spec's are made from the
+// other agents' replies.
+type Absence struct {
+	Key    string `json:"key" doc:"the call key of the call that failed, or of the last unusable reply (its response is in the journal under it)"`
+	Node   string `json:"node" doc:"the node"`
+	Goal   string `json:"goal,omitempty" doc:"the goal (absent outside goals)"`
+	Round  int    `json:"round,omitempty" doc:"the innermost loop's counter (absent outside loops)"`
+	Agent  string `json:"agent" doc:"the agent left out"`
+	Reason string `json:"reason" doc:"why: the endpoint's error after the retries, or what was wrong with the reply after the repairs"`
+	Reply  string `json:"reply,omitempty" doc:"the last unusable reply (absent when the call failed)"`
 }
 
 // MarshalJSON writes result.json's form: the format version, lists that are

@@ -40,6 +40,9 @@ type Env struct {
 	Vars       map[string]any        `expr:"vars"`
 	Nodes      map[string]Node       `expr:"nodes"`
 	Whispers   []map[string]any      `expr:"whispers"`
+
+	// Absent are the agents nodes completed without (result.json's absent).
+	Absent []Absence `expr:"absent"`
 }
 
 // Call is one model call of the run.
@@ -83,6 +86,17 @@ type Rejection struct {
 	Attempt int    `expr:"attempt" json:"attempt"`
 	Reasons string `expr:"reasons" json:"reasons"`
 	Content string `expr:"content" json:"content"`
+}
+
+// Absence is an agent a node completed without.
+type Absence struct {
+	Key    string `expr:"key" json:"key"`
+	Node   string `expr:"node" json:"node"`
+	Goal   string `expr:"goal" json:"goal"`
+	Round  int    `expr:"round" json:"round"`
+	Agent  string `expr:"agent" json:"agent"`
+	Reason string `expr:"reason" json:"reason"`
+	Reply  string `expr:"reply" json:"reply"`
 }
 
 // Node counts the executions of a node.

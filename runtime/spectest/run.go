@@ -534,6 +534,9 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 	for _, r := range res.Rejections {
 		env.Rejections = append(env.Rejections, Rejection(r))
 	}
+	for _, a := range res.Absent {
+		env.Absent = append(env.Absent, Absence(a))
+	}
 	for _, tc := range res.ToolCalls {
 		env.ToolCalls = append(env.ToolCalls, result.ToolCallInfo{Key: tc.Key, Agent: tc.Agent, Tool: tc.Tool, Arguments: tc.Arguments, Result: tc.Result})
 	}
