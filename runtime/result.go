@@ -26,6 +26,10 @@ const (
 	StatusBudget    = result.StatusBudget
 )
 
+// Finished reports whether a status is that of a run that ran to its end
+// (completed or inconclusive).
+func Finished(status string) bool { return result.Finished(status) }
+
 // ErrWaiting stops a run that needs answers from a person; the CLI exits 5.
 var ErrWaiting = kit.ErrWaiting
 
@@ -194,7 +198,7 @@ func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []GoalVerdicts {
 		for _, a := range agentsOf[g] {
 			k := key{g, a}
 			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k]})
+			gv.Verdicts = append(gv.Verdicts, AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
 			gv.Counts[m.Verdict]++
 		}
 		for v, n := range gv.Counts {

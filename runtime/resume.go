@@ -302,7 +302,7 @@ func readPrior(path string) (*prior, error) {
 				Status string `json:"status"`
 			}
 			_ = json.Unmarshal(ev.Data, &fin)
-			p.completed = fin.Status == StatusCompleted
+			p.completed = Finished(fin.Status)
 		case "run_resumed":
 			// A resume after the run completed (to write its records) has
 			// not finished until it says so again.

@@ -526,6 +526,14 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 			status, runErr = StatusFailed, outErr
 		}
 	}
+	var conclusion *Conclusion
+	if status == StatusCompleted {
+		// The outputs are written either way; whether they answer the
+		// spec's purpose is the status.
+		if conclusion = r.conclude(outputs); !conclusion.Concluded {
+			status = StatusInconclusive
+		}
+	}
 	if runErr != nil && (status == StatusFailed || status == StatusBudget) {
 		typ := "error"
 		if status == StatusBudget {
@@ -534,8 +542,12 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		_ = r.event(typ, "", map[string]any{"error": runErr.Error()})
 	}
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
-	if status == StatusCompleted {
+	res.Conclusion = conclusion
+	switch status {
+	case StatusCompleted:
 		r.score(res)
+	case StatusInconclusive:
+		r.scoreInconclusive(res)
 	}
 	if err := redactValue(r.red, res); err != nil && runErr == nil {
 		runErr = err
@@ -555,6 +567,9 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 		werr = r.writeQuestions()
 	}
 	finished := map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()}
+	if conclusion != nil {
+		finished["conclusion"] = conclusion
+	}
 	if werr != nil {
 		werr = fmt.Errorf("writing the run's records in %s: %w", r.Dir, werr)
 		finished["status"], finished["error"] = StatusFailed, werr.Error()

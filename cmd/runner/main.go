@@ -26,6 +26,11 @@ const (
 	// exitGate is a CI gate that failed: a dataset's accuracy below
 	// --fail-under, or runs worse than compare's --baseline.
 	exitGate = 7
+	// exitInconclusive is a run (or a run of a sweep) that finished
+	// without reaching its purpose: a goal without a verdict, an output
+	// from a fallback or a forced verdict, or the spec's concluded:
+	// condition false. Its outputs are written.
+	exitInconclusive = 8
 )
 
 // exitError carries the exit code a command failed with.
@@ -108,7 +113,8 @@ runs it against any OpenAI-compatible endpoint and leaves a replayable record.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 model endpoint failure after
 retries, 4 invalid spec, 5 run waiting for human input, 6 run stopped at its
-budget, 7 a CI gate failed (--fail-under, compare --baseline).
+budget, 7 a CI gate failed (--fail-under, compare --baseline), 8 the run
+finished inconclusive (a goal without a verdict, an output from a fallback).
 
 Examples:
   runner validate examples/*/spec.yaml

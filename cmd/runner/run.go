@@ -236,7 +236,7 @@ func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := r.Execute(e.traced(ctx))
-	if res != nil && len(res.OutputOrder) > 0 && res.Status == runtime.StatusCompleted {
+	if res != nil && len(res.OutputOrder) > 0 && runtime.Finished(res.Status) {
 		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
 	e.say("run_dir", map[string]string{"dir": r.Dir}, "run: "+r.Dir)
@@ -256,6 +256,12 @@ func execute(e *env, r *runtime.Run) error {
 			return withCode(exitBudget, errors.New(""))
 		}
 		return runError(redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r})
+	}
+	if res != nil && res.Status == runtime.StatusInconclusive {
+		why := r.Redact(res.Conclusion.Summary())
+		e.say("inconclusive", map[string]any{"conclusion": res.Conclusion},
+			fmt.Sprintf("runner: inconclusive: the run finished without reaching its purpose: %s (outputs written to %s)", why, filepath.Join(r.Dir, "result.json")))
+		return withCode(exitInconclusive, errors.New(""))
 	}
 	return nil
 }

@@ -387,6 +387,8 @@ func compareTable(runs []runInfo) sweep.Table {
 		status := res.Status
 		if res.Error != "" {
 			status += ": " + strings.SplitN(res.Error, "\n", 2)[0]
+		} else if res.Status == runtime.StatusInconclusive {
+			status += ": " + res.Conclusion.Summary()
 		}
 		row = append(row, status)
 		for _, o := range outputs {

@@ -309,7 +309,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 				_ = h.Event("fallback", call.Key, map[string]any{"error": perr.Error(), "output": fb})
 				h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, attempt, perr)
 				req.Done(reply.Content)
-				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, ChoiceMap: choiceMap}, nil
+				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, Fallback: true, ChoiceMap: choiceMap}, nil
 			}
 			return spec.Message{}, fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr)
 		}

@@ -252,9 +252,10 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		out.Data = d
 	case "run_finished":
 		var d struct {
-			Status     string         `json:"status"`
-			Outputs    map[string]any `json:"outputs"`
-			DurationMS int64          `json:"duration_ms"`
+			Status     string             `json:"status"`
+			Outputs    map[string]any     `json:"outputs"`
+			DurationMS int64              `json:"duration_ms"`
+			Conclusion *result.Conclusion `json:"conclusion"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		htmls := map[string]string{}
@@ -263,7 +264,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 				htmls[k] = n.html(s)
 			}
 		}
-		out.Data = map[string]any{"status": d.Status, "outputs": d.Outputs, "outputs_html": htmls, "duration_ms": d.DurationMS}
+		out.Data = map[string]any{"status": d.Status, "outputs": d.Outputs, "outputs_html": htmls, "duration_ms": d.DurationMS, "conclusion": d.Conclusion.Summary()}
 	case "tool_call":
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
