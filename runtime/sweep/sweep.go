@@ -589,9 +589,7 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	res, err := r.Execute(ctx)
 	if res != nil {
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = res.Status, res.Outputs, res.OutputOrder, res.Score
-		if res.Status == runtime.StatusInconclusive {
-			sr.Inconclusive = res.Conclusion.Summary()
-		}
+		sr.Inconclusive = inconclusiveOf(res)
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
 	switch {
@@ -605,6 +603,14 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	}
 	sr.Calls = r.CallCounts()
 	return sr
+}
+
+// inconclusiveOf says why a run was inconclusive ("" when it was not).
+func inconclusiveOf(res *runtime.Result) string {
+	if res.Status != runtime.StatusInconclusive {
+		return ""
+	}
+	return res.Conclusion.Summary()
 }
 
 // jobOptions are the options of a sweep's run: the sweep's, plus the run's
