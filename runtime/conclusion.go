@@ -77,9 +77,17 @@ func (r *Run) inconclusiveGoals(env *spec.Env) []string {
 	if len(r.Plan.Goals) == 0 {
 		return nil
 	}
-	asks := false
+	// A watcher's verdicts (a moderation panel's decisions) are about the
+	// conversation, not the goal.
+	watchers := map[string]bool{}
 	for _, n := range r.Plan.Nodes {
-		if va, ok := n.Config.(spec.VerdictAsker); ok && va.AsksVerdicts() {
+		for _, w := range n.Runs {
+			watchers[w] = true
+		}
+	}
+	asks := false
+	for id, n := range r.Plan.Nodes {
+		if va, ok := n.Config.(spec.VerdictAsker); ok && va.AsksVerdicts() && !watchers[id] {
 			asks = true
 		}
 	}
@@ -92,7 +100,7 @@ func (r *Run) inconclusiveGoals(env *spec.Env) []string {
 		}
 		var final []spec.AgentVerdict
 		for _, gv := range gvs {
-			if gv.Goal == g.ID {
+			if gv.Goal == g.ID && !watchers[gv.Node] {
 				final = append(final, gv.Verdicts...)
 			}
 		}
