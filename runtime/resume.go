@@ -133,6 +133,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		resumed["spec"], resumed["spec_digest"], resumed["previous_spec_digest"] = plan.Path, plan.Digest, replaced.digest
 		resumed["previous_spec_saved_as"] = replaced.savedAs
 	}
+	m.Status = "" // running again: the last attempt's end is no longer the run's
 	r.manifest = m
 	if err := r.writeJSON(filepath.Join(dir, "run.json"), m); err != nil {
 		return nil, err

@@ -563,6 +563,12 @@ func (r *Run) Execute(ctx context.Context) (*Result, error) {
 	if werr == nil {
 		werr = r.writeReports(res)
 	}
+	if werr == nil {
+		// run.json says how the run ended too, for tools that read only
+		// the manifest.
+		r.manifest.Status = status
+		werr = r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest)
+	}
 	if werr == nil && status == StatusWaiting {
 		werr = r.writeQuestions()
 	}

@@ -84,6 +84,11 @@ type Manifest struct {
 	SweepIndex int `json:"sweep_index,omitempty"`
 	// Budget is what the run may spend, from the spec and --budget.
 	Budget *Budget `json:"budget,omitempty"`
+	// Status is how the run's last attempt ended (result.json's status:
+	// completed, inconclusive, failed, waiting, budget_exceeded), written
+	// when it ended; absent while it runs, after a kill, and while a
+	// resume runs.
+	Status string `json:"status,omitempty"`
 }
 
 // BudgetLimits are limits on what calls may spend; absent ones are none.
