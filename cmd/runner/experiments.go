@@ -349,15 +349,15 @@ func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
 	if a == nil {
 		return withCode(exitGate, fmt.Errorf("--fail-under %g: no run was scored (%s)", *c.FailUnder, over))
 	}
-	value, what := a.Mean, "accuracy "+over
+	value, what := a.Mean, "accuracy"
 	if c.FailUnderOn == "lower" {
-		value, what = a.Low, "lower end of the 95% interval of the accuracy "+over
+		value, what = a.Low, "lower end of the accuracy's 95% interval"
 	}
 	data := map[string]any{"value": value, "on": c.FailUnderOn, "over": c.FailUnderOver, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
 	if value < *c.FailUnder {
-		return withCode(exitGate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, *c.FailUnder, a))
+		return withCode(exitGate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s: %s)", what, value, *c.FailUnder, over, a))
 	}
-	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g", what, value, *c.FailUnder))
+	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g (%s)", what, value, *c.FailUnder, over))
 	return nil
 }
 

@@ -147,11 +147,11 @@ func TestDatasetWithUnreadableRepliesCountsInconclusive(t *testing.T) {
 	// Gates, from the cache: over all items 0.3 fails 0.5; over the
 	// concluded ones 0.6 passes it. The gate decides the exit code.
 	code, _, stderr = invoke(t, env, "run", debateSpec, "--dataset", datasetFile, "--runs-dir", runs, "-q", "--fail-under", "0.5")
-	if code != exitGate || !strings.Contains(stderr, "accuracy over all runs, 5 inconclusive counted wrong 0.300 is below --fail-under 0.5") {
+	if code != exitGate || !strings.Contains(stderr, "gate failed: accuracy 0.300 is below --fail-under 0.5 (over all runs, 5 inconclusive counted wrong: 0.300 (95% CI") {
 		t.Errorf("gate over all runs: exit %d\n%s", code, stderr)
 	}
 	code, _, stderr = invoke(t, env, "run", debateSpec, "--dataset", datasetFile, "--runs-dir", runs, "-q", "--fail-under", "0.5", "--fail-under-over", "concluded")
-	if code != 0 || !strings.Contains(stderr, "gate passed: accuracy over the 5 concluded runs 0.600 is at least 0.5") {
+	if code != 0 || !strings.Contains(stderr, "gate passed: accuracy 0.600 is at least 0.5 (over the 5 concluded runs)") {
 		t.Errorf("gate over concluded runs: exit %d\n%s", code, stderr)
 	}
 }
