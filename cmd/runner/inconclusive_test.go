@@ -36,6 +36,7 @@ func TestHiringPanelWithoutVerdictsIsInconclusive(t *testing.T) {
 	if code != exitInconclusive {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInconclusive, stdout, stderr)
 	}
+	t.Logf("exit %d\nstderr:\n%s", code, stderr)
 	for _, want := range []string{"runner: inconclusive", "goals without a verdict given freely: technical_assessment, team_fit, growth_potential", "result.json"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
@@ -110,6 +111,7 @@ func TestDatasetWithUnreadableRepliesCountsInconclusive(t *testing.T) {
 	if code != exitInconclusive {
 		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitInconclusive, stdout, stderr)
 	}
+	t.Logf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	for _, want := range []string{
 		"accuracy: 0.300 (95% CI 0.108–0.603, wilson, n=10), 5 inconclusive run(s) counted wrong",
 		"accuracy over concluded runs: 0.600 (95% CI 0.231–0.882, wilson, n=5)",
@@ -130,7 +132,7 @@ func TestDatasetWithUnreadableRepliesCountsInconclusive(t *testing.T) {
 		t.Errorf("summary.json counts %d concluded, %d inconclusive, %d failed", sum.Completed, sum.Inconclusive, sum.Failed)
 	}
 	for _, r := range sum.Runs {
-		if r.Status == result.StatusInconclusive && (r.Score == nil || *r.Score != 0 || !strings.Contains(r.Inconclusive, "answer")) {
+		if r.Status == result.StatusInconclusive && (r.Score == nil || *r.Score != 0 || r.Inconclusive != "fallback in answer, answers") {
 			t.Errorf("run %d: inconclusive with score %v, why %q", r.Index, r.Score, r.Inconclusive)
 		}
 	}

@@ -388,7 +388,7 @@ func compareTable(runs []runInfo) sweep.Table {
 		if res.Error != "" {
 			status += ": " + strings.SplitN(res.Error, "\n", 2)[0]
 		} else if res.Status == runtime.StatusInconclusive {
-			status += ": " + res.Conclusion.Summary()
+			status += ": " + res.Conclusion.Short()
 		}
 		row = append(row, status)
 		for _, o := range outputs {

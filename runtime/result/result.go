@@ -209,6 +209,22 @@ func (c *Conclusion) Summary() string {
 	return strings.Join(parts, "; ")
 }
 
+// Short says in a few words why a run is inconclusive, for tables ("" when
+// it concluded).
+func (c *Conclusion) Short() string {
+	switch {
+	case c == nil || c.Concluded:
+		return ""
+	case len(c.InconclusiveGoals) > 0:
+		return "no verdict on " + strings.Join(c.InconclusiveGoals, ", ")
+	case len(c.FallbackOutputs) > 0:
+		return "fallback in " + strings.Join(c.FallbackOutputs, ", ")
+	case c.Problem != "":
+		return "concluded could not be evaluated"
+	}
+	return "concluded is false"
+}
+
 // Usage counts calls and tokens.
 type Usage struct {
 	Calls            int `json:"calls" doc:"model calls, including repairs and tool round trips"`

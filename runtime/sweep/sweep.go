@@ -610,7 +610,7 @@ func inconclusiveOf(res *runtime.Result) string {
 	if res.Status != runtime.StatusInconclusive {
 		return ""
 	}
-	return res.Conclusion.Summary()
+	return res.Conclusion.Short()
 }
 
 // jobOptions are the options of a sweep's run: the sweep's, plus the run's

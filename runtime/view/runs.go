@@ -174,7 +174,7 @@ func (s *Server) runInfo(id, dir string) (RunInfo, error) {
 	case err == nil:
 		info.Status, info.Error, info.DurationMS = res.Status, res.Error, res.DurationMS
 		if res.Status == result.StatusInconclusive {
-			info.Error = res.Conclusion.Summary()
+			info.Error = res.Conclusion.Short()
 		}
 		u := res.Usage.Total
 		info.Calls, info.Tokens, info.Cost, info.Priced = u.Calls, u.PromptTokens+u.CompletionTokens, u.Cost, u.Priced
