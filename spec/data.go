@@ -186,7 +186,8 @@ func ConcludedSample() map[string]any {
 
 // GoalConcludedSample is the environment a goal's concluded: condition adds
 // to the run's (where goal is the goal): every agent's final verdict on it
-// and the most common of them ("" when none was given).
+// (in the nodes the goal runs, not in watchers, whose verdicts are about
+// the conversation) and the most common of them ("" when none was given).
 func GoalConcludedSample() map[string]any {
 	return map[string]any{"final_verdicts": []AgentVerdict{}, "consensus": ""}
 }
