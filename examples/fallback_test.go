@@ -10,9 +10,10 @@ import (
 
 // TestDesignDebateSynthesisFallback: a judge that never produces valid JSON
 // for the synthesis does not fail the run; its text becomes the solution with
-// confidence 50, and the fallback is recorded as a warning.
+// confidence 50, the fallback is recorded as a warning, and the run is
+// inconclusive (exit 8): its solution is a stand-in.
 func TestDesignDebateSynthesisFallback(t *testing.T) {
-	res, srv := runExample(t, "design-debate", func(r llmtest.Request) llmtest.Reply {
+	res, srv := runExampleToEnd(t, "design-debate", func(r llmtest.Request) llmtest.Reply {
 		task := r.Messages[1].Content
 		switch {
 		case strings.Contains(task, `{"questions": []}`):
@@ -29,6 +30,10 @@ func TestDesignDebateSynthesisFallback(t *testing.T) {
 	}
 	if got := fmt.Sprint(res.Outputs["confidence"]); got != "50" {
 		t.Errorf("confidence = %s, want 50 after the fallback", got)
+	}
+	// The run is inconclusive: its solution is the fallback's, and says so.
+	if c := res.Conclusion; res.Status != "inconclusive" || c == nil || c.Fallbacks != 1 || !strings.Contains(strings.Join(c.FallbackOutputs, ","), "solution") {
+		t.Errorf("status %s, conclusion %+v", res.Status, c)
 	}
 	warned := false
 	for _, w := range res.Warnings {

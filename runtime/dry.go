@@ -3,11 +3,12 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/args"
-	"github.com/debate-runner/runner/runtime/result"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 
 	"github.com/debate-runner/runner/nodes/kit"
 

@@ -3,10 +3,11 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/debate-runner/runner/internal/event"
-	"github.com/debate-runner/runner/runtime/args"
 	"os"
 	"path/filepath"
+
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/runtime/args"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"

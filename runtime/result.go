@@ -2,15 +2,16 @@ package runtime
 
 import (
 	"context"
-	"github.com/debate-runner/runner/internal/event"
-	"github.com/debate-runner/runner/runtime/answers"
-	"github.com/debate-runner/runner/runtime/args"
 	"math"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/args"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/report"
@@ -148,7 +149,7 @@ func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []result.GoalVerdicts {
 		for _, a := range agentsOf[g] {
 			k := key{g, a}
 			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, result.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k]})
+			gv.Verdicts = append(gv.Verdicts, result.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
 			gv.Counts[m.Verdict]++
 		}
 		for v, n := range gv.Counts {

@@ -159,6 +159,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 			resumed["resample_node"] = prior.last.node
 		}
 	}
+	m.Status = "" // running again: the last attempt's end is no longer the run's
 	r.manifest = m
 	if err := r.writeJSON(filepath.Join(dir, "run.json"), m); err != nil {
 		return nil, err
@@ -376,8 +377,8 @@ func readPrior(path string) (*prior, error) {
 				Status string `json:"status"`
 			}
 			_ = json.Unmarshal(ev.Data, &fin)
-			p.completed = fin.Status == result.StatusCompleted
-		case event.RunResumed:
+			p.completed = result.Finished(fin.Status)
+		case "run_resumed":
 			// A resume after the run completed (to write its records) has
 			// not finished until it says so again.
 			p.completed = false

@@ -539,6 +539,14 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 			status, runErr = result.StatusFailed, outErr
 		}
 	}
+	var conclusion *result.Conclusion
+	if status == result.StatusCompleted {
+		// The outputs are written either way; whether they answer the
+		// spec's purpose is the status.
+		if conclusion = r.conclude(outputs); !conclusion.Concluded {
+			status = result.StatusInconclusive
+		}
+	}
 	if runErr != nil && (status == result.StatusFailed || status == result.StatusBudget) {
 		typ := event.Error
 		if status == result.StatusBudget {
@@ -551,8 +559,12 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		_ = r.event(typ, "", ev)
 	}
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
-	if status == result.StatusCompleted {
+	res.Conclusion = conclusion
+	switch status {
+	case result.StatusCompleted:
 		r.score(res)
+	case result.StatusInconclusive:
+		r.scoreInconclusive(res)
 	}
 	if err := redactValue(r.red, res); err != nil && runErr == nil {
 		runErr = err
@@ -568,10 +580,19 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	if werr == nil {
 		werr = r.writeReports(res)
 	}
+	if werr == nil {
+		// run.json says how the run ended too, for tools that read only
+		// the manifest.
+		r.manifest.Status = status
+		werr = r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest)
+	}
 	if werr == nil && status == result.StatusWaiting {
 		werr = r.writeQuestions()
 	}
 	finished := map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()}
+	if conclusion != nil {
+		finished["conclusion"] = conclusion
+	}
 	if werr != nil {
 		werr = fmt.Errorf("writing the run's records in %s: %w", r.Dir, werr)
 		finished["status"], finished["error"] = result.StatusFailed, werr.Error()

@@ -38,6 +38,17 @@ func (r *Run) score(res *result.Result) {
 	res.Score = &f
 }
 
+// scoreInconclusive scores a run that did not reach its purpose: an answer
+// not reached is a wrong answer, whatever its stand-in value would score,
+// so a dataset's accuracy over all its items counts it as 0.
+func (r *Run) scoreInconclusive(res *result.Result) {
+	if r.Plan.Score == nil || r.opts.Expected == nil {
+		return
+	}
+	zero := 0.0
+	res.Expected, res.Score = r.opts.Expected, &zero
+}
+
 // scoreValue reads a score: true is 1, false 0, numbers as they are.
 func scoreValue(v any) (float64, bool) {
 	switch x := v.(type) {

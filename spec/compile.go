@@ -1265,4 +1265,18 @@ func (c *compiler) outputs() {
 	if !c.file.Score.IsZero() {
 		c.plan.Score = c.compileExpr(c.file.Score, map[string]any{"outputs": map[string]any{}, "expected": nil}, AnyResult, "score")
 	}
+	if !c.file.Concluded.IsZero() {
+		c.plan.Concluded = c.compileExpr(c.file.Concluded, ConcludedSample(), BoolResult, "concluded")
+	}
+	for _, g := range c.file.Goals {
+		if g.Concluded.IsZero() {
+			continue
+		}
+		if p := c.compileExpr(g.Concluded, GoalConcludedSample(), BoolResult, fmt.Sprintf("goal %q concluded", g.ID.V)); p != nil {
+			if c.plan.GoalConcluded == nil {
+				c.plan.GoalConcluded = map[string]*Program{}
+			}
+			c.plan.GoalConcluded[g.ID.V] = p
+		}
+	}
 }

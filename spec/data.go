@@ -50,6 +50,12 @@ type Message struct {
 	Withdrawn bool              `json:"withdrawn,omitempty" expr:"withdrawn"`
 	// Carried marks a message copied from an earlier one without a model call.
 	Carried bool `json:"carried,omitempty" expr:"carried"`
+	// Fallback marks a message whose output is the node's fallback: the
+	// reply could not be read even after its repairs.
+	Fallback bool `json:"fallback,omitempty" expr:"fallback"`
+	// Forced marks a verdict given because the conversation made its
+	// author decide (an interjection with force_verdict).
+	Forced bool `json:"forced,omitempty" expr:"forced"`
 	// ChoiceMap maps the option labels a call showed (shuffled choices:) to
 	// the options' original labels; the output is already mapped back.
 	ChoiceMap map[string]string `json:"choice_map,omitempty" expr:"choice_map"`
@@ -180,4 +186,26 @@ type AgentVerdict struct {
 	Verdict   string `json:"verdict" expr:"verdict"`
 	Reasoning string `json:"reasoning,omitempty" expr:"reasoning"`
 	Withdrawn bool   `json:"withdrawn" expr:"withdrawn"`
+	// Forced is set when the verdict was forced (force_verdict).
+	Forced bool `json:"forced,omitempty" expr:"forced"`
 }
+
+// ConcludedSample is the environment a spec's concluded: condition adds to
+// the run's: the outputs, the names of the outputs whose values came from a
+// fallback or a forced verdict, and the ids of the goals that reached no
+// conclusion.
+func ConcludedSample() map[string]any {
+	return map[string]any{"outputs": map[string]any{}, "fallback_outputs": []string{}, "inconclusive_goals": []string{}}
+}
+
+// GoalConcludedSample is the environment a goal's concluded: condition adds
+// to the run's (where goal is the goal): every agent's final verdict on it
+// (in the nodes the goal runs, not in watchers, whose verdicts are about
+// the conversation) and the most common of them ("" when none was given).
+func GoalConcludedSample() map[string]any {
+	return map[string]any{"final_verdicts": []AgentVerdict{}, "consensus": ""}
+}
+
+// VerdictAsker is implemented by the configs of nodes that ask their agents
+// for verdicts: a spec with one has goals that can end without a verdict.
+type VerdictAsker interface{ AsksVerdicts() bool }

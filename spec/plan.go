@@ -60,6 +60,16 @@ type Plan struct {
 	Flow      []*FlowStep
 	Outputs   []*OutputPlan
 	Score     *Program
+	// Concluded is the spec's condition for a run that reached its
+	// purpose (concluded:), over outputs, fallback_outputs and
+	// inconclusive_goals; nil means the default: no goal inconclusive and
+	// no output from a fallback or a forced verdict.
+	Concluded *Program
+	// GoalConcluded are the goals' own conditions (goals[].concluded:),
+	// over final_verdicts and consensus, by goal id; a goal without one
+	// is concluded when its most common final verdict was given freely
+	// (not forced) by at least one agent.
+	GoalConcluded map[string]*Program
 	// UsedModels are the models some node calls, in the order nodes
 	// declare them: a run connects to their endpoints, and only theirs.
 	UsedModels []*ModelPlan

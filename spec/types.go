@@ -172,6 +172,7 @@ type File struct {
 	Flow        []Step          `yaml:"flow"`
 	Outputs     Map[Expr]       `yaml:"outputs"`
 	Score       Expr            `yaml:"score"`
+	Concluded   Expr            `yaml:"concluded"`
 	Defaults    Defaults        `yaml:"defaults"`
 	Budget      Budget          `yaml:"budget"`
 	Root        *yaml.Node      `yaml:"-"`
@@ -324,6 +325,9 @@ type Goal struct {
 	ID          Str            `yaml:"id"`
 	Description string         `yaml:"description"`
 	Vars        map[string]any `yaml:"vars"`
+	// Concluded says when the goal reached a conclusion (see
+	// Plan.GoalConcluded).
+	Concluded Expr `yaml:"concluded"`
 }
 
 // History configures how earlier messages reach prompts.

@@ -731,7 +731,7 @@ func TestManualCoversCLIAndSchema(t *testing.T) {
 		t.Error("the copy of examples/reasoning-debate/spec.yaml in docs/spec-language.md differs from the file")
 	}
 
-	for _, code := range []int{exitcode.OK, exitcode.Failure, exitcode.Usage, exitcode.Endpoint, exitcode.InvalidSpec, exitcode.Waiting, exitcode.Budget, exitcode.Gate} {
+	for _, code := range []int{exitcode.OK, exitcode.Failure, exitcode.Usage, exitcode.Endpoint, exitcode.InvalidSpec, exitcode.Waiting, exitcode.Budget, exitcode.Gate, exitcode.Inconclusive} {
 		if !strings.Contains(pages["exit-codes.md"], fmt.Sprintf("\n| %d | ", code)) {
 			t.Errorf("docs/exit-codes.md's table lacks %d", code)
 		}

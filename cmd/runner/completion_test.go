@@ -42,7 +42,7 @@ func TestCompletions(t *testing.T) {
 		{words: []string{"completion", ""}, want: []string{"bash", "zsh", "fish"}, exactly: true},
 		{words: []string{"init", "--from", "hir"}, want: []string{"hiring-panel"}, exactly: true},
 		{words: []string{"test", reasoningSpec, "--run", "ma"}, want: []string{"majority_answer"}, exactly: true},
-		{words: []string{"test", "../../examples/reasoning-debate/", "-run", "a_reply"}, want: []string{"a_reply_without_a_box_is_repaired", `a_reply_without_a_box_is_repaired_once,_then_fails_the_run`}, exactly: true},
+		{words: []string{"test", "../../examples/reasoning-debate/", "-run", "a_reply"}, want: []string{"a_reply_without_a_box_is_repaired", `a_reply_without_a_box_is_repaired_once,_then_the_run_is_inconclusive`}, exactly: true},
 		{words: []string{"validate", "../../examples/reasoning-debate/"}, want: []string{"../../examples/reasoning-debate/spec.yaml", "../../examples/reasoning-debate/baseline.yaml", "../../examples/reasoning-debate/gen/"}, not: []string{"../../examples/reasoning-debate/dataset.jsonl", "../../examples/reasoning-debate/README.md"}},
 		{words: []string{"run", reasoningSpec, "--dataset", "../../examples/reasoning-debate/da"}, want: []string{"../../examples/reasoning-debate/dataset.jsonl"}, exactly: true},
 		{words: []string{"resume", "../../examples/"}, want: []string{"../../examples/hiring-panel/"}, not: []string{"../../examples/examples.go"}},

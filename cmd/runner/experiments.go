@@ -38,6 +38,7 @@ type experimentFlags struct {
 	Parallel      int      `default:"4" placeholder:"N" help:"Runs of a sweep at once (endpoint limits hold across them)."`
 	FailUnder     *float64 `name:"fail-under" placeholder:"X" help:"With --dataset: exit 7 when the accuracy (0-1) is below X, for CI."`
 	FailUnderOn   string   `name:"fail-under-on" enum:"mean,lower" default:"mean" help:"What --fail-under compares with X: the accuracy (mean) or the lower end of its 95% interval (lower)."`
+	FailUnderOver string   `name:"fail-under-over" enum:"all,concluded" default:"all" help:"Which accuracy --fail-under gates: over all runs, an inconclusive one counted wrong (all), or over the concluded runs alone (concluded)."`
 }
 
 const experimentsHelp = `
@@ -48,7 +49,10 @@ Experiments:
   --matrix, --repeat and --dataset make a sweep: every combination runs (up to
   --parallel at once) in runs/sweep-<id>/, which gets summary.md and
   summary.json. Runs of a sweep share the cache, so a sweep over max_rounds
-  makes the early rounds once.
+  makes the early rounds once. A dataset's accuracy is reported over all runs
+  (an inconclusive run counts as wrong) and over the concluded runs; a sweep
+  with inconclusive runs exits 8 unless --fail-under gates it (then the gate
+  decides, with --fail-under-over saying which accuracy it reads).
 
   runner run spec.yaml -i question="What is 12+7*3?" --dry-run
   runner run spec.yaml --replay runs/<run-id>
@@ -320,27 +324,45 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
 	}
 	if c.FailUnder != nil {
+		// The gate has counted the inconclusive runs as it was told to.
 		return c.gate(e, sum)
 	}
-	return nil
+	return inconclusiveSweep(sum)
+}
+
+// inconclusiveSweep is exit 8 for a sweep some of whose runs finished
+// without reaching their purpose: the summary is printed and the accuracy
+// counts them, but a script must not take the sweep for a clean one.
+func inconclusiveSweep(sum *sweep.Summary) error {
+	if sum.Inconclusive == 0 {
+		return nil
+	}
+	return exitcode.With(exitcode.Inconclusive, fmt.Errorf("%d of %d run(s) inconclusive (finished without reaching their purpose; see the status column of %s)",
+		sum.Inconclusive, len(sum.Runs), filepath.Join(sum.Dir, "summary.md")))
 }
 
 // gate fails a dataset sweep whose accuracy (or the lower end of its
 // interval) is below --fail-under.
 func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
-	a := sum.Accuracy
+	a, over := sum.Accuracy, "over all runs"
+	if sum.Inconclusive > 0 {
+		over += fmt.Sprintf(", %d inconclusive counted wrong", sum.Inconclusive)
+	}
+	if c.FailUnderOver == "concluded" {
+		a, over = sum.AccuracyConcluded, fmt.Sprintf("over the %d concluded runs", sum.Completed)
+	}
 	if a == nil {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("--fail-under %g: no run was scored", *c.FailUnder))
+		return exitcode.With(exitcode.Gate, fmt.Errorf("--fail-under %g: no run was scored (%s)", *c.FailUnder, over))
 	}
 	value, what := a.Mean, "accuracy"
 	if c.FailUnderOn == "lower" {
 		value, what = a.Low, "lower end of the accuracy's 95% interval"
 	}
-	data := map[string]any{"value": value, "on": c.FailUnderOn, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
+	data := map[string]any{"value": value, "on": c.FailUnderOn, "over": c.FailUnderOver, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
 	if value < *c.FailUnder {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, *c.FailUnder, a))
+		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s: %s)", what, value, *c.FailUnder, over, a))
 	}
-	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g", what, value, *c.FailUnder))
+	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g (%s)", what, value, *c.FailUnder, over))
 	return nil
 }
 
@@ -427,5 +449,5 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	case sum.Waiting > 0:
 		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
 	}
-	return nil
+	return inconclusiveSweep(sum)
 }

@@ -79,7 +79,8 @@ runs it against any OpenAI-compatible endpoint and leaves a replayable record.
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 model endpoint failure after
 retries, 4 invalid spec, 5 run waiting for human input, 6 run stopped at its
-budget, 7 a CI gate failed (--fail-under, compare --baseline).
+budget, 7 a CI gate failed (--fail-under, compare --baseline), 8 the run
+finished inconclusive (a goal without a verdict, an output from a fallback).
 
 Examples:
   runner validate examples/*/spec.yaml

@@ -239,7 +239,7 @@ func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := r.Execute(e.traced(ctx))
-	if res != nil && len(res.OutputOrder) > 0 && res.Status == result.StatusCompleted {
+	if res != nil && len(res.OutputOrder) > 0 && result.Finished(res.Status) {
 		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
 	e.say("run_dir", map[string]string{"dir": r.Dir}, "run: "+r.Dir)
@@ -264,6 +264,12 @@ func execute(e *env, r *runtime.Run) error {
 			return redactedError{fmt.Errorf("%w\nresuming the run as it is would fail the same way: it failed on what its journal holds.\n%s", err, stuck.Advice()), r}
 		}
 		return redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r}
+	}
+	if res != nil && res.Status == result.StatusInconclusive {
+		why := r.Redact(res.Conclusion.Summary())
+		e.say("inconclusive", map[string]any{"conclusion": res.Conclusion},
+			fmt.Sprintf("runner: inconclusive: the run finished without reaching its purpose: %s (outputs written to %s)", why, filepath.Join(r.Dir, "result.json")))
+		return exitcode.With(exitcode.Inconclusive, errors.New(""))
 	}
 	return nil
 }

@@ -429,6 +429,8 @@ func compareTable(runs []runInfo) sweep.Table {
 		status := res.Status
 		if res.Error != "" {
 			status += ": " + strings.SplitN(res.Error, "\n", 2)[0]
+		} else if res.Status == result.StatusInconclusive {
+			status += ": " + res.Conclusion.Short()
 		}
 		row = append(row, status)
 		for _, o := range outputs {

@@ -271,7 +271,8 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 // verified checks that the run recorded here is the run the workers made:
 // the same outputs and messages.
 func verified(ctx context.Context, e *env, cl client.Client, id string, r *runtime.Run, err error) error {
-	if err != nil || r.Result() == nil {
+	inconclusive := err != nil && exitcode.Of(err) == exitcode.Inconclusive
+	if err != nil && !inconclusive || r.Result() == nil {
 		return err
 	}
 	var out durable.RunOutcome
@@ -283,7 +284,7 @@ func verified(ctx context.Context, e *env, cl client.Client, id string, r *runti
 		return exitcode.With(exitcode.Failure, fmt.Errorf("the run recorded in %s differs from the run workflow %s made (outputs %s there); workers and this client must run the same runner version", r.Dir, id, out.Outputs))
 	}
 	_ = e
-	return nil
+	return err // nil, or the exit code of an inconclusive run
 }
 
 // resumeOnTemporal follows a run submitted to Temporal again: answers are

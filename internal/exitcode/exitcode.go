@@ -11,7 +11,7 @@ import (
 	"fmt"
 )
 
-// The exit codes. A new code is one line here, a row of README's table
+// The exit codes. A new code is one line here, a row of docs/exit-codes.md's table
 // and a word in `runner --help`.
 const (
 	OK          = 0
@@ -22,6 +22,9 @@ const (
 	Waiting     = 5 // a run waits for answers to clarifying questions
 	Budget      = 6 // a run stopped at its budget
 	Gate        = 7 // a CI gate failed (--fail-under, compare --baseline)
+	// Inconclusive is a run (or a run of a sweep) that finished without
+	// reaching its purpose; its outputs are written.
+	Inconclusive = 8
 )
 
 // Error is an error that knows the code the CLI exits with.

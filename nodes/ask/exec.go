@@ -415,7 +415,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 				_ = h.Event(event.Fallback, call.Key, map[string]any{"error": perr.Error(), "output": fb})
 				h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, attempt, perr)
 				req.Done(reply.Content)
-				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, ChoiceMap: choiceMap}, nil
+				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, Fallback: true, ChoiceMap: choiceMap}, nil
 			}
 			return spec.Message{}, &lapse{
 				key:    call.Key,

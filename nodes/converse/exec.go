@@ -345,6 +345,9 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 	msg := spec.Message{
 		From: speaker, To: parsed.To, Whisper: parsed.Whisper, Content: parsed.Content, Turn: s.turn,
 		Record: "message", Verdict: parsed.Verdict, Reasoning: parsed.Reasoning, Withdrawn: parsed.Withdrawn,
+		// A verdict given when the time keeper made the speaker decide is
+		// marked: it was forced, not reached.
+		Forced: mustDecide && parsed.Verdict != "",
 	}
 	toRecord := []spec.Message{msg}
 	if parsed.Private != "" {

@@ -72,6 +72,10 @@ type Config struct {
 	Summarize bool
 }
 
+// AsksVerdicts implements spec.VerdictAsker: a conversation with verdict
+// options asks its participants for verdicts.
+func (c *Config) AsksVerdicts() bool { return len(c.Options) > 0 }
+
 // Rule is an extra check on a message.
 type Rule struct {
 	Check   *spec.Program

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -139,5 +140,16 @@ func TestHiringPanelTimeKeeper(t *testing.T) {
 	}
 	if n, want := o.srv.Count(), 56+4+4; n != want {
 		t.Errorf("%d model calls, want %d", n, want)
+	}
+	// The verdicts of the first goal were forced: marked so, and the goal
+	// is not concluded; the others were given freely.
+	for _, m := range o.turns("panel") {
+		if m.Verdict != "" && m.Forced != (m.Goal == "technical_assessment") {
+			t.Errorf("goal %s, turn %d: forced %v", m.Goal, m.Turn, m.Forced)
+		}
+	}
+	if c := o.res.Conclusion; o.res.Status != result.StatusInconclusive || c == nil || c.ForcedVerdicts != 4 ||
+		len(c.InconclusiveGoals) != 1 || c.InconclusiveGoals[0] != "technical_assessment" {
+		t.Errorf("status %s, conclusion %+v", o.res.Status, c)
 	}
 }

@@ -20,7 +20,9 @@ type SweepInput struct {
 // SweepOutcome counts how a sweep's runs ended.
 type SweepOutcome struct {
 	Completed int `json:"completed"`
-	Failed    int `json:"failed"`
+	// Inconclusive runs ran to their end without reaching their purpose.
+	Inconclusive int `json:"inconclusive,omitempty"`
+	Failed       int `json:"failed"`
 }
 
 // ChildID is the workflow id of a sweep's run (index from 1).
@@ -48,11 +50,14 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (SweepOutcome, er
 			sel.AddFuture(f, func(f workflow.Future) {
 				running--
 				var o RunOutcome
-				if err := f.Get(ctx, &o); err != nil || o.Status != result.StatusCompleted {
+				switch err := f.Get(ctx, &o); {
+				case err == nil && o.Status == result.StatusCompleted:
+					out.Completed++
+				case err == nil && o.Status == result.StatusInconclusive:
+					out.Inconclusive++
+				default:
 					out.Failed++
-					return
 				}
-				out.Completed++
 			})
 		}
 		sel.Select(ctx)

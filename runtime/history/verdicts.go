@@ -28,7 +28,10 @@ type verdictAgent struct {
 }
 
 // given is an agent's latest verdict in a group.
-type given struct{ verdict, reasoning string }
+type given struct {
+	verdict, reasoning string
+	forced             bool
+}
 
 type verdictGroup struct {
 	scope  verdictScope
@@ -65,7 +68,7 @@ func (v *verdicts) add(m *spec.Message) {
 	if g.latest[m.From] == nil {
 		g.agents = append(g.agents, m.From)
 	}
-	g.latest[m.From] = &given{m.Verdict, m.Reasoning}
+	g.latest[m.From] = &given{m.Verdict, m.Reasoning, m.Forced}
 	g.stale, v.stale = true, true
 }
 
@@ -91,7 +94,7 @@ func (v *verdicts) summary(g *verdictGroup) spec.GoalVerdicts {
 	gv := spec.GoalVerdicts{Goal: g.scope.goal, Node: g.scope.node, Counts: map[string]int{}, Percent: map[string]float64{}}
 	for _, a := range g.agents {
 		l := g.latest[a]
-		gv.Verdicts = append(gv.Verdicts, spec.AgentVerdict{Agent: a, Verdict: l.verdict, Reasoning: l.reasoning, Withdrawn: v.withdrawn[verdictAgent{g.scope, a}]})
+		gv.Verdicts = append(gv.Verdicts, spec.AgentVerdict{Agent: a, Verdict: l.verdict, Reasoning: l.reasoning, Withdrawn: v.withdrawn[verdictAgent{g.scope, a}], Forced: l.forced})
 		gv.Counts[l.verdict]++
 	}
 	for verdict, n := range gv.Counts {

@@ -34,6 +34,14 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 	if res.Error != "" {
 		d.w("- Error: %s\n", Inline(res.Error))
 	}
+	if c := res.Conclusion; c != nil {
+		if !c.Concluded {
+			d.w("- Inconclusive: %s\n", Inline(c.Summary()))
+		}
+		if c.Fallbacks+c.ForcedVerdicts > 0 {
+			d.w("- Stand-ins: %d fallback output(s), %d forced verdict(s), marked in the transcript\n", c.Fallbacks, c.ForcedVerdicts)
+		}
+	}
 	d.w("- Seed: %d\n- Spec digest: `%s`\n\n", m.Seed, short(m.SpecDigest))
 
 	if len(plan.Inputs) > 0 {
@@ -75,7 +83,11 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 		if !ok {
 			continue
 		}
-		d.w("### %s\n\n%s\n\n", Inline(name), valueBlock(v, 3))
+		note := ""
+		if c := res.Conclusion; c != nil && slices.Contains(c.FallbackOutputs, name) {
+			note = " (from a fallback or a forced verdict)"
+		}
+		d.w("### %s%s\n\n%s\n\n", Inline(name), note, valueBlock(v, 3))
 	}
 	d.usage(plan, res.Usage)
 	if len(res.Warnings) > 0 {
@@ -151,9 +163,15 @@ func (d *doc) transcript(msgs []spec.Message) {
 		if msg.Withdrawn {
 			tags = append(tags, "withdrawn")
 		}
+		if msg.Fallback {
+			tags = append(tags, "fallback output")
+		}
 		d.w("**%s** (%s)\n\n%s\n\n", head, Inline(strings.Join(tags, ", ")), Block(msg.Content, level))
 		if msg.Verdict != "" {
 			d.w("> Verdict: **%s**", Inline(msg.Verdict))
+			if msg.Forced {
+				d.w(" (forced)")
+			}
 			if msg.Reasoning != "" {
 				d.w(": %s", Inline(msg.Reasoning))
 			}

@@ -28,7 +28,17 @@ const (
 	// StatusBudget is a run stopped before a call that would have passed
 	// its budget; resuming with a raised budget continues it.
 	StatusBudget = "budget_exceeded"
+	// StatusInconclusive is a run that finished without reaching its
+	// purpose (see Conclusion): its outputs are written, but a goal has no
+	// verdict or an output came from a fallback or a forced verdict.
+	StatusInconclusive = "inconclusive"
 )
+
+// Finished reports whether a status is that of a run that ran to its end
+// (completed or inconclusive): there is nothing left to resume.
+func Finished(status string) bool {
+	return status == StatusCompleted || status == StatusInconclusive
+}
 
 // Manifest is run.json: everything needed to reproduce or resume the run.
 type Manifest struct {
@@ -74,6 +84,11 @@ type Manifest struct {
 	SweepIndex int `json:"sweep_index,omitempty"`
 	// Budget is what the run may spend, from the spec and --budget.
 	Budget *spec.BudgetPlan `json:"budget,omitempty"`
+	// Status is how the run's last attempt ended (result.json's status:
+	// completed, inconclusive, failed, waiting, budget_exceeded), written
+	// when it ended; absent while it runs, after a kill, and while a
+	// resume runs.
+	Status string `json:"status,omitempty"`
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).
@@ -120,9 +135,10 @@ type Result struct {
 	FormatVersion int            `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
 	RunID         string         `json:"run_id" doc:"the run's id, also the name of its directory"`
 	Spec          string         `json:"spec" doc:"the spec's name"`
-	Status        string         `json:"status" doc:"completed, failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,failed,waiting,budget_exceeded"`
+	Status        string         `json:"status" doc:"completed, inconclusive (finished without reaching its purpose: see conclusion), failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,inconclusive,failed,waiting,budget_exceeded"`
 	Error         string         `json:"error,omitempty" doc:"why the run failed"`
-	Outputs       map[string]any `json:"outputs" doc:"the outputs by name (empty unless the run completed)"`
+	Outputs       map[string]any `json:"outputs" doc:"the outputs by name (empty unless the run completed or was inconclusive)"`
+	Conclusion    *Conclusion    `json:"conclusion,omitempty" doc:"whether the run reached its purpose, and which values stood in for answers (set when the run ran to its end)"`
 	OutputOrder   []string       `json:"output_order" doc:"output names in the order the spec declares them"`
 	Messages      []spec.Message `json:"messages" doc:"every recorded message, in order"`
 	GoalVerdicts  []GoalVerdicts `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
@@ -134,9 +150,67 @@ type Result struct {
 	// Expected and Score are set when the run was given an expected value
 	// (a dataset line) and the spec has a score expression.
 	Expected   any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
-	Score      *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0)"`
+	Score      *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0); 0 for an inconclusive run (an answer not reached counts as wrong)"`
 	Warnings   []string `json:"warnings,omitempty" doc:"problems that did not stop the run"`
 	DurationMS int64    `json:"duration_ms" doc:"wall time of the run (of its last attempt when resumed), in milliseconds"`
+}
+
+// Conclusion says whether a run that ran to its end reached its purpose
+// (the spec's concluded: condition, or by default: every goal has a verdict
+// given freely and no output came from a fallback or a forced verdict), and
+// counts the values that stood in for answers.
+type Conclusion struct {
+	Concluded bool `json:"concluded" doc:"the run reached its purpose; false makes its status inconclusive"`
+	// Condition is the spec's concluded: expression, when it has one.
+	Condition string `json:"condition,omitempty" doc:"the spec's concluded condition (absent: the default, no inconclusive goal and no output from a fallback or a forced verdict)"`
+	// InconclusiveGoals are the goals that reached no conclusion.
+	InconclusiveGoals []string `json:"inconclusive_goals,omitempty" doc:"goals that reached no conclusion: no verdict, a most common verdict only ever forced, or the goal's concluded condition false"`
+	// FallbackOutputs are the outputs whose values depend on a fallback or
+	// a forced verdict: they change when those values do.
+	FallbackOutputs []string `json:"fallback_outputs,omitempty" doc:"outputs whose values came from a fallback or a forced verdict (they change when those values do)"`
+	Fallbacks       int      `json:"fallbacks" doc:"messages whose output is their node's fallback (marked fallback: true)"`
+	ForcedVerdicts  int      `json:"forced_verdicts" doc:"verdicts given because a conversation forced them (force_verdict; marked forced: true)"`
+	// Problem is why the condition could not be evaluated, if it could not.
+	Problem string `json:"problem,omitempty" doc:"why the concluded condition could not be evaluated (the run then counts as inconclusive)"`
+}
+
+// Summary says in one line why a run is inconclusive ("" when it
+// concluded).
+func (c *Conclusion) Summary() string {
+	if c == nil || c.Concluded {
+		return ""
+	}
+	var parts []string
+	if len(c.InconclusiveGoals) > 0 {
+		parts = append(parts, "goals without a verdict given freely: "+strings.Join(c.InconclusiveGoals, ", "))
+	}
+	if len(c.FallbackOutputs) > 0 {
+		parts = append(parts, "outputs from fallbacks or forced verdicts: "+strings.Join(c.FallbackOutputs, ", "))
+	}
+	if c.Problem != "" {
+		parts = append(parts, c.Problem)
+	}
+	if c.Condition != "" {
+		parts = append(parts, "concluded: "+c.Condition+" is false")
+	}
+	parts = append(parts, fmt.Sprintf("%d fallback(s), %d forced verdict(s)", c.Fallbacks, c.ForcedVerdicts))
+	return strings.Join(parts, "; ")
+}
+
+// Short says in a few words why a run is inconclusive, for tables ("" when
+// it concluded).
+func (c *Conclusion) Short() string {
+	switch {
+	case c == nil || c.Concluded:
+		return ""
+	case len(c.InconclusiveGoals) > 0:
+		return "no verdict on " + strings.Join(c.InconclusiveGoals, ", ")
+	case len(c.FallbackOutputs) > 0:
+		return "fallback in " + strings.Join(c.FallbackOutputs, ", ")
+	case c.Problem != "":
+		return "concluded could not be evaluated"
+	}
+	return "concluded is false"
 }
 
 // Usage counts calls and tokens.

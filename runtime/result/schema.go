@@ -34,6 +34,8 @@ var externalDocs = map[string]string{
 	"Message.reasoning":  "the reasons for the verdict",
 	"Message.withdrawn":  "the author withdrew from the conversation",
 	"Message.carried":    "copied from the author's earlier message without a model call (carry_over)",
+	"Message.fallback":   "the output is the node's fallback: the reply could not be read even after its repairs",
+	"Message.forced":     "the verdict was forced: the conversation made the author decide (force_verdict)",
 	"Message.choice_map": "the option labels the call showed (shuffled choices), mapped to the options' original labels; the output is already mapped back",
 
 	"GoalVerdicts.goal":     "the goal (empty outside goals)",
@@ -46,6 +48,7 @@ var externalDocs = map[string]string{
 	"AgentVerdict.verdict":   "its latest verdict",
 	"AgentVerdict.reasoning": "the reasons it gave with it",
 	"AgentVerdict.withdrawn": "it withdrew from the conversation",
+	"AgentVerdict.forced":    "the verdict was forced (force_verdict)",
 }
 
 // typeDocs describe the object types of the schema.
@@ -58,6 +61,7 @@ var typeDocs = map[string]string{
 	"Rejection":    "a reply that broke a conversation's rules and was asked again",
 	"UsageReport":  "usage in total, by agent, by node and by model",
 	"Usage":        "calls, tokens, latency and cost",
+	"Conclusion":   "whether the run reached its purpose, and the values that stood in for answers",
 }
 
 // Schema returns the JSON Schema (draft 2020-12) of result.json, made from

@@ -19,9 +19,18 @@ import (
 // Env is what an assertion sees: the run as a test looks at it. Names are
 // those of result.json and expressions in specs.
 type Env struct {
-	// Status is completed, failed or waiting; Error why it failed.
+	// Status is completed, inconclusive, failed, waiting or
+	// budget_exceeded; Error why it failed.
 	Status string `expr:"status"`
 	Error  string `expr:"error"`
+	// InconclusiveGoals and FallbackOutputs say why a run that finished
+	// is inconclusive (result.json's conclusion); Fallbacks and
+	// ForcedVerdicts count the messages whose output is a fallback and the
+	// verdicts a conversation forced.
+	InconclusiveGoals []string `expr:"inconclusive_goals"`
+	FallbackOutputs   []string `expr:"fallback_outputs"`
+	Fallbacks         int      `expr:"fallbacks"`
+	ForcedVerdicts    int      `expr:"forced_verdicts"`
 	// Outputs are the run's outputs by name.
 	Outputs map[string]any `expr:"outputs"`
 	// Messages are every recorded message, as expressions in specs see them.

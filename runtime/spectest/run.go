@@ -474,8 +474,12 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		}
 		res.Notes = append(res.Notes, fmt.Sprintf("the reply entry at %s answered no call", ct.script.Entries[i].Where))
 	}
+	why := env.Error
+	if out.Conclusion != nil && why == "" {
+		why = out.Conclusion.Summary()
+	}
 	if len(ct.asserts) == 0 && env.Status != result.StatusCompleted {
-		fail(Failure{Where: where, Message: fmt.Sprintf("the run %s (a case without expect must complete): %s", env.Status, env.Error)})
+		fail(Failure{Where: where, Message: fmt.Sprintf("the run %s (a case without expect must complete): %s", env.Status, why)})
 	}
 	for _, a := range ct.asserts {
 		ok, detail := a.check(env)
@@ -483,7 +487,7 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 			continue
 		}
 		if env.Status != result.StatusCompleted && !strings.Contains(a.Source.Text, "status") && !strings.Contains(a.Source.Text, "error") {
-			detail += fmt.Sprintf("\n(the run %s: %s)", env.Status, env.Error)
+			detail += fmt.Sprintf("\n(the run %s: %s)", env.Status, why)
 		}
 		fail(Failure{Where: fmt.Sprintf("%s:%d:%d", ft.test.Path, a.Source.Line, a.Source.Col), Message: "assertion failed: " + a.Source.Text, Detail: strings.TrimPrefix(detail, "\n")})
 	}
@@ -528,6 +532,12 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 	}
 	if env.Outputs == nil {
 		env.Outputs = map[string]any{}
+	}
+	env.InconclusiveGoals, env.FallbackOutputs = []string{}, []string{}
+	if c := res.Conclusion; c != nil {
+		env.InconclusiveGoals = append(env.InconclusiveGoals, c.InconclusiveGoals...)
+		env.FallbackOutputs = append(env.FallbackOutputs, c.FallbackOutputs...)
+		env.Fallbacks, env.ForcedVerdicts = c.Fallbacks, c.ForcedVerdicts
 	}
 	roundTrip(res.Usage, &env.Usage)
 	roundTrip(res.Whispers, &env.Whispers)

@@ -164,6 +164,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			sr.Dir = d
 			if res, m, done := runtime.ResultOf(d); done {
 				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
+				sr.Inconclusive = inconclusiveOf(res)
 				sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 			}
 		}
@@ -176,6 +177,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			if errors.Is(err, runtime.ErrCompleted) {
 				if res, m, ok := runtime.ResultOf(sr.Dir); ok {
 					sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
+					sr.Inconclusive = inconclusiveOf(res)
 					sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 					return sr
 				}

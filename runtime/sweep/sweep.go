@@ -164,19 +164,22 @@ type Run struct {
 	// Vars are the matrix values of the run's combination, as given.
 	Vars map[string]string `json:"vars,omitempty"`
 	// Line is the dataset line (1-based), 0 without a dataset.
-	Line        int                `json:"line,omitempty"`
-	Inputs      map[string]any     `json:"inputs,omitempty"`
-	Sample      int                `json:"sample,omitempty"`
-	Seed        int64              `json:"seed"`
-	Expected    any                `json:"expected,omitempty"`
-	Status      string             `json:"status"`
-	Error       string             `json:"error,omitempty"`
-	Outputs     map[string]any     `json:"outputs,omitempty"`
-	OutputOrder []string           `json:"output_order,omitempty"`
-	Score       *float64           `json:"score,omitempty"`
-	Usage       result.Usage       `json:"usage"`
-	Calls       runtime.CallCounts `json:"calls"`
-	DurationMS  int64              `json:"duration_ms"`
+	Line        int            `json:"line,omitempty"`
+	Inputs      map[string]any `json:"inputs,omitempty"`
+	Sample      int            `json:"sample,omitempty"`
+	Seed        int64          `json:"seed"`
+	Expected    any            `json:"expected,omitempty"`
+	Status      string         `json:"status"`
+	Error       string         `json:"error,omitempty"`
+	Outputs     map[string]any `json:"outputs,omitempty"`
+	OutputOrder []string       `json:"output_order,omitempty"`
+	Score       *float64       `json:"score,omitempty"`
+	// Inconclusive says why a run that finished did not reach its
+	// purpose (status inconclusive).
+	Inconclusive string             `json:"inconclusive,omitempty"`
+	Usage        result.Usage      `json:"usage"`
+	Calls        runtime.CallCounts `json:"calls"`
+	DurationMS   int64              `json:"duration_ms"`
 }
 
 // Accuracy is the mean score of a sweep with a 95% confidence interval:
@@ -204,17 +207,25 @@ type Summary struct {
 	UnusedFields []string `json:"unused_fields,omitempty"`
 	Runs         []Run    `json:"runs"`
 	Completed    int      `json:"completed"`
-	Failed       int      `json:"failed"`
-	Waiting      int      `json:"waiting"`
+	// Inconclusive are runs that finished without reaching their
+	// purpose; Completed are those that did (concluded).
+	Inconclusive int `json:"inconclusive"`
+	Failed       int `json:"failed"`
+	Waiting      int `json:"waiting"`
 	// Pending are runs not finished: the sweep was killed before; resume
 	// it to run them.
 	Pending int          `json:"pending,omitempty"`
 	Usage   result.Usage `json:"usage"`
 	// CallsMade were sent to endpoints; CallsWithoutCache is how many the
 	// runs would have sent each on its own with no cache (all their calls).
-	CallsMade         int       `json:"calls_made"`
-	CallsWithoutCache int       `json:"calls_without_cache"`
+	CallsMade         int `json:"calls_made"`
+	CallsWithoutCache int `json:"calls_without_cache"`
+	// Accuracy is over every run that finished: an inconclusive run
+	// counts as wrong (its score is 0). AccuracyConcluded is over the
+	// concluded runs alone. Failed runs are in neither: the sweep exits 1
+	// and resuming it finishes them.
 	Accuracy          *Accuracy `json:"accuracy,omitempty"`
+	AccuracyConcluded *Accuracy `json:"accuracy_concluded,omitempty"`
 	// ByCombination is the accuracy of each matrix combination, when the
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
@@ -570,6 +581,7 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	res, err := r.Execute(ctx)
 	if res != nil {
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = res.Status, res.Outputs, res.OutputOrder, res.Score
+		sr.Inconclusive = inconclusiveOf(res)
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
 	switch {
@@ -583,6 +595,14 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	}
 	sr.Calls = r.CallCounts()
 	return sr
+}
+
+// inconclusiveOf says why a run was inconclusive ("" when it was not).
+func inconclusiveOf(res *result.Result) string {
+	if res.Status != result.StatusInconclusive {
+		return ""
+	}
+	return res.Conclusion.Short()
 }
 
 // jobOptions are the options of a sweep's run: the sweep's, plus the run's
@@ -621,11 +641,17 @@ func RunOptions(plan *spec.Plan, opts Options) ([]runtime.Options, error) {
 func (s *Summary) tally() {
 	s.Usage = result.Usage{Priced: true}
 	s.Completed, s.Failed, s.Waiting, s.Pending, s.CallsMade, s.CallsWithoutCache = 0, 0, 0, 0, 0, 0
-	var scores []float64
+	s.Inconclusive = 0
+	var scores, concluded []float64
 	for _, r := range s.Runs {
 		switch r.Status {
 		case result.StatusCompleted:
 			s.Completed++
+			if r.Score != nil {
+				concluded = append(concluded, *r.Score)
+			}
+		case result.StatusInconclusive:
+			s.Inconclusive++
 		case result.StatusWaiting:
 			s.Waiting++
 		case StatusPending:
@@ -651,6 +677,10 @@ func (s *Summary) tally() {
 		s.Usage.Priced = false
 	}
 	s.Accuracy = MeanCI(scores)
+	s.AccuracyConcluded = nil
+	if s.Accuracy != nil {
+		s.AccuracyConcluded = MeanCI(concluded)
+	}
 	s.ByCombination = nil
 	if len(s.Matrix) == 0 || s.Accuracy == nil {
 		return
@@ -749,6 +779,16 @@ func Load(dir string) (*Summary, error) {
 	return &s, nil
 }
 
+// CountsLine counts the runs by outcome: concluded (status completed),
+// inconclusive, failed and waiting.
+func (s *Summary) CountsLine() string {
+	line := fmt.Sprintf("%d concluded, %d inconclusive, %d failed, %d waiting", s.Completed, s.Inconclusive, s.Failed, s.Waiting)
+	if s.Pending > 0 {
+		line += fmt.Sprintf(", %d not finished", s.Pending)
+	}
+	return line
+}
+
 // CallsLine is the cache's effect on a sweep, as one line.
 func (s *Summary) CallsLine() string {
 	line := fmt.Sprintf("calls made: %d; without the cache: %d", s.CallsMade, s.CallsWithoutCache)
@@ -769,6 +809,14 @@ func (s *Summary) AccuracyLine() string {
 		return ""
 	}
 	line := "accuracy: " + a.String()
+	if s.Inconclusive > 0 {
+		line += fmt.Sprintf(", %d inconclusive run(s) counted wrong", s.Inconclusive)
+	}
+	if c := s.AccuracyConcluded; c != nil {
+		line += "\naccuracy over concluded runs: " + c.String()
+	} else {
+		line += "\naccuracy over concluded runs: none concluded"
+	}
 	for _, c := range s.ByCombination {
 		if c.Accuracy != nil {
 			line += fmt.Sprintf("\naccuracy at %s: %s", c.Label, c.Accuracy)
@@ -833,6 +881,8 @@ func (s *Summary) Table() Table {
 		status := r.Status
 		if r.Error != "" {
 			status += ": " + r.Error
+		} else if r.Inconclusive != "" {
+			status += ": " + r.Inconclusive
 		}
 		row = append(row, status)
 		for _, o := range outputs {
@@ -869,7 +919,7 @@ func (s *Summary) Markdown() string {
 	if s.Repeat > 1 {
 		fmt.Fprintf(&b, "- Repeat: %d\n", s.Repeat)
 	}
-	fmt.Fprintf(&b, "- Runs: %d (%d completed, %d failed, %d waiting)\n", len(s.Runs), s.Completed, s.Failed, s.Waiting)
+	fmt.Fprintf(&b, "- Runs: %d (%s)\n", len(s.Runs), s.CountsLine())
 	fmt.Fprintf(&b, "- %s\n", strings.ToUpper(s.CallsLine()[:1])+s.CallsLine()[1:])
 	if line := s.AccuracyLine(); line != "" {
 		for _, l := range strings.Split(line, "\n") {

@@ -221,3 +221,34 @@ func TestMeanCI(t *testing.T) {
 		t.Error("MeanCI of nothing is not nil")
 	}
 }
+
+// TestTallyCountsInconclusiveApart: inconclusive runs (scored 0 by the
+// runtime) count in the accuracy over all runs and not in the one over
+// concluded runs; failed runs in neither.
+func TestTallyCountsInconclusiveApart(t *testing.T) {
+	one, zero := 1.0, 0.0
+	s := &Summary{Runs: []Run{
+		{Status: result.StatusCompleted, Score: &one},
+		{Status: result.StatusCompleted, Score: &one},
+		{Status: result.StatusCompleted, Score: &zero},
+		{Status: result.StatusInconclusive, Score: &zero, Inconclusive: "fallback in answer"},
+		{Status: result.StatusFailed},
+	}}
+	s.tally()
+	if s.Completed != 3 || s.Inconclusive != 1 || s.Failed != 1 {
+		t.Fatalf("counts: %s", s.CountsLine())
+	}
+	if s.Accuracy == nil || s.Accuracy.N != 4 || s.Accuracy.Mean != 0.5 {
+		t.Errorf("accuracy over all runs %+v, want 2/4", s.Accuracy)
+	}
+	if s.AccuracyConcluded == nil || s.AccuracyConcluded.N != 3 || s.AccuracyConcluded.Mean != 2.0/3 {
+		t.Errorf("accuracy over concluded runs %+v, want 2/3", s.AccuracyConcluded)
+	}
+	line := s.AccuracyLine()
+	if !strings.Contains(line, "n=4), 1 inconclusive run(s) counted wrong\naccuracy over concluded runs: 0.667") {
+		t.Errorf("accuracy line:\n%s", line)
+	}
+	if !strings.Contains(s.Markdown(), "- Runs: 5 (3 concluded, 1 inconclusive, 1 failed, 0 waiting)") || !strings.Contains(s.Markdown(), "inconclusive: fallback in answer") {
+		t.Errorf("summary.md:\n%s", s.Markdown())
+	}
+}

@@ -253,9 +253,10 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		out.Data = d
 	case event.RunFinished:
 		var d struct {
-			Status     string         `json:"status"`
-			Outputs    map[string]any `json:"outputs"`
-			DurationMS int64          `json:"duration_ms"`
+			Status     string             `json:"status"`
+			Outputs    map[string]any     `json:"outputs"`
+			DurationMS int64              `json:"duration_ms"`
+			Conclusion *result.Conclusion `json:"conclusion"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		htmls := map[string]string{}
@@ -264,8 +265,8 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 				htmls[k] = n.html(s)
 			}
 		}
-		out.Data = map[string]any{"status": d.Status, "outputs": d.Outputs, "outputs_html": htmls, "duration_ms": d.DurationMS}
-	case event.ToolCall:
+		out.Data = map[string]any{"status": d.Status, "outputs": d.Outputs, "outputs_html": htmls, "duration_ms": d.DurationMS, "conclusion": d.Conclusion.Summary()}
+	case "tool_call":
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
 		if s, ok := d["result"].(string); ok && len(s) > 4000 {

@@ -43,6 +43,7 @@ type SweepInfo struct {
 	Created           time.Time       `json:"created"`
 	Runs              int             `json:"runs"`
 	Completed         int             `json:"completed"`
+	Inconclusive      int             `json:"inconclusive"`
 	Failed            int             `json:"failed"`
 	Waiting           int             `json:"waiting"`
 	CallsMade         int             `json:"calls_made"`
@@ -56,6 +57,7 @@ type sweepSummary struct {
 	Spec              string          `json:"spec"`
 	Created           time.Time       `json:"created"`
 	Completed         int             `json:"completed"`
+	Inconclusive      int             `json:"inconclusive"`
 	Failed            int             `json:"failed"`
 	Waiting           int             `json:"waiting"`
 	CallsMade         int             `json:"calls_made"`
@@ -98,7 +100,7 @@ func (s *Server) listRuns() ([]RunInfo, []SweepInfo, error) {
 		}
 		if sum, err := readSweep(dir); err == nil {
 			sweeps = append(sweeps, SweepInfo{ID: en.Name(), Spec: sum.Spec, Created: sum.Created, Runs: len(sum.Runs),
-				Completed: sum.Completed, Failed: sum.Failed, Waiting: sum.Waiting, CallsMade: sum.CallsMade,
+				Completed: sum.Completed, Inconclusive: sum.Inconclusive, Failed: sum.Failed, Waiting: sum.Waiting, CallsMade: sum.CallsMade,
 				CallsWithoutCache: sum.CallsWithoutCache, Accuracy: sum.Accuracy})
 		}
 		inner, err := os.ReadDir(dir)
@@ -172,6 +174,9 @@ func (s *Server) runInfo(id, dir string) (RunInfo, error) {
 	switch {
 	case err == nil:
 		info.Status, info.Error, info.DurationMS = res.Status, res.Error, res.DurationMS
+		if res.Status == result.StatusInconclusive {
+			info.Error = res.Conclusion.Short()
+		}
 		u := res.Usage.Total
 		info.Calls, info.Tokens, info.Cost, info.Priced = u.Calls, u.PromptTokens+u.CompletionTokens, u.Cost, u.Priced
 		info.Score = res.Score

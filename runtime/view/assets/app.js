@@ -156,12 +156,12 @@
     const parts = [];
     if (data.sweeps.length) {
       parts.push(el("div", { class: "card" }, el("h2", {}, "Sweeps and datasets"),
-        table(["sweep", "spec", "runs", "completed", "failed", "accuracy (95% CI)", "calls made", "without the cache"],
+        table(["sweep", "spec", "runs", "completed", "inconclusive", "failed", "accuracy (95% CI)", "calls made", "without the cache"],
           data.sweeps.map(s => {
             const a = s.accuracy;
-            return [el("a", { href: "#/sweep/" + s.id, class: "id" }, s.id), s.spec, s.runs, s.completed, s.failed,
+            return [el("a", { href: "#/sweep/" + s.id, class: "id" }, s.id), s.spec, s.runs, s.completed, s.inconclusive || 0, s.failed,
               a ? `${a.mean.toFixed(3)} (${a.low.toFixed(3)}–${a.high.toFixed(3)})` : "", num(s.calls_made), num(s.calls_without_cache)];
-          }), { num: [2, 3, 4, 6, 7] })));
+          }), { num: [2, 3, 4, 5, 7, 8] })));
     }
     parts.push(el("div", { class: "card" }, el("h2", {}, "Runs"),
       el("div", { class: "filters" }, el("label", {}, "Spec", specSel), el("label", {}, "Status", statusSel), text, compareBtn, count), body));
@@ -364,7 +364,7 @@
           st.errors.push(d.error);
           break;
         case "run_finished":
-          st.status = d.status; st.outputs = d.outputs || {}; st.outputsHtml = d.outputs_html || {}; st.durationMS = d.duration_ms;
+          st.status = d.status; st.conclusion = d.conclusion || ""; st.outputs = d.outputs || {}; st.outputsHtml = d.outputs_html || {}; st.durationMS = d.duration_ms;
           st.open.clear();
           if (info.result && info.result.output_order) st.order = info.result.output_order;
           break;
@@ -372,7 +372,7 @@
     };
     st.runningNodes = () => new Set(st.status === "running" ? st.open.values() : []);
     st.nowText = function () {
-      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "waiting" ? "Waiting for answers to clarifying questions (see Questions)." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
+      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "inconclusive" ? "Finished without reaching its purpose (inconclusive): " + (st.conclusion || "") : st.status === "waiting" ? "Waiting for answers to clarifying questions (see Questions)." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
       const nodes = [...st.runningNodes()];
       const out = [el("b", {}, "● "), nodes.length ? `running ${nodes.join(", ")}` : "starting"];
       const last = [...st.calls.values()].filter(c => !c.done);
@@ -705,7 +705,8 @@
     const head = el("div", { class: "pagehead" }, el("div", {},
       el("h1", {}, (s.dataset ? "Dataset" : "Sweep") + " of " + s.spec),
       el("div", { class: "sub mono" }, id),
-      el("div", { class: "stats" }, stat("runs", s.runs.length), stat("completed", s.completed), stat("failed", s.failed), stat("accuracy", s.accuracy ? s.accuracy.mean.toFixed(3) : ""),
+      el("div", { class: "stats" }, stat("runs", s.runs.length), stat("completed", s.completed), stat("inconclusive", s.inconclusive || 0), stat("failed", s.failed), stat("accuracy", s.accuracy ? s.accuracy.mean.toFixed(3) : ""),
+        stat("accuracy, concluded runs", s.accuracy_concluded ? s.accuracy_concluded.mean.toFixed(3) : ""),
         stat("calls made", num(s.calls_made)), stat("without the cache", num(s.calls_without_cache)), stat("duration", dur(s.duration_ms)))));
     const about = el("dl", { class: "kv" });
     const add = (k, v) => { if (v) about.append(el("dt", {}, k), el("dd", {}, v)); };

@@ -1,0 +1,236 @@
+package runtime
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/vm"
+)
+
+// conclude decides whether a run that ran to its end reached its purpose.
+//
+// Goals first: a goal of a spec whose conversations ask for verdicts is
+// concluded when its condition (goals[].concluded) holds, by default when
+// its most common final verdict was given freely (not forced) by at least
+// one agent. Then outputs: an output came from a fallback or a forced
+// verdict when its value changes as those values do; it is evaluated again
+// with every fallback output and forced verdict replaced by a different
+// value, so an answer that a majority reached stays concluded though one
+// agent's reply fell back, and an answer that is the fallback does not.
+// Last the run: the spec's concluded condition, by default no goal
+// inconclusive and no output from a fallback or a forced verdict.
+func (r *Run) conclude(outputs map[string]any) *result.Conclusion {
+	env := r.env(kit.Scope{})
+	c := &result.Conclusion{Concluded: true}
+	for _, m := range env.Messages {
+		if m.Fallback {
+			c.Fallbacks++
+		}
+		if m.Forced {
+			c.ForcedVerdicts++
+		}
+	}
+	c.InconclusiveGoals = r.inconclusiveGoals(env)
+	if c.Fallbacks+c.ForcedVerdicts > 0 {
+		c.FallbackOutputs = r.fallbackOutputs(env, outputs)
+	}
+	if r.Plan.Concluded == nil {
+		c.Concluded = len(c.InconclusiveGoals) == 0 && len(c.FallbackOutputs) == 0
+		return c
+	}
+	c.Condition = r.Plan.Concluded.Source
+	m := env.Map()
+	m["outputs"] = outputs
+	m["fallback_outputs"] = orNone(c.FallbackOutputs)
+	m["inconclusive_goals"] = orNone(c.InconclusiveGoals)
+	v, err := vm.Run(r.Plan.Concluded.Program, m)
+	if err != nil {
+		c.Problem = fmt.Sprintf("concluded (%s) could not be evaluated: %s", c.Condition, firstLineOf(err))
+		r.warn("%s", c.Problem)
+		c.Concluded = false
+		return c
+	}
+	b, _ := v.(bool)
+	c.Concluded = b
+	return c
+}
+
+func orNone(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+// inconclusiveGoals lists the goals that reached no conclusion, in the
+// spec's order.
+func (r *Run) inconclusiveGoals(env *spec.Env) []string {
+	if len(r.Plan.Goals) == 0 {
+		return nil
+	}
+	// A watcher's verdicts (a moderation panel's decisions) are about the
+	// conversation, not the goal.
+	watchers := map[string]bool{}
+	for _, n := range r.Plan.Nodes {
+		for _, w := range n.Runs {
+			watchers[w] = true
+		}
+	}
+	asks := false
+	for id, n := range r.Plan.Nodes {
+		if va, ok := n.Config.(spec.VerdictAsker); ok && va.AsksVerdicts() && !watchers[id] {
+			asks = true
+		}
+	}
+	gvs := r.hist.GoalVerdicts()
+	var out []string
+	for _, g := range r.Plan.Goals {
+		prog := r.Plan.GoalConcluded[g.ID]
+		if prog == nil && !asks {
+			continue
+		}
+		var final []spec.AgentVerdict
+		for _, gv := range gvs {
+			if gv.Goal == g.ID && !watchers[gv.Node] {
+				final = append(final, gv.Verdicts...)
+			}
+		}
+		consensus := consensusOf(final)
+		ok := false
+		if prog == nil {
+			for _, v := range final {
+				ok = ok || v.Verdict == consensus && !v.Forced
+			}
+		} else {
+			m := env.Map()
+			m["goal"] = g
+			m["final_verdicts"] = append([]spec.AgentVerdict{}, final...)
+			m["consensus"] = consensus
+			v, err := vm.Run(prog.Program, m)
+			if err != nil {
+				r.warn("goal %q: concluded (%s) could not be evaluated: %s; the goal counts as inconclusive", g.ID, prog.Source, firstLineOf(err))
+			}
+			ok, _ = v.(bool)
+		}
+		if !ok {
+			out = append(out, g.ID)
+		}
+	}
+	return out
+}
+
+// consensusOf is the most common verdict ("" when none), the first given
+// among equals, as mode() in expressions picks it.
+func consensusOf(vs []spec.AgentVerdict) string {
+	counts := map[string]int{}
+	best := ""
+	for _, v := range vs {
+		counts[v.Verdict]++
+		if counts[v.Verdict] > counts[best] || best == "" {
+			best = v.Verdict
+		}
+	}
+	return best
+}
+
+// fallbackOutputs lists the outputs whose values change when the fallback
+// outputs and forced verdicts do (or that cannot be evaluated without
+// them), in declaration order.
+func (r *Run) fallbackOutputs(env *spec.Env, outputs map[string]any) []string {
+	alt := *env
+	alt.Messages = make([]spec.Message, len(env.Messages))
+	for i, m := range env.Messages {
+		alt.Messages[i] = perturbMessage(m)
+	}
+	alt.Nodes = make(map[string]spec.NodeResult, len(env.Nodes))
+	for id, res := range env.Nodes {
+		alt.Nodes[id] = perturbNode(res)
+	}
+	alt.Extra = map[string]any{}
+	for k, v := range env.Extra {
+		alt.Extra[k] = v
+	}
+	// latest() of the environment reads the messages (not the run's
+	// index), and the verdicts are counted again from the changed ones.
+	delete(alt.Extra, "latest")
+	alt.Extra["goal_verdicts"] = goalVerdicts(r.Plan, alt.Messages)
+	var out []string
+	for _, o := range r.Plan.Outputs {
+		v, err := evalProgram(o.Program, &alt)
+		if err != nil || !reflect.DeepEqual(jsonable(v), outputs[o.Name]) {
+			out = append(out, o.Name)
+		}
+	}
+	return out
+}
+
+func perturbMessage(m spec.Message) spec.Message {
+	if m.Fallback {
+		// Only the output stands in: the reply itself is what the
+		// model said.
+		m.Output = perturb(m.Output)
+	}
+	if m.Forced {
+		m.Verdict = perturbText(m.Verdict)
+	}
+	return m
+}
+
+func perturbNode(res spec.NodeResult) spec.NodeResult {
+	changed := false
+	msgs := make([]spec.Message, len(res.Messages))
+	outs := make(map[string]any, len(res.Outputs))
+	for k, v := range res.Outputs {
+		outs[k] = v
+	}
+	for i, m := range res.Messages {
+		msgs[i] = perturbMessage(m)
+		if m.Fallback {
+			changed = true
+			outs[m.From] = msgs[i].Output
+			if i == len(res.Messages)-1 {
+				res.Output = msgs[i].Output
+			}
+		}
+	}
+	if changed {
+		res.Messages, res.Outputs = msgs, outs
+	}
+	return res
+}
+
+// perturb returns a value of the same shape that differs in every leaf.
+func perturb(v any) any {
+	switch x := v.(type) {
+	case nil:
+		return perturbText("")
+	case string:
+		return perturbText(x)
+	case bool:
+		return !x
+	case int:
+		return x + 7919
+	case int64:
+		return x + 7919
+	case float64:
+		return x + 7919.5
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = perturb(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = perturb(e)
+		}
+		return out
+	}
+	return perturbText(fmt.Sprint(v))
+}
+
+func perturbText(s string) string { return "\x00stand-in\x00" + s }
