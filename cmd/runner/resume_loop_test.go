@@ -244,11 +244,12 @@ func TestResampleAgainAndFixedSpec(t *testing.T) {
 
 	// A fixed spec (a fallback for the judge) goes on: the judge's calls are
 	// served from the journal (the same prompts), the fallback fills the
-	// output, and nothing is asked.
+	// output, and nothing is asked. An answer that is the fallback did not
+	// reach the run's purpose: the run finishes inconclusive (exit 8).
 	fixed := writeSpec(t, strings.Replace(loopSpec, "      repair: 1\n", "      repair: 1\n      fallback: {answer: unknown}\n", 1))
 	n = srv.count()
 	code, stdout, stderr := invoke(t, e2eEnv(srv.Server), "resume", dir, "--spec", fixed, "-q")
-	if code != exitcode.OK || strings.TrimSpace(stdout) != "unknown" {
+	if code != exitcode.Inconclusive || strings.TrimSpace(stdout) != "unknown" {
 		t.Fatalf("resume --spec FIXED: exit %d, output %q\n%s", code, stdout, stderr)
 	}
 	if got := srv.asked(n); len(got) != 0 {
