@@ -169,6 +169,16 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		return spec.NodeResult{}, err
 	}
 	res, err := exec.Execute(ctx, h, node)
+	if err == nil {
+		// Whatever the kind, an output JSON cannot hold fails the node
+		// here, not the journal's write of node_finished.
+		if err = spec.CheckFinite(nil, fmt.Sprintf("node %q: output", node.ID), res.Output); err != nil {
+			err.(*spec.NonFiniteError).Pos = node.Pos
+		}
+	}
+	if e := (*spec.NonFiniteError)(nil); errors.As(err, &e) && e.File == "" {
+		e.File = r.Plan.Path
+	}
 	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && ctx.Err() == nil {
 		// Stand-in replies can fail a check no real reply would (a rule on
 		// the content, say); the worst case goes on without the node's
