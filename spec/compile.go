@@ -187,6 +187,9 @@ type compiler struct {
 	// saved stand in for libraries by the name the spec uses (a run's
 	// copies, see CompileOptions).
 	saved map[string]fs.FS
+	// fallbackLacks are the properties each node's fallback output leaves
+	// out (see NodeContext.FallbackLacks).
+	fallbackLacks map[string]fallbackLack
 }
 
 // templateUse is a template a node renders, checked against a dot type.

@@ -341,11 +341,57 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 			c.Errorf(c.FieldPos("output"), "output fields apply only to format tags (format is %s)", cfg.Output.Format)
 		}
 		if o.Fallback != nil {
+			checkFallback(c, &cfg.Output, o.Fallback)
 			out = withFallback(out, o.Fallback)
 		}
 	}
 	c.SetOutput(out, nil)
 	return cfg
+}
+
+// checkFallback refuses a fallback the node's own replies could never
+// give: one that fails the JSON schema, or lacks a tag or a named group
+// that expressions read as the output's fields. Otherwise the run fails
+// only when a reply is unreadable, in whatever reads the output next.
+func checkFallback(c *spec.NodeContext, o *Output, fb any) {
+	at := c.FieldIn("output", "fallback")
+	pos := c.FieldPos("output")
+	if at != nil {
+		pos = spec.Pos{Line: at.Line, Col: at.Column}
+	}
+	var keys []string
+	switch o.Format {
+	case FormatJSON:
+		c.CheckFallback(at, o.Schema)
+		return
+	case FormatTags:
+		for _, f := range o.Fields {
+			keys = append(keys, strings.ToLower(f))
+		}
+	case FormatRegex:
+		for _, re := range o.Patterns {
+			for _, n := range re.SubexpNames() {
+				if n != "" && !slices.Contains(keys, n) {
+					keys = append(keys, n)
+				}
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	m, isMap := fb.(map[string]any)
+	if !isMap {
+		c.Errorf(pos, "output fallback must be a mapping with %s, like the %s output it stands in for", strings.Join(keys, ", "), o.Format)
+		return
+	}
+	var lacks []string
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			lacks = append(lacks, k)
+		}
+	}
+	c.FallbackLacks(pos, lacks...)
 }
 
 // regexType is the output of a regex format: the named groups, else the
