@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/debate-runner/runner/internal/regular"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
@@ -180,7 +181,7 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		if info.IsDir() {
 			opts.ContextDir = c.Context
 		} else {
-			data, err := os.ReadFile(c.Context)
+			data, err := regular.ReadFile(c.Context)
 			if err != nil {
 				return opts, usageErrorf("--context %s: %v", c.Context, err)
 			}
