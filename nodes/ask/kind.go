@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/nodes/chat"
+	"github.com/debate-runner/runner/nodes/parse"
 	"github.com/debate-runner/runner/spec"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
@@ -299,6 +300,15 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 			case o.SchemaRef.Set:
 				cfg.Output.Schema, cfg.Output.SchemaJSON = c.SchemaRef(o.SchemaRef)
 			}
+			if cfg.Output.Schema != nil {
+				var at *yaml.Node
+				if hasSchema {
+					at = &o.Schema
+				}
+				if inst, ok := c.SatisfiableSchema(at, o.SchemaRef, cfg.Output.SchemaJSON, cfg.Output.Schema); ok {
+					exerciseJSON(c, cfg.Output.Schema, inst)
+				}
+			}
 			if cfg.Output.SchemaJSON != nil {
 				var doc any
 				if json.Unmarshal(cfg.Output.SchemaJSON, &doc) == nil {
@@ -323,6 +333,7 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 				}
 				cfg.Output.Patterns = append(cfg.Output.Patterns, re)
 				types = append(types, regexType(re))
+				exerciseRegex(c, p.Pos, re)
 			}
 			out = sameType(types)
 		case FormatTags:
@@ -392,6 +403,54 @@ func checkFallback(c *spec.NodeContext, o *Output, fb any) {
 		}
 	}
 	c.FallbackLacks(pos, lacks...)
+}
+
+// exerciseJSON runs a reply holding inst, an instance the output schema
+// accepts, through the reply parser: a schema no reply can pass as parsed
+// (the parser finds other JSON in it, say) is an error.
+func exerciseJSON(c *spec.NodeContext, sch *jsonschema.Schema, inst any) {
+	data, err := json.Marshal(inst)
+	if err != nil {
+		return
+	}
+	if _, err := (parse.Spec{Format: string(FormatJSON), Schema: sch}).Parse(string(data)); err != nil {
+		c.Errorf(c.FieldPos("output"), "a reply holding %s, which the output schema accepts, does not parse: %v", data, err)
+	}
+}
+
+// exerciseRegex checks that some reply gives a non-empty output under the
+// pattern: one that matches only empty text is an error, one for which no
+// such reply was found a warning.
+func exerciseRegex(c *spec.NodeContext, pos spec.Pos, re *regexp.Regexp) {
+	if spec.RegexMatchesOnlyEmpty(re) {
+		c.Errorf(pos, "output pattern %s matches only empty text; no reply can give an output", re)
+		return
+	}
+	p := parse.Spec{Format: string(FormatRegex), Patterns: []*regexp.Regexp{re}}
+	for _, ex := range spec.RegexExamples(re) {
+		out, err := p.Parse(ex)
+		if err == nil && !emptyOutput(out.Value) {
+			return
+		}
+	}
+	c.Warnf(pos, "validate found no reply for which output pattern %s gives a non-empty output; check that one exists", re)
+}
+
+// emptyOutput reports a regex output with no text: "" or named groups
+// that are all "".
+func emptyOutput(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == ""
+	case map[string]any:
+		for _, g := range x {
+			if s, _ := g.(string); s != "" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // regexType is the output of a regex format: the named groups, else the
