@@ -133,6 +133,9 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 		saved:         opts.Libraries,
 	}
 	c.compile()
+	if c.plan.Templates != nil {
+		boundRanges(c.plan.Templates)
+	}
 	return c.plan
 }
 
