@@ -160,7 +160,13 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 	occKey := node.ID + "/" + f.scope.Key
 	r.occurrences[occKey]++
 	occ := r.occurrences[occKey]
+	r.evaluations++
+	evals := r.evaluations
 	r.mu.Unlock()
+	if limit := r.Plan.Budget.Evaluations(); evals > limit {
+		return spec.NodeResult{}, fmt.Errorf("node %q: the run has executed %d nodes, the most budget.max_evaluations allows (default %d): a loop that runs away (a large max, an until that never holds)? Raise the bound in the spec if the run needs more, and resume with --spec",
+			node.ID, limit, spec.DefaultMaxEvaluations)
+	}
 	scopeKey := f.scope.Key
 	if occ > 1 {
 		scopeKey = fmt.Sprintf("%s#%d", scopeKey, occ)
@@ -170,7 +176,17 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		return spec.NodeResult{}, err
 	}
 	res, err := exec.Execute(ctx, h, node)
-	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && ctx.Err() == nil {
+	if err == nil {
+		// Whatever the kind, an output JSON cannot hold fails the node
+		// here, not the journal's write of node_finished.
+		if err = spec.CheckFinite(nil, fmt.Sprintf("node %q: output", node.ID), res.Output); err != nil {
+			err.(*spec.NonFiniteError).Pos = node.Pos
+		}
+	}
+	if e := (*spec.NonFiniteError)(nil); errors.As(err, &e) && e.File == "" {
+		e.File = r.Plan.Path
+	}
+	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && ctx.Err() == nil {
 		// Stand-in replies can fail a check no real reply would (a rule on
 		// the content, say); the worst case goes on without the node's
 		// result.

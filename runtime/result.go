@@ -264,7 +264,14 @@ func (r *Run) toolCallLog() []result.ToolCallInfo {
 // writeReports writes report.md and report.html, the readable records of
 // the run.
 func (r *Run) writeReports(res *result.Result) error {
-	md := r.Redact(report.Markdown(r.Plan, r.manifest, res))
+	// The report escapes what it shows (`<` becomes `\<`, and `&lt;` in the
+	// page), after which a secret no longer matches: what it is made from
+	// is redacted first, and the text again after.
+	m := r.manifest
+	if err := redactValue(r.red, &m); err != nil {
+		return err
+	}
+	md := r.Redact(report.Markdown(r.Plan, m, res))
 	if err := rundir.WriteFile(filepath.Join(r.Dir, "report.md"), []byte(md)); err != nil {
 		return err
 	}

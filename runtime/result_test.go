@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/schemas"
@@ -232,5 +233,31 @@ func TestKeyNeverStored(t *testing.T) {
 	}
 	if !bytes.Contains(mustRead(t, filepath.Join(r.Dir, "journal.jsonl")), []byte("[REDACTED]")) {
 		t.Error("the echoed key should appear redacted in the journal's retry and error events")
+	}
+}
+
+// TestSecretWithMarkupNeverInReports: a secret holding characters the
+// reports escape (`<`, `&`), given as an input as well, reaches no file of
+// the run, escaped or not: the reports are made from redacted values, not
+// redacted after escaping (when `\<` or `&lt;` no longer matched).
+func TestSecretWithMarkupNeverInReports(t *testing.T) {
+	const secret = "sk-left<right&tail-9876"
+	srv := llmtest.New(t, keyed(answerOf))
+	r, res, err := execute(t, simpleSpec(t, ""), Options{Inputs: []string{"question=" + secret}, Getenv: runtest.Env(srv.URL, secret)})
+	if err != nil || res.Status != result.StatusCompleted {
+		t.Fatalf("err = %v, status %s", err, res.Status)
+	}
+	entries, err := os.ReadDir(r.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		// The part after the `<` is in every spelling of the secret.
+		if data := mustRead(t, filepath.Join(r.Dir, e.Name())); bytes.Contains(data, []byte("tail-9876")) {
+			t.Errorf("%s holds the secret (in some spelling)", e.Name())
+		}
+	}
+	if !bytes.Contains(mustRead(t, filepath.Join(r.Dir, "report.md")), []byte("[REDACTED]")) {
+		t.Error("report.md should show the input redacted")
 	}
 }

@@ -622,6 +622,10 @@ func (r *Run) evalOutputs() (map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("output %q (%s): %w", o.Name, o.Program.Source, err)
 		}
+		if err := spec.CheckFinite(o.Program, fmt.Sprintf("output %q", o.Name), v); err != nil {
+			err.(*spec.NonFiniteError).File = r.Plan.Path
+			return nil, err
+		}
 		out[o.Name] = jsonable(v)
 	}
 	return out, nil

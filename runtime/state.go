@@ -32,6 +32,8 @@ type runState struct {
 	views       map[*spec.NodePlan][]spec.AgentView
 	usage       *usageBook
 	occurrences map[string]int
+	// evaluations counts node executions, against the plan's bound.
+	evaluations int
 	warnings    []string
 	warnedOnce  map[string]bool
 	waiting     []spec.Question

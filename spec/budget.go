@@ -13,6 +13,24 @@ type BudgetPlan struct {
 	// BudgetLimits limit the whole run.
 	BudgetLimits
 	Nodes map[string]BudgetLimits `json:"nodes,omitempty"`
+	// MaxEvaluations is the most node executions a run makes, model calls
+	// or not: a loop of compute nodes with a large max spends no call, yet
+	// fills the journal. 0 means DefaultMaxEvaluations.
+	MaxEvaluations int `json:"max_evaluations,omitempty"`
+}
+
+// DefaultMaxEvaluations is the most node executions a run makes unless
+// budget.max_evaluations says otherwise: far more than any debate needs
+// (a design debate of 10 rounds executes about 40), few enough that a
+// runaway loop stops within seconds.
+const DefaultMaxEvaluations = 20_000
+
+// Evaluations is the bound on node executions the plan gives a run.
+func (b BudgetPlan) Evaluations() int {
+	if b.MaxEvaluations > 0 {
+		return b.MaxEvaluations
+	}
+	return DefaultMaxEvaluations
 }
 
 // Empty reports whether the budget limits nothing.
@@ -37,6 +55,9 @@ func (b BudgetPlan) NodeIDs() []string {
 func (c *compiler) budget() {
 	b := c.file.Budget
 	c.plan.Budget = BudgetPlan{BudgetLimits: b.BudgetLimits}
+	if b.MaxEvaluations != nil {
+		c.plan.Budget.MaxEvaluations = *b.MaxEvaluations
+	}
 	for _, k := range b.Nodes.Keys {
 		if !c.file.Nodes.Has(k.V) {
 			c.r.errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, didYouMean(k.V, c.file.Nodes.Names()))

@@ -133,6 +133,9 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 		saved:         opts.Libraries,
 	}
 	c.compile()
+	if c.plan.Templates != nil {
+		boundRanges(c.plan.Templates)
+	}
 	return c.plan
 }
 
@@ -187,6 +190,9 @@ type compiler struct {
 	// saved stand in for libraries by the name the spec uses (a run's
 	// copies, see CompileOptions).
 	saved map[string]fs.FS
+	// fallbackLacks are the properties each node's fallback output leaves
+	// out (see NodeContext.FallbackLacks).
+	fallbackLacks map[string]fallbackLack
 }
 
 // templateUse is a template a node renders, checked against a dot type.

@@ -291,6 +291,7 @@ func resultLiterals(n ast.Node) []literal {
 // a diagnostic with a suggestion rather than a nil at run time.
 func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string) bool {
 	ok := true
+	guarded := guardedNodes(root)
 	visit := func(n *ast.Node) {
 		chain, base := memberChain(*n)
 		if base != "nodes" || len(chain) < 3 {
@@ -298,6 +299,10 @@ func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string
 		}
 		np := c.plan.Nodes[chain[0].name]
 		if np == nil {
+			return
+		}
+		if !guarded[*n] && !optionalChain(*n) && !c.checkFallbackRead(chain, e, src, what) {
+			ok = false
 			return
 		}
 		var t *Type

@@ -95,6 +95,9 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 	case *parse.RangeNode:
 		*vars = append(*vars, map[string]tmplType{})
 		pt := c.pipeNoDecl(tree, n.Pipe, dot, vars)
+		if k, ok := rangeCount(n.Pipe); ok && k > MaxTemplateRange {
+			c.errorf(tree, n, "range over %d: a template ranges over at most %d", k, MaxTemplateRange)
+		}
 		if t := deref(pt.t); t != nil && !rangeable(t) {
 			what := "the value"
 			if pt.what != "" {

@@ -198,6 +198,9 @@ type BudgetLimits struct {
 type Budget struct {
 	BudgetLimits `yaml:",inline"`
 	Nodes        Map[BudgetLimits] `yaml:"nodes"`
+	// MaxEvaluations bounds the node executions of a run (see
+	// DefaultMaxEvaluations).
+	MaxEvaluations *int `yaml:"max_evaluations"`
 }
 
 // Input is a value the user gives on the command line.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/regular"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
@@ -183,7 +184,7 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		if info.IsDir() {
 			opts.ContextDir = c.Context
 		} else {
-			data, err := os.ReadFile(c.Context)
+			data, err := regular.ReadFile(c.Context)
 			if err != nil {
 				return opts, usageErrorf("--context %s: %v", c.Context, err)
 			}

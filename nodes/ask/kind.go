@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/nodes/chat"
+	"github.com/debate-runner/runner/nodes/parse"
 	"github.com/debate-runner/runner/spec"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
@@ -320,6 +321,15 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 			case o.SchemaRef.Set:
 				cfg.Output.Schema, cfg.Output.SchemaJSON = c.SchemaRef(o.SchemaRef)
 			}
+			if cfg.Output.Schema != nil {
+				var at *yaml.Node
+				if hasSchema {
+					at = &o.Schema
+				}
+				if inst, ok := c.SatisfiableSchema(at, o.SchemaRef, cfg.Output.SchemaJSON, cfg.Output.Schema); ok {
+					exerciseJSON(c, cfg.Output.Schema, inst)
+				}
+			}
 			if cfg.Output.SchemaJSON != nil {
 				var doc any
 				if json.Unmarshal(cfg.Output.SchemaJSON, &doc) == nil {
@@ -344,6 +354,7 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 				}
 				cfg.Output.Patterns = append(cfg.Output.Patterns, re)
 				types = append(types, regexType(re))
+				exerciseRegex(c, p.Pos, re)
 			}
 			out = sameType(types)
 		case FormatTags:
@@ -362,11 +373,105 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 			c.Errorf(c.FieldPos("output"), "output fields apply only to format tags (format is %s)", cfg.Output.Format)
 		}
 		if o.Fallback != nil {
+			checkFallback(c, &cfg.Output, o.Fallback)
 			out = withFallback(out, o.Fallback)
 		}
 	}
 	c.SetOutput(out, nil)
 	return cfg
+}
+
+// checkFallback refuses a fallback the node's own replies could never
+// give: one that fails the JSON schema, or lacks a tag or a named group
+// that expressions read as the output's fields. Otherwise the run fails
+// only when a reply is unreadable, in whatever reads the output next.
+func checkFallback(c *spec.NodeContext, o *Output, fb any) {
+	at := c.FieldIn("output", "fallback")
+	pos := c.FieldPos("output")
+	if at != nil {
+		pos = spec.Pos{Line: at.Line, Col: at.Column}
+	}
+	var keys []string
+	switch o.Format {
+	case FormatJSON:
+		c.CheckFallback(at, o.Schema)
+		return
+	case FormatTags:
+		for _, f := range o.Fields {
+			keys = append(keys, strings.ToLower(f))
+		}
+	case FormatRegex:
+		for _, re := range o.Patterns {
+			for _, n := range re.SubexpNames() {
+				if n != "" && !slices.Contains(keys, n) {
+					keys = append(keys, n)
+				}
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	m, isMap := fb.(map[string]any)
+	if !isMap {
+		c.Errorf(pos, "output fallback must be a mapping with %s, like the %s output it stands in for", strings.Join(keys, ", "), o.Format)
+		return
+	}
+	var lacks []string
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			lacks = append(lacks, k)
+		}
+	}
+	c.FallbackLacks(pos, lacks...)
+}
+
+// exerciseJSON runs a reply holding inst, an instance the output schema
+// accepts, through the reply parser: a schema no reply can pass as parsed
+// (the parser finds other JSON in it, say) is an error.
+func exerciseJSON(c *spec.NodeContext, sch *jsonschema.Schema, inst any) {
+	data, err := json.Marshal(inst)
+	if err != nil {
+		return
+	}
+	if _, err := (parse.Spec{Format: string(FormatJSON), Schema: sch}).Parse(string(data)); err != nil {
+		c.Errorf(c.FieldPos("output"), "a reply holding %s, which the output schema accepts, does not parse: %v", data, err)
+	}
+}
+
+// exerciseRegex checks that some reply gives a non-empty output under the
+// pattern: one that matches only empty text is an error, one for which no
+// such reply was found a warning.
+func exerciseRegex(c *spec.NodeContext, pos spec.Pos, re *regexp.Regexp) {
+	if spec.RegexMatchesOnlyEmpty(re) {
+		c.Errorf(pos, "output pattern %s matches only empty text; no reply can give an output", re)
+		return
+	}
+	p := parse.Spec{Format: string(FormatRegex), Patterns: []*regexp.Regexp{re}}
+	for _, ex := range spec.RegexExamples(re) {
+		out, err := p.Parse(ex)
+		if err == nil && !emptyOutput(out.Value) {
+			return
+		}
+	}
+	c.Warnf(pos, "validate found no reply for which output pattern %s gives a non-empty output; check that one exists", re)
+}
+
+// emptyOutput reports a regex output with no text: "" or named groups
+// that are all "".
+func emptyOutput(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return x == ""
+	case map[string]any:
+		for _, g := range x {
+			if s, _ := g.(string); s != "" {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // regexType is the output of a regex format: the named groups, else the

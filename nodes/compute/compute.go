@@ -105,6 +105,11 @@ func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan) (spec.No
 		if err != nil {
 			return nil, fmt.Errorf("node %q: %s (%s): %w", node.ID, what, p.Source, errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
 		}
+		// A NaN or an infinity cannot be journaled: the node fails here,
+		// naming the expression, rather than the journal later.
+		if err := spec.CheckFinite(p, fmt.Sprintf("node %q: %s", node.ID, what), v); err != nil {
+			return nil, err
+		}
 		return v, nil
 	}
 	var out any

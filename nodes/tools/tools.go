@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/regular"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
@@ -87,7 +88,7 @@ func Digest(dir, rel string) (kit.FileRead, error) {
 	if err != nil {
 		return kit.FileRead{}, err
 	}
-	_, f, err := readRegular(full, rel)
+	_, f, err := readRegular(contextRoot(dir), full, rel)
 	return f, err
 }
 
@@ -131,7 +132,7 @@ func fileTool(env Env, name, p string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		text, read, err := readRegular(full, p)
+		text, read, err := readRegular(contextRoot(dir), full, p)
 		if err != nil {
 			return "", err
 		}
@@ -168,10 +169,14 @@ func fileTool(env Env, name, p string) (string, error) {
 }
 
 // readRegular reads what read_file shows of a file: at most MaxFileBytes
-// of a regular file. Anything else is refused before it is opened: a FIFO
-// would block the run until someone wrote to it, a device could stream
-// forever.
-func readRegular(full, p string) (string, kit.FileRead, error) {
+// of a regular file. Anything else is refused: a FIFO would block the run
+// until someone wrote to it, a device could stream forever. The file is
+// opened without waiting (O_NONBLOCK where the platform has it) and checked
+// once open, so a file swapped for a FIFO after the check cannot block.
+// A file with more than one name (hard links) is read only when every name
+// is under root: a hard link looks like any file by its path, but its
+// other name may be outside the folder.
+func readRegular(root, full, p string) (string, kit.FileRead, error) {
 	info, err := os.Stat(full)
 	if err != nil {
 		return "", kit.FileRead{}, fmt.Errorf("cannot read %q: %v", p, unwrap(err))
@@ -180,15 +185,19 @@ func readRegular(full, p string) (string, kit.FileRead, error) {
 		return "", kit.FileRead{}, fmt.Errorf("%q is a folder; use list_files", p)
 	}
 	if !info.Mode().IsRegular() {
-		return "", kit.FileRead{}, fmt.Errorf("%q is not a regular file (%s); only regular files can be read", p, fileKind(info.Mode()))
+		return "", kit.FileRead{}, fmt.Errorf("%q is not a regular file (%s); only regular files can be read", p, regular.Kind(info.Mode()))
 	}
-	f, err := os.Open(full)
+	f, info, err := regular.Open(full)
 	if err != nil {
+		var nr *regular.NotRegularError
+		if errors.As(err, &nr) {
+			return "", kit.FileRead{}, fmt.Errorf("%q is not a regular file (%s); only regular files can be read", p, regular.Kind(nr.Mode))
+		}
 		return "", kit.FileRead{}, fmt.Errorf("cannot read %q: %v", p, unwrap(err))
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", kit.FileRead{}, fmt.Errorf("%q is not a regular file; only regular files can be read", p)
+	if n := regular.Links(f, info); n > 1 && !linksInside(root, info, n) {
+		return "", kit.FileRead{}, fmt.Errorf("%q has %d names (hard links) and not all are in the context directory; a hard link may lead out of it, so it is not read", p, n)
 	}
 	buf := make([]byte, MaxFileBytes+1)
 	n, err := io.ReadFull(f, buf)
@@ -204,17 +213,33 @@ func readRegular(full, p string) (string, kit.FileRead, error) {
 	return text, read, nil
 }
 
-// fileKind names what a file that is not a regular file is.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	}
-	return "a special file"
+// maxLinkScan bounds the entries linksInside looks at: a folder larger
+// than that cannot vouch for a hard-linked file in it.
+const maxLinkScan = 100_000
+
+// linksInside reports whether all n names of the file info describes are
+// under root (symbolic links are not followed: a name is where it is).
+func linksInside(root string, info fs.FileInfo, n uint64) bool {
+	var found uint64
+	seen := 0
+	_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if seen++; seen > maxLinkScan {
+			return filepath.SkipAll
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if li, err := os.Lstat(path); err == nil && os.SameFile(li, info) {
+			if found++; found >= n {
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	return found >= n
 }
 
 func unwrap(err error) error {
@@ -249,6 +274,15 @@ func confine(dir, p string) (string, error) {
 		return "", fmt.Errorf("%q leaves the context directory", p)
 	}
 	return real, nil
+}
+
+// contextRoot is the context directory with its links resolved, as
+// confine compares paths against.
+func contextRoot(dir string) string {
+	if root, err := filepath.EvalSymlinks(dir); err == nil {
+		return root
+	}
+	return dir
 }
 
 // relative checks that p is a relative path that stays inside the context

@@ -5,6 +5,7 @@
 package args
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -16,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/regular"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -50,8 +52,13 @@ func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
 		}
 		if strings.HasPrefix(value, "@") {
 			path := value[1:]
-			data, err := os.ReadFile(path)
+			// A FIFO or a device would block or stream: only a regular
+			// file is read.
+			data, err := regular.ReadFile(path)
 			if err != nil {
+				if nr := (*regular.NotRegularError)(nil); errors.As(err, &nr) {
+					return nil, &FlagError{Flag: "--input " + name, Err: err}
+				}
 				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("cannot read %s: %w", path, UnwrapPathError(err))}
 			}
 			if !utf8.Valid(data) {

@@ -177,7 +177,7 @@ type Run struct {
 	// Inconclusive says why a run that finished did not reach its
 	// purpose (status inconclusive).
 	Inconclusive string             `json:"inconclusive,omitempty"`
-	Usage        result.Usage      `json:"usage"`
+	Usage        result.Usage       `json:"usage"`
 	Calls        runtime.CallCounts `json:"calls"`
 	DurationMS   int64              `json:"duration_ms"`
 }
