@@ -97,7 +97,7 @@ func (c *workerCmd) Run(e *env) error {
 		return err
 	}
 	defer cl.Close()
-	w := worker.New(cl, c.TaskQueue, worker.Options{})
+	w := worker.New(cl, c.TaskQueue, durable.WorkerOptions(c.TaskQueue, Version()))
 	acts := &durable.Activities{Getenv: e.getenv}
 	if !c.NoCache {
 		st, err := openCache(e, c.CacheDir)
@@ -111,14 +111,17 @@ func (c *workerCmd) Run(e *env) error {
 	if !c.LocalLimits {
 		acts.Gates = &durable.Gates{Client: cl, TaskQueue: c.TaskQueue}
 	}
-	durable.Register(w, &durable.Workflows{Version: Version(), Registry: nodes.Registry()}, acts)
+	durable.Register(w, &durable.Workflows{Registry: nodes.Registry()}, acts)
 	if err := w.Start(); err != nil {
 		return exitcode.With(exitcode.Failure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
 	}
-	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue},
-		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s", c.TaskQueue, c.Namespace, addr))
+	defer w.Stop()
+	if err := durable.Promote(ctx, cl, c.TaskQueue, Version()); err != nil {
+		return exitcode.With(exitcode.Failure, err)
+	}
+	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue, "build_id": Version()},
+		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s as build %s", c.TaskQueue, c.Namespace, addr, Version()))
 	<-ctx.Done()
-	w.Stop()
 	return nil
 }
 
@@ -181,9 +184,10 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return err
 	}
 	in.Calls.Heartbeat = c.Heartbeat
-	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.RunWorkflowName, in); err != nil {
+	if _, err := cl.ExecuteWorkflow(ctx, durable.StartOptions(id, c.TaskQueue, Version()), durable.RunWorkflowName, in); err != nil {
 		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
+	c.warnNoBuild(ctx, e, cl)
 	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id}
 	if bundle.Context != nil {
 		// Written before the record that names it, so that a record never
@@ -231,9 +235,10 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		ri.Calls.Heartbeat = c.Heartbeat
 		in.Runs = append(in.Runs, ri)
 	}
-	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.SweepWorkflowName, in); err != nil {
+	if _, err := cl.ExecuteWorkflow(ctx, durable.StartOptions(id, c.TaskQueue, Version()), durable.SweepWorkflowName, in); err != nil {
 		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the sweep to Temporal at %s: %w", addr, err))
 	}
+	c.warnNoBuild(ctx, e, cl)
 	if !c.Quiet {
 		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	}
@@ -266,6 +271,15 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		return r, nil
 	}
 	return c.sweep(e, plan, opts, v, start)
+}
+
+// warnNoBuild says so when no worker of this build polls the task queue:
+// the run is pinned to this build and waits for one.
+func (c *runCmd) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
+	if ok, err := durable.HasBuild(ctx, cl, c.TaskQueue, Version()); err == nil && !ok {
+		msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), c.TaskQueue)
+		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
+	}
 }
 
 // verified checks that the run recorded here is the run the workers made:
