@@ -76,7 +76,9 @@ func (workerCmd) Help() string {
 model calls as activities, with the API keys of its own environment (and a
 .env file in the current folder). Start as many as you like, on as many
 machines; a worker that dies costs no completed call. Stop with Ctrl-C.
-Workers and the clients that submit to them must run the same runner version.
+A worker makes only the runs of its own runner version (a run is pinned to
+the version that submits it), so workers of a new version can start beside
+the old ones while runs are in flight; see docs/scaling-out.md.
 A development server for trying it: temporal server start-dev --headless
 
 Examples:
