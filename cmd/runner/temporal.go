@@ -190,7 +190,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
 	c.warnNoBuild(ctx, e, cl)
-	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id}
+	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id, BuildID: Version()}
 	if bundle.Context != nil {
 		// Written before the record that names it, so that a record never
 		// names a snapshot that is not there.
@@ -258,7 +258,7 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		if err != nil {
 			return nil, err
 		}
-		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id}
+		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id, BuildID: Version()}
 		if bundle.Context != nil {
 			ctxOnce.Do(func() { ctxErr = durable.WriteContext(filepath.Dir(r.Dir), bundle.Context) })
 			if ctxErr != nil {
@@ -275,13 +275,22 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 	return c.sweep(e, plan, opts, v, start)
 }
 
-// warnNoBuild says so when no worker of this build polls the task queue:
-// the run is pinned to this build and waits for one.
+// warnNoBuild says so when no worker of this build has polled the task
+// queue (given a few seconds, for workers started with the run): the run
+// is pinned to this build and waits for one.
 func (c *runCmd) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
-	if ok, err := durable.HasBuild(ctx, cl, c.TaskQueue, Version()); err == nil && !ok {
-		msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), c.TaskQueue)
-		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
+	for wait := 0; wait < 20; wait++ {
+		if ok, err := durable.HasBuild(ctx, cl, c.TaskQueue, Version()); err != nil || ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
+	msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), c.TaskQueue)
+	e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 }
 
 // verified checks that the run recorded here is the run the workers made:
@@ -317,6 +326,10 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 		return err
 	}
 	opts.ContextSnapshot = snap
+	if rec.BuildID != "" && rec.BuildID != Version() {
+		msg := fmt.Sprintf("the run is made by workers of runner %s, the version that submitted it; this is runner %s, whose record of it differs if the two walk its flow differently", rec.BuildID, Version())
+		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
+	}
 	tf := temporalFlags{Namespace: rec.Namespace}
 	tf.APIKeyEnv = "TEMPORAL_API_KEY"
 	cl, err := tf.dial(ctx, e, rec.Address)

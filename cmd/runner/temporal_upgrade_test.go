@@ -113,6 +113,9 @@ func TestTemporalUpgradeKeepsRunsOnTheirBuild(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("%s has no %s: %v", dir, durable.RecordFile, err)
 	}
+	if rec.BuildID != "devel" {
+		t.Errorf("the old run's record names build %q, want devel", rec.BuildID)
+	}
 
 	// 2. The upgrade: a worker of the new build, then the old one stops.
 	newWorker, newOut := startWorker(t, newBin, addr, queue, srv)
@@ -135,6 +138,9 @@ func TestTemporalUpgradeKeepsRunsOnTheirBuild(t *testing.T) {
 	newRec, ok, err := durable.ReadRecord(runDirFrom(t, stderr))
 	if err != nil || !ok {
 		t.Fatalf("the new run has no %s: %v", durable.RecordFile, err)
+	}
+	if newRec.BuildID != newVersion {
+		t.Errorf("the new run's record names build %q, want %s", newRec.BuildID, newVersion)
 	}
 	newID := fmt.Sprintf("%d@", newWorker.Process.Pid)
 	for _, task := range historyTasks(t, addr, newRec.WorkflowID) {
@@ -192,6 +198,40 @@ func TestTemporalUpgradeKeepsRunsOnTheirBuild(t *testing.T) {
 	}
 	if got, want := e2eOutcome(t, dir), e2eOutcome(t, runDirFrom(t, stderr)); got != want {
 		t.Errorf("the old run's outputs and messages differ from the local run's:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestTemporalRunWarnsWithoutWorkersOfItsBuild: a run submitted where no
+// worker of its runner version has polled says it waits for one.
+func TestTemporalRunWarnsWithoutWorkersOfItsBuild(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "x"} })
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(replaySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	client := exec.Command(bin, "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q",
+		"--temporal", addr, "--task-queue", "runner-test-nobody")
+	client.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey)
+	out := &syncBuffer{}
+	client.Stdout, client.Stderr = out, out
+	if err := client.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- client.Wait() }()
+	defer func() { _ = client.Process.Kill() }()
+	const want = "no worker of runner devel has polled task queue runner-test-nobody yet: the run waits for one"
+	deadline := time.After(time.Minute)
+	for !strings.Contains(out.String(), want) {
+		select {
+		case err := <-exited:
+			t.Fatalf("the run ended (%v) with no worker to make it:\n%s", err, out)
+		case <-deadline:
+			t.Fatalf("no warning within a minute:\n%s", out)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 
