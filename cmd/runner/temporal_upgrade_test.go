@@ -13,9 +13,15 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/durable"
 )
 
@@ -258,4 +264,116 @@ func runBuild(t *testing.T, bin string, srv *llmtest.Server, args ...string) (co
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	_ = cmd.Run()
 	return cmd.ProcessState.ExitCode(), out.String(), errb.String()
+}
+
+// gateHistoryFile is the recorded gate history runtime/durable's
+// TestReplayRecordedGateHistory replays without a server.
+const gateHistoryFile = "../../runtime/durable/testdata/gate-history.json"
+
+// gateSpec asks two agents at once of an endpoint that takes one call at
+// a time, so its gate queues one while it admits the other.
+const gateSpec = `version: 1
+name: gated
+inputs: {question: {required: true}}
+endpoints:
+  local: {base_url: "${OPENAI_BASE_URL}", api_key_env: OPENAI_API_KEY, max_concurrency: 1, requests_per_minute: 600}
+models:
+  default: {model: test-model, endpoint: local}
+agents:
+  a: {name: A}
+  b: {name: B}
+templates:
+  define:
+    p: "KEY=first {{.Inputs.question}}"
+nodes:
+  first: {kind: ask, agents: [a, b], template: p}
+flow: [first]
+outputs:
+  n: len(messages)
+`
+
+// TestTemporalReplayGateHistory makes a run through an endpoint's gate on
+// a real development server and replays the gate's history against this
+// build's workflow code. Unlike runs, gates move to each new build
+// (deploy.go), so a change to what a gate does must keep replaying old
+// gates. RUNNER_UPDATE_HISTORY=1 also stores the history where
+// runtime/durable replays it without a server.
+func TestTemporalReplayGateHistory(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		time.Sleep(20 * time.Millisecond)
+		return llmtest.Reply{Content: "seen: " + r.LastUser()}
+	})
+	const queue = "runner-test-gate"
+	startWorker(t, bin, addr, queue, srv)
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(gateSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q",
+		"--temporal", addr, "--task-queue", queue, "--no-cache")
+	if code != exitcode.OK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var gateID string
+	for gateID == "" {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: "default", Query: fmt.Sprintf("WorkflowType = %q", durable.GateWorkflowName),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Executions) > 0 {
+			gateID = resp.Executions[0].Execution.WorkflowId
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no gate workflow listed within a minute")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	var h historypb.History
+	var updates int
+	it := c.GetWorkflowHistory(ctx, gateID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetWorkflowExecutionUpdateCompletedEventAttributes() != nil {
+			updates++
+		}
+		h.Events = append(h.Events, ev)
+	}
+	if updates != 2 {
+		t.Fatalf("gate %s admitted %d calls, want 2", gateID, updates)
+	}
+	if os.Getenv("RUNNER_UPDATE_HISTORY") != "" {
+		data, err := protojson.MarshalOptions{Multiline: true}.Marshal(&h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(gateHistoryFile, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s: %d events", gateHistoryFile, len(h.Events))
+	}
+	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: durable.DataConverter()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := &durable.Workflows{Registry: nodes.Registry()}
+	r.RegisterWorkflowWithOptions(wf.Gate, workflow.RegisterOptions{Name: durable.GateWorkflowName})
+	if err := r.ReplayWorkflowHistory(nil, &h); err != nil {
+		t.Fatalf("replaying the history of gate %s: %v", gateID, err)
+	}
 }

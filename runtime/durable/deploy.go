@@ -22,7 +22,9 @@ import (
 // submits them, and runs in flight stay on theirs until they end, never
 // replayed on code they did not start on. Gates (gate.go) are shared by
 // every build and upgrade automatically to the deployment's current
-// version, which each worker sets to its own build when it starts.
+// version, which each worker sets to its own build when it starts: a
+// change to the commands a gate makes must keep old gates replaying
+// (workflow.GetVersion), as their histories move from build to build.
 
 // DeploymentName is the Worker Deployment of the workers polling taskQueue.
 func DeploymentName(taskQueue string) string { return taskQueue }
