@@ -76,7 +76,9 @@ func (workerCmd) Help() string {
 model calls as activities, with the API keys of its own environment (and a
 .env file in the current folder). Start as many as you like, on as many
 machines; a worker that dies costs no completed call. Stop with Ctrl-C.
-Workers and the clients that submit to them must run the same runner version.
+A worker makes only the runs of its own runner version (a run is pinned to
+the version that submits it), so workers of a new version can start beside
+the old ones while runs are in flight; see docs/scaling-out.md.
 A development server for trying it: temporal server start-dev --headless
 
 Examples:
@@ -97,7 +99,7 @@ func (c *workerCmd) Run(e *env) error {
 		return err
 	}
 	defer cl.Close()
-	w := worker.New(cl, c.TaskQueue, worker.Options{})
+	w := worker.New(cl, c.TaskQueue, durable.WorkerOptions(c.TaskQueue, Version()))
 	acts := &durable.Activities{Getenv: e.getenv}
 	if !c.NoCache {
 		st, err := openCache(e, c.CacheDir)
@@ -111,14 +113,17 @@ func (c *workerCmd) Run(e *env) error {
 	if !c.LocalLimits {
 		acts.Gates = &durable.Gates{Client: cl, TaskQueue: c.TaskQueue}
 	}
-	durable.Register(w, &durable.Workflows{Version: Version(), Registry: nodes.Registry()}, acts)
+	durable.Register(w, &durable.Workflows{Registry: nodes.Registry()}, acts)
 	if err := w.Start(); err != nil {
 		return exitcode.With(exitcode.Failure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
 	}
-	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue},
-		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s", c.TaskQueue, c.Namespace, addr))
+	defer w.Stop()
+	if err := durable.Promote(ctx, cl, c.TaskQueue, Version()); err != nil {
+		return exitcode.With(exitcode.Failure, err)
+	}
+	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue, "build_id": Version()},
+		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s as build %s", c.TaskQueue, c.Namespace, addr, Version()))
 	<-ctx.Done()
-	w.Stop()
 	return nil
 }
 
@@ -181,10 +186,11 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return err
 	}
 	in.Calls.Heartbeat = c.Heartbeat
-	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.RunWorkflowName, in); err != nil {
+	if _, err := cl.ExecuteWorkflow(ctx, durable.StartOptions(id, c.TaskQueue, Version()), durable.RunWorkflowName, in); err != nil {
 		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
-	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id}
+	c.warnNoBuild(ctx, e, cl)
+	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id, BuildID: Version()}
 	if bundle.Context != nil {
 		// Written before the record that names it, so that a record never
 		// names a snapshot that is not there.
@@ -231,9 +237,10 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		ri.Calls.Heartbeat = c.Heartbeat
 		in.Runs = append(in.Runs, ri)
 	}
-	if _, err := cl.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: c.TaskQueue}, durable.SweepWorkflowName, in); err != nil {
+	if _, err := cl.ExecuteWorkflow(ctx, durable.StartOptions(id, c.TaskQueue, Version()), durable.SweepWorkflowName, in); err != nil {
 		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the sweep to Temporal at %s: %w", addr, err))
 	}
+	c.warnNoBuild(ctx, e, cl)
 	if !c.Quiet {
 		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	}
@@ -251,7 +258,7 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		if err != nil {
 			return nil, err
 		}
-		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id}
+		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id, BuildID: Version()}
 		if bundle.Context != nil {
 			ctxOnce.Do(func() { ctxErr = durable.WriteContext(filepath.Dir(r.Dir), bundle.Context) })
 			if ctxErr != nil {
@@ -266,6 +273,24 @@ func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, 
 		return r, nil
 	}
 	return c.sweep(e, plan, opts, v, start)
+}
+
+// warnNoBuild says so when no worker of this build has polled the task
+// queue (given a few seconds, for workers started with the run): the run
+// is pinned to this build and waits for one.
+func (c *runCmd) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
+	for wait := 0; wait < 20; wait++ {
+		if ok, err := durable.HasBuild(ctx, cl, c.TaskQueue, Version()); err != nil || ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), c.TaskQueue)
+	e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 }
 
 // verified checks that the run recorded here is the run the workers made:
@@ -302,6 +327,10 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 		return err
 	}
 	opts.ContextSnapshot = snap
+	if rec.BuildID != "" && rec.BuildID != Version() {
+		msg := fmt.Sprintf("the run is made by workers of runner %s, the version that submitted it; this is runner %s, whose record of it differs if the two walk its flow differently", rec.BuildID, Version())
+		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
+	}
 	tf := temporalFlags{Namespace: rec.Namespace}
 	tf.APIKeyEnv = "TEMPORAL_API_KEY"
 	cl, err := tf.dial(ctx, e, rec.Address)

@@ -104,7 +104,7 @@ func TestTemporalReplayHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wf := &durable.Workflows{Version: Version(), Registry: nodes.Registry()}
+	wf := &durable.Workflows{Registry: nodes.Registry()}
 	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: durable.RunWorkflowName})
 	if err := r.ReplayWorkflowHistory(nil, &h); err != nil {
 		t.Fatalf("replaying the history of workflow %s: %v", rec.WorkflowID, err)

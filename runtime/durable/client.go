@@ -103,6 +103,9 @@ type Record struct {
 	WorkflowID string `json:"workflow_id"`
 	// Sweep is the sweep workflow a run belongs to.
 	Sweep string `json:"sweep,omitempty"`
+	// BuildID is the runner version the workflow is pinned to, whose
+	// workers make it (StartOptions).
+	BuildID string `json:"build_id,omitempty"`
 	// ContextFile names the file in the run directory that holds the
 	// snapshot of --context the workers answer file tools from, so that a
 	// resumed client answers them alike even if the folder changed since.

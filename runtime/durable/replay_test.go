@@ -16,25 +16,35 @@ import (
 // RUNNER_UPDATE_HISTORY=1 records it again).
 const recordedHistory = "testdata/run-history.json"
 
+// recordedGateHistory is a gate's history, recorded as recordedHistory is
+// (cmd/runner TestTemporalReplayGateHistory).
+const recordedGateHistory = "testdata/gate-history.json"
+
 func replay(t *testing.T, run any) error {
 	t.Helper()
-	if _, err := os.Stat(recordedHistory); err != nil {
+	return replayFile(t, recordedHistory, RunWorkflowName, run)
+}
+
+func replayFile(t *testing.T, file, name string, wf any) error {
+	t.Helper()
+	if _, err := os.Stat(file); err != nil {
 		t.Fatalf("the recorded history is missing: %v", err)
 	}
 	r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: DataConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.RegisterWorkflowWithOptions(run, workflow.RegisterOptions{Name: RunWorkflowName})
-	return r.ReplayWorkflowHistoryFromJSONFile(nil, recordedHistory)
+	r.RegisterWorkflowWithOptions(wf, workflow.RegisterOptions{Name: name})
+	return r.ReplayWorkflowHistoryFromJSONFile(nil, file)
 }
 
 // TestReplayRecordedRunHistory replays a recorded run against the current
 // workflow code: a change to the engine or the workflow that makes other
-// commands (another call order, another activity, a timer) would break
-// every run in flight when workers are upgraded, and fails here first. If
-// the change is meant, record the history again (see recordedHistory) and
-// say in the commit that running workflows must drain before the upgrade.
+// commands (another call order, another activity, a timer) fails here
+// first. Runs are pinned to the build that submitted them (deploy.go), so
+// a meant change breaks no run in flight: record the history again (see
+// recordedHistory) and say so in the commit. What stays forbidden is
+// workflow code that decides differently on replay within one build.
 func TestReplayRecordedRunHistory(t *testing.T) {
 	wf := &Workflows{Registry: nodes.Registry()}
 	if err := replay(t, wf.Run); err != nil {
@@ -55,5 +65,27 @@ func TestReplayNoticesOtherCommands(t *testing.T) {
 	// TMPRL1100 is the SDK's code for nondeterminism.
 	if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
 		t.Fatalf("a workflow that sleeps instead of calling replayed as %v; want a nondeterminism error", err)
+	}
+}
+
+// TestReplayRecordedGateHistory replays a recorded gate against the
+// current gate code. Gates are not pinned: each new build's workers take
+// over the gates in flight (deploy.go), so a change to the commands a
+// gate makes must keep this passing (with workflow.GetVersion), not
+// record the history again.
+func TestReplayRecordedGateHistory(t *testing.T) {
+	wf := &Workflows{Registry: nodes.Registry()}
+	if err := replayFile(t, recordedGateHistory, GateWorkflowName, wf.Gate); err != nil {
+		t.Fatalf("the recorded gate no longer replays on this workflow code: %v", err)
+	}
+	// And the replay can fail: a gate that first sleeps is another gate.
+	other := func(ctx workflow.Context, st GateState) error {
+		if err := workflow.Sleep(ctx, 1); err != nil {
+			return err
+		}
+		return wf.Gate(ctx, st)
+	}
+	if err := replayFile(t, recordedGateHistory, GateWorkflowName, other); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+		t.Fatalf("a gate that sleeps first replayed as %v; want a nondeterminism error", err)
 	}
 }

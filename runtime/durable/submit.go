@@ -11,11 +11,13 @@ import (
 )
 
 // Register registers the workflows and the call activity with a worker (or
-// a test environment).
+// a test environment). Runs and sweeps are pinned to the build they start
+// on; gates, shared by every build, move to the current one (deploy.go).
 func Register(r worker.Registry, wf *Workflows, acts *Activities) {
-	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: RunWorkflowName})
-	r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: SweepWorkflowName})
-	r.RegisterWorkflowWithOptions(wf.Gate, workflow.RegisterOptions{Name: GateWorkflowName})
+	pinned, upgrade := workflow.VersioningBehaviorPinned, workflow.VersioningBehaviorAutoUpgrade
+	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: RunWorkflowName, VersioningBehavior: pinned})
+	r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: SweepWorkflowName, VersioningBehavior: pinned})
+	r.RegisterWorkflowWithOptions(wf.Gate, workflow.RegisterOptions{Name: GateWorkflowName, VersioningBehavior: upgrade})
 	r.RegisterActivityWithOptions(acts.Call, activity.RegisterOptions{Name: CallActivityName})
 }
 

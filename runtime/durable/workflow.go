@@ -47,8 +47,8 @@ const (
 type RunInput struct {
 	// RunID is the run's id in the run directory the client writes.
 	RunID string `json:"run_id"`
-	// Version is the runner version that submitted the run; a worker of
-	// another version refuses it, since both must walk the flow alike.
+	// Version is the runner version that submitted the run, for the
+	// record: the run is pinned to that build's workers (StartOptions).
 	Version string `json:"version,omitempty"`
 	// Bundle is the spec and its files; a sweep's runs leave it out and
 	// get the sweep's.
@@ -130,8 +130,6 @@ type Retry struct {
 
 // Workflows are the workflows a worker registers.
 type Workflows struct {
-	// Version is the worker's runner version (see RunInput.Version).
-	Version string
 	// Registry compiles specs (nodes.Registry()).
 	Registry *spec.Registry
 }
@@ -143,10 +141,6 @@ type Workflows struct {
 // signal (runner resume) rather than end, so that the history it has
 // stays the run's.
 func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
-	if in.Version != "" && w.Version != "" && in.Version != w.Version {
-		return RunOutcome{}, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("this worker runs runner %s, the run was submitted by runner %s: both must be the same version", w.Version, in.Version), ErrTypeWorker, nil)
-	}
 	if in.Bundle == nil {
 		return RunOutcome{}, temporal.NewNonRetryableApplicationError("the run carries no spec", ErrTypeWorker, nil)
 	}
