@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/mdtext"
@@ -811,7 +813,7 @@ func checkReplayCalls(t *testing.T, p *replayer, srv *llmtest.Server) (made, rec
 // carried over.
 func checkContributions(t *testing.T, rec *dlState, res *runresult.Result) {
 	t.Helper()
-	got := map[string]spec.Message{}
+	got := map[string]value.Message{}
 	for _, m := range res.Messages {
 		switch m.Node {
 		case "propose", "critique", "refine":

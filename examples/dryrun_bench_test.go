@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
@@ -62,7 +64,7 @@ func BenchmarkDryRunCost(b *testing.B) {
 					rn, err := runtime.Start(plan, runtime.Options{
 						RunsDir: b.TempDir(), Inputs: inputs, Getenv: runtest.Env("http://127.0.0.1:1/v1", "sk-bench"),
 						HTTPClient: &http.Client{Transport: runtest.KeyedTransport{Reply: func(k string) string { return replies[k] }}},
-						Ask:        func(_ context.Context, q spec.Question) (string, error) { return "<answer to " + q.ID + ">", nil },
+						Ask:        func(_ context.Context, q value.Question) (string, error) { return "<answer to " + q.ID + ">", nil },
 					})
 					if err != nil {
 						b.Fatal(err)

@@ -9,13 +9,14 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
-	"github.com/debate-runner/runner/spec"
 )
 
 // TestDryRunIsTheRun: the dry run is the real interpreter. For every
@@ -69,7 +70,7 @@ func TestDryRunIsTheRun(t *testing.T) {
 			opts := runtime.Options{
 				RunsDir: filepath.Join(t.TempDir(), "runs"), Inputs: inputs,
 				Getenv: runtest.Env(srv.URL, "sk-test"),
-				Ask: func(_ context.Context, q spec.Question) (string, error) {
+				Ask: func(_ context.Context, q value.Question) (string, error) {
 					return "<answer to " + q.ID + ">", nil
 				},
 				Sleep:      runtest.NoSleep,

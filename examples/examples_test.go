@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes"
 	asknode "github.com/debate-runner/runner/nodes/ask"
 	"github.com/debate-runner/runner/nodes/converse"
@@ -299,7 +301,7 @@ func TestChainOfDebateOutputs(t *testing.T) {
 			a, b, c := agents[0].ID, agents[1].ID, agents[2].ID
 			opts := plan.Nodes[tc.node].Config.(*converse.Config).Options
 			g1, g2 := plan.Goals[0].ID, plan.Goals[1].ID
-			msgs := []spec.Message{
+			msgs := []value.Message{
 				{Node: tc.node, Goal: g1, Turn: 1, From: a, Record: "message", Verdict: opts[0], Reasoning: "a1"},
 				{Node: tc.node, Goal: g1, Turn: 2, From: b, Record: "message", Verdict: opts[1], Reasoning: "b1"},
 				{Node: tc.node, Goal: g1, Turn: 3, From: a, Record: "message", Verdict: opts[1], Reasoning: "a2"}, // a changes its mind
@@ -358,7 +360,7 @@ func TestDesignDebateOutputsAndLoop(t *testing.T) {
 		{"not yet", map[string]any{"confidence": float64(60)}, false},
 		{"fallback", map[string]any{"confidence": 0, "reason": "unreadable", "text": "???"}, false},
 	} {
-		env := &spec.Env{Vars: vars, Nodes: map[string]spec.NodeResult{"evaluate": {Output: tc.output}}}
+		env := &spec.Env{Vars: vars, Nodes: map[string]value.NodeResult{"evaluate": {Output: tc.output}}}
 		v, err := expr.Run(loop.Until.Program, env.Map())
 		if err != nil {
 			t.Fatalf("%s: until: %v", tc.name, err)
@@ -376,13 +378,13 @@ func TestDesignDebateOutputsAndLoop(t *testing.T) {
 		"unmet_requirements": []any{"offline schedule"}, "tradeoffs": []any{"t"},
 		"recommendations": []any{"r"}, "open_questions": []any{},
 	}
-	got := runOutputs(t, plan, &spec.Env{Nodes: map[string]spec.NodeResult{"synthesize": {Output: parsed}}})
+	got := runOutputs(t, plan, &spec.Env{Nodes: map[string]value.NodeResult{"synthesize": {Output: parsed}}})
 	if got["solution"] != "# Design" || got["confidence"] != float64(35) || fmt.Sprint(got["unmet_requirements"]) != "[offline schedule]" {
 		t.Errorf("outputs = %v", got)
 	}
 	// After a fallback the solution is the judge's raw reply.
 	fallback := map[string]any{"confidence": 0, "text": "raw reply", "tradeoffs": []any{}}
-	got = runOutputs(t, plan, &spec.Env{Nodes: map[string]spec.NodeResult{"synthesize": {Output: fallback}}})
+	got = runOutputs(t, plan, &spec.Env{Nodes: map[string]value.NodeResult{"synthesize": {Output: fallback}}})
 	if got["solution"] != "raw reply" || got["confidence"] != 0 {
 		t.Errorf("fallback outputs = %v", got)
 	}
@@ -390,7 +392,7 @@ func TestDesignDebateOutputsAndLoop(t *testing.T) {
 
 func TestReasoningDebateOutputs(t *testing.T) {
 	plan := load(t, "reasoning-debate")
-	msgs := []spec.Message{
+	msgs := []value.Message{
 		{Round: 1, From: "a", Record: "answer", Output: "3"},
 		{Round: 1, From: "b", Record: "answer", Output: "4"},
 		{Round: 1, From: "c", Record: "answer", Output: "5"},

@@ -9,10 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/result"
-	"github.com/debate-runner/runner/spec"
 )
 
 // These tests run the examples end to end through the runtime against a
@@ -256,7 +257,7 @@ func TestResearchReviewRunsWithModeration(t *testing.T) {
 	if !sawDecision {
 		t.Error("no board prompt showed the moderators' decision")
 	}
-	var msgs []spec.Message
+	var msgs []value.Message
 	for _, m := range res.Messages {
 		if m.Record == "interjection" {
 			msgs = append(msgs, m)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/docs"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/schemas"
@@ -444,7 +446,7 @@ func TestManualDescribesPromptData(t *testing.T) {
 		}
 	}
 	base := map[string]bool{}
-	for _, f := range reflect.VisibleFields(reflect.TypeOf(spec.PromptBase{})) {
+	for _, f := range reflect.VisibleFields(reflect.TypeOf(value.PromptBase{})) {
 		base[f.Name] = true
 		if in, ok := rows[f.Name]; !ok || in != "every prompt" {
 			t.Errorf("docs/templates.md does not list .%s as in every prompt (row: %q)", f.Name, in)

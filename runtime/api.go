@@ -3,6 +3,8 @@ package runtime
 import (
 	"path/filepath"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
@@ -40,7 +42,7 @@ func CheckEndpoints(plan *spec.Plan, opts Options) error {
 // GoalVerdictsOf gathers the verdicts of every goal from msgs, as a run's
 // result and its expressions (goal_verdicts) see them: each agent's latest
 // verdict per goal and node, in the order first given.
-func GoalVerdictsOf(plan *spec.Plan, msgs []spec.Message) []result.GoalVerdicts {
+func GoalVerdictsOf(plan *spec.Plan, msgs []value.Message) []result.GoalVerdicts {
 	return goalVerdicts(plan, msgs)
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -92,7 +94,7 @@ func (r *Run) inconclusiveGoals(env *spec.Env) []string {
 		if prog == nil && !asks {
 			continue
 		}
-		var final []spec.AgentVerdict
+		var final []value.AgentVerdict
 		for _, gv := range gvs {
 			if gv.Goal == g.ID && !watchers[gv.Node] {
 				final = append(final, gv.Verdicts...)
@@ -107,7 +109,7 @@ func (r *Run) inconclusiveGoals(env *spec.Env) []string {
 		} else {
 			m := env.Map()
 			m["goal"] = g
-			m["final_verdicts"] = append([]spec.AgentVerdict{}, final...)
+			m["final_verdicts"] = append([]value.AgentVerdict{}, final...)
 			m["consensus"] = consensus
 			v, err := vm.Run(prog.Program, m)
 			if err != nil {
@@ -124,7 +126,7 @@ func (r *Run) inconclusiveGoals(env *spec.Env) []string {
 
 // consensusOf is the most common verdict ("" when none), the first given
 // among equals, as mode() in expressions picks it.
-func consensusOf(vs []spec.AgentVerdict) string {
+func consensusOf(vs []value.AgentVerdict) string {
 	counts := map[string]int{}
 	best := ""
 	for _, v := range vs {
@@ -141,11 +143,11 @@ func consensusOf(vs []spec.AgentVerdict) string {
 // them), in declaration order.
 func (r *Run) fallbackOutputs(env *spec.Env, outputs map[string]any) []string {
 	alt := *env
-	alt.Messages = make([]spec.Message, len(env.Messages))
+	alt.Messages = make([]value.Message, len(env.Messages))
 	for i, m := range env.Messages {
 		alt.Messages[i] = perturbMessage(m)
 	}
-	alt.Nodes = make(map[string]spec.NodeResult, len(env.Nodes))
+	alt.Nodes = make(map[string]value.NodeResult, len(env.Nodes))
 	for id, res := range env.Nodes {
 		alt.Nodes[id] = perturbNode(res)
 	}
@@ -167,7 +169,7 @@ func (r *Run) fallbackOutputs(env *spec.Env, outputs map[string]any) []string {
 	return out
 }
 
-func perturbMessage(m spec.Message) spec.Message {
+func perturbMessage(m value.Message) value.Message {
 	if m.Fallback {
 		// Only the output stands in: the reply itself is what the
 		// model said.
@@ -179,9 +181,9 @@ func perturbMessage(m spec.Message) spec.Message {
 	return m
 }
 
-func perturbNode(res spec.NodeResult) spec.NodeResult {
+func perturbNode(res value.NodeResult) value.NodeResult {
 	changed := false
-	msgs := make([]spec.Message, len(res.Messages))
+	msgs := make([]value.Message, len(res.Messages))
 	outs := make(map[string]any, len(res.Outputs))
 	for k, v := range res.Outputs {
 		outs[k] = v

@@ -11,11 +11,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
-	"github.com/debate-runner/runner/spec"
 )
 
 // TestResumeWritesRecordsAFailedWriteLost: when result.json cannot be
@@ -210,7 +211,7 @@ outputs:
   answers: nodes.clarify.output
 `))
 	var typed atomic.Int64
-	ask := func(context.Context, spec.Question) (string, error) {
+	ask := func(context.Context, value.Question) (string, error) {
 		typed.Add(1)
 		return "ten thousand", nil
 	}

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
@@ -114,12 +116,12 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		}
 		for i, item := range items {
 			key := fmt.Sprintf("%s=%d", s.As, i+1)
-			if g, ok := item.(spec.GoalView); ok {
+			if g, ok := item.(value.GoalView); ok {
 				key = fmt.Sprintf("%s=%s", s.As, g.ID)
 			}
 			inner := f.with(s.As, item, key)
 			inner.scope.Item = item
-			if g, ok := item.(spec.GoalView); ok {
+			if g, ok := item.(value.GoalView); ok {
 				inner.scope.Goal = g
 				inner.scope.Round = 0
 			}
@@ -151,10 +153,10 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 }
 
 // execNode executes one node in a scope and stores its result.
-func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
+func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (value.NodeResult, error) {
 	exec, err := kit.Of(node)
 	if err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	r.mu.Lock()
 	occKey := node.ID + "/" + f.scope.Key
@@ -164,7 +166,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 	evals := r.evaluations
 	r.mu.Unlock()
 	if limit := r.Plan.Budget.Evaluations(); evals > limit {
-		return spec.NodeResult{}, fmt.Errorf("node %q: the run has executed %d nodes, the most budget.max_evaluations allows (default %d): a loop that runs away (a large max, an until that never holds)? Raise the bound in the spec if the run needs more, and resume with --spec",
+		return value.NodeResult{}, fmt.Errorf("node %q: the run has executed %d nodes, the most budget.max_evaluations allows (default %d): a loop that runs away (a large max, an until that never holds)? Raise the bound in the spec if the run needs more, and resume with --spec",
 			node.ID, limit, spec.DefaultMaxEvaluations)
 	}
 	scopeKey := f.scope.Key
@@ -173,7 +175,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 	}
 	h := &host{run: r, node: node, scope: f.scope, prefix: node.ID + "/" + scopeKey, frame: f, ctx: ctx}
 	if err := r.event(event.NodeStarted, h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	res, err := exec.Execute(ctx, h, node)
 	if err == nil {
@@ -191,7 +193,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec
 		// the content, say); the worst case goes on without the node's
 		// result.
 		r.dry.note("node %q did not finish on stand-in replies (%v); its calls so far are counted", node.ID, firstLineOf(err))
-		return spec.NodeResult{}, nil
+		return value.NodeResult{}, nil
 	}
 	if err != nil {
 		if !errors.Is(err, kit.ErrWaiting) {
@@ -215,10 +217,10 @@ func posString(p *spec.Plan, pos spec.Pos) string {
 
 // setResult stores a node's result in a new map: prompt data and
 // expression environments taken earlier keep the map they were given.
-func (r *Run) setResult(node string, res spec.NodeResult) {
+func (r *Run) setResult(node string, res value.NodeResult) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	results := make(map[string]spec.NodeResult, len(r.results)+1)
+	results := make(map[string]value.NodeResult, len(r.results)+1)
 	for k, v := range r.results {
 		results[k] = v
 	}
@@ -266,7 +268,7 @@ func toList(v any) ([]any, error) {
 	switch x := v.(type) {
 	case []any:
 		return x, nil
-	case []spec.GoalView:
+	case []value.GoalView:
 		out := make([]any, len(x))
 		for i, g := range x {
 			out[i] = g

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
@@ -30,7 +32,7 @@ func TestHistoryIndexesMatchScans(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 3))
 		pick := func(list ...string) string { return list[rng.IntN(len(list))] }
 		for i := range 300 {
-			m := spec.Message{
+			m := value.Message{
 				From: pick("a", "b", "c"), Node: pick("n1", "n2"), Goal: pick("", "g1", "g2"),
 				Record: pick("answer", "message", ""), Round: 1 + rng.IntN(3), Content: fmt.Sprint("text ", i),
 			}
@@ -42,15 +44,15 @@ func TestHistoryIndexesMatchScans(t *testing.T) {
 			case 3:
 				m.Verdict, m.Withdrawn = "NO", true
 			}
-			h.record([]spec.Message{m})
+			h.record([]value.Message{m})
 			env := h.run.env(kit.Scope{}).Map()
 			msgs := h.Messages()
 			if got, want := env["goal_verdicts"], goalVerdicts(h.run.Plan, msgs); !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d, message %d: goal_verdicts\n%+v\nwant\n%+v", seed, i+1, got, want)
 			}
-			plain := (&spec.Env{Messages: msgs}).Map()["latest"].(func(string) []spec.Message)
+			plain := (&spec.Env{Messages: msgs}).Map()["latest"].(func(string) []value.Message)
 			for _, rec := range []string{"answer", "message", "", "none"} {
-				if got, want := env["latest"].(func(string) []spec.Message)(rec), plain(rec); !reflect.DeepEqual(got, want) {
+				if got, want := env["latest"].(func(string) []value.Message)(rec), plain(rec); !reflect.DeepEqual(got, want) {
 					t.Fatalf("seed %d, message %d: latest(%q) = %v, want %v", seed, i+1, rec, got, want)
 				}
 			}
@@ -156,7 +158,7 @@ flow: [answer]
 		ids := []string{"a", "b", "c"}
 		for round := 1; round <= rounds; round++ {
 			for i, a := range ids {
-				h.record([]spec.Message{
+				h.record([]value.Message{
 					{From: a, Record: "answer", Round: round, Content: "an answer"},
 					{From: a, To: ids[(i+1)%3], Record: "critique", Round: round, Content: "a critique"},
 					{From: a, To: ids[(i+2)%3], Whisper: true, Round: round, Content: "a whisper"},

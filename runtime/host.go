@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
@@ -448,14 +450,14 @@ func (r *Run) renderHint(name string) *atomic.Int64 {
 // Base returns what every prompt of an agent sees. The maps and slices in
 // it may be shared with the run and with other prompts: callers may set its
 // fields but must not change what those hold.
-func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase {
+func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) value.PromptBase {
 	r := h.run
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	// Results, messages and agent views are shared rather than copied (see
 	// setResult and history.Store.Seen), so that a call's cost does not grow
 	// with the length of the debate.
-	data := spec.PromptBase{
+	data := value.PromptBase{
 		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Item: h.scope.Item, Goal: h.scope.Goal,
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results,
 		Agents: r.agentViews(node), AllAgents: r.agentViews(nil),
@@ -467,10 +469,10 @@ func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase 
 // messagesSoFar returns the messages recorded so far without copying them:
 // the slice is capped at its length, so appending to it copies, and the run
 // never changes a recorded message. It is never nil. Call with r.mu held.
-func (r *Run) messagesSoFar() []spec.Message {
+func (r *Run) messagesSoFar() []value.Message {
 	n := len(r.messages)
 	if n == 0 {
-		return []spec.Message{}
+		return []value.Message{}
 	}
 	return r.messages[:n:n]
 }
@@ -479,7 +481,7 @@ func (r *Run) messagesSoFar() []spec.Message {
 // spec for a nil node. They are made once per list (the plan does not change
 // during a run) and shared by every prompt; nil for no agents. Call with r.mu
 // held.
-func (r *Run) agentViews(node *spec.NodePlan) []spec.AgentView {
+func (r *Run) agentViews(node *spec.NodePlan) []value.AgentView {
 	if v, ok := r.views[node]; ok {
 		return v
 	}
@@ -487,15 +489,15 @@ func (r *Run) agentViews(node *spec.NodePlan) []spec.AgentView {
 	if node != nil {
 		agents = node.Agents
 	}
-	var v []spec.AgentView
+	var v []value.AgentView
 	if len(agents) > 0 {
-		v = make([]spec.AgentView, len(agents))
+		v = make([]value.AgentView, len(agents))
 		for i, a := range agents {
 			v[i] = a.View()
 		}
 	}
 	if r.views == nil {
-		r.views = map[*spec.NodePlan][]spec.AgentView{}
+		r.views = map[*spec.NodePlan][]value.AgentView{}
 	}
 	r.views[node] = v
 	return v
@@ -503,11 +505,11 @@ func (r *Run) agentViews(node *spec.NodePlan) []spec.AgentView {
 
 // Visible reports whether agent may see message m: private messages only by
 // their author, whispers by their author and addressee.
-func Visible(m spec.Message, agent string) bool { return history.Visible(&m, agent) }
+func Visible(m value.Message, agent string) bool { return history.Visible(&m, agent) }
 
 // Messages returns the run's messages so far. The slice is shared with the
 // run (see Run.messagesSoFar): callers read it and must not change it.
-func (h *host) Messages() []spec.Message {
+func (h *host) Messages() []value.Message {
 	h.run.mu.Lock()
 	defer h.run.mu.Unlock()
 	return h.run.messagesSoFar()
@@ -519,11 +521,11 @@ func (h *host) Messages() []spec.Message {
 // debate itself. The output is then the one parsed from that text, journaled
 // with the call that produced it (its "output" event).
 type messageEvent struct {
-	spec.Message
+	value.Message
 	ContentDigest string `json:"content_digest,omitempty"`
 }
 
-func (h *host) Record(msgs ...spec.Message) []spec.Message {
+func (h *host) Record(msgs ...value.Message) []value.Message {
 	r := h.run
 	// Summaries made for this node's prompts go first, in agent order, so
 	// the record does not depend on which call finished first.
@@ -542,9 +544,9 @@ func (h *host) Record(msgs ...spec.Message) []spec.Message {
 	return h.record(msgs)
 }
 
-func (h *host) record(msgs []spec.Message) []spec.Message {
+func (h *host) record(msgs []value.Message) []value.Message {
 	r := h.run
-	out := make([]spec.Message, 0, len(msgs))
+	out := make([]value.Message, 0, len(msgs))
 	// The messages are journaled together, in one write: a node records
 	// all of its replies at once.
 	entries := make([]journal.Entry, 0, len(msgs))
@@ -644,17 +646,17 @@ func (h *host) Rand() *rand.Rand {
 	return h.rng
 }
 
-func (h *host) Result(node string) (spec.NodeResult, bool) {
+func (h *host) Result(node string) (value.NodeResult, bool) {
 	h.run.mu.Lock()
 	defer h.run.mu.Unlock()
 	res, ok := h.run.results[node]
 	return res, ok
 }
 
-func (h *host) RunNode(ctx context.Context, id string) (spec.NodeResult, error) {
+func (h *host) RunNode(ctx context.Context, id string) (value.NodeResult, error) {
 	n, ok := h.run.Plan.Nodes[id]
 	if !ok {
-		return spec.NodeResult{}, fmt.Errorf("unknown node %q", id)
+		return value.NodeResult{}, fmt.Errorf("unknown node %q", id)
 	}
 	return h.run.runNode(ctx, n, h.frame)
 }
@@ -673,7 +675,7 @@ func (h *host) Progress(ev kit.ProgressEvent) {
 // conversation stays linear in its calls.
 func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
 	agent, seen := "", 0
-	if b := spec.BaseOf(data); b != nil {
+	if b := value.BaseOf(data); b != nil {
 		agent, seen = b.Agent.ID, len(b.History)
 	}
 	if d.rendered.Load() > d.RenderBudget {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
@@ -29,11 +31,11 @@ func promptHost(t *testing.T, n int, private bool) *host {
 	node := plan.Nodes["answer"]
 	h := &host{run: r, node: node, scope: kit.Scope{Key: "-", Round: 2}, prefix: "answer/-"}
 	for i := range n {
-		m := spec.Message{From: "a", To: "b", Round: 2, Content: strings.Repeat("x", 300)}
+		m := value.Message{From: "a", To: "b", Round: 2, Content: strings.Repeat("x", 300)}
 		if private && i%2 == 1 {
 			m.From, m.To, m.Private = "b", "", true
 		}
-		h.record([]spec.Message{m})
+		h.record([]value.Message{m})
 	}
 	return h
 }
@@ -67,8 +69,8 @@ func TestPromptCostIndependentOfHistory(t *testing.T) {
 	if len(data.History) != 2000 || cap(data.History) != len(data.History) {
 		t.Fatalf("history of %d messages with cap %d, want 2000 and cap = len", len(data.History), cap(data.History))
 	}
-	grown := append(data.History, spec.Message{ID: "extra"})
-	long.record([]spec.Message{{From: "b", Content: "later"}})
+	grown := append(data.History, value.Message{ID: "extra"})
+	long.record([]value.Message{{From: "b", Content: "later"}})
 	if grown[2000].ID != "extra" || long.run.messages[2000].Content != "later" {
 		t.Error("appending to a prompt's history and recording a message interfere")
 	}

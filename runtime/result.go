@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
@@ -116,13 +118,13 @@ func copyUsage(m map[string]result.Usage) map[string]result.Usage {
 
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
 // per goal and node, in the order they were first given.
-func goalVerdicts(plan *spec.Plan, msgs []spec.Message) []result.GoalVerdicts {
+func goalVerdicts(plan *spec.Plan, msgs []value.Message) []result.GoalVerdicts {
 	type group struct{ goal, node string }
 	type key struct {
 		group
 		agent string
 	}
-	latest := map[key]spec.Message{}
+	latest := map[key]value.Message{}
 	withdrawn := map[key]bool{}
 	var groups []group
 	agentsOf := map[group][]string{}
@@ -177,7 +179,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 		Warnings: warnings, DurationMS: d.Milliseconds(),
 	}
 	if res.Messages == nil {
-		res.Messages = []spec.Message{}
+		res.Messages = []value.Message{}
 	}
 	if runErr != nil && status == result.StatusFailed {
 		res.Error = runErr.Error()
@@ -189,7 +191,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 // from the interactive prompt, else the run must wait.
 type answerer struct{ run *Run }
 
-func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, error) {
+func (a answerer) Answer(ctx context.Context, q value.Question) (string, bool, error) {
 	if a.run.dry != nil {
 		// A dry run answers every question, so follow-up iterations are
 		// counted.
@@ -229,7 +231,7 @@ func (a answerer) Answer(ctx context.Context, q spec.Question) (string, bool, er
 // answered so far (a resumed run asks those again).
 func (r *Run) writeQuestions() error {
 	r.mu.Lock()
-	qs := append(append([]spec.Question(nil), r.answered...), r.waiting...)
+	qs := append(append([]value.Question(nil), r.answered...), r.waiting...)
 	r.mu.Unlock()
 	if err := redactValue(r.red, &qs); err != nil {
 		return err

@@ -20,6 +20,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/result"
@@ -55,7 +57,7 @@ type Options struct {
 	// Answers are answers to clarifying questions by question id.
 	Answers map[string]string
 	// Ask, when set, is asked for answers that Answers lacks (a terminal).
-	Ask func(ctx context.Context, q spec.Question) (string, error)
+	Ask func(ctx context.Context, q value.Question) (string, error)
 	// LogPrompts writes full prompt texts into the journal's model_request
 	// events; otherwise only their digests and sizes are written, which keeps
 	// the journal linear in the size of the debate.
@@ -348,7 +350,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		runState: &runState{
 			hist:        hist,
 			seenText:    map[[sha256.Size]byte]bool{},
-			results:     map[string]spec.NodeResult{},
+			results:     map[string]value.NodeResult{},
 			usage:       newUsageBook(),
 			occurrences: map[string]int{},
 		},

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -26,20 +28,20 @@ type runState struct {
 	// messages is hist's record so far (see messagesSoFar): it only grows,
 	// and results is replaced (setResult) rather than changed, so prompts
 	// and expressions share both without copying.
-	messages []spec.Message
-	results  map[string]spec.NodeResult
+	messages []value.Message
+	results  map[string]value.NodeResult
 	// views are agent views by node (nil: every agent), made once.
-	views       map[*spec.NodePlan][]spec.AgentView
+	views       map[*spec.NodePlan][]value.AgentView
 	usage       *usageBook
 	occurrences map[string]int
 	// evaluations counts node executions, against the plan's bound.
 	evaluations int
 	warnings    []string
 	warnedOnce  map[string]bool
-	waiting     []spec.Question
+	waiting     []value.Question
 	// answered are the questions answered in this attempt; questions.yaml
 	// keeps them so that resuming with it answers every question again.
-	answered   []spec.Question
+	answered   []value.Question
 	toolCalls  []result.ToolCallInfo
 	rejections []result.Rejection
 	// absences are the agents nodes completed without (ask's min_answers).
@@ -47,7 +49,7 @@ type runState struct {
 	// summaries caches summaries by agent and scope; pendingSummaries are
 	// recorded as messages when the node that asked for them records.
 	summaries        map[string]*summaryEntry
-	pendingSummaries []spec.Message
+	pendingSummaries []value.Message
 	callCounts       CallCounts
 	// seenText are the SHA-256 of texts already in the journal, which
 	// messages repeating them refer to.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
@@ -35,11 +37,11 @@ type summaryEntry struct {
 // tool's: the agent's own messages of those records to everyone (its
 // proposals and refinements, not the critiques it wrote or received), and
 // for an agent with none, the latest round's messages of those records.
-func perspective(msgs []spec.Message, agent string, round int, records []string) []spec.Message {
+func perspective(msgs []value.Message, agent string, round int, records []string) []value.Message {
 	if len(records) > 0 {
 		return recordsPerspective(msgs, agent, round, records)
 	}
-	var own []spec.Message
+	var own []value.Message
 	for _, m := range msgs {
 		if m.Private || m.Record == "" || m.Record == "summary" || m.Record == "clarification" {
 			continue
@@ -49,7 +51,7 @@ func perspective(msgs []spec.Message, agent string, round int, records []string)
 		}
 	}
 	if len(own) > 0 {
-		var out []spec.Message
+		var out []value.Message
 		for _, m := range own {
 			if round == 0 || m.Round < round {
 				out = append(out, m)
@@ -63,7 +65,7 @@ func perspective(msgs []spec.Message, agent string, round int, records []string)
 			last = m.Round
 		}
 	}
-	var out []spec.Message
+	var out []value.Message
 	for _, m := range msgs {
 		if m.Round == last && !m.Private && m.Record != "summary" && m.Record != "clarification" {
 			out = append(out, m)
@@ -72,11 +74,11 @@ func perspective(msgs []spec.Message, agent string, round int, records []string)
 	return out
 }
 
-func recordsPerspective(msgs []spec.Message, agent string, round int, records []string) []spec.Message {
-	counts := func(m *spec.Message) bool {
+func recordsPerspective(msgs []value.Message, agent string, round int, records []string) []value.Message {
+	counts := func(m *value.Message) bool {
 		return !m.Private && m.To == "" && slices.Contains(records, m.Record)
 	}
-	var own []spec.Message
+	var own []value.Message
 	for i := range msgs {
 		if m := &msgs[i]; counts(m) && m.From == agent && (round == 0 || m.Round < round) {
 			own = append(own, *m)
@@ -96,7 +98,7 @@ func recordsPerspective(msgs []spec.Message, agent string, round int, records []
 			last = m.Round
 		}
 	}
-	var out []spec.Message
+	var out []value.Message
 	for i := range msgs {
 		if m := &msgs[i]; counts(m) && m.Round == last {
 			out = append(out, *m)
@@ -105,7 +107,7 @@ func recordsPerspective(msgs []spec.Message, agent string, round int, records []
 	return out
 }
 
-func formatMessages(ms []spec.Message) string {
+func formatMessages(ms []value.Message) string {
 	var b strings.Builder
 	for _, m := range ms {
 		head := m.From
@@ -174,7 +176,7 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 		r.mu.Unlock()
 		return ""
 	}
-	data := &spec.SummaryData{
+	data := &value.SummaryData{
 		PromptBase: h.Base(h.node, agent), Text: text, MaxChars: sp.MaxChars, Chars: len(text),
 		Extra: map[string]any{"max_chars": sp.MaxChars, "chars": len(text)},
 	}
@@ -201,7 +203,7 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	e.text = cutToChars(strings.TrimSpace(rep.Content), sp.MaxChars)
 	_ = h.Event(event.Summary, "summary/"+agent.ID, map[string]any{"agent": agent.ID, "before_chars": len(text), "after_chars": len(e.text), "max_chars": sp.MaxChars})
 	r.mu.Lock()
-	r.pendingSummaries = append(r.pendingSummaries, spec.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
+	r.pendingSummaries = append(r.pendingSummaries, value.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
 	r.mu.Unlock()
 	return e.text
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -59,7 +61,7 @@ func (r *Run) endRunSpan(span *tracing.Span, res *result.Result, err error) {
 }
 
 // runNode executes a node inside its span.
-func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (spec.NodeResult, error) {
+func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (value.NodeResult, error) {
 	ctx, span := tracing.StartNode(ctx, node.ID, string(node.Kind), f.scope.Key)
 	res, err := r.execNode(ctx, node, f)
 	if errors.Is(err, kit.ErrWaiting) {

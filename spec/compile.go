@@ -23,6 +23,8 @@ import (
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/templates"
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -301,7 +303,7 @@ func (c *compiler) verdictsAndGoals() {
 			continue
 		}
 		seen[g.ID.V] = g.ID.Pos
-		c.plan.Goals = append(c.plan.Goals, GoalView{ID: g.ID.V, Description: g.Description, Index: i + 1, Count: len(c.file.Goals), Vars: g.Vars})
+		c.plan.Goals = append(c.plan.Goals, value.GoalView{ID: g.ID.V, Description: g.Description, Index: i + 1, Count: len(c.file.Goals), Vars: g.Vars})
 	}
 }
 
@@ -365,7 +367,7 @@ func (c *compiler) summarize() {
 	if !s.When.IsZero() {
 		sp.When = c.compileExpr(s.When, nil, BoolResult, "history.summarize.when")
 	}
-	c.templateRef(s.Template, reflect.TypeOf(SummaryData{}), nil)
+	c.templateRef(s.Template, reflect.TypeOf(value.SummaryData{}), nil)
 	c.plan.Summarize = sp
 }
 
@@ -375,7 +377,7 @@ func (c *compiler) templates() {
 	c.sources = map[string]string{}
 	c.broken = map[string]bool{}
 	c.origins = map[string]templateOrigin{}
-	set := template.New("").Funcs(TemplateFuncs()).Option("missingkey=error")
+	set := template.New("").Funcs(value.TemplateFuncs()).Option("missingkey=error")
 	for _, use := range c.file.Templates.Use {
 		c.loadLibrary(use)
 	}
@@ -424,12 +426,12 @@ func (c *compiler) templates() {
 			delete(domains, name)
 		}
 	}
-	c.checker = &templateChecker{set: set, funcs: TemplateFuncs(), domains: domains}
+	c.checker = &templateChecker{set: set, funcs: value.TemplateFuncs(), domains: domains}
 	c.checked = map[string][]tmplNodeRead{}
 }
 
 func rebuildWithout(set *template.Template, name string) *template.Template {
-	out := template.New("").Funcs(TemplateFuncs()).Option("missingkey=error")
+	out := template.New("").Funcs(value.TemplateFuncs()).Option("missingkey=error")
 	for _, t := range set.Templates() {
 		if t.Name() == name || t.Name() == "" || t.Tree == nil {
 			continue
@@ -996,7 +998,7 @@ func (c *compiler) nodes() {
 // agentSystems checks the system template of each agent that no node
 // checked against its own prompt data, against what every prompt has.
 func (c *compiler) agentSystems() {
-	base := reflect.TypeOf(PromptBase{})
+	base := reflect.TypeOf(value.PromptBase{})
 	for _, a := range c.plan.Agents {
 		if a.System == "" {
 			continue
@@ -1272,13 +1274,13 @@ func (c *compiler) outputs() {
 		c.plan.Score = c.compileExpr(c.file.Score, map[string]any{"outputs": map[string]any{}, "expected": nil}, AnyResult, "score")
 	}
 	if !c.file.Concluded.IsZero() {
-		c.plan.Concluded = c.compileExpr(c.file.Concluded, ConcludedSample(), BoolResult, "concluded")
+		c.plan.Concluded = c.compileExpr(c.file.Concluded, value.ConcludedSample(), BoolResult, "concluded")
 	}
 	for _, g := range c.file.Goals {
 		if g.Concluded.IsZero() {
 			continue
 		}
-		if p := c.compileExpr(g.Concluded, GoalConcludedSample(), BoolResult, fmt.Sprintf("goal %q concluded", g.ID.V)); p != nil {
+		if p := c.compileExpr(g.Concluded, value.GoalConcludedSample(), BoolResult, fmt.Sprintf("goal %q concluded", g.ID.V)); p != nil {
 			if c.plan.GoalConcluded == nil {
 				c.plan.GoalConcluded = map[string]*Program{}
 			}

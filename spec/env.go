@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"sort"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
@@ -16,12 +18,12 @@ import (
 type Env struct {
 	Inputs   map[string]any
 	Vars     map[string]any
-	Nodes    map[string]NodeResult
-	Goals    []GoalView
+	Nodes    map[string]value.NodeResult
+	Goals    []value.GoalView
 	Verdicts map[string][]string
-	Messages []Message
+	Messages []value.Message
 	Round    int
-	Goal     GoalView
+	Goal     value.GoalView
 	// Loop holds loop and foreach variables by their 'as' name; they are
 	// also visible as top-level names.
 	Loop map[string]any
@@ -41,21 +43,21 @@ func (e *Env) Map() map[string]any {
 		"round":    e.Round,
 		"goal":     e.Goal,
 		"loop":     orEmpty(e.Loop),
-		"latest":   func(record string) []Message { return latestOf(e.Messages, record) },
+		"latest":   func(record string) []value.Message { return latestOf(e.Messages, record) },
 	}
 	if m["nodes"] == nil || len(e.Nodes) == 0 {
 		if e.Nodes == nil {
-			m["nodes"] = map[string]NodeResult{}
+			m["nodes"] = map[string]value.NodeResult{}
 		}
 	}
 	if e.Goals == nil {
-		m["goals"] = []GoalView{}
+		m["goals"] = []value.GoalView{}
 	}
 	if e.Verdicts == nil {
 		m["verdicts"] = map[string][]string{}
 	}
 	if e.Messages == nil {
-		m["messages"] = []Message{}
+		m["messages"] = []value.Message{}
 	}
 	for k, v := range e.Loop {
 		if _, reserved := m[k]; !reserved {
@@ -77,8 +79,8 @@ func orEmpty(m map[string]any) map[string]any {
 
 // latestOf returns each author's latest message of a record, in the order the
 // authors first appear.
-func latestOf(ms []Message, record string) []Message {
-	return latestPerAuthor(byRecord(record, ms))
+func latestOf(ms []value.Message, record string) []value.Message {
+	return value.LatestPerAuthor(value.ByRecord(record, ms))
 }
 
 // exprFunctions are the functions every expression may call, beyond expr's

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/expr-lang/expr"
 )
 
@@ -15,12 +17,12 @@ func TestEnvMapEmpty(t *testing.T) {
 	want := map[string]any{
 		"inputs":   map[string]any{},
 		"vars":     map[string]any{},
-		"nodes":    map[string]NodeResult{},
-		"goals":    []GoalView{},
+		"nodes":    map[string]value.NodeResult{},
+		"goals":    []value.GoalView{},
 		"verdicts": map[string][]string{},
-		"messages": []Message{},
+		"messages": []value.Message{},
 		"round":    0,
-		"goal":     GoalView{},
+		"goal":     value.GoalView{},
 		"loop":     map[string]any{},
 	}
 	for k, v := range want {
@@ -36,7 +38,7 @@ func TestEnvMapEmpty(t *testing.T) {
 			t.Errorf("%s is nil; expressions would see nil instead of an empty value", k)
 		}
 	}
-	if _, ok := m["latest"].(func(string) []Message); !ok {
+	if _, ok := m["latest"].(func(string) []value.Message); !ok {
 		t.Errorf("latest is %T", m["latest"])
 	}
 }
@@ -44,21 +46,21 @@ func TestEnvMapEmpty(t *testing.T) {
 func TestEnvMapLoopAndExtra(t *testing.T) {
 	e := &Env{
 		Round: 2,
-		Goal:  GoalView{ID: "cost"},
+		Goal:  value.GoalView{ID: "cost"},
 		Loop:  map[string]any{"round": 2, "goal": "ignored", "item": "apple", "step": 3},
-		Extra: map[string]any{"turn": 4, "participants": []Participant{{ID: "a"}}},
+		Extra: map[string]any{"turn": 4, "participants": []value.Participant{{ID: "a"}}},
 	}
 	m := e.Map()
 	if m["item"] != "apple" || m["step"] != 3 {
 		t.Errorf("loop names not visible at top level: item=%v step=%v", m["item"], m["step"])
 	}
-	if g, ok := m["goal"].(GoalView); !ok || g.ID != "cost" {
+	if g, ok := m["goal"].(value.GoalView); !ok || g.ID != "cost" {
 		t.Errorf("a loop name must not shadow a built-in name: goal = %#v", m["goal"])
 	}
 	if m["loop"].(map[string]any)["goal"] != "ignored" {
 		t.Errorf("loop map lost an entry: %#v", m["loop"])
 	}
-	if m["turn"] != 4 || len(m["participants"].([]Participant)) != 1 {
+	if m["turn"] != 4 || len(m["participants"].([]value.Participant)) != 1 {
 		t.Errorf("extra names missing: %#v", m)
 	}
 }
@@ -83,10 +85,10 @@ func TestEnvExpressions(t *testing.T) {
 	env := &Env{
 		Inputs:   map[string]any{"question": "2+2?"},
 		Vars:     map[string]any{"rounds": 3, "labels": []string{"x", "y", "x"}},
-		Nodes:    map[string]NodeResult{"evaluate": {Output: map[string]any{"confidence": 90}, Calls: 2}},
-		Goals:    []GoalView{{ID: "cost", Index: 1, Count: 2}, {ID: "risk", Index: 2, Count: 2}},
+		Nodes:    map[string]value.NodeResult{"evaluate": {Output: map[string]any{"confidence": 90}, Calls: 2}},
+		Goals:    []value.GoalView{{ID: "cost", Index: 1, Count: 2}, {ID: "risk", Index: 2, Count: 2}},
 		Verdicts: map[string][]string{"hiring": {"HIRE", "REJECT"}},
-		Messages: []Message{
+		Messages: []value.Message{
 			{From: "a", Record: "answer", Round: 1, Output: "4"},
 			{From: "b", Record: "answer", Round: 1, Output: "5"},
 			{From: "a", Record: "critique", Round: 1, Output: "b is wrong"},
@@ -94,7 +96,7 @@ func TestEnvExpressions(t *testing.T) {
 			{From: "b", Record: "answer", Round: 2, Output: "4"},
 		},
 		Round: 2,
-		Goal:  GoalView{ID: "risk", Index: 2},
+		Goal:  value.GoalView{ID: "risk", Index: 2},
 	}
 	tests := []struct {
 		src  string

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
@@ -54,12 +56,12 @@ func (c *compiler) envSample(extra map[string]any) map[string]any {
 		extra = map[string]any{}
 	}
 	if _, ok := extra["goal_verdicts"]; !ok {
-		extra["goal_verdicts"] = []GoalVerdicts{}
+		extra["goal_verdicts"] = []value.GoalVerdicts{}
 	}
 	env := &Env{
 		Inputs:   map[string]any{},
 		Vars:     map[string]any{},
-		Nodes:    map[string]NodeResult{},
+		Nodes:    map[string]value.NodeResult{},
 		Verdicts: c.plan.Verdicts,
 		Loop:     loop,
 		Extra:    extra,
@@ -425,7 +427,7 @@ func exprTypeWords(t string) string {
 		return "a mapping"
 	case strings.HasPrefix(t, "struct"):
 		return "an object"
-	case t == "spec.Message":
+	case t == "value.Message":
 		return "a message"
 	}
 	return "of type " + t
@@ -479,9 +481,9 @@ func nodeResultType(np *NodePlan) reflect.Type {
 		{Name: "Output", Type: out, Tag: `expr:"output"`},
 		{Name: "Outputs", Type: outs, Tag: `expr:"outputs"`},
 		{Name: "Text", Type: reflect.TypeOf(""), Tag: `expr:"text"`},
-		{Name: "Messages", Type: reflect.TypeOf([]Message{}), Tag: `expr:"messages"`},
+		{Name: "Messages", Type: reflect.TypeOf([]value.Message{}), Tag: `expr:"messages"`},
 		{Name: "Calls", Type: reflect.TypeOf(0), Tag: `expr:"calls"`},
-		{Name: "Absent", Type: reflect.TypeOf([]Absence{}), Tag: `expr:"absent"`},
+		{Name: "Absent", Type: reflect.TypeOf([]value.Absence{}), Tag: `expr:"absent"`},
 	})
 }
 

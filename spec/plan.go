@@ -7,6 +7,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/expr-lang/expr/vm"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -38,7 +40,7 @@ type Plan struct {
 	// Overrides.Models), nil when none.
 	Overridden map[string]string
 	Verdicts   map[string][]string
-	Goals      []GoalView
+	Goals      []value.GoalView
 
 	// Templates holds every template the spec can use, by full name.
 	Templates *template.Template
@@ -226,7 +228,7 @@ type AgentPlan struct {
 	Role    string
 	Model   *ModelPlan
 	System  string // template name, or ""
-	Persona Persona
+	Persona value.Persona
 	Tools   []string
 	Vars    map[string]any
 	// systemPos is where the system template is named, for diagnostics.
@@ -234,8 +236,8 @@ type AgentPlan struct {
 }
 
 // View is what templates and expressions see of the agent.
-func (a *AgentPlan) View() AgentView {
-	v := AgentView{ID: a.ID, Name: a.Name, Role: a.Role, Persona: a.Persona, Vars: a.Vars}
+func (a *AgentPlan) View() value.AgentView {
+	v := value.AgentView{ID: a.ID, Name: a.Name, Role: a.Role, Persona: a.Persona, Vars: a.Vars}
 	if a.Model != nil {
 		v.Model = a.Model.Model
 	}

@@ -192,3 +192,7 @@ func joinNames(names []string) string {
 	}
 	return s
 }
+
+// VerdictAsker is implemented by the configs of nodes that ask their agents
+// for verdicts: a spec with one has goals that can end without a verdict.
+type VerdictAsker interface{ AsksVerdicts() bool }

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // echoKind is a minimal node kind for tests: it needs a template and may
@@ -29,7 +31,7 @@ type echoRaw struct {
 
 // echoData is the dot of an echo node's template.
 type echoData struct {
-	PromptBase
+	value.PromptBase
 	Times int
 }
 

@@ -1,18 +1,20 @@
 package spec
 
+import "github.com/debate-runner/runner/spec/value"
+
 // PromptData, for the tests of this package, is a dot with the fields of
 // every kind's prompt data, as a stand-in for them.
 type PromptData struct {
-	PromptBase
-	Target       Message
+	value.PromptBase
+	Target       value.Message
 	Summary      string
-	Own          Message
-	Verdict      VerdictView
+	Own          value.Message
+	Verdict      value.VerdictView
 	Turn         int
 	MaxTurns     int
-	Participants []Participant
+	Participants []value.Participant
 	Undecided    []string
-	Questions    []Question
+	Questions    []value.Question
 	MaxQuestions int
 	Feedback     string
 	Text         string

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/template"
 	"text/template/parse"
+
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // tmplType is the static type of a value inside a template. keys, when set,
@@ -533,9 +535,9 @@ func typeLabel(cur tmplType, t reflect.Type) string {
 		return "the prompt data of " + path.Base(t.PkgPath()) + " nodes"
 	case t.Name() == "PromptData":
 		return "the prompt data"
-	case t == reflect.TypeOf(PromptBase{}):
+	case t == reflect.TypeOf(value.PromptBase{}):
 		return "the prompt data"
-	case t == reflect.TypeOf(SummaryData{}):
+	case t == reflect.TypeOf(value.SummaryData{}):
 		return "the data of the summary template"
 	}
 	return t.Name()

@@ -5,19 +5,21 @@ import (
 	"strings"
 	"testing"
 	"text/template"
+
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // checkTemplates parses the named sources into one set, the way the
 // compiler does, and checks "main" against PromptData.
 func checkTemplates(t *testing.T, sources map[string]string) []string {
 	t.Helper()
-	set := template.New("").Funcs(TemplateFuncs()).Option("missingkey=error")
+	set := template.New("").Funcs(value.TemplateFuncs()).Option("missingkey=error")
 	for name, src := range sources {
 		if _, err := set.New(name).Parse(src); err != nil {
 			t.Fatalf("parse %s: %v", name, err)
 		}
 	}
-	c := &templateChecker{set: set, funcs: TemplateFuncs(), domains: map[string][]string{
+	c := &templateChecker{set: set, funcs: value.TemplateFuncs(), domains: map[string][]string{
 		"inputs": {"question", "context"},
 		"vars":   {"rounds"},
 		"nodes":  {"answer", "evaluate"},

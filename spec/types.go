@@ -3,6 +3,8 @@ package spec
 import (
 	"errors"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -306,21 +308,12 @@ type Agent struct {
 	Role    string         `yaml:"role"`
 	Model   Str            `yaml:"model"`
 	System  Str            `yaml:"system"`
-	Persona *Persona       `yaml:"persona"`
+	Persona *value.Persona `yaml:"persona"`
 	Tools   StrList        `yaml:"tools"`
 	Vars    map[string]any `yaml:"vars"`
 	// Replicas, when set, makes the declaration N agents (a number, or an
 	// expression over vars such as vars.n).
 	Replicas Expr `yaml:"replicas"`
-}
-
-// Persona describes a character for persona-driven debates.
-type Persona struct {
-	Title         string `yaml:"title" json:"title,omitempty"`
-	Expertise     string `yaml:"expertise" json:"expertise,omitempty"`
-	Personality   string `yaml:"personality" json:"personality,omitempty"`
-	SpeakingStyle string `yaml:"speaking_style" json:"speaking_style,omitempty"`
-	Background    string `yaml:"background" json:"background,omitempty"`
 }
 
 // Goal is one topic of a goal-chained debate.

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"text/template"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
 )
@@ -35,24 +37,24 @@ flow: [n]
 }
 
 var (
-	architect = spec.AgentView{ID: "arch", Name: "System Architect", Role: "architect"}
-	security  = spec.AgentView{ID: "sec", Name: "Security Specialist", Role: "security"}
-	judge     = spec.AgentView{ID: "judge", Name: "Technical Judge", Role: "judge"}
-	chen      = spec.AgentView{ID: "chen", Name: "Dr. Chen", Persona: spec.Persona{Title: "Technical Lead", Expertise: "databases", Personality: "exacting", SpeakingStyle: "terse"}}
-	marcus    = spec.AgentView{ID: "marcus", Name: "Marcus", Persona: spec.Persona{Title: "Manager"}}
-	ruiz      = spec.AgentView{ID: "ruiz", Name: "Ana Ruiz"}
+	architect = value.AgentView{ID: "arch", Name: "System Architect", Role: "architect"}
+	security  = value.AgentView{ID: "sec", Name: "Security Specialist", Role: "security"}
+	judge     = value.AgentView{ID: "judge", Name: "Technical Judge", Role: "judge"}
+	chen      = value.AgentView{ID: "chen", Name: "Dr. Chen", Persona: value.Persona{Title: "Technical Lead", Expertise: "databases", Personality: "exacting", SpeakingStyle: "terse"}}
+	marcus    = value.AgentView{ID: "marcus", Name: "Marcus", Persona: value.Persona{Title: "Manager"}}
+	ruiz      = value.AgentView{ID: "ruiz", Name: "Ana Ruiz"}
 )
 
 // designData is a prompt of a software-design debate in round 2.
-func designData(agent spec.AgentView) promptData {
+func designData(agent value.AgentView) promptData {
 	return promptData{
 		Agent:  agent,
-		Agents: []spec.AgentView{architect, security, judge},
+		Agents: []value.AgentView{architect, security, judge},
 		Round:  2,
 		Inputs: map[string]any{"problem": "Build a ticket booking system.", "context": "", "question": "2+2?"},
 		Vars:   map[string]any{},
-		Nodes:  map[string]spec.NodeResult{},
-		History: []spec.Message{
+		Nodes:  map[string]value.NodeResult{},
+		History: []value.Message{
 			{Round: 1, From: "arch", Record: "proposal", Content: "ARCH-PROPOSAL-1"},
 			{Round: 1, From: "sec", Record: "proposal", Content: "SEC-PROPOSAL-1"},
 			{Round: 1, From: "sec", To: "arch", Record: "critique", Content: "SEC-CRITIQUES-ARCH-1"},
@@ -72,14 +74,14 @@ func designData(agent spec.AgentView) promptData {
 // their private thoughts as separate private messages, time keeper
 // interjections, a moderator's turn from a watcher node and the decision the
 // watcher posted.
-func panelData(agent spec.AgentView) promptData {
+func panelData(agent value.AgentView) promptData {
 	return promptData{
 		Agent:  agent,
-		Agents: []spec.AgentView{chen, marcus, ruiz},
-		Goal:   spec.GoalView{ID: "culture", Description: "Assess team fit", Index: 2, Count: 3},
+		Agents: []value.AgentView{chen, marcus, ruiz},
+		Goal:   value.GoalView{ID: "culture", Description: "Assess team fit", Index: 2, Count: 3},
 		Inputs: map[string]any{"problem": "P", "context": "", "question": "Q"},
 		Vars:   map[string]any{},
-		History: []spec.Message{
+		History: []value.Message{
 			{Goal: "skills", Turn: 3, From: "chen", Record: "message", Content: "Strong SQL.", Verdict: "GOOD_FIT", Reasoning: "r", Withdrawn: true},
 			{Goal: "skills", Turn: 4, From: "adler", Record: "message", Content: "old moderation", Verdict: "NO_ACTION", Reasoning: "fine"},
 			{Goal: "culture", Turn: 1, From: "timekeeper", Record: "interjection", Content: "TIMEKEEPER-REMINDER"},
@@ -90,13 +92,13 @@ func panelData(agent spec.AgentView) promptData {
 			{Goal: "culture", Turn: 1, From: "adler", Record: "message", Content: "ADLER-MODERATES", Verdict: "GENTLE_REDIRECT", Reasoning: "Stay on the resume."},
 			{Goal: "culture", Turn: 4, From: "moderation", Record: "watch", Content: "WATCH-POST"},
 		},
-		Participants: []spec.Participant{
+		Participants: []value.Participant{
 			{ID: "chen", Name: "Dr. Chen", Turns: 1},
 			{ID: "marcus", Name: "Marcus", Turns: 1},
 			{ID: "ruiz", Name: "Ana Ruiz", Turns: 1, Verdict: "ADEQUATE"},
 		},
 		Undecided: []string{"chen", "marcus"},
-		Verdict:   spec.VerdictView{Set: "hiring", Options: []string{"EXCELLENT_FIT", "GOOD_FIT", "ADEQUATE", "POOR_FIT", "REJECT"}, Reasoning: true},
+		Verdict:   value.VerdictView{Set: "hiring", Options: []string{"EXCELLENT_FIT", "GOOD_FIT", "ADEQUATE", "POOR_FIT", "REJECT"}, Reasoning: true},
 		Turn:      5,
 		MaxTurns:  60,
 	}
@@ -105,22 +107,22 @@ func panelData(agent spec.AgentView) promptData {
 // moderationData is the prompt of moderator adler in a watcher node run
 // after turn 4 of the panel above.
 func moderationData() promptData {
-	d := panelData(spec.AgentView{ID: "adler", Name: "Ruth Adler"})
-	d.Agents = []spec.AgentView{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
-	d.Participants = []spec.Participant{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
+	d := panelData(value.AgentView{ID: "adler", Name: "Ruth Adler"})
+	d.Agents = []value.AgentView{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
+	d.Participants = []value.Participant{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
 	// What the runtime shows a moderator: no whispers or private notes of
 	// others.
-	var visible []spec.Message
+	var visible []value.Message
 	for _, m := range d.History[:len(d.History)-2] {
 		if !m.Whisper && !m.Private {
 			visible = append(visible, m)
 		}
 	}
 	d.History = append(visible,
-		spec.Message{Goal: "culture", Turn: 1, From: "adler", Private: true, Record: "private", Content: "ADLER-PRIVATE"},
-		spec.Message{Goal: "culture", Turn: 1, From: "adler", Record: "message", Content: "ADLER-NOW", Verdict: "GENTLE_REDIRECT", Reasoning: "x"},
+		value.Message{Goal: "culture", Turn: 1, From: "adler", Private: true, Record: "private", Content: "ADLER-PRIVATE"},
+		value.Message{Goal: "culture", Turn: 1, From: "adler", Record: "message", Content: "ADLER-NOW", Verdict: "GENTLE_REDIRECT", Reasoning: "x"},
 	)
-	d.Verdict = spec.VerdictView{Options: []string{"NO_ACTION", "GENTLE_REDIRECT"}, Reasoning: true}
+	d.Verdict = value.VerdictView{Options: []string{"NO_ACTION", "GENTLE_REDIRECT"}, Reasoning: true}
 	d.Undecided = []string{"mensah"}
 	return d
 }
@@ -160,13 +162,13 @@ func TestRender(t *testing.T) {
 		{
 			name: "system other role", template: "software-design/system",
 			data: func() promptData {
-				return designData(spec.AgentView{ID: "ux", Name: "UX Lead", Role: "ux"})
+				return designData(value.AgentView{ID: "ux", Name: "UX Lead", Role: "ux"})
 			},
 			want: []string{"as the ux specialist."},
 		},
 		{
 			name: "system no role", template: "software-design/system",
-			data: func() promptData { return designData(spec.AgentView{ID: "x", Name: "X"}) },
+			data: func() promptData { return designData(value.AgentView{ID: "x", Name: "X"}) },
 			want: []string{"as the specialist."},
 		},
 		{
@@ -197,9 +199,9 @@ func TestRender(t *testing.T) {
 			name: "propose with clarifications and own proposal", template: "software-design/propose",
 			data: func() promptData {
 				d := designData(architect)
-				d.Own = spec.Message{From: "arch", Content: "OWN-PREVIOUS"}
+				d.Own = value.Message{From: "arch", Content: "OWN-PREVIOUS"}
 				// As a clarify node records them: one message per agent.
-				d.History = append([]spec.Message{
+				d.History = append([]value.Message{
 					{From: "sec", Record: "clarification", Output: []any{map[string]any{"id": "sec.q1", "question": "How many users?", "answer": "10k"}}},
 					{From: "arch", Record: "clarification", Output: []any{map[string]any{"id": "arch.q1", "question": "Budget?", "answer": "NA"}}},
 				}, d.History...)
@@ -212,7 +214,7 @@ func TestRender(t *testing.T) {
 			name: "propose with recorded clarifications", template: "software-design/propose",
 			data: func() promptData {
 				d := designData(architect)
-				d.History = append([]spec.Message{
+				d.History = append([]value.Message{
 					{From: "sec", Record: "clarification", Content: "Q (q1): ...", Output: []any{
 						map[string]any{"id": "q1", "question": "How many users?", "answer": "10k"},
 						map[string]any{"id": "q2", "question": "Budget?", "answer": "NA"},
@@ -230,7 +232,7 @@ func TestRender(t *testing.T) {
 			name: "nothing answered", template: "software-design/propose",
 			data: func() promptData {
 				d := designData(architect)
-				d.History = append([]spec.Message{{From: "sec", Record: "clarification", Output: []any{
+				d.History = append([]value.Message{{From: "sec", Record: "clarification", Output: []any{
 					map[string]any{"id": "q1", "question": "Budget?", "answer": "NA"},
 				}}}, d.History...)
 				return d
@@ -241,7 +243,7 @@ func TestRender(t *testing.T) {
 			name: "critique", template: "software-design/critique",
 			data: func() promptData {
 				d := designData(architect)
-				d.Target = spec.Message{From: "sec", Record: "proposal", Content: "SEC-PROPOSAL-2"}
+				d.Target = value.Message{From: "sec", Record: "proposal", Content: "SEC-PROPOSAL-2"}
 				return d
 			},
 			want: []string{"Author: Security Specialist (security)", "SEC-PROPOSAL-2", "**Unmet requirements**"},
@@ -258,8 +260,8 @@ func TestRender(t *testing.T) {
 				d := designData(architect)
 				d.History = nil
 				d.Summary = "MY-SUMMARY"
-				d.Own = spec.Message{From: "arch", Record: "refinement", Content: "OWN-REFINEMENT"}
-				d.Inbox = []spec.Message{{Round: 2, From: "sec", To: "arch", Record: "critique", Content: "INBOX-CRITIQUE"}}
+				d.Own = value.Message{From: "arch", Record: "refinement", Content: "OWN-REFINEMENT"}
+				d.Inbox = []value.Message{{Round: 2, From: "sec", To: "arch", Record: "critique", Content: "INBOX-CRITIQUE"}}
 				return d
 			},
 			want: []string{"MY-SUMMARY", "OWN-REFINEMENT", "INBOX-CRITIQUE"},
@@ -288,7 +290,7 @@ func TestRender(t *testing.T) {
 			data: func() promptData {
 				d := designData(architect)
 				d.MaxQuestions = 3
-				d.Questions = []spec.Question{{ID: "q1", Agent: "arch", Question: "Peak load?", Answer: "NA"}, {ID: "q2", Agent: "arch", Question: "Region?", Answer: "EU"}}
+				d.Questions = []value.Question{{ID: "q1", Agent: "arch", Question: "Peak load?", Answer: "NA"}, {ID: "q2", Agent: "arch", Question: "Region?", Answer: "EU"}}
 				return d
 			},
 			want: []string{"up to 3 clarifying\nquestions.", "- Peak load?\n  Answer: (not answered)", "- Region?\n  Answer: EU", "Do not repeat"},
@@ -400,7 +402,7 @@ func TestRender(t *testing.T) {
 			name: "turn prompt without verdicts or history", template: "chain-of-debate/message",
 			data: func() promptData {
 				d := panelData(marcus)
-				d.History, d.Verdict, d.Goal = nil, spec.VerdictView{}, spec.GoalView{}
+				d.History, d.Verdict, d.Goal = nil, value.VerdictView{}, value.GoalView{}
 				return d
 			},
 			want:    []string{"(Nobody has spoken on this goal yet.)", "<Withdrawn>true or false</Withdrawn>"},
@@ -509,7 +511,7 @@ func TestRender(t *testing.T) {
 			name: "reasoning later round", template: "reasoning/answer",
 			data: func() promptData {
 				d := designData(architect)
-				d.History = []spec.Message{
+				d.History = []value.Message{
 					{Round: 1, From: "arch", Record: "answer", Content: "MINE"},
 					{Round: 1, From: "sec", Record: "answer", Content: "THEIRS"},
 				}
@@ -550,7 +552,7 @@ func TestExtraRulesOverride(t *testing.T) {
 		{"software-design/synthesize", false},
 	} {
 		d := designData(architect)
-		d.Target = spec.Message{From: "sec", Content: "x"}
+		d.Target = value.Message{From: "sec", Content: "x"}
 		out := render(t, set, tc.template, d)
 		if got := strings.Contains(out, "HOUSE-RULE: under 600 words."); got != tc.want {
 			t.Errorf("%s: has house rule = %v, want %v", tc.template, got, tc.want)
@@ -583,27 +585,27 @@ func TestNoTrailingWhitespace(t *testing.T) {
 // can stand for what any of them would give a template; validate checks the
 // templates against each kind's own type.
 type promptData struct {
-	Agent        spec.AgentView
-	Agents       []spec.AgentView
-	AllAgents    []spec.AgentView
+	Agent        value.AgentView
+	Agents       []value.AgentView
+	AllAgents    []value.AgentView
 	Round        int
 	Loop         map[string]any
 	Item         any
-	Goal         spec.GoalView
+	Goal         value.GoalView
 	Inputs       map[string]any
 	Vars         map[string]any
-	Nodes        map[string]spec.NodeResult
-	History      []spec.Message
-	Inbox        []spec.Message
-	Target       spec.Message
+	Nodes        map[string]value.NodeResult
+	History      []value.Message
+	Inbox        []value.Message
+	Target       value.Message
 	Summary      string
-	Own          spec.Message
-	Verdict      spec.VerdictView
+	Own          value.Message
+	Verdict      value.VerdictView
 	Turn         int
 	MaxTurns     int
-	Participants []spec.Participant
+	Participants []value.Participant
 	Undecided    []string
-	Questions    []spec.Question
+	Questions    []value.Question
 	MaxQuestions int
 	Feedback     string
 	Text         string

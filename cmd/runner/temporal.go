@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
@@ -138,7 +140,7 @@ func remote(cl client.Client, opts *runtime.Options, id *string, f **durable.Fol
 		return (*f).Complete(ctx, c)
 	})
 	if ask := opts.Ask; ask != nil {
-		opts.Ask = func(ctx context.Context, q spec.Question) (string, error) {
+		opts.Ask = func(ctx context.Context, q value.Question) (string, error) {
 			v, err := ask(ctx, q)
 			if err != nil {
 				return v, err

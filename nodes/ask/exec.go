@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/kit"
@@ -19,8 +21,8 @@ import (
 // task is one reply the node needs: a call, or a carried-over message.
 type task struct {
 	agent   *spec.AgentPlan
-	target  *spec.Message
-	carried *spec.Message
+	target  *value.Message
+	carried *value.Message
 	// sample is the call's sample number (1-based).
 	sample int
 }
@@ -28,16 +30,16 @@ type task struct {
 // Execute implements kit.Executor: it plans one task per agent (or per agent
 // and target), runs the calls concurrently, and records the replies in
 // declaration order so results do not depend on timing.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
 	cfg, ok := node.Config.(*Config)
 	if !ok {
-		return spec.NodeResult{}, fmt.Errorf("node %q: not an ask node", node.ID)
+		return value.NodeResult{}, fmt.Errorf("node %q: not an ask node", node.ID)
 	}
 	scope := h.Scope()
 	all := h.Messages()
 	samples, err := sampleCount(h, node, cfg)
 	if err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	tasks := make([]task, 0, len(node.Agents)*samples)
 	for _, a := range node.Agents {
@@ -65,12 +67,12 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 			calls++
 		}
 	}
-	replies := make([]spec.Message, len(tasks))
+	replies := make([]value.Message, len(tasks))
 	var asks []int // the tasks that call a model
 	for i, t := range tasks {
 		if t.carried != nil {
 			m := *t.carried
-			replies[i] = spec.Message{
+			replies[i] = value.Message{
 				From: t.agent.ID, Record: cfg.Record, Content: m.Content, Output: m.Output,
 				Fields: m.Fields, Carried: true,
 			}
@@ -98,11 +100,11 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		return nil
 	})
 	if err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	absent, err := settle(h, node, cfg, tasks, lapses)
 	if err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	kept := replies[:0:0]
 	for i, m := range replies {
@@ -116,8 +118,8 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 }
 
 // result is a node's result from the messages it recorded.
-func result(recorded []spec.Message, calls int) spec.NodeResult {
-	res := spec.NodeResult{Outputs: map[string]any{}, Messages: recorded, Calls: calls}
+func result(recorded []value.Message, calls int) value.NodeResult {
+	res := value.NodeResult{Outputs: map[string]any{}, Messages: recorded, Calls: calls}
 	for _, m := range recorded {
 		res.Outputs[m.From] = m.Output
 		res.Output = m.Output
@@ -129,8 +131,8 @@ func result(recorded []spec.Message, calls int) spec.NodeResult {
 // sequential makes the node's calls one after another, in agent order,
 // recording each reply before the next call so that it is in the next
 // agent's history (a round-robin turn within one node).
-func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, replies []spec.Message, lapses []*lapse, calls int) (spec.NodeResult, error) {
-	var recorded []spec.Message
+func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, replies []value.Message, lapses []*lapse, calls int) (value.NodeResult, error) {
+	var recorded []value.Message
 	for i, t := range tasks {
 		msg := replies[i]
 		if t.carried == nil {
@@ -140,7 +142,7 @@ func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Confi
 			h.Progress(kit.ProgressEvent{Node: node.ID, Agent: t.agent.ID, Finished: true, Expected: calls})
 			if err != nil {
 				if err := tolerate(cfg, lapses, i, err); err != nil {
-					return spec.NodeResult{}, err
+					return value.NodeResult{}, err
 				}
 				continue
 			}
@@ -149,7 +151,7 @@ func sequential(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Confi
 	}
 	absent, err := settle(h, node, cfg, tasks, lapses)
 	if err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	res := result(recorded, calls)
 	res.Absent = absent
@@ -186,7 +188,7 @@ func tolerate(cfg *Config, lapses []*lapse, i int, err error) error {
 // "absent" event (which a resume and a replay read back: see
 // Config.MinAnswers); with fewer it fails with every lapse's error, so an
 // endpoint failure still exits as one.
-func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses []*lapse) ([]spec.Absence, error) {
+func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses []*lapse) ([]value.Absence, error) {
 	var errs []error
 	for _, l := range lapses {
 		if l != nil {
@@ -200,7 +202,7 @@ func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses [
 	if answered < cfg.MinAnswers {
 		return nil, fmt.Errorf("node %q: %d of %d calls answered, fewer than its min_answers (%d): %w", node.ID, answered, len(tasks), cfg.MinAnswers, joined(errs))
 	}
-	var absent []spec.Absence
+	var absent []value.Absence
 	for i, l := range lapses {
 		if l == nil {
 			continue
@@ -208,7 +210,7 @@ func settle(h kit.Host, node *spec.NodePlan, cfg *Config, tasks []task, lapses [
 		agent := tasks[i].agent.ID
 		h.Warn("node %q: agent %q is left out (%s); the node goes on with %d of %d answers (min_answers %d)", node.ID, agent, l.reason, answered, len(tasks), cfg.MinAnswers)
 		_ = h.Event(event.Absent, l.key, absentEvent{Agent: agent, Reason: l.reason})
-		absent = append(absent, spec.Absence{Agent: agent, Key: l.key, Reason: l.reason})
+		absent = append(absent, value.Absence{Agent: agent, Key: l.key, Reason: l.reason})
 	}
 	return absent, nil
 }
@@ -272,20 +274,20 @@ func touch(b []byte) { b[len(b)-1] = 0 }
 
 // LatestFrom finds the agent's latest message of a record in the goal. A
 // dry run plans carry-over and each: with it, as the executor runs them.
-func LatestFrom(all []spec.Message, record, agent, goal string) (spec.Message, bool) {
+func LatestFrom(all []value.Message, record, agent, goal string) (value.Message, bool) {
 	for i := len(all) - 1; i >= 0; i-- {
 		m := all[i]
 		if m.Record == record && m.From == agent && m.Goal == goal {
 			return m, true
 		}
 	}
-	return spec.Message{}, false
+	return value.Message{}, false
 }
 
 // targets lists the latest message of the record per author, in the node's
 // agent order, filtered by whose messages the node answers.
-func targets(node *spec.NodePlan, each *Each, all []spec.Message, self, goal string) []spec.Message {
-	var out []spec.Message
+func targets(node *spec.NodePlan, each *Each, all []value.Message, self, goal string) []value.Message {
+	var out []value.Message
 	for _, a := range node.Agents {
 		switch each.From {
 		case FromOthers:
@@ -305,7 +307,7 @@ func targets(node *spec.NodePlan, each *Each, all []spec.Message, self, goal str
 }
 
 // ask makes one call (plus repairs) and returns the message to record.
-func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t task) (spec.Message, error) {
+func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t task) (value.Message, error) {
 	data := &PromptData{PromptBase: h.Base(node, t.agent), Sample: max(t.sample, 1)}
 	key := t.agent.ID
 	to := ""
@@ -321,7 +323,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	if cfg.Choices != nil {
 		var err error
 		if data.Choices, choiceMap, err = choices(h, node, cfg.Choices, key); err != nil {
-			return spec.Message{}, err
+			return value.Message{}, err
 		}
 	}
 	if cfg.Record != "" {
@@ -333,20 +335,20 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	}
 	system, err := kit.SystemPrompt(h, cfg.System, t.agent, data)
 	if err != nil {
-		return spec.Message{}, err
+		return value.Message{}, err
 	}
 	if cfg.Summarize {
 		// A summary is asked as the agent, with its system prompt; the
 		// prompt is rendered again should it show the summary.
 		if data.Summary = h.Summary(ctx, t.agent, system); data.Summary != "" {
 			if system, err = kit.SystemPrompt(h, cfg.System, t.agent, data); err != nil {
-				return spec.Message{}, err
+				return value.Message{}, err
 			}
 		}
 	}
 	user, err := h.Render(cfg.Template, data)
 	if err != nil {
-		return spec.Message{}, err
+		return value.Message{}, err
 	}
 	model := cfg.Model
 	if model == nil {
@@ -354,7 +356,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	}
 	req, err := chat.Build(h, cfg.Chat, t.agent, &data.PromptBase, data, system, user)
 	if err != nil {
-		return spec.Message{}, fmt.Errorf("node %q, agent %q: %w", node.ID, t.agent.ID, err)
+		return value.Message{}, fmt.Errorf("node %q, agent %q: %w", node.ID, t.agent.ID, err)
 	}
 	call := kit.Call{
 		Key: key, Node: node.ID, Agent: t.agent, Model: model,
@@ -389,18 +391,18 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 		reply, msgs, err := tools.Complete(ctx, h, call, env, cfg.MaxToolCalls)
 		if err != nil {
 			if errors.Is(err, kit.ErrCallFailed) {
-				return spec.Message{}, &lapse{key: call.Key, reason: err.Error(), err: err}
+				return value.Message{}, &lapse{key: call.Key, reason: err.Error(), err: err}
 			}
-			return spec.Message{}, err
+			return value.Message{}, err
 		}
 		call.Messages = msgs
 		out, perr := parser.Parse(reply.Content)
 		perr = parse.Truncated(reply.FinishReason, perr)
 		if perr == nil {
-			value := mapChoice(out.Value, choiceMap)
-			msg := spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: value, Fields: out.Fields, ChoiceMap: choiceMap}
-			var ev any = outputEvent{Output: value}
-			if s, ok := value.(string); ok && s == strings.TrimSpace(reply.Content) {
+			parsed := mapChoice(out.Value, choiceMap)
+			msg := value.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: parsed, Fields: out.Fields, ChoiceMap: choiceMap}
+			var ev any = outputEvent{Output: parsed}
+			if s, ok := parsed.(string); ok && s == strings.TrimSpace(reply.Content) {
 				// A text output is the reply itself, already journaled
 				// with the response; repeating it would double the journal.
 				ev = replyOutputEvent{OutputIsReply: true}
@@ -415,9 +417,9 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 				_ = h.Event(event.Fallback, call.Key, map[string]any{"error": perr.Error(), "output": fb})
 				h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, attempt, perr)
 				req.Done(reply.Content)
-				return spec.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, Fallback: true, ChoiceMap: choiceMap}, nil
+				return value.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, Fallback: true, ChoiceMap: choiceMap}, nil
 			}
-			return spec.Message{}, &lapse{
+			return value.Message{}, &lapse{
 				key:    call.Key,
 				reason: fmt.Sprintf("reply still not valid %s after %d repair(s): %v", cfg.Output.Format, attempt, perr),
 				err:    fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr),

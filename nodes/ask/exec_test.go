@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
@@ -21,22 +23,22 @@ import (
 type host struct {
 	kit.Host
 	scope   kit.Scope
-	history []spec.Message
+	history []value.Message
 	reply   func(c kit.Call) (kit.Reply, error)
 
 	mu       sync.Mutex
 	calls    []kit.Call
 	events   []string
 	warnings []string
-	recorded []spec.Message
+	recorded []value.Message
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
 
-func (h *host) Messages() []spec.Message { return append([]spec.Message(nil), h.history...) }
+func (h *host) Messages() []value.Message { return append([]value.Message(nil), h.history...) }
 
-func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) spec.PromptBase {
-	return spec.PromptBase{Agent: a.View(), Round: h.scope.Round, History: h.Messages()}
+func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) value.PromptBase {
+	return value.PromptBase{Agent: a.View(), Round: h.scope.Round, History: h.Messages()}
 }
 
 func (h *host) Render(_ string, data any) (string, error) {
@@ -77,7 +79,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	return h.reply(c)
 }
 
-func (h *host) Record(msgs ...spec.Message) []spec.Message {
+func (h *host) Record(msgs ...value.Message) []value.Message {
 	h.recorded = append(h.recorded, msgs...)
 	return msgs
 }
@@ -107,7 +109,7 @@ func echo(c kit.Call) (kit.Reply, error) {
 }
 
 func TestTargets(t *testing.T) {
-	all := []spec.Message{
+	all := []value.Message{
 		{From: "arch", Record: "proposal", Content: "arch 1"},
 		{From: "sec", Record: "proposal", Content: "sec 1"},
 		{From: "arch", Record: "proposal", Content: "arch 2"},
@@ -139,7 +141,7 @@ func TestTargets(t *testing.T) {
 // TestEachRecordsInDeclarationOrder: one call per agent and target, made
 // concurrently, recorded in agent then target order whatever the timing.
 func TestEachRecordsInDeclarationOrder(t *testing.T) {
-	h := &host{scope: kit.Scope{Round: 1, Key: "round=1"}, reply: echo, history: []spec.Message{
+	h := &host{scope: kit.Scope{Round: 1, Key: "round=1"}, reply: echo, history: []value.Message{
 		{ID: "m1", From: "arch", Record: "proposal", Round: 1, Content: "A"},
 		{ID: "m2", From: "perf", Record: "proposal", Round: 1, Content: "P"},
 		{ID: "m3", From: "sec", Record: "proposal", Round: 1, Content: "S"},
@@ -170,7 +172,7 @@ func TestEachRecordsInDeclarationOrder(t *testing.T) {
 // its proposal without a call; an agent with none is asked, with a warning.
 func TestCarryOver(t *testing.T) {
 	cfg := &Config{Template: "t", Record: "proposal", CarryOver: "refinement"}
-	history := []spec.Message{
+	history := []value.Message{
 		{From: "arch", Record: "refinement", Round: 1, Content: "arch refined", Output: "arch refined"},
 		{From: "sec", Record: "refinement", Round: 1, Content: "sec refined"},
 		{From: "arch", Record: "proposal", Round: 1, Content: "arch proposed"},

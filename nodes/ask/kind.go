@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/parse"
 	"github.com/debate-runner/runner/spec"
@@ -145,11 +147,11 @@ const (
 
 // PromptData is the dot of an ask node's prompt and system templates.
 type PromptData struct {
-	spec.PromptBase
+	value.PromptBase
 	// Target is the message being answered (each:).
-	Target spec.Message
+	Target value.Message
 	// Own is this agent's latest message of the node's record, if any.
-	Own spec.Message
+	Own value.Message
 	// Summary is the agent's history summary, when history.summarize
 	// applied (else empty: the prompt shows the history).
 	Summary string

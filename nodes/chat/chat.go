@@ -18,6 +18,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -98,14 +100,14 @@ type Examples struct {
 // TurnData is the dot of a history prefix template.
 type TurnData struct {
 	// Message is the message the turn shows.
-	Message spec.Message
+	Message value.Message
 	// Name is its author's display name; Index its place among the turns
 	// (1-based); Own is set for the prompted agent's own messages.
 	Name  string
 	Index int
 	Own   bool
 	// Agent is the agent being prompted.
-	Agent spec.AgentView
+	Agent value.AgentView
 }
 
 // Schema adds the chat keys to a kind's schema fragment.
@@ -197,7 +199,7 @@ func (r *Request) Done(reply string) {
 // Build lays out a call's messages: system (when not ""), example pairs,
 // the agent's thread, history turns and the prompt. data is the prompt
 // data templates (closing) are rendered with, base its PromptBase.
-func Build(h kit.Host, cfg *Config, agent *spec.AgentPlan, base *spec.PromptBase, data any, system, prompt string) (*Request, error) {
+func Build(h kit.Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, data any, system, prompt string) (*Request, error) {
 	req := &Request{}
 	if system != "" {
 		req.Messages = append(req.Messages, kit.ChatMessage{Role: "system", Content: system})
@@ -274,8 +276,8 @@ func add(msgs []kit.ChatMessage, m kit.ChatMessage, merge bool) []kit.ChatMessag
 
 // historyTurns renders the agent's visible messages of the current goal
 // as turns.
-func historyTurns(h kit.Host, hc *History, agent *spec.AgentPlan, base *spec.PromptBase) ([]kit.ChatMessage, error) {
-	var picked []spec.Message
+func historyTurns(h kit.Host, hc *History, agent *spec.AgentPlan, base *value.PromptBase) ([]kit.ChatMessage, error) {
+	var picked []value.Message
 	for _, m := range base.History {
 		if m.Private || m.Goal != base.Goal.ID || m.Record == "" {
 			continue
@@ -328,12 +330,12 @@ func historyTurns(h kit.Host, hc *History, agent *spec.AgentPlan, base *spec.Pro
 
 // latestPerAuthor keeps each author's last message, in the order of those
 // messages.
-func latestPerAuthor(ms []spec.Message) []spec.Message {
+func latestPerAuthor(ms []value.Message) []value.Message {
 	last := map[string]int{}
 	for i, m := range ms {
 		last[m.From] = i
 	}
-	var out []spec.Message
+	var out []value.Message
 	for i, m := range ms {
 		if last[m.From] == i {
 			out = append(out, m)

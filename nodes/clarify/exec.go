@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/parse"
@@ -19,16 +21,16 @@ import (
 // MaxIterations is reached. Questions nobody can answer yet stop the run
 // with kit.ErrWaiting, after every question of the iteration is known, so a
 // person answers them all at once.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
 	cfg, ok := node.Config.(*Config)
 	if !ok {
-		return spec.NodeResult{}, fmt.Errorf("node %q: not a clarify node", node.ID)
+		return value.NodeResult{}, fmt.Errorf("node %q: not a clarify node", node.ID)
 	}
-	var answered []spec.Question
+	var answered []value.Question
 	calls := 0
-	var recorded []spec.Message
+	var recorded []value.Message
 	for iter := 1; iter <= cfg.MaxIterations; iter++ {
-		asked := make([][]spec.Question, len(node.Agents))
+		asked := make([][]value.Question, len(node.Agents))
 		err := h.Parallel(ctx, len(node.Agents), func(ctx context.Context, i int) error {
 			var err error
 			asked[i], err = ask(ctx, h, node, cfg, node.Agents[i], iter, answered)
@@ -36,9 +38,9 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		})
 		calls += len(node.Agents)
 		if err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
-		var fresh []spec.Question
+		var fresh []value.Question
 		for _, qs := range asked {
 			fresh = append(fresh, qs...)
 		}
@@ -49,7 +51,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		for i := range fresh {
 			ans, ok, err := h.Answers().Answer(ctx, fresh[i])
 			if err != nil {
-				return spec.NodeResult{}, fmt.Errorf("node %q: answering %s: %w", node.ID, fresh[i].ID, err)
+				return value.NodeResult{}, fmt.Errorf("node %q: answering %s: %w", node.ID, fresh[i].ID, err)
 			}
 			if !ok {
 				waiting = true
@@ -59,12 +61,12 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		}
 		if waiting {
 			_ = h.Event(event.Waiting, "", map[string]any{"questions": fresh})
-			return spec.NodeResult{}, kit.ErrWaiting
+			return value.NodeResult{}, kit.ErrWaiting
 		}
 		// One message per agent and iteration, in agent order.
-		var msgs []spec.Message
+		var msgs []value.Message
 		for _, a := range node.Agents {
-			var qs []spec.Question
+			var qs []value.Question
 			for _, q := range fresh {
 				if q.Agent == a.ID {
 					qs = append(qs, q)
@@ -73,7 +75,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 			if len(qs) == 0 {
 				continue
 			}
-			msgs = append(msgs, spec.Message{From: a.ID, Record: "clarification", Content: formatQA(qs), Output: questionsOutput(qs)})
+			msgs = append(msgs, value.Message{From: a.ID, Record: "clarification", Content: formatQA(qs), Output: questionsOutput(qs)})
 		}
 		recorded = append(recorded, h.Record(msgs...)...)
 		answered = append(answered, fresh...)
@@ -82,10 +84,10 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	for _, q := range answered {
 		out = append(out, map[string]any{"id": q.ID, "agent": q.Agent, "question": q.Question, "answer": q.Answer})
 	}
-	return spec.NodeResult{Output: out, Messages: recorded, Calls: calls, Outputs: map[string]any{}}, nil
+	return value.NodeResult{Output: out, Messages: recorded, Calls: calls, Outputs: map[string]any{}}, nil
 }
 
-func formatQA(qs []spec.Question) string {
+func formatQA(qs []value.Question) string {
 	var b strings.Builder
 	for _, q := range qs {
 		fmt.Fprintf(&b, "Q (%s): %s\nA: %s\n\n", q.ID, q.Question, q.Answer)
@@ -93,7 +95,7 @@ func formatQA(qs []spec.Question) string {
 	return strings.TrimSpace(b.String())
 }
 
-func questionsOutput(qs []spec.Question) []any {
+func questionsOutput(qs []value.Question) []any {
 	out := make([]any, len(qs))
 	for i, q := range qs {
 		out[i] = map[string]any{"id": q.ID, "question": q.Question, "answer": q.Answer}
@@ -102,7 +104,7 @@ func questionsOutput(qs []spec.Question) []any {
 }
 
 // ask gets one agent's questions for an iteration.
-func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []spec.Question) ([]spec.Question, error) {
+func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []value.Question) ([]value.Question, error) {
 	data := &PromptData{PromptBase: h.Base(node, a)}
 	data.Questions = answered
 	data.MaxQuestions = cfg.MaxQuestions
@@ -148,14 +150,14 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 					n++
 				}
 			}
-			var out []spec.Question
+			var out []value.Question
 			for _, t := range texts {
 				if seen[normalize(t)] || len(out) == cfg.MaxQuestions {
 					continue
 				}
 				seen[normalize(t)] = true
 				n++
-				out = append(out, spec.Question{ID: fmt.Sprintf("%s.q%d", a.ID, n), Agent: a.ID, Question: t})
+				out = append(out, value.Question{ID: fmt.Sprintf("%s.q%d", a.ID, n), Agent: a.ID, Question: t})
 			}
 			return out, nil
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
@@ -70,11 +72,11 @@ type host struct {
 	keys     []string
 	prompts  map[string]string
 	events   []string
-	recorded []spec.Message
+	recorded []value.Message
 }
 
-func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) spec.PromptBase {
-	return spec.PromptBase{Agent: a.View()}
+func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) value.PromptBase {
+	return value.PromptBase{Agent: a.View()}
 }
 
 func (h *host) Render(_ string, data any) (string, error) {
@@ -110,7 +112,7 @@ func (h *host) Event(typ event.Type, key string, _ any) error {
 
 func (h *host) Answers() kit.Answerer { return h }
 
-func (h *host) Answer(_ context.Context, q spec.Question) (string, bool, error) {
+func (h *host) Answer(_ context.Context, q value.Question) (string, bool, error) {
 	a, ok := h.answers[q.ID]
 	if ok && a == "" {
 		a = "NA"
@@ -118,7 +120,7 @@ func (h *host) Answer(_ context.Context, q spec.Question) (string, bool, error) 
 	return a, ok, nil
 }
 
-func (h *host) Record(msgs ...spec.Message) []spec.Message {
+func (h *host) Record(msgs ...value.Message) []value.Message {
 	h.recorded = append(h.recorded, msgs...)
 	return msgs
 }

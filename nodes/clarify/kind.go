@@ -7,6 +7,8 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -39,9 +41,9 @@ type Config struct {
 
 // PromptData is the dot of a clarify node's prompt and system templates.
 type PromptData struct {
-	spec.PromptBase
+	value.PromptBase
 	// Questions are the questions asked so far, with their answers.
-	Questions []spec.Question
+	Questions []value.Question
 	// MaxQuestions is how many questions the agent may ask now.
 	MaxQuestions int
 }

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -94,10 +96,10 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 
 // Execute implements kit.Kind: it evaluates the expressions in the flow's
 // environment at this point of the run.
-func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
 	cfg, ok := node.Config.(*Config)
 	if !ok {
-		return spec.NodeResult{}, fmt.Errorf("node %q: not a compute node", node.ID)
+		return value.NodeResult{}, fmt.Errorf("node %q: not a compute node", node.ID)
 	}
 	env := h.Env().Map()
 	eval := func(p *spec.Program, what string) (any, error) {
@@ -116,7 +118,7 @@ func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan) (spec.No
 	if cfg.Value != nil {
 		v, err := eval(cfg.Value, "value")
 		if err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		out = v
 	} else {
@@ -124,13 +126,13 @@ func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan) (spec.No
 		for i, name := range cfg.Names {
 			v, err := eval(cfg.Set[i], "set."+name)
 			if err != nil {
-				return spec.NodeResult{}, err
+				return value.NodeResult{}, err
 			}
 			m[name] = v
 		}
 		out = m
 	}
-	return spec.NodeResult{Output: out, Outputs: map[string]any{}, Text: text(out)}, nil
+	return value.NodeResult{Output: out, Outputs: map[string]any{}, Text: text(out)}, nil
 }
 
 // text is the output as nodes.ID.text shows it: text as it is, anything

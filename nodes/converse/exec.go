@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/kit"
@@ -25,12 +27,12 @@ type state struct {
 	cfg          *Config
 	node         *spec.NodePlan
 	h            kit.Host
-	participants []spec.Participant
+	participants []value.Participant
 	index        map[string]int
 	turn         int
 	last         string // last speaker
-	lastMsg      spec.Message
-	transcript   []spec.Message
+	lastMsg      value.Message
+	transcript   []value.Message
 	fired        []bool
 	forced       map[string]bool
 	endedBy      string
@@ -40,28 +42,28 @@ type state struct {
 
 // Execute implements kit.Executor: turns until the until-condition holds,
 // every participant has withdrawn, or max_turns is reached.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.NodeResult, error) {
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
 	cfg, ok := node.Config.(*Config)
 	if !ok {
-		return spec.NodeResult{}, fmt.Errorf("node %q: not a converse node", node.ID)
+		return value.NodeResult{}, fmt.Errorf("node %q: not a converse node", node.ID)
 	}
 	s := &state{cfg: cfg, node: node, h: h, index: map[string]int{}, fired: make([]bool, len(cfg.Interject)), forced: map[string]bool{},
 		watched: make([]int, len(cfg.Watch))}
 	for i, a := range node.Agents {
-		s.participants = append(s.participants, spec.Participant{ID: a.ID, Name: a.Name})
+		s.participants = append(s.participants, value.Participant{ID: a.ID, Name: a.Name})
 		s.index[a.ID] = i
 	}
 	calls, err := s.interjectAtStart(ctx)
 	if err != nil {
-		return spec.NodeResult{}, err
+		return value.NodeResult{}, err
 	}
 	for s.turn < cfg.MaxTurns {
 		if err := ctx.Err(); err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		speaker, err := s.nextSpeaker()
 		if err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		if speaker == "" {
 			s.endedBy = "everyone withdrew"
@@ -70,11 +72,11 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		n, err := s.takeTurn(ctx, speaker)
 		calls += n
 		if err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		done, err := s.finished()
 		if err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		// After the last allowed turn nobody speaks again, so a time keeper's
 		// call or a watcher's decision would go unheard.
@@ -84,14 +86,14 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 		n, err = s.interject(ctx)
 		calls += n
 		if err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		if err := s.watch(ctx); err != nil {
-			return spec.NodeResult{}, err
+			return value.NodeResult{}, err
 		}
 		if done, err = s.finished(); err != nil || done {
 			if err != nil {
-				return spec.NodeResult{}, err
+				return value.NodeResult{}, err
 			}
 			break
 		}
@@ -103,7 +105,7 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (spec.
 	return s.result(calls), nil
 }
 
-func (s *state) result(calls int) spec.NodeResult {
+func (s *state) result(calls int) value.NodeResult {
 	verdicts := map[string]any{}
 	counts := map[string]any{}
 	var list []any
@@ -119,7 +121,7 @@ func (s *state) result(calls int) spec.NodeResult {
 	if s.h.Scope().Goal.ID != "" {
 		out["goal"] = s.h.Scope().Goal.ID
 	}
-	return spec.NodeResult{Output: out, Outputs: verdicts, Messages: s.transcript, Calls: calls, Text: s.lastMsg.Content}
+	return value.NodeResult{Output: out, Outputs: verdicts, Messages: s.transcript, Calls: calls, Text: s.lastMsg.Content}
 }
 
 // env is the expression environment: the flow's plus the conversation's.
@@ -130,7 +132,7 @@ func (s *state) env() map[string]any {
 	for _, p := range s.participants {
 		speakers = append(speakers, p.ID)
 	}
-	m["participants"] = append([]spec.Participant(nil), s.participants...)
+	m["participants"] = append([]value.Participant(nil), s.participants...)
 	m["turn"] = s.turn
 	m["max_turns"] = s.cfg.MaxTurns
 	m["undecided"] = undecided
@@ -180,8 +182,8 @@ func (s *state) finished() (bool, error) {
 }
 
 // active are the participants who have not withdrawn.
-func (s *state) active() []spec.Participant {
-	var out []spec.Participant
+func (s *state) active() []value.Participant {
+	var out []value.Participant
 	for _, p := range s.participants {
 		if !p.Withdrawn {
 			out = append(out, p)
@@ -342,16 +344,16 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 	}
 	req.Done(content)
 	s.turn++
-	msg := spec.Message{
+	msg := value.Message{
 		From: speaker, To: parsed.To, Whisper: parsed.Whisper, Content: parsed.Content, Turn: s.turn,
 		Record: "message", Verdict: parsed.Verdict, Reasoning: parsed.Reasoning, Withdrawn: parsed.Withdrawn,
 		// A verdict given when the time keeper made the speaker decide is
 		// marked: it was forced, not reached.
 		Forced: mustDecide && parsed.Verdict != "",
 	}
-	toRecord := []spec.Message{msg}
+	toRecord := []value.Message{msg}
 	if parsed.Private != "" {
-		toRecord = append(toRecord, spec.Message{From: speaker, Private: true, Content: parsed.Private, Turn: s.turn, Record: "private"})
+		toRecord = append(toRecord, value.Message{From: speaker, Private: true, Content: parsed.Private, Turn: s.turn, Record: "private"})
 	}
 	recorded := s.h.Record(toRecord...)
 	s.transcript = append(s.transcript, recorded[0])
@@ -403,7 +405,7 @@ func (s *state) checkRules(speaker string, p Parsed) error {
 		return nil
 	}
 	env := s.env()
-	env["msg"] = spec.Message{From: speaker, To: p.To, Whisper: p.Whisper, Content: p.Content, Verdict: p.Verdict, Reasoning: p.Reasoning, Withdrawn: p.Withdrawn, Turn: s.turn + 1}
+	env["msg"] = value.Message{From: speaker, To: p.To, Whisper: p.Whisper, Content: p.Content, Verdict: p.Verdict, Reasoning: p.Reasoning, Withdrawn: p.Withdrawn, Turn: s.turn + 1}
 	var reasons []string
 	for _, r := range s.cfg.Rules {
 		v, err := s.eval(r.Check, env)
@@ -424,9 +426,9 @@ func (s *state) checkRules(speaker string, p Parsed) error {
 func (s *state) fill(d *PromptData) {
 	d.Turn = s.turn + 1
 	d.MaxTurns = s.cfg.MaxTurns
-	d.Participants = append([]spec.Participant(nil), s.participants...)
+	d.Participants = append([]value.Participant(nil), s.participants...)
 	d.Undecided = s.undecided()
-	d.Verdict = spec.VerdictView{Set: s.cfg.VerdictSet, Options: s.cfg.Options, Reasoning: s.cfg.Reasoning}
+	d.Verdict = value.VerdictView{Set: s.cfg.VerdictSet, Options: s.cfg.Options, Reasoning: s.cfg.Reasoning}
 	if len(d.Agents) == 0 {
 		for _, a := range s.node.Agents {
 			d.Agents = append(d.Agents, a.View())
@@ -498,12 +500,12 @@ func (s *state) interjectWhere(ctx context.Context, eligible func(Interject) boo
 	data := &PromptData{PromptBase: s.h.Base(s.node, s.node.Agents[0])}
 	s.fill(data)
 	data.Turn = s.turn
-	data.Agent = spec.AgentView{ID: TimeKeeper, Name: "Time Keeper"}
+	data.Agent = value.AgentView{ID: TimeKeeper, Name: "Time Keeper"}
 	text, err := s.h.Render(r.Template, data)
 	if err != nil {
 		return 0, err
 	}
-	rec := s.h.Record(spec.Message{From: TimeKeeper, Content: strings.TrimSpace(text), Turn: s.turn, Record: "interjection"})
+	rec := s.h.Record(value.Message{From: TimeKeeper, Content: strings.TrimSpace(text), Turn: s.turn, Record: "interjection"})
 	s.transcript = append(s.transcript, rec[0])
 	_ = s.h.Event(event.Interjection, "", map[string]any{"turn": s.turn, "template": r.Template, "force_verdict": r.ForceVerdict})
 	if !r.ForceVerdict {
@@ -549,12 +551,12 @@ func (s *state) watch(ctx context.Context) error {
 		if w.Template != "" {
 			data := &WatchData{PromptData: PromptData{PromptBase: s.h.Base(s.node, s.node.Agents[0])}, Decision: decision, Text: decision, Reasons: why}
 			s.fill(&data.PromptData)
-			data.Agent = spec.AgentView{ID: w.Node, Name: w.Node}
+			data.Agent = value.AgentView{ID: w.Node, Name: w.Node}
 			if text, err = s.h.Render(w.Template, data); err != nil {
 				return err
 			}
 		}
-		rec := s.h.Record(spec.Message{From: w.Node, Content: strings.TrimSpace(text), Turn: s.turn, Record: "watch", Verdict: ""})
+		rec := s.h.Record(value.Message{From: w.Node, Content: strings.TrimSpace(text), Turn: s.turn, Record: "watch", Verdict: ""})
 		s.transcript = append(s.transcript, rec[0])
 	}
 	return nil
@@ -562,7 +564,7 @@ func (s *state) watch(ctx context.Context) error {
 
 // majority finds the verdict (or output) more than half of a node's agents
 // gave.
-func majority(res spec.NodeResult) (string, int, int) {
+func majority(res value.NodeResult) (string, int, int) {
 	counts := map[string]int{}
 	total := 0
 	for _, v := range res.Outputs {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
@@ -85,7 +87,7 @@ func (s *state) watchDue(i int) bool {
 
 // reasons are the reasonings a watcher's agents gave with its decision, in
 // agent order, read from its result (a conversation's verdicts).
-func reasons(res spec.NodeResult, decision string) []string {
+func reasons(res value.NodeResult, decision string) []string {
 	out, _ := res.Output.(map[string]any)
 	list, _ := out["verdicts"].([]any)
 	var rs []string

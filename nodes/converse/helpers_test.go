@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
@@ -212,8 +214,8 @@ func (o outcome) must(t testing.TB) outcome {
 }
 
 // turns are the recorded turn messages of node, in order.
-func (o outcome) turns(node string) []spec.Message {
-	var out []spec.Message
+func (o outcome) turns(node string) []value.Message {
+	var out []value.Message
 	for _, m := range o.res.Messages {
 		if m.Node == node && m.Record == "message" {
 			out = append(out, m)
@@ -223,8 +225,8 @@ func (o outcome) turns(node string) []spec.Message {
 }
 
 // byRecord are the recorded messages of one record kind.
-func (o outcome) byRecord(record string) []spec.Message {
-	var out []spec.Message
+func (o outcome) byRecord(record string) []value.Message {
+	var out []value.Message
 	for _, m := range o.res.Messages {
 		if m.Record == record {
 			out = append(out, m)

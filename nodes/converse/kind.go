@@ -6,6 +6,8 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/chat"
 	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
@@ -107,16 +109,16 @@ type Watch struct {
 // PromptData is the dot of a conversation's turn prompts and system
 // templates, and of its time keeper's interjections.
 type PromptData struct {
-	spec.PromptBase
+	value.PromptBase
 	// Summary is the agent's history summary, when history.summarize
 	// applied.
 	Summary string
 	// Verdict is the verdict set the conversation asks for.
-	Verdict spec.VerdictView
+	Verdict value.VerdictView
 	// Turn is the turn being asked for (for an interjection: the turn just
 	// taken), MaxTurns the cap.
 	Turn, MaxTurns int
-	Participants   []spec.Participant
+	Participants   []value.Participant
 	// Undecided are the ids of participants without a verdict.
 	Undecided []string
 	// Feedback explains why the speaker's previous message was rejected.
@@ -167,20 +169,20 @@ var OutputType = spec.ObjectOf(
 // the flow's, with values that fix the types.
 func ParticipantsSample() map[string]any {
 	return map[string]any{
-		"participants": []spec.Participant{},
+		"participants": []value.Participant{},
 		"turn":         0,
 		"max_turns":    0,
 		"undecided":    []string{},
 		"speakers":     []string{},
-		"last":         spec.Message{},
-		"transcript":   []spec.Message{},
+		"last":         value.Message{},
+		"transcript":   []value.Message{},
 	}
 }
 
 // RuleSample adds the message under check.
 func RuleSample() map[string]any {
 	m := ParticipantsSample()
-	m["msg"] = spec.Message{}
+	m["msg"] = value.Message{}
 	return m
 }
 

@@ -5,13 +5,15 @@ import (
 	"math"
 	"slices"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
 
 // ReportSections implements kit.Reporter: the whispers of the run's
 // conversations, and each conversation's final verdicts per goal.
-func (Kind) ReportSections(plan *spec.Plan, msgs []spec.Message) []kit.ReportSection {
+func (Kind) ReportSections(plan *spec.Plan, msgs []value.Message) []kit.ReportSection {
 	ours := map[string]bool{}
 	for id, n := range plan.Nodes {
 		if n.Kind == (Kind{}).Name() {
@@ -36,7 +38,7 @@ func (Kind) ReportSections(plan *spec.Plan, msgs []spec.Message) []kit.ReportSec
 
 // whisperTable counts whispers per goal, sender and addressee, in the order
 // first whispered.
-func whisperTable(msgs []spec.Message, ours map[string]bool, name func(string) string) kit.ReportTable {
+func whisperTable(msgs []value.Message, ours map[string]bool, name func(string) string) kit.ReportTable {
 	t := kit.ReportTable{Header: []string{"goal", "from", "to", "count"}}
 	idx := map[[3]string]int{}
 	var counts []int
@@ -61,9 +63,9 @@ func whisperTable(msgs []spec.Message, ours map[string]bool, name func(string) s
 
 // verdictTables are, per goal and conversation, each agent's last verdict
 // and the counts of each verdict, with a pie chart of them.
-func verdictTables(msgs []spec.Message, ours map[string]bool, name func(string) string) []kit.ReportTable {
+func verdictTables(msgs []value.Message, ours map[string]bool, name func(string) string) []kit.ReportTable {
 	type group struct{ goal, node string }
-	latest := map[group]map[string]spec.Message{}
+	latest := map[group]map[string]value.Message{}
 	withdrawn := map[group]map[string]bool{}
 	order := map[group][]string{}
 	var groups []group
@@ -82,7 +84,7 @@ func verdictTables(msgs []spec.Message, ours map[string]bool, name func(string) 
 			continue
 		}
 		if latest[g] == nil {
-			latest[g] = map[string]spec.Message{}
+			latest[g] = map[string]value.Message{}
 			groups = append(groups, g)
 		}
 		if _, seen := latest[g][m.From]; !seen {

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/runtime/result"
-	"github.com/debate-runner/runner/spec"
 )
 
 // templateMark is a phrase only the named time keeper template writes.
@@ -18,7 +19,7 @@ var templateMark = map[string]string{
 }
 
 // kindOf names the time keeper template that wrote an interjection.
-func kindOf(m spec.Message) string {
+func kindOf(m value.Message) string {
 	for k, mark := range templateMark {
 		if strings.Contains(m.Content, mark) {
 			return k

@@ -13,6 +13,8 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/spec"
@@ -26,7 +28,7 @@ type Kind interface {
 	spec.Kind
 	// Execute runs one node of a plan (node.Config is what Compile
 	// returned) and returns its result.
-	Execute(ctx context.Context, h Host, node *spec.NodePlan) (spec.NodeResult, error)
+	Execute(ctx context.Context, h Host, node *spec.NodePlan) (value.NodeResult, error)
 }
 
 // Describer is a kind that can say in a few words what one run of a node
@@ -40,7 +42,7 @@ type Describer interface {
 // verdicts), built from the messages its nodes recorded. The report
 // escapes and draws them.
 type Reporter interface {
-	ReportSections(plan *spec.Plan, msgs []spec.Message) []ReportSection
+	ReportSections(plan *spec.Plan, msgs []value.Message) []ReportSection
 }
 
 // ReportSection is a titled part of a report.
@@ -166,7 +168,7 @@ type Scope struct {
 	// Round is the innermost loop counter (1-based), 0 outside loops.
 	Round int
 	// Goal is the current goal, zero outside a foreach over goals.
-	Goal spec.GoalView
+	Goal value.GoalView
 	// Loop holds every loop/foreach variable in scope by name.
 	Loop map[string]any
 	// Item is the innermost foreach element.
@@ -196,13 +198,13 @@ type Host interface {
 	// scope, the agents of the node, and the history visible to the agent.
 	// Kinds embed it in their own prompt data. Its slices and maps may be
 	// shared with the run: read them, never modify them.
-	Base(node *spec.NodePlan, agent *spec.AgentPlan) spec.PromptBase
+	Base(node *spec.NodePlan, agent *spec.AgentPlan) value.PromptBase
 	// Messages returns every message recorded so far (all visibilities),
 	// as a slice shared with the run: read it, never modify it.
-	Messages() []spec.Message
+	Messages() []value.Message
 	// Record stores messages in the given order, assigning ids and filling
 	// node, round and goal when empty. Call it from one goroutine.
-	Record(msgs ...spec.Message) []spec.Message
+	Record(msgs ...value.Message) []value.Message
 	// Env returns the expression environment at this point of the run.
 	Env() *spec.Env
 	// Holds evaluates a condition that ends something (a conversation's
@@ -217,9 +219,9 @@ type Host interface {
 	// the run seed and the node's scope.
 	Rand() *rand.Rand
 	// Result returns a finished node's result.
-	Result(node string) (spec.NodeResult, bool)
+	Result(node string) (value.NodeResult, bool)
 	// RunNode executes another node in the current scope (watchers).
-	RunNode(ctx context.Context, id string) (spec.NodeResult, error)
+	RunNode(ctx context.Context, id string) (value.NodeResult, error)
 	// Answers returns answers to clarifying questions known to the run, by
 	// question id, and whether the run may ask interactively.
 	Answers() Answerer
@@ -289,7 +291,7 @@ type FileRead struct {
 type Answerer interface {
 	// Answer returns the answer to q, or ok=false when none is known and the
 	// run must wait for one.
-	Answer(ctx context.Context, q spec.Question) (answer string, ok bool, err error)
+	Answer(ctx context.Context, q value.Question) (answer string, ok bool, err error)
 }
 
 // ProgressEvent describes work in flight for progress displays.

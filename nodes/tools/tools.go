@@ -18,9 +18,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/regular"
 	"github.com/debate-runner/runner/nodes/kit"
-	"github.com/debate-runner/runner/spec"
 )
 
 // Names of the tools.
@@ -55,7 +56,7 @@ func Definitions(names []string) []kit.Tool {
 // Env is what tools may use.
 type Env struct {
 	// Visible are the messages the calling agent may see.
-	Visible []spec.Message
+	Visible []value.Message
 	// Dir is the context directory; file tools refuse to work without it.
 	Dir string
 	// Snapshot, when set, answers the file tools instead of Dir (see
@@ -298,7 +299,7 @@ func relative(p string) (string, error) {
 	return clean, nil
 }
 
-func search(msgs []spec.Message, query string, limit int) string {
+func search(msgs []value.Message, query string, limit int) string {
 	q := strings.ToLower(query)
 	var hits []string
 	for i := len(msgs) - 1; i >= 0 && len(hits) < limit; i-- {

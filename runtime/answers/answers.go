@@ -13,8 +13,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/runtime/rundir"
-	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
 )
 
@@ -45,7 +46,7 @@ func Read(path string) (map[string]string, error) {
 // path, atomically, under a header telling how to resume runDir with them.
 // The questions answered so far come first in qs: a resumed run asks them
 // again, so the file must answer them all.
-func WriteQuestions(path, runDir string, qs []spec.Question) error {
+func WriteQuestions(path, runDir string, qs []value.Question) error {
 	var doc yaml.Node
 	doc.Kind = yaml.MappingNode
 	seen := map[string]bool{}
@@ -73,13 +74,13 @@ func WriteQuestions(path, runDir string, qs []spec.Question) error {
 // Terminal asks each question on out and reads one line of answer from in
 // (an empty line means "not applicable"). Questions are asked one at a
 // time, however many calls ask at once.
-func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q spec.Question) (string, error) {
+func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q value.Question) (string, error) {
 	// One reader goroutine owns the input: a question given up on (Ctrl-C)
 	// leaves the read pending rather than losing the next line to it.
 	lines := make(chan lineRead)
 	var start sync.Once
 	var mu sync.Mutex
-	return func(ctx context.Context, q spec.Question) (string, error) {
+	return func(ctx context.Context, q value.Question) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		start.Do(func() {

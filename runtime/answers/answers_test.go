@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // TestQuestionsRoundTrip: questions.yaml, once filled in, is an answers
@@ -19,7 +19,7 @@ import (
 func TestQuestionsRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "questions.yaml")
-	qs := []spec.Question{
+	qs := []value.Question{
 		{ID: "arch.q1", Agent: "arch", Question: "How many users?", Answer: "10k"},
 		{ID: "sec.q1", Agent: "sec", Question: `Which "region": EU or US?`},
 		{ID: "arch.q1", Agent: "arch", Question: "How many users?"}, // asked again: kept once
@@ -72,15 +72,15 @@ func TestReadAnswers(t *testing.T) {
 func TestTerminal(t *testing.T) {
 	var out strings.Builder
 	ask := Terminal(strings.NewReader("About 1000.\n\n"), &out)
-	a, err := ask(context.Background(), spec.Question{ID: "a.q1", Agent: "a", Question: "How many users?"})
+	a, err := ask(context.Background(), value.Question{ID: "a.q1", Agent: "a", Question: "How many users?"})
 	if err != nil || a != "About 1000." {
 		t.Errorf("first answer %q, %v", a, err)
 	}
-	b, err := ask(context.Background(), spec.Question{ID: "a.q2", Agent: "a", Question: "Budget?"})
+	b, err := ask(context.Background(), value.Question{ID: "a.q2", Agent: "a", Question: "Budget?"})
 	if err != nil || b != "" {
 		t.Errorf("second answer %q, %v", b, err)
 	}
-	if _, err := ask(context.Background(), spec.Question{ID: "a.q3"}); err == nil {
+	if _, err := ask(context.Background(), value.Question{ID: "a.q3"}); err == nil {
 		t.Error("no more input gave no error")
 	}
 	if !strings.Contains(out.String(), "a asks (a.q1):\n  How many users?") {
@@ -98,7 +98,7 @@ func TestTerminalGivesWayToCtrlC(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := ask(ctx, spec.Question{ID: "a.q1", Agent: "a", Question: "first?"})
+		_, err := ask(ctx, value.Question{ID: "a.q1", Agent: "a", Question: "first?"})
 		done <- err
 	}()
 	cancel()
@@ -111,7 +111,7 @@ func TestTerminalGivesWayToCtrlC(t *testing.T) {
 		t.Fatal("the question did not give way to the interrupt")
 	}
 	go func() { _, _ = io.WriteString(typed, "forty-two\n") }()
-	got, err := ask(context.Background(), spec.Question{ID: "a.q2", Agent: "a", Question: "second?"})
+	got, err := ask(context.Background(), value.Question{ID: "a.q2", Agent: "a", Question: "second?"})
 	if err != nil || got != "forty-two" {
 		t.Errorf("the next question got %q, %v; want the line typed after the interrupt", got, err)
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -257,7 +259,7 @@ func (wr *workflowRun) status() (RunStatus, error) {
 }
 
 // ask answers a clarifying question once a signal has brought its answer.
-func (wr *workflowRun) ask(ctx context.Context, q spec.Question) (string, error) {
+func (wr *workflowRun) ask(ctx context.Context, q value.Question) (string, error) {
 	wctx := workflowOf(ctx)
 	if _, ok := wr.answers[q.ID]; !ok {
 		if wr.questions == nil {

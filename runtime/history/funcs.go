@@ -1,55 +1,44 @@
 package history
 
 import (
-	"fmt"
 	"text/template"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
-// The helpers of spec.TemplateFuncs define what each helper means; the
-// store's answer the same from its indexes and fall back to these for a
-// slice it does not know.
+// The helpers of package value define what each helper means; the store's
+// answer the same from its indexes and fall back to these for a slice it
+// does not know. They are named, so a changed signature is a compile error.
 var (
-	refByRecord = refFunc[func(string, []spec.Message) []spec.Message]("byRecord")
-	refByFrom   = refFunc[func(string, []spec.Message) []spec.Message]("byFrom")
-	refByTo     = refFunc[func(string, []spec.Message) []spec.Message]("byTo")
-	refNotFrom  = refFunc[func(string, []spec.Message) []spec.Message]("notFrom")
-	refInRound  = refFunc[func(int, []spec.Message) []spec.Message]("inRound")
-	refLatest   = refFunc[func([]spec.Message) []spec.Message]("latest")
-	refLast     = refFunc[func([]spec.Message) spec.Message]("last")
-	refCount    = refFunc[func([]spec.Message) int]("count")
+	refByRecord = value.ByRecord
+	refByFrom   = value.ByFrom
+	refByTo     = value.ByTo
+	refNotFrom  = value.NotFrom
+	refInRound  = value.InRound
+	refLatest   = value.LatestPerAuthor
+	refLast     = value.LastMessage
+	refCount    = value.Count
 )
-
-// refFunc returns spec's helper of that name. A helper whose signature
-// changed stops every test at start-up rather than a run halfway.
-func refFunc[F any](name string) F {
-	f, ok := spec.TemplateFuncs()[name].(F)
-	if !ok {
-		panic(fmt.Sprintf("history: spec.TemplateFuncs()[%q] is %T, not %T", name, spec.TemplateFuncs()[name], f))
-	}
-	return f
-}
 
 // Funcs returns the message helpers of templates bound to the store:
 // byRecord, byFrom, byTo, notFrom, inRound, latest, last and count, with
 // spec's names and meanings.
 func (s *Store) Funcs() template.FuncMap {
 	return template.FuncMap{
-		"byRecord": func(record string, ms []spec.Message) []spec.Message {
-			return s.filter(ms, key{op: opRecord, s: record}, func() []spec.Message { return refByRecord(record, ms) })
+		"byRecord": func(record string, ms []value.Message) []value.Message {
+			return s.filter(ms, key{op: opRecord, s: record}, func() []value.Message { return refByRecord(record, ms) })
 		},
-		"byFrom": func(agent string, ms []spec.Message) []spec.Message {
-			return s.filter(ms, key{op: opFrom, s: agent}, func() []spec.Message { return refByFrom(agent, ms) })
+		"byFrom": func(agent string, ms []value.Message) []value.Message {
+			return s.filter(ms, key{op: opFrom, s: agent}, func() []value.Message { return refByFrom(agent, ms) })
 		},
-		"byTo": func(agent string, ms []spec.Message) []spec.Message {
-			return s.filter(ms, key{op: opTo, s: agent}, func() []spec.Message { return refByTo(agent, ms) })
+		"byTo": func(agent string, ms []value.Message) []value.Message {
+			return s.filter(ms, key{op: opTo, s: agent}, func() []value.Message { return refByTo(agent, ms) })
 		},
-		"notFrom": func(agent string, ms []spec.Message) []spec.Message {
-			return s.filter(ms, key{op: opNotFrom, s: agent}, func() []spec.Message { return refNotFrom(agent, ms) })
+		"notFrom": func(agent string, ms []value.Message) []value.Message {
+			return s.filter(ms, key{op: opNotFrom, s: agent}, func() []value.Message { return refNotFrom(agent, ms) })
 		},
-		"inRound": func(round int, ms []spec.Message) []spec.Message {
-			return s.filter(ms, key{op: opRound, n: round}, func() []spec.Message { return refInRound(round, ms) })
+		"inRound": func(round int, ms []value.Message) []value.Message {
+			return s.filter(ms, key{op: opRound, n: round}, func() []value.Message { return refInRound(round, ms) })
 		},
 		"latest": s.latest,
 		// last and count look at one message or the length: nothing to index.
@@ -76,7 +65,7 @@ func (s *Store) Templates(set *template.Template) *template.Template {
 
 // filter answers a filtering helper: from the list filtered from the one ms
 // was cut from, when the store handed ms out, else with ref.
-func (s *Store) filter(ms []spec.Message, k key, ref func() []spec.Message) []spec.Message {
+func (s *Store) filter(ms []value.Message, k key, ref func() []value.Message) []value.Message {
 	s.mu.Lock()
 	if l := s.listOf(ms); l != nil {
 		out := s.filtered(l, k).prefix(len(l.msgs), len(ms))
@@ -87,7 +76,7 @@ func (s *Store) filter(ms []spec.Message, k key, ref func() []spec.Message) []sp
 	return ref()
 }
 
-func (s *Store) latest(ms []spec.Message) []spec.Message {
+func (s *Store) latest(ms []value.Message) []value.Message {
 	s.mu.Lock()
 	if l := s.listOf(ms); l != nil && len(ms) == len(l.msgs) {
 		out := l.latest()
@@ -100,7 +89,7 @@ func (s *Store) latest(ms []spec.Message) []spec.Message {
 
 // listOf finds the list ms is a prefix of, by its backing array: nil when
 // the store did not hand ms out (or ms is empty, which needs no index).
-func (s *Store) listOf(ms []spec.Message) *list {
+func (s *Store) listOf(ms []value.Message) *list {
 	if len(ms) == 0 {
 		return nil
 	}

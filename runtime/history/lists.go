@@ -3,7 +3,7 @@ package history
 import (
 	"sort"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // op is a way of filtering a list of messages, as the template helpers do.
@@ -28,7 +28,7 @@ type key struct {
 }
 
 // keyOf is the key of the list of op that m belongs to (ops below keyedOps).
-func keyOf(o op, m *spec.Message) key {
+func keyOf(o op, m *value.Message) key {
 	switch o {
 	case opRecord:
 		return key{op: o, s: m.Record}
@@ -55,7 +55,7 @@ func keyOf(o op, m *spec.Message) key {
 // out stays valid.
 type list struct {
 	// msgs are the messages, once materialised (always, for roots).
-	msgs  []spec.Message
+	msgs  []value.Message
 	ready bool
 	// src is, for a filtered list, the index in the parent of each message.
 	src []int32
@@ -74,7 +74,7 @@ type authors struct {
 	order []string
 	last  map[string]int32
 	// cache is the answer of latest for the list at length cacheLen.
-	cache    []spec.Message
+	cache    []value.Message
 	cacheLen int
 }
 
@@ -87,7 +87,7 @@ func (a *authors) note(from string, i int) {
 
 // add appends m to l (at index src of l's parent when l is filtered) and to
 // the lists filtered from l that keep it.
-func (s *Store) add(l *list, m *spec.Message, src int) {
+func (s *Store) add(l *list, m *value.Message, src int) {
 	if src >= 0 {
 		l.src = append(l.src, int32(src))
 	}
@@ -126,11 +126,11 @@ func (s *Store) add(l *list, m *spec.Message, src int) {
 // by a quarter, which copies each message about four times over as a list
 // grows, against once here: with a message in a dozen lists or more, that
 // made the cost of recording grow with the history.
-func (s *Store) push(l *list, m *spec.Message) {
+func (s *Store) push(l *list, m *value.Message) {
 	n := len(l.msgs)
 	moved := n == cap(l.msgs)
 	if moved {
-		grown := make([]spec.Message, n, max(8, 2*n))
+		grown := make([]value.Message, n, max(8, 2*n))
 		copy(grown, l.msgs)
 		if n > 0 {
 			delete(s.arrays, &l.msgs[0])
@@ -191,7 +191,7 @@ func (s *Store) filtered(l *list, k key) *list {
 	if !c.ready {
 		c.ready = true
 		if len(c.src) > 0 {
-			c.msgs = make([]spec.Message, len(c.src))
+			c.msgs = make([]value.Message, len(c.src))
 			for i, j := range c.src {
 				c.msgs[i] = l.msgs[j]
 			}
@@ -204,7 +204,7 @@ func (s *Store) filtered(l *list, k key) *list {
 // prefix returns the part of filtered list c that comes from the first n
 // messages of its parent of length parentLen: nil if none, else capped so
 // that appending to it copies.
-func (c *list) prefix(parentLen, n int) []spec.Message {
+func (c *list) prefix(parentLen, n int) []value.Message {
 	k := len(c.msgs)
 	if n < parentLen {
 		k = sort.Search(len(c.src), func(i int) bool { return int(c.src[i]) >= n })
@@ -217,7 +217,7 @@ func (c *list) prefix(parentLen, n int) []spec.Message {
 
 // latest returns each author's latest message of l, in order of the
 // authors' first message, as spec's latest does; nil for an empty list.
-func (l *list) latest() []spec.Message {
+func (l *list) latest() []value.Message {
 	if len(l.msgs) == 0 {
 		return nil
 	}
@@ -230,7 +230,7 @@ func (l *list) latest() []spec.Message {
 		l.authors = a
 	}
 	if a.cacheLen != len(l.msgs) {
-		out := make([]spec.Message, len(a.order))
+		out := make([]value.Message, len(a.order))
 		for i, from := range a.order {
 			out[i] = l.msgs[a.last[from]]
 		}

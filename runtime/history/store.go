@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // Store holds a run's messages. Its methods are safe for concurrent use.
@@ -27,7 +27,7 @@ type Store struct {
 	views      map[string]*list
 	// arrays finds the list a slice was cut from by the first element of
 	// its backing array; every materialised list's current array is here.
-	arrays   map[*spec.Message]*list
+	arrays   map[*value.Message]*list
 	verdicts verdicts
 }
 
@@ -36,14 +36,14 @@ func New() *Store {
 	return &Store{
 		all:    &list{ready: true},
 		views:  map[string]*list{},
-		arrays: map[*spec.Message]*list{},
+		arrays: map[*value.Message]*list{},
 	}
 }
 
 // Visible reports whether agent may see message m: private messages only
 // their author, whispers their author and addressee (ids compared ignoring
 // case).
-func Visible(m *spec.Message, agent string) bool {
+func Visible(m *value.Message, agent string) bool {
 	if m.Private {
 		return strings.EqualFold(m.From, agent)
 	}
@@ -54,7 +54,7 @@ func Visible(m *spec.Message, agent string) bool {
 }
 
 // Append records a message; its id and scope fields are the caller's.
-func (s *Store) Append(m spec.Message) {
+func (s *Store) Append(m value.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.add(s.all, &m, -1)
@@ -105,7 +105,7 @@ func (s *Store) Len() int {
 
 // All returns every message recorded so far, whatever its visibility; never
 // nil.
-func (s *Store) All() []spec.Message {
+func (s *Store) All() []value.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return whole(s.all)
@@ -113,10 +113,10 @@ func (s *Store) All() []spec.Message {
 
 // whole returns a list's messages, capped so that appending to them copies;
 // never nil.
-func whole(l *list) []spec.Message {
+func whole(l *list) []value.Message {
 	n := len(l.msgs)
 	if n == 0 {
-		return []spec.Message{}
+		return []value.Message{}
 	}
 	return l.msgs[:n:n]
 }
@@ -124,7 +124,7 @@ func whole(l *list) []spec.Message {
 // Seen returns what agent may see: its history (never nil), and its inbox,
 // the messages of its history addressed to it in round of goal (nil if
 // none).
-func (s *Store) Seen(agent string, round int, goal string) (history, inbox []spec.Message) {
+func (s *Store) Seen(agent string, round int, goal string) (history, inbox []value.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.view(agent)
@@ -157,7 +157,7 @@ func (s *Store) view(agent string) *list {
 // Latest returns each author's latest message of a record, in order of the
 // authors' first message of it: the latest(record) of expressions, over
 // every message.
-func (s *Store) Latest(record string) []spec.Message {
+func (s *Store) Latest(record string) []value.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.filtered(s.all, key{op: opRecord, s: record}).latest()
@@ -165,7 +165,7 @@ func (s *Store) Latest(record string) []spec.Message {
 
 // GoalVerdicts returns the verdicts of every goal as runtime's goalVerdicts
 // gathers them from all messages, kept up to date as messages are recorded.
-func (s *Store) GoalVerdicts() []spec.GoalVerdicts {
+func (s *Store) GoalVerdicts() []value.GoalVerdicts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.verdicts.list()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"text/template"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // The store must answer every helper exactly as spec's helpers would on the
@@ -31,10 +31,10 @@ type checker struct {
 	store *Store
 	funcs template.FuncMap
 	ref   template.FuncMap
-	all   []spec.Message // what was recorded, kept apart from the store
+	all   []value.Message // what was recorded, kept apart from the store
 	// pool holds slices the store handed out or its helpers returned, and
 	// cuts of them, for later steps to use.
-	pool [][]spec.Message
+	pool [][]value.Message
 	// indexed counts answers served from the store's lists, for the test
 	// to see that the index is used rather than the fallback.
 	indexed int
@@ -51,8 +51,8 @@ func (c *checker) next() int {
 
 func (c *checker) pick(list []string) string { return list[c.next()%len(list)] }
 
-func (c *checker) message() spec.Message {
-	m := spec.Message{
+func (c *checker) message() value.Message {
+	m := value.Message{
 		ID: "m" + strconv.Itoa(len(c.all)+1), Node: c.pick([]string{"n1", "n2"}),
 		From: c.pick(agentIDs), Record: c.pick(records), Round: c.next() % 4, Goal: c.pick(goals),
 		Content: "content " + strconv.Itoa(len(c.all)+1),
@@ -77,7 +77,7 @@ func (c *checker) message() spec.Message {
 }
 
 // visible is who may see what, spelled out apart from Visible.
-func visible(m spec.Message, agent string) bool {
+func visible(m value.Message, agent string) bool {
 	switch {
 	case m.Private:
 		return strings.EqualFold(m.From, agent)
@@ -109,17 +109,17 @@ func (c *checker) run() {
 		case 3:
 			agent, round, goal := c.pick(agentIDs), c.next()%4, c.pick(goals)
 			history, inbox := c.store.Seen(agent, round, goal)
-			var want []spec.Message
+			var want []value.Message
 			for i := range c.all {
 				if visible(c.all[i], agent) {
 					want = append(want, c.all[i])
 				}
 			}
 			if want == nil {
-				want = []spec.Message{}
+				want = []value.Message{}
 			}
 			c.same(fmt.Sprintf("history of %q", agent), history, want)
-			var wantInbox []spec.Message
+			var wantInbox []value.Message
 			for _, m := range want {
 				if m.To == agent && m.Round == round && m.Goal == goal {
 					wantInbox = append(wantInbox, m)
@@ -129,7 +129,7 @@ func (c *checker) run() {
 			c.pool = append(c.pool, history, inbox)
 		case 4:
 			all := c.store.All()
-			c.same("All()", all, append([]spec.Message{}, c.all...))
+			c.same("All()", all, append([]value.Message{}, c.all...))
 			c.pool = append(c.pool, all)
 		case 5:
 			c.helper(-1)
@@ -150,7 +150,7 @@ func (c *checker) run() {
 		case 7:
 			// A slice nobody handed out, equal to one that was.
 			if len(c.pool) > 0 {
-				c.pool = append(c.pool, append([]spec.Message(nil), c.pool[c.choose()]...))
+				c.pool = append(c.pool, append([]value.Message(nil), c.pool[c.choose()]...))
 			}
 		}
 	}
@@ -182,31 +182,31 @@ func (c *checker) helper(i int) {
 	switch name {
 	case "byRecord":
 		arg = c.pick(records)
-		got = c.funcs[name].(func(string, []spec.Message) []spec.Message)(arg, ms)
-		want = c.ref[name].(func(string, []spec.Message) []spec.Message)(arg, ms)
+		got = c.funcs[name].(func(string, []value.Message) []value.Message)(arg, ms)
+		want = c.ref[name].(func(string, []value.Message) []value.Message)(arg, ms)
 	case "byFrom", "byTo", "notFrom":
-		got = c.funcs[name].(func(string, []spec.Message) []spec.Message)(arg, ms)
-		want = c.ref[name].(func(string, []spec.Message) []spec.Message)(arg, ms)
+		got = c.funcs[name].(func(string, []value.Message) []value.Message)(arg, ms)
+		want = c.ref[name].(func(string, []value.Message) []value.Message)(arg, ms)
 	case "inRound":
 		r := c.next() % 4
 		arg = strconv.Itoa(r)
-		got = c.funcs[name].(func(int, []spec.Message) []spec.Message)(r, ms)
-		want = c.ref[name].(func(int, []spec.Message) []spec.Message)(r, ms)
+		got = c.funcs[name].(func(int, []value.Message) []value.Message)(r, ms)
+		want = c.ref[name].(func(int, []value.Message) []value.Message)(r, ms)
 	case "latest":
 		arg = ""
-		got = c.funcs[name].(func([]spec.Message) []spec.Message)(ms)
-		want = c.ref[name].(func([]spec.Message) []spec.Message)(ms)
+		got = c.funcs[name].(func([]value.Message) []value.Message)(ms)
+		want = c.ref[name].(func([]value.Message) []value.Message)(ms)
 	case "last":
-		got = c.funcs[name].(func([]spec.Message) spec.Message)(ms)
-		want = c.ref[name].(func([]spec.Message) spec.Message)(ms)
+		got = c.funcs[name].(func([]value.Message) value.Message)(ms)
+		want = c.ref[name].(func([]value.Message) value.Message)(ms)
 	case "count":
-		got = c.funcs[name].(func([]spec.Message) int)(ms)
-		want = c.ref[name].(func([]spec.Message) int)(ms)
+		got = c.funcs[name].(func([]value.Message) int)(ms)
+		want = c.ref[name].(func([]value.Message) int)(ms)
 	}
 	if !reflect.DeepEqual(got, want) {
 		c.t.Fatalf("%s(%q) of %d messages [%s]:\ngot  %s\nwant %s", name, arg, len(ms), ids(ms), describe(got), describe(want))
 	}
-	if out, ok := got.([]spec.Message); ok && len(out) > 0 {
+	if out, ok := got.([]value.Message); ok && len(out) > 0 {
 		if name != "latest" {
 			c.store.mu.Lock()
 			if c.store.listOf(out) != nil {
@@ -218,7 +218,7 @@ func (c *checker) helper(i int) {
 	}
 }
 
-func (c *checker) same(what string, got, want []spec.Message) {
+func (c *checker) same(what string, got, want []value.Message) {
 	if !reflect.DeepEqual(got, want) {
 		c.t.Fatalf("%s after %d messages:\ngot  %s\nwant %s", what, len(c.all), describe(got), describe(want))
 	}
@@ -227,7 +227,7 @@ func (c *checker) same(what string, got, want []spec.Message) {
 	}
 }
 
-func ids(ms []spec.Message) string {
+func ids(ms []value.Message) string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, m.ID)
@@ -236,7 +236,7 @@ func ids(ms []spec.Message) string {
 }
 
 func describe(v any) string {
-	if ms, ok := v.([]spec.Message); ok {
+	if ms, ok := v.([]value.Message); ok {
 		if ms == nil {
 			return "nil"
 		}
@@ -247,7 +247,7 @@ func describe(v any) string {
 
 func check(t testing.TB, prog []byte) *checker {
 	s := New()
-	c := &checker{t: t, prog: prog, store: s, funcs: s.Funcs(), ref: spec.TemplateFuncs()}
+	c := &checker{t: t, prog: prog, store: s, funcs: s.Funcs(), ref: value.TemplateFuncs()}
 	c.run()
 	c.checkArrays()
 	return c
@@ -321,19 +321,19 @@ func FuzzStore(f *testing.F) {
 func TestChainsStayIndexed(t *testing.T) {
 	s := New()
 	f := s.Funcs()
-	byRecord := f["byRecord"].(func(string, []spec.Message) []spec.Message)
-	byTo := f["byTo"].(func(string, []spec.Message) []spec.Message)
-	notFrom := f["notFrom"].(func(string, []spec.Message) []spec.Message)
-	inRound := f["inRound"].(func(int, []spec.Message) []spec.Message)
-	latest := f["latest"].(func([]spec.Message) []spec.Message)
+	byRecord := f["byRecord"].(func(string, []value.Message) []value.Message)
+	byTo := f["byTo"].(func(string, []value.Message) []value.Message)
+	notFrom := f["notFrom"].(func(string, []value.Message) []value.Message)
+	inRound := f["inRound"].(func(int, []value.Message) []value.Message)
+	latest := f["latest"].(func([]value.Message) []value.Message)
 	agents := []string{"a", "b", "c"}
 	for round := 1; round <= 50; round++ {
 		for i, a := range agents {
-			s.Append(spec.Message{From: a, Record: "answer", Round: round, Content: "answer"})
-			s.Append(spec.Message{From: a, To: agents[(i+1)%3], Record: "critique", Round: round, Content: "critique"})
+			s.Append(value.Message{From: a, Record: "answer", Round: round, Content: "answer"})
+			s.Append(value.Message{From: a, To: agents[(i+1)%3], Record: "critique", Round: round, Content: "critique"})
 		}
 		if round == 25 {
-			s.Append(spec.Message{From: "a", To: "b", Whisper: true, Round: round, Content: "psst"})
+			s.Append(value.Message{From: "a", To: "b", Whisper: true, Round: round, Content: "psst"})
 		}
 		history, inbox := s.Seen("b", round, "")
 		answers := latest(notFrom("b", byRecord("answer", history)))
@@ -364,14 +364,14 @@ func TestTemplatesRenderAlike(t *testing.T) {
 {{range byTo .Agent (byRecord "critique" (inRound .Round .History))}}<{{.From}}>{{end}}
 {{with last (byFrom .Agent .History)}}{{.ID}}{{end}} {{count .History}} {{count .Inbox}}
 {{range .History | inRound (sub .Round 1)}}{{.ID}} {{end}}{{end}}`
-	plain := template.Must(template.New("").Funcs(spec.TemplateFuncs()).Parse(text))
+	plain := template.Must(template.New("").Funcs(value.TemplateFuncs()).Parse(text))
 	s := New()
 	bound := s.Templates(plain)
 	rng := rand.New(rand.NewPCG(1, 2))
 	type data struct {
 		Agent          string
 		Round          int
-		History, Inbox []spec.Message
+		History, Inbox []value.Message
 	}
 	for i := range 400 {
 		c := &checker{prog: []byte{byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256))}}
@@ -385,7 +385,7 @@ func TestTemplatesRenderAlike(t *testing.T) {
 		if err := bound.ExecuteTemplate(&got, "t", data{agent, round, history, inbox}); err != nil {
 			t.Fatal(err)
 		}
-		copied := data{agent, round, append([]spec.Message(nil), history...), append([]spec.Message(nil), inbox...)}
+		copied := data{agent, round, append([]value.Message(nil), history...), append([]value.Message(nil), inbox...)}
 		if err := plain.ExecuteTemplate(&want, "t", copied); err != nil {
 			t.Fatal(err)
 		}
@@ -400,16 +400,16 @@ func TestTemplatesRenderAlike(t *testing.T) {
 // agents' views, and a slice handed out before still gets right answers.
 func TestRestrictionDropsListsOfTheRecord(t *testing.T) {
 	s := New()
-	byRecord := s.Funcs()["byRecord"].(func(string, []spec.Message) []spec.Message)
-	notFrom := s.Funcs()["notFrom"].(func(string, []spec.Message) []spec.Message)
+	byRecord := s.Funcs()["byRecord"].(func(string, []value.Message) []value.Message)
+	notFrom := s.Funcs()["notFrom"].(func(string, []value.Message) []value.Message)
 	for i := range 20 {
-		s.Append(spec.Message{From: agentIDs[i%3], Record: "answer", Round: 1 + i/3})
+		s.Append(value.Message{From: agentIDs[i%3], Record: "answer", Round: 1 + i/3})
 	}
 	before, _ := s.Seen("a", 1, "")
 	if got := len(notFrom("a", byRecord("answer", before))); got != 13 {
 		t.Fatalf("%d answers of others, want 13", got)
 	}
-	s.Append(spec.Message{From: "a", To: "b", Whisper: true})
+	s.Append(value.Message{From: "a", To: "b", Whisper: true})
 	s.mu.Lock()
 	lists, arrays := s.all.fams[opRecord], len(s.arrays)
 	s.mu.Unlock()

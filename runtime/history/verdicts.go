@@ -3,7 +3,7 @@ package history
 import (
 	"math"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // verdicts keeps each goal's verdicts as messages are recorded: per goal and
@@ -16,7 +16,7 @@ type verdicts struct {
 	byGroup   map[verdictScope]*verdictGroup
 	withdrawn map[verdictAgent]bool
 	// out is what list returns until a verdict or withdrawal changes it.
-	out   []spec.GoalVerdicts
+	out   []value.GoalVerdicts
 	stale bool
 }
 
@@ -37,11 +37,11 @@ type verdictGroup struct {
 	scope  verdictScope
 	agents []string
 	latest map[string]*given
-	gv     spec.GoalVerdicts
+	gv     value.GoalVerdicts
 	stale  bool
 }
 
-func (v *verdicts) add(m *spec.Message) {
+func (v *verdicts) add(m *value.Message) {
 	scope := verdictScope{m.Goal, m.Node}
 	k := verdictAgent{scope, m.From}
 	g := v.byGroup[scope]
@@ -74,11 +74,11 @@ func (v *verdicts) add(m *spec.Message) {
 
 // list returns the verdicts of every group, nil when none was given. The
 // result is shared: read it, never change it.
-func (v *verdicts) list() []spec.GoalVerdicts {
+func (v *verdicts) list() []value.GoalVerdicts {
 	if !v.stale {
 		return v.out
 	}
-	out := make([]spec.GoalVerdicts, len(v.groups))
+	out := make([]value.GoalVerdicts, len(v.groups))
 	for i, g := range v.groups {
 		if g.stale {
 			g.gv = v.summary(g)
@@ -90,11 +90,11 @@ func (v *verdicts) list() []spec.GoalVerdicts {
 	return out
 }
 
-func (v *verdicts) summary(g *verdictGroup) spec.GoalVerdicts {
-	gv := spec.GoalVerdicts{Goal: g.scope.goal, Node: g.scope.node, Counts: map[string]int{}, Percent: map[string]float64{}}
+func (v *verdicts) summary(g *verdictGroup) value.GoalVerdicts {
+	gv := value.GoalVerdicts{Goal: g.scope.goal, Node: g.scope.node, Counts: map[string]int{}, Percent: map[string]float64{}}
 	for _, a := range g.agents {
 		l := g.latest[a]
-		gv.Verdicts = append(gv.Verdicts, spec.AgentVerdict{Agent: a, Verdict: l.verdict, Reasoning: l.reasoning, Withdrawn: v.withdrawn[verdictAgent{g.scope, a}], Forced: l.forced})
+		gv.Verdicts = append(gv.Verdicts, value.AgentVerdict{Agent: a, Verdict: l.verdict, Reasoning: l.reasoning, Withdrawn: v.withdrawn[verdictAgent{g.scope, a}], Forced: l.forced})
 		gv.Counts[l.verdict]++
 	}
 	for verdict, n := range gv.Counts {

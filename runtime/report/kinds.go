@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
 
 // kindSections writes the sections node kinds add themselves
 // (kit.Reporter), once per kind, in the order the plan first uses each.
-func (d *doc) kindSections(plan *spec.Plan, msgs []spec.Message) {
+func (d *doc) kindSections(plan *spec.Plan, msgs []value.Message) {
 	if plan == nil {
 		return
 	}
@@ -74,7 +76,7 @@ type ConfidencePoint struct {
 // Confidences finds the confidence of every public message whose output
 // has a numeric "confidence" field (a judge's rating, a synthesis), in
 // order.
-func Confidences(msgs []spec.Message) []ConfidencePoint {
+func Confidences(msgs []value.Message) []ConfidencePoint {
 	var out []ConfidencePoint
 	for _, m := range msgs {
 		if !Public(m) {
@@ -113,7 +115,7 @@ type jsonNumber interface{ Float64() (float64, error) }
 
 // confidence writes the confidence ratings per round, as a table and a
 // line chart per node and agent.
-func (d *doc) confidence(msgs []spec.Message) {
+func (d *doc) confidence(msgs []value.Message) {
 	pts := Confidences(msgs)
 	if len(pts) == 0 {
 		return

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
@@ -116,11 +118,11 @@ func (d *doc) who(id string) string {
 
 // Public reports whether a message belongs in the public record: private
 // thoughts and history summaries (seen only by their agent) do not.
-func Public(m spec.Message) bool { return !m.Private }
+func Public(m value.Message) bool { return !m.Private }
 
 // transcript writes the messages by goal and round; a message's own
 // headings nest under the heading it sits below.
-func (d *doc) transcript(msgs []spec.Message) {
+func (d *doc) transcript(msgs []value.Message) {
 	d.w("## Transcript\n\n")
 	shown := 0
 	lastGoal, lastRound := "\x00", -1

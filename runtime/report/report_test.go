@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/mdtext"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/result"
@@ -31,7 +33,7 @@ func golden(t testing.TB) (*spec.Plan, result.Manifest, *result.Result) {
 	res := &result.Result{
 		RunID: m.RunID, Spec: "golden", Status: result.StatusCompleted,
 		Outputs: map[string]any{"confidence": 80.0}, OutputOrder: []string{"confidence"},
-		Messages: []spec.Message{
+		Messages: []value.Message{
 			{ID: "m1", Node: "panel", Goal: "choose", Turn: 1, From: "ana", Record: "message", Content: "# My view\n\nWe should adopt it. Use `<Verdict>` tags:\n\n```\n# not a heading\n```"},
 			{ID: "m2", Node: "panel", Goal: "choose", Turn: 1, From: "ana", Private: true, Record: "private", Content: "SECRET-THOUGHT of ana about the choice"},
 			{ID: "m3", Node: "panel", Goal: "choose", Turn: 2, From: "bo", To: "ana", Whisper: true, Record: "message", Content: "Between us: <Verdict> matters."},
@@ -131,9 +133,9 @@ func TestReportSections(t *testing.T) {
 // costs of report.md and report.html are reported side by side.
 func BenchmarkReports(b *testing.B) {
 	plan, m, res := golden(b)
-	msgs := make([]spec.Message, 0, 160)
+	msgs := make([]value.Message, 0, 160)
 	for i := range 160 {
-		msgs = append(msgs, spec.Message{ID: "m" + strconv.Itoa(i+1), Node: "panel", Goal: "choose", Turn: i + 1, From: []string{"ana", "bo"}[i%2], Record: "message",
+		msgs = append(msgs, value.Message{ID: "m" + strconv.Itoa(i+1), Node: "panel", Goal: "choose", Turn: i + 1, From: []string{"ana", "bo"}[i%2], Record: "message",
 			Content: "## View " + strconv.Itoa(i) + "\n\nWe should adopt it, because:\n\n- it is <cheap>\n- it is `fast`\n\n```go\nx := 1\n```\n\nSee https://example.com/x for more.", Verdict: "YES", Reasoning: "It works.", Withdrawn: i > 150})
 	}
 	res.Messages = msgs

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -132,21 +134,21 @@ func (p *PriceInfo) Cost(prompt, cached, completion int) float64 {
 // Result is result.json. Its JSON Schema (Schema, `runner schema
 // --result`) is made from these types and their doc tags.
 type Result struct {
-	FormatVersion int            `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
-	RunID         string         `json:"run_id" doc:"the run's id, also the name of its directory"`
-	Spec          string         `json:"spec" doc:"the spec's name"`
-	Status        string         `json:"status" doc:"completed, inconclusive (finished without reaching its purpose: see conclusion), failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,inconclusive,failed,waiting,budget_exceeded"`
-	Error         string         `json:"error,omitempty" doc:"why the run failed"`
-	Outputs       map[string]any `json:"outputs" doc:"the outputs by name (empty unless the run completed or was inconclusive)"`
-	Conclusion    *Conclusion    `json:"conclusion,omitempty" doc:"whether the run reached its purpose, and which values stood in for answers (set when the run ran to its end)"`
-	OutputOrder   []string       `json:"output_order" doc:"output names in the order the spec declares them"`
-	Messages      []spec.Message `json:"messages" doc:"every recorded message, in order"`
-	GoalVerdicts  []GoalVerdicts `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
-	Whispers      []WhisperStat  `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
-	ToolCalls     []ToolCallInfo `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
-	Rejections    []Rejection    `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
-	Absent        []Absence      `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`
-	Usage         UsageReport    `json:"usage" doc:"calls, tokens, latency and cost"`
+	FormatVersion int             `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
+	RunID         string          `json:"run_id" doc:"the run's id, also the name of its directory"`
+	Spec          string          `json:"spec" doc:"the spec's name"`
+	Status        string          `json:"status" doc:"completed, inconclusive (finished without reaching its purpose: see conclusion), failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,inconclusive,failed,waiting,budget_exceeded"`
+	Error         string          `json:"error,omitempty" doc:"why the run failed"`
+	Outputs       map[string]any  `json:"outputs" doc:"the outputs by name (empty unless the run completed or was inconclusive)"`
+	Conclusion    *Conclusion     `json:"conclusion,omitempty" doc:"whether the run reached its purpose, and which values stood in for answers (set when the run ran to its end)"`
+	OutputOrder   []string        `json:"output_order" doc:"output names in the order the spec declares them"`
+	Messages      []value.Message `json:"messages" doc:"every recorded message, in order"`
+	GoalVerdicts  []GoalVerdicts  `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
+	Whispers      []WhisperStat   `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
+	ToolCalls     []ToolCallInfo  `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
+	Rejections    []Rejection     `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
+	Absent        []Absence       `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`
+	Usage         UsageReport     `json:"usage" doc:"calls, tokens, latency and cost"`
 	// Expected and Score are set when the run was given an expected value
 	// (a dataset line) and the spec has a score expression.
 	Expected   any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
@@ -247,10 +249,10 @@ type UsageReport struct {
 }
 
 // GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
-type GoalVerdicts = spec.GoalVerdicts
+type GoalVerdicts = value.GoalVerdicts
 
 // AgentVerdict is an agent's final verdict on a goal.
-type AgentVerdict = spec.AgentVerdict
+type AgentVerdict = value.AgentVerdict
 
 // WhisperStat counts whispers from one agent to another within a goal.
 type WhisperStat struct {
@@ -348,20 +350,20 @@ func (u UsageReport) nonNil() UsageReport {
 
 // message is a spec.Message as result.json writes it (Result.MarshalJSON
 // leaves out an output that is the content).
-type message spec.Message
+type message value.Message
 
 // OutputIsContent reports whether a message's output is its own text (the
 // reply of a node that does not parse, trimmed), which result.json does not
 // repeat: a reader takes the trimmed content for a missing output of such a
 // message.
-func OutputIsContent(m spec.Message) bool {
+func OutputIsContent(m value.Message) bool {
 	s, ok := m.Output.(string)
 	return ok && s != "" && s == strings.TrimSpace(m.Content)
 }
 
 // WhisperStats counts whispers per goal, sender and addressee, in the order
 // they first occur.
-func WhisperStats(msgs []spec.Message) []WhisperStat {
+func WhisperStats(msgs []value.Message) []WhisperStat {
 	idx := map[[3]string]int{}
 	var out []WhisperStat
 	for _, m := range msgs {

@@ -7,7 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
@@ -49,7 +50,7 @@ func sample() Result {
 	return Result{
 		RunID: "20261121T075339.896Z-x-a12900", Spec: "x", Status: StatusCompleted,
 		Outputs: map[string]any{"answer": "33"}, OutputOrder: []string{"answer"},
-		Messages: []spec.Message{
+		Messages: []value.Message{
 			{ID: "m1", Node: "answer", From: "a", Record: "answer", Content: "  33\n", Output: "33"},
 			{ID: "m2", Node: "judge", From: "j", Record: "rating", Content: `{"confidence": 80}`, Output: map[string]any{"confidence": 80.0}},
 			{ID: "m3", Node: "panel", Goal: "g", Turn: 1, From: "b", To: "a", Whisper: true, Content: "psst", Verdict: "GOOD", Reasoning: "r", Withdrawn: true, Fields: map[string]string{"content": "psst"}},
@@ -137,7 +138,7 @@ func TestEmptyResultValidates(t *testing.T) {
 }
 
 func TestWhisperStats(t *testing.T) {
-	msgs := []spec.Message{
+	msgs := []value.Message{
 		{Goal: "g", From: "a", To: "b", Whisper: true},
 		{Goal: "g", From: "a", To: "b"},
 		{Goal: "g", From: "a", To: "b", Whisper: true},

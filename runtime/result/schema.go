@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // SchemaID is the $id of the published schema of result.json.
@@ -97,7 +97,7 @@ type schemaGen struct {
 var (
 	timeType = reflect.TypeOf(time.Time{})
 	anyType  = reflect.TypeOf((*any)(nil)).Elem()
-	msgType  = reflect.TypeOf(spec.Message{})
+	msgType  = reflect.TypeOf(value.Message{})
 )
 
 // typeOf is the schema of a Go type; named struct types go to $defs.

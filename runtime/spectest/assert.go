@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
@@ -34,9 +36,9 @@ type Env struct {
 	// Outputs are the run's outputs by name.
 	Outputs map[string]any `expr:"outputs"`
 	// Messages are every recorded message, as expressions in specs see them.
-	Messages []spec.Message `expr:"messages"`
+	Messages []value.Message `expr:"messages"`
 	// Verdicts are the goal verdicts (result.json's goal_verdicts).
-	Verdicts []spec.GoalVerdicts `expr:"verdicts"`
+	Verdicts []value.GoalVerdicts `expr:"verdicts"`
 	// Calls are the model calls, in the order of the flow.
 	Calls []Call `expr:"calls"`
 	// Events are the journal's events, in order.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/value"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/report"
@@ -33,7 +35,7 @@ type Event struct {
 
 // Message is a recorded message ready to show.
 type Message struct {
-	spec.Message
+	value.Message
 	HTML string `json:"html"`
 }
 
@@ -216,7 +218,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		return out, false
 	case event.Message:
 		var m struct {
-			spec.Message
+			value.Message
 			ContentDigest string `json:"content_digest"`
 		}
 		_ = json.Unmarshal(ev.Data, &m)

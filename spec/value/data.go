@@ -1,4 +1,9 @@
-package spec
+// Package value is the run-time data model: the values that prompts and
+// expressions see (messages, node results, agents, goals, verdicts, prompt
+// data) and the helpers templates call on them. The spec compiler checks
+// templates and expressions against these types; the runtime and the node
+// kinds fill them. It imports nothing of the module.
+package value
 
 // This file defines the values that prompts (text/template) and expressions
 // (expr) see at run time. The compiler checks templates and expressions
@@ -206,6 +211,11 @@ func GoalConcludedSample() map[string]any {
 	return map[string]any{"final_verdicts": []AgentVerdict{}, "consensus": ""}
 }
 
-// VerdictAsker is implemented by the configs of nodes that ask their agents
-// for verdicts: a spec with one has goals that can end without a verdict.
-type VerdictAsker interface{ AsksVerdicts() bool }
+// Persona describes a character for persona-driven debates.
+type Persona struct {
+	Title         string `yaml:"title" json:"title,omitempty"`
+	Expertise     string `yaml:"expertise" json:"expertise,omitempty"`
+	Personality   string `yaml:"personality" json:"personality,omitempty"`
+	SpeakingStyle string `yaml:"speaking_style" json:"speaking_style,omitempty"`
+	Background    string `yaml:"background" json:"background,omitempty"`
+}

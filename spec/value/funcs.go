@@ -1,4 +1,4 @@
-package spec
+package value
 
 import (
 	"encoding/json"
@@ -25,14 +25,14 @@ func TemplateFuncs() template.FuncMap {
 		"default":   defaultValue,
 		"add":       func(a, b int) int { return a + b },
 		"sub":       func(a, b int) int { return a - b },
-		"byRecord":  byRecord,
-		"byFrom":    byFrom,
-		"byTo":      byTo,
-		"inRound":   inRound,
-		"notFrom":   notFrom,
-		"latest":    latestPerAuthor,
-		"last":      lastMessage,
-		"count":     func(ms []Message) int { return len(ms) },
+		"byRecord":  ByRecord,
+		"byFrom":    ByFrom,
+		"byTo":      ByTo,
+		"inRound":   InRound,
+		"notFrom":   NotFrom,
+		"latest":    LatestPerAuthor,
+		"last":      LastMessage,
+		"count":     Count,
 		"agentName": func(agents []AgentView, id string) string { return agentName(agents, id) },
 	}
 }
@@ -111,28 +111,28 @@ func filter(ms []Message, keep func(*Message) bool) []Message {
 	return out
 }
 
-func byRecord(record string, ms []Message) []Message {
+func ByRecord(record string, ms []Message) []Message {
 	return filter(ms, func(m *Message) bool { return m.Record == record })
 }
 
-func byFrom(agent string, ms []Message) []Message {
+func ByFrom(agent string, ms []Message) []Message {
 	return filter(ms, func(m *Message) bool { return m.From == agent })
 }
 
-func notFrom(agent string, ms []Message) []Message {
+func NotFrom(agent string, ms []Message) []Message {
 	return filter(ms, func(m *Message) bool { return m.From != agent })
 }
 
-func byTo(agent string, ms []Message) []Message {
+func ByTo(agent string, ms []Message) []Message {
 	return filter(ms, func(m *Message) bool { return m.To == agent })
 }
 
-func inRound(round int, ms []Message) []Message {
+func InRound(round int, ms []Message) []Message {
 	return filter(ms, func(m *Message) bool { return m.Round == round })
 }
 
 // latestPerAuthor keeps each author's last message, in order of first appearance.
-func latestPerAuthor(ms []Message) []Message {
+func LatestPerAuthor(ms []Message) []Message {
 	idx := map[string]int{}
 	var out []Message
 	for _, m := range ms {
@@ -146,7 +146,7 @@ func latestPerAuthor(ms []Message) []Message {
 	return out
 }
 
-func lastMessage(ms []Message) Message {
+func LastMessage(ms []Message) Message {
 	if len(ms) == 0 {
 		return Message{}
 	}
@@ -171,3 +171,6 @@ func fromJSON(s string) any {
 	}
 	return v
 }
+
+// Count is the number of messages (the count helper).
+func Count(ms []Message) int { return len(ms) }

@@ -1,4 +1,4 @@
-package spec
+package value
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestTemplateFuncs(t *testing.T) {
-	data := PromptData{PromptBase: PromptBase{
+	data := struct{ PromptBase }{PromptBase: PromptBase{
 		Agent:  AgentView{ID: "a", Name: "Alice"},
 		Agents: []AgentView{{ID: "a", Name: "Alice"}, {ID: "b", Name: "Bob"}},
 		Round:  2,
