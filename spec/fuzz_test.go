@@ -10,6 +10,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/spec/draw"
+
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/templates"
@@ -58,8 +60,8 @@ func FuzzLoad(f *testing.F) {
 		}
 		if plan != nil {
 			// A valid plan must draw without trouble.
-			_ = spec.Mermaid(plan)
-			_ = spec.Dot(plan)
+			_ = draw.Mermaid(plan)
+			_ = draw.Dot(plan)
 		}
 	})
 }

@@ -196,3 +196,26 @@ func joinNames(names []string) string {
 // VerdictAsker is implemented by the configs of nodes that ask their agents
 // for verdicts: a spec with one has goals that can end without a verdict.
 type VerdictAsker interface{ AsksVerdicts() bool }
+
+// GraphAttachments is an optional capability of a node's compiled
+// configuration (what its kind's Compile returned): what a graph draws
+// beside the node besides its place in the flow.
+type GraphAttachments interface {
+	GraphAttachments() GraphAttachment
+}
+
+// GraphAttachment is what is drawn beside a node.
+type GraphAttachment struct {
+	// Runs are nodes the node runs while it runs (a moderation panel that
+	// watches a conversation), each with a label such as "every 8 turns".
+	Runs []GraphRun
+	// Posts describe messages the node posts without a model call (a time
+	// keeper's interjections), one line each.
+	Posts []string
+}
+
+// GraphRun is a node run by another, with when.
+type GraphRun struct {
+	Node  string
+	Label string
+}

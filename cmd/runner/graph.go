@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	"github.com/debate-runner/runner/spec/draw"
+
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
@@ -29,9 +31,9 @@ func (c *graphCmd) Run(e *env) error {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid", c.File))
 	}
 	if c.Format == "dot" {
-		_, err := fmt.Fprint(e.stdout, spec.Dot(plan))
+		_, err := fmt.Fprint(e.stdout, draw.Dot(plan))
 		return err
 	}
-	_, err := fmt.Fprint(e.stdout, spec.Mermaid(plan))
+	_, err := fmt.Fprint(e.stdout, draw.Mermaid(plan))
 	return err
 }

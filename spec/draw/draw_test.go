@@ -1,9 +1,12 @@
-package spec_test
+package draw_test
 
 import (
+	"flag"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/debate-runner/runner/spec/draw"
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
@@ -13,8 +16,12 @@ import (
 // condition, a foreach over goals holding a loop bounded by an expression,
 // an if with else and one without, and compares both renderings with
 // testdata/graph (-update rewrites them).
+
+// update rewrites the golden drawings: go test ./spec/draw -update
+var update = flag.Bool("update", false, "rewrite the golden files")
+
 func TestGraphGolden(t *testing.T) {
-	plan, diags := spec.Load("testdata/graph/flow.yaml", nodes.Registry())
+	plan, diags := spec.Load("../testdata/graph/flow.yaml", nodes.Registry())
 	if diags.HasErrors() {
 		t.Fatalf("graph spec does not load:\n%s", diags.Error())
 	}
@@ -22,8 +29,8 @@ func TestGraphGolden(t *testing.T) {
 		file string
 		draw func(*spec.Plan) string
 	}{
-		{"testdata/graph/flow.mmd", spec.Mermaid},
-		{"testdata/graph/flow.dot", spec.Dot},
+		{"../testdata/graph/flow.mmd", draw.Mermaid},
+		{"../testdata/graph/flow.dot", draw.Dot},
 	} {
 		got := tc.draw(plan)
 		if *update {
@@ -50,11 +57,11 @@ func TestGraphGolden(t *testing.T) {
 // TestGraphShape checks the structure the goldens should show, so that a
 // careless -update cannot bless a broken drawing.
 func TestGraphShape(t *testing.T) {
-	plan, diags := spec.Load("testdata/graph/flow.yaml", nodes.Registry())
+	plan, diags := spec.Load("../testdata/graph/flow.yaml", nodes.Registry())
 	if diags.HasErrors() {
 		t.Fatalf("graph spec does not load:\n%s", diags.Error())
 	}
-	m := spec.Mermaid(plan)
+	m := draw.Mermaid(plan)
 	for _, want := range []string{
 		"flowchart TD",
 		`subgraph c1["loop round"]`,
@@ -75,7 +82,7 @@ func TestGraphShape(t *testing.T) {
 	if strings.Count(m, `"`)%2 != 0 {
 		t.Errorf("unbalanced quotes in mermaid output:\n%s", m)
 	}
-	d := spec.Dot(plan)
+	d := draw.Dot(plan)
 	for _, want := range []string{
 		`digraph "graph-flow" {`,
 		"subgraph cluster_c1 {",
@@ -98,11 +105,11 @@ func TestGraphShape(t *testing.T) {
 // flow step names) and its time keeper's rules are drawn beside it, with
 // dashed edges, in both renderings.
 func TestGraphWatchersAndInterjections(t *testing.T) {
-	plan, diags := spec.Load("../examples/research-review/spec.yaml", nodes.Registry())
+	plan, diags := spec.Load("../../examples/research-review/spec.yaml", nodes.Registry())
 	if diags.HasErrors() {
 		t.Fatalf("research-review does not load:\n%s", diags.Error())
 	}
-	m := spec.Mermaid(plan)
+	m := draw.Mermaid(plan)
 	for _, want := range []string{
 		`w5["moderation (converse)<br/>adler, mensah"]`,
 		`n3 -.->|"watches every 8 turns"| w5`,
@@ -113,7 +120,7 @@ func TestGraphWatchersAndInterjections(t *testing.T) {
 			t.Errorf("mermaid lacks %q:\n%s", want, m)
 		}
 	}
-	d := spec.Dot(plan)
+	d := draw.Dot(plan)
 	for _, want := range []string{
 		`w5 [label="moderation (converse)\nadler, mensah", style="rounded,dashed"];`,
 		`n3 -> w5 [style=dashed, label="watches every 8 turns"];`,
@@ -125,11 +132,11 @@ func TestGraphWatchersAndInterjections(t *testing.T) {
 		}
 	}
 	// A spec without watchers or time keepers draws nothing more.
-	plain, diags := spec.Load("../examples/reasoning-debate/spec.yaml", nodes.Registry())
+	plain, diags := spec.Load("../../examples/reasoning-debate/spec.yaml", nodes.Registry())
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
 	}
-	if out := spec.Mermaid(plain); strings.Contains(out, "-.-") {
+	if out := draw.Mermaid(plain); strings.Contains(out, "-.-") {
 		t.Errorf("dashed edges in a plain flow:\n%s", out)
 	}
 }

@@ -1,15 +1,17 @@
-package spec
+package draw
 
 import (
 	"fmt"
 	"strings"
+
+	"github.com/debate-runner/runner/spec"
 )
 
 // Mermaid draws the plan's flow as a Mermaid flowchart: nodes in order,
 // loops and foreach as subgraphs labelled with their bounds, if as a
 // decision, and beside a node, with dashed edges, the nodes it runs (a
 // watcher) and the messages it posts by itself (a time keeper).
-func Mermaid(p *Plan) string {
+func Mermaid(p *spec.Plan) string {
 	g := &graphWriter{plan: p, mermaid: true}
 	g.line("flowchart TD")
 	g.line(`  start([start])`)
@@ -22,7 +24,7 @@ func Mermaid(p *Plan) string {
 }
 
 // Dot draws the plan's flow for Graphviz, with loops and foreach as clusters.
-func Dot(p *Plan) string {
+func Dot(p *spec.Plan) string {
 	g := &graphWriter{plan: p}
 	g.line(fmt.Sprintf("digraph %q {", p.Name))
 	g.line(`  rankdir=TB; node [shape=box, style=rounded, fontname="Helvetica"];`)
@@ -35,31 +37,8 @@ func Dot(p *Plan) string {
 	return g.b.String()
 }
 
-// GraphAttachments is an optional capability of a node's compiled
-// configuration (what its kind's Compile returned): what a graph draws
-// beside the node besides its place in the flow.
-type GraphAttachments interface {
-	GraphAttachments() GraphAttachment
-}
-
-// GraphAttachment is what is drawn beside a node.
-type GraphAttachment struct {
-	// Runs are nodes the node runs while it runs (a moderation panel that
-	// watches a conversation), each with a label such as "every 8 turns".
-	Runs []GraphRun
-	// Posts describe messages the node posts without a model call (a time
-	// keeper's interjections), one line each.
-	Posts []string
-}
-
-// GraphRun is a node run by another, with when.
-type GraphRun struct {
-	Node  string
-	Label string
-}
-
 type graphWriter struct {
-	plan    *Plan
+	plan    *spec.Plan
 	mermaid bool
 	b       strings.Builder
 	n       int
@@ -68,8 +47,8 @@ type graphWriter struct {
 // attachments draws what is attached to a node drawn as id: the nodes it
 // runs (and theirs), and its posts, each with a dashed edge. via holds the
 // nodes being drawn, against cycles.
-func (g *graphWriter) attachments(n *NodePlan, id, indent string, via map[string]bool) {
-	ga, ok := n.Config.(GraphAttachments)
+func (g *graphWriter) attachments(n *spec.NodePlan, id, indent string, via map[string]bool) {
+	ga, ok := n.Config.(spec.GraphAttachments)
 	if !ok {
 		return
 	}
@@ -134,7 +113,7 @@ func mermaidText(s string) string {
 	return `"` + s + `"`
 }
 
-func (g *graphWriter) nodeLabel(n *NodePlan) string {
+func (g *graphWriter) nodeLabel(n *spec.NodePlan) string {
 	var agents []string
 	for _, a := range n.Agents {
 		agents = append(agents, a.ID)
@@ -148,12 +127,12 @@ func (g *graphWriter) nodeLabel(n *NodePlan) string {
 
 // steps draws a sequence, connecting it from the given predecessors, and
 // returns the ids the next step should connect from.
-func (g *graphWriter) steps(steps []*FlowStep, prev []string, indent string) []string {
+func (g *graphWriter) steps(steps []*spec.FlowStep, prev []string, indent string) []string {
 	return g.stepsLabelled(steps, prev, "", indent)
 }
 
 // stepsLabelled is steps with a label on the edges into the first step.
-func (g *graphWriter) stepsLabelled(steps []*FlowStep, prev []string, label, indent string) []string {
+func (g *graphWriter) stepsLabelled(steps []*spec.FlowStep, prev []string, label, indent string) []string {
 	for _, s := range steps {
 		prev = g.step(s, prev, label, indent)
 		label = ""
@@ -161,9 +140,9 @@ func (g *graphWriter) stepsLabelled(steps []*FlowStep, prev []string, label, ind
 	return prev
 }
 
-func (g *graphWriter) step(s *FlowStep, prev []string, in, indent string) []string {
+func (g *graphWriter) step(s *spec.FlowStep, prev []string, in, indent string) []string {
 	switch s.Kind {
-	case StepNode:
+	case spec.StepNode:
 		id := g.id("n")
 		label := g.nodeLabel(s.Node)
 		if g.mermaid {
@@ -176,7 +155,7 @@ func (g *graphWriter) step(s *FlowStep, prev []string, in, indent string) []stri
 		}
 		g.attachments(s.Node, id, indent, map[string]bool{s.Node.ID: true})
 		return []string{id}
-	case StepLoop, StepForeach:
+	case spec.StepLoop, spec.StepForeach:
 		title := loopTitle(s)
 		cid := g.id("c")
 		head := g.id("h")
@@ -201,7 +180,7 @@ func (g *graphWriter) step(s *FlowStep, prev []string, in, indent string) []stri
 			g.edge(p, head, in, indent)
 		}
 		return []string{head}
-	case StepIf:
+	case spec.StepIf:
 		id := g.id("d")
 		if g.mermaid {
 			g.line(fmt.Sprintf("%s%s{%s}", indent, id, mermaidText("if "+s.Cond.Source)))
@@ -221,15 +200,15 @@ func (g *graphWriter) step(s *FlowStep, prev []string, in, indent string) []stri
 	return prev
 }
 
-func loopTitle(s *FlowStep) string {
-	if s.Kind == StepForeach {
+func loopTitle(s *spec.FlowStep) string {
+	if s.Kind == spec.StepForeach {
 		return fmt.Sprintf("foreach %s in %s", s.As, s.In.Source)
 	}
 	return fmt.Sprintf("loop %s", s.As)
 }
 
-func headLabel(s *FlowStep) string {
-	if s.Kind == StepForeach {
+func headLabel(s *spec.FlowStep) string {
+	if s.Kind == spec.StepForeach {
 		return fmt.Sprintf("next %s of %s", s.As, sourceOf(s.In))
 	}
 	max := fmt.Sprint(s.MaxConst)
@@ -243,7 +222,7 @@ func headLabel(s *FlowStep) string {
 	return label
 }
 
-func sourceOf(p *Program) string {
+func sourceOf(p *spec.Program) string {
 	if p == nil {
 		return "?"
 	}
