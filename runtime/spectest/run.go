@@ -432,6 +432,10 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		RunsDir: dir, InputValues: merge(ft.test.File.Inputs, c.Inputs), VarValues: merge(ft.test.File.Vars, c.Vars),
 		Seed: c.Seed, Answers: c.Answers, Getenv: testGetenv, HTTPClient: &http.Client{Transport: tr},
 		Version: opts.Version, Sleep: noSleep,
+		// A kept run directory is there to be looked at: its journal
+		// has the prompts' texts, so `runner show` and the view's call
+		// page show every message a call sent.
+		LogPrompts: opts.RunsDir != "",
 	}
 	if ro.Answers == nil {
 		ro.Answers = map[string]string{}
