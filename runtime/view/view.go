@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/callview"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
@@ -85,6 +86,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/events", s.apiEvents)
 	mux.HandleFunc("GET /api/sweep", s.apiSweep)
 	mux.HandleFunc("GET /api/file", s.apiFile)
+	mux.HandleFunc("GET /api/call", s.apiCall)
 	return s.guard(mux)
 }
 
@@ -441,4 +443,52 @@ func mustJSON(v any) []byte {
 		data, _ = json.Marshal(err.Error())
 	}
 	return data
+}
+
+// apiCall serves one call of a run as callview reads it from the journal
+// (?key=), or the list of its calls (no key). The reply is also rendered
+// as the transcript renders a message.
+func (s *Server) apiCall(w http.ResponseWriter, r *http.Request) {
+	id, key := r.URL.Query().Get("id"), r.URL.Query().Get("key")
+	dir, err := s.resolve(id)
+	if err != nil {
+		http.Error(w, id+": no such run", http.StatusNotFound)
+		return
+	}
+	run, err := callview.Read(dir)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("%s: %v", id, err), http.StatusNotFound)
+		return
+	}
+	if key == "" {
+		writeJSON(w, map[string]any{"id": id, "spec": run.Spec, "calls": run.Summaries()})
+		return
+	}
+	c, ok := run.Call(key)
+	if !ok {
+		http.Error(w, fmt.Sprintf("run %s has no call %s", id, key), http.StatusNotFound)
+		return
+	}
+	keys := run.Keys()
+	out := map[string]any{"id": id, "spec": run.Spec, "call": c, "count": len(keys)}
+	if i := c.Index - 1; i > 0 {
+		out["prev"] = keys[i-1]
+	}
+	if c.Index < len(keys) {
+		out["next"] = keys[c.Index]
+	}
+	if c.Done && c.Reply != "" {
+		n := &normalizer{}
+		out["reply_html"] = n.html(c.Reply)
+	}
+	if m, err := result.ReadManifest(dir); err == nil {
+		if plan, _ := s.plan(dir, m); plan != nil {
+			for _, a := range plan.Agents {
+				if a.ID == c.Agent {
+					out["agent_name"] = a.Name
+				}
+			}
+		}
+	}
+	writeJSON(w, out)
 }
