@@ -870,7 +870,7 @@
     add("finish reason", c.finish_reason);
     add("requested", when(c.requested_at)); add("answered", when(c.responded_at));
     if (c.repair_of) add("repair of", el("a", { href: callHref(run, c.repair_of), class: "mono" }, c.repair_of));
-    if (c.recorded && c.recorded.length) add("recorded as", el("span", {}, c.recorded.map((id, i) => [i ? ", " : "", el("a", { href: "#/run/" + run + "?msg=" + encodeURIComponent(id) }, id)])));
+    if (c.recorded && c.recorded.length) add("recorded as", el("span", {}, c.recorded.flatMap((id, i) => [i ? ", " : "", el("a", { href: "#/run/" + run + "?msg=" + encodeURIComponent(id) }, id)])));
     const cards = [el("div", { class: "card", id: "call-about" }, el("h2", {}, "The call"), kv)];
     // What it sent.
     const msgs = el("div", { id: "call-messages" });
