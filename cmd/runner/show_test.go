@@ -44,7 +44,7 @@ func TestEveryExampleCallShows(t *testing.T) {
 			t.Fatalf("runner show %s: exit %d: %s", dir, code, errOut)
 		}
 		var list struct {
-			Spec  string              `json:"spec"`
+			Spec  string             `json:"spec"`
 			Calls []callview.Summary `json:"calls"`
 		}
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
