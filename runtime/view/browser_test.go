@@ -225,9 +225,32 @@ func TestPagesInBrowser(t *testing.T) {
 	}
 	msgs := `document.querySelectorAll('#transcript .msg:not(.rejected)').length`
 	pages := []page{
-		{"runs", "/", `document.querySelectorAll('table.runs tbody tr').length >= 24`, func() {
-			if n := eval[int](b, `document.querySelectorAll('table.runs tbody tr').length`); n != 24 {
-				t.Errorf("runs: %d rows, want 24 (4 runs and 20 of the sweep)", n)
+		{"runs", "/", `document.querySelectorAll('table.runs tbody tr').length >= 34`, func() {
+			if n := eval[int](b, `document.querySelectorAll('table.runs tbody tr').length`); n != 34 {
+				t.Errorf("runs: %d rows, want 34 (4 runs, 20 of the sweep, 10 of the baseline)", n)
+			}
+			// A failed run's error is in its own column, not under its status.
+			row := fmt.Sprintf(`[...document.querySelectorAll('table.runs tbody tr')].find(tr => tr.querySelector('a.runid').title === %q)`, f.failed)
+			if got := eval[string](b, row+`.querySelector('[data-col=output]').innerText`); !strings.Contains(got, "model not found") {
+				t.Errorf("the failed run's error is not in the output column: %q", got)
+			}
+			if got := eval[string](b, row+`.querySelector('[data-col=status]').innerText`); strings.TrimSpace(got) != "failed" {
+				t.Errorf("the failed run's status cell says %q", got)
+			}
+			// Columns can be hidden, and the choice is kept.
+			cols := `document.querySelectorAll('table.runs thead th').length`
+			all := eval[int](b, cols)
+			eval[bool](b, `(() => { document.querySelector('#columns').open = true; document.querySelector('#columns input[data-col=tokens]').click(); return true; })()`)
+			if n := eval[int](b, cols); n != all-1 {
+				t.Errorf("hiding the tokens column leaves %d of %d columns", n, all)
+			}
+			b.open(base+"/", `document.querySelectorAll('table.runs tbody tr').length >= 34`)
+			if n := eval[int](b, cols); n != all-1 {
+				t.Errorf("after a reload, %d of %d columns", n, all)
+			}
+			eval[bool](b, `(() => { document.querySelector('#columns input[data-col=tokens]').click(); document.querySelector('#columns').open = false; return true; })()`)
+			if n := eval[int](b, cols); n != all {
+				t.Errorf("showing the tokens column again: %d of %d columns", n, all)
 			}
 		}},
 		{"runs-filtered", "/?spec=hiring-panel&status=completed", `document.querySelectorAll('table.runs tbody tr').length === 1`, nil},
@@ -287,6 +310,22 @@ func TestPagesInBrowser(t *testing.T) {
 				t.Errorf("accuracy chart: %d intervals, want 3 (all, rounds=1, rounds=2)", n)
 			}
 		}},
+		{"compare-sweeps", "/compare?a=" + f.sweep + "&b=" + f.baseline, `document.querySelector('#sweep-items') !== null`, func() {
+			text := eval[string](b, `document.querySelector('main').innerText`)
+			for _, want := range []string{"Compare two sweeps", "accuracy (95% CI)", "reasoning-debate", "reasoning-baseline", "runs (n)", "calls"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("compare sweeps lacks %q", want)
+				}
+			}
+			// 10 dataset lines; the debate ran each twice (rounds=1,2),
+			// the baseline once: items pair by line and matrix values.
+			if n := eval[int](b, `document.querySelectorAll('#sweep-items tbody tr').length`); n != 20 {
+				t.Errorf("compare sweeps: %d items, want 20", n)
+			}
+			if got := eval[string](b, `document.querySelector('#sweep-tally').innerText`); !strings.Contains(got, "Of 20 pairs scored in both") {
+				t.Errorf("the tally of items: %q", got)
+			}
+		}},
 		{"compare", "/compare?a=" + runA + "&b=" + runB, `document.querySelectorAll('.cols .msg').length > 0`, func() {
 			if n := eval[int](b, `document.querySelectorAll('.diff td.differs').length`); n == 0 {
 				t.Errorf("compare marks no difference between two runs of a sweep")
@@ -303,6 +342,32 @@ func TestPagesInBrowser(t *testing.T) {
 			p.check()
 		}
 		b.shot(p.name)
+		if p.name != "run-private" {
+			// At 1,280 and 1,900 px too, checked for clipping.
+			b.look(p.name, ready)
+		}
+		if p.name == "runs" {
+			// At either width no row of the list grows tall (cells
+			// squeezed to a few characters a line).
+			for _, w := range widths {
+				b.resize(w)
+				b.wait(`document.querySelectorAll('table.runs tbody tr').length >= 34`)
+				if h := eval[float64](b, `Math.max(...[...document.querySelectorAll('table.runs tbody tr')].map(tr => tr.getBoundingClientRect().height))`); h > 80 {
+					t.Errorf("at %d px a row of the runs list is %.0f px high", w, h)
+				}
+				// Every column fits the window: the list does not scroll sideways.
+				if over := eval[float64](b, `document.querySelector('table.runs').scrollWidth - document.querySelector('table.runs').parentElement.clientWidth`); over > 0 {
+					t.Errorf("at %d px the runs list is %.0f px wider than its card", w, over)
+				}
+			}
+			// At 1,900 px every column of the list is in the window.
+			b.resize(1900)
+			b.wait(`document.querySelectorAll('table.runs tbody tr').length >= 34`)
+			if out := eval[[]string](b, `[...document.querySelectorAll('table.runs thead th')].filter(th => th.getBoundingClientRect().right > document.documentElement.clientWidth).map(th => th.innerText)`); len(out) > 0 {
+				t.Errorf("at 1,900 px these columns of the runs list are outside the window: %v", out)
+			}
+			b.resize(1360)
+		}
 		b.clean(p.name)
 		t.Logf("page %-18s loaded and drawn in %4d ms", p.name, d.Milliseconds())
 	}

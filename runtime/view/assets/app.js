@@ -224,9 +224,10 @@
   // The columns of the list of runs.
   const RUN_COLUMNS = [
     { key: "run", label: "run", always: true, cell: r => el("a", { href: "#/run/" + r.id, class: "runid", title: r.id }, r.sweep ? el("small", {}, r.sweep + "/") : null, r.id.split("/").pop()) },
-    { key: "spec", label: "spec", cls: "nowrap", cell: r => r.spec },
+    // (a run id breaks after its time, "…Z-", and at its hyphens)
+    { key: "spec", label: "spec", cell: r => r.spec },
     { key: "status", label: "status", cell: r => badge(r.status) },
-    { key: "started", label: "started", cls: "nowrap", cell: r => short(r.created) },
+    { key: "started", label: "started", cls: "nowrap", cell: r => el("span", { title: when(r.created) }, r.created ? new Date(r.created).toLocaleString("en-GB", { month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit" }) : "") },
     { key: "duration", label: "duration", num: true, cls: "nowrap", cell: r => dur(r.duration_ms) },
     { key: "rounds", label: "rounds", num: true, cell: r => r.rounds || "" },
     { key: "goals", label: "goals", num: true, cell: r => r.goals || "" },
@@ -946,15 +947,28 @@
     // Items: runs paired by dataset line, sample and matrix values.
     const axesA = (S[0].matrix || []).map(x => x.name).join(","), axesB = (S[1].matrix || []).map(x => x.name).join(",");
     const withVars = axesA === axesB;
-    const itemKey = r => [S[0].dataset || S[1].dataset ? "line " + r.line : "#" + r.index, r.sample > 1 ? "sample " + r.sample : "",
+    // Runs pair on what both sweeps vary: the dataset line and sample, and
+    // the matrix values when both have the same axes. A sweep with a
+    // matrix the other lacks pairs each of its runs with the other's run
+    // of the same line.
+    const common = r => [S[0].dataset || S[1].dataset ? "line " + r.line : "#" + r.index, r.sample > 1 ? "sample " + r.sample : "",
       withVars ? Object.entries(r.vars || {}).sort().map(([k, v]) => `${k}=${v}`).join(" ") : ""].filter(Boolean).join(" · ");
-    const items = new Map();
-    sw.forEach((d, side) => d.summary.runs.forEach((r, i) => {
-      const k = itemKey(r);
-      const it = items.get(k) || { key: k, runs: [null, null], ids: [null, null] };
-      it.runs[side] = r; it.ids[side] = d.run_ids[i];
-      items.set(k, it);
-    }));
+    const bySide = sw.map(d => {
+      const m = new Map();
+      d.summary.runs.forEach((r, i) => { const k = common(r); if (!m.has(k)) m.set(k, []); m.get(k).push({ r, id: d.run_ids[i] }); });
+      return m;
+    });
+    const items = [];
+    const keys = [...new Set([...bySide[0].keys(), ...bySide[1].keys()])];
+    for (const k of keys) {
+      const xs = bySide[0].get(k) || [], ys = bySide[1].get(k) || [];
+      const n = Math.max(xs.length, ys.length);
+      for (let i = 0; i < n; i++) {
+        const x = xs.length === 1 ? xs[0] : xs[i], y = ys.length === 1 ? ys[0] : ys[i];
+        items.push({ key: [k, ...[x, y].filter(Boolean).map(p => withVars ? "" : Object.entries(p.r.vars || {}).sort().map(([a, v]) => `${a}=${v}`).join(" ")).filter(Boolean)].join(" · "),
+          runs: [x ? x.r : null, y ? y.r : null], ids: [x ? x.id : null, y ? y.id : null] });
+      }
+    }
     const scoreOf = r => r && r.score !== undefined && r.score !== null ? r.score : null;
     const outcome = (r, id) => {
       if (!r) return el("span", { class: "note" }, "—");
@@ -966,7 +980,7 @@
         out ? el("span", { class: "note" }, " " + (out.length > 80 ? out.slice(0, 80) + "…" : out)) : null);
     };
     const tally = { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 };
-    const itemRows = [...items.values()].map(it => {
+    const itemRows = items.map(it => {
       const [x, y] = it.runs.map(scoreOf);
       let cls = "";
       if (!it.runs[0] || !it.runs[1]) tally.unpaired++;
@@ -978,8 +992,8 @@
       return [it.key, expected !== undefined ? value(expected) : "", el("td", { class: cls }, outcome(it.runs[0], it.ids[0])), el("td", { class: cls }, outcome(it.runs[1], it.ids[1]))];
     });
     const scored = tally.both + tally.onlyA + tally.onlyB + tally.neither;
-    cards.push(el("div", { class: "card", id: "sweep-items" }, el("h2", {}, `Items (${items.size})`),
-      el("p", { class: "note", id: "sweep-tally" }, scored ? `Of ${scored} items scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} items are in one sweep only.` : "") + " `runner compare A B` gives the paired statistics." : "No item is scored in both sweeps (no score expression, or no expected values)."),
+    cards.push(el("div", { class: "card", id: "sweep-items" }, el("h2", {}, `Items (${items.length})`),
+      el("p", { class: "note", id: "sweep-tally" }, scored ? `Of ${scored} pairs scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} runs have no counterpart.` : "") + " `runner compare A B` gives the paired statistics." : "No item is scored in both sweeps (no score expression, or no expected values)."),
       table(["item", "expected", "A", "B"], itemRows, { class: "diff items" })));
     app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Compare two sweeps"), el("div", { class: "sub" }, "Highlighted rows differ; items are paired by dataset line, sample and matrix values."))), ...cards);
   }
