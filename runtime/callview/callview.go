@@ -275,11 +275,16 @@ func (b *builder) event(ev journal.Event) {
 		c.Messages = c.Messages[:0]
 		for _, m := range d.Messages {
 			msg := Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls, Chars: m.Chars, Digest: m.Digest}
-			if m.Content != "" || (m.Chars == 0 && m.Digest != "") {
+			switch {
+			case m.Content != "":
 				msg.Text, msg.TextFrom = m.Content, "journal"
 				b.texts[m.Digest] = m.Content
 				b.logged = true
 				c.PromptsLogged = true
+			case m.Chars == 0 && m.Digest != "":
+				// An empty text (a tool call's message) is known
+				// whether or not prompts are logged.
+				msg.TextFrom = "journal"
 			}
 			c.Messages = append(c.Messages, msg)
 		}
@@ -327,6 +332,16 @@ func (b *builder) event(ev journal.Event) {
 		c := b.known(ev.Key)
 		if c == nil {
 			return
+		}
+		// A node journals its output under the key it asked with; when
+		// the model called tools first, the reply parsed is the last
+		// tool round's.
+		for n := 1; ; n++ {
+			next := b.known(fmt.Sprintf("%s/tool%d", ev.Key, n))
+			if next == nil {
+				break
+			}
+			c = next
 		}
 		var d struct {
 			Output        json.RawMessage `json:"output"`
@@ -377,6 +392,10 @@ func (b *builder) event(ev journal.Event) {
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		tr := ToolRun{Key: ev.Key, Tool: d.Tool, Arguments: text(d.Arguments), Result: text(d.Result)}
+		if tr.Result != "" {
+			// The result goes back to the model as a tool message.
+			b.texts[digest(tr.Result)] = tr.Result
+		}
 		// A tool round's key is CALL/toolN; the round's call and the
 		// call it continues both list it.
 		for _, k := range []string{ev.Key, parentOfTool(ev.Key)} {

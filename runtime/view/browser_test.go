@@ -3,6 +3,7 @@ package view_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,6 +293,36 @@ func TestPagesInBrowser(t *testing.T) {
 			}
 		}},
 		{"judged-calls", "/run/" + f.judged + "?tab=calls", `document.querySelectorAll('#pane tbody tr').length === 12`, nil},
+		{"judged-call-retried", "/call?" + url.Values{"run": {f.judged}, "key": {"propose/round=1/ada"}}.Encode(), `document.body.dataset.page === 'call'`, func() {
+			if got := eval[string](b, `(document.querySelector('#call-retries') || {}).innerText || ''`); !strings.Contains(got, "attempt 1") {
+				t.Errorf("the retry is not shown: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-reply').innerText`); !strings.Contains(got, "calls ") {
+				t.Errorf("the reply's tool call is not shown: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-messages').innerText`); !strings.Contains(got, "did not log its prompts") {
+				t.Errorf("the page does not say the prompts were not logged: %q", got)
+			}
+			if got := eval[string](b, `(document.querySelector('#call-tools') || {}).innerText || ''`); got == "" {
+				t.Errorf("the tool the reply asked for is not shown")
+			}
+		}},
+		{"judged-call-tool", "/call?" + url.Values{"run": {f.judged}, "key": {"propose/round=1/ada/tool1"}}.Encode(), `document.body.dataset.page === 'call'`, func() {
+			roles := eval[[]string](b, `[...document.querySelectorAll('#call-messages .cmsg')].map(m => m.dataset.role)`)
+			if strings.Join(roles, ",") != "user,assistant,tool" {
+				t.Errorf("the tool round sent %v, want the prompt, the assistant's tool call and the tool's result", roles)
+			}
+			if got := eval[string](b, `document.querySelector('#call-messages .cmsg[data-role=tool]').innerText`); !strings.Contains(got, "answers tool call") || !strings.Contains(got, "found by its digest") {
+				t.Errorf("the tool's result does not say which call it answers, or is not shown: %q", got)
+			}
+			// The proposal parsed from the last tool round's reply.
+			if got := eval[string](b, `document.querySelector('#call-output').innerText`); !strings.Contains(got, "A queue in front of sandboxed graders") {
+				t.Errorf("the tool round's parsed output is not shown: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-messages .cmsg[data-role=assistant]').innerText`); !strings.Contains(got, "calls ") {
+				t.Errorf("the assistant's tool call is not shown: %q", got)
+			}
+		}},
 		{"judged-questions", "/run/" + f.judged + "?tab=clarify", `document.querySelectorAll('#pane tbody tr').length === 4`, func() {
 			if got := eval[string](b, `document.querySelector('#pane').innerText`); !strings.Contains(got, "How many <submissions> per hour at peak?") || !strings.Contains(got, "About 3,000") {
 				t.Errorf("questions and answers: %q", got)

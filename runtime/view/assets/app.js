@@ -884,7 +884,7 @@
       headBits.push(el("span", { class: "meta" }, `#${i + 1} · ${num(m.chars)} chars` + (m.text_from === "digest" ? " · text found by its digest" : "")));
       msgs.append(el("div", { class: "cmsg role-" + m.role, "data-role": m.role }, el("div", { class: "msghead" }, headBits),
         (m.tool_calls || []).map(tc => el("div", { class: "toolcall" }, "calls ", el("code", {}, `${tc.name}(${tc.arguments})`), tc.id ? el("span", { class: "note" }, " " + tc.id) : null)),
-        m.text_from ? el("pre", { class: "ctext" }, m.text) : (m.chars ? el("p", { class: "note" }, `text not journaled (digest ${m.digest})`) : null)));
+        m.text ? el("pre", { class: "ctext" }, m.text) : (m.chars && !m.text_from ? el("p", { class: "note" }, `text not journaled (digest ${m.digest})`) : null)));
     });
     cards.push(el("div", { class: "card" }, el("h2", {}, `Messages sent (${(c.messages || []).length})`), msgs));
     // What came back.
