@@ -440,13 +440,23 @@ func TestLiveRunInBrowser(t *testing.T) {
 	}
 	// Watch it grow while the run goes.
 	var seen []int
-	marked := false
+	marked, inFlight := false, false
 	for i := 0; i < 400; i++ {
 		n := eval[int](b, `document.querySelectorAll('#transcript .msg').length`)
 		if len(seen) == 0 || n != seen[len(seen)-1] {
 			seen = append(seen, n)
 		}
 		marked = marked || eval[bool](b, `document.querySelectorAll('svg.flow .flow-node.running').length > 0`)
+		// The header and the Calls tab count the same calls (answered,
+		// and in flight) at every moment.
+		counts := eval[[]string](b, `(() => { const st = [...document.querySelectorAll('.stat')].find(s => s.querySelector('span').innerText.toLowerCase() === 'calls'); const tab = document.querySelector('#tab-calls .n');
+		  return [st ? st.querySelector('b').innerText.match(/\d+/g).join(" ") : "", tab ? tab.innerText.match(/\d+/g).join(" ") : ""]; })()`)
+		if counts[0] != counts[1] {
+			t.Errorf("the header counts calls %q, the Calls tab %q", counts[0], counts[1])
+		}
+		if strings.Contains(counts[0], " ") {
+			inFlight = true
+		}
 		if len(seen) == 4 {
 			b.shot("live-running")
 		}
@@ -464,6 +474,9 @@ func TestLiveRunInBrowser(t *testing.T) {
 	}
 	if !marked {
 		t.Error("the running node was never marked in the flow")
+	}
+	if !inFlight {
+		t.Error("no call was ever shown in flight")
 	}
 	public := 0
 	for _, m := range res.Messages {

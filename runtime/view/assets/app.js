@@ -278,7 +278,7 @@
     function drawTabs() {
       tabs.replaceChildren(...TABS.map(([k, label]) => {
         const cc = st.callCounts();
-        const n = { transcript: st.messages.filter(m => !m.private).length, verdicts: st.verdictGroups().length, clarify: st.questions().length, tools: st.tools.length, calls: cc.done + (cc.inFlight ? ` + ${cc.inFlight}` : "") }[k];
+        const n = { transcript: st.messages.filter(m => !m.private).length, verdicts: st.verdictGroups().length, clarify: st.questions().length, tools: st.tools.length, calls: num(cc.done) + (cc.inFlight ? ` + ${num(cc.inFlight)}` : "") }[k];
         const p = new URLSearchParams({ tab: k });
         return el("a", { href: "#/run/" + id + "?" + p, class: tab === k ? "on" : "", id: "tab-" + k }, label, n !== undefined ? el("span", { class: "n" }, n) : null);
       }));
