@@ -63,6 +63,13 @@ func (b *browser) look(name, ready string) {
 		if bad := eval[[]string](b, clippedJS); len(bad) > 0 {
 			b.t.Errorf("%s at %d px clips: %s", name, w, strings.Join(bad, "; "))
 		}
+		if w >= 1900 {
+			// With room to spare no table hides columns behind a
+			// sideways scroll.
+			if wide := eval[[]string](b, `[...document.querySelectorAll('main .tablewrap')].filter(d => d.offsetParent && !d.closest('.outputs, .body') && d.scrollWidth > d.clientWidth + 1).map(d => d.querySelector('th') ? d.querySelector('th').parentElement.innerText.replace(/\s+/g, ' ').slice(0, 60) : '?')`); len(wide) > 0 {
+				b.t.Errorf("%s at %d px: tables wider than their cards: %v", name, w, wide)
+			}
+		}
 	}
 	b.resize(1360)
 }

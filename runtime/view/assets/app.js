@@ -822,8 +822,9 @@
         num(r.usage.calls), num((r.calls || {}).network), num(r.usage.prompt_tokens + r.usage.completion_tokens), dur(r.duration_ms)];
     });
     const headRow = ["", "#", "run", ...axes, ...(s.dataset ? ["line"] : []), ...(s.repeat > 1 ? ["sample"] : []), "status", ...outputs, "expected", "score", "calls", "sent", "tokens", "duration"];
-    cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows)));
+    cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows, { class: "runs" })));
     app.replaceChildren(head, ...cards);
+    app.classList.add("wide");
   }
 
   function accuracyChart(s) {
