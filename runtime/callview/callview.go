@@ -74,6 +74,8 @@ type Repair struct {
 type Rejection struct {
 	Attempt int    `json:"attempt"`
 	Reasons string `json:"reasons"`
+	// Next is the call that asked again, when the journal has it.
+	Next string `json:"next,omitempty"`
 }
 
 // ToolRun is a tool an agent called, with its result, journaled under the
@@ -383,6 +385,8 @@ func (b *builder) event(ev journal.Event) {
 		}
 		var d Rejection
 		_ = json.Unmarshal(ev.Data, &d)
+		base, _, _ := strings.Cut(ev.Key, "#repair")
+		d.Next = fmt.Sprintf("%s#repair%d", base, d.Attempt)
 		c.Rejections = append(c.Rejections, d)
 	case "tool_call":
 		var d struct {
@@ -480,6 +484,13 @@ func (b *builder) finish(oneModel bool, m result.Manifest) {
 				n.RepairOf = c.Key
 			}
 		}
+		for i, r := range c.Rejections {
+			if n := b.known(r.Next); n != nil {
+				n.RepairOf = c.Key
+			} else {
+				c.Rejections[i].Next = ""
+			}
+		}
 	}
 }
 
@@ -512,6 +523,7 @@ type Summary struct {
 	Done             bool    `json:"done"`
 	Repairs          int     `json:"repairs,omitempty"`
 	Retries          int     `json:"retries,omitempty"`
+	Rejections       int     `json:"rejections,omitempty"`
 }
 
 // Summaries lists the run's calls, one summary each.
@@ -519,7 +531,8 @@ func (r *Run) Summaries() []Summary {
 	out := make([]Summary, len(r.Calls))
 	for i, c := range r.Calls {
 		out[i] = Summary{Index: c.Index, Key: c.Key, Agent: c.Agent, Source: c.Source, PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens,
-			LatencyMS: c.LatencyMS, Cost: c.Cost, Priced: c.Priced, Done: c.Done, Repairs: len(c.Repairs), Retries: len(c.Retries)}
+			LatencyMS: c.LatencyMS, Cost: c.Cost, Priced: c.Priced, Done: c.Done, Repairs: len(c.Repairs), Retries: len(c.Retries),
+			Rejections: len(c.Rejections)}
 		if !c.Done {
 			out[i].Source = "in flight"
 			if len(c.Errors) > 0 {

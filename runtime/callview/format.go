@@ -26,6 +26,9 @@ func WriteList(w io.Writer, r *Run) error {
 		if s.Repairs > 0 {
 			notes = append(notes, plural(s.Repairs, "repair", "repairs"))
 		}
+		if s.Rejections > 0 {
+			notes = append(notes, plural(s.Rejections, "rejection", "rejections"))
+		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", s.Index, s.Key, dash(s.Agent), s.Source, s.PromptTokens, s.CompletionTokens,
 			seconds(s.LatencyMS), money(s.Cost, s.Priced), strings.Join(notes, ", "))
 	}
@@ -164,7 +167,11 @@ func Write(w io.Writer, c *Call) error {
 	if len(c.Rejections) > 0 {
 		section(&b, fmt.Sprintf("Rejections (%d)", len(c.Rejections)))
 		for _, r := range c.Rejections {
-			fmt.Fprintf(&b, "  attempt %d: %s\n", r.Attempt, r.Reasons)
+			fmt.Fprintf(&b, "  attempt %d: %s", r.Attempt, r.Reasons)
+			if r.Next != "" {
+				fmt.Fprintf(&b, "; asked again as %s", r.Next)
+			}
+			b.WriteString("\n")
 		}
 	}
 	if len(c.ToolRuns) > 0 {

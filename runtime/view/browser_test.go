@@ -279,6 +279,19 @@ func TestPagesInBrowser(t *testing.T) {
 			eval[bool](b, `(() => { const c = document.getElementById('show-private'); c.click(); return c.checked; })()`)
 			b.wait(fmt.Sprintf(`document.querySelectorAll('#transcript .msg.private').length === %d`, privatePanel))
 		}},
+		{"run-call-rejected", "/run/" + f.panel, `document.body.dataset.status === 'completed'`, func() {
+			// The rejected reply links to its call, whose page says why
+			// and links the call that asked again.
+			eval[bool](b, `(() => { document.querySelector('#transcript .msg.rejected a.calllink').click(); return true; })()`)
+			b.wait(`document.body.dataset.page === 'call' && document.querySelector('#call-rejections') !== null`)
+			got := eval[string](b, `document.querySelector('#call-rejections').innerText`)
+			if !strings.Contains(got, "not a valid verdict") || !strings.Contains(got, "#repair1") {
+				t.Errorf("the rejected call's page: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-reply').innerText`); !strings.Contains(got, "MAYBE_LATER") {
+				t.Errorf("the rejected reply is not on its call's page: %q", got)
+			}
+		}},
 		{"run-verdicts", "/run/" + f.panel + "?tab=verdicts", `document.querySelectorAll('.verdict-group').length === 3`, nil},
 		{"run-charts", "/run/" + f.panel + "?tab=charts", `document.querySelector('#chart-timeline svg') !== null && document.body.dataset.status === 'completed'`, func() {
 			if n := eval[int](b, `document.querySelectorAll('#chart-verdicts svg rect').length`); n < 3 {
@@ -373,6 +386,9 @@ func TestPagesInBrowser(t *testing.T) {
 			p.check()
 		}
 		b.shot(p.name)
+		if p.name == "run-call-rejected" {
+			ready = `document.body.dataset.page === 'call'`
+		}
 		if p.name != "run-private" {
 			// At 1,280 and 1,900 px too, checked for clipping.
 			b.look(p.name, ready)

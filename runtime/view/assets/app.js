@@ -598,7 +598,8 @@
       if (it.kind === "rejected") {
         const r = it.r, a = this.st.agent(r.agent);
         return el("div", { class: "msg rejected", "data-kind": "rejected" }, el("div", { class: "avatar", style: `background:${a.color}` }, initials(a.name)),
-          el("div", {}, el("div", { class: "msghead" }, el("span", { class: "who" }, a.name), badge("rejected"), el("span", { class: "meta" }, `attempt ${r.attempt}`)),
+          el("div", {}, el("div", { class: "msghead" }, el("span", { class: "who" }, a.name), badge("rejected"), el("span", { class: "meta" }, `attempt ${r.attempt}`,
+            it.ev.key ? [" · ", el("a", { href: callHref(this.st.info.id, it.ev.key), class: "calllink", title: "the call " + it.ev.key }, "call")] : null)),
             el("div", { class: "reasons" }, "Rejected: " + r.reasons), el("div", { class: "body", html: r.html })));
       }
       const m = it.m;
@@ -904,7 +905,7 @@
     const list = (title, id, rows) => rows.length ? cards.push(el("div", { class: "card", id }, el("h2", {}, `${title} (${rows.length})`), el("ul", { class: "events" }, rows))) : 0;
     list("Retries", "call-retries", (c.retries || []).map(r => el("li", {}, `attempt ${r.attempt}` + (r.status ? ` (HTTP ${r.status})` : "") + `: ${r.error}` + (r.wait_ms ? `; waited ${(r.wait_ms / 1000).toFixed(1)} s` : ""))));
     list("Repairs", "call-repairs", (c.repairs || []).map(r => el("li", {}, `repair ${r.attempt}: ${r.error}; asked again` + (r.mode ? ` (${r.mode})` : "") + " as ", el("a", { href: callHref(run, r.next), class: "mono" }, r.next))));
-    list("Rejections", "call-rejections", (c.rejections || []).map(r => el("li", {}, `attempt ${r.attempt}: ${r.reasons}`)));
+    list("Rejections", "call-rejections", (c.rejections || []).map(r => el("li", {}, `attempt ${r.attempt}: ${r.reasons}`, r.next ? ["; asked again as ", el("a", { href: callHref(run, r.next), class: "mono" }, r.next)] : null)));
     list("Tools run", "call-tools", (c.tool_runs || []).map(t => el("li", {}, el("code", {}, `${t.tool}(${t.arguments || ""})`), el("pre", { class: "ctext small" }, t.result || ""))));
     list("Errors", "call-errors", (c.errors || []).map(e => el("li", { class: "reasons" }, e)));
     app.replaceChildren(head, ...cards);
