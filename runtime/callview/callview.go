@@ -145,6 +145,9 @@ type Call struct {
 	ToolRuns       []ToolRun   `json:"tool_runs,omitempty"`
 	// Messages recorded from this call's reply (ids such as "m3").
 	Recorded []string `json:"recorded,omitempty"`
+	// Stopped is set when the run finished, failed or was resumed after
+	// the call was asked and before any reply to it.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Run is the calls of one run directory.
@@ -154,6 +157,22 @@ type Run struct {
 	Spec  string  `json:"spec"`
 	Calls []*Call `json:"calls"`
 	byKey map[string]*Call
+}
+
+// Unanswered says why a call without a reply has none: "failed" (its
+// error is journaled), "no reply" (the run ended, or was stopped, before
+// the reply came: another call failed, or the run was killed) or "in
+// flight" (the run is still going).
+func (c *Call) Unanswered() string {
+	switch {
+	case c.Done:
+		return ""
+	case len(c.Errors) > 0:
+		return "failed"
+	case c.Stopped:
+		return "no reply"
+	}
+	return "in flight"
 }
 
 // ErrNoRun is a directory that is not a run directory.
@@ -268,7 +287,7 @@ func (b *builder) event(ev journal.Event) {
 		_ = json.Unmarshal(ev.Data, &d)
 		c := b.call(ev.Key)
 		t := ev.Time
-		c.Requested, c.RequestedAt = true, &t
+		c.Requested, c.RequestedAt, c.Stopped = true, &t, false
 		c.Node, c.Agent, c.Target, c.Endpoint, c.Model, c.ModelName = d.Node, d.Agent, d.Target, d.Endpoint, d.Model, d.ModelName
 		if len(d.Params) > 0 && string(d.Params) != "{}" {
 			c.Params = d.Params
@@ -407,6 +426,12 @@ func (b *builder) event(ev journal.Event) {
 				c.ToolRuns = append(c.ToolRuns, tr)
 			}
 		}
+	case "run_finished", "run_resumed":
+		for _, c := range b.run.Calls {
+			if !c.Done {
+				c.Stopped = true
+			}
+		}
 	case "message":
 		var d struct {
 			ID            string `json:"id"`
@@ -534,10 +559,7 @@ func (r *Run) Summaries() []Summary {
 			LatencyMS: c.LatencyMS, Cost: c.Cost, Priced: c.Priced, Done: c.Done, Repairs: len(c.Repairs), Retries: len(c.Retries),
 			Rejections: len(c.Rejections)}
 		if !c.Done {
-			out[i].Source = "in flight"
-			if len(c.Errors) > 0 {
-				out[i].Source = "failed"
-			}
+			out[i].Source = c.Unanswered()
 		}
 	}
 	return out

@@ -33,7 +33,9 @@ const journalText = `{"seq":1,"time":"2026-11-20T10:00:00Z","type":"message","ke
 {"seq":15,"time":"2026-11-20T10:00:11Z","type":"output","key":"ask/bob","data":{"output_is_reply":true}}
 {"seq":16,"time":"2026-11-20T10:00:12Z","type":"model_response","key":"old/round=2/cy","data":{"content":"from a recording","prompt_tokens":1,"completion_tokens":1,"latency_ms":1,"attempts":1,"source":"replay"}}
 {"seq":17,"time":"2026-11-20T10:00:13Z","type":"model_request","key":"last/dee","data":{"agent":"dee","messages":[{"role":"user","chars":5,"digest":"4ee1f2d3bfa1d9f6"}],"model":"gpt-x","model_name":"fast","node":"last"}}
-{"seq":18,"time":"2026-11-20T10:00:14Z","type":"model_error","key":"last/dee","data":{"error":"model call last/dee failed: 500"}}
+{"seq":18,"time":"2026-11-20T10:00:14Z","type":"model_request","key":"cut/eve","data":{"agent":"eve","messages":[],"node":"cut"}}
+{"seq":19,"time":"2026-11-20T10:00:14Z","type":"model_error","key":"last/dee","data":{"error":"model call last/dee failed: 500"}}
+{"seq":20,"time":"2026-11-20T10:00:15Z","type":"run_finished","data":{"status":"failed"}}
 `
 
 func writeRun(t *testing.T) string {
@@ -60,7 +62,7 @@ func TestRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"judge/round=1/ann", "judge/round=1/ann#repair1", "ask/bob", "ask/bob/tool1", "old/round=2/cy", "last/dee"}
+	want := []string{"judge/round=1/ann", "judge/round=1/ann#repair1", "ask/bob", "ask/bob/tool1", "old/round=2/cy", "last/dee", "cut/eve"}
 	if got := strings.Join(run.Keys(), " "); got != strings.Join(want, " ") {
 		t.Fatalf("keys %s, want %s", got, strings.Join(want, " "))
 	}
@@ -104,6 +106,10 @@ func TestRead(t *testing.T) {
 	if s := run.Summaries()[5]; s.Source != "failed" {
 		t.Errorf("the failed call's summary: %+v", s)
 	}
+	// A call the run ended without answering (another call failed).
+	if s := run.Summaries()[6]; s.Source != "no reply" {
+		t.Errorf("the unanswered call's summary: %+v", s)
+	}
 }
 
 func TestFindAndWrite(t *testing.T) {
@@ -120,7 +126,7 @@ func TestFindAndWrite(t *testing.T) {
 	if _, err := run.Find("ann"); err == nil || !strings.Contains(err.Error(), "did you mean one of: judge/round=1/ann, judge/round=1/ann#repair1") {
 		t.Errorf("Find(ann): %v", err)
 	}
-	if _, err := run.Find("zzz"); err == nil || !strings.Contains(err.Error(), "has 6 calls") {
+	if _, err := run.Find("zzz"); err == nil || !strings.Contains(err.Error(), "has 7 calls") {
 		t.Errorf("Find(zzz): %v", err)
 	}
 	var b bytes.Buffer
@@ -140,7 +146,7 @@ func TestFindAndWrite(t *testing.T) {
 	if err := callview.WriteList(&b, run); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "6 calls") || !strings.Contains(b.String(), "1 retry, 1 repair") || !strings.Contains(b.String(), "failed") {
+	if !strings.Contains(b.String(), "7 calls") || !strings.Contains(b.String(), "1 retry, 1 repair") || !strings.Contains(b.String(), "failed") {
 		t.Errorf("the list:\n%s", b.String())
 	}
 	if _, err := callview.Read(t.TempDir()); !errors.Is(err, callview.ErrNoRun) {

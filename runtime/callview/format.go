@@ -130,8 +130,10 @@ func Write(w io.Writer, c *Call) error {
 		}
 	case len(c.Errors) > 0:
 		b.WriteString("  No reply: the call failed.\n")
+	case c.Stopped:
+		b.WriteString("  No reply: the run stopped before it came (another call failed, or the run was stopped).\n")
 	default:
-		b.WriteString("  No reply yet (in flight, or the run stopped before it came).\n")
+		b.WriteString("  No reply yet: the call is in flight, or the run was killed while it was.\n")
 	}
 
 	if len(c.Output) > 0 || len(c.Fallback) > 0 {
@@ -197,11 +199,13 @@ func Write(w io.Writer, c *Call) error {
 
 // sourceText says where a reply came from in words.
 func sourceText(c *Call) string {
-	switch {
-	case !c.Done && len(c.Errors) > 0:
+	switch c.Unanswered() {
+	case "failed":
 		return "failed"
-	case !c.Done:
-		return "in flight (no reply journaled)"
+	case "no reply":
+		return "no reply (the run stopped before it came)"
+	case "in flight":
+		return "in flight (no reply journaled yet)"
 	}
 	switch c.Source {
 	case "network":

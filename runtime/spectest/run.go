@@ -19,6 +19,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/scripted"
 	"github.com/debate-runner/runner/spec"
 )
@@ -264,7 +265,9 @@ func Run(ctx context.Context, files []string, opts Options) []FileResult {
 			defer workers.Done()
 			for j := range jobs {
 				began := time.Now()
-				dir := filepath.Join(runsDir, fmt.Sprintf("%03d-%s", j.file+1, j.ct.id))
+				// The folder's name is kept to what `runner view` serves
+				// (a case's name may hold commas, quotes, slashes...).
+				dir := filepath.Join(runsDir, fmt.Sprintf("%03d-%s", j.file+1, rundir.Name(j.ct.id)))
 				results[j.file].Cases[j.index] = j.ft.run(ctx, j.ct, dir, opts)
 				j.span.add(began, time.Now())
 				j.wg.Done()

@@ -1,6 +1,7 @@
 package view_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -8,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/callview"
+	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/runtime/view"
 )
 
@@ -91,4 +94,88 @@ func TestMessagesLinkTheirCalls(t *testing.T) {
 	if code, _ := get(t, ts, "/api/call?id=../x&key=a"); code != http.StatusNotFound {
 		t.Errorf("/api/call outside the root: %d", code)
 	}
+}
+
+// TestEveryExampleCallServes runs every example's spec test with its
+// scripted replies, keeping the runs, and asks the view for every call of
+// every run: each is served with its messages and reply, and the run's
+// event stream names the same calls the Calls tab lists.
+func TestEveryExampleCallServes(t *testing.T) {
+	root := t.TempDir()
+	files, err := spectest.Find([]string{"../../examples/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts spectest.Options
+	opts.Registry, opts.RunsDir, opts.Parallel = nodes.Registry(), root, 2
+	var runs []string
+	for _, f := range spectest.Run(context.Background(), files, opts) {
+		if f.Err != nil {
+			t.Fatalf("%s: %v", f.Path, f.Err)
+		}
+		for _, c := range f.Cases {
+			rel, _ := filepath.Rel(root, c.RunDir)
+			runs = append(runs, filepath.ToSlash(rel))
+		}
+	}
+	ts := serve(t, root)
+	calls := 0
+	for _, id := range runs {
+		code, body := get(t, ts, "/api/call?id="+url.QueryEscape(id))
+		if code != http.StatusOK {
+			t.Fatalf("%s: %d %s", id, code, body)
+		}
+		var list struct {
+			Calls []callview.Summary `json:"calls"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil {
+			t.Fatal(err)
+		}
+		// The keys the page's Calls tab lists: those of the event stream.
+		streamed := map[string]bool{}
+		resp, err := http.Get(ts.URL + "/api/events?id=" + url.QueryEscape(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readEvents(t, resp.Body, func(name string, data []byte) bool {
+			if name == "caught_up" {
+				return false
+			}
+			var ev struct{ Type, Key string }
+			_ = json.Unmarshal(data, &ev)
+			if ev.Type == "model_request" || ev.Type == "model_response" {
+				streamed[ev.Key] = true
+			}
+			return true
+		})
+		resp.Body.Close()
+		if len(streamed) != len(list.Calls) {
+			t.Errorf("%s: the stream has %d calls, the call list %d", id, len(streamed), len(list.Calls))
+		}
+		for _, s := range list.Calls {
+			if !streamed[s.Key] {
+				t.Errorf("%s: call %s is listed but not streamed", id, s.Key)
+			}
+			code, body := get(t, ts, "/api/call?id="+url.QueryEscape(id)+"&key="+url.QueryEscape(s.Key))
+			if code != http.StatusOK {
+				t.Errorf("%s %s: %d %s", id, s.Key, code, body)
+				continue
+			}
+			var got struct {
+				Call callview.Call `json:"call"`
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatal(err)
+			}
+			c := got.Call
+			if c.Key != s.Key || (c.Requested && len(c.Messages) == 0) || (!c.Done && c.Unanswered() == "in flight") {
+				t.Errorf("%s %s: %+v", id, s.Key, c)
+			}
+			calls++
+		}
+	}
+	if len(runs) < 60 || calls < 400 {
+		t.Errorf("%d calls of %d runs served; the examples' tests have more", calls, len(runs))
+	}
+	t.Logf("%d calls of %d runs of every example served", calls, len(runs))
 }

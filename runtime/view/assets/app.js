@@ -850,7 +850,7 @@
     setCrumbs(el("a", { href: "#/" }, "Runs"), ...(run.includes("/") ? [el("a", { href: "#/sweep/" + run.split("/")[0] }, run.split("/")[0])] : []),
       el("a", { href: "#/run/" + run, class: "mono" }, run.split("/").pop()), el("a", { href: "#/run/" + run + "?tab=calls" }, "calls"), el("span", { class: "mono" }, key));
     document.title = `call ${key} · runner view`;
-    const source = c.done ? c.source : (c.errors && c.errors.length ? "failed" : "in flight");
+    const source = c.done ? c.source : (c.errors && c.errors.length ? "failed" : c.stopped ? "no reply" : "in flight");
     const nav = el("div", { class: "links" },
       data.prev ? el("a", { href: callHref(run, data.prev), id: "call-prev" }, "← previous call") : null,
       el("span", { class: "note" }, `call ${c.index} of ${data.count}`),
@@ -894,7 +894,7 @@
     if (c.done) {
       reply.append(el("pre", { class: "ctext raw" }, c.reply || "(empty)"));
       for (const tc of c.tool_calls || []) reply.append(el("div", { class: "toolcall" }, "calls ", el("code", {}, `${tc.name}(${tc.arguments})`)));
-    } else reply.append(el("p", { class: "note" }, source === "failed" ? "No reply: the call failed." : "No reply yet."));
+    } else reply.append(el("p", { class: "note" }, source === "failed" ? "No reply: the call failed." : c.stopped ? "No reply: the run stopped before it came (another call failed, or the run was stopped)." : "No reply yet."));
     const replyCard = el("div", { class: "card" }, el("h2", {}, "Reply (raw)"), reply);
     const parts = [];
     if (c.output !== undefined) parts.push(el("div", { id: "call-output" }, typeof c.output === "string" ? (data.reply_html && c.output === (c.reply || "").trim() ? el("div", { class: "body", html: data.reply_html }) : el("pre", { class: "ctext" }, c.output)) : jsonView(c.output)));
