@@ -413,6 +413,7 @@
         }
         case "model_error":
           st.errors.push(`call ${ev.key}: ${d.error}`);
+          if (st.calls.has(ev.key)) st.calls.get(ev.key).failed = true;
           break;
         case "message":
           st.messages.push(d);
@@ -756,7 +757,7 @@
     if (!calls.length) return [...out, el("p", { class: "empty" }, "No calls yet.")];
     return [...out, table(["call", "agent", "round", "tokens in / out", "latency (s)", "attempts", "answered by", "cost"],
       calls.map(c => [el("a", { class: "id callkey", href: callHref(st.info.id, c.key) }, c.key), st.agent(c.agent).name, c.round || "", c.done ? `${num(c.prompt_tokens)} / ${num(c.completion_tokens)}` : "…",
-        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.source || (c.done ? "endpoint" : "in flight"), cost(c.cost, c.priced)]),
+        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.done ? (c.source || "endpoint") : c.failed ? "failed" : st.status === "running" ? "in flight" : "no reply", cost(c.cost, c.priced)]),
       { num: [2, 3, 4, 5, 7] })];
   }
 
