@@ -44,6 +44,16 @@ type Server struct {
 	mu    sync.Mutex
 	cache map[string]cachedRun
 	plans map[string]*planEntry
+	calls map[string]cachedCalls
+}
+
+// cachedCalls are a run's calls as read from its journal, kept while the
+// journal keeps its size and time: paging through the calls of a long run
+// reads its journal once.
+type cachedCalls struct {
+	size  int64
+	mtime time.Time
+	run   *callview.Run
 }
 
 type planEntry struct {
@@ -64,7 +74,7 @@ func New(root string, reg *spec.Registry) (*Server, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	return &Server{root: abs, reg: reg, Poll: 100 * time.Millisecond, cache: map[string]cachedRun{}, plans: map[string]*planEntry{}}, nil
+	return &Server{root: abs, reg: reg, Poll: 100 * time.Millisecond, cache: map[string]cachedRun{}, plans: map[string]*planEntry{}, calls: map[string]cachedCalls{}}, nil
 }
 
 // Root is the folder served.
@@ -455,7 +465,7 @@ func (s *Server) apiCall(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, id+": no such run", http.StatusNotFound)
 		return
 	}
-	run, err := callview.Read(dir)
+	run, err := s.callsOf(dir)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("%s: %v", id, err), http.StatusNotFound)
 		return
@@ -491,4 +501,30 @@ func (s *Server) apiCall(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, out)
+}
+
+// callsOf reads the calls of a run directory, or returns them as read
+// before when its journal has not changed.
+func (s *Server) callsOf(dir string) (*callview.Run, error) {
+	info, err := os.Stat(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		return callview.Read(dir) // says what is missing
+	}
+	s.mu.Lock()
+	c, ok := s.calls[dir]
+	s.mu.Unlock()
+	if ok && c.size == info.Size() && c.mtime.Equal(info.ModTime()) {
+		return c.run, nil
+	}
+	run, err := callview.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.calls) > 64 {
+		clear(s.calls) // a view is looked at a few runs at a time
+	}
+	s.calls[dir] = cachedCalls{size: info.Size(), mtime: info.ModTime(), run: run}
+	s.mu.Unlock()
+	return run, nil
 }
