@@ -374,6 +374,10 @@ func TestPagesInBrowser(t *testing.T) {
 			if n := eval[int](b, `document.querySelectorAll('.diff td.differs').length`); n == 0 {
 				t.Errorf("compare marks no difference between two runs of a sweep")
 			}
+			// The runs answer different questions: their outputs differ.
+			if got := eval[string](b, `[...document.querySelectorAll('.diff tr')].filter(tr => tr.querySelector('td.differs')).map(tr => tr.firstChild.innerText).join('|')`); !strings.Contains(got, "output answer") {
+				t.Errorf("compare does not mark the outputs that differ: %q", got)
+			}
 		}},
 	}
 	for _, p := range pages {

@@ -1016,13 +1016,15 @@
     document.title = "compare · runner view";
     const runs = [ra, rb];
     const rowsOf = [];
-    const line = (label, f) => {
+    // raw, when given, is what is compared (f may draw it as an element).
+    const line = (label, f, raw) => {
       const vals = runs.map(f);
       if (vals.every(v => v === "" || v === undefined || v === null)) return;
-      const differs = JSON.stringify(vals[0]) !== JSON.stringify(vals[1]);
+      const cmp = raw ? runs.map(raw) : vals.map(v => v instanceof Node ? v.textContent : v);
+      const differs = JSON.stringify(cmp[0]) !== JSON.stringify(cmp[1]);
       rowsOf.push([label, ...vals.map(v => el("td", { class: differs ? "differs" : "" }, v instanceof Node ? v : value(v ?? "")))]);
     };
-    line("run", r => el("a", { href: "#/run/" + r.id, class: "id" }, r.id));
+    line("run", r => el("a", { href: "#/run/" + r.id, class: "id" }, r.id), () => "");
     line("spec", r => r.manifest.spec_name);
     line("status", r => r.status);
     line("seed", r => r.manifest.seed);
@@ -1036,7 +1038,7 @@
     line("tokens", r => { const t = (res(r).usage || {}).total || {}; return (t.prompt_tokens || 0) + (t.completion_tokens || 0); });
     line("cost", r => { const t = (res(r).usage || {}).total || {}; return cost(t.cost || 0, t.priced); });
     line("score", r => res(r).score ?? "");
-    for (const k of keys(r => res(r).outputs)) line("output " + k, r => { const v = (res(r).outputs || {})[k]; return el("pre", { style: "white-space:pre-wrap;margin:0;max-height:200px;overflow:auto" }, value(v ?? "")); });
+    for (const k of keys(r => res(r).outputs)) line("output " + k, r => { const v = (res(r).outputs || {})[k]; return v !== null && typeof v === "object" ? el("div", { class: "cmpout" }, jsonView(v)) : el("pre", { style: "white-space:pre-wrap;margin:0;max-height:200px;overflow:auto" }, value(v ?? "")); }, r => (res(r).outputs || {})[k] ?? null);
     const verdicts = r => (res(r).goal_verdicts || []).map(g => `${g.goal || g.node}: ` + Object.entries(g.counts).map(([k, n]) => `${k} ${n}`).join(", ")).join("\n");
     line("verdicts", verdicts);
     const cols = runs.map(r => {
