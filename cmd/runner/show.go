@@ -47,6 +47,13 @@ func (c *showCmd) Run(e *env) error {
 		}
 		return err
 	}
+	// A --replay run did not ask its replayed calls: their requests are
+	// the recording's, when it is still where the run found it.
+	if rec := run.RecordingDir("."); rec != "" {
+		if recorded, err := callview.Read(rec); err == nil {
+			run.FillFromRecording(recorded)
+		}
+	}
 	if c.Call == "" {
 		if c.JSON {
 			return writeJSONOut(e, map[string]any{"run_id": run.ID, "spec": run.Spec, "dir": run.Dir, "calls": run.Summaries()})

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/callview"
 	"github.com/debate-runner/runner/runtime/journal"
 )
@@ -143,5 +144,32 @@ func TestShowUsageErrors(t *testing.T) {
 	code, out, stderr := invoke(t, nil, "show", filepath.Base(run), "1", "--runs-dir", filepath.Dir(run))
 	if code != exitOK || !strings.HasPrefix(out, "Call ") {
 		t.Errorf("runner show ID 1 --runs-dir: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+// TestShowReplayedCall: a --replay run does not ask its calls again; its
+// call's page shows the reply and the messages the recording sent.
+func TestShowReplayedCall(t *testing.T) {
+	srv := llmtest.New(t, solver)
+	runs := t.TempDir()
+	q := "question=What is the result of 10+20*30+40-5*6?"
+	_, stderr := mustRun(t, live(srv), "run", debateSpec, "-i", q, "--runs-dir", runs, "-q", "--log-prompts")
+	recording := runDirFrom(t, stderr)
+	_, stderr = mustRun(t, map[string]string{}, "run", debateSpec, "--replay", recording, "--runs-dir", runs, "-q")
+	replay := runDirFrom(t, stderr)
+	code, out, errOut := invoke(t, nil, "show", replay, "1", "--json")
+	if code != exitOK {
+		t.Fatalf("runner show: %d %s", code, errOut)
+	}
+	var c callview.Call
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatal(err)
+	}
+	if c.Requested || c.Source != "replay" || c.RequestFrom == "" || len(c.Messages) == 0 || c.Messages[0].TextFrom != "journal" || c.Reply == "" {
+		t.Errorf("the replayed call: %+v", c)
+	}
+	code, out, _ = invoke(t, nil, "show", replay, "1")
+	if code != exitOK || !strings.Contains(out, "As the recording asked them") || !strings.Contains(out, "replay (a recorded run's reply)") {
+		t.Errorf("runner show of a replayed call:\n%s", out)
 	}
 }

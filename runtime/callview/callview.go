@@ -109,7 +109,10 @@ type Call struct {
 	Messages    []Message  `json:"messages,omitempty"`
 	PromptChars int        `json:"prompt_chars,omitempty"`
 	// PromptsLogged is whether the run wrote prompt texts (--log-prompts).
-	PromptsLogged bool   `json:"prompts_logged"`
+	PromptsLogged bool `json:"prompts_logged"`
+	// RequestFrom names the recording the request was read from, for a
+	// replayed reply (see [Run.FillFromRecording]); "" for this run's own.
+	RequestFrom   string `json:"request_from,omitempty"`
 	RequestDigest string `json:"request_digest,omitempty"`
 
 	Done        bool       `json:"done"`
@@ -152,11 +155,14 @@ type Call struct {
 
 // Run is the calls of one run directory.
 type Run struct {
-	Dir   string  `json:"dir"`
-	ID    string  `json:"run_id"`
-	Spec  string  `json:"spec"`
-	Calls []*Call `json:"calls"`
-	byKey map[string]*Call
+	Dir  string `json:"dir"`
+	ID   string `json:"run_id"`
+	Spec string `json:"spec"`
+	// ReplayedFrom is the recording a --replay run was served from, as
+	// it was given (a run directory or its journal).
+	ReplayedFrom string  `json:"replayed_from,omitempty"`
+	Calls        []*Call `json:"calls"`
+	byKey        map[string]*Call
 }
 
 // Unanswered says why a call without a reply has none: "failed" (its
@@ -191,7 +197,7 @@ func Read(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: dir, ID: m.RunID, Spec: m.SpecName, byKey: map[string]*Call{}}
+	r := &Run{Dir: dir, ID: m.RunID, Spec: m.SpecName, ReplayedFrom: m.ReplayedFrom, byKey: map[string]*Call{}}
 	prices := map[string]*result.PriceInfo{}
 	for name, mi := range m.Models {
 		prices[name] = mi.Price
@@ -589,4 +595,46 @@ func (r *Run) Find(arg string) (*Call, error) {
 		msg += fmt.Sprintf(" (it has %d calls; `runner show %s` lists them)", len(r.Calls), r.Dir)
 	}
 	return nil, errors.New(msg)
+}
+
+// RecordingDir is the run directory of the recording a --replay run was
+// served from, relative paths taken from base (the folder the run was
+// started in, as far as the reader can tell); "" when there is none.
+func (r *Run) RecordingDir(base string) string {
+	p := r.ReplayedFrom
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(base, p)
+	}
+	if filepath.Base(p) == "journal.jsonl" {
+		p = filepath.Dir(p)
+	}
+	return p
+}
+
+// FillFromRecording gives the replayed calls, whose requests this run
+// did not journal, the requests of the recording's calls of the same key:
+// what the recorded reply was the answer to.
+func (r *Run) FillFromRecording(rec *Run) int {
+	n := 0
+	for _, c := range r.Calls {
+		if c.Requested || c.Source != "replay" {
+			continue
+		}
+		o, ok := rec.byKey[c.Key]
+		if !ok || !o.Requested {
+			continue
+		}
+		c.Messages, c.PromptsLogged, c.PromptChars = o.Messages, o.PromptsLogged, o.PromptChars
+		c.Model, c.ModelName, c.Endpoint, c.Params, c.Tools = o.Model, o.ModelName, o.Endpoint, o.Params, o.Tools
+		if c.Node == "" || c.Agent == "" {
+			c.Node, c.Agent = o.Node, o.Agent
+		}
+		c.Target = o.Target
+		c.RequestFrom = rec.Dir
+		n++
+	}
+	return n
 }

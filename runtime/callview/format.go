@@ -92,6 +92,8 @@ func Write(w io.Writer, c *Call) error {
 
 	section(&b, fmt.Sprintf("Messages sent (%d)", len(c.Messages)))
 	switch {
+	case c.RequestFrom != "":
+		b.WriteString("  As the recording asked them (" + c.RequestFrom + "):\n")
 	case !c.Requested:
 		b.WriteString("  Not journaled: the reply was not asked for in this run (" + sourceText(c) + "), so its request is not known.\n")
 	case len(c.Messages) == 0:

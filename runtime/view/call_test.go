@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/callview"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/runtime/view"
@@ -178,4 +180,41 @@ func TestEveryExampleCallServes(t *testing.T) {
 		t.Errorf("%d calls of %d runs served; the examples' tests have more", calls, len(runs))
 	}
 	t.Logf("%d calls of %d runs of every example served", calls, len(runs))
+}
+
+// TestReplayedCallShowsTheRecordingsRequest: a run replayed from a
+// recording in the runs folder shows, on a replayed call's page, the
+// messages the recording sent.
+func TestReplayedCallShowsTheRecordingsRequest(t *testing.T) {
+	root, runs := keptExample(t, "design-debate", "a_confident_judge")
+	recording := filepath.Join(root, filepath.FromSlash(runs[0]))
+	replies, err := runtime.LoadReplay(recording)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := runtest.LoadPlan(t, "../../examples/design-debate/spec.yaml")
+	r, err := runtime.Start(plan, runtime.Options{RunsDir: root, Replay: replies, ReplayFrom: recording,
+		InputValues: map[string]any{"problem": "Design a URL shortener for 10k requests per second."}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r.Execute(context.Background()); err != nil || res.Status != runtime.StatusCompleted {
+		t.Fatalf("the replay: %v %+v", err, res)
+	}
+	ts := serve(t, root)
+	id := filepath.Base(r.Dir)
+	code, body := get(t, ts, "/api/call?id="+url.QueryEscape(id)+"&key="+url.QueryEscape("synthesize/-/judge"))
+	if code != http.StatusOK {
+		t.Fatalf("%d %s", code, body)
+	}
+	var got struct {
+		Call callview.Call `json:"call"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	c := got.Call
+	if c.Requested || c.Source != "replay" || c.RequestFrom == "" || len(c.Messages) != 2 || !strings.Contains(c.Messages[1].Text, "Design a URL shortener") {
+		t.Errorf("the replayed call: %+v", c)
+	}
 }

@@ -479,6 +479,20 @@ func (s *Server) apiCall(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("run %s has no call %s", id, key), http.StatusNotFound)
 		return
 	}
+	if !c.Requested && c.Source == "replay" {
+		// The request of a replayed reply is the recording's, when the
+		// recording is in the folder served (the view reads nothing
+		// outside it). A relative path is taken from the runs folder's
+		// parent, where runs are usually started.
+		if rec, err := s.inside(run.RecordingDir(filepath.Dir(s.root))); err == nil {
+			if recorded, err := s.callsOf(rec); err == nil {
+				cc := *c
+				one := &callview.Run{Calls: []*callview.Call{&cc}}
+				one.FillFromRecording(recorded)
+				c = &cc
+			}
+		}
+	}
 	keys := run.Keys()
 	out := map[string]any{"id": id, "spec": run.Spec, "call": c, "count": len(keys)}
 	if i := c.Index - 1; i > 0 {

@@ -878,7 +878,8 @@
     const cards = [el("div", { class: "card", id: "call-about" }, el("h2", {}, "The call"), kv)];
     // What it sent.
     const msgs = el("div", { id: "call-messages" });
-    if (!c.requested) msgs.append(el("p", { class: "note" }, `The request was not journaled: the reply came from ${c.source === "replay" ? "a recording" : "the journal"}, so this run did not ask it again.`));
+    if (c.request_from) msgs.append(el("p", { class: "note", id: "request-from" }, `This run replayed the reply; the messages are those the recording sent (${c.request_from}).`));
+    else if (!c.requested) msgs.append(el("p", { class: "note" }, `The request was not journaled: the reply came from ${c.source === "replay" ? "a recording" : "the journal"}, so this run did not ask it again.`));
     else if (!c.prompts_logged) msgs.append(el("p", { class: "note" }, "This run did not log its prompts (runner run --log-prompts keeps them): texts found elsewhere in the journal are shown, the others by size and digest."));
     (c.messages || []).forEach((m, i) => {
       const headBits = [el("span", { class: "badge role-" + m.role }, m.role)];
