@@ -396,13 +396,19 @@ type journalMessage struct {
 	Chars   int    `json:"chars"`
 	Digest  string `json:"digest"`
 	Content string `json:"content,omitempty"`
+	// Name, ToolCallID and ToolCalls are journaled whatever --log-prompts
+	// says: they are short, and a call's page shows who spoke and which
+	// tools were asked for and answered.
+	Name       string         `json:"name,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	ToolCalls  []kit.ToolCall `json:"tool_calls,omitempty"`
 }
 
 func (r *Run) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
 	out := make([]journalMessage, len(ms))
 	for i, m := range ms {
 		sum := sumStrings(m.Content)
-		out[i] = journalMessage{Role: m.Role, Chars: len(m.Content), Digest: hex.EncodeToString(sum[:8])}
+		out[i] = journalMessage{Role: m.Role, Chars: len(m.Content), Digest: hex.EncodeToString(sum[:8]), Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls}
 		if r.opts.LogPrompts {
 			out[i].Content = m.Content
 		}

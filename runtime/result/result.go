@@ -248,7 +248,7 @@ type UsageReport struct {
 	ByGoal  map[string]Usage `json:"by_goal,omitempty" doc:"by goal id (calls outside goals are left out)"`
 }
 
-// GoalVerdicts are the verdicts of one goal (see spec.GoalVerdicts).
+// GoalVerdicts are the verdicts of one goal (see value.GoalVerdicts).
 type GoalVerdicts = value.GoalVerdicts
 
 // AgentVerdict is an agent's final verdict on a goal.
@@ -348,7 +348,7 @@ func (u UsageReport) nonNil() UsageReport {
 	return u
 }
 
-// message is a spec.Message as result.json writes it (Result.MarshalJSON
+// message is a value.Message as result.json writes it (Result.MarshalJSON
 // leaves out an output that is the content).
 type message value.Message
 

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/scripted"
 	"github.com/debate-runner/runner/spec"
 )
@@ -266,7 +267,9 @@ func Run(ctx context.Context, files []string, opts Options) []FileResult {
 			defer workers.Done()
 			for j := range jobs {
 				began := time.Now()
-				dir := filepath.Join(runsDir, fmt.Sprintf("%03d-%s", j.file+1, j.ct.id))
+				// The folder's name is kept to what `runner view` serves
+				// (a case's name may hold commas, quotes, slashes...).
+				dir := filepath.Join(runsDir, fmt.Sprintf("%03d-%s", j.file+1, rundir.Name(j.ct.id)))
 				results[j.file].Cases[j.index] = j.ft.run(ctx, j.ct, dir, opts)
 				j.span.add(began, time.Now())
 				j.wg.Done()
@@ -434,6 +437,10 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 		RunsDir: dir, InputValues: merge(ft.test.File.Inputs, c.Inputs), VarValues: merge(ft.test.File.Vars, c.Vars),
 		Seed: c.Seed, Answers: c.Answers, Getenv: testGetenv, HTTPClient: &http.Client{Transport: tr},
 		Version: opts.Version, Sleep: noSleep,
+		// A kept run directory is there to be looked at: its journal
+		// has the prompts' texts, so `runner show` and the view's call
+		// page show every message a call sent.
+		LogPrompts: opts.RunsDir != "",
 	}
 	if ro.Answers == nil {
 		ro.Answers = map[string]string{}

@@ -3,6 +3,7 @@ package view_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,9 +227,32 @@ func TestPagesInBrowser(t *testing.T) {
 	}
 	msgs := `document.querySelectorAll('#transcript .msg:not(.rejected)').length`
 	pages := []page{
-		{"runs", "/", `document.querySelectorAll('table.runs tbody tr').length >= 24`, func() {
-			if n := eval[int](b, `document.querySelectorAll('table.runs tbody tr').length`); n != 24 {
-				t.Errorf("runs: %d rows, want 24 (4 runs and 20 of the sweep)", n)
+		{"runs", "/", `document.querySelectorAll('table.runs tbody tr').length >= 34`, func() {
+			if n := eval[int](b, `document.querySelectorAll('table.runs tbody tr').length`); n != 34 {
+				t.Errorf("runs: %d rows, want 34 (4 runs, 20 of the sweep, 10 of the baseline)", n)
+			}
+			// A failed run's error is in its own column, not under its status.
+			row := fmt.Sprintf(`[...document.querySelectorAll('table.runs tbody tr')].find(tr => tr.querySelector('a.runid').title === %q)`, f.failed)
+			if got := eval[string](b, row+`.querySelector('[data-col=output]').innerText`); !strings.Contains(got, "model not found") {
+				t.Errorf("the failed run's error is not in the output column: %q", got)
+			}
+			if got := eval[string](b, row+`.querySelector('[data-col=status]').innerText`); strings.TrimSpace(got) != "failed" {
+				t.Errorf("the failed run's status cell says %q", got)
+			}
+			// Columns can be hidden, and the choice is kept.
+			cols := `document.querySelectorAll('table.runs thead th').length`
+			all := eval[int](b, cols)
+			eval[bool](b, `(() => { document.querySelector('#columns').open = true; document.querySelector('#columns input[data-col=tokens]').click(); return true; })()`)
+			if n := eval[int](b, cols); n != all-1 {
+				t.Errorf("hiding the tokens column leaves %d of %d columns", n, all)
+			}
+			b.open(base+"/", `document.querySelectorAll('table.runs tbody tr').length >= 34`)
+			if n := eval[int](b, cols); n != all-1 {
+				t.Errorf("after a reload, %d of %d columns", n, all)
+			}
+			eval[bool](b, `(() => { document.querySelector('#columns input[data-col=tokens]').click(); document.querySelector('#columns').open = false; return true; })()`)
+			if n := eval[int](b, cols); n != all {
+				t.Errorf("showing the tokens column again: %d of %d columns", n, all)
 			}
 		}},
 		{"runs-filtered", "/?spec=hiring-panel&status=completed", `document.querySelectorAll('table.runs tbody tr').length === 1`, nil},
@@ -256,6 +280,19 @@ func TestPagesInBrowser(t *testing.T) {
 			eval[bool](b, `(() => { const c = document.getElementById('show-private'); c.click(); return c.checked; })()`)
 			b.wait(fmt.Sprintf(`document.querySelectorAll('#transcript .msg.private').length === %d`, privatePanel))
 		}},
+		{"run-call-rejected", "/run/" + f.panel, `document.body.dataset.status === 'completed'`, func() {
+			// The rejected reply links to its call, whose page says why
+			// and links the call that asked again.
+			eval[bool](b, `(() => { document.querySelector('#transcript .msg.rejected a.calllink').click(); return true; })()`)
+			b.wait(`document.body.dataset.page === 'call' && document.querySelector('#call-rejections') !== null`)
+			got := eval[string](b, `document.querySelector('#call-rejections').innerText`)
+			if !strings.Contains(got, "not a valid verdict") || !strings.Contains(got, "#repair1") {
+				t.Errorf("the rejected call's page: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-reply').innerText`); !strings.Contains(got, "MAYBE_LATER") {
+				t.Errorf("the rejected reply is not on its call's page: %q", got)
+			}
+		}},
 		{"run-verdicts", "/run/" + f.panel + "?tab=verdicts", `document.querySelectorAll('.verdict-group').length === 3`, nil},
 		{"run-charts", "/run/" + f.panel + "?tab=charts", `document.querySelector('#chart-timeline svg') !== null && document.body.dataset.status === 'completed'`, func() {
 			if n := eval[int](b, `document.querySelectorAll('#chart-verdicts svg rect').length`); n < 3 {
@@ -270,6 +307,36 @@ func TestPagesInBrowser(t *testing.T) {
 			}
 		}},
 		{"judged-calls", "/run/" + f.judged + "?tab=calls", `document.querySelectorAll('#pane tbody tr').length === 12`, nil},
+		{"judged-call-retried", "/call?" + url.Values{"run": {f.judged}, "key": {"propose/round=1/ada"}}.Encode(), `document.body.dataset.page === 'call'`, func() {
+			if got := eval[string](b, `(document.querySelector('#call-retries') || {}).innerText || ''`); !strings.Contains(got, "attempt 1") {
+				t.Errorf("the retry is not shown: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-reply').innerText`); !strings.Contains(got, "calls ") {
+				t.Errorf("the reply's tool call is not shown: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-messages').innerText`); !strings.Contains(got, "did not log its prompts") {
+				t.Errorf("the page does not say the prompts were not logged: %q", got)
+			}
+			if got := eval[string](b, `(document.querySelector('#call-tools') || {}).innerText || ''`); got == "" {
+				t.Errorf("the tool the reply asked for is not shown")
+			}
+		}},
+		{"judged-call-tool", "/call?" + url.Values{"run": {f.judged}, "key": {"propose/round=1/ada/tool1"}}.Encode(), `document.body.dataset.page === 'call'`, func() {
+			roles := eval[[]string](b, `[...document.querySelectorAll('#call-messages .cmsg')].map(m => m.dataset.role)`)
+			if strings.Join(roles, ",") != "user,assistant,tool" {
+				t.Errorf("the tool round sent %v, want the prompt, the assistant's tool call and the tool's result", roles)
+			}
+			if got := eval[string](b, `document.querySelector('#call-messages .cmsg[data-role=tool]').innerText`); !strings.Contains(got, "answers tool call") || !strings.Contains(got, "found by its digest") {
+				t.Errorf("the tool's result does not say which call it answers, or is not shown: %q", got)
+			}
+			// The proposal parsed from the last tool round's reply.
+			if got := eval[string](b, `document.querySelector('#call-output').innerText`); !strings.Contains(got, "A queue in front of sandboxed graders") {
+				t.Errorf("the tool round's parsed output is not shown: %q", got)
+			}
+			if got := eval[string](b, `document.querySelector('#call-messages .cmsg[data-role=assistant]').innerText`); !strings.Contains(got, "calls ") {
+				t.Errorf("the assistant's tool call is not shown: %q", got)
+			}
+		}},
 		{"judged-questions", "/run/" + f.judged + "?tab=clarify", `document.querySelectorAll('#pane tbody tr').length === 4`, func() {
 			if got := eval[string](b, `document.querySelector('#pane').innerText`); !strings.Contains(got, "How many <submissions> per hour at peak?") || !strings.Contains(got, "About 3,000") {
 				t.Errorf("questions and answers: %q", got)
@@ -288,9 +355,29 @@ func TestPagesInBrowser(t *testing.T) {
 				t.Errorf("accuracy chart: %d intervals, want 3 (all, rounds=1, rounds=2)", n)
 			}
 		}},
+		{"compare-sweeps", "/compare?a=" + f.sweep + "&b=" + f.baseline, `document.querySelector('#sweep-items') !== null`, func() {
+			text := eval[string](b, `document.querySelector('main').innerText`)
+			for _, want := range []string{"Compare two sweeps", "accuracy (95% CI)", "reasoning-debate", "reasoning-baseline", "runs (n)", "calls"} {
+				if !strings.Contains(text, want) {
+					t.Errorf("compare sweeps lacks %q", want)
+				}
+			}
+			// 10 dataset lines; the debate ran each twice (rounds=1,2),
+			// the baseline once: items pair by line and matrix values.
+			if n := eval[int](b, `document.querySelectorAll('#sweep-items tbody tr').length`); n != 20 {
+				t.Errorf("compare sweeps: %d items, want 20", n)
+			}
+			if got := eval[string](b, `document.querySelector('#sweep-tally').innerText`); !strings.Contains(got, "Of 20 pairs scored in both") {
+				t.Errorf("the tally of items: %q", got)
+			}
+		}},
 		{"compare", "/compare?a=" + runA + "&b=" + runB, `document.querySelectorAll('.cols .msg').length > 0`, func() {
 			if n := eval[int](b, `document.querySelectorAll('.diff td.differs').length`); n == 0 {
 				t.Errorf("compare marks no difference between two runs of a sweep")
+			}
+			// The runs answer different questions: their outputs differ.
+			if got := eval[string](b, `[...document.querySelectorAll('.diff tr')].filter(tr => tr.querySelector('td.differs')).map(tr => tr.firstChild.innerText).join('|')`); !strings.Contains(got, "output answer") {
+				t.Errorf("compare does not mark the outputs that differ: %q", got)
 			}
 		}},
 	}
@@ -304,6 +391,35 @@ func TestPagesInBrowser(t *testing.T) {
 			p.check()
 		}
 		b.shot(p.name)
+		if p.name == "run-call-rejected" {
+			ready = `document.body.dataset.page === 'call'`
+		}
+		if p.name != "run-private" {
+			// At 1,280 and 1,900 px too, checked for clipping.
+			b.look(p.name, ready)
+		}
+		if p.name == "runs" {
+			// At either width no row of the list grows tall (cells
+			// squeezed to a few characters a line).
+			for _, w := range widths {
+				b.resize(w)
+				b.wait(`document.querySelectorAll('table.runs tbody tr').length >= 34`)
+				if h := eval[float64](b, `Math.max(...[...document.querySelectorAll('table.runs tbody tr')].map(tr => tr.getBoundingClientRect().height))`); h > 80 {
+					t.Errorf("at %d px a row of the runs list is %.0f px high", w, h)
+				}
+				// Every column fits the window: the list does not scroll sideways.
+				if over := eval[float64](b, `document.querySelector('table.runs').scrollWidth - document.querySelector('table.runs').parentElement.clientWidth`); over > 0 {
+					t.Errorf("at %d px the runs list is %.0f px wider than its card", w, over)
+				}
+			}
+			// At 1,900 px every column of the list is in the window.
+			b.resize(1900)
+			b.wait(`document.querySelectorAll('table.runs tbody tr').length >= 34`)
+			if out := eval[[]string](b, `[...document.querySelectorAll('table.runs thead th')].filter(th => th.getBoundingClientRect().right > document.documentElement.clientWidth).map(th => th.innerText)`); len(out) > 0 {
+				t.Errorf("at 1,900 px these columns of the runs list are outside the window: %v", out)
+			}
+			b.resize(1360)
+		}
 		b.clean(p.name)
 		t.Logf("page %-18s loaded and drawn in %4d ms", p.name, d.Milliseconds())
 	}
@@ -345,13 +461,23 @@ func TestLiveRunInBrowser(t *testing.T) {
 	}
 	// Watch it grow while the run goes.
 	var seen []int
-	marked := false
+	marked, inFlight := false, false
 	for i := 0; i < 400; i++ {
 		n := eval[int](b, `document.querySelectorAll('#transcript .msg').length`)
 		if len(seen) == 0 || n != seen[len(seen)-1] {
 			seen = append(seen, n)
 		}
 		marked = marked || eval[bool](b, `document.querySelectorAll('svg.flow .flow-node.running').length > 0`)
+		// The header and the Calls tab count the same calls (answered,
+		// and in flight) at every moment.
+		counts := eval[[]string](b, `(() => { const st = [...document.querySelectorAll('.stat')].find(s => s.querySelector('span').innerText.toLowerCase() === 'calls'); const tab = document.querySelector('#tab-calls .n');
+		  return [st ? st.querySelector('b').innerText.match(/\d+/g).join(" ") : "", tab ? tab.innerText.match(/\d+/g).join(" ") : ""]; })()`)
+		if counts[0] != counts[1] {
+			t.Errorf("the header counts calls %q, the Calls tab %q", counts[0], counts[1])
+		}
+		if strings.Contains(counts[0], " ") {
+			inFlight = true
+		}
 		if len(seen) == 4 {
 			b.shot("live-running")
 		}
@@ -369,6 +495,9 @@ func TestLiveRunInBrowser(t *testing.T) {
 	}
 	if !marked {
 		t.Error("the running node was never marked in the flow")
+	}
+	if !inFlight {
+		t.Error("no call was ever shown in flight")
 	}
 	public := 0
 	for _, m := range res.Messages {

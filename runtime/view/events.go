@@ -37,6 +37,9 @@ type Event struct {
 type Message struct {
 	value.Message
 	HTML string `json:"html"`
+	// Call is the key of the model call whose reply made the message,
+	// when it can be told: the call page links back to it.
+	Call string `json:"call,omitempty"`
 }
 
 // Call is what the page knows of a model call.
@@ -75,13 +78,17 @@ type normalizer struct {
 	outputs  map[string]json.RawMessage   // parsed output by call key
 	replies  map[string]string            // reply text by call key
 	calls    map[string]*Call             // by call key
+	// unclaimed are the keys of replies no message was matched to yet,
+	// by node and agent, in the order they came (a repair's reply
+	// stands in for the reply it repairs).
+	unclaimed map[string][]string
 }
 
 func newNormalizer(m result.Manifest, plan *spec.Plan) *normalizer {
 	n := &normalizer{
 		prices: map[string]*result.PriceInfo{}, loops: map[string]bool{}, foreachs: map[string]bool{},
 		byDigest: map[string]string{}, keyOf: map[string]string{}, outputs: map[string]json.RawMessage{},
-		replies: map[string]string{}, calls: map[string]*Call{},
+		replies: map[string]string{}, calls: map[string]*Call{}, unclaimed: map[string][]string{},
 	}
 	for name, mi := range m.Models {
 		n.prices[name] = mi.Price
@@ -197,6 +204,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		n.byDigest[d] = rep.Content
 		n.keyOf[d] = ev.Key
 		c := *n.call(ev.Key)
+		n.unclaim(c.Node, c.Agent, ev.Key)
 		c.PromptTokens, c.CompletionTokens, c.LatencyMS, c.Attempts = rep.PromptTokens, rep.CompletionTokens, rep.LatencyMS, rep.Attempts
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
 		if p := n.prices[c.Model]; p != nil {
@@ -232,7 +240,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		} else if m.Content != "" {
 			n.byDigest[digest(m.Content)] = m.Content
 		}
-		out.Data = Message{Message: m.Message, HTML: n.html(m.Content)}
+		out.Data = Message{Message: m.Message, HTML: n.html(m.Content), Call: n.claim(m.Message, m.ContentDigest)}
 	case event.Rejected:
 		var r struct {
 			Speaker string `json:"speaker"`
@@ -281,6 +289,72 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		}
 	}
 	return out, true
+}
+
+// unclaim notes a reply that a message may come from.
+func (n *normalizer) unclaim(node, agent, key string) {
+	k := node + "\x00" + agent
+	list := n.unclaimed[k]
+	if base, _, ok := strings.Cut(key, "#repair"); ok {
+		for i, x := range list {
+			if b, _, _ := strings.Cut(x, "#repair"); b == base {
+				list[i] = key
+				return
+			}
+		}
+	}
+	if base, _, ok := strings.Cut(key, "/tool"); ok {
+		for i, x := range list {
+			if x == base || strings.HasPrefix(x, base+"/tool") {
+				list[i] = key
+				return
+			}
+		}
+	}
+	n.unclaimed[k] = append(list, key)
+}
+
+// claim finds the call a recorded message came from: the reply with the
+// same text, else the first unclaimed reply of its node and agent (to its
+// addressee, when it has one).
+func (n *normalizer) claim(m value.Message, contentDigest string) string {
+	if m.Carried || m.Record == "interjection" {
+		return ""
+	}
+	d := contentDigest
+	if d == "" && m.Content != "" {
+		d = digest(m.Content)
+	}
+	k := m.Node + "\x00" + m.From
+	list := n.unclaimed[k]
+	pick := -1
+	if key, ok := n.keyOf[d]; ok {
+		for i, x := range list {
+			if x == key {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			return key
+		}
+	}
+	if pick < 0 && m.To != "" {
+		for i, x := range list {
+			if strings.Contains(x, m.From+">"+m.To) {
+				pick = i
+				break
+			}
+		}
+	}
+	if pick < 0 {
+		if len(list) == 0 {
+			return ""
+		}
+		pick = 0
+	}
+	key := list[pick]
+	n.unclaimed[k] = append(list[:pick:pick], list[pick+1:]...)
+	return key
 }
 
 // html renders a contribution as the report does, for the page.

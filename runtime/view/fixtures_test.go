@@ -218,7 +218,7 @@ func arith(s string) int {
 type fixtures struct {
 	root                          string
 	panel, judged, failed, killed string // run ids
-	sweep                         string // sweep id
+	sweep, baseline               string // sweep ids
 	panelRes, judgedRes           *result.Result
 	panelPlan                     *spec.Plan
 }
@@ -322,5 +322,14 @@ func makeFixtures(t testing.TB) *fixtures {
 		t.Fatalf("sweep: %v", err)
 	}
 	f.sweep = filepath.Base(sum.Dir)
+
+	// The single-agent baseline over the same dataset: a second sweep to
+	// compare with the first.
+	bplan := runtest.LoadPlan(t, "../../examples/reasoning-debate/baseline.yaml")
+	bsum, err := sweep.Sweep(context.Background(), bplan, sweep.Options{Run: options(f.root, rsrv), Dataset: "../../examples/reasoning-debate/dataset.jsonl", Parallel: 2})
+	if err != nil {
+		t.Fatalf("baseline sweep: %v", err)
+	}
+	f.baseline = filepath.Base(bsum.Dir)
 	return f
 }

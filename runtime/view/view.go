@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/callview"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
@@ -43,6 +44,16 @@ type Server struct {
 	mu    sync.Mutex
 	cache map[string]cachedRun
 	plans map[string]*planEntry
+	calls map[string]cachedCalls
+}
+
+// cachedCalls are a run's calls as read from its journal, kept while the
+// journal keeps its size and time: paging through the calls of a long run
+// reads its journal once.
+type cachedCalls struct {
+	size  int64
+	mtime time.Time
+	run   *callview.Run
 }
 
 type planEntry struct {
@@ -63,7 +74,7 @@ func New(root string, reg *spec.Registry) (*Server, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	return &Server{root: abs, reg: reg, Poll: 100 * time.Millisecond, cache: map[string]cachedRun{}, plans: map[string]*planEntry{}}, nil
+	return &Server{root: abs, reg: reg, Poll: 100 * time.Millisecond, cache: map[string]cachedRun{}, plans: map[string]*planEntry{}, calls: map[string]cachedCalls{}}, nil
 }
 
 // Root is the folder served.
@@ -85,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/events", s.apiEvents)
 	mux.HandleFunc("GET /api/sweep", s.apiSweep)
 	mux.HandleFunc("GET /api/file", s.apiFile)
+	mux.HandleFunc("GET /api/call", s.apiCall)
 	return s.guard(mux)
 }
 
@@ -441,4 +453,92 @@ func mustJSON(v any) []byte {
 		data, _ = json.Marshal(err.Error())
 	}
 	return data
+}
+
+// apiCall serves one call of a run as callview reads it from the journal
+// (?key=), or the list of its calls (no key). The reply is also rendered
+// as the transcript renders a message.
+func (s *Server) apiCall(w http.ResponseWriter, r *http.Request) {
+	id, key := r.URL.Query().Get("id"), r.URL.Query().Get("key")
+	dir, err := s.resolve(id)
+	if err != nil {
+		http.Error(w, id+": no such run", http.StatusNotFound)
+		return
+	}
+	run, err := s.callsOf(dir)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("%s: %v", id, err), http.StatusNotFound)
+		return
+	}
+	if key == "" {
+		writeJSON(w, map[string]any{"id": id, "spec": run.Spec, "calls": run.Summaries()})
+		return
+	}
+	c, ok := run.Call(key)
+	if !ok {
+		http.Error(w, fmt.Sprintf("run %s has no call %s", id, key), http.StatusNotFound)
+		return
+	}
+	if !c.Requested && c.Source == "replay" {
+		// The request of a replayed reply is the recording's, when the
+		// recording is in the folder served (the view reads nothing
+		// outside it). A relative path is taken from the runs folder's
+		// parent, where runs are usually started.
+		if rec, err := s.inside(run.RecordingDir(filepath.Dir(s.root))); err == nil {
+			if recorded, err := s.callsOf(rec); err == nil {
+				cc := *c
+				one := &callview.Run{Calls: []*callview.Call{&cc}}
+				one.FillFromRecording(recorded)
+				c = &cc
+			}
+		}
+	}
+	keys := run.Keys()
+	out := map[string]any{"id": id, "spec": run.Spec, "call": c, "count": len(keys)}
+	if i := c.Index - 1; i > 0 {
+		out["prev"] = keys[i-1]
+	}
+	if c.Index < len(keys) {
+		out["next"] = keys[c.Index]
+	}
+	if c.Done && c.Reply != "" {
+		n := &normalizer{}
+		out["reply_html"] = n.html(c.Reply)
+	}
+	if m, err := result.ReadManifest(dir); err == nil {
+		if plan, _ := s.plan(dir, m); plan != nil {
+			for _, a := range plan.Agents {
+				if a.ID == c.Agent {
+					out["agent_name"] = a.Name
+				}
+			}
+		}
+	}
+	writeJSON(w, out)
+}
+
+// callsOf reads the calls of a run directory, or returns them as read
+// before when its journal has not changed.
+func (s *Server) callsOf(dir string) (*callview.Run, error) {
+	info, err := os.Stat(filepath.Join(dir, "journal.jsonl"))
+	if err != nil {
+		return callview.Read(dir) // says what is missing
+	}
+	s.mu.Lock()
+	c, ok := s.calls[dir]
+	s.mu.Unlock()
+	if ok && c.size == info.Size() && c.mtime.Equal(info.ModTime()) {
+		return c.run, nil
+	}
+	run, err := callview.Read(dir)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if len(s.calls) > 64 {
+		clear(s.calls) // a view is looked at a few runs at a time
+	}
+	s.calls[dir] = cachedCalls{size: info.Size(), mtime: info.ModTime(), run: run}
+	s.mu.Unlock()
+	return run, nil
 }

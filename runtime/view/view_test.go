@@ -168,7 +168,11 @@ func TestRunsAndSweepsList(t *testing.T) {
 	if inSweep != 20 { // 10 dataset lines × rounds=1,2
 		t.Errorf("%d runs of the sweep listed, want 20", inSweep)
 	}
-	if len(list.Sweeps) != 1 || list.Sweeps[0].ID != f.sweep || list.Sweeps[0].Runs != 20 || len(list.Sweeps[0].Accuracy) == 0 {
+	sweeps := map[string]view.SweepInfo{}
+	for _, sw := range list.Sweeps {
+		sweeps[sw.ID] = sw
+	}
+	if sw := sweeps[f.sweep]; len(list.Sweeps) != 2 || sw.Runs != 20 || len(sw.Accuracy) == 0 || sweeps[f.baseline].Runs != 10 {
 		t.Errorf("sweeps: %+v", list.Sweeps)
 	}
 	code, body = get(t, ts, "/api/sweep?id="+f.sweep)

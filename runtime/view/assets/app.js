@@ -58,6 +58,39 @@
     if (typeof v === "string") return v;
     return JSON.stringify(v, null, 2);
   }
+  // jsonView draws parsed JSON as tables: an object as rows of keys, a
+  // list of objects as a table with a column per key, a list of plain
+  // values as a list.
+  function jsonView(v, depth) {
+    depth = depth || 0;
+    if (v === null || v === undefined) return el("span", { class: "note" }, "null");
+    if (typeof v !== "object") return el("span", { class: "jv-" + typeof v }, String(v));
+    if (depth > 4) return el("code", {}, JSON.stringify(v));
+    if (Array.isArray(v)) {
+      if (!v.length) return el("span", { class: "note" }, "(empty list)");
+      const objs = v.every(x => x && typeof x === "object" && !Array.isArray(x));
+      if (objs) {
+        const cols = [...new Set(v.flatMap(x => Object.keys(x)))];
+        return el("div", { class: "tablewrap" }, el("table", { class: "json" }, el("thead", {}, el("tr", {}, cols.map(c => el("th", {}, c)))),
+          el("tbody", {}, v.map(x => el("tr", {}, cols.map(c => el("td", {}, c in x ? jsonView(x[c], depth + 1) : "")))))));
+      }
+      return el("ol", { class: "json" }, v.map(x => el("li", {}, jsonView(x, depth + 1))));
+    }
+    const keys = Object.keys(v);
+    if (!keys.length) return el("span", { class: "note" }, "(empty)");
+    return el("div", { class: "tablewrap" }, el("table", { class: "json kvt" }, el("tbody", {}, keys.map(k => el("tr", {}, el("th", {}, k), el("td", {}, jsonView(v[k], depth + 1)))))));
+  }
+  // outputView shows an output: Markdown the server rendered, JSON as
+  // tables, anything else as text.
+  function outputView(v, html) {
+    if (typeof v === "string" && /^\s*[[{]/.test(v)) {
+      try { const p = JSON.parse(v); if (p && typeof p === "object") return el("div", { class: "body" }, jsonView(p)); } catch (e) { /* not JSON: Markdown */ }
+    }
+    if (html) return el("div", { class: "body", html });
+    if (v !== null && typeof v === "object") return el("div", { class: "body" }, jsonView(v));
+    return el("pre", {}, value(v));
+  }
+  const callHref = (run, key) => "#/call?" + new URLSearchParams({ run, key });
   function initials(name) {
     const parts = String(name).replace(/[^\p{L}\p{N} ]/gu, " ").trim().split(/\s+/);
     return ((parts[0] || "?")[0] + (parts.length > 1 ? parts[parts.length - 1][0] : "")).toUpperCase();
@@ -94,12 +127,15 @@
     cleanup = () => { };
     stats.caughtUp = false;
     document.body.removeAttribute("data-status");
+    document.body.removeAttribute("data-page");
+    app.classList.remove("wide");
     setConn("", "");
     const { path, params } = parseHash();
     try {
       if (path.startsWith("/run/")) await runPage(path.slice(5), params);
       else if (path.startsWith("/sweep/")) await sweepPage(path.slice(7), params);
       else if (path.startsWith("/compare")) await comparePage(params);
+      else if (path.startsWith("/call")) await callPage(params);
       else await runsPage(params);
     } catch (e) {
       app.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
@@ -134,15 +170,21 @@
       const rows = data.runs.filter(r => (!spec || r.spec === spec) && (!status || r.status === status) && (!q || r.id.toLowerCase().includes(q) || (r.first_output || "").toLowerCase().includes(q)));
       count.textContent = `${rows.length} of ${data.runs.length} runs`;
       if (!rows.length) { body.replaceChildren(el("p", { class: "empty" }, data.runs.length ? "No run matches the filters." : `No runs in ${data.root} yet.`)); return; }
-      body.replaceChildren(table(["", "run", "spec", "status", "started", "duration", "rounds", "goals", "calls", "tokens", "cost", "first output"],
+      const cols = RUN_COLUMNS.filter(c => c.always || shown.has(c.key));
+      body.replaceChildren(table(["", ...cols.map(c => c.label)],
         rows.map(r => [
           el("input", { type: "checkbox", checked: selected.has(r.id), onchange: e => { e.target.checked ? selected.add(r.id) : selected.delete(r.id); compareBtn.disabled = selected.size !== 2; } }),
-          el("a", { href: "#/run/" + r.id, class: "runid", title: r.id }, r.sweep ? el("small", {}, r.sweep + "/") : null, r.id.split("/").pop()),
-          r.spec, el("span", {}, badge(r.status), r.error ? el("div", { class: "note" }, r.error.split("\n")[0].slice(0, 90)) : null),
-          el("td", { class: "nowrap" }, short(r.created)), dur(r.duration_ms), r.rounds || "", r.goals || "", num(r.calls), num(r.tokens), cost(r.cost, r.priced),
-          el("td", { class: "out", title: r.first_output || "" }, r.first_output || ""),
-        ]), { num: [6, 7, 8, 9, 10], class: "runs" }));
+          ...cols.map(c => el("td", { class: [c.num ? "num" : "", c.cls || ""].join(" ").trim() || undefined, "data-col": c.key }, c.cell(r)))]),
+        { class: "runs" }));
     }
+    // Which columns show: all by default; the choice is kept in the browser.
+    const shown = new Set(JSON.parse(localStorage.getItem("runner-view-columns") || "null") || RUN_COLUMNS.map(c => c.key));
+    const chooser = el("details", { class: "columns", id: "columns" }, el("summary", {}, "Columns"),
+      el("div", { class: "colpick" }, RUN_COLUMNS.filter(c => !c.always).map(c => el("label", {}, el("input", { type: "checkbox", checked: shown.has(c.key), "data-col": c.key, onchange: e => {
+        e.target.checked ? shown.add(c.key) : shown.delete(c.key);
+        localStorage.setItem("runner-view-columns", JSON.stringify([...shown]));
+        draw();
+      } }), " " + c.label))));
     const onFilter = () => {
       const p = new URLSearchParams();
       if (specSel.value) p.set("spec", specSel.value);
@@ -155,16 +197,21 @@
     text.oninput = onFilter;
     const parts = [];
     if (data.sweeps.length) {
+      const pickedSweeps = new Set();
+      const compareSweepsBtn = el("button", { id: "compare-sweeps", disabled: true, onclick: () => { const [a, b] = [...pickedSweeps]; go("/compare", new URLSearchParams({ a, b })); } }, "Compare the two selected sweeps");
       parts.push(el("div", { class: "card" }, el("h2", {}, "Sweeps and datasets"),
-        table(["sweep", "spec", "runs", "completed", "inconclusive", "failed", "accuracy (95% CI)", "calls made", "without the cache"],
+        table(["", "sweep", "spec", "runs", "completed", "inconclusive", "failed", "accuracy (95% CI)", "calls made", "without the cache"],
           data.sweeps.map(s => {
             const a = s.accuracy;
-            return [el("a", { href: "#/sweep/" + s.id, class: "id" }, s.id), s.spec, s.runs, s.completed, s.inconclusive || 0, s.failed,
+            return [el("input", { type: "checkbox", "data-sweep": s.id, onchange: e => { e.target.checked ? pickedSweeps.add(s.id) : pickedSweeps.delete(s.id); compareSweepsBtn.disabled = pickedSweeps.size !== 2; } }),
+              el("a", { href: "#/sweep/" + s.id, class: "id" }, s.id), s.spec, s.runs, s.completed, s.inconclusive || 0, s.failed,
               a ? `${a.mean.toFixed(3)} (${a.low.toFixed(3)}–${a.high.toFixed(3)})` : "", num(s.calls_made), num(s.calls_without_cache)];
-          }), { num: [2, 3, 4, 5, 7, 8] })));
+          }), { num: [3, 4, 5, 6, 8, 9], class: "sweeps" }),
+        data.sweeps.length > 1 ? el("div", { class: "filters", style: "margin-top:10px" }, compareSweepsBtn) : null));
     }
     parts.push(el("div", { class: "card" }, el("h2", {}, "Runs"),
-      el("div", { class: "filters" }, el("label", {}, "Spec", specSel), el("label", {}, "Status", statusSel), text, compareBtn, count), body));
+      el("div", { class: "filters" }, el("label", {}, "Spec", specSel), el("label", {}, "Status", statusSel), text, compareBtn, count, chooser), body));
+    app.classList.add("wide");
     app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Runs"), el("div", { class: "sub mono" }, data.root))), ...parts);
     draw();
     // While a run is going, keep the list fresh.
@@ -173,6 +220,24 @@
       cleanup = () => clearTimeout(t);
     }
   }
+
+  // The columns of the list of runs.
+  const RUN_COLUMNS = [
+    { key: "run", label: "run", always: true, cell: r => el("a", { href: "#/run/" + r.id, class: "runid", title: r.id }, r.sweep ? el("small", {}, r.sweep + "/") : null, r.id.split("/").pop()) },
+    // (a run id breaks after its time, "…Z-", and at its hyphens)
+    { key: "spec", label: "spec", cell: r => r.spec },
+    { key: "status", label: "status", cell: r => badge(r.status) },
+    { key: "started", label: "started", cls: "nowrap", cell: r => el("span", { title: when(r.created) }, r.created ? new Date(r.created).toLocaleString("en-GB", { month: "short", day: "2-digit", hour: "2-digit", minute: "2-digit" }) : "") },
+    { key: "duration", label: "duration", num: true, cls: "nowrap", cell: r => dur(r.duration_ms) },
+    { key: "rounds", label: "rounds", num: true, cell: r => r.rounds || "" },
+    { key: "goals", label: "goals", num: true, cell: r => r.goals || "" },
+    { key: "calls", label: "calls", num: true, cell: r => num(r.calls) },
+    { key: "tokens", label: "tokens", num: true, cell: r => num(r.tokens) },
+    { key: "cost", label: "cost", num: true, cls: "nowrap", cell: r => cost(r.cost, r.priced) },
+    { key: "score", label: "score", num: true, cell: r => r.score === undefined || r.score === null ? "" : String(r.score) },
+    // A failed run's error is its outcome: it takes the output's place.
+    { key: "output", label: "first output or error", cls: "out", cell: r => r.error ? el("span", { class: "err", title: r.error }, r.error.split("\n")[0]) : el("span", { title: r.first_output || "" }, r.first_output || "") },
+  ];
 
   // ---- a run ----
   const TABS = [["transcript", "Transcript"], ["verdicts", "Verdicts"], ["charts", "Charts"], ["usage", "Usage"], ["calls", "Calls"], ["clarify", "Questions"], ["tools", "Tool calls"], ["outputs", "Outputs"]];
@@ -183,6 +248,7 @@
     setCrumbs(el("a", { href: "#/" }, "Runs"), ...(id.includes("/") ? [el("a", { href: "#/sweep/" + id.split("/")[0] }, id.split("/")[0])] : []), el("span", { class: "mono" }, id.split("/").pop()));
     document.title = `${info.manifest.spec_name} · runner view`;
     const st = newRunState(info);
+    st.params = params;
     const agentsById = st.agents;
 
     // Page skeleton.
@@ -190,6 +256,11 @@
     const statsEl = el("div", { class: "stats" });
     const flow = el("div", { class: "flowbox", html: info.graph || "" });
     if (!info.graph) flow.append(el("p", { class: "note" }, "The flow cannot be drawn: " + (info.plan_error || "no spec")));
+    // A node of the flow opens the list of its calls.
+    for (const g of flow.querySelectorAll("[data-node]")) {
+      g.classList.add("clickable");
+      g.addEventListener("click", () => go("/run/" + id, new URLSearchParams({ tab: "calls", node: g.getAttribute("data-node") })));
+    }
     const now = el("div", { class: "now" });
     const side = el("div");
     const tabs = el("div", { class: "tabs" });
@@ -206,7 +277,8 @@
 
     function drawTabs() {
       tabs.replaceChildren(...TABS.map(([k, label]) => {
-        const n = { transcript: st.messages.filter(m => !m.private).length, verdicts: st.verdictGroups().length, clarify: st.questions().length, tools: st.tools.length, calls: st.calls.size }[k];
+        const cc = st.callCounts();
+        const n = { transcript: st.messages.filter(m => !m.private).length, verdicts: st.verdictGroups().length, clarify: st.questions().length, tools: st.tools.length, calls: num(cc.done) + (cc.inFlight ? ` + ${num(cc.inFlight)}` : "") }[k];
         const p = new URLSearchParams({ tab: k });
         return el("a", { href: "#/run/" + id + "?" + p, class: tab === k ? "on" : "", id: "tab-" + k }, label, n !== undefined ? el("span", { class: "n" }, n) : null);
       }));
@@ -219,7 +291,7 @@
       const u = st.usageTotal();
       const elapsed = st.status === "running" && st.started ? Date.now() - st.started : st.durationMS;
       statsEl.replaceChildren(stat("started", when(st.startedAt || info.manifest.created)), stat("duration", dur(elapsed)),
-        stat("calls", num(u.calls)), stat("tokens", num(u.prompt + u.completion)), stat("cost", cost(u.cost, u.priced) || "–"),
+        stat("calls", num(u.calls) + (st.callCounts().inFlight ? ` + ${st.callCounts().inFlight} ${st.status === "running" ? "in flight" : "unanswered"}` : "")), stat("tokens", num(u.prompt + u.completion)), stat("cost", cost(u.cost, u.priced) || "–"),
         stat("messages", num(st.messages.filter(m => !m.private).length)));
       // The flow: what runs now, what is done.
       for (const g of flow.querySelectorAll("[data-node]")) {
@@ -271,6 +343,9 @@
       stats.caughtUp = true;
       render();
       if (st.status === "running") setConn("live", "live");
+      const want = params.get("msg");
+      const target = want && document.querySelector(`#transcript [data-id="${CSS.escape(want)}"]`);
+      if (target) { target.classList.add("picked"); target.scrollIntoView({ block: "center" }); }
     });
     es.addEventListener("reset", () => { es.close(); route(); });
     es.addEventListener("problem", m => { pane.prepend(el("div", { class: "error" }, "The journal cannot be read: " + JSON.parse(m.data))); });
@@ -338,6 +413,7 @@
         }
         case "model_error":
           st.errors.push(`call ${ev.key}: ${d.error}`);
+          if (st.calls.has(ev.key)) st.calls.get(ev.key).failed = true;
           break;
         case "message":
           st.messages.push(d);
@@ -378,6 +454,14 @@
       const last = [...st.calls.values()].filter(c => !c.done);
       if (last.length) out.push(` · waiting for ${last.map(c => st.agent(c.agent).name).slice(0, 4).join(", ")}${last.length > 4 ? ` and ${last.length - 4} more` : ""}`);
       return out;
+    };
+    // callCounts: calls answered, and calls asked but not answered (in
+    // flight while the run goes; failed or cut off after). The header and
+    // the Calls tab both count with it.
+    st.callCounts = function () {
+      let done = 0, inFlight = 0;
+      for (const c of st.calls.values()) c.done ? done++ : inFlight++;
+      return { done, inFlight };
     };
     st.usageTotal = function () {
       const u = { calls: 0, prompt: 0, completion: 0, cost: 0, priced: true, latency: 0 };
@@ -435,8 +519,7 @@
     if (st.outputs && order.length) {
       const first = order[0];
       const v = st.outputs[first];
-      out.push(el("h2", {}, "Outputs"), el("div", { class: "outputs" }, el("div", { class: "out" }, el("h3", {}, first),
-        st.outputsHtml[first] ? el("div", { class: "body", html: st.outputsHtml[first] }) : el("pre", {}, value(v))),
+      out.push(el("h2", {}, "Outputs"), el("div", { class: "outputs" }, el("div", { class: "out" }, el("h3", {}, first), outputView(v, st.outputsHtml[first])),
         order.length > 1 ? el("p", { class: "note" }, `${order.length - 1} more in the Outputs tab.`) : null));
     } else {
       out.push(el("h2", {}, "Run"));
@@ -516,7 +599,8 @@
       if (it.kind === "rejected") {
         const r = it.r, a = this.st.agent(r.agent);
         return el("div", { class: "msg rejected", "data-kind": "rejected" }, el("div", { class: "avatar", style: `background:${a.color}` }, initials(a.name)),
-          el("div", {}, el("div", { class: "msghead" }, el("span", { class: "who" }, a.name), badge("rejected"), el("span", { class: "meta" }, `attempt ${r.attempt}`)),
+          el("div", {}, el("div", { class: "msghead" }, el("span", { class: "who" }, a.name), badge("rejected"), el("span", { class: "meta" }, `attempt ${r.attempt}`,
+            it.ev.key ? [" · ", el("a", { href: callHref(this.st.info.id, it.ev.key), class: "calllink", title: "the call " + it.ev.key }, "call")] : null)),
             el("div", { class: "reasons" }, "Rejected: " + r.reasons), el("div", { class: "body", html: r.html })));
       }
       const m = it.m;
@@ -535,8 +619,11 @@
       if (m.record && !["message", "interjection", "private", "summary"].includes(m.record) && m.record !== m.node) head.append(badge(m.record, "source"));
       if (m.carried) head.append(badge("carried over", "source"));
       if (m.withdrawn) head.append(badge("withdrawn"));
-      head.append(el("span", { class: "meta" }, [m.turn ? "turn " + m.turn : "", m.id].filter(Boolean).join(" · ")));
-      const box = el("div", {}, head, el("div", { class: "body", html: m.html || "" }));
+      head.append(el("span", { class: "meta" }, [m.turn ? "turn " + m.turn : "", m.id].filter(Boolean).join(" · "),
+        m.call ? [" · ", el("a", { href: callHref(this.st.info.id, m.call), class: "calllink", title: "the call " + m.call }, "call")] : null));
+      const raw = (m.content || "").trim();
+      const asJSON = m.output && typeof m.output === "object" && (raw.startsWith("{") || raw.startsWith("[") || raw.startsWith("```"));
+      const box = el("div", {}, head, asJSON ? el("div", { class: "body json-out" }, jsonView(m.output)) : el("div", { class: "body", html: m.html || "" }));
       if (m.verdict) box.append(el("div", { class: "verdict" }, "Verdict", el("span", { class: "vchip", style: `background:${verdictColor(m.verdict)}` }, m.verdict), m.reasoning ? el("span", {}, m.reasoning) : null));
       return el("div", { class: cls.join(" "), "data-kind": m.private ? "private" : m.record || "message", "data-id": m.id },
         el("div", { class: "avatar", style: `background:${m.record === "interjection" ? "#a8710d" : a.color}` }, m.record === "interjection" ? "TK" : initials(a.name)), box);
@@ -554,7 +641,7 @@
       case "verdicts": return verdictsPane(st);
       case "charts": return chartsPane(st);
       case "usage": return usagePane(st);
-      case "calls": return callsPane(st);
+      case "calls": return callsPane(st, st.params);
       case "clarify": return questionsPane(st);
       case "tools": return toolsPane(st);
       case "outputs": return outputsPane(st);
@@ -660,12 +747,17 @@
     ];
   }
 
-  function callsPane(st) {
-    const calls = [...st.calls.values()];
-    if (!calls.length) return [el("p", { class: "empty" }, "No calls yet.")];
-    return [table(["call", "agent", "round", "tokens in / out", "latency (s)", "attempts", "answered by", "cost"],
-      calls.map(c => [el("span", { class: "id" }, c.key), st.agent(c.agent).name, c.round || "", c.done ? `${num(c.prompt_tokens)} / ${num(c.completion_tokens)}` : "…",
-        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.source || (c.done ? "endpoint" : "in flight"), cost(c.cost, c.priced)]),
+  function callsPane(st, params) {
+    const node = params.get("node") || "";
+    const all = [...st.calls.values()];
+    const calls = all.filter(c => !node || c.node === node);
+    const out = [];
+    if (node) out.push(el("p", { class: "note", id: "calls-filter" }, `Calls of node ${node}: ${calls.length} of ${all.length}. `, el("a", { href: "#/run/" + st.info.id + "?tab=calls" }, "All calls")));
+    else out.push(el("p", { class: "note" }, "Open a call to see the messages it sent, its reply, what was parsed from it, its repairs and retries. Click a node in the flow to list its calls."));
+    if (!calls.length) return [...out, el("p", { class: "empty" }, "No calls yet.")];
+    return [...out, table(["call", "agent", "round", "tokens in / out", "latency (s)", "attempts", "answered by", "cost"],
+      calls.map(c => [el("a", { class: "id callkey", href: callHref(st.info.id, c.key) }, c.key), st.agent(c.agent).name, c.round || "", c.done ? `${num(c.prompt_tokens)} / ${num(c.completion_tokens)}` : "…",
+        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.done ? (c.source || "endpoint") : c.failed ? "failed" : st.status === "running" ? "in flight" : "no reply", cost(c.cost, c.priced)]),
       { num: [2, 3, 4, 5, 7] })];
   }
 
@@ -683,7 +775,7 @@
   function outputsPane(st) {
     const order = st.order || Object.keys(st.outputs || {});
     if (!st.outputs || !order.length) return [el("p", { class: "empty" }, st.status === "running" ? "The outputs come when the run finishes." : "The run has no outputs.")];
-    return [el("div", { class: "outputs" }, order.map(k => el("div", { class: "out" }, el("h3", {}, k), st.outputsHtml[k] ? el("div", { class: "body", html: st.outputsHtml[k] }) : el("pre", {}, value(st.outputs[k])))))];
+    return [el("div", { class: "outputs" }, order.map(k => el("div", { class: "out", "data-output": k }, el("h3", {}, k), outputView(st.outputs[k], st.outputsHtml[k]))))];
   }
 
   // ---- a sweep ----
@@ -733,8 +825,9 @@
         num(r.usage.calls), num((r.calls || {}).network), num(r.usage.prompt_tokens + r.usage.completion_tokens), dur(r.duration_ms)];
     });
     const headRow = ["", "#", "run", ...axes, ...(s.dataset ? ["line"] : []), ...(s.repeat > 1 ? ["sample"] : []), "status", ...outputs, "expected", "score", "calls", "sent", "tokens", "duration"];
-    cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows)));
+    cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows, { class: "runs" })));
     app.replaceChildren(head, ...cards);
+    app.classList.add("wide");
   }
 
   function accuracyChart(s) {
@@ -744,22 +837,196 @@
     return el("div", {}, C.intervals(rows, { label: "accuracy with 95% intervals" }), el("p", { class: "note" }, `Mean score with its 95% confidence interval (${s.accuracy.method}).`));
   }
 
+  // ---- one model call ----
+  const SOURCES = {
+    network: "the endpoint answered this call", cache: "an identical earlier request's reply, from the cache",
+    shared: "an identical call in flight at the same time", replay: "a recorded run's reply (--replay)",
+    journal: "this run's journal, recorded before a resume", placeholder: "a stand-in (dry run)",
+  };
+  async function callPage(params) {
+    const run = params.get("run"), key = params.get("key");
+    if (!run || !key) throw new Error("a call page needs a run and a call key: #/call?run=RUN&key=KEY");
+    const data = await api("/api/call?" + new URLSearchParams({ id: run, key }));
+    const c = data.call;
+    document.body.setAttribute("data-page", "call");
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...(run.includes("/") ? [el("a", { href: "#/sweep/" + run.split("/")[0] }, run.split("/")[0])] : []),
+      el("a", { href: "#/run/" + run, class: "mono" }, run.split("/").pop()), el("a", { href: "#/run/" + run + "?tab=calls" }, "calls"), el("span", { class: "mono" }, key));
+    document.title = `call ${key} · runner view`;
+    const source = c.done ? c.source : (c.errors && c.errors.length ? "failed" : c.stopped ? "no reply" : "in flight");
+    const nav = el("div", { class: "links" },
+      data.prev ? el("a", { href: callHref(run, data.prev), id: "call-prev" }, "← previous call") : null,
+      el("span", { class: "note" }, `call ${c.index} of ${data.count}`),
+      data.next ? el("a", { href: callHref(run, data.next), id: "call-next" }, "next call →") : null);
+    const head = el("div", { class: "pagehead" }, el("div", {},
+      el("h1", {}, "Call ", el("span", { class: "mono callkey" }, key)),
+      el("div", { class: "sub" }, [data.agent_name || c.agent, c.node && "node " + c.node, c.target && "to " + c.target].filter(Boolean).join(" · ")),
+      el("div", { class: "stats", id: "call-stats" }, stat("source", source), stat("tokens in", num(c.prompt_tokens)), stat("cached", num(c.cached_tokens)), stat("tokens out", num(c.completion_tokens)),
+        stat("cost", cost(c.cost, c.priced) || "–"), stat("latency", c.done ? (c.latency_ms / 1000).toFixed(2) + " s" : ""), stat("attempts", c.attempts || ""))), nav);
+    const kv = el("dl", { class: "kv" });
+    const add = (k, v) => { if (v !== undefined && v !== "" && v !== null && !(Array.isArray(v) && !v.length)) kv.append(el("dt", {}, k), el("dd", {}, v)); };
+    add("key", el("span", { class: "mono" }, c.key));
+    add("node", c.node); add("agent", c.agent); add("to", c.target);
+    add("model", [c.model, c.model_name && c.model_name !== c.model ? `(${c.model_name})` : "", c.endpoint ? "at endpoint " + c.endpoint : ""].filter(Boolean).join(" "));
+    if (c.reply_model && c.reply_model !== c.model) add("model that answered", c.reply_model);
+    if (c.params) add("parameters", el("code", {}, JSON.stringify(c.params)));
+    add("tools offered", (c.tools || []).join(", "));
+    add("answered by", c.done ? `${c.source}: ${SOURCES[c.source] || ""}` : source);
+    if (c.usage_estimated) add("usage", "estimated: the endpoint sent no token usage");
+    add("finish reason", c.finish_reason);
+    add("requested", when(c.requested_at)); add("answered", when(c.responded_at));
+    if (c.repair_of) add("repair of", el("a", { href: callHref(run, c.repair_of), class: "mono" }, c.repair_of));
+    if (c.recorded && c.recorded.length) add("recorded as", el("span", {}, c.recorded.flatMap((id, i) => [i ? ", " : "", el("a", { href: "#/run/" + run + "?msg=" + encodeURIComponent(id) }, id)])));
+    const cards = [el("div", { class: "card", id: "call-about" }, el("h2", {}, "The call"), kv)];
+    // What it sent.
+    const msgs = el("div", { id: "call-messages" });
+    if (c.request_from) msgs.append(el("p", { class: "note", id: "request-from" }, `This run replayed the reply; the messages are those the recording sent (${c.request_from}).`));
+    else if (!c.requested) msgs.append(el("p", { class: "note" }, `The request was not journaled: the reply came from ${c.source === "replay" ? "a recording" : "the journal"}, so this run did not ask it again.`));
+    else if (!c.prompts_logged) msgs.append(el("p", { class: "note" }, "This run did not log its prompts (runner run --log-prompts keeps them): texts found elsewhere in the journal are shown, the others by size and digest."));
+    (c.messages || []).forEach((m, i) => {
+      const headBits = [el("span", { class: "badge role-" + m.role }, m.role)];
+      if (m.name) headBits.push(el("span", { class: "who" }, m.name));
+      if (m.tool_call_id) headBits.push(el("span", { class: "note" }, "answers tool call " + m.tool_call_id));
+      headBits.push(el("span", { class: "meta" }, `#${i + 1} · ${num(m.chars)} chars` + (m.text_from === "digest" ? " · text found by its digest" : "")));
+      msgs.append(el("div", { class: "cmsg role-" + m.role, "data-role": m.role }, el("div", { class: "msghead" }, headBits),
+        (m.tool_calls || []).map(tc => el("div", { class: "toolcall" }, "calls ", el("code", {}, `${tc.name}(${tc.arguments})`), tc.id ? el("span", { class: "note" }, " " + tc.id) : null)),
+        m.text ? el("pre", { class: "ctext" }, m.text) : (m.chars && !m.text_from ? el("p", { class: "note" }, `text not journaled (digest ${m.digest})`) : null)));
+    });
+    cards.push(el("div", { class: "card" }, el("h2", {}, `Messages sent (${(c.messages || []).length})`), msgs));
+    // What came back.
+    const reply = el("div", { id: "call-reply" });
+    if (c.done) {
+      reply.append(el("pre", { class: "ctext raw" }, c.reply || "(empty)"));
+      for (const tc of c.tool_calls || []) reply.append(el("div", { class: "toolcall" }, "calls ", el("code", {}, `${tc.name}(${tc.arguments})`)));
+    } else reply.append(el("p", { class: "note" }, source === "failed" ? "No reply: the call failed." : c.stopped ? "No reply: the run stopped before it came (another call failed, or the run was stopped)." : "No reply yet."));
+    const replyCard = el("div", { class: "card" }, el("h2", {}, "Reply (raw)"), reply);
+    const parts = [];
+    if (c.output !== undefined) parts.push(el("div", { id: "call-output" }, typeof c.output === "string" ? (data.reply_html && c.output === (c.reply || "").trim() ? el("div", { class: "body", html: data.reply_html }) : el("pre", { class: "ctext" }, c.output)) : jsonView(c.output)));
+    if (c.fallback !== undefined) parts.push(el("div", { class: "reasons" }, "The reply could not be parsed (" + c.fallback_reason + "); the fallback output was used:"), jsonView(c.fallback));
+    if (!parts.length) parts.push(el("p", { class: "note", id: "call-output" }, c.repairs && c.repairs.length ? "Not parsed: the reply was refused (see the repairs below)." : "No parsed output was journaled for this call (its node reads the reply itself, or the call failed)."));
+    const parsedCard = el("div", { class: "card" }, el("h2", {}, "Parsed output"), ...parts);
+    cards.push(el("div", { class: "grid halves" }, replyCard, parsedCard));
+    const list = (title, id, rows) => rows.length ? cards.push(el("div", { class: "card", id }, el("h2", {}, `${title} (${rows.length})`), el("ul", { class: "events" }, rows))) : 0;
+    list("Retries", "call-retries", (c.retries || []).map(r => el("li", {}, `attempt ${r.attempt}` + (r.status ? ` (HTTP ${r.status})` : "") + `: ${r.error}` + (r.wait_ms ? `; waited ${(r.wait_ms / 1000).toFixed(1)} s` : ""))));
+    list("Repairs", "call-repairs", (c.repairs || []).map(r => el("li", {}, `repair ${r.attempt}: ${r.error}; asked again` + (r.mode ? ` (${r.mode})` : "") + " as ", el("a", { href: callHref(run, r.next), class: "mono" }, r.next))));
+    list("Rejections", "call-rejections", (c.rejections || []).map(r => el("li", {}, `attempt ${r.attempt}: ${r.reasons}`, r.next ? ["; asked again as ", el("a", { href: callHref(run, r.next), class: "mono" }, r.next)] : null)));
+    list("Tools run", "call-tools", (c.tool_runs || []).map(t => el("li", {}, el("code", {}, `${t.tool}(${t.arguments || ""})`), el("pre", { class: "ctext small" }, t.result || ""))));
+    list("Errors", "call-errors", (c.errors || []).map(e => el("li", { class: "reasons" }, e)));
+    app.replaceChildren(head, ...cards);
+  }
+
+  // ---- two sweeps side by side ----
+  function compareSweeps(da, db) {
+    setCrumbs(el("a", { href: "#/" }, "Runs"), "compare sweeps");
+    document.title = "compare sweeps · runner view";
+    document.body.setAttribute("data-page", "compare-sweeps");
+    const sw = [da, db];
+    const S = sw.map(d => d.summary);
+    const acc = s => s.accuracy ? `${s.accuracy.mean.toFixed(3)} (${s.accuracy.low.toFixed(3)}–${s.accuracy.high.toFixed(3)})` : "";
+    const u = s => s.usage || {};
+    const costOf = s => { const t = u(s); return t.cost || t.priced ? cost(t.cost || 0, t.priced) : ""; };
+    const rows = [];
+    const line = (label, f) => {
+      const vals = S.map(f);
+      if (vals.every(v => v === "" || v === undefined || v === null)) return;
+      const differs = JSON.stringify(vals[0]) !== JSON.stringify(vals[1]);
+      rows.push([label, ...vals.map(v => el("td", { class: differs ? "differs" : "" }, v instanceof Node ? v : String(v ?? "")))]);
+    };
+    line("sweep", s => el("a", { href: "#/sweep/" + s.id, class: "id" }, s.id));
+    line("spec", s => s.spec);
+    line("spec file", s => s.spec_path);
+    line("dataset", s => s.dataset);
+    line("matrix", s => (s.matrix || []).map(x => `${x.name}=${x.values.join(",")}`).join("; "));
+    line("repeat", s => s.repeat > 1 ? s.repeat : "");
+    line("runs (n)", s => s.runs.length);
+    line("completed", s => s.completed);
+    line("failed", s => s.failed);
+    line("accuracy (95% CI)", acc);
+    line("scored (n)", s => s.accuracy ? s.accuracy.n : "");
+    line("calls", s => num(u(s).calls));
+    line("calls sent", s => num(s.calls_made));
+    line("calls without the cache", s => num(s.calls_without_cache));
+    line("tokens", s => num((u(s).prompt_tokens || 0) + (u(s).completion_tokens || 0)));
+    line("cost", costOf);
+    line("duration", s => dur(s.duration_ms));
+    const cards = [el("div", { class: "card" }, table(["", "A", "B"], rows, { class: "diff", num: [] }))];
+    // Items: runs paired by dataset line, sample and matrix values.
+    const axesA = (S[0].matrix || []).map(x => x.name).join(","), axesB = (S[1].matrix || []).map(x => x.name).join(",");
+    const withVars = axesA === axesB;
+    // Runs pair on what both sweeps vary: the dataset line and sample, and
+    // the matrix values when both have the same axes. A sweep with a
+    // matrix the other lacks pairs each of its runs with the other's run
+    // of the same line.
+    const common = r => [S[0].dataset || S[1].dataset ? "line " + r.line : "#" + r.index, r.sample > 1 ? "sample " + r.sample : "",
+      withVars ? Object.entries(r.vars || {}).sort().map(([k, v]) => `${k}=${v}`).join(" ") : ""].filter(Boolean).join(" · ");
+    const bySide = sw.map(d => {
+      const m = new Map();
+      d.summary.runs.forEach((r, i) => { const k = common(r); if (!m.has(k)) m.set(k, []); m.get(k).push({ r, id: d.run_ids[i] }); });
+      return m;
+    });
+    const items = [];
+    const keys = [...new Set([...bySide[0].keys(), ...bySide[1].keys()])];
+    for (const k of keys) {
+      const xs = bySide[0].get(k) || [], ys = bySide[1].get(k) || [];
+      const n = Math.max(xs.length, ys.length);
+      for (let i = 0; i < n; i++) {
+        const x = xs.length === 1 ? xs[0] : xs[i], y = ys.length === 1 ? ys[0] : ys[i];
+        items.push({ key: [k, ...[x, y].filter(Boolean).map(p => withVars ? "" : Object.entries(p.r.vars || {}).sort().map(([a, v]) => `${a}=${v}`).join(" ")).filter(Boolean)].join(" · "),
+          runs: [x ? x.r : null, y ? y.r : null], ids: [x ? x.id : null, y ? y.id : null] });
+      }
+    }
+    const scoreOf = r => r && r.score !== undefined && r.score !== null ? r.score : null;
+    const outcome = (r, id) => {
+      if (!r) return el("span", { class: "note" }, "—");
+      const sc = scoreOf(r);
+      const label = sc === null ? r.status : (sc >= 1 ? "right" : sc <= 0 ? "wrong" : "score " + sc);
+      const first = (r.output_order || [])[0];
+      const out = first !== undefined ? value((r.outputs || {})[first] ?? "") : "";
+      return el("span", {}, id ? el("a", { href: "#/run/" + id }, badge(label, sc === null ? r.status : sc >= 1 ? "completed" : "failed")) : badge(label),
+        out ? el("span", { class: "note" }, " " + (out.length > 80 ? out.slice(0, 80) + "…" : out)) : null);
+    };
+    const tally = { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 };
+    const itemRows = items.map(it => {
+      const [x, y] = it.runs.map(scoreOf);
+      let cls = "";
+      if (!it.runs[0] || !it.runs[1]) tally.unpaired++;
+      else if (x !== null && y !== null) {
+        const ra = x >= 1, rb = y >= 1;
+        if (ra && rb) tally.both++; else if (ra) { tally.onlyA++; cls = "differs"; } else if (rb) { tally.onlyB++; cls = "differs"; } else tally.neither++;
+      }
+      const expected = (it.runs[0] || it.runs[1]).expected;
+      return [it.key, expected !== undefined ? value(expected) : "", el("td", { class: cls }, outcome(it.runs[0], it.ids[0])), el("td", { class: cls }, outcome(it.runs[1], it.ids[1]))];
+    });
+    const scored = tally.both + tally.onlyA + tally.onlyB + tally.neither;
+    cards.push(el("div", { class: "card", id: "sweep-items" }, el("h2", {}, `Items (${items.length})`),
+      el("p", { class: "note", id: "sweep-tally" }, scored ? `Of ${scored} pairs scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} runs have no counterpart.` : "") + " `runner compare A B` gives the paired statistics." : "No item is scored in both sweeps (no score expression, or no expected values)."),
+      table(["item", "expected", "A", "B"], itemRows, { class: "diff items" })));
+    app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Compare two sweeps"), el("div", { class: "sub" }, "Highlighted rows differ; items are paired by dataset line, sample and matrix values."))), ...cards);
+  }
+
   // ---- two runs side by side ----
   async function comparePage(params) {
     const a = params.get("a"), b = params.get("b");
-    if (!a || !b) throw new Error("compare needs two runs: #/compare?a=RUN&b=RUN");
+    if (!a || !b) throw new Error("compare needs two runs or two sweeps: #/compare?a=RUN&b=RUN or #/compare?a=SWEEP&b=SWEEP");
+    // A sweep is a folder of runs with a summary.json; an id with a / is a
+    // run of a sweep.
+    const sweepOf = id => id.includes("/") ? Promise.resolve(null) : api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null);
+    const [sa, sb] = await Promise.all([sweepOf(a), sweepOf(b)]);
+    if (sa && sb) return compareSweeps(sa, sb);
+    if (sa || sb) throw new Error(`${sa ? a : b} is a sweep and ${sa ? b : a} is not: compare two runs, or two sweeps.`);
     const [ra, rb] = await Promise.all([api("/api/run?id=" + encodeURIComponent(a)), api("/api/run?id=" + encodeURIComponent(b))]);
     setCrumbs(el("a", { href: "#/" }, "Runs"), "compare");
     document.title = "compare · runner view";
     const runs = [ra, rb];
     const rowsOf = [];
-    const line = (label, f) => {
+    // raw, when given, is what is compared (f may draw it as an element).
+    const line = (label, f, raw) => {
       const vals = runs.map(f);
       if (vals.every(v => v === "" || v === undefined || v === null)) return;
-      const differs = JSON.stringify(vals[0]) !== JSON.stringify(vals[1]);
+      const cmp = raw ? runs.map(raw) : vals.map(v => v instanceof Node ? v.textContent : v);
+      const differs = JSON.stringify(cmp[0]) !== JSON.stringify(cmp[1]);
       rowsOf.push([label, ...vals.map(v => el("td", { class: differs ? "differs" : "" }, v instanceof Node ? v : value(v ?? "")))]);
     };
-    line("run", r => el("a", { href: "#/run/" + r.id, class: "id" }, r.id));
+    line("run", r => el("a", { href: "#/run/" + r.id, class: "id" }, r.id), () => "");
     line("spec", r => r.manifest.spec_name);
     line("status", r => r.status);
     line("seed", r => r.manifest.seed);
@@ -773,7 +1040,7 @@
     line("tokens", r => { const t = (res(r).usage || {}).total || {}; return (t.prompt_tokens || 0) + (t.completion_tokens || 0); });
     line("cost", r => { const t = (res(r).usage || {}).total || {}; return cost(t.cost || 0, t.priced); });
     line("score", r => res(r).score ?? "");
-    for (const k of keys(r => res(r).outputs)) line("output " + k, r => { const v = (res(r).outputs || {})[k]; return el("pre", { style: "white-space:pre-wrap;margin:0;max-height:200px;overflow:auto" }, value(v ?? "")); });
+    for (const k of keys(r => res(r).outputs)) line("output " + k, r => { const v = (res(r).outputs || {})[k]; return v !== null && typeof v === "object" ? el("div", { class: "cmpout" }, jsonView(v)) : el("pre", { style: "white-space:pre-wrap;margin:0;max-height:200px;overflow:auto" }, value(v ?? "")); }, r => (res(r).outputs || {})[k] ?? null);
     const verdicts = r => (res(r).goal_verdicts || []).map(g => `${g.goal || g.node}: ` + Object.entries(g.counts).map(([k, n]) => `${k} ${n}`).join(", ")).join("\n");
     line("verdicts", verdicts);
     const cols = runs.map(r => {

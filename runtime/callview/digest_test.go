@@ -1,0 +1,11 @@
+package callview_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+func digestOf(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
