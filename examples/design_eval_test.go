@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/shared"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/result"
 )
@@ -163,18 +164,6 @@ func TestDesignEvalEvaluatorDownCLI(t *testing.T) {
 	}
 }
 
-// requireShared skips a test when ../shared is absent, unless CI=true or
-// RUNNER_REQUIRE_SHARED=1 ask for it, when it fails.
-func requireShared(t *testing.T, dir string) {
-	t.Helper()
-	if _, err := os.Stat(dir); err != nil {
-		if os.Getenv("CI") == "true" || os.Getenv("RUNNER_REQUIRE_SHARED") == "1" {
-			t.Fatalf("../shared (recordings) not found at %s: %v", dir, err)
-		}
-		t.Skipf("../shared (recordings) not found at %s; skipping", dir)
-	}
-}
-
 // dlEval is a recorded evaluation of the original tool: the averages and
 // each evaluator's parsed reply.
 type dlEval struct {
@@ -224,12 +213,12 @@ func ourName(original string) string {
 // grade, is missing from every reply and so null. The debates' recorded
 // clarifications must reach every evaluator's prompt.
 func TestDesignEvalReplaysRecordedEvaluations(t *testing.T) {
-	requireShared(t, dialecticDir)
-	files, err := filepath.Glob(filepath.Join(dialecticDir, "*", "eval*.json"))
+	dialectic := shared.Dir(t, dialecticDir)
+	files, err := filepath.Glob(filepath.Join(dialectic, "*", "eval*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	more, _ := filepath.Glob(filepath.Join(dialecticDir, "*", "*", "eval*.json"))
+	more, _ := filepath.Glob(filepath.Join(dialectic, "*", "*", "eval*.json"))
 	files = append(files, more...)
 	var evals []string
 	for _, f := range files {
@@ -244,7 +233,7 @@ func TestDesignEvalReplaysRecordedEvaluations(t *testing.T) {
 	plan := load(t, "design-eval")
 	absentSeen, clarified := 0, 0
 	for _, path := range evals {
-		name, _ := filepath.Rel(dialecticDir, path)
+		name, _ := filepath.Rel(dialectic, path)
 		t.Run(name, func(t *testing.T) {
 			var rec dlEval
 			readJSONFile(t, path, &rec)
