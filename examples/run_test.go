@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
@@ -34,10 +35,8 @@ func runExample(t *testing.T, name string, h llmtest.Handler) (*result.Result, *
 	}
 	seed := int64(7)
 	run, err := runtime.Start(plan, runtime.Options{
-		RunsDir: t.TempDir(),
-		Inputs:  inputs,
-		Seed:    &seed,
-		Getenv: func(k string) string {
+		Launch: launch.Launch{Given: launch.Given{Inputs: inputs, Seed: &seed}},
+		Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: func(k string) string {
 			switch k {
 			case "OPENAI_BASE_URL":
 				return srv.URL
@@ -45,7 +44,7 @@ func runExample(t *testing.T, name string, h llmtest.Handler) (*result.Result, *
 				return testKey
 			}
 			return ""
-		},
+		}},
 	})
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)

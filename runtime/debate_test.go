@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/debate-runner/runner/runtime/launch"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -27,7 +28,11 @@ func jittered(max time.Duration, reply func(string) string) llmtest.Handler {
 }
 
 func debateOpts(url string) Options {
-	return Options{Inputs: []string{"question=Which sort is best?"}, Getenv: envFor(url), Sleep: noSleep}
+	return Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=Which sort is best?"}}},
+		Settings: Settings{Getenv: envFor(url)},
+		Seams:    Seams{Sleep: noSleep},
+	}
 }
 
 // TestDebateShape checks the debate spec does what the other tests assume:

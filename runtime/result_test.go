@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/debate-runner/runner/runtime/launch"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,7 +26,10 @@ func TestResultShape(t *testing.T) {
 		return llmtest.Reply{Content: answerOf(callKey(r)), PromptTokens: 1000, CompletionTokens: 500}
 	})
 	plan := simpleSpec(t, "models: {default: {model: test-model, temperature: 0.2, price: {prompt: 1, completion: 2}}}\n")
-	r, _, err := execute(t, plan, Options{Inputs: []string{"question=What is 6x7?"}, Getenv: envFor(srv.URL)})
+	r, _, err := execute(t, plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=What is 6x7?"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +163,10 @@ func TestStartNeedsKey(t *testing.T) {
 				}
 			}
 			runs := filepath.Join(t.TempDir(), "runs")
-			r, err := Start(plan, Options{RunsDir: runs, Inputs: []string{"question=q"}, Getenv: func(k string) string { return tc.env[k] }})
+			r, err := Start(plan, Options{
+				Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+				Settings: Settings{RunsDir: runs, Getenv: func(k string) string { return tc.env[k] }},
+			})
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("Start: %v", err)
@@ -214,7 +221,11 @@ func TestKeyNeverStored(t *testing.T) {
 	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Status: 500, ErrorMessage: "bad upstream for " + r.Header.Get("Authorization")}
 	})
-	r, res, err := execute(t, simpleSpec(t, "defaults: {max_retries: 1}\n"), Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
+	r, res, err := execute(t, simpleSpec(t, "defaults: {max_retries: 1}\n"), Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+		Seams:    Seams{Sleep: noSleep},
+	})
 	if err == nil || res.Status != result.StatusFailed {
 		t.Fatalf("err = %v, status %s", err, res.Status)
 	}

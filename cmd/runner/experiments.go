@@ -83,17 +83,13 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 		if c.sweeping() {
 			return usageErrorf("--replay serves one recorded run; it cannot be combined with --matrix, --repeat or --dataset")
 		}
-		rec, err := runtime.LoadReplay(c.Replay)
+		rec, m, ok, err := runtime.LoadRecording(c.Replay, c.ReplayMissing == "live")
 		if err != nil {
 			return err
 		}
-		opts.Replay, opts.ReplayFrom = rec, c.Replay
-		if opts.ReplayThreads, err = runtime.LoadReplayThreads(c.Replay); err != nil {
-			return err
-		}
-		opts.ReplayMissingLive = c.ReplayMissing == "live"
-		if m, ok := recordedManifest(c.Replay); ok {
-			replayDefaults(plan, m, opts)
+		opts.Recording = rec
+		if ok {
+			opts.DefaultTo(plan, m)
 		}
 	}
 	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
@@ -134,53 +130,6 @@ func openCache(e *env, dir string) (*cache.Store, error) {
 		return nil, nil
 	}
 	return st, nil
-}
-
-// recordedManifest reads run.json of the run a --replay path belongs to.
-func recordedManifest(path string) (result.Manifest, bool) {
-	dir := path
-	if info, err := os.Stat(path); err == nil && !info.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	var m result.Manifest
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil || json.Unmarshal(data, &m) != nil {
-		return m, false
-	}
-	return m, true
-}
-
-// replayDefaults takes the recorded run's inputs, vars and seed for those
-// the command line does not give, so that a replay reproduces the run.
-func replayDefaults(plan *spec.Plan, m result.Manifest, opts *runtime.Options) {
-	given := map[string]bool{}
-	for _, f := range opts.Inputs {
-		name, _, _ := strings.Cut(f, "=")
-		given[name] = true
-	}
-	declared := map[string]bool{}
-	for _, in := range plan.Inputs {
-		declared[in.Name] = true
-	}
-	for k, v := range m.Inputs {
-		if given[k] || !declared[k] {
-			continue
-		}
-		if opts.InputValues == nil {
-			opts.InputValues = map[string]any{}
-		}
-		opts.InputValues[k] = v
-	}
-	if len(m.Vars) > 0 {
-		opts.VarValues = m.Vars
-	}
-	if len(opts.Models) == 0 && len(m.ModelOverrides) > 0 {
-		opts.Models = m.ModelOverrides
-	}
-	if opts.Seed == nil {
-		seed := m.Seed
-		opts.Seed = &seed
-	}
 }
 
 // reportCalls says where the calls of a run came from when not all went to
@@ -225,25 +174,9 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	if err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	for _, f := range opts.Inputs {
-		name, _, _ := strings.Cut(f, "=")
-		given[name] = true
-	}
-	values := map[string]any{}
-	var placeholders []string
-	for _, in := range plan.Inputs {
-		if in.Required && !given[in.Name] {
-			values[in.Name] = "<input " + in.Name + ">"
-			placeholders = append(placeholders, in.Name)
-		}
-	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Models: opts.Models, Budget: c.Budget})
+	rep, err := dryrun.Run(plan, dryrun.Options{Given: opts.Given, Placeholders: true, AllPrompts: c.AllPrompts})
 	if err != nil {
 		return err
-	}
-	if len(placeholders) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("input(s) %s not given: a placeholder stands in, so prompt sizes leave them out", strings.Join(placeholders, ", ")))
 	}
 	if c.JSON {
 		data, err := json.MarshalIndent(rep, "", "  ")

@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -149,9 +150,8 @@ func declaresInput(plan *spec.Plan, name string) bool {
 
 func (c *runCmd) options(e *env) (runtime.Options, error) {
 	opts := runtime.Options{
-		RunsDir: c.RunsDir, Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Getenv: e.getenv,
-		Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version(),
-		Budget: c.Budget,
+		Launch:   launch.Launch{Given: launch.Given{Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Budget: c.Budget}},
+		Settings: runtime.Settings{RunsDir: c.RunsDir, Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version()},
 	}
 	for _, m := range c.Model {
 		name, model, ok := strings.Cut(m, "=")
@@ -331,8 +331,9 @@ Examples:
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
 	opts := runtime.Options{
-		Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version(),
-		Spec: c.Spec, ContextDir: c.Context, Budget: c.Budget, Resample: c.Resample,
+		Launch:   launch.Launch{Given: launch.Given{Budget: c.Budget}, ContextDir: c.Context},
+		Settings: runtime.Settings{Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version()},
+		Resuming: runtime.Resuming{Spec: c.Spec, Resample: c.Resample},
 	}
 	if c.Context != "" {
 		if info, err := os.Stat(c.Context); err != nil || !info.IsDir() {
