@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -17,7 +15,6 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/dryrun"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
@@ -139,29 +136,7 @@ func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
 	if c.Quiet || cc.Total() == cc.Network {
 		return
 	}
-	var parts []string
-	sent := fmt.Sprintf("%d sent", cc.Network)
-	if cc.Resampled > 0 {
-		sent += fmt.Sprintf(" of which %d asked afresh (--resample)", cc.Resampled)
-	}
-	parts = append(parts, sent)
-	if cc.Cache > 0 {
-		parts = append(parts, fmt.Sprintf("%d from the cache", cc.Cache))
-	}
-	if cc.Shared > 0 {
-		parts = append(parts, fmt.Sprintf("%d shared", cc.Shared))
-	}
-	if cc.Replay > 0 {
-		parts = append(parts, fmt.Sprintf("%d replayed", cc.Replay))
-	}
-	if cc.Journal > 0 {
-		parts = append(parts, fmt.Sprintf("%d from the journal", cc.Journal))
-	}
-	hint := ""
-	if cc.Cache > 0 {
-		hint = "; --no-cache asks the model again"
-	}
-	e.say("calls", cc, fmt.Sprintf("calls: %d (%s)%s", cc.Total(), strings.Join(parts, ", "), hint))
+	e.say("calls", cc, cc.String())
 }
 
 // dryRun prints the plan of a run without calling any model. Required
@@ -216,7 +191,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	}
 	if !c.Quiet {
 		so.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
+			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
 		}
 	}
 	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
@@ -225,108 +200,25 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	if sum == nil {
 		return err
 	}
-	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
-	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
-	if line := sum.AccuracyLine(); line != "" {
-		fmt.Fprintln(e.stdout, line)
-	}
+	sum.Write(e.stdout)
 	if len(sum.UnusedFields) > 0 {
 		msg := "dataset fields that are no input of the spec were ignored: " + strings.Join(sum.UnusedFields, ", ")
 		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 	}
 	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
 	if c.CSV != "" {
-		for _, r := range sum.Runs {
-			res, rerr := readRunResult(r.Dir)
-			if rerr != nil {
-				continue
-			}
-			if cerr := result.AppendCSV(c.CSV, res); cerr != nil && err == nil {
-				err = cerr
-			}
+		if cerr := sum.AppendCSV(c.CSV); cerr != nil && err == nil {
+			err = cerr
 		}
 	}
-	switch {
-	case err != nil:
-		return exitcode.With(exitcode.Failure, err)
-	case sum.Waiting > 0:
-		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+	if err = sum.Outcome(err); err != nil || c.FailUnder == nil {
+		return err
 	}
-	if c.FailUnder != nil {
-		return c.gate(e, sum)
+	data, line, err := sum.Gate(*c.FailUnder, c.FailUnderOn)
+	if err == nil {
+		e.say("gate", data, line)
 	}
-	return nil
-}
-
-// gate fails a dataset sweep whose accuracy (or the lower end of its
-// interval) is below --fail-under.
-func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
-	a := sum.Accuracy
-	if a == nil {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("--fail-under %g: no run was scored", *c.FailUnder))
-	}
-	value, what := a.Mean, "accuracy"
-	if c.FailUnderOn == "lower" {
-		value, what = a.Low, "lower end of the accuracy's 95% interval"
-	}
-	data := map[string]any{"value": value, "on": c.FailUnderOn, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
-	if value < *c.FailUnder {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, *c.FailUnder, a))
-	}
-	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g", what, value, *c.FailUnder))
-	return nil
-}
-
-func describeSweepRun(r sweep.Run) string {
-	var parts []string
-	keys := make([]string, 0, len(r.Vars))
-	for k := range r.Vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+r.Vars[k])
-	}
-	if r.Line > 0 {
-		parts = append(parts, fmt.Sprintf("line %d", r.Line))
-	}
-	if r.Sample > 0 {
-		parts = append(parts, fmt.Sprintf("sample %d", r.Sample))
-	}
-	if len(r.OutputOrder) > 0 {
-		out := sweep.FormatValue(r.Outputs[r.OutputOrder[0]])
-		if len(out) > 40 {
-			out = out[:40] + "…"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%s", r.OutputOrder[0], strings.Join(strings.Fields(out), " ")))
-	}
-	if r.Score != nil {
-		parts = append(parts, fmt.Sprintf("score=%g", *r.Score))
-	}
-	if r.Error != "" {
-		parts = append(parts, r.Error)
-	}
-	s := " " + strings.Join(parts, " ")
-	if r.Dir != "" {
-		s += " (" + r.Dir + ")"
-	}
-	return s
-}
-
-// readRunResult reads result.json of a run directory.
-func readRunResult(dir string) (*result.Result, error) {
-	if dir == "" {
-		return nil, errors.New("no run directory")
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err != nil {
-		return nil, err
-	}
-	var res result.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("%s/result.json: %w", dir, err)
-	}
-	return &res, nil
+	return err
 }
 
 // resumeSweep finishes a sweep: every run that did not complete is
@@ -341,24 +233,14 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	ro.Run.Spec, ro.Run.Ask = "", nil
 	if !c.Quiet {
 		ro.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
+			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
 		}
 	}
 	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
 	if sum == nil {
 		return err
 	}
-	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
-	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
-	if line := sum.AccuracyLine(); line != "" {
-		fmt.Fprintln(e.stdout, line)
-	}
+	sum.Write(e.stdout)
 	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
-	switch {
-	case err != nil:
-		return exitcode.With(exitcode.Failure, err)
-	case sum.Waiting > 0:
-		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
-	}
-	return nil
+	return sum.Outcome(err)
 }

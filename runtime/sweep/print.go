@@ -1,0 +1,112 @@
+package sweep
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime/result"
+)
+
+// This file is what runner run and runner resume print of a sweep, and
+// the exit code and gate a sweep ends with.
+
+// Write prints the summary's table of runs, its calls line and its
+// accuracy line (when runs were scored).
+func (s *Summary) Write(w io.Writer) {
+	fmt.Fprint(w, s.Table().Markdown(60))
+	fmt.Fprintf(w, "\n%s\n", s.CallsLine())
+	if line := s.AccuracyLine(); line != "" {
+		fmt.Fprintln(w, line)
+	}
+}
+
+// AppendCSV appends a row per run that has a result to the CSV file at
+// path (see result.AppendCSV).
+func (s *Summary) AppendCSV(path string) error {
+	var err error
+	for _, r := range s.Runs {
+		if r.Dir == "" {
+			continue // never started
+		}
+		res, rerr := result.Read(r.Dir)
+		if rerr != nil {
+			continue
+		}
+		if cerr := result.AppendCSV(path, res); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// Outcome is the error a sweep that ended with err exits with: a failure,
+// runs waiting for answers (exit 5), or nil.
+func (s *Summary) Outcome(err error) error {
+	switch {
+	case err != nil:
+		return exitcode.With(exitcode.Failure, err)
+	case s.Waiting > 0:
+		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", s.Waiting))
+	}
+	return nil
+}
+
+// Gate holds a dataset sweep's accuracy (on "mean"), or the lower end of
+// its interval (on "lower"), to threshold (--fail-under): an error with
+// exit code 7 when it is below, else what passed, as data and a line.
+func (s *Summary) Gate(threshold float64, on string) (map[string]any, string, error) {
+	a := s.Accuracy
+	if a == nil {
+		return nil, "", exitcode.With(exitcode.Gate, fmt.Errorf("--fail-under %g: no run was scored", threshold))
+	}
+	value, what := a.Mean, "accuracy"
+	if on == "lower" {
+		value, what = a.Low, "lower end of the accuracy's 95% interval"
+	}
+	if value < threshold {
+		return nil, "", exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s)", what, value, threshold, a))
+	}
+	data := map[string]any{"value": value, "on": on, "threshold": threshold, "accuracy": a, "passed": true}
+	return data, fmt.Sprintf("gate passed: %s %.3f is at least %g", what, value, threshold), nil
+}
+
+// Describe is a run's line of progress after its status: its vars,
+// dataset line, sample, first output, score, error and directory.
+func (r Run) Describe() string {
+	var parts []string
+	keys := make([]string, 0, len(r.Vars))
+	for k := range r.Vars {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, k+"="+r.Vars[k])
+	}
+	if r.Line > 0 {
+		parts = append(parts, fmt.Sprintf("line %d", r.Line))
+	}
+	if r.Sample > 0 {
+		parts = append(parts, fmt.Sprintf("sample %d", r.Sample))
+	}
+	if len(r.OutputOrder) > 0 {
+		out := FormatValue(r.Outputs[r.OutputOrder[0]])
+		if len(out) > 40 {
+			out = out[:40] + "…"
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", r.OutputOrder[0], strings.Join(strings.Fields(out), " ")))
+	}
+	if r.Score != nil {
+		parts = append(parts, fmt.Sprintf("score=%g", *r.Score))
+	}
+	if r.Error != "" {
+		parts = append(parts, r.Error)
+	}
+	s := " " + strings.Join(parts, " ")
+	if r.Dir != "" {
+		s += " (" + r.Dir + ")"
+	}
+	return s
+}
