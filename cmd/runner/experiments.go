@@ -17,6 +17,7 @@ import (
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/tracing"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -167,7 +168,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 
 // sweep runs every combination and prints the summary.
 // sweep makes a sweep's runs, with start (nil: locally) starting each.
-func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewServer, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
+func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Running, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
 	var axes []sweep.Axis
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
@@ -186,7 +187,7 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 		if v != nil {
 			// The sweep's page needs summary.json, written at its end;
 			// until then the list of runs shows its runs as they go.
-			v.show(e, "/?q="+filepath.Base(dir), true)
+			show(e, v, "/?q="+filepath.Base(dir), true)
 		}
 	}
 	if !c.Quiet {

@@ -22,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 	"golang.org/x/term"
 )
@@ -95,7 +96,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	// The view serves the runs folder, which a run on Temporal writes here
 	// as a local run does: it follows either alike.
-	var v *viewServer
+	var v *view.Running
 	if c.View {
 		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
 			return usageErrorf("--runs-dir %s: %v", c.RunsDir, err)
@@ -103,19 +104,19 @@ func (c *runCmd) Run(e *env) error {
 		if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
 			return err
 		}
-		defer v.stop()
+		defer v.Stop()
 	}
 	if addr != "" {
 		err := c.runOnTemporal(e, plan, opts, addr, v)
 		if v != nil {
-			v.linger(e)
+			linger(e, v)
 		}
 		return err
 	}
 	if c.sweeping() {
 		err := c.sweep(e, plan, opts, v, nil)
 		if v != nil {
-			v.linger(e)
+			linger(e, v)
 		}
 		return err
 	}
@@ -124,7 +125,7 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	if v != nil {
-		v.show(e, "/run/"+filepath.Base(r.Dir), true)
+		show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	}
 	err = execute(e, r)
 	c.reportCalls(e, r)
@@ -134,7 +135,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 	}
 	if v != nil {
-		v.linger(e)
+		linger(e, v)
 	}
 	return err
 }

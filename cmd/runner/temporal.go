@@ -20,6 +20,7 @@ import (
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -148,7 +149,7 @@ func remote(cl client.Client, opts *runtime.Options, id *string, f **durable.Fol
 
 // runOnTemporal submits a run to Temporal and records it here as it goes.
 // v, when not nil, is the view (--view) to show the run's page in.
-func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *viewServer) error {
+func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *view.Running) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cl, err := c.dial(ctx, e, addr)
@@ -198,7 +199,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	}
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 	if v != nil {
-		v.show(e, "/run/"+filepath.Base(r.Dir), true)
+		show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	}
 	f = durable.Follow(ctx, cl, id, 0)
 	return verified(ctx, e, cl, id, r, execute(e, r))
@@ -208,7 +209,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 // workflow with a child run workflow per run, and makes the sweep here as
 // a local sweep does, each run recorded from its child's history: the
 // sweep directory, its runs and its summary are a local sweep's.
-func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string, v *viewServer) error {
+func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string, v *view.Running) error {
 	var axes []sweep.Axis
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
