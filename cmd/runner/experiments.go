@@ -104,30 +104,13 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 }
 
 // openCache opens the response cache in dir, or in the default folder when
-// dir is empty. A cache that cannot be opened is a usage error when dir was
-// given (--cache-dir), else a warning and no cache (nil).
+// dir is empty (see cache.OpenFor), saying why there is none when it cannot.
 func openCache(e *env, dir string) (*cache.Store, error) {
-	explicit := dir != ""
-	if dir == "" {
-		d, err := cache.DefaultDir(e.getenv)
-		if err != nil {
-			e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-			return nil, nil
-		}
-		dir = d
+	st, warning, err := cache.OpenFor(dir, e.getenv)
+	if warning != nil {
+		e.say("warning", map[string]string{"message": "no response cache: " + warning.Error()}, "runner: warning: no response cache: "+warning.Error())
 	}
-	if dir == "" {
-		return nil, nil // no home to put a cache in (and none asked for)
-	}
-	st, err := cache.Open(dir)
-	if err != nil {
-		if explicit {
-			return nil, usageErrorf("--cache-dir %s: %v", dir, err)
-		}
-		e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-		return nil, nil
-	}
-	return st, nil
+	return st, err
 }
 
 // reportCalls says where the calls of a run came from when not all went to
@@ -166,20 +149,28 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	return nil
 }
 
-// sweep runs every combination and prints the summary.
-// sweep makes a sweep's runs, with start (nil: locally) starting each.
-func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Running, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
-	var axes []sweep.Axis
+// sweepOptions are the sweep the flags ask for, of runs with opts.
+func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
+	so := sweep.Options{Run: opts, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
 		if err != nil {
-			return err
+			return so, err
 		}
-		axes = append(axes, a)
+		so.Matrix = append(so.Matrix, a)
 	}
+	return so, nil
+}
+
+// sweep makes a sweep's runs, with start (nil: locally) starting each.
+func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Running, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
+	so, err := c.sweepOptions(opts)
+	if err != nil {
+		return err
+	}
+	so.Start = start
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, Start: start}
 	so.OnStart = func(dir string, total int) {
 		if !c.Quiet {
 			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/view"
 )
 
@@ -76,7 +77,7 @@ func show(e *env, v *view.Running, page string, open bool) {
 // linger keeps the view up after a run when someone is watching at a
 // terminal, until Ctrl-C; scripts go on at once.
 func linger(e *env, v *view.Running) {
-	if !isTerminal(e.stderr) {
+	if !progress.IsTerminal(e.stderr) {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

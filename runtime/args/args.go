@@ -344,3 +344,44 @@ func coerceLike(def, v any) any {
 	}
 	return v
 }
+
+// Models reads --model flags, MODEL (in place of the spec's model named
+// default) or NAME=MODEL, into model overrides by the spec's model name.
+func Models(flags []string) (map[string]string, error) {
+	var out map[string]string
+	for _, m := range flags {
+		name, model, ok := strings.Cut(m, "=")
+		if !ok {
+			name, model = "default", m
+		}
+		if strings.TrimSpace(name) == "" || strings.TrimSpace(model) == "" {
+			return nil, &FlagError{Flag: "--model " + m, Err: fmt.Errorf("expected MODEL or NAME=MODEL")}
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[strings.TrimSpace(name)] = strings.TrimSpace(model)
+	}
+	return out, nil
+}
+
+// Context reads --context PATH: a folder is the one the run's file tools
+// may read (dir), a file's text the spec's 'context' input (an --input
+// flag, input).
+func Context(path string) (dir, input string, err error) {
+	if path == "" {
+		return "", "", nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", "", &FlagError{Flag: "--context " + path, Err: UnwrapPathError(err)}
+	}
+	if info.IsDir() {
+		return path, "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", &FlagError{Flag: "--context " + path, Err: err}
+	}
+	return "", "context=" + string(data), nil
+}
