@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"strings"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
@@ -151,27 +149,15 @@ func without(list []string, s string) []string {
 // when one scores worse than it by more than the margin.
 func (c *compareCmd) gate(e *env, args []string, pair *paired.Result) error {
 	if c.MarginOn == "lower" {
-		return c.gateLower(e, args, pair)
-	}
-	base, err := sweep.ScoreOf(args[0])
-	if err != nil {
-		return usageErrorf("--baseline %s: %v", args[0], err)
-	}
-	var worse []string
-	for _, arg := range args[1:] {
-		s, err := sweep.ScoreOf(arg)
-		if err != nil {
-			return usageErrorf("%s: %v", arg, err)
+		data, line, err := pair.GateLower(args[0], args[1], c.Margin)
+		if err == nil {
+			e.say("gate", data, line)
 		}
-		line := fmt.Sprintf("%s: %.3f against the baseline's %.3f (%+.3f)", arg, s, base, s-base)
-		if base-s > c.Margin+1e-12 {
-			worse = append(worse, line)
-			continue
-		}
-		e.say("gate", map[string]any{"run": arg, "score": s, "baseline": base, "margin": c.Margin, "passed": true}, "gate passed: "+line)
+		return err
 	}
-	if len(worse) > 0 {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: worse than the baseline %s by more than %g:\n  %s", args[0], c.Margin, strings.Join(worse, "\n  ")))
+	passed, err := sweep.ScoreGate(args[0], args[1:], c.Margin)
+	for _, p := range passed {
+		e.say("gate", p.Data, p.Text)
 	}
-	return nil
+	return err
 }

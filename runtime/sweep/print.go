@@ -110,3 +110,38 @@ func (r Run) Describe() string {
 	}
 	return s
 }
+
+// Passed is a gate that passed, as data and a line.
+type Passed struct {
+	Data map[string]any
+	Text string
+}
+
+// ScoreGate holds runs or sweeps (others) to a baseline's score (a sweep's
+// accuracy, a run's score; see ScoreOf): it fails (exit 7) when one scores
+// worse by more than margin. It returns those that passed, with the error
+// too.
+func ScoreGate(baseline string, others []string, margin float64) ([]Passed, error) {
+	base, err := ScoreOf(baseline)
+	if err != nil {
+		return nil, exitcode.Errorf(exitcode.Usage, "--baseline %s: %v", baseline, err)
+	}
+	var passed []Passed
+	var worse []string
+	for _, dir := range others {
+		s, err := ScoreOf(dir)
+		if err != nil {
+			return passed, exitcode.Errorf(exitcode.Usage, "%s: %v", dir, err)
+		}
+		line := fmt.Sprintf("%s: %.3f against the baseline's %.3f (%+.3f)", dir, s, base, s-base)
+		if base-s > margin+1e-12 {
+			worse = append(worse, line)
+			continue
+		}
+		passed = append(passed, Passed{map[string]any{"run": dir, "score": s, "baseline": base, "margin": margin, "passed": true}, "gate passed: " + line})
+	}
+	if len(worse) > 0 {
+		return passed, exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: worse than the baseline %s by more than %g:\n  %s", baseline, margin, strings.Join(worse, "\n  ")))
+	}
+	return passed, nil
+}
