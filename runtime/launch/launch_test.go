@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 const listSpec = `version: 1
@@ -86,5 +87,34 @@ func TestPreparerReusesPlans(t *testing.T) {
 	}
 	if b.Inputs["question"] != "2" {
 		t.Errorf("inputs = %v", b.Inputs)
+	}
+}
+
+// A replay takes the recording's values for those not given: inputs given
+// as flags win, --set flags apply over the recorded vars, and a given seed
+// or model stays.
+func TestDefaultTo(t *testing.T) {
+	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, t.TempDir(), listSpec))
+	m := result.Manifest{
+		Inputs: map[string]any{"question": "recorded?", "gone": "x"}, Vars: map[string]any{"stages": []any{2.0, 2.0}, "rounds": 3.0},
+		Seed: 42, ModelOverrides: map[string]string{"default": "recorded-model"},
+	}
+	g := Given{Sets: []string{"rounds=4"}}
+	g.DefaultTo(plan, m)
+	v, err := Prepare(plan, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Inputs["question"] != "recorded?" || v.Seed != 42 || v.Models["default"] != "recorded-model" {
+		t.Errorf("values = %+v; want the recording's input, seed and model", v)
+	}
+	if want := map[string]any{"stages": []any{2, 2}, "rounds": 4}; !reflect.DeepEqual(v.Vars, want) {
+		t.Errorf("vars = %#v; want %#v (recorded, typed, --set over them)", v.Vars, want)
+	}
+	seed := int64(5)
+	g = Given{Inputs: []string{"question=mine"}, Seed: &seed}
+	g.DefaultTo(plan, m)
+	if _, ok := g.InputValues["question"]; ok || *g.Seed != 5 {
+		t.Errorf("given = %+v; the flag's input and the given seed must win", g)
 	}
 }
