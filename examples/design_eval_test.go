@@ -19,6 +19,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/shared"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -309,10 +310,7 @@ func TestDesignEvalReplaysRecordedEvaluations(t *testing.T) {
 			result["messages"] = msgs
 			runJSON, _ := json.Marshal(result)
 
-			run, err := runtime.Start(plan, runtime.Options{
-				RunsDir: t.TempDir(), Getenv: serverEnv(srv), Sleep: noSleep,
-				InputValues: map[string]any{"problem": problem.Problem, "run": string(runJSON)},
-			})
+			run, err := runtime.Start(plan, runtime.Options{Launch: launch.Launch{Given: launch.Given{InputValues: map[string]any{"problem": problem.Problem, "run": string(runJSON)}}}, Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: serverEnv(srv)}, Seams: runtime.Seams{Sleep: noSleep}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -31,6 +31,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/launch"
 	runresult "github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
@@ -681,9 +682,7 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 	p := newReplayer(&rec, byName, len(agents))
 	srv := llmtest.New(t, p.handle)
 	run := startDesign(t, designSpec(t, edits...), srv, runtime.Options{
-		Inputs:  []string{"problem=@" + problem},
-		Sets:    sets,
-		Answers: recordingAnswers(t, &rec),
+		Launch: launch.Launch{Given: launch.Given{Inputs: []string{"problem=@" + problem}, Sets: sets}, Answers: recordingAnswers(t, &rec)},
 	})
 	res, err := run.Execute(context.Background())
 	if err != nil || res.Status != runresult.StatusCompleted {
@@ -1064,7 +1063,7 @@ func startScripted(t *testing.T, path string, opts runtime.Options, override fun
 // even though its own ratings are all it wrote.
 func TestDesignDebateSummaries(t *testing.T) {
 	path := designSpec(t, withoutClarify(), withSummaries(200, 100))
-	run, s, _ := startScripted(t, path, runtime.Options{Sets: []string{"max_rounds=2"}}, func(c scriptedCall) (llmtest.Reply, bool) {
+	run, s, _ := startScripted(t, path, runtime.Options{Launch: launch.Launch{Given: launch.Given{Sets: []string{"max_rounds=2"}}}}, func(c scriptedCall) (llmtest.Reply, bool) {
 		if c.phase == "summary" && c.agent == "security" {
 			return llmtest.Reply{Status: http.StatusBadRequest, ErrorMessage: "context too long"}, true
 		}
@@ -1148,7 +1147,10 @@ func TestDesignDebateCritiqueFailure(t *testing.T) {
 	path := designSpec(t, withoutClarify(), withoutSummaries())
 	var broken atomic.Bool
 	broken.Store(true)
-	opts := runtime.Options{Sets: []string{"max_rounds=2", "early_stop=false"}, Sleep: noSleep}
+	opts := runtime.Options{
+		Launch: launch.Launch{Given: launch.Given{Sets: []string{"max_rounds=2", "early_stop=false"}}},
+		Seams:  runtime.Seams{Sleep: noSleep},
+	}
 	run, s, srv := startScripted(t, path, opts, func(c scriptedCall) (llmtest.Reply, bool) {
 		if broken.Load() && c.phase == "critique" && c.agent == "performance" && c.target == "security" {
 			return llmtest.Reply{Status: http.StatusServiceUnavailable, ErrorMessage: "overloaded"}, true
@@ -1192,7 +1194,7 @@ func TestDesignDebateCritiqueFailure(t *testing.T) {
 
 	broken.Store(false)
 	before := srv.Count()
-	resumed, err := runtime.Resume(run.Dir, nodes.Registry(), runtime.Options{Getenv: serverEnv(srv), Sleep: noSleep})
+	resumed, err := runtime.Resume(run.Dir, nodes.Registry(), runtime.Options{Settings: runtime.Settings{Getenv: serverEnv(srv)}, Seams: runtime.Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1231,7 +1233,9 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 		"performance/1": {"What is the peak booking rate?"},
 		"architect/2":   {"How many clinics go live first?", "Which SMS provider do the clinics use?"},
 	}
-	run, s, srv := startScripted(t, path, runtime.Options{Sets: []string{"max_rounds=1", "early_stop=false"}}, func(c scriptedCall) (llmtest.Reply, bool) {
+	run, s, srv := startScripted(t, path, runtime.Options{
+		Launch: launch.Launch{Given: launch.Given{Sets: []string{"max_rounds=1", "early_stop=false"}}},
+	}, func(c scriptedCall) (llmtest.Reply, bool) {
 		if c.phase != "clarify" {
 			return llmtest.Reply{}, false
 		}
@@ -1277,7 +1281,10 @@ func TestDesignDebateClarifyWaits(t *testing.T) {
 	}
 	resume := func(answers map[string]string) (*runresult.Result, error) {
 		t.Helper()
-		r, err := runtime.Resume(run.Dir, nodes.Registry(), runtime.Options{Getenv: serverEnv(srv), Answers: answers})
+		r, err := runtime.Resume(run.Dir, nodes.Registry(), runtime.Options{
+			Launch:   launch.Launch{Answers: answers},
+			Settings: runtime.Settings{Getenv: serverEnv(srv)},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1371,9 +1378,7 @@ func TestDesignDebateTools(t *testing.T) {
 		return kit.ToolCall{ID: id, Name: name, Arguments: args}
 	}
 	run, s, _ := startScripted(t, path, runtime.Options{
-		Inputs:     []string{"problem=@design-debate/problem.md", "context=@" + contextFile},
-		Sets:       []string{"max_rounds=1", "early_stop=false"},
-		ContextDir: ctxDir,
+		Launch: launch.Launch{Given: launch.Given{Inputs: []string{"problem=@design-debate/problem.md", "context=@" + contextFile}, Sets: []string{"max_rounds=1", "early_stop=false"}}, ContextDir: ctxDir},
 	}, func(c scriptedCall) (llmtest.Reply, bool) {
 		if c.phase != "refine" || c.agent != "architect" {
 			return llmtest.Reply{}, false
@@ -1486,7 +1491,9 @@ func TestDesignDebateTools(t *testing.T) {
 func TestDesignEval(t *testing.T) {
 	// A finished debate of our own, and the sample the README uses.
 	debate, _, _ := startScripted(t, designSpec(t, withoutClarify(), withoutSummaries()),
-		runtime.Options{Sets: []string{"max_rounds=1", "early_stop=false"}}, nil)
+		runtime.Options{
+			Launch: launch.Launch{Given: launch.Given{Sets: []string{"max_rounds=1", "early_stop=false"}}},
+		}, nil)
 	if _, err := debate.Execute(context.Background()); err != nil {
 		t.Fatalf("design debate: %v", err)
 	}
@@ -1526,8 +1533,8 @@ func TestDesignEval(t *testing.T) {
 	csvPath := filepath.Join(t.TempDir(), "scores.csv")
 	for _, result := range results {
 		run, err := runtime.Start(plan, runtime.Options{
-			RunsDir: t.TempDir(), Getenv: serverEnv(srv),
-			Inputs: []string{"problem=@design-debate/problem.md", "run=@" + result},
+			Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=@design-debate/problem.md", "run=@" + result}}},
+			Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: serverEnv(srv)},
 		})
 		if err != nil {
 			t.Fatal(err)

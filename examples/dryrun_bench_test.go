@@ -14,6 +14,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -39,11 +40,15 @@ func BenchmarkDryRunCost(b *testing.B) {
 				inputs = append(inputs, k+"="+v)
 			}
 			replies := map[string]string{}
-			if _, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, ActualSizes: true, Answered: func(as []calls.Answered) {
-				for _, a := range as {
-					replies[a.Key] = a.Reply
-				}
-			}}); err != nil {
+			if _, err := dryrun.Run(plan, dryrun.Options{
+				Given:       launch.Given{Inputs: inputs},
+				ActualSizes: true,
+				Answered: func(as []calls.Answered) {
+					for _, a := range as {
+						replies[a.Key] = a.Reply
+					}
+				},
+			}); err != nil {
 				b.Fatal(err)
 			}
 			cpu := func(f func()) time.Duration {
@@ -62,9 +67,9 @@ func BenchmarkDryRunCost(b *testing.B) {
 				})
 				run += cpu(func() {
 					rn, err := runtime.Start(plan, runtime.Options{
-						RunsDir: b.TempDir(), Inputs: inputs, Getenv: runtest.Env("http://127.0.0.1:1/v1", "sk-bench"),
-						HTTPClient: &http.Client{Transport: runtest.KeyedTransport{Reply: func(k string) string { return replies[k] }}},
-						Ask:        func(_ context.Context, q value.Question) (string, error) { return "<answer to " + q.ID + ">", nil },
+						Launch:   launch.Launch{Given: launch.Given{Inputs: inputs}},
+						Settings: runtime.Settings{RunsDir: b.TempDir(), Getenv: runtest.Env("http://127.0.0.1:1/v1", "sk-bench"), Ask: func(_ context.Context, q value.Question) (string, error) { return "<answer to " + q.ID + ">", nil }},
+						Seams:    runtime.Seams{HTTPClient: &http.Client{Transport: runtest.KeyedTransport{Reply: func(k string) string { return replies[k] }}}},
 					})
 					if err != nil {
 						b.Fatal(err)
@@ -74,12 +79,12 @@ func BenchmarkDryRunCost(b *testing.B) {
 					}
 				})
 				dry += cpu(func() {
-					if _, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs}); err != nil {
+					if _, err := dryrun.Run(plan, dryrun.Options{Given: launch.Given{Inputs: inputs}}); err != nil {
 						b.Fatal(err)
 					}
 				})
 				drySame += cpu(func() {
-					if _, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, ActualSizes: true}); err != nil {
+					if _, err := dryrun.Run(plan, dryrun.Options{Given: launch.Given{Inputs: inputs}, ActualSizes: true}); err != nil {
 						b.Fatal(err)
 					}
 				})

@@ -17,6 +17,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/launch"
 )
 
 // TestDryRunIsTheRun: the dry run is the real interpreter. For every
@@ -37,8 +38,9 @@ func TestDryRunIsTheRun(t *testing.T) {
 			}
 			var answered []calls.Answered
 			rep, err := dryrun.Run(plan, dryrun.Options{
-				Inputs: inputs, ActualSizes: true,
-				Answered: func(a []calls.Answered) { answered = a },
+				Given:       launch.Given{Inputs: inputs},
+				ActualSizes: true,
+				Answered:    func(a []calls.Answered) { answered = a },
 			})
 			if err != nil {
 				t.Fatalf("dry run: %v", err)
@@ -68,13 +70,11 @@ func TestDryRunIsTheRun(t *testing.T) {
 				return llmtest.Reply{Content: replies[key]}
 			})
 			opts := runtime.Options{
-				RunsDir: filepath.Join(t.TempDir(), "runs"), Inputs: inputs,
-				Getenv: runtest.Env(srv.URL, "sk-test"),
-				Ask: func(_ context.Context, q value.Question) (string, error) {
+				Launch: launch.Launch{Given: launch.Given{Inputs: inputs}},
+				Settings: runtime.Settings{RunsDir: filepath.Join(t.TempDir(), "runs"), Getenv: runtest.Env(srv.URL, "sk-test"), Ask: func(_ context.Context, q value.Question) (string, error) {
 					return "<answer to " + q.ID + ">", nil
-				},
-				Sleep:      runtest.NoSleep,
-				HTTPClient: &http.Client{Transport: keyHeader{http.DefaultTransport}},
+				}},
+				Seams: runtime.Seams{Sleep: runtest.NoSleep, HTTPClient: &http.Client{Transport: keyHeader{http.DefaultTransport}}},
 			}
 			run, err := runtime.Start(plan, opts)
 			if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr"
 )
@@ -205,7 +206,7 @@ func TestExamplePromptsRender(t *testing.T) {
 			for k, v := range r.inputs {
 				inputs = append(inputs, k+"="+v)
 			}
-			rep, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, AllPrompts: true})
+			rep, err := dryrun.Run(plan, dryrun.Options{Given: launch.Given{Inputs: inputs}, AllPrompts: true})
 			if err != nil {
 				t.Fatal(err)
 			}

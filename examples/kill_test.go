@@ -23,6 +23,7 @@ import (
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/spec"
 	"gopkg.in/yaml.v3"
 )
@@ -70,7 +71,12 @@ type request struct {
 func (s *standIns) add(t *testing.T, plan *spec.Plan, inputs, sets []string) {
 	t.Helper()
 	var answered []calls.Answered
-	_, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, Sets: sets, ActualSizes: true, StandInsByPrompt: true, Answered: func(a []calls.Answered) { answered = a }})
+	_, err := dryrun.Run(plan, dryrun.Options{
+		Given:            launch.Given{Inputs: inputs, Sets: sets},
+		ActualSizes:      true,
+		StandInsByPrompt: true,
+		Answered:         func(a []calls.Answered) { answered = a },
+	})
 	if err != nil {
 		t.Fatalf("dry run: %v", err)
 	}

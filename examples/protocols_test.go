@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -53,9 +54,9 @@ func runProtocol(t *testing.T, name string, inputs, sets []string, reply func(ke
 	})
 	seed := int64(3)
 	run, err := runtime.Start(plan, runtime.Options{
-		RunsDir: filepath.Join(t.TempDir(), "runs"), Inputs: inputs, Sets: sets, Seed: &seed,
-		Getenv: runtest.Env(srv.URL, "sk-test"), Sleep: runtest.NoSleep,
-		HTTPClient: &http.Client{Transport: keyHeader{http.DefaultTransport}},
+		Launch:   launch.Launch{Given: launch.Given{Inputs: inputs, Sets: sets, Seed: &seed}},
+		Settings: runtime.Settings{RunsDir: filepath.Join(t.TempDir(), "runs"), Getenv: runtest.Env(srv.URL, "sk-test")},
+		Seams:    runtime.Seams{Sleep: runtest.NoSleep, HTTPClient: &http.Client{Transport: keyHeader{http.DefaultTransport}}},
 	})
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)
@@ -683,7 +684,7 @@ func TestProtocolCallCounts(t *testing.T) {
 			case strings.HasPrefix(tc.name, "chateval-"):
 				inputs = pairInputs
 			}
-			rep, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, Sets: tc.sets})
+			rep, err := dryrun.Run(plan, dryrun.Options{Given: launch.Given{Inputs: inputs, Sets: tc.sets}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -45,10 +46,8 @@ func runExampleToEnd(t *testing.T, name string, h llmtest.Handler) (*result.Resu
 	}
 	seed := int64(7)
 	run, err := runtime.Start(plan, runtime.Options{
-		RunsDir: t.TempDir(),
-		Inputs:  inputs,
-		Seed:    &seed,
-		Getenv: func(k string) string {
+		Launch: launch.Launch{Given: launch.Given{Inputs: inputs, Seed: &seed}},
+		Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: func(k string) string {
 			switch k {
 			case "OPENAI_BASE_URL":
 				return srv.URL
@@ -56,7 +55,7 @@ func runExampleToEnd(t *testing.T, name string, h llmtest.Handler) (*result.Resu
 				return testKey
 			}
 			return ""
-		},
+		}},
 	})
 	if err != nil {
 		t.Fatalf("starting %s: %v", name, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -59,7 +60,7 @@ func TestAbsentAgentOnResume(t *testing.T) {
 		return llmtest.Reply{Content: "grade of " + key}
 	})
 	plan := loadPlan(t, writeSpec(t, t.TempDir(), strings.Replace(absentSpec, "MIN", "2", 1)))
-	r, _, err := execute(t, plan, Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	r, _, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	var ee *calls.EndpointError
 	if !errors.As(err, &ee) || !strings.Contains(ee.Key, "sum") {
 		t.Fatalf("first attempt: %v, want the sum node's endpoint failure", err)
@@ -68,7 +69,7 @@ func TestAbsentAgentOnResume(t *testing.T) {
 		t.Fatalf("c was asked %d times, want 2 (one retry)", n)
 	}
 	down.Store(false)
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestAbsentAgentOnResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := len(srv.Requests())
-	_, replayed, err := execute(t, plan, Options{Getenv: envFor(srv.URL), Sleep: noSleep, Replay: replies, ReplayFrom: r.Dir})
+	_, replayed, err := execute(t, plan, Options{Launch: launch.Launch{Recording: launch.Recording{Replay: replies, ReplayFrom: r.Dir}}, Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatalf("replay: %v", err)
 	}
@@ -123,13 +124,13 @@ func TestAbsentAgentOnResume(t *testing.T) {
 	down.Store(true)
 	cAsked.Store(0)
 	dir2 := t.TempDir()
-	r2, _, err := execute(t, loadPlan(t, writeSpec(t, dir2, strings.Replace(absentSpec, "MIN", "2", 1))), Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	r2, _, err := execute(t, loadPlan(t, writeSpec(t, dir2, strings.Replace(absentSpec, "MIN", "2", 1))), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err == nil {
 		t.Fatal("the sum node did not fail")
 	}
 	down.Store(false)
 	fixed := writeSpec(t, t.TempDir(), strings.Replace(strings.Replace(absentSpec, "MIN", "2", 1), `/grade"`, `/grade please"`, 1))
-	resumed2, err := Resume(r2.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL), Sleep: noSleep, Spec: fixed})
+	resumed2, err := Resume(r2.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}, Resuming: Resuming{Spec: fixed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestAbsentAgentOnResume(t *testing.T) {
 	down.Store(true)
 	cAsked.Store(0)
 	plan3 := loadPlan(t, writeSpec(t, t.TempDir(), strings.Replace(absentSpec, "MIN", "3", 1)))
-	r3, _, err := execute(t, plan3, Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	r3, _, err := execute(t, plan3, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), "2 of 3 calls answered, fewer than its min_answers (3)") {
 		t.Fatalf("min_answers 3: %v", err)
 	}
@@ -154,7 +155,7 @@ func TestAbsentAgentOnResume(t *testing.T) {
 		t.Errorf("a failed node journaled %d absences", n)
 	}
 	down.Store(false)
-	resumed3, err := Resume(r3.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	resumed3, err := Resume(r3.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}

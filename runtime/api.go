@@ -5,7 +5,6 @@ import (
 
 	"github.com/debate-runner/runner/spec/value"
 
-	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
@@ -15,21 +14,6 @@ import (
 // runtime/sweep, dry runs in runtime/dryrun): thin exported wrappers, so
 // that those packages see exactly what a run does rather than copies of it
 // that could drift.
-
-// ResolveInputValues is ResolveInputs plus inputs given as values (a
-// dataset line's, placeholders), which are checked against the spec's
-// declarations but never parsed: a value that starts with "@" is text, not
-// a file. Options.InputValues are resolved this way.
-func ResolveInputValues(plan *spec.Plan, flags []string, values map[string]any) (map[string]any, error) {
-	return args.Inputs(plan, flags, values)
-}
-
-// ResolveVarValues is ResolveVars with values (a recorded run's) applied
-// before the --set flags, which win. Options.VarValues are resolved this
-// way.
-func ResolveVarValues(plan *spec.Plan, sets []string, values map[string]any) (map[string]any, error) {
-	return args.Vars(plan, sets, values)
-}
 
 // CheckEndpoints returns the error a run of plan with opts would fail with
 // for want of an endpoint's API key (a *FlagError), without creating a run
@@ -56,16 +40,6 @@ func LoopCount(v any) (int, bool) {
 // flow iterates over; an error when it is no list.
 func ForeachItems(v any) ([]any, error) {
 	return toList(v)
-}
-
-// ResolveInputs turns --input flags into inputs (see args.ResolveInputs).
-func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
-	return args.ResolveInputs(plan, flags)
-}
-
-// ResolveVars applies --set flags to the spec's vars (see args.ResolveVars).
-func ResolveVars(plan *spec.Plan, flags []string) (map[string]any, error) {
-	return args.ResolveVars(plan, flags)
 }
 
 // SaveSpec saves a spec's text (spec.yaml) and copies of the template

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -26,7 +28,11 @@ var (
 )
 
 func roundsOpts(url string, c calls.Cache) Options {
-	return Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}
+	return Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}, Cache: c},
+		Settings: Settings{Getenv: envFor(url)},
+		Seams:    Seams{Sleep: noSleep},
+	}
 }
 
 // stableParts are the parts of a result that a replay must reproduce byte
@@ -57,7 +63,10 @@ func TestReplay(t *testing.T) {
 	before := srv.Count()
 
 	t.Run("byte-identical without network or key", func(t *testing.T) {
-		r, res, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: func(string) string { return "" }, Replay: recorded})
+		r, res, err := execute(t, plan, Options{
+			Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}, Recording: launch.Recording{Replay: recorded}},
+			Settings: Settings{Getenv: func(string) string { return "" }},
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +81,10 @@ func TestReplay(t *testing.T) {
 		}
 	})
 	t.Run("a missing call is an error naming it", func(t *testing.T) {
-		_, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Sets: []string{"max_rounds=3"}, Getenv: func(string) string { return "" }, Replay: recorded})
+		_, _, err := execute(t, plan, Options{
+			Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}, Sets: []string{"max_rounds=3"}}, Recording: launch.Recording{Replay: recorded}},
+			Settings: Settings{Getenv: func(string) string { return "" }},
+		})
 		var me *calls.MissingError
 		if !errors.As(err, &me) || !strings.HasPrefix(me.Key, "answer/round=3/") || !strings.Contains(err.Error(), me.Key) {
 			t.Fatalf("err = %v, want a calls.MissingError for a round-3 call", err)

@@ -47,7 +47,7 @@ func runConclusion(t *testing.T, extra string, replies map[string]string) (*resu
 		return llmtest.Reply{Content: replies[strings.SplitN(callKey(r), "/", 2)[0]]}
 	})
 	plan := loadPlan(t, writeSpec(t, t.TempDir(), conclusionSpec+extra))
-	r, res, err := execute(t, plan, Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	r, res, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/result"
 )
@@ -27,7 +29,11 @@ func jittered(max time.Duration, reply func(string) string) llmtest.Handler {
 }
 
 func debateOpts(url string) Options {
-	return Options{Inputs: []string{"question=Which sort is best?"}, Getenv: envFor(url), Sleep: noSleep}
+	return Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=Which sort is best?"}}},
+		Settings: Settings{Getenv: envFor(url)},
+		Seams:    Seams{Sleep: noSleep},
+	}
 }
 
 // TestDebateShape checks the debate spec does what the other tests assume:

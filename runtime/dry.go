@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -82,28 +82,11 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 // its own, whose calls stage answers (a dry run, an embedded one): inputs
 // and vars are resolved and the seed chosen as for any run.
 func newDetached(plan *spec.Plan, opts Options, stage calls.Stage) (*Run, error) {
-	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
+	v, err := launch.Prepare(plan, opts.Given)
 	if err != nil {
 		return nil, err
 	}
-	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
-	if err != nil {
-		return nil, err
-	}
-	// Replicas and model overrides change the plan itself, for embedded
-	// runs as for dry ones.
-	if plan, err = specialize(plan, vars, opts.Models); err != nil {
-		return nil, err
-	}
-	r := newRun(plan, opts)
-	r.inputs, r.vars = inputs, vars
-	r.seed = 1
-	if plan.File.Defaults.Seed != nil {
-		r.seed = *plan.File.Defaults.Seed
-	}
-	if opts.Seed != nil {
-		r.seed = *opts.Seed
-	}
+	r := newPrepared(v, opts)
 	r.chain = stage
 	return r, nil
 }

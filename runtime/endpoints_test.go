@@ -128,9 +128,8 @@ flow: [answer]
 				}
 				guard := &loopbackOnly{}
 				_, _, err := execute(t, plan, Options{
-					Getenv:     func(k string) string { return env[k] },
-					HTTPClient: &http.Client{Transport: guard},
-					Sleep:      noSleep,
+					Settings: Settings{Getenv: func(k string) string { return env[k] }},
+					Seams:    Seams{HTTPClient: &http.Client{Transport: guard}, Sleep: noSleep},
 				})
 				wantErr := !withBaseURL && (tt.a == "builtin" || tt.b == "builtin")
 				if wantErr != (err != nil) {
@@ -189,7 +188,10 @@ func TestDotEnvNextToSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := loadPlan(t, path)
-	if _, _, err := execute(t, plan, Options{Getenv: func(string) string { return "" }, Sleep: noSleep}); err != nil {
+	if _, _, err := execute(t, plan, Options{
+		Settings: Settings{Getenv: func(string) string { return "" }},
+		Seams:    Seams{Sleep: noSleep},
+	}); err != nil {
 		t.Fatalf("run: %v", err)
 	}
 	r := srv.Requests()[0]
@@ -203,7 +205,7 @@ func TestDotEnvNextToSpec(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("OPENAI_API_KEY=\"sk-abc\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Start(plan, Options{RunsDir: t.TempDir(), Getenv: func(string) string { return "" }})
+	_, err := Start(plan, Options{Settings: Settings{RunsDir: t.TempDir(), Getenv: func(string) string { return "" }}})
 	var fe *args.FlagError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), filepath.Join(dir, ".env")) {
 		t.Errorf("broken .env: error %v, want a args.FlagError naming the file", err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -50,7 +52,10 @@ func TestTransientFaultsRecover(t *testing.T) {
 		{"no choices", "", llmtest.Reply{RawBody: `{"id":"x","object":"chat.completion","choices":[]}`}, 200, 0},
 	}
 	clean := llmtest.New(t, keyed(answerOf))
-	cleanRun, _, err := execute(t, simpleSpec(t, ""), Options{Inputs: []string{"question=q"}, Getenv: envFor(clean.URL)})
+	cleanRun, _, err := execute(t, simpleSpec(t, ""), Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(clean.URL)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +65,11 @@ func TestTransientFaultsRecover(t *testing.T) {
 			srv := llmtest.New(t, firstThen(tt.fault, keyed(answerOf)))
 			plan := simpleSpec(t, strings.ReplaceAll(tt.extra, "URL", srv.URL))
 			start := time.Now()
-			r, res, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
+			r, res, err := execute(t, plan, Options{
+				Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+				Settings: Settings{Getenv: envFor(srv.URL)},
+				Seams:    Seams{Sleep: noSleep},
+			})
 			if err != nil {
 				t.Fatalf("run failed: %v", err)
 			}
@@ -113,7 +122,10 @@ func TestStreamingMatchesNonStreaming(t *testing.T) {
 		if stream {
 			extra = "models: {default: {model: m, stream: true}}\n"
 		}
-		r, res, err := execute(t, simpleSpec(t, extra), Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)})
+		r, res, err := execute(t, simpleSpec(t, extra), Options{
+			Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+			Settings: Settings{Getenv: envFor(srv.URL)},
+		})
 		if err != nil {
 			t.Fatalf("stream=%v: %v", stream, err)
 		}
@@ -161,7 +173,11 @@ func TestRetryBudgetExhausted(t *testing.T) {
 				return llmtest.Reply{Content: answerOf(callKey(r))}
 			})
 			plan := simpleSpec(t, strings.ReplaceAll(tc.extra, "URL", srv.URL))
-			r, res, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
+			r, res, err := execute(t, plan, Options{
+				Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+				Settings: Settings{Getenv: envFor(srv.URL)},
+				Seams:    Seams{Sleep: noSleep},
+			})
 			checkBudgetExhausted(t, srv, r, res, err)
 		})
 	}
@@ -214,7 +230,11 @@ func TestNonRetryableFailsAtOnce(t *testing.T) {
 	for _, status := range []int{http.StatusBadRequest, http.StatusUnauthorized} {
 		srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: status} })
 		plan := simpleSpec(t, "defaults: {max_retries: 3}\n")
-		r, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
+		r, _, err := execute(t, plan, Options{
+			Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+			Settings: Settings{Getenv: envFor(srv.URL)},
+			Seams:    Seams{Sleep: noSleep},
+		})
 		var ee *calls.EndpointError
 		if !errors.As(err, &ee) {
 			t.Fatalf("status %d: err = %v, want *EndpointError", status, err)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/internal/llmtest"
@@ -27,11 +29,17 @@ import (
 func TestResumeWritesRecordsAFailedWriteLost(t *testing.T) {
 	srv := llmtest.New(t, keyed(answerOf))
 	plan := simpleSpec(t, "")
-	ref, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)})
+	ref, _, err := execute(t, plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := Start(plan, Options{RunsDir: t.TempDir(), Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)})
+	r, err := Start(plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{RunsDir: t.TempDir(), Getenv: envFor(srv.URL)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +58,7 @@ func TestResumeWritesRecordsAFailedWriteLost(t *testing.T) {
 	if err := os.RemoveAll(filepath.Dir(squat)); err != nil {
 		t.Fatal(err)
 	}
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}})
 	if err != nil {
 		t.Fatalf("resume after the failed write: %v", err)
 	}
@@ -69,7 +77,7 @@ func TestResumeWritesRecordsAFailedWriteLost(t *testing.T) {
 			t.Errorf("%s after the resume: %v", name, err)
 		}
 	}
-	if _, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)}); !errors.Is(err, ErrCompleted) {
+	if _, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}}); !errors.Is(err, ErrCompleted) {
 		t.Errorf("a second resume: %v, want ErrCompleted", err)
 	}
 }
@@ -80,7 +88,10 @@ func TestResumeWritesRecordsAFailedWriteLost(t *testing.T) {
 func TestResumeRewritesMissingRecords(t *testing.T) {
 	srv := llmtest.New(t, keyed(answerOf))
 	plan := simpleSpec(t, "")
-	r, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)})
+	r, _, err := execute(t, plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +102,7 @@ func TestResumeRewritesMissingRecords(t *testing.T) {
 		}
 	}
 	asked := srv.Count()
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}})
 	if err != nil {
 		t.Fatalf("resume of a completed run without its records: %v", err)
 	}
@@ -128,7 +139,11 @@ func TestConcurrentResumesOneRuns(t *testing.T) {
 		down.Lock()
 		failing = true
 		down.Unlock()
-		r, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
+		r, _, err := execute(t, plan, Options{
+			Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+			Settings: Settings{Getenv: envFor(srv.URL)},
+			Seams:    Seams{Sleep: noSleep},
+		})
 		if err == nil {
 			t.Fatal("the run did not fail")
 		}
@@ -141,7 +156,7 @@ func TestConcurrentResumesOneRuns(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)})
+				resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}})
 				if err != nil {
 					errs[k] = err
 					return
@@ -215,7 +230,10 @@ outputs:
 		typed.Add(1)
 		return "ten thousand", nil
 	}
-	r, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Ask: ask})
+	r, _, err := execute(t, plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(srv.URL), Ask: ask},
+	})
 	if err == nil {
 		t.Fatal("the run did not fail at Bob's call")
 	}
@@ -223,7 +241,7 @@ outputs:
 		t.Fatalf("%d questions typed; want 1", typed.Load())
 	}
 	bobDown.Store(false)
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,9 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -217,17 +217,10 @@ func absPath(p string) string {
 	return p
 }
 
-// budgetFromPlan is the spec's budget for the manifest (nil for no
-// limits), a copy that --budget may change.
-func budgetFromPlan(b spec.BudgetPlan) *spec.BudgetPlan {
-	if b.Empty() {
-		return nil
-	}
-	out := &spec.BudgetPlan{BudgetLimits: b.BudgetLimits}
-	if len(b.Nodes) > 0 {
-		out.Nodes = maps.Clone(b.Nodes)
-	}
-	return out
+// budgetStop says whether err stopped the run at its budget.
+func budgetStop(err error) bool {
+	var be *calls.BudgetError
+	return errors.As(err, &be)
 }
 
 // newBudget is the call path's budget for the manifest's, nil for none.

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -90,9 +92,9 @@ func TestIndexedPromptsMatchSpecHelpers(t *testing.T) {
 			requests := func(indexed bool) []string {
 				b := &bodies{next: lr.transport()}
 				r := startNoSync(t, plan, Options{
-					RunsDir: t.TempDir(), Inputs: lr.inputs, Sets: sets,
-					Getenv:     envFor("http://127.0.0.1:1/v1"),
-					HTTPClient: &http.Client{Transport: b},
+					Launch:   launch.Launch{Given: launch.Given{Inputs: lr.inputs, Sets: sets}},
+					Settings: Settings{RunsDir: t.TempDir(), Getenv: envFor("http://127.0.0.1:1/v1")},
+					Seams:    Seams{HTTPClient: &http.Client{Transport: b}},
 				})
 				if !indexed {
 					r.templates = plan.Templates

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/runtime/launch"
 )
 
 // The benchmarks in this file measure what a model call costs the runtime
@@ -342,9 +344,9 @@ func measureLong(b *testing.B, lr longRun, history int) longResult {
 	plan := loadPlan(b, writeSpec(b, b.TempDir(), text))
 	w := &window{next: lr.transport(), from: history, calls: calls}
 	opts := Options{
-		RunsDir: b.TempDir(), Inputs: lr.inputs, Sets: sets,
-		Getenv:     envFor("http://127.0.0.1:1/v1"),
-		HTTPClient: &http.Client{Transport: w},
+		Launch:   launch.Launch{Given: launch.Given{Inputs: lr.inputs, Sets: sets}},
+		Settings: Settings{RunsDir: b.TempDir(), Getenv: envFor("http://127.0.0.1:1/v1")},
+		Seams:    Seams{HTTPClient: &http.Client{Transport: w}},
 	}
 	r := startNoSync(b, plan, opts)
 	h := &host{run: r}

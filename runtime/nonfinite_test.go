@@ -79,7 +79,7 @@ func TestNonFiniteFailsTheRunWithItsRecords(t *testing.T) {
 			if err := os.WriteFile(fixed, []byte(fmt.Sprintf(nanSpec, tc.fixValue, tc.fixOutput)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			resumed, err := Resume(r.Dir, nodes.Registry(), Options{Spec: fixed})
+			resumed, err := Resume(r.Dir, nodes.Registry(), Options{Resuming: Resuming{Spec: fixed}})
 			if err != nil {
 				t.Fatalf("resume with the fixed spec: %v", err)
 			}

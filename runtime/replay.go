@@ -8,6 +8,8 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
+	"github.com/debate-runner/runner/runtime/result"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -89,4 +91,25 @@ func LoadReplayThreads(path string) (map[string][]string, error) {
 		return nil, &args.FlagError{Flag: "--replay", Err: fmt.Errorf("%s: %w", path, err)}
 	}
 	return out, nil
+}
+
+// LoadRecording reads the recorded run a --replay path names (its journal
+// file or its run directory): the replies and thread prompts that serve the
+// run's calls, and the recording's run.json when it has one (false when
+// not), whose values the replay defaults to (launch.Given.DefaultTo).
+func LoadRecording(path string, missingLive bool) (launch.Recording, result.Manifest, bool, error) {
+	rec := launch.Recording{ReplayFrom: path, ReplayMissingLive: missingLive}
+	var err error
+	if rec.Replay, err = LoadReplay(path); err != nil {
+		return rec, result.Manifest{}, false, err
+	}
+	if rec.ReplayThreads, err = LoadReplayThreads(path); err != nil {
+		return rec, result.Manifest{}, false, err
+	}
+	dir := path
+	if info, err := os.Stat(path); err == nil && !info.IsDir() {
+		dir = filepath.Dir(path)
+	}
+	m, err := result.ReadManifest(dir)
+	return rec, m, err == nil, nil
 }

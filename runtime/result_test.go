@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/args"
@@ -26,7 +28,10 @@ func TestResultShape(t *testing.T) {
 		return llmtest.Reply{Content: answerOf(callKey(r)), PromptTokens: 1000, CompletionTokens: 500}
 	})
 	plan := simpleSpec(t, "models: {default: {model: test-model, temperature: 0.2, price: {prompt: 1, completion: 2}}}\n")
-	r, _, err := execute(t, plan, Options{Inputs: []string{"question=What is 6x7?"}, Getenv: envFor(srv.URL)})
+	r, _, err := execute(t, plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=What is 6x7?"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +165,10 @@ func TestStartNeedsKey(t *testing.T) {
 				}
 			}
 			runs := filepath.Join(t.TempDir(), "runs")
-			r, err := Start(plan, Options{RunsDir: runs, Inputs: []string{"question=q"}, Getenv: func(k string) string { return tc.env[k] }})
+			r, err := Start(plan, Options{
+				Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+				Settings: Settings{RunsDir: runs, Getenv: func(k string) string { return tc.env[k] }},
+			})
 			if tc.ok {
 				if err != nil {
 					t.Fatalf("Start: %v", err)
@@ -215,7 +223,11 @@ func TestKeyNeverStored(t *testing.T) {
 	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Status: 500, ErrorMessage: "bad upstream for " + r.Header.Get("Authorization")}
 	})
-	r, res, err := execute(t, simpleSpec(t, "defaults: {max_retries: 1}\n"), Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL), Sleep: noSleep})
+	r, res, err := execute(t, simpleSpec(t, "defaults: {max_retries: 1}\n"), Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+		Seams:    Seams{Sleep: noSleep},
+	})
 	if err == nil || res.Status != result.StatusFailed {
 		t.Fatalf("err = %v, status %s", err, res.Status)
 	}
@@ -243,7 +255,7 @@ func TestKeyNeverStored(t *testing.T) {
 func TestSecretWithMarkupNeverInReports(t *testing.T) {
 	const secret = "sk-left<right&tail-9876"
 	srv := llmtest.New(t, keyed(answerOf))
-	r, res, err := execute(t, simpleSpec(t, ""), Options{Inputs: []string{"question=" + secret}, Getenv: runtest.Env(srv.URL, secret)})
+	r, res, err := execute(t, simpleSpec(t, ""), Options{Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=" + secret}}}, Settings: Settings{Getenv: runtest.Env(srv.URL, secret)}})
 	if err != nil || res.Status != result.StatusCompleted {
 		t.Fatalf("err = %v, status %s", err, res.Status)
 	}

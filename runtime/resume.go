@@ -91,9 +91,9 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	}
 	budget := m.Budget
 	if replaced != nil {
-		budget = budgetFromPlan(plan.Budget)
+		budget = args.SpecBudget(plan.Budget)
 	}
-	if budget, err = ApplyBudgetFlags(plan, budget, opts.Budget); err != nil {
+	if budget, err = args.ApplyBudget(plan, budget, opts.Budget); err != nil {
 		return nil, err
 	}
 	opts.RunsDir = filepath.Dir(dir)

@@ -74,7 +74,7 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 
 	srv.SetHandler(keyed(answerOf))
 	firstRequests := srv.Count()
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestResumeAfterEndpointFailure(t *testing.T) {
 	}
 
 	// A completed run has nothing to resume.
-	if _, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL)}); !errors.Is(err, ErrCompleted) {
+	if _, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}}); !errors.Is(err, ErrCompleted) {
 		t.Errorf("resume of a completed run: err = %v, want ErrCompleted", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestResumeTornJournal(t *testing.T) {
 
 	srv.SetHandler(keyed(answerOf))
 	n0 := srv.Count()
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Getenv: envFor(srv.URL), Sleep: noSleep})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
 	if err != nil {
 		t.Fatalf("resume with a torn last line: %v", err)
 	}

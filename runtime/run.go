@@ -24,6 +24,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -36,26 +37,28 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Options configure a run.
+// Options configure a run: what it is given (launch.Launch, the same for
+// every way a run is made), the settings of the command that makes it,
+// its place in a sweep, the parts supplied from outside (by tests, a
+// sweep, Temporal), and how a resume goes on.
 type Options struct {
+	launch.Launch
+	Settings
+	Place
+	Seams
+	Resuming
+}
+
+// Settings are the command's settings for a run.
+type Settings struct {
 	// RunsDir is where run directories are created (default "runs").
 	RunsDir string
-	// Inputs are --input NAME=VALUE / NAME=@PATH flags.
-	Inputs []string
-	// Sets are --set NAME=VALUE flags.
-	Sets []string
-	// Seed fixes random choices; nil picks the spec's default or 1.
-	Seed *int64
 	// Getenv reads environment variables (default os.Getenv, plus a .env
 	// file next to the spec).
 	Getenv func(string) string
 	// Observer receives every journal event and progress notice as it
 	// happens. It must not block for long.
 	Observer func(Notice)
-	// HTTPClient is used for all endpoints (tests); nil means the default.
-	HTTPClient *http.Client
-	// Answers are answers to clarifying questions by question id.
-	Answers map[string]string
 	// Ask, when set, is asked for answers that Answers lacks (a terminal).
 	Ask func(ctx context.Context, q value.Question) (string, error)
 	// LogPrompts writes full prompt texts into the journal's model_request
@@ -64,42 +67,34 @@ type Options struct {
 	LogPrompts bool
 	// Version is the runner version recorded in the run.
 	Version string
-	// Replay serves model calls from a recorded run by call key, with no
-	// network; a call it lacks fails with MissingReplayError unless
-	// ReplayMissingLive is set.
-	Replay            map[string]kit.Reply
-	ReplayMissingLive bool
-	// ReplayFrom is the recording Replay was loaded from, for run.json.
-	ReplayFrom string
-	// ReplayThreads are the prompts of thread turns of the recording
-	// (LoadReplayThreads), which the run's threads are rebuilt from.
-	ReplayThreads map[string][]string
-	// Cache, when set, serves and stores responses by request content.
-	Cache calls.Cache
-	// Clients, when set, is the pool of endpoint clients to use; runs that
-	// share one share endpoint limits and identical in-flight calls (a
-	// sweep). nil gives the run a pool of its own.
-	Clients *ClientPool
+}
+
+// Place is where a run stands in a sweep.
+type Place struct {
+	// Sweep is the id of the sweep the run belongs to, for run.json.
+	Sweep string
+	// DatasetLine and SweepIndex place a run of a sweep, for run.json.
+	DatasetLine, SweepIndex int
 	// Sample is the sample index of a repeated run (--repeat): it enters the
 	// cache key of calls at temperature > 0 so each repeat gets its own
 	// samples. 0 is the plain run.
 	Sample int
-	// InputValues are inputs given as values rather than flags (a dataset
-	// line, a replayed run's inputs); they are not parsed, so a value that
-	// starts with "@" is not a file.
-	InputValues map[string]any
-	// VarValues are vars given as values (a replayed run's); --set flags in
-	// Sets override them.
-	VarValues map[string]any
 	// Expected is what the spec's score expression compares the outputs
 	// with (a dataset line's expected field); nil means no score.
 	Expected any
-	// Sweep is the id of the sweep the run belongs to, for run.json.
-	Sweep string
-	// ContextDir is the folder read_file and list_files may read.
-	ContextDir string
+}
+
+// Seams are parts of a run supplied from outside: by tests, by a sweep
+// whose runs share them, by Temporal, whose workers make the calls.
+type Seams struct {
+	// HTTPClient is used for all endpoints (tests); nil means the default.
+	HTTPClient *http.Client
 	// Sleep replaces time.Sleep in retries (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Clients, when set, is the pool of endpoint clients to use; runs that
+	// share one share endpoint limits and identical in-flight calls (a
+	// sweep). nil gives the run a pool of its own.
+	Clients *ClientPool
 	// Remote, when set, answers the calls a run would send to its cache and
 	// the network: they are made elsewhere (runner run --temporal, whose
 	// workers hold the keys and the cache), so the run connects to no
@@ -109,20 +104,16 @@ type Options struct {
 	// ContextSnapshot, when set, answers read_file and list_files instead
 	// of ContextDir: a snapshot of it that a run made elsewhere shares.
 	ContextSnapshot *tools.Snapshot
-	// Models puts models in place of the spec's, by the spec's model name
-	// (see spec.Overrides.Models): --matrix model=... sweeps over them.
-	Models map[string]string
-	// Budget are --budget flags (see ApplyBudgetFlags): they override the
-	// spec's budget, and on resume the run's.
-	Budget []string
-	// DatasetLine and SweepIndex place a run of a sweep, for run.json.
-	DatasetLine, SweepIndex int
-	// Spec, for Resume, is a spec file to continue the run with in place of
-	// the one it started with (a fixed one): calls whose requests are
-	// unchanged are served from the journal, the others made again.
+}
+
+// Resuming says how Resume goes on.
+type Resuming struct {
+	// Spec is a spec file to continue the run with in place of the one it
+	// started with (a fixed one): calls whose requests are unchanged are
+	// served from the journal, the others made again.
 	Spec string
-	// Resample, for Resume, asks the journaled calls of the node that failed
-	// the run afresh, as a new sample (see StuckError).
+	// Resample asks the journaled calls of the node that failed the run
+	// afresh, as a new sample (see StuckError).
 	Resample bool
 }
 
@@ -194,31 +185,13 @@ type Run struct {
 // every endpoint the run needs has its key, creates the run directory and
 // journals the start. Nothing is sent to a model yet.
 func Start(plan *spec.Plan, opts Options) (*Run, error) {
-	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
-	if err != nil {
-		return nil, err
-	}
-	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
-	if err != nil {
-		return nil, err
-	}
-	if plan, err = specialize(plan, vars, opts.Models); err != nil {
-		return nil, err
-	}
-	budget, err := ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), opts.Budget)
+	v, err := launch.Prepare(plan, opts.Given)
 	if err != nil {
 		return nil, err
 	}
 	opts.ContextDir = absPath(opts.ContextDir)
-	r := newRun(plan, opts)
-	r.inputs, r.vars = inputs, vars
-	r.seed = 1
-	if plan.File.Defaults.Seed != nil {
-		r.seed = *plan.File.Defaults.Seed
-	}
-	if opts.Seed != nil {
-		r.seed = *opts.Seed
-	}
+	r := newPrepared(v, opts)
+	budget := v.Budget
 	if err := r.connect(); err != nil {
 		return nil, err
 	}
@@ -306,18 +279,12 @@ func (r *Run) warnUnpricedBudget(b *spec.BudgetPlan) {
 	}
 }
 
-// specialize is the plan a run with these vars and models executes (see
-// spec.Plan.Specialize); a failure names the flags that caused it.
-func specialize(plan *spec.Plan, vars map[string]any, models map[string]string) (*spec.Plan, error) {
-	p, err := plan.Specialize(vars, models)
-	if err != nil {
-		flag := "--set"
-		if len(models) > 0 {
-			flag = "--model"
-		}
-		return nil, &args.FlagError{Flag: flag, Err: err}
-	}
-	return p, nil
+// newPrepared is a run of prepared values: the plan, inputs, vars and
+// seed every way of making a run shares (launch.Prepare).
+func newPrepared(v *launch.Values, opts Options) *Run {
+	r := newRun(v.Plan, opts)
+	r.inputs, r.vars, r.seed = v.Inputs, v.Vars, v.Seed
+	return r
 }
 
 func newRun(plan *spec.Plan, opts Options) *Run {
@@ -635,6 +602,9 @@ func (r *Run) evalOutputs() (map[string]any, error) {
 
 // Result is the result of Execute, or nil before it finished.
 func (r *Run) Result() *result.Result { return r.result }
+
+// Values are the inputs and vars the run was prepared with.
+func (r *Run) Values() (inputs, vars map[string]any) { return r.inputs, r.vars }
 
 // Outputs returns the output names in declaration order.
 func (r *Run) Outputs() []string {

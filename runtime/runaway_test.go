@@ -45,7 +45,7 @@ func TestMaxEvaluationsStopsAndResumes(t *testing.T) {
 	if err := os.WriteFile(fixed, []byte(fmt.Sprintf(evalSpec, 100)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Spec: fixed})
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Resuming: Resuming{Spec: fixed}})
 	if err != nil {
 		t.Fatal(err)
 	}

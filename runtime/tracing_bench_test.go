@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/runtime/tracing"
 )
 
@@ -49,9 +51,9 @@ func BenchmarkTracingOverhead(b *testing.B) {
 	const calls = 160
 	content := strings.Repeat("A reply of a few hundred bytes, as models give. ", 8)
 	opts := Options{
-		RunsDir: b.TempDir(), Inputs: []string{"question=Is P equal to NP?"},
-		Getenv:     envFor("http://127.0.0.1:1/v1"),
-		HTTPClient: &http.Client{Transport: newInstantTransport(content)},
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=Is P equal to NP?"}}},
+		Settings: Settings{RunsDir: b.TempDir(), Getenv: envFor("http://127.0.0.1:1/v1")},
+		Seams:    Seams{HTTPClient: &http.Client{Transport: newInstantTransport(content)}},
 	}
 	type cost struct{ wall, cpu time.Duration }
 	var off, on, onContent cost

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/args"
 )
@@ -30,13 +32,19 @@ models:
 			t.Fatal("a model no node uses is among the plan's used models")
 		}
 	}
-	if _, _, err := execute(t, plan, Options{Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)}); err != nil {
+	if _, _, err := execute(t, plan, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{Getenv: envFor(srv.URL)},
+	}); err != nil {
 		t.Fatalf("a run whose unused agent's endpoint has no key failed: %v", err)
 	}
 
 	// The same agent in a node: its endpoint's key is needed.
 	used := loadPlan(t, writeSpec(t, t.TempDir(), strings.Replace(base, "agents: [a, b]", "agents: [a, b, idle]", 1)+"\n"+extra))
-	_, err := Start(used, Options{RunsDir: t.TempDir(), Inputs: []string{"question=q"}, Getenv: envFor(srv.URL)})
+	_, err := Start(used, Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+		Settings: Settings{RunsDir: t.TempDir(), Getenv: envFor(srv.URL)},
+	})
 	var fe *args.FlagError
 	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "REMOTE_TEST_KEY") {
 		t.Fatalf("a used endpoint without its key: %v, want a *args.FlagError naming REMOTE_TEST_KEY", err)

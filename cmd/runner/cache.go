@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -38,25 +37,7 @@ type cacheDirFlag struct {
 // open opens the cache; an absent cache is reported, not created, so that
 // stats and clear leave no folder behind.
 func (f cacheDirFlag) open(e *env) (*cache.Store, error) {
-	dir := f.CacheDir
-	if dir == "" {
-		d, err := cache.DefaultDir(e.getenv)
-		if err != nil {
-			return nil, usageErrorf("cache directory: %v", err)
-		}
-		if d == "" {
-			return nil, usageErrorf("no cache directory: set %s or give --cache-dir", cache.EnvDir)
-		}
-		dir = d
-	}
-	if _, err := os.Stat(dir); err != nil {
-		return nil, nil
-	}
-	st, err := cache.Open(dir)
-	if err != nil {
-		return nil, exitcode.With(exitcode.Failure, err)
-	}
-	return st, nil
+	return cache.OpenExisting(f.CacheDir, e.getenv)
 }
 
 func (f cacheDirFlag) dir(e *env) string {

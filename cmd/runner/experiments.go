@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -17,9 +15,9 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/dryrun"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/tracing"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -87,17 +85,13 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 		if c.sweeping() {
 			return usageErrorf("--replay serves one recorded run; it cannot be combined with --matrix, --repeat or --dataset")
 		}
-		rec, err := runtime.LoadReplay(c.Replay)
+		rec, m, ok, err := runtime.LoadRecording(c.Replay, c.ReplayMissing == "live")
 		if err != nil {
 			return err
 		}
-		opts.Replay, opts.ReplayFrom = rec, c.Replay
-		if opts.ReplayThreads, err = runtime.LoadReplayThreads(c.Replay); err != nil {
-			return err
-		}
-		opts.ReplayMissingLive = c.ReplayMissing == "live"
-		if m, ok := recordedManifest(c.Replay); ok {
-			replayDefaults(plan, m, opts)
+		opts.Recording = rec
+		if ok {
+			opts.DefaultTo(plan, m)
 		}
 	}
 	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
@@ -114,77 +108,13 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 }
 
 // openCache opens the response cache in dir, or in the default folder when
-// dir is empty. A cache that cannot be opened is a usage error when dir was
-// given (--cache-dir), else a warning and no cache (nil).
+// dir is empty (see cache.OpenFor), saying why there is none when it cannot.
 func openCache(e *env, dir string) (*cache.Store, error) {
-	explicit := dir != ""
-	if dir == "" {
-		d, err := cache.DefaultDir(e.getenv)
-		if err != nil {
-			e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-			return nil, nil
-		}
-		dir = d
+	st, warning, err := cache.OpenFor(dir, e.getenv)
+	if warning != nil {
+		e.say("warning", map[string]string{"message": "no response cache: " + warning.Error()}, "runner: warning: no response cache: "+warning.Error())
 	}
-	if dir == "" {
-		return nil, nil // no home to put a cache in (and none asked for)
-	}
-	st, err := cache.Open(dir)
-	if err != nil {
-		if explicit {
-			return nil, usageErrorf("--cache-dir %s: %v", dir, err)
-		}
-		e.say("warning", map[string]string{"message": "no response cache: " + err.Error()}, "runner: warning: no response cache: "+err.Error())
-		return nil, nil
-	}
-	return st, nil
-}
-
-// recordedManifest reads run.json of the run a --replay path belongs to.
-func recordedManifest(path string) (result.Manifest, bool) {
-	dir := path
-	if info, err := os.Stat(path); err == nil && !info.IsDir() {
-		dir = filepath.Dir(path)
-	}
-	var m result.Manifest
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil || json.Unmarshal(data, &m) != nil {
-		return m, false
-	}
-	return m, true
-}
-
-// replayDefaults takes the recorded run's inputs, vars and seed for those
-// the command line does not give, so that a replay reproduces the run.
-func replayDefaults(plan *spec.Plan, m result.Manifest, opts *runtime.Options) {
-	given := map[string]bool{}
-	for _, f := range opts.Inputs {
-		name, _, _ := strings.Cut(f, "=")
-		given[name] = true
-	}
-	declared := map[string]bool{}
-	for _, in := range plan.Inputs {
-		declared[in.Name] = true
-	}
-	for k, v := range m.Inputs {
-		if given[k] || !declared[k] {
-			continue
-		}
-		if opts.InputValues == nil {
-			opts.InputValues = map[string]any{}
-		}
-		opts.InputValues[k] = v
-	}
-	if len(m.Vars) > 0 {
-		opts.VarValues = m.Vars
-	}
-	if len(opts.Models) == 0 && len(m.ModelOverrides) > 0 {
-		opts.Models = m.ModelOverrides
-	}
-	if opts.Seed == nil {
-		seed := m.Seed
-		opts.Seed = &seed
-	}
+	return st, err
 }
 
 // reportCalls says where the calls of a run came from when not all went to
@@ -194,29 +124,7 @@ func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
 	if c.Quiet || cc.Total() == cc.Network {
 		return
 	}
-	var parts []string
-	sent := fmt.Sprintf("%d sent", cc.Network)
-	if cc.Resampled > 0 {
-		sent += fmt.Sprintf(" of which %d asked afresh (--resample)", cc.Resampled)
-	}
-	parts = append(parts, sent)
-	if cc.Cache > 0 {
-		parts = append(parts, fmt.Sprintf("%d from the cache", cc.Cache))
-	}
-	if cc.Shared > 0 {
-		parts = append(parts, fmt.Sprintf("%d shared", cc.Shared))
-	}
-	if cc.Replay > 0 {
-		parts = append(parts, fmt.Sprintf("%d replayed", cc.Replay))
-	}
-	if cc.Journal > 0 {
-		parts = append(parts, fmt.Sprintf("%d from the journal", cc.Journal))
-	}
-	hint := ""
-	if cc.Cache > 0 {
-		hint = "; --no-cache asks the model again"
-	}
-	e.say("calls", cc, fmt.Sprintf("calls: %d (%s)%s", cc.Total(), strings.Join(parts, ", "), hint))
+	e.say("calls", cc, cc.String())
 }
 
 // dryRun prints the plan of a run without calling any model. Required
@@ -229,25 +137,9 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	if err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	for _, f := range opts.Inputs {
-		name, _, _ := strings.Cut(f, "=")
-		given[name] = true
-	}
-	values := map[string]any{}
-	var placeholders []string
-	for _, in := range plan.Inputs {
-		if in.Required && !given[in.Name] {
-			values[in.Name] = "<input " + in.Name + ">"
-			placeholders = append(placeholders, in.Name)
-		}
-	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Inputs: opts.Inputs, InputValues: values, Sets: c.Set, Seed: c.Seed, AllPrompts: c.AllPrompts, Models: opts.Models, Budget: c.Budget})
+	rep, err := dryrun.Run(plan, dryrun.Options{Given: opts.Given, Placeholders: true, AllPrompts: c.AllPrompts})
 	if err != nil {
 		return err
-	}
-	if len(placeholders) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("input(s) %s not given: a placeholder stands in, so prompt sizes leave them out", strings.Join(placeholders, ", ")))
 	}
 	if c.JSON {
 		data, err := json.MarshalIndent(rep, "", "  ")
@@ -261,20 +153,28 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	return nil
 }
 
-// sweep runs every combination and prints the summary.
-// sweep makes a sweep's runs, with start (nil: locally) starting each.
-func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewServer, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
-	var axes []sweep.Axis
+// sweepOptions are the sweep the flags ask for, of runs with opts.
+func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
+	so := sweep.Options{Run: opts, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
 		if err != nil {
-			return err
+			return so, err
 		}
-		axes = append(axes, a)
+		so.Matrix = append(so.Matrix, a)
 	}
+	return so, nil
+}
+
+// sweep makes a sweep's runs, with start (nil: locally) starting each.
+func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Running, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
+	so, err := c.sweepOptions(opts)
+	if err != nil {
+		return err
+	}
+	so.Start = start
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	so := sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, Start: start}
 	so.OnStart = func(dir string, total int) {
 		if !c.Quiet {
 			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))
@@ -282,12 +182,12 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 		if v != nil {
 			// The sweep's page needs summary.json, written at its end;
 			// until then the list of runs shows its runs as they go.
-			v.show(e, "/?q="+filepath.Base(dir), true)
+			show(e, v, "/?q="+filepath.Base(dir), true)
 		}
 	}
 	if !c.Quiet {
 		so.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
+			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
 		}
 	}
 	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
@@ -296,126 +196,29 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *viewSer
 	if sum == nil {
 		return err
 	}
-	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
-	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
-	if line := sum.AccuracyLine(); line != "" {
-		fmt.Fprintln(e.stdout, line)
-	}
+	sum.Write(e.stdout)
 	if len(sum.UnusedFields) > 0 {
 		msg := "dataset fields that are no input of the spec were ignored: " + strings.Join(sum.UnusedFields, ", ")
 		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 	}
 	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
 	if c.CSV != "" {
-		for _, r := range sum.Runs {
-			res, rerr := readRunResult(r.Dir)
-			if rerr != nil {
-				continue
-			}
-			if cerr := result.AppendCSV(c.CSV, res); cerr != nil && err == nil {
-				err = cerr
-			}
+		if cerr := sum.AppendCSV(c.CSV); cerr != nil && err == nil {
+			err = cerr
 		}
 	}
-	switch {
-	case err != nil:
-		return exitcode.With(exitcode.Failure, err)
-	case sum.Waiting > 0:
-		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+	if err = sum.Outcome(err); err != nil {
+		return err
 	}
-	if c.FailUnder != nil {
-		// The gate has counted the inconclusive runs as it was told to.
-		return c.gate(e, sum)
+	if c.FailUnder == nil {
+		return sum.InconclusiveErr()
 	}
-	return inconclusiveSweep(sum)
-}
-
-// inconclusiveSweep is exit 8 for a sweep some of whose runs finished
-// without reaching their purpose: the summary is printed and the accuracy
-// counts them, but a script must not take the sweep for a clean one.
-func inconclusiveSweep(sum *sweep.Summary) error {
-	if sum.Inconclusive == 0 {
-		return nil
+	// The gate has counted the inconclusive runs as it was told to.
+	data, line, err := sum.Gate(*c.FailUnder, c.FailUnderOn, c.FailUnderOver)
+	if err == nil {
+		e.say("gate", data, line)
 	}
-	return exitcode.With(exitcode.Inconclusive, fmt.Errorf("%d of %d run(s) inconclusive (finished without reaching their purpose; see the status column of %s)",
-		sum.Inconclusive, len(sum.Runs), filepath.Join(sum.Dir, "summary.md")))
-}
-
-// gate fails a dataset sweep whose accuracy (or the lower end of its
-// interval) is below --fail-under.
-func (c *runCmd) gate(e *env, sum *sweep.Summary) error {
-	a, over := sum.Accuracy, "over all runs"
-	if sum.Inconclusive > 0 {
-		over += fmt.Sprintf(", %d inconclusive counted wrong", sum.Inconclusive)
-	}
-	if c.FailUnderOver == "concluded" {
-		a, over = sum.AccuracyConcluded, fmt.Sprintf("over the %d concluded runs", sum.Completed)
-	}
-	if a == nil {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("--fail-under %g: no run was scored (%s)", *c.FailUnder, over))
-	}
-	value, what := a.Mean, "accuracy"
-	if c.FailUnderOn == "lower" {
-		value, what = a.Low, "lower end of the accuracy's 95% interval"
-	}
-	data := map[string]any{"value": value, "on": c.FailUnderOn, "over": c.FailUnderOver, "threshold": *c.FailUnder, "accuracy": a, "passed": value >= *c.FailUnder}
-	if value < *c.FailUnder {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s %.3f is below --fail-under %g (%s: %s)", what, value, *c.FailUnder, over, a))
-	}
-	e.say("gate", data, fmt.Sprintf("gate passed: %s %.3f is at least %g (%s)", what, value, *c.FailUnder, over))
-	return nil
-}
-
-func describeSweepRun(r sweep.Run) string {
-	var parts []string
-	keys := make([]string, 0, len(r.Vars))
-	for k := range r.Vars {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts = append(parts, k+"="+r.Vars[k])
-	}
-	if r.Line > 0 {
-		parts = append(parts, fmt.Sprintf("line %d", r.Line))
-	}
-	if r.Sample > 0 {
-		parts = append(parts, fmt.Sprintf("sample %d", r.Sample))
-	}
-	if len(r.OutputOrder) > 0 {
-		out := sweep.FormatValue(r.Outputs[r.OutputOrder[0]])
-		if len(out) > 40 {
-			out = out[:40] + "…"
-		}
-		parts = append(parts, fmt.Sprintf("%s=%s", r.OutputOrder[0], strings.Join(strings.Fields(out), " ")))
-	}
-	if r.Score != nil {
-		parts = append(parts, fmt.Sprintf("score=%g", *r.Score))
-	}
-	if r.Error != "" {
-		parts = append(parts, r.Error)
-	}
-	s := " " + strings.Join(parts, " ")
-	if r.Dir != "" {
-		s += " (" + r.Dir + ")"
-	}
-	return s
-}
-
-// readRunResult reads result.json of a run directory.
-func readRunResult(dir string) (*result.Result, error) {
-	if dir == "" {
-		return nil, errors.New("no run directory")
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "result.json"))
-	if err != nil {
-		return nil, err
-	}
-	var res result.Result
-	if err := json.Unmarshal(data, &res); err != nil {
-		return nil, fmt.Errorf("%s/result.json: %w", dir, err)
-	}
-	return &res, nil
+	return err
 }
 
 // resumeSweep finishes a sweep: every run that did not complete is
@@ -430,24 +233,17 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	ro.Run.Spec, ro.Run.Ask = "", nil
 	if !c.Quiet {
 		ro.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, describeSweepRun(r)))
+			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
 		}
 	}
 	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
 	if sum == nil {
 		return err
 	}
-	fmt.Fprint(e.stdout, sum.Table().Markdown(60))
-	fmt.Fprintf(e.stdout, "\n%s\n", sum.CallsLine())
-	if line := sum.AccuracyLine(); line != "" {
-		fmt.Fprintln(e.stdout, line)
-	}
+	sum.Write(e.stdout)
 	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
-	switch {
-	case err != nil:
-		return exitcode.With(exitcode.Failure, err)
-	case sum.Waiting > 0:
-		return exitcode.With(exitcode.Waiting, fmt.Errorf("%d run(s) wait for answers to clarifying questions; resume each with runner resume DIR --answers FILE", sum.Waiting))
+	if err := sum.Outcome(err); err != nil {
+		return err
 	}
-	return inconclusiveSweep(sum)
+	return sum.InconclusiveErr()
 }

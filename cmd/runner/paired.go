@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -55,22 +54,4 @@ func (c *compareCmd) notPaired(why string) (*paired.Result, error) {
 		return nil, usageErrorf("--margin-on lower gates on the paired interval of two sweeps over the same dataset: %s", why)
 	}
 	return nil, nil
-}
-
-// gateLower fails when the lower end of the paired bootstrap interval of
-// (other − baseline) is below −margin: the data cannot rule out that the
-// other is worse than the baseline by more than the margin.
-func (c *compareCmd) gateLower(e *env, args []string, pair *paired.Result) error {
-	if pair == nil || pair.Difference == nil {
-		return usageErrorf("--margin-on lower: no item is scored in both %s and %s", args[1], args[0])
-	}
-	d := pair.Difference
-	line := fmt.Sprintf("%s against the baseline %s: difference %+.3f, lower end of its 95%% paired interval %+.3f", args[1], args[0], d.Estimate, d.Low)
-	data := map[string]any{"run": args[1], "baseline": args[0], "difference": d.Estimate, "low": d.Low, "margin": c.Margin}
-	if d.Low < -c.Margin-1e-12 {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: %s is below −%g", line, c.Margin))
-	}
-	data["passed"] = true
-	e.say("gate", data, "gate passed: "+line+fmt.Sprintf(" (at least −%g)", c.Margin))
-	return nil
 }

@@ -7,23 +7,23 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/debate-runner/runner/internal/exitcode"
-	"github.com/debate-runner/runner/internal/regular"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
-	"golang.org/x/term"
 )
 
 type runCmd struct {
@@ -95,7 +95,7 @@ func (c *runCmd) Run(e *env) error {
 	}
 	// The view serves the runs folder, which a run on Temporal writes here
 	// as a local run does: it follows either alike.
-	var v *viewServer
+	var v *view.Running
 	if c.View {
 		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
 			return usageErrorf("--runs-dir %s: %v", c.RunsDir, err)
@@ -103,19 +103,19 @@ func (c *runCmd) Run(e *env) error {
 		if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
 			return err
 		}
-		defer v.stop()
+		defer v.Stop()
 	}
 	if addr != "" {
 		err := c.runOnTemporal(e, plan, opts, addr, v)
 		if v != nil {
-			v.linger(e)
+			linger(e, v)
 		}
 		return err
 	}
 	if c.sweeping() {
 		err := c.sweep(e, plan, opts, v, nil)
 		if v != nil {
-			v.linger(e)
+			linger(e, v)
 		}
 		return err
 	}
@@ -124,7 +124,7 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	if v != nil {
-		v.show(e, "/run/"+filepath.Base(r.Dir), true)
+		show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	}
 	err = execute(e, r)
 	c.reportCalls(e, r)
@@ -134,7 +134,7 @@ func (c *runCmd) Run(e *env) error {
 		}
 	}
 	if v != nil {
-		v.linger(e)
+		linger(e, v)
 	}
 	return err
 }
@@ -150,87 +150,31 @@ func declaresInput(plan *spec.Plan, name string) bool {
 
 func (c *runCmd) options(e *env) (runtime.Options, error) {
 	opts := runtime.Options{
-		RunsDir: c.RunsDir, Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Getenv: e.getenv,
-		Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version(),
-		Budget: c.Budget,
+		Launch:   launch.Launch{Given: launch.Given{Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Budget: c.Budget}},
+		Settings: runtime.Settings{RunsDir: c.RunsDir, Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version()},
 	}
-	for _, m := range c.Model {
-		name, model, ok := strings.Cut(m, "=")
-		if !ok {
-			name, model = "default", m
-		}
-		if strings.TrimSpace(name) == "" || strings.TrimSpace(model) == "" {
-			return opts, usageErrorf("--model %s: expected MODEL or NAME=MODEL", m)
-		}
-		if opts.Models == nil {
-			opts.Models = map[string]string{}
-		}
-		opts.Models[strings.TrimSpace(name)] = strings.TrimSpace(model)
+	models, err := args.Models(c.Model)
+	if err != nil {
+		return opts, err
 	}
+	opts.Models = models
 	if c.Answers != "" {
 		a, err := runtime.ReadAnswers(c.Answers)
 		if err != nil {
 			return opts, err
 		}
 		opts.Answers = a
-	} else if isTerminal(e.stdin) {
+	} else if progress.IsTerminal(e.stdin) {
 		opts.Ask = answers.Terminal(e.stdin, e.stderr)
 	}
-	if c.Context != "" {
-		info, err := os.Stat(c.Context)
-		if err != nil {
-			return opts, usageErrorf("--context %s: %v", c.Context, errors.Unwrap(err))
-		}
-		if info.IsDir() {
-			opts.ContextDir = c.Context
-		} else {
-			data, err := regular.ReadFile(c.Context)
-			if err != nil {
-				return opts, usageErrorf("--context %s: %v", c.Context, err)
-			}
-			opts.Inputs = append(opts.Inputs, "context="+string(data))
-		}
+	dir, input, err := args.Context(c.Context)
+	if err != nil {
+		return opts, err
+	}
+	if opts.ContextDir = dir; input != "" {
+		opts.Inputs = append(opts.Inputs, input)
 	}
 	return opts, nil
-}
-
-func progressFor(e *env, quiet, verbose, asJSON bool) func(runtime.Notice) {
-	mode := progress.Plain
-	opts := progress.Options{}
-	switch {
-	case asJSON:
-		mode = progress.JSON
-	case quiet:
-		mode = progress.Quiet
-	case verbose:
-		mode = progress.Plain
-	case isTerminal(e.stderr):
-		mode = progress.Live
-		f := e.stderr.(*os.File)
-		opts.Width = func() int {
-			w, _, err := term.GetSize(int(f.Fd()))
-			if err != nil {
-				return 0
-			}
-			return w
-		}
-	}
-	return progress.New(e.stderr, mode, opts)
-}
-
-func isTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	if err != nil || info.Mode()&os.ModeCharDevice == 0 {
-		return false
-	}
-	// /dev/null is a character device too, and what stdin is in CI and
-	// cron jobs: nobody is there to answer.
-	null, err := os.Stat(os.DevNull)
-	return err != nil || !os.SameFile(info, null)
 }
 
 // execute runs to the end and prints the first output and the run
@@ -338,8 +282,9 @@ Examples:
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
 	opts := runtime.Options{
-		Getenv: e.getenv, Observer: progressFor(e, c.Quiet, c.Verbose, c.JSON), Version: Version(),
-		Spec: c.Spec, ContextDir: c.Context, Budget: c.Budget, Resample: c.Resample,
+		Launch:   launch.Launch{Given: launch.Given{Budget: c.Budget}, ContextDir: c.Context},
+		Settings: runtime.Settings{Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), Version: Version()},
+		Resuming: runtime.Resuming{Spec: c.Spec, Resample: c.Resample},
 	}
 	if c.Context != "" {
 		if info, err := os.Stat(c.Context); err != nil || !info.IsDir() {
@@ -352,7 +297,7 @@ func (c *resumeCmd) Run(e *env) error {
 			return err
 		}
 		opts.Answers = a
-	} else if isTerminal(e.stdin) {
+	} else if progress.IsTerminal(e.stdin) {
 		opts.Ask = answers.Terminal(e.stdin, e.stderr)
 	}
 	if sweep.IsSweepDir(c.Dir) {

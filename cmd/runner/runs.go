@@ -2,17 +2,10 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"reflect"
-	"sort"
-	"strings"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/paired"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
 
@@ -32,126 +25,12 @@ Examples:
   runner runs runs/sweep-20261121T101500Z-reasoning-debate-1a2b3c --csv`
 }
 
-// runInfo is one run directory, read.
-type runInfo struct {
-	Dir      string
-	Label    string
-	Sweep    string
-	Manifest result.Manifest
-	Result   *result.Result // nil while running or after a kill
-}
-
-// readRun reads run.json and, when present, result.json of a run directory.
-func readRun(dir string) (runInfo, error) {
-	info := runInfo{Dir: dir, Label: filepath.Base(dir)}
-	data, err := os.ReadFile(filepath.Join(dir, "run.json"))
-	if err != nil {
-		return info, fmt.Errorf("%s is not a run directory (no run.json)", dir)
-	}
-	if err := json.Unmarshal(data, &info.Manifest); err != nil {
-		return info, fmt.Errorf("%s/run.json: %w", dir, err)
-	}
-	info.Sweep = info.Manifest.Sweep
-	if res, err := readRunResult(dir); err == nil {
-		info.Result = res
-	}
-	return info, nil
-}
-
-// collectRuns finds the runs in dir and in its sweep directories.
-func collectRuns(dir string) ([]runInfo, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, usageErrorf("%s: %v", dir, errorsUnwrapPath(err))
-	}
-	var out []runInfo
-	for _, en := range entries {
-		if !en.IsDir() {
-			continue
-		}
-		sub := filepath.Join(dir, en.Name())
-		if ri, err := readRun(sub); err == nil {
-			out = append(out, ri)
-			continue
-		}
-		inner, err := os.ReadDir(sub)
-		if err != nil {
-			continue
-		}
-		for _, in := range inner {
-			if !in.IsDir() {
-				continue
-			}
-			if ri, err := readRun(filepath.Join(sub, in.Name())); err == nil {
-				ri.Label = en.Name() + "/" + in.Name()
-				out = append(out, ri)
-			}
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].Manifest.Created.Equal(out[j].Manifest.Created) {
-			return out[i].Manifest.Created.Before(out[j].Manifest.Created)
-		}
-		return out[i].Label < out[j].Label
-	})
-	return out, nil
-}
-
-func errorsUnwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
-}
-
-// roundsAndGoals counts the rounds (the highest round of a message) and
-// the goals a run went through.
-func roundsAndGoals(res *result.Result) (int, int) {
-	rounds := 0
-	goals := map[string]bool{}
-	for _, m := range res.Messages {
-		rounds = max(rounds, m.Round)
-		if m.Goal != "" {
-			goals[m.Goal] = true
-		}
-	}
-	return rounds, len(goals)
-}
-
-// countText shows a count, or nothing for none (a run without rounds).
-func countText(n int) string {
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprint(n)
-}
-
-func firstOutput(res *result.Result) string {
-	if res == nil || len(res.OutputOrder) == 0 {
-		return ""
-	}
-	return sweep.FormatValue(res.Outputs[res.OutputOrder[0]])
-}
-
 func (c *runsCmd) Run(e *env) error {
-	runs, err := collectRuns(c.Dir)
+	runs, err := sweep.CollectRuns(c.Dir)
 	if err != nil {
 		return err
 	}
-	t := sweep.Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}, Whole: 1}
-	for _, r := range runs {
-		row := []string{r.Label, r.Manifest.SpecName}
-		if r.Result == nil {
-			row = append(row, "incomplete", "", "", "", "", "", "", "")
-		} else {
-			rounds, goals := roundsAndGoals(r.Result)
-			u := r.Result.Usage.Total
-			row = append(row, r.Result.Status, countText(rounds), countText(goals), fmt.Sprint(u.Calls),
-				fmt.Sprint(u.PromptTokens+u.CompletionTokens), sweep.FormatCost(u),
-				fmt.Sprintf("%.1f", float64(r.Result.DurationMS)/1000), firstOutput(r.Result))
-		}
-		t.Rows = append(t.Rows, row)
-	}
+	t := sweep.RunsTable(runs)
 	if c.CSV {
 		fmt.Fprint(e.stdout, t.CSV())
 		return nil
@@ -204,8 +83,6 @@ Examples:
 }
 
 func (c *compareCmd) Run(e *env) error {
-	var runs []runInfo
-	var sweeps []*sweep.Summary
 	args := c.Runs
 	if c.Baseline != "" {
 		if c.Margin < 0 {
@@ -235,53 +112,18 @@ func (c *compareCmd) Run(e *env) error {
 	if c.JSON {
 		return usageErrorf("--json: give two sweep directories over the same dataset")
 	}
-	for _, arg := range args {
-		if _, err := os.Stat(filepath.Join(arg, "summary.json")); err == nil {
-			sum, err := sweep.Load(arg)
-			if err != nil {
-				return exitcode.With(exitcode.Failure, err)
-			}
-			sweeps = append(sweeps, sum)
-			for _, sr := range sum.Runs {
-				if sr.Dir == "" {
-					continue // never started
-				}
-				dir := sr.Dir
-				if _, err := os.Stat(dir); err != nil {
-					dir = filepath.Join(arg, filepath.Base(sr.Dir)) // the sweep moved
-				}
-				ri, err := readRun(dir)
-				if err != nil {
-					return exitcode.With(exitcode.Failure, err)
-				}
-				ri.Label = filepath.Base(arg) + "/" + filepath.Base(dir)
-				runs = append(runs, ri)
-			}
-			continue
-		}
-		ri, err := readRun(arg)
-		if err != nil {
-			return usageErrorf("%v", err)
-		}
-		runs = append(runs, ri)
+	runs, sweeps, err := sweep.Compared(args)
+	if err != nil {
+		return err
 	}
-	t := compareTable(runs)
+	t := sweep.CompareTable(runs)
 	if c.CSV {
 		fmt.Fprint(e.stdout, t.CSV())
 		return nil
 	}
 	fmt.Fprint(e.stdout, t.Markdown(60))
 	if len(sweeps) > 0 {
-		st := sweep.Table{Whole: 1, Header: []string{"sweep", "spec", "runs", "completed", "accuracy", "95% CI", "calls made", "without the cache", "tokens", "cost"}}
-		for _, s := range sweeps {
-			acc, ci := "", ""
-			if a := s.Accuracy; a != nil {
-				acc = fmt.Sprintf("%.3f (n=%d)", a.Mean, a.N)
-				ci = fmt.Sprintf("%.3f–%.3f (%s)", a.Low, a.High, a.Method)
-			}
-			st.Rows = append(st.Rows, []string{filepath.Base(s.Dir), s.Spec, fmt.Sprint(len(s.Runs)), fmt.Sprint(s.Completed), acc, ci,
-				fmt.Sprint(s.CallsMade), fmt.Sprint(s.CallsWithoutCache), fmt.Sprint(s.Usage.PromptTokens + s.Usage.CompletionTokens), sweep.FormatCost(s.Usage)})
-		}
+		st := sweep.SweepsTable(sweeps)
 		fmt.Fprint(e.stdout, "\n"+st.Markdown(0))
 	}
 	if pair != nil {
@@ -307,145 +149,15 @@ func without(list []string, s string) []string {
 // when one scores worse than it by more than the margin.
 func (c *compareCmd) gate(e *env, args []string, pair *paired.Result) error {
 	if c.MarginOn == "lower" {
-		return c.gateLower(e, args, pair)
+		data, line, err := pair.GateLower(args[0], args[1], c.Margin)
+		if err == nil {
+			e.say("gate", data, line)
+		}
+		return err
 	}
-	base, err := scoreOf(args[0])
-	if err != nil {
-		return usageErrorf("--baseline %s: %v", args[0], err)
+	passed, err := sweep.ScoreGate(args[0], args[1:], c.Margin)
+	for _, p := range passed {
+		e.say("gate", p.Data, p.Text)
 	}
-	var worse []string
-	for _, arg := range args[1:] {
-		s, err := scoreOf(arg)
-		if err != nil {
-			return usageErrorf("%s: %v", arg, err)
-		}
-		line := fmt.Sprintf("%s: %.3f against the baseline's %.3f (%+.3f)", arg, s, base, s-base)
-		if base-s > c.Margin+1e-12 {
-			worse = append(worse, line)
-			continue
-		}
-		e.say("gate", map[string]any{"run": arg, "score": s, "baseline": base, "margin": c.Margin, "passed": true}, "gate passed: "+line)
-	}
-	if len(worse) > 0 {
-		return exitcode.With(exitcode.Gate, fmt.Errorf("gate failed: worse than the baseline %s by more than %g:\n  %s", args[0], c.Margin, strings.Join(worse, "\n  ")))
-	}
-	return nil
-}
-
-// scoreOf is what the gate compares: a sweep's accuracy, a run's score.
-func scoreOf(dir string) (float64, error) {
-	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
-		sum, err := sweep.Load(dir)
-		if err != nil {
-			return 0, err
-		}
-		if sum.Accuracy == nil {
-			return 0, errors.New("the sweep has no scored runs, so no accuracy to compare")
-		}
-		return sum.Accuracy.Mean, nil
-	}
-	res, err := readRunResult(dir)
-	if err != nil {
-		return 0, err
-	}
-	if res.Score == nil {
-		return 0, errors.New("the run has no score (it needs a dataset line's expected value and the spec's score)")
-	}
-	return *res.Score, nil
-}
-
-// compareTable lays runs side by side. Vars and inputs are shown when they
-// differ between the runs (all of them for a single run), outputs in the
-// order the specs declare them.
-func compareTable(runs []runInfo) sweep.Table {
-	varying := func(get func(runInfo) map[string]any) []string {
-		names := map[string]bool{}
-		for _, r := range runs {
-			for k := range get(r) {
-				names[k] = true
-			}
-		}
-		var out []string
-		for k := range names {
-			first := get(runs[0])[k]
-			differs := len(runs) == 1
-			for _, r := range runs[1:] {
-				if !reflect.DeepEqual(get(r)[k], first) {
-					differs = true
-					break
-				}
-			}
-			if differs {
-				out = append(out, k)
-			}
-		}
-		sort.Strings(out)
-		return out
-	}
-	vars := varying(func(r runInfo) map[string]any { return r.Manifest.Vars })
-	inputs := varying(func(r runInfo) map[string]any { return r.Manifest.Inputs })
-	var outputs []string
-	seen := map[string]bool{}
-	hasScore := false
-	for _, r := range runs {
-		if r.Result == nil {
-			continue
-		}
-		for _, o := range r.Result.OutputOrder {
-			if !seen[o] {
-				seen[o] = true
-				outputs = append(outputs, o)
-			}
-		}
-		hasScore = hasScore || r.Result.Score != nil || r.Result.Expected != nil
-	}
-	t := sweep.Table{Header: []string{"run", "spec"}, Whole: 1}
-	for _, v := range vars {
-		t.Header = append(t.Header, "var "+v)
-	}
-	for _, in := range inputs {
-		t.Header = append(t.Header, "input "+in)
-	}
-	t.Header = append(t.Header, "status")
-	t.Header = append(t.Header, outputs...)
-	if hasScore {
-		t.Header = append(t.Header, "expected", "score")
-	}
-	t.Header = append(t.Header, "calls", "prompt tokens", "completion tokens", "cost", "seconds")
-	for _, r := range runs {
-		row := []string{r.Label, r.Manifest.SpecName}
-		for _, v := range vars {
-			row = append(row, sweep.FormatValue(r.Manifest.Vars[v]))
-		}
-		for _, in := range inputs {
-			row = append(row, sweep.FormatValue(r.Manifest.Inputs[in]))
-		}
-		res := r.Result
-		if res == nil {
-			row = append(row, "incomplete")
-			t.Rows = append(t.Rows, row)
-			continue
-		}
-		status := res.Status
-		if res.Error != "" {
-			status += ": " + strings.SplitN(res.Error, "\n", 2)[0]
-		} else if res.Status == result.StatusInconclusive {
-			status += ": " + res.Conclusion.Short()
-		}
-		row = append(row, status)
-		for _, o := range outputs {
-			row = append(row, sweep.FormatValue(res.Outputs[o]))
-		}
-		if hasScore {
-			score := ""
-			if res.Score != nil {
-				score = fmt.Sprintf("%g", *res.Score)
-			}
-			row = append(row, sweep.FormatValue(res.Expected), score)
-		}
-		u := res.Usage.Total
-		row = append(row, fmt.Sprint(u.Calls), fmt.Sprint(u.PromptTokens), fmt.Sprint(u.CompletionTokens), sweep.FormatCost(u), fmt.Sprintf("%.1f", float64(res.DurationMS)/1000))
-		t.Rows = append(t.Rows, row)
-	}
-	return t
+	return err
 }

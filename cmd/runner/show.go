@@ -36,7 +36,8 @@ Examples:
 func (c *showCmd) Run(e *env) error {
 	dir := c.RunDir
 	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
-		if alt := filepath.Join(c.RunsDir, c.RunDir); fileExists(filepath.Join(alt, "run.json")) {
+		alt := filepath.Join(c.RunsDir, c.RunDir)
+		if _, err := os.Stat(filepath.Join(alt, "run.json")); err == nil {
 			dir = alt
 		}
 	}

@@ -6,22 +6,17 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"time"
-
-	"github.com/debate-runner/runner/spec/value"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
-	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -129,33 +124,14 @@ func (c *workerCmd) Run(e *env) error {
 	return nil
 }
 
-// workflowID is the workflow of a run submitted from a run directory.
-func workflowID(runID string) string { return "runner-run-" + runID }
-
-// remote makes opts a run whose calls a Follower answers once it is set:
-// the run connects to no endpoint, and questions answered at the terminal
-// are passed on to the workflow.
-func remote(cl client.Client, opts *runtime.Options, id *string, f **durable.Follower) {
-	opts.Remote = calls.StageFunc(func(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
-		return (*f).Complete(ctx, c)
-	})
-	if ask := opts.Ask; ask != nil {
-		opts.Ask = func(ctx context.Context, q value.Question) (string, error) {
-			v, err := ask(ctx, q)
-			if err != nil {
-				return v, err
-			}
-			if err := cl.SignalWorkflow(ctx, *id, "", durable.SignalAnswers, map[string]string{q.ID: v}); err != nil {
-				return "", fmt.Errorf("passing the answer to question %s to workflow %s: %w", q.ID, *id, err)
-			}
-			return v, nil
-		}
-	}
+// executor submits runs to Temporal at addr through cl.
+func (t *temporalFlags) executor(cl client.Client, addr string, heartbeat time.Duration) durable.Executor {
+	return durable.Executor{Client: cl, Address: addr, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Heartbeat: heartbeat, Version: Version()}
 }
 
 // runOnTemporal submits a run to Temporal and records it here as it goes.
 // v, when not nil, is the view (--view) to show the run's page in.
-func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *viewServer) error {
+func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *view.Running) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cl, err := c.dial(ctx, e, addr)
@@ -170,148 +146,32 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	// The file tools run here too (the engine runs them between a call
 	// and the next); they must answer as on the workers.
 	opts.ContextSnapshot = bundle.Context
+	x := c.executor(cl, addr, c.Heartbeat)
 	if c.sweeping() {
-		return c.sweepOnTemporal(ctx, e, cl, plan, bundle, opts, addr, v)
+		so, err := c.sweepOptions(opts)
+		if err != nil {
+			return err
+		}
+		id, start, err := x.StartSweep(ctx, plan, bundle, so)
+		if err != nil {
+			return err
+		}
+		c.warnNoBuild(ctx, e, cl)
+		if !c.Quiet {
+			e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
+		}
+		return c.sweep(e, plan, opts, v, start)
 	}
-	var (
-		id string
-		f  *durable.Follower
-	)
-	remote(cl, &opts, &id, &f)
-	r, err := runtime.Start(plan, opts)
+	r, rec, err := x.StartRun(ctx, plan, bundle, opts)
 	if err != nil {
 		return err
-	}
-	id = workflowID(r.ID)
-	in, err := durable.NewRunInput(plan, bundle, opts, r.ID, Version())
-	if err != nil {
-		return err
-	}
-	in.Calls.Heartbeat = c.Heartbeat
-	if _, err := cl.ExecuteWorkflow(ctx, durable.StartOptions(id, c.TaskQueue, Version()), durable.RunWorkflowName, in); err != nil {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the run to Temporal at %s: %w", addr, err))
 	}
 	c.warnNoBuild(ctx, e, cl)
-	rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: id, BuildID: Version()}
-	if bundle.Context != nil {
-		// Written before the record that names it, so that a record never
-		// names a snapshot that is not there.
-		if err := durable.WriteContext(r.Dir, bundle.Context); err != nil {
-			return exitcode.With(exitcode.Failure, err)
-		}
-		rec.ContextFile = durable.ContextFile
-	}
-	if err := durable.WriteRecord(r.Dir, rec); err != nil {
-		return exitcode.With(exitcode.Failure, err)
-	}
-	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
+	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, rec.WorkflowID))
 	if v != nil {
-		v.show(e, "/run/"+filepath.Base(r.Dir), true)
+		show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	}
-	f = durable.Follow(ctx, cl, id, 0)
-	return verified(ctx, e, cl, id, r, execute(e, r))
-}
-
-// sweepOnTemporal submits a sweep (or dataset, or repeats) as one sweep
-// workflow with a child run workflow per run, and makes the sweep here as
-// a local sweep does, each run recorded from its child's history: the
-// sweep directory, its runs and its summary are a local sweep's.
-func (c *runCmd) sweepOnTemporal(ctx context.Context, e *env, cl client.Client, plan *spec.Plan, bundle *durable.Bundle, opts runtime.Options, addr string, v *viewServer) error {
-	var axes []sweep.Axis
-	for _, m := range c.Matrix {
-		a, err := sweep.ParseAxis(m)
-		if err != nil {
-			return err
-		}
-		axes = append(axes, a)
-	}
-	all, err := sweep.RunOptions(plan, sweep.Options{Run: opts, Matrix: axes, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel})
-	if err != nil {
-		return err
-	}
-	id := fmt.Sprintf("runner-sweep-%s-%s", plan.Name, time.Now().UTC().Format("20060102T150405.000Z"))
-	in := durable.SweepInput{Bundle: bundle, Parallel: c.Parallel}
-	for i, o := range all {
-		ri, err := durable.NewRunInput(plan, nil, o, durable.ChildID(id, i+1), Version())
-		if err != nil {
-			return err
-		}
-		ri.Calls.Heartbeat = c.Heartbeat
-		in.Runs = append(in.Runs, ri)
-	}
-	if _, err := cl.ExecuteWorkflow(ctx, durable.StartOptions(id, c.TaskQueue, Version()), durable.SweepWorkflowName, in); err != nil {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("submitting the sweep to Temporal at %s: %w", addr, err))
-	}
-	c.warnNoBuild(ctx, e, cl)
-	if !c.Quiet {
-		e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
-	}
-	// The sweep directory keeps one snapshot of the context folder for
-	// all its runs, written with the first (runs are made inside it).
-	var (
-		ctxOnce sync.Once
-		ctxErr  error
-	)
-	start := func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
-		child := durable.ChildID(id, index)
-		var f *durable.Follower
-		remote(cl, &opts, &child, &f)
-		r, err := runtime.Start(plan, opts)
-		if err != nil {
-			return nil, err
-		}
-		rec := durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, WorkflowID: child, Sweep: id, BuildID: Version()}
-		if bundle.Context != nil {
-			ctxOnce.Do(func() { ctxErr = durable.WriteContext(filepath.Dir(r.Dir), bundle.Context) })
-			if ctxErr != nil {
-				return nil, ctxErr
-			}
-			rec.ContextFile = durable.SweepContextFile
-		}
-		if err := durable.WriteRecord(r.Dir, rec); err != nil {
-			return nil, err
-		}
-		f = durable.Follow(ctx, cl, child, 0)
-		return r, nil
-	}
-	return c.sweep(e, plan, opts, v, start)
-}
-
-// warnNoBuild says so when no worker of this build has polled the task
-// queue (given a few seconds, for workers started with the run): the run
-// is pinned to this build and waits for one.
-func (c *runCmd) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
-	for wait := 0; wait < 20; wait++ {
-		if ok, err := durable.HasBuild(ctx, cl, c.TaskQueue, Version()); err != nil || ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), c.TaskQueue)
-	e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
-}
-
-// verified checks that the run recorded here is the run the workers made:
-// the same outputs and messages.
-func verified(ctx context.Context, e *env, cl client.Client, id string, r *runtime.Run, err error) error {
-	inconclusive := err != nil && exitcode.Of(err) == exitcode.Inconclusive
-	if err != nil && !inconclusive || r.Result() == nil {
-		return err
-	}
-	var out durable.RunOutcome
-	if gerr := cl.GetWorkflow(ctx, id, "").Get(ctx, &out); gerr != nil {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("reading the outcome of workflow %s: %w", id, gerr))
-	}
-	local := durable.Outcome(r.Result(), nil)
-	if out.OutputsDigest != local.OutputsDigest || out.MessagesDigest != local.MessagesDigest {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("the run recorded in %s differs from the run workflow %s made (outputs %s there); workers and this client must run the same runner version", r.Dir, id, out.Outputs))
-	}
-	_ = e
-	return err // nil, or the exit code of an inconclusive run
+	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
 }
 
 // resumeOnTemporal follows a run submitted to Temporal again: answers are
@@ -322,59 +182,39 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 	if c.Context != "" {
 		return usageErrorf("--context %s: the run is made on Temporal, whose workers read the context folder as it was when the run was submitted; drop --context", c.Context)
 	}
-	// The file tools run here too: they answer from the snapshot the
-	// workers have, not from the folder, which may have changed since.
-	snap, err := durable.ReadContext(c.Dir, rec)
-	if err != nil {
-		return err
-	}
-	opts.ContextSnapshot = snap
 	if rec.BuildID != "" && rec.BuildID != Version() {
 		msg := fmt.Sprintf("the run is made by workers of runner %s, the version that submitted it; this is runner %s, whose record of it differs if the two walk its flow differently", rec.BuildID, Version())
 		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 	}
-	tf := temporalFlags{Namespace: rec.Namespace}
+	tf := temporalFlags{Namespace: rec.Namespace, TaskQueue: rec.TaskQueue}
 	tf.APIKeyEnv = "TEMPORAL_API_KEY"
 	cl, err := tf.dial(ctx, e, rec.Address)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	// The status is read before the answers are sent: a call that fails
-	// once they let the run go on is this resume's to report, not to retry.
-	// A workflow that has ended answers no query: it has no failed call.
-	st, _ := queryStatus(ctx, cl, rec.WorkflowID)
-	if len(opts.Answers) > 0 {
-		if err := cl.SignalWorkflow(ctx, rec.WorkflowID, "", durable.SignalAnswers, opts.Answers); err != nil {
-			return exitcode.With(exitcode.Failure, fmt.Errorf("passing answers to workflow %s: %w", rec.WorkflowID, err))
-		}
-	}
-	retries := st.Retries
-	if len(st.Failed) > 0 {
-		if err := cl.SignalWorkflow(ctx, rec.WorkflowID, "", durable.SignalRetry, nil); err != nil {
-			return exitcode.With(exitcode.Failure, fmt.Errorf("asking workflow %s to try its failed calls again: %w", rec.WorkflowID, err))
-		}
-		retries++
-	}
-	id := rec.WorkflowID
-	var f *durable.Follower
-	remote(cl, &opts, &id, &f)
-	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
+	x := tf.executor(cl, rec.Address, 0)
+	r, err := x.Resume(ctx, c.Dir, rec, nodes.Registry(), opts)
 	if err != nil {
 		return err
 	}
-	f = durable.Follow(ctx, cl, id, retries)
-	return verified(ctx, e, cl, id, r, execute(e, r))
+	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
 }
 
-func queryStatus(ctx context.Context, cl client.Client, id string) (durable.RunStatus, error) {
-	var st durable.RunStatus
-	v, err := cl.QueryWorkflow(ctx, id, "", durable.QueryStatus)
-	if err != nil {
-		return st, err
+// warnNoBuild says so when no worker of this build has polled the task
+// queue within a few seconds: the run waits for one, since a run goes to
+// workers of the runner version that submits it.
+func (t *temporalFlags) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
+	for wait := 0; wait < 20; wait++ {
+		if ok, err := durable.HasBuild(ctx, cl, t.TaskQueue, Version()); err != nil || ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	if err := v.Get(&st); err != nil {
-		return st, err
-	}
-	return st, nil
+	msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), t.TaskQueue)
+	e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -112,7 +113,11 @@ func TestChatConstructs(t *testing.T) {
 		return llmtest.Reply{Status: 500, ErrorMessage: "unexpected request " + key}
 	})
 	seed := int64(3)
-	run, err := runtime.Start(plan, runtime.Options{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-ask-chat"), Seed: &seed, Sleep: runtest.NoSleep})
+	run, err := runtime.Start(plan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Seed: &seed}},
+		Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-ask-chat")},
+		Seams:    runtime.Seams{Sleep: runtest.NoSleep},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -46,8 +47,11 @@ func duRun(t testing.TB, edits ...string) (*result.Result, []llmtest.Request) {
 	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, t.TempDir(), text))
 	cache := &llmtest.PromptCache{}
 	srv := llmtest.New(t, cache.Wrap(reasoner))
-	run, err := runtime.Start(plan, runtime.Options{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-du"),
-		Inputs: []string{"question=What is 2+3?"}, Sleep: runtest.NoSleep})
+	run, err := runtime.Start(plan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=What is 2+3?"}}},
+		Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-du")},
+		Seams:    runtime.Seams{Sleep: runtest.NoSleep},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

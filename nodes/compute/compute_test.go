@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes/compute"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 )
 
 func TestMain(m *testing.M) { os.Exit(runtest.IsolateCache(m)) }
@@ -44,8 +45,8 @@ func TestComputeVoteEndsLoop(t *testing.T) {
 	path := runtest.WriteSpec(t, dir, compute.Kind{}.Example())
 	plan := runtest.LoadPlan(t, path)
 	r, err := runtime.Start(plan, runtime.Options{
-		RunsDir: filepath.Join(dir, "runs"), Inputs: []string{"question=What is 2+2?"},
-		Getenv: runtest.Env(srv.URL, "sk-test"),
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=What is 2+2?"}}},
+		Settings: runtime.Settings{RunsDir: filepath.Join(dir, "runs"), Getenv: runtest.Env(srv.URL, "sk-test")},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ agents: {a: {}}
 `
 	dir := t.TempDir()
 	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, dir, src))
-	r, err := runtime.Start(plan, runtime.Options{RunsDir: dir, Getenv: runtest.Env("http://127.0.0.1:1/v1", "")})
+	r, err := runtime.Start(plan, runtime.Options{Settings: runtime.Settings{RunsDir: dir, Getenv: runtest.Env("http://127.0.0.1:1/v1", "")}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
@@ -188,8 +189,9 @@ func execute(t testing.TB, plan *spec.Plan, h llmtest.Handler, f flags) outcome 
 	t.Helper()
 	srv := llmtest.New(t, h)
 	r, err := runtime.Start(plan, runtime.Options{
-		RunsDir: runsDir(t), Getenv: envFor(srv.URL), Seed: &f.Seed, Inputs: f.Inputs, Sets: f.Sets,
-		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() },
+		Launch:   launch.Launch{Given: launch.Given{Seed: &f.Seed, Inputs: f.Inputs, Sets: f.Sets}},
+		Settings: runtime.Settings{RunsDir: runsDir(t), Getenv: envFor(srv.URL)},
+		Seams:    runtime.Seams{Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
 	})
 	if err != nil {
 		t.Fatalf("start: %v", err)

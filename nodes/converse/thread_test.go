@@ -148,7 +148,7 @@ func threadResume(t *testing.T, failAt int) {
 	broken = false
 	mu.Unlock()
 	before := len(o.srv.Requests())
-	r, err := runtime.Resume(o.run.Dir, nodes.Registry(), runtime.Options{Getenv: envFor(o.srv.URL)})
+	r, err := runtime.Resume(o.run.Dir, nodes.Registry(), runtime.Options{Settings: runtime.Settings{Getenv: envFor(o.srv.URL)}})
 	if err != nil {
 		t.Fatal(err)
 	}

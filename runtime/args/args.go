@@ -34,6 +34,12 @@ func (e *FlagError) ExitCode() int { return exitcode.Usage }
 // ResolveInputs turns --input NAME=VALUE and NAME=@PATH flags into input
 // values, applying defaults and checking required inputs and limits.
 func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
+	return resolveInputs(plan, flags, nil)
+}
+
+// resolveInputs is ResolveInputs, where the flags of standIns hold no value
+// yet (Inputs puts one in).
+func resolveInputs(plan *spec.Plan, flags []string, standIns map[string]bool) (map[string]any, error) {
 	declared := map[string]*spec.InputPlan{}
 	var names []string
 	for _, in := range plan.Inputs {
@@ -72,7 +78,15 @@ func ResolveInputs(plan *spec.Plan, flags []string) (map[string]any, error) {
 		if _, dup := out[name]; dup {
 			return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("given twice")}
 		}
-		out[name] = value
+		var v any = value
+		var err error
+		if !standIns[name] {
+			v, err = typedInput(in, value)
+		}
+		if err != nil {
+			return nil, &FlagError{Flag: "--input " + name, Err: err}
+		}
+		out[name] = v
 	}
 	var missing []string
 	for _, in := range plan.Inputs {
@@ -145,7 +159,7 @@ func hintVars(names []string) string {
 
 // convertLike parses raw as a value of def's type.
 func convertLike(def any, raw string) (any, error) {
-	switch def.(type) {
+	switch x := def.(type) {
 	case int:
 		n, err := strconv.Atoi(strings.TrimSpace(raw))
 		if err != nil {
@@ -167,14 +181,52 @@ func convertLike(def any, raw string) (any, error) {
 	case string, nil:
 		return raw, nil
 	case []any:
+		// A list is given as V1,V2,...; its items have the type of the
+		// default's items (a list of integers stays one).
+		item := elemOf(x)
 		parts := strings.Split(raw, ",")
 		list := make([]any, len(parts))
 		for i, p := range parts {
-			list[i] = strings.TrimSpace(p)
+			v, err := convertLike(item, strings.TrimSpace(p))
+			if err != nil {
+				return nil, fmt.Errorf("item %d: %w", i+1, err)
+			}
+			list[i] = v
 		}
 		return list, nil
 	}
 	return nil, fmt.Errorf("this var (a %T) cannot be set from the command line", def)
+}
+
+// elemOf is a value of the type every item of a list has, nil (text) when
+// the items differ or there are none. Integers among numbers are numbers.
+func elemOf(list []any) any {
+	var item any
+	for i, v := range list {
+		switch v.(type) {
+		case int, float64, bool, string:
+		default:
+			return nil
+		}
+		switch {
+		case i == 0:
+			item = v
+		case fmt.Sprintf("%T", v) == fmt.Sprintf("%T", item):
+		case isNumber(v) && isNumber(item):
+			item = 0.0
+		default:
+			return nil
+		}
+	}
+	return item
+}
+
+func isNumber(v any) bool {
+	switch v.(type) {
+	case int, float64:
+		return true
+	}
+	return false
 }
 
 // Inputs is ResolveInputs plus inputs given as values (a dataset line's,
@@ -191,6 +243,7 @@ func Inputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]
 		names = append(names, in.Name)
 	}
 	all := append([]string(nil), flags...)
+	standIns := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		in, ok := declared[name]
 		if !ok {
@@ -203,15 +256,37 @@ func Inputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]
 		// flag for the same input is reported as given twice) and is
 		// replaced below.
 		all = append(all, name+"=")
+		standIns[name] = true
 	}
-	out, err := ResolveInputs(plan, all)
+	out, err := resolveInputs(plan, all, standIns)
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range values {
-		out[k] = v
+	for _, name := range slices.Sorted(maps.Keys(values)) {
+		v, err := typedInput(declared[name], values[name])
+		if err != nil {
+			return nil, &FlagError{Flag: "input " + name, Err: err}
+		}
+		out[name] = v
 	}
 	return out, nil
+}
+
+// typedInput gives a value the type of the input's default when that is not
+// text (inputs are text unless their default says otherwise): a dataset's
+// "3" or 3.0 for an input whose default is 0 is the integer 3.
+func typedInput(in *spec.InputPlan, v any) (any, error) {
+	switch in.Default.(type) {
+	case nil, string:
+		return v, nil
+	}
+	if !in.HasDefault {
+		return v, nil
+	}
+	if s, ok := v.(string); ok {
+		return convertLike(in.Default, s)
+	}
+	return coerceLike(in.Default, v), nil
 }
 
 // Vars is ResolveVars with values (a recorded run's) applied before the
@@ -242,9 +317,21 @@ func Vars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any
 	return out, nil
 }
 
-// coerceLike gives a decoded JSON number the numeric type of def.
+// coerceLike gives a decoded JSON number the numeric type of def, and the
+// items of a decoded list the type of def's items.
 func coerceLike(def, v any) any {
-	switch def.(type) {
+	switch d := def.(type) {
+	case []any:
+		list, ok := v.([]any)
+		item := elemOf(d)
+		if !ok || item == nil {
+			return v
+		}
+		out := make([]any, len(list))
+		for i, x := range list {
+			out[i] = coerceLike(item, x)
+		}
+		return out
 	case int:
 		switch x := v.(type) {
 		case float64:
@@ -263,4 +350,45 @@ func coerceLike(def, v any) any {
 		}
 	}
 	return v
+}
+
+// Models reads --model flags, MODEL (in place of the spec's model named
+// default) or NAME=MODEL, into model overrides by the spec's model name.
+func Models(flags []string) (map[string]string, error) {
+	var out map[string]string
+	for _, m := range flags {
+		name, model, ok := strings.Cut(m, "=")
+		if !ok {
+			name, model = "default", m
+		}
+		if strings.TrimSpace(name) == "" || strings.TrimSpace(model) == "" {
+			return nil, &FlagError{Flag: "--model " + m, Err: fmt.Errorf("expected MODEL or NAME=MODEL")}
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[strings.TrimSpace(name)] = strings.TrimSpace(model)
+	}
+	return out, nil
+}
+
+// Context reads --context PATH: a folder is the one the run's file tools
+// may read (dir), a file's text the spec's 'context' input (an --input
+// flag, input).
+func Context(path string) (dir, input string, err error) {
+	if path == "" {
+		return "", "", nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", "", &FlagError{Flag: "--context " + path, Err: UnwrapPathError(err)}
+	}
+	if info.IsDir() {
+		return path, "", nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", &FlagError{Flag: "--context " + path, Err: err}
+	}
+	return "", "context=" + string(data), nil
 }

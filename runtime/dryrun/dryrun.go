@@ -19,7 +19,9 @@ import (
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
@@ -31,12 +33,13 @@ const DefaultReplyTokens = 500
 
 // Options configure Run.
 type Options struct {
-	Inputs      []string
-	InputValues map[string]any
-	Sets        []string
-	Seed        *int64
-	// Models puts models in place of the spec's (see runtime.Options).
-	Models map[string]string
+	// Given are the run's values, prepared as for a run (launch.Prepare);
+	// Given.Budget are --budget flags over the spec's budget: the report
+	// warns when the worst case passes it.
+	launch.Given
+	// Placeholders stand a placeholder in for each required input not
+	// given (noted in the report), instead of failing.
+	Placeholders bool
 	// ReplyTokens is the assumed size of a reply from a model without
 	// max_tokens (default DefaultReplyTokens); with max_tokens, that is
 	// assumed: the worst case.
@@ -59,15 +62,16 @@ type Options struct {
 	// StandInsByPrompt gives identical requests identical stand-ins (see
 	// calls.Placeholders.ByPrompt).
 	StandInsByPrompt bool
-	// Budget are --budget flags over the spec's budget: the report warns
-	// when the worst case passes it.
-	Budget []string
 }
 
 // Report is what a run would do: its calls, first prompts and an estimate
 // of tokens and cost, worked out without calling any model.
 type Report struct {
 	Spec string `json:"spec"`
+	// Inputs and Vars are the values the run was planned with, prepared as
+	// a run prepares them (launch.Prepare).
+	Inputs map[string]any `json:"inputs"`
+	Vars   map[string]any `json:"vars"`
 	// Nodes in the order the flow first runs them.
 	Nodes []*Node `json:"nodes"`
 	// Calls is the worst case from the loop bounds and max_turns: every loop
@@ -185,13 +189,17 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 			mu.Unlock()
 		}
 	}
+	given, placeholders := opts.Given, []string(nil)
+	if opts.Placeholders {
+		given, placeholders = withPlaceholders(plan, given)
+	}
 	size := stage.Size
 	if opts.ActualSizes {
 		size = nil
 	}
 	r, err := runtime.NewDry(plan, runtime.Options{
-		Inputs: opts.Inputs, InputValues: opts.InputValues, Sets: opts.Sets, Seed: opts.Seed, Observer: observer,
-		Models: opts.Models,
+		Launch:   launch.Launch{Given: given},
+		Settings: runtime.Settings{Observer: observer},
 	}, runtime.Dry{Stage: stage, Size: size, CallBudget: opts.CallBudget, RenderBudget: opts.RenderBudget, Note: note})
 	if err != nil {
 		return nil, err
@@ -200,6 +208,7 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 	if _, err := r.Execute(context.Background()); err != nil {
 		return nil, err
 	}
+	rep.Inputs, rep.Vars = r.Values()
 	models := map[string]*Model{}
 	answered := stage.Answered()
 	if opts.Answered != nil {
@@ -272,12 +281,41 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 	for _, name := range slices.Sorted(maps.Keys(models)) {
 		rep.Models = append(rep.Models, models[name])
 	}
-	budget, err := runtime.BudgetOf(plan, opts.Budget)
+	budget, err := args.Budget(plan, opts.Budget)
 	if err != nil {
 		return nil, err
 	}
 	rep.OverBudget = overBudget(rep, budget)
+	if len(placeholders) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("input(s) %s not given: a placeholder stands in, so prompt sizes leave them out", strings.Join(placeholders, ", ")))
+	}
 	return rep, nil
+}
+
+// withPlaceholders gives each required input that g lacks a placeholder
+// value, and names them.
+func withPlaceholders(plan *spec.Plan, g launch.Given) (launch.Given, []string) {
+	given := map[string]bool{}
+	for _, f := range g.Inputs {
+		name, _, _ := strings.Cut(f, "=")
+		given[name] = true
+	}
+	for name := range g.InputValues {
+		given[name] = true
+	}
+	values := maps.Clone(g.InputValues)
+	var names []string
+	for _, in := range plan.Inputs {
+		if in.Required && !given[in.Name] {
+			if values == nil {
+				values = map[string]any{}
+			}
+			values[in.Name] = "<input " + in.Name + ">"
+			names = append(names, in.Name)
+		}
+	}
+	g.InputValues = values
+	return g, names
 }
 
 // overBudget lists the limits the worst case passes.

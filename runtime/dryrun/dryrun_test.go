@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/launch"
+
 	"github.com/debate-runner/runner/nodes/kit"
 )
 
@@ -96,7 +98,7 @@ outputs: {n: len(messages)}`,
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			plan := loadPlan(t, writeSpec(t, t.TempDir(), dryBase+tc.body))
-			rep, err := Run(plan, Options{Inputs: []string{"question=What is 2+2?"}})
+			rep, err := Run(plan, Options{Given: launch.Given{Inputs: []string{"question=What is 2+2?"}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +139,7 @@ func TestDryRunTokens(t *testing.T) {
 flow:
   - loop: {as: round, max: 2, do: [answer]}
 outputs: {n: len(messages)}`))
-	rep, err := Run(plan, Options{Inputs: []string{"question=What is 2+2?"}})
+	rep, err := Run(plan, Options{Given: launch.Given{Inputs: []string{"question=What is 2+2?"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ outputs: {n: len(messages)}`))
 	if _, err := Run(plan, Options{}); err == nil || !strings.Contains(err.Error(), "question") {
 		t.Errorf("missing input: %v", err)
 	}
-	rep, err := Run(plan, Options{Inputs: []string{"question=q"}})
+	rep, err := Run(plan, Options{Given: launch.Given{Inputs: []string{"question=q"}}})
 	if err != nil {
 		t.Fatalf("a loop bound known before the run (0): %v", err)
 	}
@@ -198,7 +200,7 @@ flow:
   - foreach: {in: goals, as: goal, do: [panel]}
 outputs: {n: len(messages)}`))
 	start := time.Now()
-	rep, err := Run(plan, Options{Inputs: []string{"question=q"}})
+	rep, err := Run(plan, Options{Given: launch.Given{Inputs: []string{"question=q"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +223,7 @@ flow:
   - loop: {as: round, max: 1000000, do: [answer]}
 outputs: {n: len(messages)}`))
 	start = time.Now()
-	rep, err = Run(plan, Options{Inputs: []string{"question=q"}, CallBudget: 5000})
+	rep, err = Run(plan, Options{Given: launch.Given{Inputs: []string{"question=q"}}, CallBudget: 5000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -27,25 +27,15 @@ func Register(r worker.Registry, wf *Workflows, acts *Activities) {
 // local run would. bundle is the plan's (NewBundle); a sweep's runs share
 // their sweep's and leave it nil.
 func NewRunInput(plan *spec.Plan, bundle *Bundle, opts runtime.Options, runID, version string) (RunInput, error) {
-	inputs, err := args.Inputs(plan, opts.Inputs, opts.InputValues)
+	v, err := launch.Prepare(plan, opts.Given)
 	if err != nil {
 		return RunInput{}, err
 	}
-	vars, err := args.Vars(plan, opts.Sets, opts.VarValues)
+	values, err := Values{Inputs: v.Inputs, Vars: v.Vars, Expected: opts.Expected, Models: opts.Models}.Encode()
 	if err != nil {
 		return RunInput{}, err
 	}
-	values, err := Values{Inputs: inputs, Vars: vars, Expected: opts.Expected, Models: opts.Models}.Encode()
-	if err != nil {
-		return RunInput{}, err
-	}
-	seed := int64(1)
-	if plan.File.Defaults.Seed != nil {
-		seed = *plan.File.Defaults.Seed
-	}
-	if opts.Seed != nil {
-		seed = *opts.Seed
-	}
+	seed := v.Seed
 	return RunInput{
 		RunID: runID, Version: version, Bundle: bundle, Values: values, Seed: seed,
 		Sample: opts.Sample, Answers: opts.Answers, NoCache: opts.Cache == nil,

@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -164,8 +165,9 @@ func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
 	}
 	seed := in.Seed
 	opts := runtime.Options{
-		InputValues: values.Inputs, VarValues: values.Vars, Expected: values.Expected, Models: values.Models,
-		Seed: &seed, Sample: in.Sample, Ask: wr.ask, Getenv: func(string) string { return "" },
+		Launch:   launch.Launch{Given: launch.Given{InputValues: values.Inputs, VarValues: values.Vars, Models: values.Models, Seed: &seed}},
+		Settings: runtime.Settings{Ask: wr.ask, Getenv: func(string) string { return "" }},
+		Place:    runtime.Place{Expected: values.Expected, Sample: in.Sample},
 	}
 	if in.Bundle.Context != nil {
 		opts.ContextSnapshot = in.Bundle.Context

@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
@@ -93,7 +94,9 @@ func TestRunWorkflowIsTheLocalRun(t *testing.T) {
 		t.Run("temperature "+temp, func(t *testing.T) {
 			plan := runtest.RoundsPlan(t, temp)
 			seed := int64(42)
-			opts := runtime.Options{Inputs: []string{"question=What is 3+4?"}, Sets: []string{"max_rounds=3"}, Seed: &seed}
+			opts := runtime.Options{
+				Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=What is 3+4?"}, Sets: []string{"max_rounds=3"}, Seed: &seed}},
+			}
 			res, want := localRun(t, plan, runtest.AnswerSeven, opts)
 			out, srv := runWorkflow(t, plan, runtest.AnswerSeven, opts, nil)
 			local := Outcome(res, nil)
@@ -145,7 +148,7 @@ func clarifyReplies(r llmtest.Request) llmtest.Reply {
 // brings the answer; the run then ends as a local run given the answer.
 func TestClarifyingQuestionsWaitForASignal(t *testing.T) {
 	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, t.TempDir(), clarifySpec))
-	opts := runtime.Options{Inputs: []string{"question=Plan a party"}}
+	opts := runtime.Options{Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=Plan a party"}}}}
 	var asked []string
 	out, srv := runWorkflow(t, plan, clarifyReplies, opts, func(env *testsuite.TestWorkflowEnvironment) {
 		env.RegisterDelayedCallback(func() {
@@ -199,7 +202,7 @@ func TestSweepWorkflowRunsEachChild(t *testing.T) {
 	in := SweepInput{Bundle: b, Parallel: 2}
 	questions := []string{"one?", "two?", "three?"}
 	for i, q := range questions {
-		ri, err := NewRunInput(plan, nil, runtime.Options{Inputs: []string{"question=" + q}}, ChildID("sweep", i+1), "")
+		ri, err := NewRunInput(plan, nil, runtime.Options{Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=" + q}}}}, ChildID("sweep", i+1), "")
 		if err != nil {
 			t.Fatal(err)
 		}

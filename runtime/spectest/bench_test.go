@@ -8,6 +8,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/spec"
@@ -34,8 +35,10 @@ func BenchmarkCase(b *testing.B) {
 			if diags.HasErrors() {
 				b.Fatal(diags.Errors().Format())
 			}
-			r, err := runtime.Start(plan, runtime.Options{RunsDir: runs, InputValues: map[string]any{"question": "What is 12+7*3?"},
-				Getenv: func(k string) string { return env[k] }, Version: "bench"})
+			r, err := runtime.Start(plan, runtime.Options{
+				Launch:   launch.Launch{Given: launch.Given{InputValues: map[string]any{"question": "What is 12+7*3?"}}},
+				Settings: runtime.Settings{RunsDir: runs, Getenv: func(k string) string { return env[k] }, Version: "bench"},
+			})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/scripted"
@@ -434,13 +435,13 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 	}
 	tr := scripted.New(ct.script)
 	ro := runtime.Options{
-		RunsDir: dir, InputValues: merge(ft.test.File.Inputs, c.Inputs), VarValues: merge(ft.test.File.Vars, c.Vars),
-		Seed: c.Seed, Answers: c.Answers, Getenv: testGetenv, HTTPClient: &http.Client{Transport: tr},
-		Version: opts.Version, Sleep: noSleep,
-		// A kept run directory is there to be looked at: its journal
-		// has the prompts' texts, so `runner show` and the view's call
-		// page show every message a call sent.
-		LogPrompts: opts.RunsDir != "",
+		Launch: launch.Launch{Given: launch.Given{InputValues: merge(ft.test.File.Inputs, c.Inputs), VarValues: merge(ft.test.File.Vars, c.Vars), Seed: c.Seed}, Answers: c.Answers},
+		Settings: runtime.Settings{RunsDir: dir, Getenv: testGetenv, Version: opts.Version,
+			// A kept run directory is there to be looked at: its journal
+			// has the prompts' texts, so `runner show` and the view's call
+			// page show every message a call sent.
+			LogPrompts: opts.RunsDir != ""},
+		Seams: runtime.Seams{HTTPClient: &http.Client{Transport: tr}, Sleep: noSleep},
 	}
 	if ro.Answers == nil {
 		ro.Answers = map[string]string{}

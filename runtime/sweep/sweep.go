@@ -23,6 +23,7 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
@@ -481,15 +482,9 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 		combos = next
 	}
 	repeat := max(opts.Repeat, 1)
-	baseSeed := int64(1)
-	if plan.File.Defaults.Seed != nil {
-		baseSeed = *plan.File.Defaults.Seed
-	}
-	if opts.Run.Seed != nil {
-		baseSeed = *opts.Run.Seed
-	}
+	baseSeed := launch.Seed(plan, opts.Run.Seed)
 	var jobs []sweepJob
-	specialized := map[string]bool{}
+	var prep launch.Preparer
 	for _, line := range lines {
 		for _, c := range combos {
 			for s := 0; s < repeat; s++ {
@@ -521,24 +516,18 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 				if line != nil {
 					where = fmt.Sprintf("dataset line %d: ", line.Line)
 				}
-				inputs, err := runtime.ResolveInputValues(plan, append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...), j.inputValues)
-				if err != nil {
-					return nil, nil, prefixFlagError(where, err)
-				}
-				j.inputs = inputs
-				vars, err := runtime.ResolveVarValues(plan, append(append([]string(nil), opts.Run.Sets...), j.sets...), opts.Run.VarValues)
-				if err != nil {
-					return nil, nil, prefixFlagError(where, err)
-				}
 				j.models = mergeModels(opts.Run.Models, j.models)
-				// What compiles does not depend on the dataset line: check
-				// each combination once.
-				if combo := fmt.Sprint(vars, j.models); !specialized[combo] {
-					if _, err := plan.Specialize(vars, j.models); err != nil {
-						return nil, nil, &args.FlagError{Flag: "--matrix", Err: fmt.Errorf("%s%w", where, err)}
+				// Every run's values are prepared as a run prepares them
+				// (what compiles is checked once per combination).
+				v, err := prep.Prepare(plan, jobOptions(opts.Run, j).Given)
+				if err != nil {
+					var fe *args.FlagError
+					if errors.As(err, &fe) && (fe.Flag == "--set" || fe.Flag == "--model") {
+						return nil, nil, &args.FlagError{Flag: "--matrix", Err: fmt.Errorf("%s%w", where, fe.Err)}
 					}
-					specialized[combo] = true
+					return nil, nil, prefixFlagError(where, err)
 				}
+				j.inputs = v.Inputs
 				jobs = append(jobs, j)
 			}
 		}

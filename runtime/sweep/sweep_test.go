@@ -16,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -28,7 +29,11 @@ var (
 )
 
 func sweepOpts(url string, c calls.Cache) runtime.Options {
-	return runtime.Options{Inputs: []string{"question=q"}, Getenv: envFor(url), Sleep: noSleep, Cache: c}
+	return runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}, Cache: c},
+		Settings: runtime.Settings{Getenv: envFor(url)},
+		Seams:    runtime.Seams{Sleep: noSleep},
+	}
 }
 
 func TestSweepSharesEarlyRounds(t *testing.T) {
@@ -129,7 +134,10 @@ func TestSweepDatasetAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := llmtest.New(t, answerSeven)
-	o := runtime.Options{Getenv: envFor(srv.URL), Sets: []string{"max_rounds=1"}, RunsDir: dir}
+	o := runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Sets: []string{"max_rounds=1"}}},
+		Settings: runtime.Settings{Getenv: envFor(srv.URL), RunsDir: dir},
+	}
 	sum, err := Sweep(context.Background(), sweepPlan(t, "0.7"), Options{Run: o, Dataset: path})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +184,10 @@ func TestSweepRejectsBadPlans(t *testing.T) {
 		{"missing input", Options{Dataset: missing}, "dataset line 1: missing required input"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.opts.Run = runtime.Options{Inputs: []string{"question=q"}, RunsDir: filepath.Join(dir, "runs")}
+			tc.opts.Run = runtime.Options{
+				Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}},
+				Settings: runtime.Settings{RunsDir: filepath.Join(dir, "runs")},
+			}
 			if tc.opts.Dataset != "" {
 				tc.opts.Run.Inputs = nil
 			}

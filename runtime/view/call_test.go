@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/callview"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/runtime/view"
@@ -194,8 +195,7 @@ func TestReplayedCallShowsTheRecordingsRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := runtest.LoadPlan(t, "../../examples/design-debate/spec.yaml")
-	r, err := runtime.Start(plan, runtime.Options{RunsDir: root, Replay: replies, ReplayFrom: recording,
-		InputValues: map[string]any{"problem": "Design a URL shortener for 10k requests per second."}})
+	r, err := runtime.Start(plan, runtime.Options{Launch: launch.Launch{Given: launch.Given{InputValues: map[string]any{"problem": "Design a URL shortener for 10k requests per second."}}, Recording: launch.Recording{Replay: replies, ReplayFrom: recording}}, Settings: runtime.Settings{RunsDir: root}})
 	if err != nil {
 		t.Fatal(err)
 	}

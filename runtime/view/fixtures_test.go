@@ -226,16 +226,16 @@ type fixtures struct {
 // options are a run's options against srv.
 func options(root string, srv *llmtest.Server) runtime.Options {
 	return runtime.Options{
-		RunsDir: root, Getenv: runtest.Env(srv.URL, "sk-view-test"),
+		Settings: runtime.Settings{RunsDir: root, Getenv: runtest.Env(srv.URL, "sk-view-test")},
 		// Retries wait a little, so that the timeline shows it.
-		Sleep: func(ctx context.Context, d time.Duration) error {
+		Seams: runtime.Seams{Sleep: func(ctx context.Context, d time.Duration) error {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(min(d, 150*time.Millisecond)):
 				return nil
 			}
-		},
+		}},
 	}
 }
 

@@ -1,20 +1,18 @@
-package runtime
+package args
 
 import (
-	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
-	"github.com/debate-runner/runner/runtime/args"
-	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/spec"
 )
 
-// ApplyBudgetFlags applies --budget flags to a budget: cost=USD, calls=N,
+// ApplyBudget applies --budget flags to a budget: cost=USD, calls=N,
 // tokens=N for the whole run, NODE.cost=... for one node's calls. A value
 // of 0 or "none" removes the limit. base is not changed.
-func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.BudgetPlan, error) {
+func ApplyBudget(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.BudgetPlan, error) {
 	out := &spec.BudgetPlan{}
 	if base != nil {
 		out.BudgetLimits = base.BudgetLimits
@@ -28,14 +26,14 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 	for _, f := range flags {
 		name, value, ok := strings.Cut(f, "=")
 		if !ok {
-			return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: write LIMIT=VALUE, with LIMIT cost, calls or tokens (or NODE.cost ...)", f)}
+			return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: write LIMIT=VALUE, with LIMIT cost, calls or tokens (or NODE.cost ...)", f)}
 		}
 		name = strings.TrimSpace(name)
 		node, limit := "", name
 		if i := strings.LastIndexByte(name, '.'); i >= 0 {
 			node, limit = name[:i], name[i+1:]
 			if plan != nil && plan.Nodes[node] == nil {
-				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: the spec has no node %q", f, node)}
+				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: the spec has no node %q", f, node)}
 			}
 		}
 		l := out.BudgetLimits
@@ -48,7 +46,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 		case "cost":
 			v, err := strconv.ParseFloat(strings.TrimPrefix(value, "$"), 64)
 			if err != nil && !none || v < 0 {
-				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: cost is an amount such as 5 or 0.50", f)}
+				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: cost is an amount such as 5 or 0.50", f)}
 			}
 			l.MaxCost = &v
 			if none {
@@ -57,7 +55,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 		case "calls":
 			v, err := strconv.Atoi(value)
 			if err != nil && !none || v < 0 {
-				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: calls is a whole number such as 500", f)}
+				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: calls is a whole number such as 500", f)}
 			}
 			l.MaxCalls = &v
 			if none {
@@ -66,7 +64,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 		case "tokens":
 			v, err := strconv.ParseFloat(value, 64)
 			if err != nil && !none || v < 0 || v != float64(int64(v)) {
-				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: tokens is a whole number such as 2000000 or 2e6", f)}
+				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: tokens is a whole number such as 2000000 or 2e6", f)}
 			}
 			n := int64(v)
 			l.MaxTokens = &n
@@ -74,7 +72,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 				l.MaxTokens = nil
 			}
 		default:
-			return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls or tokens", f, limit)}
+			return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls or tokens", f, limit)}
 		}
 		if node == "" {
 			out.BudgetLimits = l
@@ -94,14 +92,21 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 	return out, nil
 }
 
-// budgetStop says whether err stopped the run at its budget.
-func budgetStop(err error) bool {
-	var be *calls.BudgetError
-	return errors.As(err, &be)
+// Budget is the budget a run of plan gets: the spec's, with --budget
+// flags applied (nil: no limits).
+func Budget(plan *spec.Plan, flags []string) (*spec.BudgetPlan, error) {
+	return ApplyBudget(plan, SpecBudget(plan.Budget), flags)
 }
 
-// BudgetOf is the budget a run of plan gets: the spec's, with --budget
-// flags applied (nil: no limits).
-func BudgetOf(plan *spec.Plan, flags []string) (*spec.BudgetPlan, error) {
-	return ApplyBudgetFlags(plan, budgetFromPlan(plan.Budget), flags)
+// SpecBudget is the spec's budget for the manifest (nil for no limits), a
+// copy that --budget may change.
+func SpecBudget(b spec.BudgetPlan) *spec.BudgetPlan {
+	if b.Empty() {
+		return nil
+	}
+	out := &spec.BudgetPlan{BudgetLimits: b.BudgetLimits}
+	if len(b.Nodes) > 0 {
+		out.Nodes = maps.Clone(b.Nodes)
+	}
+	return out
 }
