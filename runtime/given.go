@@ -151,6 +151,9 @@ func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, 
 		return rec.Result
 	}
 	res := run(ctx)
+	if res.Err != nil {
+		return res.Text
+	}
 	h.journalTool(full, toolRecord{Agent: agent, Tool: tc.Name, ID: tc.ID, Arguments: tc.Arguments, Result: res.Text, Files: res.Files})
 	return res.Text
 }

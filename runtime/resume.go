@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/mcpclient"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -111,6 +112,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.manifest = m
 	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
 	r.threads.sent = prior.threads
+	r.mcpKnown = prior.mcp
 	r.fresh = prior.fresh
 	var resampled []string
 	if opts.Resample {
@@ -301,6 +303,7 @@ type prior struct {
 	network []string
 	answers map[string]string
 	tools   *toolBook
+	mcp     map[string]mcpclient.Listing
 	already map[string]int
 	// threads are the journaled prompts of thread turns (see threads.sent).
 	threads   map[string][]string
@@ -382,6 +385,9 @@ func readPrior(path string) (*prior, error) {
 	if err := readToolCalls(events, p.tools); err != nil {
 		return nil, err
 	}
+	if p.mcp, err = readMCPTools(events); err != nil {
+		return nil, err
+	}
 	if p.threads, err = threadPrompts(events); err != nil {
 		return nil, err
 	}
@@ -419,6 +425,9 @@ func (r *Run) loadReplayTools() error {
 		return &args.FlagError{Flag: "--replay", Err: err}
 	}
 	r.replayTools = &toolBook{source: string(calls.FromReplay)}
+	if r.mcpReplay, err = readMCPTools(events); err != nil {
+		return err
+	}
 	return readToolCalls(events, r.replayTools)
 }
 

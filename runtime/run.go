@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/mcpclient"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -178,6 +179,12 @@ type Run struct {
 	// tools serve the tool results an earlier attempt journaled; with
 	// replayTools, those of the recording being replayed.
 	tools, replayTools *toolBook
+	// mcp serves the tools of the spec's MCP servers (see mcpTools);
+	// mcpKnown and mcpReplay are the tool lists journaled by an earlier
+	// attempt and by the recording being replayed.
+	mcp                 *mcpclient.Client
+	mcpOnce             sync.Once
+	mcpKnown, mcpReplay map[string]mcpclient.Listing
 
 	*endpoints
 	*eventLog
@@ -511,6 +518,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
+	defer r.closeMCP()
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {

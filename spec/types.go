@@ -174,6 +174,7 @@ type File struct {
 	Score       Expr            `yaml:"score"`
 	Defaults    Defaults        `yaml:"defaults"`
 	Budget      Budget          `yaml:"budget"`
+	MCPServers  Map[MCPServer]  `yaml:"mcp_servers"`
 	Root        *yaml.Node      `yaml:"-"`
 }
 

@@ -275,6 +275,10 @@ type ToolResult struct {
 	Text string
 	// Files are the context files the tool read.
 	Files []FileRead
+	// Err, when set, is why the tool could not run at all (its MCP server
+	// died): nothing is journaled for the call, and the node fails with
+	// Err, so that a resume calls the tool again.
+	Err error
 }
 
 // FileRead is a context file a tool read: its path relative to the context
