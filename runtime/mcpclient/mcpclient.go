@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -289,6 +290,9 @@ func Text(res *mcp.CallToolResult) string {
 // last wrote to stderr.
 func (c *Client) failure(server string, cn *Conn, doing string, err error) error {
 	why := err.Error()
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, mcp.ErrConnectionClosed) {
+		why = "the server stopped answering (" + why + ")"
+	}
 	if s := c.redact(server, cn.stderr.String()); s != "" {
 		why += "; its last output: " + s
 	}

@@ -1,0 +1,254 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/mcptest"
+	"github.com/debate-runner/runner/nodes/kit"
+)
+
+// The tests in this file run debates whose agents call tools of a real MCP
+// server of ours (internal/mcptest): the test binary started again over
+// stdio, or an HTTP server on 127.0.0.1.
+
+// mcpSpec has Alice use the calc server's tools, then Bob answer; SERVER is
+// the server's declaration.
+const mcpSpec = `version: 1
+name: mcp
+inputs:
+  question: {required: true}
+mcp_servers:
+  calc:
+SERVER
+agents:
+  a: {name: Alice, tools: [calc.add, calc.lookup]}
+  b: {name: Bob}
+templates:
+  define:
+    first: "KEY=a/first\n{{.Inputs.question}}"
+    second: "KEY=b/second\n{{.Inputs.question}}"
+nodes:
+  first: {kind: ask, agents: [a], template: first, record: first}
+  second: {kind: ask, agents: [b], template: second, record: second}
+flow: [first, second]
+outputs:
+  first: map(latest("first"), {.content})
+  second: map(latest("second"), {.content})
+`
+
+// stdioServer declares the test binary as a stdio server counting its
+// calls in countFile.
+func stdioServer(t *testing.T, countFile string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("    command: %q\n    env: {RUNNER_MCPTEST_STDIO: \"1\", MCPTEST_COUNT: %q}\n    tools: [add, lookup, crash]\n    timeout: 20s", exe, countFile)
+}
+
+// mcpReplies has Alice call the tools named in calls (model names), then
+// answer with what they gave; Bob answers from Alice's message and fails
+// while bobDown is set.
+func mcpReplies(bobDown *atomic.Bool, calls ...kit.ToolCall) llmtest.Handler {
+	return func(r llmtest.Request) llmtest.Reply {
+		switch e2eCallKey(r) {
+		case "a/first":
+			var results []string
+			for _, m := range r.Messages {
+				if m.Role == "tool" {
+					results = append(results, m.Content)
+				}
+			}
+			if len(results) == 0 {
+				var offered []string
+				for _, tl := range r.Tools {
+					offered = append(offered, tl.Name)
+				}
+				if !strings.HasPrefix(strings.Join(offered, ","), "calc__add,calc__lookup") {
+					return llmtest.Reply{Status: 400, ErrorMessage: "tools offered: " + strings.Join(offered, ",")}
+				}
+				return llmtest.Reply{ToolCalls: calls}
+			}
+			return llmtest.Reply{Content: "tools said: " + strings.Join(results, " | ")}
+		case "b/second":
+			if bobDown != nil && bobDown.Load() {
+				return llmtest.Reply{Status: 400, ErrorMessage: "bad request"}
+			}
+			return llmtest.Reply{Content: "Bob read: " + r.LastUser()}
+		}
+		return llmtest.Reply{Status: 400, ErrorMessage: "unexpected call"}
+	}
+}
+
+var addAndLookup = []kit.ToolCall{
+	{ID: "c1", Name: "calc__add", Arguments: `{"a": 2, "b": 3}`},
+	{ID: "c2", Name: "calc__lookup", Arguments: `{"key": "speed_of_light"}`},
+}
+
+// TestMCPToolsStdioResumeReplay: Alice's tools run on the MCP server once;
+// a run that failed after them resumes without calling them again; a
+// --replay neither starts the server nor calls it, even when it cannot be
+// started any more.
+func TestMCPToolsStdioResumeReplay(t *testing.T) {
+	var bobDown atomic.Bool
+	srv := llmtest.New(t, mcpReplies(&bobDown, addAndLookup...))
+	count := filepath.Join(t.TempDir(), "calls")
+	specPath := writeSpecFile(t, "spec.yaml", strings.Replace(mcpSpec, "SERVER", stdioServer(t, count), 1))
+	args := []string{"run", specPath, "-i", "question=q", "-q", "--no-cache"}
+
+	refRuns := t.TempDir()
+	code, _, stderr := invoke(t, e2eEnv(srv), append(args, "--runs-dir", refRuns)...)
+	if code != exitcode.OK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	ref := runDirs(t, refRuns)[0]
+	first := e2eOutcome(t, ref)
+	for _, want := range []string{"2 + 3 = 5", "299,792 km/s"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("Alice's answer lacks %q: %s", want, first)
+		}
+	}
+	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 1 {
+		t.Fatalf("the server was called %v, want add and lookup once", got)
+	}
+	journal, _ := os.ReadFile(filepath.Join(ref, "journal.jsonl"))
+	for _, want := range []string{`"type":"mcp_tools"`, `"tool":"calc__add"`, `2 + 3 = 5`} {
+		if !strings.Contains(string(journal), want) {
+			t.Errorf("the journal lacks %s", want)
+		}
+	}
+
+	// A run that fails at Bob's call, after Alice's tools ran, resumes
+	// without calling them again.
+	bobDown.Store(true)
+	runs := t.TempDir()
+	code, _, stderr = invoke(t, e2eEnv(srv), append(args, "--runs-dir", runs)...)
+	if code == exitcode.OK {
+		t.Fatalf("the run did not fail at Bob's call:\n%s", stderr)
+	}
+	dir := runDirs(t, runs)[0]
+	if got := mcptest.Counts(count); got["add"] != 2 || got["lookup"] != 2 {
+		t.Fatalf("after the failed run the server was called %v, want add and lookup twice", got)
+	}
+	bobDown.Store(false)
+	code, _, stderr = invoke(t, e2eEnv(srv), "resume", dir, "-q")
+	if code != exitcode.OK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	if got := mcptest.Counts(count); got["add"] != 2 || got["lookup"] != 2 {
+		t.Errorf("the resume called the tools again: %v", got)
+	}
+	if got, want := e2eOutcome(t, dir), first; got != want {
+		t.Errorf("the resumed run differs from the uninterrupted one:\n%s\nwant:\n%s", got, want)
+	}
+
+	// --replay with a server that cannot start: the journaled tool list and
+	// results serve, nothing is started or called.
+	broken := writeSpecFile(t, "spec.yaml", strings.Replace(mcpSpec, "SERVER", "    command: /nonexistent/mcp-server\n    tools: [add, lookup, crash]\n    timeout: 20s", 1))
+	replayRuns := t.TempDir()
+	asked := srv.Count()
+	code, _, stderr = invoke(t, e2eEnv(srv), "run", broken, "-i", "question=q", "--no-cache", "-q", "--replay", ref, "--runs-dir", replayRuns)
+	if code != exitcode.OK {
+		t.Fatalf("replay: exit %d\n%s", code, stderr)
+	}
+	if srv.Count() != asked {
+		t.Errorf("the replay asked the model %d times", srv.Count()-asked)
+	}
+	if got := mcptest.Counts(count); got["add"] != 2 || got["lookup"] != 2 {
+		t.Errorf("the replay called the tools: %v", got)
+	}
+	if got, want := e2eOutcome(t, runDirs(t, replayRuns)[0]), first; got != want {
+		t.Errorf("the replay differs from the run it replays:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestMCPToolsHTTPSecretHeader: a streamable HTTP server reached with a
+// bearer token from the environment; the token is in no file of the run.
+func TestMCPToolsHTTPSecretHeader(t *testing.T) {
+	var calls atomic.Int32
+	const token = "s3cret-mcp-token-9431"
+	hs := httptest.NewServer(mcptest.Handler(mcptest.Options{OnCall: func(string) { calls.Add(1) }}, token))
+	defer hs.Close()
+	srv := llmtest.New(t, mcpReplies(nil, addAndLookup...))
+	server := fmt.Sprintf("    url: %s\n    headers: {Authorization: \"Bearer ${CALC_TOKEN}\"}", hs.URL)
+	specPath := writeSpecFile(t, "spec.yaml", strings.Replace(mcpSpec, "SERVER", server, 1))
+	env := e2eEnv(srv)
+	env["CALC_TOKEN"] = token
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, env, "run", specPath, "-i", "question=q", "-q", "--no-cache", "--runs-dir", runs)
+	if code != exitcode.OK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	if calls.Load() != 2 {
+		t.Errorf("the server was called %d times, want 2", calls.Load())
+	}
+	dir := runDirs(t, runs)[0]
+	if out := e2eOutcome(t, dir); !strings.Contains(out, "2 + 3 = 5") {
+		t.Errorf("Alice's answer lacks the sum: %s", out)
+	}
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			if b, _ := os.ReadFile(p); strings.Contains(string(b), token) {
+				t.Errorf("%s holds the secret header", p)
+			}
+		}
+		return nil
+	})
+
+	// Without the token the server refuses, and the run says which server.
+	delete(env, "CALC_TOKEN")
+	env["CALC_TOKEN"] = "wrong"
+	code, _, stderr = invoke(t, env, "run", specPath, "-i", "question=q", "-q", "--no-cache", "--runs-dir", t.TempDir())
+	if code == exitcode.OK || !strings.Contains(stderr, `mcp server "calc"`) {
+		t.Errorf("a refused connection: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestMCPServerDies: a server that exits during a call fails the run with
+// an error naming the server and the tool, recorded in the journal; the
+// call is not journaled as a result, so a resume would ask again.
+func TestMCPServerDies(t *testing.T) {
+	srv := llmtest.New(t, mcpReplies(nil, kit.ToolCall{ID: "c1", Name: "calc__crash", Arguments: `{}`}))
+	count := filepath.Join(t.TempDir(), "calls")
+	text := strings.Replace(mcpSpec, "SERVER", stdioServer(t, count), 1)
+	text = strings.Replace(text, "tools: [calc.add, calc.lookup]", "tools: [calc.add, calc.lookup, calc.crash]", 1)
+	specPath := writeSpecFile(t, "spec.yaml", text)
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", specPath, "-i", "question=q", "-q", "--no-cache", "--runs-dir", runs)
+	if code != exitcode.Failure {
+		t.Fatalf("exit %d, want %d\n%s", code, exitcode.Failure, stderr)
+	}
+	want := `mcp server "calc" failed while calling crash`
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	journal, _ := os.ReadFile(filepath.Join(runDirs(t, runs)[0], "journal.jsonl"))
+	var recorded bool
+	for _, line := range strings.Split(string(journal), "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				Error string `json:"error"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal([]byte(line), &ev)
+		if ev.Type == "tool_call" {
+			t.Errorf("the failed call was journaled as a result: %s", line)
+		}
+		if ev.Type == "error" && strings.Contains(ev.Data.Error, want) {
+			recorded = true
+		}
+	}
+	if !recorded {
+		t.Errorf("the journal has no error naming the server:\n%s", journal)
+	}
+}
