@@ -38,7 +38,7 @@ const (
 	ThreadTurn    Type = "thread_turn"
 	ToolCall      Type = "tool_call"
 	MCPTools      Type = "mcp_tools" // the tools an MCP server listed
-	Answer        Type = "answer" // a person's answer to a clarifying question
+	Answer        Type = "answer"    // a person's answer to a clarifying question
 	Summary       Type = "summary"
 )
 
