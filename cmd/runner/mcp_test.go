@@ -252,3 +252,51 @@ func TestMCPServerDies(t *testing.T) {
 		t.Errorf("the journal has no error naming the server:\n%s", journal)
 	}
 }
+
+// TestValidateMCPToolNames: validate checks tool names against what the
+// server lists when it starts, at the line and column of the name, and
+// warns when it cannot start the server.
+func TestValidateMCPToolNames(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := fmt.Sprintf("    command: %q\n    env: {RUNNER_MCPTEST_STDIO: \"1\"}", exe)
+	text := strings.Replace(mcpSpec, "SERVER", server, 1)
+	text = strings.Replace(text, "tools: [calc.add, calc.lookup]", "tools: [calc.add, calc.lokup]", 1)
+	path := writeSpecFile(t, "spec.yaml", text)
+	code, _, stderr := invoke(t, nil, "validate", path)
+	want := path + `:10:38: error: tool "calc.lokup": mcp server "calc" lists no tool "lokup" (did you mean "lookup"?)`
+	if code != exitcode.InvalidSpec || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant %s", code, stderr, want)
+	}
+	if code, _, _ := invoke(t, nil, "validate", "--no-servers", path); code != exitcode.OK {
+		t.Errorf("--no-servers: exit %d, want 0", code)
+	}
+
+	// A server that cannot start: a warning, and the spec is valid.
+	path = writeSpecFile(t, "spec.yaml", strings.Replace(mcpSpec, "SERVER", "    command: /nonexistent/mcp-server", 1))
+	code, stdout, stderr := invoke(t, nil, "validate", path)
+	if code != exitcode.OK || stdout != path+": ok\n" || !strings.Contains(stderr, path+`:6:3: warning: mcp server "calc": starting /nonexistent/mcp-server`) || !strings.Contains(stderr, "its tool names were not checked") {
+		t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+
+	// Names the spec alone shows wrong: no such server, a tool the server
+	// does not allow, a server with neither command nor url.
+	bad := strings.Replace(mcpSpec, "SERVER", "    command: x\n    tools: [add]\n  empty: {}", 1)
+	bad = strings.Replace(bad, "tools: [calc.add, calc.lookup]", "tools: [calx.add, calc.lookup]", 1)
+	path = writeSpecFile(t, "spec.yaml", bad)
+	code, _, stderr = invoke(t, nil, "validate", "--no-servers", path)
+	for _, want := range []string{
+		`:11:28: error: tool "calx.add": no MCP server "calx" is declared under mcp_servers: (did you mean "calc"?)`,
+		`:11:38: error: tool "calc.lookup": mcp server "calc" allows only add (its tools:)`,
+		`:9:3: error: mcp server "empty" has neither command:`,
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %s:\n%s", want, stderr)
+		}
+	}
+	if code != exitcode.InvalidSpec {
+		t.Errorf("exit %d, want %d", code, exitcode.InvalidSpec)
+	}
+}
