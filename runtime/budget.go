@@ -63,6 +63,15 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 			if none {
 				l.MaxCalls = nil
 			}
+		case "tool_calls":
+			v, err := strconv.Atoi(value)
+			if err != nil && !none || v < 0 {
+				return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: tool_calls is a whole number such as 20", f)}
+			}
+			l.MaxToolCalls = &v
+			if none {
+				l.MaxToolCalls = nil
+			}
 		case "tokens":
 			v, err := strconv.ParseFloat(value, 64)
 			if err != nil && !none || v < 0 || v != float64(int64(v)) {
@@ -74,7 +83,7 @@ func ApplyBudgetFlags(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*
 				l.MaxTokens = nil
 			}
 		default:
-			return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls or tokens", f, limit)}
+			return nil, &args.FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls, tokens or tool_calls", f, limit)}
 		}
 		if node == "" {
 			out.BudgetLimits = l

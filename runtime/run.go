@@ -185,6 +185,10 @@ type Run struct {
 	mcp                 *mcpclient.Client
 	mcpOnce             sync.Once
 	mcpKnown, mcpReplay map[string]mcpclient.Listing
+	// toolCount counts the tool calls of this attempt, "" for the run's
+	// (see toolBudget).
+	toolMu    sync.Mutex
+	toolCount map[string]int
 
 	*endpoints
 	*eventLog

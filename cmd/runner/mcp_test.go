@@ -300,3 +300,29 @@ func TestValidateMCPToolNames(t *testing.T) {
 		t.Errorf("exit %d, want %d", code, exitcode.InvalidSpec)
 	}
 }
+
+// TestMCPToolCallBudget: a node's max_tool_calls stops the run (exit 6)
+// before the tool past it runs; a resume with a higher limit runs only
+// that one.
+func TestMCPToolCallBudget(t *testing.T) {
+	srv := llmtest.New(t, mcpReplies(nil, addAndLookup...))
+	count := filepath.Join(t.TempDir(), "calls")
+	text := strings.Replace(mcpSpec, "SERVER", stdioServer(t, count), 1) + "budget:\n  nodes:\n    first: {max_tool_calls: 1}\n"
+	specPath := writeSpecFile(t, "spec.yaml", text)
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", specPath, "-i", "question=q", "-q", "--no-cache", "--runs-dir", runs)
+	if code != exitcode.Budget || !strings.Contains(stderr, "the first has made its max_tool_calls 1 tool calls") {
+		t.Fatalf("exit %d, want %d\n%s", code, exitcode.Budget, stderr)
+	}
+	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 0 {
+		t.Fatalf("the server was called %v, want add only", got)
+	}
+	dir := runDirs(t, runs)[0]
+	code, _, stderr = invoke(t, e2eEnv(srv), "resume", dir, "-q", "--budget", "first.tool_calls=2")
+	if code != exitcode.OK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 1 {
+		t.Errorf("after the resume the server was called %v, want add and lookup once", got)
+	}
+}

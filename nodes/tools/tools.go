@@ -353,17 +353,14 @@ func Complete(ctx context.Context, h kit.Host, call kit.Call, env Env, limit int
 		for _, tc := range reply.ToolCalls {
 			used++
 			over := used > limit
-			var failed error
-			result := h.RunTool(ctx, c.Key, call.Agent.ID, tc, func(ctx context.Context) kit.ToolResult {
+			result, err := h.RunTool(ctx, c.Key, call.Agent.ID, tc, func(ctx context.Context) kit.ToolResult {
 				if over {
 					return kit.ToolResult{Text: fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)}
 				}
-				res := Run(ctx, env, tc.Name, tc.Arguments)
-				failed = res.Err
-				return res
+				return Run(ctx, env, tc.Name, tc.Arguments)
 			})
-			if failed != nil {
-				return reply, msgs, failed
+			if err != nil {
+				return reply, msgs, err
 			}
 			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
 		}
