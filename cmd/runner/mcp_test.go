@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/exitcode"
@@ -324,5 +325,56 @@ func TestMCPToolCallBudget(t *testing.T) {
 	}
 	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 1 {
 		t.Errorf("after the resume the server was called %v, want add and lookup once", got)
+	}
+}
+
+// TestMCPToolsKillAndResume kills the real binary with SIGKILL once
+// Alice's tool calls are journaled (Bob's call is held), then resumes: the
+// tools are not called again and the result is the uninterrupted run's.
+func TestMCPToolsKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and kills the binary; skipped with -short")
+	}
+	bin := runnerBinary(t)
+	release := make(chan struct{})
+	var released atomic.Bool
+	inner := mcpReplies(nil, addAndLookup...)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if e2eCallKey(r) == "b/second" && !released.Load() {
+			<-release
+		}
+		return inner(r)
+	})
+	defer func() {
+		if !released.Swap(true) {
+			close(release)
+		}
+	}()
+	count := filepath.Join(t.TempDir(), "calls")
+	specPath := writeSpecFile(t, "spec.yaml", strings.Replace(mcpSpec, "SERVER", stdioServer(t, count), 1))
+	runs := t.TempDir()
+	cmd, out, exited := startRunner(t, bin, srv, "run", specPath, "-i", "question=q", "--no-cache", "--runs-dir", runs, "-q")
+	// Alice's first reply, then her answer after the tools: 2 responses.
+	dir := waitForResponses(t, runs, 2, exited, out)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-exited; err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("the run was not killed: %v", err)
+	}
+	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 1 {
+		t.Fatalf("before the kill the server was called %v, want add and lookup once", got)
+	}
+	released.Store(true)
+	close(release)
+	code, _, stderr := invoke(t, e2eEnv(srv), "resume", dir, "-q")
+	if code != exitcode.OK {
+		t.Fatalf("resume: exit %d\n%s", code, stderr)
+	}
+	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 1 {
+		t.Errorf("the resume called the tools again: %v", got)
+	}
+	if out := e2eOutcome(t, dir); !strings.Contains(out, "2 + 3 = 5") || !strings.Contains(out, "Bob read") {
+		t.Errorf("the resumed run's outcome: %s", out)
 	}
 }
