@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/tools"
@@ -34,12 +35,13 @@ func (r *Run) mcpTools() *mcpclient.Client {
 		for name, l := range r.mcpKnown {
 			known[name] = l
 		}
-		opts := mcpclient.Options{Getenv: r.getenv, Known: known, Journal: func(l mcpclient.Listing) {
+		opts := mcpclient.Options{Getenv: r.getenv, Known: known, Dir: filepath.Dir(r.Plan.Path), Journal: func(l mcpclient.Listing) {
 			_ = r.event(event.MCPTools, l.Server, l)
 		}}
 		if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
 			opts.Offline = "this run replays a recording (--replay) and never starts MCP servers; the recording has no result for this tool call"
 		}
+		opts.DryRun = r.dry != nil
 		r.mcp = mcpclient.New(r.Plan.MCPServers, opts)
 		for name := range r.mcpKnown {
 			r.mcp.MarkJournaled(name)

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -28,7 +29,7 @@ func Check(ctx context.Context, plan *spec.Plan, getenv func(string) string, tim
 	for _, name := range names {
 		p := plan.MCPServers[name]
 		sctx, cancel := context.WithTimeout(ctx, timeout)
-		cn, err := Connect(sctx, p, getenv)
+		cn, err := Connect(sctx, p, getenv, filepath.Dir(plan.Path))
 		if err != nil {
 			cancel()
 			diag(spec.Warning, p.Pos, "%v; its tool names were not checked", err)

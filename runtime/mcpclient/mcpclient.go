@@ -55,6 +55,11 @@ type Options struct {
 	Journal func(Listing)
 	// Offline, when set, says why no server may be started (a replay).
 	Offline string
+	// DryRun stands in for tool lists no journal holds, with the tools
+	// named, so that a dry run starts no server.
+	DryRun bool
+	// Dir is the directory commands run in (the spec's).
+	Dir string
 	// StartTimeout bounds starting a server and listing its tools
 	// (default 30s).
 	StartTimeout time.Duration
@@ -108,6 +113,19 @@ func (c *Client) Definitions(ctx context.Context, names []string) ([]kit.Tool, e
 		p := c.servers[server]
 		if p == nil {
 			return nil, fmt.Errorf("tool %q: no MCP server %q is declared under mcp_servers", n, server)
+		}
+		c.mu.Lock()
+		_, known := c.listed[server]
+		c.mu.Unlock()
+		if !known && c.opts.DryRun {
+			named := []string{tool}
+			if tool == "*" {
+				named = p.Allowed
+			}
+			for _, t := range named {
+				out = append(out, kit.Tool{Name: spec.MCPModelName(server, t), Description: "(a dry run does not start MCP servers)", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)})
+			}
+			continue
 		}
 		l, err := c.listing(ctx, server)
 		if err != nil {
@@ -354,7 +372,7 @@ func (c *Client) connect(ctx context.Context, server string) (*Conn, error) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
-	cn, err := Connect(sctx, c.servers[server], c.opts.Getenv)
+	cn, err := Connect(sctx, c.servers[server], c.opts.Getenv, c.opts.Dir)
 	if err != nil {
 		return nil, err
 	}
@@ -364,14 +382,15 @@ func (c *Client) connect(ctx context.Context, server string) (*Conn, error) {
 	return cn, nil
 }
 
-// Connect starts or reaches one server.
-func Connect(ctx context.Context, p *spec.MCPServerPlan, getenv func(string) string) (*Conn, error) {
+// Connect starts (in directory dir) or reaches one server.
+func Connect(ctx context.Context, p *spec.MCPServerPlan, getenv func(string) string, dir string) (*Conn, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "runner", Version: "1"}, nil)
 	cn := &Conn{stderr: &tail{}}
 	var transport mcp.Transport
 	if p.Command != "" {
 		cmd := exec.Command(p.Command, p.Args...)
 		cmd.Env = os.Environ()
+		cmd.Dir = dir
 		for k, raw := range p.Env {
 			v, err := spec.ExpandEnv(raw, getenv)
 			if err != nil {
