@@ -388,7 +388,14 @@ func Connect(ctx context.Context, p *spec.MCPServerPlan, getenv func(string) str
 	cn := &Conn{stderr: &tail{}}
 	var transport mcp.Transport
 	if p.Command != "" {
-		cmd := exec.Command(p.Command, p.Args...)
+		name := p.Command
+		if name == "runner" {
+			// This binary itself (runner mcp-demo, say), wherever it is.
+			if exe, err := os.Executable(); err == nil {
+				name = exe
+			}
+		}
+		cmd := exec.Command(name, p.Args...)
 		cmd.Env = os.Environ()
 		cmd.Dir = dir
 		for k, raw := range p.Env {
