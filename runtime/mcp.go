@@ -24,7 +24,8 @@ func (h *host) MCPTools() tools.MCP {
 // started only when a tool of it must run, or its tool list is in no
 // journal; a replay never starts one.
 func (r *Run) mcpTools() *mcpclient.Client {
-	if len(r.Plan.MCPServers) == 0 {
+	if len(r.Plan.MCPServers) == 0 || r.emb != nil {
+		// An embedded run (a Temporal workflow) must not start processes.
 		return nil
 	}
 	r.mcpOnce.Do(func() {
