@@ -378,3 +378,66 @@ func TestMCPToolsKillAndResume(t *testing.T) {
 		t.Errorf("the resumed run's outcome: %s", out)
 	}
 }
+
+// TestMCPToolsInConverse: a converse node's speakers get the node's MCP
+// tools (command: runner starts this binary as runner mcp-demo).
+func TestMCPToolsInConverse(t *testing.T) {
+	const text = `version: 1
+name: converse-mcp
+mcp_servers:
+  calc: {command: runner, args: [mcp-demo]}
+templates:
+  define:
+    turn: |-
+      KEY=turn {{.Agent.Name}}: {{.Goal.Description}}
+      {{range .History}}{{.From}}: {{.Content}}
+      {{end}}
+verdicts:
+  vote: [YES, NO]
+goals:
+  - {id: sum, description: "Is 2 + 3 five?"}
+agents:
+  ana: {name: Ana}
+  bo: {name: Bo}
+nodes:
+  panel:
+    kind: converse
+    agents: [ana, bo]
+    tools: [calc.add]
+    speaker: least_spoken
+    message: {format: tags, template: turn}
+    verdict: {options: verdicts.vote}
+    until: all(participants, {.withdrawn})
+    max_turns: 4
+flow:
+  - foreach: {in: goals, do: [panel]}
+outputs:
+  verdicts: goal_verdicts
+`
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		var result string
+		for _, m := range r.Messages {
+			if m.Role == "tool" {
+				result = m.Content
+			}
+		}
+		if result == "" {
+			if len(r.Tools) != 1 || r.Tools[0].Name != "calc__add" {
+				return llmtest.Reply{Status: 400, ErrorMessage: "no calc__add tool offered"}
+			}
+			return llmtest.Reply{ToolCalls: []kit.ToolCall{{ID: "c1", Name: "calc__add", Arguments: `{"a": 2, "b": 3}`}}}
+		}
+		return llmtest.Reply{Content: "<SpeakingTo>All</SpeakingTo><Content>" + result + "</Content><Verdict>YES</Verdict><VerdictReasoning>the sum</VerdictReasoning><Withdrawn>true</Withdrawn>"}
+	})
+	specPath := writeSpecFile(t, "spec.yaml", text)
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", specPath, "-q", "--no-cache", "--runs-dir", runs)
+	if code != exitcode.OK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	res := readResult(t, runDirs(t, runs)[0])
+	calls, _ := json.Marshal(res["tool_calls"])
+	if n := strings.Count(string(calls), `"result":"2 + 3 = 5"`); n != 2 {
+		t.Errorf("want both speakers' calc__add calls answered by the server, got %s", calls)
+	}
+}
