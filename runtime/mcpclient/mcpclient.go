@@ -324,9 +324,12 @@ func (c *Client) failure(server string, cn *Conn, doing string, err error) error
 // redact hides the values of a server's env: and headers: (secrets taken
 // from the environment) in text a run may write.
 func (c *Client) redact(server, s string) string {
-	p := c.servers[server]
+	return redact(c.servers[server], c.opts.Getenv, s)
+}
+
+func redact(p *spec.MCPServerPlan, getenv func(string) string, s string) string {
 	for _, raw := range mapsValues(p.Env, p.Headers) {
-		v, err := spec.ExpandEnv(raw, c.opts.Getenv)
+		v, err := spec.ExpandEnv(raw, getenv)
 		if err == nil && v != raw && len(v) >= 4 {
 			s = strings.ReplaceAll(s, v, "[redacted]")
 		}
@@ -431,7 +434,7 @@ func Connect(ctx context.Context, p *spec.MCPServerPlan, getenv func(string) str
 			how = "connecting to " + p.URL
 		}
 		why := err.Error()
-		if out := strings.TrimSpace(cn.stderr.String()); out != "" {
+		if out := redact(p, getenv, cn.stderr.String()); out != "" {
 			why += "; its output: " + out
 		}
 		return nil, fmt.Errorf("mcp server %q: %s: %s", p.Name, how, why)
