@@ -88,7 +88,7 @@ func New(opts Options) *mcp.Server {
 			if !opts.Crash {
 				return text("crash is disabled here"), nil, nil
 			}
-			fmt.Fprintln(os.Stderr, "mcptest: crashing as asked")
+			fmt.Fprintln(os.Stderr, "mcptest: crashing as asked", os.Getenv("MCPTEST_SAY"))
 			os.Exit(3)
 			return nil, nil, nil
 		})
