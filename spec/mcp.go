@@ -197,3 +197,10 @@ func (c *compiler) checkToolName(name string, pos Pos) {
 	}
 	c.plan.MCPToolRefs = append(c.plan.MCPToolRefs, MCPToolRef{Server: server, Tool: tool, Pos: pos})
 }
+
+// Snippet quotes the spec's line at pos with a caret under the column, as
+// diagnostics show it (for checks made after compiling, such as validate's
+// of MCP tool names).
+func (p *Plan) Snippet(pos Pos) string {
+	return newSource(p.Path, p.Source).snippet(pos)
+}

@@ -19,7 +19,7 @@ import (
 func Check(ctx context.Context, plan *spec.Plan, getenv func(string) string, timeout time.Duration) spec.Diagnostics {
 	var out spec.Diagnostics
 	diag := func(sev spec.Severity, pos spec.Pos, format string, args ...any) {
-		out = append(out, spec.Diagnostic{File: plan.Path, Pos: pos, Severity: sev, Message: fmt.Sprintf(format, args...)})
+		out = append(out, spec.Diagnostic{File: plan.Path, Pos: pos, Severity: sev, Message: fmt.Sprintf(format, args...), Snippet: plan.Snippet(pos)})
 	}
 	names := make([]string, 0, len(plan.MCPServers))
 	for n := range plan.MCPServers {
