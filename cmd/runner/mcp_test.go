@@ -284,14 +284,18 @@ func TestValidateMCPToolNames(t *testing.T) {
 
 	// Names the spec alone shows wrong: no such server, a tool the server
 	// does not allow, a server with neither command nor url.
-	bad := strings.Replace(mcpSpec, "SERVER", "    command: x\n    tools: [add]\n  empty: {}", 1)
+	bad := strings.Replace(mcpSpec, "SERVER", "    command: x\n    tools: [add]\n  empty: {}\n  both: {command: x, url: \"http://h/mcp\"}\n  web: {url: \"ftp://h\", env: {A: b}, timeout: soon}", 1)
 	bad = strings.Replace(bad, "tools: [calc.add, calc.lookup]", "tools: [calx.add, calc.lookup]", 1)
 	path = writeSpecFile(t, "spec.yaml", bad)
 	code, _, stderr = invoke(t, nil, "validate", "--no-servers", path)
 	for _, want := range []string{
-		`:11:28: error: tool "calx.add": no MCP server "calx" is declared under mcp_servers: (did you mean "calc"?)`,
-		`:11:38: error: tool "calc.lookup": mcp server "calc" allows only add (its tools:)`,
+		`:13:28: error: tool "calx.add": no MCP server "calx" is declared under mcp_servers: (did you mean "calc"?)`,
+		`:13:38: error: tool "calc.lookup": mcp server "calc" allows only add (its tools:)`,
 		`:9:3: error: mcp server "empty" has neither command:`,
+		`:10:27: error: mcp server "both" has both command: and url:`,
+		`:11:14: error: mcp server "web": url "ftp://h" is not an http:// or https:// URL`,
+		`:11:31: error: mcp server "web": env: is for a server the run starts`,
+		`:11:47: error: mcp_servers.web.timeout: "soon" is not a duration`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %s:\n%s", want, stderr)
