@@ -316,7 +316,7 @@ func TestMCPToolCallBudget(t *testing.T) {
 	specPath := writeSpecFile(t, "spec.yaml", text)
 	runs := t.TempDir()
 	code, _, stderr := invoke(t, e2eEnv(srv), "run", specPath, "-i", "question=q", "-q", "--no-cache", "--runs-dir", runs)
-	if code != exitcode.Budget || !strings.Contains(stderr, "the first has made its max_tool_calls 1 tool calls") {
+	if code != exitcode.Budget || !strings.Contains(stderr, "node first has made the 1 tool calls its max_tool_calls allows") {
 		t.Fatalf("exit %d, want %d\n%s", code, exitcode.Budget, stderr)
 	}
 	if got := mcptest.Counts(count); got["add"] != 1 || got["lookup"] != 0 {

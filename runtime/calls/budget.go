@@ -75,8 +75,12 @@ type BudgetError struct {
 
 func (e *BudgetError) Error() string {
 	if e.Limit == "max_tool_calls" {
-		return fmt.Sprintf("budget: tool call %s was not made: the %s has made its max_tool_calls %s tool calls",
-			e.Key, strings.TrimPrefix(e.Scope, "node "), num(e.Max))
+		who := e.Scope
+		if who == "run" {
+			who = "the run"
+		}
+		return fmt.Sprintf("budget: tool call %s was not made: %s has made the %s tool calls its max_tool_calls allows",
+			e.Key, who, num(e.Max))
 	}
 	what := map[string]string{"max_calls": "calls", "max_tokens": "tokens", "max_cost": "cost"}[e.Limit]
 	return fmt.Sprintf("budget: model call %s was not made: with it the %s's %s would pass %s %s (spent so far %s, this call up to %s)",
