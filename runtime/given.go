@@ -137,7 +137,7 @@ func readToolCalls(events []journal.Event, b *toolBook) error {
 // itself, or by the recording being replayed) is served as it was, with a
 // warning for each context file that changed since; otherwise the tool
 // runs and its result is journaled.
-func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, run func(context.Context) kit.ToolResult) string {
+func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, run func(context.Context) kit.ToolResult) (string, error) {
 	r := h.run
 	full := h.prefix + "/" + key
 	for _, book := range []*toolBook{r.tools, r.replayTools} {
@@ -148,11 +148,40 @@ func (h *host) RunTool(ctx context.Context, key, agent string, tc kit.ToolCall, 
 		r.checkContextFiles(rec.Files)
 		rec.Source = book.source
 		h.journalTool(full, rec)
-		return rec.Result
+		_ = r.toolBudget(h.node.ID, full, false)
+		return rec.Result, nil
+	}
+	if err := r.toolBudget(h.node.ID, full, true); err != nil {
+		return "", err
 	}
 	res := run(ctx)
+	if res.Err != nil {
+		return "", res.Err
+	}
 	h.journalTool(full, toolRecord{Agent: agent, Tool: tc.Name, ID: tc.ID, Arguments: tc.Arguments, Result: res.Text, Files: res.Files})
-	return res.Text
+	return res.Text, nil
+}
+
+// toolBudget counts a tool call of node against max_tool_calls (the run's
+// and the node's): one served from a journal or recording always counts;
+// one to run is refused, with a budget error, when a limit is reached.
+func (r *Run) toolBudget(node, key string, live bool) error {
+	r.toolMu.Lock()
+	defer r.toolMu.Unlock()
+	if r.toolCount == nil {
+		r.toolCount = map[string]int{}
+	}
+	if live && r.budget != nil {
+		if l := r.budget.MaxToolCalls; l != nil && r.toolCount[""] >= *l {
+			return &calls.BudgetError{Key: key, Scope: "run", Limit: "max_tool_calls", Max: float64(*l), Spent: float64(r.toolCount[""]), Next: 1}
+		}
+		if l := r.budget.Nodes[node].MaxToolCalls; l != nil && r.toolCount[node] >= *l {
+			return &calls.BudgetError{Key: key, Scope: "node " + node, Limit: "max_tool_calls", Max: float64(*l), Spent: float64(r.toolCount[node]), Next: 1}
+		}
+	}
+	r.toolCount[""]++
+	r.toolCount[node]++
+	return nil
 }
 
 func (h *host) journalTool(key string, t toolRecord) {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/runtime/mcpclient"
+
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
@@ -112,6 +114,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
 	r.absent = prior.absent
 	r.threads.sent = prior.threads
+	r.mcpKnown = prior.mcp
 	r.fresh = prior.fresh
 	var resampled []string
 	if opts.Resample {
@@ -303,6 +306,7 @@ type prior struct {
 	network []string
 	answers map[string]string
 	tools   *toolBook
+	mcp     map[string]mcpclient.Listing
 	already map[string]int
 	// absent are the failed calls nodes completed without (see leftOut).
 	absent map[string]absentRecord
@@ -390,6 +394,9 @@ func readPrior(path string) (*prior, error) {
 	if err := readAbsent(events, p.absent); err != nil {
 		return nil, err
 	}
+	if p.mcp, err = readMCPTools(events); err != nil {
+		return nil, err
+	}
 	if p.threads, err = threadPrompts(events); err != nil {
 		return nil, err
 	}
@@ -432,6 +439,9 @@ func (r *Run) loadReplayTools() error {
 	}
 	if err := readAbsent(events, r.absent); err != nil {
 		return &args.FlagError{Flag: "--replay", Err: err}
+	}
+	if r.mcpReplay, err = readMCPTools(events); err != nil {
+		return err
 	}
 	return readToolCalls(events, r.replayTools)
 }

@@ -20,6 +20,8 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/mcpclient"
+
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/internal/event"
@@ -175,6 +177,16 @@ type Run struct {
 	// being replayed) left out of nodes that completed without them, by
 	// call key: they are left out again (see leftOut).
 	absent map[string]absentRecord
+	// mcp serves the tools of the spec's MCP servers (see mcpTools);
+	// mcpKnown and mcpReplay are the tool lists journaled by an earlier
+	// attempt and by the recording being replayed.
+	mcp                 *mcpclient.Client
+	mcpOnce             sync.Once
+	mcpKnown, mcpReplay map[string]mcpclient.Listing
+	// toolCount counts the tool calls of this attempt, "" for the run's
+	// (see toolBudget).
+	toolMu    sync.Mutex
+	toolCount map[string]int
 
 	*endpoints
 	*eventLog
@@ -484,6 +496,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
+	defer r.closeMCP()
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {

@@ -38,7 +38,7 @@ func (b BudgetPlan) Empty() bool { return b.BudgetLimits.Empty() && len(b.Nodes)
 
 // Empty reports whether no limit is set.
 func (l BudgetLimits) Empty() bool {
-	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil
+	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil && l.MaxToolCalls == nil
 }
 
 // NodeIDs are the nodes with limits of their own, sorted.

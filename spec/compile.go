@@ -222,6 +222,7 @@ func (c *compiler) compile() {
 	c.verdictsAndGoals()
 	c.templates()
 	c.agents()
+	c.mcpServers()
 	c.summarize()
 	c.collectLoopNames(c.file.Flow)
 	c.nodes()

@@ -50,6 +50,10 @@ type Plan struct {
 	Libraries []*Library
 	// Budget is what a run may spend (budget:).
 	Budget BudgetPlan
+	// MCPServers are the MCP servers of mcp_servers:, by name, and
+	// MCPToolRefs the tools of theirs that agents and nodes name.
+	MCPServers  map[string]*MCPServerPlan
+	MCPToolRefs []MCPToolRef
 	// Schemas are the named JSON Schemas of template libraries (schema_ref).
 	Schemas map[string]*jsonschema.Schema
 	// SchemaDocs are the same schemas as JSON.

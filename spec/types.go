@@ -177,6 +177,7 @@ type File struct {
 	Concluded   Expr            `yaml:"concluded"`
 	Defaults    Defaults        `yaml:"defaults"`
 	Budget      Budget          `yaml:"budget"`
+	MCPServers  Map[MCPServer]  `yaml:"mcp_servers"`
 	Root        *yaml.Node      `yaml:"-"`
 }
 
@@ -194,6 +195,8 @@ type BudgetLimits struct {
 	MaxCost   *float64 `yaml:"max_cost" json:"max_cost,omitempty"`
 	MaxCalls  *int     `yaml:"max_calls" json:"max_calls,omitempty"`
 	MaxTokens *int64   `yaml:"max_tokens" json:"max_tokens,omitempty"`
+	// MaxToolCalls limits the tools agents run (built-in and MCP).
+	MaxToolCalls *int `yaml:"max_tool_calls" json:"max_tool_calls,omitempty"`
 }
 
 // Budget is what a run may spend, in all and per node.

@@ -37,7 +37,8 @@ const (
 	Message       Type = "message"
 	ThreadTurn    Type = "thread_turn"
 	ToolCall      Type = "tool_call"
-	Answer        Type = "answer" // a person's answer to a clarifying question
+	MCPTools      Type = "mcp_tools" // the tools an MCP server listed
+	Answer        Type = "answer"    // a person's answer to a clarifying question
 	Summary       Type = "summary"
 )
 

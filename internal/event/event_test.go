@@ -17,7 +17,7 @@ var onDisk = map[Type]string{
 	NodeStarted: "node_started", NodeFinished: "node_finished", NodeFailed: "node_failed",
 	LoopEnded: "loop_ended", ForeachItem: "foreach_item",
 	ModelRequest: "model_request", ModelResponse: "model_response", ModelError: "model_error",
-	Retry: "retry", Message: "message", ThreadTurn: "thread_turn", ToolCall: "tool_call",
+	Retry: "retry", Message: "message", ThreadTurn: "thread_turn", ToolCall: "tool_call", MCPTools: "mcp_tools",
 	Answer: "answer", Summary: "summary",
 	Output: "output", Fallback: "fallback", Absent: "absent", Repair: "repair", Rejected: "rejected",
 	NoVerdict: "no_verdict", Interjection: "interjection", Watch: "watch",

@@ -378,10 +378,12 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	}
 	toolNames := tools.Merge(t.agent.Tools, cfg.Tools)
 	if len(toolNames) > 0 {
-		call.Tools = tools.Definitions(toolNames)
+		if call.Tools, err = tools.DefinitionsFor(ctx, h, toolNames); err != nil {
+			return value.Message{}, fmt.Errorf("node %q, agent %q: %w", node.ID, t.agent.ID, err)
+		}
 		call.ToolRounds = cfg.MaxToolCalls
 	}
-	env := tools.Env{Visible: data.History, Dir: h.ContextDir(), Snapshot: tools.SnapshotOf(h)}
+	env := tools.Env{Visible: data.History, Dir: h.ContextDir(), Snapshot: tools.SnapshotOf(h), MCP: tools.MCPOf(h)}
 	parser := parse.Spec{Format: string(cfg.Output.Format), Schema: cfg.Output.Schema, Patterns: cfg.Output.Patterns, Fields: cfg.Output.Fields}
 	request := call.Messages
 	for attempt := 0; ; attempt++ {

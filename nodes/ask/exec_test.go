@@ -63,10 +63,10 @@ func (h *host) Event(typ event.Type, key string, _ any) error {
 	return nil
 }
 
-func (h *host) RunTool(ctx context.Context, key, _ string, _ kit.ToolCall, run func(context.Context) kit.ToolResult) string {
+func (h *host) RunTool(ctx context.Context, key, _ string, _ kit.ToolCall, run func(context.Context) kit.ToolResult) (string, error) {
 	res := run(ctx)
 	_ = h.Event("tool_call", key, nil)
-	return res.Text
+	return res.Text, res.Err
 }
 
 func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {

@@ -63,9 +63,11 @@ func (s *state) complete(ctx context.Context, agent *spec.AgentPlan, data *Promp
 		rep, err := s.h.Complete(ctx, call)
 		return rep, req, err
 	}
-	call.Tools = tools.Definitions(names)
+	if call.Tools, err = tools.DefinitionsFor(ctx, s.h, names); err != nil {
+		return kit.Reply{}, nil, err
+	}
 	call.ToolRounds = s.cfg.MaxToolCalls
-	rep, _, err := tools.Complete(ctx, s.h, call, tools.Env{Visible: data.History, Dir: s.h.ContextDir()}, s.cfg.MaxToolCalls)
+	rep, _, err := tools.Complete(ctx, s.h, call, tools.Env{Visible: data.History, Dir: s.h.ContextDir(), MCP: tools.MCPOf(s.h)}, s.cfg.MaxToolCalls)
 	return rep, req, err
 }
 

@@ -249,8 +249,9 @@ type Host interface {
 	// journaled for it by an earlier attempt of the run or the recording
 	// being replayed, else by calling run and journaling what it gives, so
 	// that resumes and replays never run a tool again. It returns the text
-	// the model reads.
-	RunTool(ctx context.Context, key, agent string, tc ToolCall, run func(context.Context) ToolResult) string
+	// the model reads, or an error that fails the node: the tool could not
+	// run (ToolResult.Err), or a budget's max_tool_calls is reached.
+	RunTool(ctx context.Context, key, agent string, tc ToolCall, run func(context.Context) ToolResult) (string, error)
 }
 
 // Thread is an agent's chat in a thread: the user prompts it was sent and
@@ -277,6 +278,10 @@ type ToolResult struct {
 	Text string
 	// Files are the context files the tool read.
 	Files []FileRead
+	// Err, when set, is why the tool could not run at all (its MCP server
+	// died): nothing is journaled for the call, and RunTool returns Err,
+	// which fails the node, so that a resume calls the tool again.
+	Err error
 }
 
 // FileRead is a context file a tool read: its path relative to the context

@@ -62,6 +62,8 @@ type Env struct {
 	// Snapshot, when set, answers the file tools instead of Dir (see
 	// Snapshot).
 	Snapshot *Snapshot
+	// MCP serves the tools of MCP servers, nil when the run has none.
+	MCP MCP
 	// read is told about each file read_file reads (see Run).
 	read func(kit.FileRead)
 }
@@ -72,6 +74,13 @@ type Env struct {
 func Run(ctx context.Context, env Env, name, arguments string) kit.ToolResult {
 	if err := ctx.Err(); err != nil {
 		return kit.ToolResult{Text: "error: " + err.Error()}
+	}
+	if isMCP(name) {
+		if env.MCP == nil {
+			return kit.ToolResult{Text: fmt.Sprintf("error: unknown tool %q", name)}
+		}
+		out, err := env.MCP.Call(ctx, name, arguments)
+		return kit.ToolResult{Text: out, Err: err}
 	}
 	var files []kit.FileRead
 	env.read = func(f kit.FileRead) { files = append(files, f) }
@@ -379,12 +388,15 @@ func Complete(ctx context.Context, h kit.Host, call kit.Call, env Env, limit int
 		for _, tc := range reply.ToolCalls {
 			used++
 			over := used > limit
-			result := h.RunTool(ctx, c.Key, call.Agent.ID, tc, func(ctx context.Context) kit.ToolResult {
+			result, err := h.RunTool(ctx, c.Key, call.Agent.ID, tc, func(ctx context.Context) kit.ToolResult {
 				if over {
 					return kit.ToolResult{Text: fmt.Sprintf("error: the limit of %d tool calls for this reply is reached; answer now", limit)}
 				}
 				return Run(ctx, env, tc.Name, tc.Arguments)
 			})
+			if err != nil {
+				return reply, msgs, err
+			}
 			msgs = append(msgs, kit.ChatMessage{Role: "tool", ToolCallID: tc.ID, Name: tc.Name, Content: result})
 		}
 	}

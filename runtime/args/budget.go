@@ -61,6 +61,15 @@ func ApplyBudget(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.
 			if none {
 				l.MaxCalls = nil
 			}
+		case "tool_calls":
+			v, err := strconv.Atoi(value)
+			if err != nil && !none || v < 0 {
+				return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: tool_calls is a whole number such as 20", f)}
+			}
+			l.MaxToolCalls = &v
+			if none {
+				l.MaxToolCalls = nil
+			}
 		case "tokens":
 			v, err := strconv.ParseFloat(value, 64)
 			if err != nil && !none || v < 0 || v != float64(int64(v)) {
@@ -72,7 +81,7 @@ func ApplyBudget(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.
 				l.MaxTokens = nil
 			}
 		default:
-			return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls or tokens", f, limit)}
+			return nil, &FlagError{Flag: "--budget", Err: fmt.Errorf("%q: %q is no limit; use cost, calls, tokens or tool_calls", f, limit)}
 		}
 		if node == "" {
 			out.BudgetLimits = l

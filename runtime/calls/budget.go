@@ -74,6 +74,14 @@ type BudgetError struct {
 }
 
 func (e *BudgetError) Error() string {
+	if e.Limit == "max_tool_calls" {
+		who := e.Scope
+		if who == "run" {
+			who = "the run"
+		}
+		return fmt.Sprintf("budget: tool call %s was not made: %s has made the %s tool calls its max_tool_calls allows",
+			e.Key, who, num(e.Max))
+	}
 	what := map[string]string{"max_calls": "calls", "max_tokens": "tokens", "max_cost": "cost"}[e.Limit]
 	return fmt.Sprintf("budget: model call %s was not made: with it the %s's %s would pass %s %s (spent so far %s, this call up to %s)",
 		e.Key, strings.TrimPrefix(e.Scope, "node "), what, e.Limit, num(e.Max), num(e.Spent), num(e.Next))
@@ -83,7 +91,7 @@ func (e *BudgetError) ExitCode() int { return exitcode.Budget }
 
 // Flag is the --budget flag that raises the limit the call stopped at.
 func (e *BudgetError) Flag() string {
-	name := map[string]string{"max_calls": "calls", "max_tokens": "tokens", "max_cost": "cost"}[e.Limit]
+	name := map[string]string{"max_calls": "calls", "max_tokens": "tokens", "max_cost": "cost", "max_tool_calls": "tool_calls"}[e.Limit]
 	if node, ok := strings.CutPrefix(e.Scope, "node "); ok {
 		name = node + "." + name
 	}

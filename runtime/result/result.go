@@ -267,7 +267,7 @@ type WhisperStat struct {
 type ToolCallInfo struct {
 	Key       string `json:"key" expr:"key" doc:"the call key of the model call that asked for the tool"`
 	Agent     string `json:"agent" expr:"agent" doc:"the agent's id"`
-	Tool      string `json:"tool" expr:"tool" doc:"search_history, read_file or list_files"`
+	Tool      string `json:"tool" expr:"tool" doc:"search_history, read_file, list_files, or SERVER__TOOL of an MCP server"`
 	Arguments string `json:"arguments" expr:"arguments" doc:"the arguments as the model gave them (JSON text)"`
 	Result    string `json:"result" expr:"result" doc:"what the tool answered"`
 	// Files are the context files the tool read, with their digests.
