@@ -454,7 +454,7 @@ func (r *Run) buildManifest() Manifest {
 			mi.Extra = calls.ExtraObject(fields)
 		}
 		if mp.Price != nil {
-			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt}
+			mi.Price = &PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt, Builtin: mp.Price.Builtin}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL

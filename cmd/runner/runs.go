@@ -137,6 +137,7 @@ func (c *runsCmd) Run(e *env) error {
 		return err
 	}
 	t := sweep.Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}, Whole: 1}
+	builtin := ""
 	for _, r := range runs {
 		row := []string{r.Label, r.Manifest.SpecName}
 		if r.Result == nil {
@@ -144,6 +145,9 @@ func (c *runsCmd) Run(e *env) error {
 		} else {
 			rounds, goals := roundsAndGoals(r.Result)
 			u := r.Result.Usage.Total
+			if u.BuiltinPrices != "" {
+				builtin = u.BuiltinPrices
+			}
 			row = append(row, r.Result.Status, countText(rounds), countText(goals), fmt.Sprint(u.Calls),
 				fmt.Sprint(u.PromptTokens+u.CompletionTokens), sweep.FormatCost(u),
 				fmt.Sprintf("%.1f", float64(r.Result.DurationMS)/1000), firstOutput(r.Result))
@@ -159,6 +163,9 @@ func (c *runsCmd) Run(e *env) error {
 		return nil
 	}
 	fmt.Fprint(e.stdout, t.Markdown(60))
+	if builtin != "" {
+		fmt.Fprintln(e.stdout, "\n"+sweep.BuiltinPriceNote(builtin))
+	}
 	return nil
 }
 
