@@ -92,3 +92,29 @@ func TestRateLimitKeepsAStrictWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestScheduleTokens: tokens admitted within the last RateSpan plus a new
+// request's never exceed tokens_per_minute; a request larger than the
+// budget waits for an empty window; a turn given back is free again.
+func TestScheduleTokens(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var s Schedule
+	for i, want := range []time.Duration{0, 0, RateSpan, RateSpan, 2 * RateSpan} {
+		at, byTokens := s.Earliest(t0, 0, 1000, 400)
+		if at.Sub(t0) != want || byTokens != (want > 0) {
+			t.Fatalf("request %d: at +%v (by tokens %v), want +%v", i, at.Sub(t0), byTokens, want)
+		}
+		s.Take(at, 0, 1000, 400)
+	}
+	if at, _ := s.Earliest(t0, 0, 1000, 5000); at.Sub(t0) != 3*RateSpan {
+		t.Errorf("an oversized request goes at +%v, want +%v, when the window is empty", at.Sub(t0), 3*RateSpan)
+	}
+	var r Schedule
+	r.Take(t0, 1, 0, 0)
+	at, _ := r.Earliest(t0, 1, 0, 0)
+	r.Take(at, 1, 0, 0)
+	r.Untake(at, 1, 0, 0)
+	if again, _ := r.Earliest(t0, 1, 0, 0); !again.Equal(at) {
+		t.Errorf("after giving its turn back the next request goes at +%v, want +%v", again.Sub(t0), at.Sub(t0))
+	}
+}
