@@ -48,10 +48,10 @@ type usageKey struct {
 // add counts a call: its reply's usage, and the prompt tokens of its
 // request that repeat the agent's previous request.
 func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
-	cost, priced := 0.0, false
+	cost, priced, builtin := 0.0, false, ""
 	if model != nil && model.Price != nil {
 		cost = model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
-		priced = true
+		priced, builtin = true, model.Price.Builtin
 	}
 	prefix := 0 // set below, under the lock
 	one := func(u result.Usage) result.Usage {
@@ -72,6 +72,9 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.LatencyMS += rep.LatencyMS
 		u.Cost += cost
 		u.Priced = u.Priced && priced
+		if builtin != "" {
+			u.BuiltinPrices = builtin
+		}
 		return u
 	}
 	b.mu.Lock()

@@ -161,13 +161,16 @@ func (c *compiler) endpointsAndModels() {
 			c.r.errorf(m.Deployment.Pos, "model %q: deployment applies only to endpoints of kind azure (endpoint %q is %s); on other endpoints the model name is what the server knows", k.V, ep.Name, ep.Kind)
 		}
 		mp.Extra = c.requestFields(m.Extra, fmt.Sprintf("model %q", k.V))
+		if mp.Price == nil {
+			mp.Price = BuiltinPrice(m.Model)
+		}
 		c.plan.Models[k.V] = mp
 	}
 	if _, ok := c.plan.Models["default"]; !ok {
 		// The implicit model goes to the spec's own default endpoint when it
 		// declares one: prompts must never reach a host the user did not
 		// name, billed to a key they did not give for it.
-		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: c.plan.Endpoints["default"]}
+		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: c.plan.Endpoints["default"], Price: BuiltinPrice("gpt-4o-mini")}
 	}
 }
 

@@ -140,5 +140,8 @@ func (c *compiler) overrideModels() {
 			continue
 		}
 		mp.Model = value
+		if mp.Price == nil || mp.Price.Builtin != "" {
+			mp.Price = BuiltinPrice(value) // a built-in price follows the model
+		}
 	}
 }

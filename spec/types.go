@@ -274,6 +274,9 @@ type Price struct {
 	// CachedPrompt is the price of prompt tokens the provider served from
 	// its prompt cache; nil means the prompt price.
 	CachedPrompt *float64 `yaml:"cached_prompt"`
+	// Builtin is BuiltinPricesDate when the price is the built-in list
+	// price of a model the spec gives no price (see BuiltinPrice).
+	Builtin string `yaml:"-"`
 }
 
 // Cost is what a call with these token counts costs; cached are the prompt

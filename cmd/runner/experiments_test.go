@@ -69,7 +69,7 @@ func TestDryRunFlag(t *testing.T) {
 	for _, want := range []string{
 		"=== answer/round=1/a", "Question: What is 1,000+7*3?",
 		"| answer | ask | 2 | 3 | 6 | 12 |", "Worst case: 6 calls", "with every repair and tool round: 12",
-		"| gpt-4o-mini | default | o200k_base | 6 |", "No cost estimate",
+		"| gpt-4o-mini | default | o200k_base | 6 |", "Estimated cost: ", "built-in list prices of ",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, stdout)

@@ -40,6 +40,9 @@ func (c *runsCmd) Run(e *env) error {
 		return nil
 	}
 	fmt.Fprint(e.stdout, t.Markdown(60))
+	if builtin := sweep.BuiltinPrices(runs); builtin != "" {
+		fmt.Fprintln(e.stdout, "\n"+sweep.BuiltinPriceNote(builtin))
+	}
 	return nil
 }
 

@@ -143,6 +143,28 @@ func start(t testing.TB, h Handler, p *Provider) *Server {
 	return s
 }
 
+// NewInProcess returns a server without a socket: the http.RoundTripper
+// from Transport answers each request in the caller's goroutine, so that a
+// test inside a testing/synctest bubble runs the whole exchange on the
+// bubble's clock. URL is a placeholder that only its Transport serves.
+func NewInProcess(h Handler) *Server {
+	return &Server{handler: h, done: make(chan struct{}), Root: "http://llmtest.invalid", URL: "http://llmtest.invalid/v1"}
+}
+
+// Transport returns a RoundTripper that hands requests to the server in
+// process, without a connection.
+func (s *Server) Transport() http.RoundTripper { return inProcess{s} }
+
+type inProcess struct{ s *Server }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	rec := httptest.NewRecorder()
+	t.s.serveHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
+
 // NewQueue starts a server answering replies in arrival order. Once they are
 // used up it answers 500 "llmtest: script exhausted" and fails the test,
 // because an unplanned call means the code under test did more than expected.
@@ -184,8 +206,10 @@ func (s *Server) SetHandler(h Handler) {
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		close(s.done)
-		s.ts.CloseClientConnections()
-		s.ts.Close()
+		if s.ts != nil {
+			s.ts.CloseClientConnections()
+			s.ts.Close()
+		}
 	})
 }
 

@@ -134,6 +134,9 @@ type Model struct {
 	CompletionTokens int     `json:"completion_tokens"`
 	Cost             float64 `json:"cost"`
 	Priced           bool    `json:"priced"`
+	// BuiltinPrice is the date of the built-in list price Cost is at, when
+	// the spec gives the model no price.
+	BuiltinPrice string `json:"builtin_price,omitempty"`
 }
 
 // Run works out what running plan would do, without any model call, by
@@ -251,6 +254,9 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 		if m == nil {
 			mp := plan.Models[a.Model]
 			m = &Model{Name: a.Model, Model: a.ModelID, Encoding: tokens.EncodingFor(a.ModelID), Priced: mp != nil && mp.Price != nil}
+			if m.Priced {
+				m.BuiltinPrice = mp.Price.Builtin
+			}
 			models[a.Model] = m
 		}
 		m.Calls++
@@ -453,10 +459,15 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 	mt := sweep.Table{Header: []string{"model", "name", "tokenizer", "calls", "prompt tokens", "completion tokens", "cost"}}
 	total := 0.0
 	allPriced := true
+	builtin := ""
 	for _, m := range r.Models {
 		cost := "no price"
 		if m.Priced {
 			cost = fmt.Sprintf("%.4f", m.Cost)
+			if m.BuiltinPrice != "" {
+				cost += "*"
+				builtin = m.BuiltinPrice
+			}
 			total += m.Cost
 		} else {
 			allPriced = false
@@ -466,8 +477,10 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 	fmt.Fprintf(w, "Estimate for the worst case (replies assumed to be %d tokens, or max_tokens):\n\n", r.ReplyTokens)
 	fmt.Fprint(w, mt.Markdown(0))
 	switch {
-	case len(r.Models) > 0 && allPriced:
+	case len(r.Models) > 0 && allPriced && builtin == "":
 		fmt.Fprintf(w, "\nEstimated cost: %.4f (prices per million tokens from the spec).\n", total)
+	case len(r.Models) > 0 && allPriced:
+		fmt.Fprintf(w, "\nEstimated cost: %.4f (prices per million tokens from the spec, or * built-in list prices of %s in US dollars; declare models.NAME.price to override).\n", total, builtin)
 	case total > 0:
 		fmt.Fprintf(w, "\nEstimated cost: at least %.4f (some models declare no price: models.NAME.price {prompt, completion} per million tokens).\n", total)
 	default:

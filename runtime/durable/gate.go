@@ -54,14 +54,14 @@ type gateRequest struct {
 }
 
 // GateState is what a gate carries over when it continues as new: the
-// leases out and its rate buckets.
+// leases out and its rate schedule.
 type GateState struct {
 	Leases []Lease `json:"leases,omitempty"`
-	// RequestsAt and TokensAt are the buckets' theoretical arrival times
-	// (the generic cell rate algorithm: integer time, so that a replay on
+	// Rates is when the next request may go and the tokens admitted within
+	// the last llm.RateSpan, so that no window of a minute holds more than
+	// the limits, as with a local client (integer time, so that a replay on
 	// any machine decides alike).
-	RequestsAt time.Time `json:"requests_at"`
-	TokensAt   time.Time `json:"tokens_at"`
+	Rates llm.Schedule `json:"rates"`
 }
 
 // Lease is an attempt admitted and not yet over.
@@ -219,54 +219,21 @@ func (g *gate) serve(now time.Time) (wake time.Time) {
 // admissible reports whether req may be admitted now, or when it may be as
 // far as the rates go (zero when only a free slot will do).
 func (g *gate) admissible(now time.Time, req gateRequest) (time.Time, bool) {
-	var at time.Time
-	if rpm := req.Limits.RequestsPerMinute; rpm > 0 {
-		// A burst of one second's worth, as the local client allows.
-		period := time.Minute / time.Duration(rpm)
-		tolerance := period * time.Duration(max(1, rpm/60)-1)
-		tat := later(g.RequestsAt, now)
-		if wait := tat.Add(-tolerance); wait.After(now) {
-			at = wait
-		}
-	}
-	if tpm := req.Limits.TokensPerMinute; tpm > 0 {
-		incr := tokenTime(min(max(req.Tokens, 1), tpm), tpm)
-		tat := later(g.TokensAt, now).Add(incr)
-		if wait := tat.Add(-time.Minute); wait.After(now) && wait.After(at) {
-			at = wait
-		}
-	}
-	if !at.IsZero() {
+	l := req.Limits
+	if at, _ := g.Rates.Earliest(now, l.RequestsPerMinute, l.TokensPerMinute, req.Tokens); at.After(now) {
 		return at, false
 	}
-	if n := req.Limits.MaxConcurrency; n > 0 && len(g.Leases) >= n {
+	if n := l.MaxConcurrency; n > 0 && len(g.Leases) >= n {
 		return time.Time{}, false
 	}
 	return time.Time{}, true
 }
 
 func (g *gate) grant(now time.Time, req gateRequest) {
-	if rpm := req.Limits.RequestsPerMinute; rpm > 0 {
-		g.RequestsAt = later(g.RequestsAt, now).Add(time.Minute / time.Duration(rpm))
-	}
-	if tpm := req.Limits.TokensPerMinute; tpm > 0 {
-		g.TokensAt = later(g.TokensAt, now).Add(tokenTime(min(max(req.Tokens, 1), tpm), tpm))
-	}
+	g.Rates.Take(now, req.Limits.RequestsPerMinute, req.Limits.TokensPerMinute, req.Tokens)
 	g.Leases = append(g.Leases, Lease{Holder: req.Holder, Until: now.Add(req.TTL)})
 	g.answered[req.Holder] = nil
 	g.granted++
-}
-
-// tokenTime is how long n tokens take to come back at tpm per minute.
-func tokenTime(n, tpm int) time.Duration {
-	return time.Duration(int64(time.Minute) / int64(tpm) * int64(n))
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // release ends a lease, or cancels a request not yet admitted.

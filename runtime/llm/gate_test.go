@@ -45,7 +45,7 @@ func TestGateAdmitsEveryAttempt(t *testing.T) {
 	ep := endpoint(s, &sl)
 	ep.Gate, ep.MaxConcurrency, ep.RequestsPerMinute, ep.TokensPerMinute = g, 1, 1, 1
 	c := New(ep)
-	if c.slots != nil || c.rpm != nil || c.tpm != nil {
+	if c.slots != nil || c.rate != nil {
 		t.Fatal("a client with a gate keeps limits of its own")
 	}
 	resp, err := c.Complete(context.Background(), simple("m"), nil)

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -54,23 +55,11 @@ func (c *Client) take(ctx context.Context, cost int) error {
 			}
 		}
 	}
-	if c.rpm != nil {
-		start := time.Now()
-		if err := c.rpm.Wait(ctx); err != nil {
+	if c.rate != nil {
+		if err := c.rate.wait(ctx, cost, waited); err != nil {
 			c.release()
-			return rateWaitError(ctx, "request", err)
+			return err
 		}
-		waited.report("requests_per_minute", start)
-	}
-	if c.tpm != nil {
-		start := time.Now()
-		// A request larger than a minute's budget can never fit the bucket;
-		// it waits for a full bucket instead of failing or blocking forever.
-		if err := c.tpm.WaitN(ctx, min(cost, c.tpm.Burst())); err != nil {
-			c.release()
-			return rateWaitError(ctx, "token", err)
-		}
-		waited.report("tokens_per_minute", start)
 	}
 	return nil
 }
@@ -83,14 +72,62 @@ func (c *Client) release() {
 }
 
 // settleTokens charges the tokens a reply used beyond its reservation, so
-// later callers wait for them. An over-estimate is not refunded: rate.Limiter
-// cannot return spent tokens, and providers also count the completion budget
-// against their limit when the request arrives.
+// later callers wait for them. An over-estimate is not refunded: providers
+// also count the completion budget against their limit when the request
+// arrives.
 func (c *Client) settleTokens(reserved, used int) {
-	if c.tpm == nil || used <= reserved {
+	if c.rate == nil || c.rate.tpm == 0 || used <= reserved {
 		return
 	}
-	c.tpm.ReserveN(time.Now(), min(used-reserved, c.tpm.Burst()))
+	c.rate.charge(min(used-reserved, c.rate.tpm))
+}
+
+// rateLimiter holds the client's own requests_per_minute and
+// tokens_per_minute to a Schedule shared by all its callers.
+type rateLimiter struct {
+	rpm, tpm int
+	mu       sync.Mutex
+	sched    Schedule
+}
+
+// wait schedules a request estimated at tokens and waits for its turn. A
+// turn that would come after ctx's deadline fails at once.
+func (l *rateLimiter) wait(ctx context.Context, tokens int, waited waitFunc) error {
+	l.mu.Lock()
+	now := time.Now()
+	at, byTokens := l.sched.Earliest(now, l.rpm, l.tpm, tokens)
+	limit, what := "requests_per_minute", "request"
+	if byTokens {
+		limit, what = "tokens_per_minute", "token"
+	}
+	if dl, ok := ctx.Deadline(); ok && at.After(dl) {
+		l.mu.Unlock()
+		return rateWaitError(ctx, what, fmt.Errorf("the next turn is in %v", at.Sub(now).Round(time.Millisecond)))
+	}
+	l.sched.Take(at, l.rpm, l.tpm, tokens)
+	l.mu.Unlock()
+	d := at.Sub(now)
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		waited.report(limit, now)
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		l.sched.Untake(at, l.rpm, l.tpm, tokens)
+		l.mu.Unlock()
+		return rateWaitError(ctx, what, ctx.Err())
+	}
+}
+
+func (l *rateLimiter) charge(tokens int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sched.Charge(time.Now(), tokens)
 }
 
 // rateWaitError explains a failed limiter wait. Besides cancellation, a

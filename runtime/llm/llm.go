@@ -32,8 +32,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/debate-runner/runner/nodes/kit"
 )
 
@@ -85,14 +83,16 @@ type Endpoint struct {
 	KeyHeader string
 	// MaxConcurrency bounds in-flight requests; 0 means unlimited.
 	MaxConcurrency int
-	// RequestsPerMinute is a token bucket shared by all callers of the
-	// client; 0 means unlimited. Its burst is one second's worth (at least
-	// one request), because providers enforce per-minute limits over
-	// shorter windows and a full minute's burst would invite 429s.
+	// RequestsPerMinute limits the requests of all callers of the client
+	// together; 0 means unlimited. Requests are spaced evenly (see
+	// Schedule), never in a burst, so no minute holds more than the limit
+	// from the first request on, and providers that enforce the limit over
+	// shorter windows see an even rate.
 	RequestsPerMinute int
-	// TokensPerMinute limits estimated prompt+completion tokens; 0 means
-	// unlimited. Each attempt reserves its estimate before it is sent; when
-	// the reported usage turns out larger, the excess is charged afterwards.
+	// TokensPerMinute limits estimated prompt+completion tokens over any
+	// minute (see Schedule); 0 means unlimited. Each attempt reserves its
+	// estimate before it is sent; when the reported usage turns out
+	// larger, the excess is charged afterwards.
 	TokensPerMinute int
 	// Timeout bounds one attempt, streaming included; 0 means 120s.
 	Timeout time.Duration
@@ -288,8 +288,7 @@ type Client struct {
 
 	gate  Gate
 	slots chan struct{} // nil when MaxConcurrency is unlimited
-	rpm   *rate.Limiter // nil when unlimited
-	tpm   *rate.Limiter // nil when unlimited
+	rate  *rateLimiter  // nil when neither rate is limited
 
 	learned learned
 }
@@ -352,11 +351,8 @@ func New(ep Endpoint) *Client {
 	if ep.MaxConcurrency > 0 {
 		c.slots = make(chan struct{}, ep.MaxConcurrency)
 	}
-	if ep.RequestsPerMinute > 0 {
-		c.rpm = rate.NewLimiter(rate.Limit(ep.RequestsPerMinute)/60, max(1, ep.RequestsPerMinute/60))
-	}
-	if ep.TokensPerMinute > 0 {
-		c.tpm = rate.NewLimiter(rate.Limit(ep.TokensPerMinute)/60, ep.TokensPerMinute)
+	if ep.RequestsPerMinute > 0 || ep.TokensPerMinute > 0 {
+		c.rate = &rateLimiter{rpm: max(ep.RequestsPerMinute, 0), tpm: max(ep.TokensPerMinute, 0)}
 	}
 	u, err := url.Parse(ep.BaseURL)
 	switch {

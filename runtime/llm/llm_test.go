@@ -763,7 +763,7 @@ func TestTokensPerMinute(t *testing.T) {
 	t.Run("actual usage beyond estimate charged", func(t *testing.T) {
 		tests := []struct {
 			usage [2]int
-			want  float64 // tokens left of 6000
+			want  int // tokens left of 6000
 		}{
 			{[2]int{1000, 500}, 6000 - 1500},
 			{[2]int{2, 3}, 6000 - 18}, // estimate 5/4 + 4 + 13 = 18 stays reserved
@@ -779,9 +779,12 @@ func TestTokensPerMinute(t *testing.T) {
 			if _, err := c.Complete(context.Background(), req, nil); err != nil {
 				t.Fatal(err)
 			}
-			// Refill is 100 tokens/s; allow for the test's own runtime.
-			if got := c.tpm.Tokens(); got < tt.want || got > tt.want+50 {
-				t.Errorf("usage %v: tokens left %.1f, want ~%.0f", tt.usage, got, tt.want)
+			spent := 0
+			for _, sp := range c.rate.sched.Spent {
+				spent += sp.Tokens
+			}
+			if got := 6000 - spent; got != tt.want {
+				t.Errorf("usage %v: tokens left %d, want %d", tt.usage, got, tt.want)
 			}
 		}
 	})

@@ -245,6 +245,9 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 			if !u.Priced {
 				cost += " (partial)"
 			}
+			if u.BuiltinPrices != "" {
+				cost += "*"
+			}
 		}
 		mark := ""
 		if u.EstimatedCalls > 0 {
@@ -280,6 +283,9 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 		row(name, u.ByRound[r])
 	}
 	row("**total**", u.Total)
+	if date := u.Total.BuiltinPrices; date != "" {
+		d.w("\n\\* Cost at built-in list prices of %s (US dollars) for models the spec gives no price; declare `price:` on a model to override.\n", date)
+	}
 	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0) {
 		d.w("\nPrompt prefix: %.1f%% of prompt tokens (%d of %d) repeat the start of the same agent's previous request, which a provider's prompt cache can serve", 100*float64(t.PrefixTokens)/float64(t.PromptTokens), t.PrefixTokens, t.PromptTokens)
 		if t.CachedTokens > 0 {

@@ -124,6 +124,9 @@ type PriceInfo struct {
 	// CachedPrompt is the price of prompt tokens served from a provider's
 	// prompt cache; nil means the prompt price.
 	CachedPrompt *float64 `json:"cached_prompt,omitempty"`
+	// Builtin is the date of the built-in list price used for a model the
+	// spec gave no price.
+	Builtin string `json:"builtin,omitempty"`
 }
 
 // Cost is what a call with these token counts costs at these prices.
@@ -236,6 +239,9 @@ type Usage struct {
 	// Priced is false when some call's model has no declared price, so Cost
 	// is a lower bound.
 	Priced bool `json:"priced" doc:"false when some call's model has no price, so cost is a lower bound"`
+	// BuiltinPrices is the date of the built-in list prices some of Cost
+	// comes from (models the spec gave no price).
+	BuiltinPrices string `json:"builtin_prices,omitempty" doc:"date of the built-in list prices part of cost comes from (models the spec gave no price: declare price: to override)"`
 }
 
 // UsageReport is usage per agent, per node and in total.

@@ -209,6 +209,8 @@ func CompareTable(runs []RunDir) Table {
 		status := res.Status
 		if res.Error != "" {
 			status += ": " + strings.SplitN(res.Error, "\n", 2)[0]
+		} else if res.Status == result.StatusInconclusive && res.Conclusion != nil {
+			status += ": " + res.Conclusion.Short()
 		}
 		row = append(row, status)
 		for _, o := range outputs {
@@ -239,13 +241,28 @@ func RunsTable(runs []RunDir) Table {
 		} else {
 			rounds, goals := roundsAndGoals(r.Result)
 			u := r.Result.Usage.Total
-			row = append(row, r.Result.Status, countText(rounds), countText(goals), fmt.Sprint(u.Calls),
+			status := r.Result.Status
+			if status == result.StatusInconclusive && r.Result.Conclusion != nil {
+				status += ": " + r.Result.Conclusion.Short()
+			}
+			row = append(row, status, countText(rounds), countText(goals), fmt.Sprint(u.Calls),
 				fmt.Sprint(u.PromptTokens+u.CompletionTokens), FormatCost(u),
 				fmt.Sprintf("%.1f", float64(r.Result.DurationMS)/1000), firstOutput(r.Result))
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// BuiltinPrices is the date of the built-in list prices some of runs'
+// costs come from, "" when none does (see BuiltinPriceNote).
+func BuiltinPrices(runs []RunDir) string {
+	for _, r := range runs {
+		if r.Result != nil && r.Result.Usage.Total.BuiltinPrices != "" {
+			return r.Result.Usage.Total.BuiltinPrices
+		}
+	}
+	return ""
 }
 
 // Compared reads what runner compare puts side by side: each run

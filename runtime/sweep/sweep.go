@@ -655,6 +655,9 @@ func (s *Summary) tally() {
 		s.Usage.CompletionTokens += r.Usage.CompletionTokens
 		s.Usage.LatencyMS += r.Usage.LatencyMS
 		s.Usage.Cost += r.Usage.Cost
+		if r.Usage.BuiltinPrices != "" {
+			s.Usage.BuiltinPrices = r.Usage.BuiltinPrices
+		}
 		if r.Usage.Calls > 0 {
 			s.Usage.Priced = s.Usage.Priced && r.Usage.Priced
 		}

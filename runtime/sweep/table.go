@@ -84,7 +84,8 @@ func FormatValue(v any) string {
 }
 
 // FormatCost shows a cost with enough digits for small amounts; "" when no
-// call was priced.
+// call was priced. A cost that comes in part from built-in list prices
+// ends in "*" (see BuiltinPriceNote).
 func FormatCost(u result.Usage) string {
 	if u.Cost == 0 && !u.Priced {
 		return ""
@@ -93,5 +94,13 @@ func FormatCost(u result.Usage) string {
 	if !u.Priced {
 		s = "≥" + s
 	}
+	if u.BuiltinPrices != "" {
+		s += "*"
+	}
 	return s
+}
+
+// BuiltinPriceNote explains the "*" of FormatCost.
+func BuiltinPriceNote(date string) string {
+	return "* at built-in list prices of " + date + " for models the spec gives no price; declare price: in the spec to override"
 }
