@@ -62,7 +62,21 @@ type GateState struct {
 	// the limits, as with a local client (integer time, so that a replay on
 	// any machine decides alike).
 	Rates llm.Schedule `json:"rates"`
+	// RequestsAt and TokensAt are the buckets of the gates that started
+	// before the strict window (see gateStrictWindow): the theoretical
+	// arrival times of the generic cell rate algorithm. Kept so that such
+	// a gate, still running when its workers are upgraded, goes on as it
+	// began.
+	RequestsAt time.Time `json:"requests_at,omitzero"`
+	TokensAt   time.Time `json:"tokens_at,omitzero"`
 }
+
+// gateStrictWindow is the change from token buckets (which began full, so
+// a burst could pass a provider's sliding window) to llm.Schedule. Gates
+// auto-upgrade to the newest workers (see deploy.go), so one that began on
+// the buckets keeps them (workflow.GetVersion): its history replays on
+// this code.
+const gateStrictWindow = "strict-rate-window"
 
 // Lease is an attempt admitted and not yet over.
 type Lease struct {
@@ -84,6 +98,8 @@ const errTypeGateRollover = "runner.GateRollover"
 
 type gate struct {
 	GateState
+	// strict is false for a gate that began on token buckets.
+	strict   bool
 	queue    []gateRequest
 	answered map[string]error // by holder: nil granted, else refused
 	// cancelled are holders who gave up before being admitted.
@@ -97,6 +113,7 @@ type gate struct {
 // Gate is the gate workflow of one endpoint.
 func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
 	g := &gate{GateState: st, answered: map[string]error{}, cancelled: map[string]bool{}}
+	g.strict = workflow.GetVersion(ctx, gateStrictWindow, workflow.DefaultVersion, 1) == 1
 	err := workflow.SetUpdateHandlerWithOptions(ctx, updateAcquire,
 		func(ctx workflow.Context, req gateRequest) error {
 			g.queue = append(g.queue, req)
@@ -220,7 +237,11 @@ func (g *gate) serve(now time.Time) (wake time.Time) {
 // far as the rates go (zero when only a free slot will do).
 func (g *gate) admissible(now time.Time, req gateRequest) (time.Time, bool) {
 	l := req.Limits
-	if at, _ := g.Rates.Earliest(now, l.RequestsPerMinute, l.TokensPerMinute, req.Tokens); at.After(now) {
+	if !g.strict {
+		if at := g.bucketWait(now, req); !at.IsZero() {
+			return at, false
+		}
+	} else if at, _ := g.Rates.Earliest(now, l.RequestsPerMinute, l.TokensPerMinute, req.Tokens); at.After(now) {
 		return at, false
 	}
 	if n := l.MaxConcurrency; n > 0 && len(g.Leases) >= n {
@@ -230,7 +251,11 @@ func (g *gate) admissible(now time.Time, req gateRequest) (time.Time, bool) {
 }
 
 func (g *gate) grant(now time.Time, req gateRequest) {
-	g.Rates.Take(now, req.Limits.RequestsPerMinute, req.Limits.TokensPerMinute, req.Tokens)
+	if g.strict {
+		g.Rates.Take(now, req.Limits.RequestsPerMinute, req.Limits.TokensPerMinute, req.Tokens)
+	} else {
+		g.bucketTake(now, req)
+	}
 	g.Leases = append(g.Leases, Lease{Holder: req.Holder, Until: now.Add(req.TTL)})
 	g.answered[req.Holder] = nil
 	g.granted++
@@ -345,4 +370,48 @@ func isClosed(err error) bool {
 	}
 	var fp *serviceerror.FailedPrecondition
 	return errors.As(err, &fp)
+}
+
+// bucketWait is when req may go by the token buckets of a gate that began
+// before the strict window (zero: now).
+func (g *gate) bucketWait(now time.Time, req gateRequest) time.Time {
+	var at time.Time
+	if rpm := req.Limits.RequestsPerMinute; rpm > 0 {
+		period := time.Minute / time.Duration(rpm)
+		tolerance := period * time.Duration(max(1, rpm/60)-1)
+		tat := later(g.RequestsAt, now)
+		if wait := tat.Add(-tolerance); wait.After(now) {
+			at = wait
+		}
+	}
+	if tpm := req.Limits.TokensPerMinute; tpm > 0 {
+		incr := tokenTime(min(max(req.Tokens, 1), tpm), tpm)
+		tat := later(g.TokensAt, now).Add(incr)
+		if wait := tat.Add(-time.Minute); wait.After(now) && wait.After(at) {
+			at = wait
+		}
+	}
+	return at
+}
+
+// bucketTake fills the token buckets with an admitted request.
+func (g *gate) bucketTake(now time.Time, req gateRequest) {
+	if rpm := req.Limits.RequestsPerMinute; rpm > 0 {
+		g.RequestsAt = later(g.RequestsAt, now).Add(time.Minute / time.Duration(rpm))
+	}
+	if tpm := req.Limits.TokensPerMinute; tpm > 0 {
+		g.TokensAt = later(g.TokensAt, now).Add(tokenTime(min(max(req.Tokens, 1), tpm), tpm))
+	}
+}
+
+// tokenTime is how long n tokens take to come back at tpm per minute.
+func tokenTime(n, tpm int) time.Duration {
+	return time.Duration(int64(time.Minute) / int64(tpm) * int64(n))
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -14,7 +14,7 @@ import (
 func TestGateKeepsAStrictWindow(t *testing.T) {
 	for _, tt := range []struct{ rpm, tpm, tokens int }{{60, 0, 0}, {600, 0, 0}, {600, 20000, 700}} {
 		t.Run(fmt.Sprint(tt.rpm, "rpm/", tt.tpm, "tpm"), func(t *testing.T) {
-			g := &gate{answered: map[string]error{}, cancelled: map[string]bool{}}
+			g := &gate{strict: true, answered: map[string]error{}, cancelled: map[string]bool{}}
 			limits := GateLimits{RequestsPerMinute: tt.rpm, TokensPerMinute: tt.tpm}
 			ask := func(i int) {
 				g.queue = append(g.queue, gateRequest{Holder: fmt.Sprint(i), Tokens: tt.tokens, Limits: limits, TTL: time.Minute})
