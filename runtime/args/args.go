@@ -386,7 +386,7 @@ func Context(path string) (dir, input string, err error) {
 	if info.IsDir() {
 		return path, "", nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := regular.ReadFile(path)
 	if err != nil {
 		return "", "", &FlagError{Flag: "--context " + path, Err: err}
 	}
