@@ -153,9 +153,19 @@ func (b *browser) open(url, ready string) time.Duration {
 // wait waits until a JavaScript expression holds.
 func (b *browser) wait(expr string) {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(25*time.Second))); err != nil {
+	deadline := time.Now().Add(25 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Until(deadline)+5*time.Second)
+		_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(time.Until(deadline))))
+		cancel()
+		if err == nil {
+			return
+		}
+		// A page that navigates (a hash route drawn anew) drops the
+		// JavaScript context the poll ran in; poll again in the new one.
+		if strings.Contains(err.Error(), "Cannot find context with specified id") && time.Now().Before(deadline) {
+			continue
+		}
 		dctx, dcancel := context.WithTimeout(b.ctx, 5*time.Second)
 		defer dcancel()
 		text, _ := chromedp.Run(dctx, chromedp.Evaluate[string](`document.body.innerText.slice(0, 2000)`))
