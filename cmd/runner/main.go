@@ -60,6 +60,7 @@ type cli struct {
 	Resume     resumeCmd     `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
 	Runs       runsCmd       `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
 	Compare    compareCmd    `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
+	Study      studyCmd      `cmd:"" help:"Run specs x models over one dataset and compare each with a baseline in one table."`
 	View       viewCmd       `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
 	Cache      cacheCmd      `cmd:"" help:"Show or clear the response cache."`
 	Test       testCmd       `cmd:"" help:"Run spec tests offline: scripted replies, assertions, golden prompts."`

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 	"golang.org/x/term"
@@ -354,6 +355,10 @@ func (c *resumeCmd) Run(e *env) error {
 		opts.Answers = a
 	} else if isTerminal(e.stdin) {
 		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	}
+	if study.IsStudyDir(c.Dir) {
+		sc := studyCmd{File: c.Dir, Quiet: c.Quiet, Format: "md"}
+		return sc.Run(e)
 	}
 	if sweep.IsSweepDir(c.Dir) {
 		if c.Resample {
