@@ -293,7 +293,7 @@ func (told) Error() string   { return "" }
 func (e told) Unwrap() error { return e.err }
 
 type resumeCmd struct {
-	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), or a sweep directory (runs/sweep-<id>)."`
+	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), a sweep directory (runs/sweep-<id>) or a study directory (runs/study-<name>)."`
 	Answers string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions."`
 	Spec    string   `placeholder:"FILE" help:"Continue with this spec (a fixed one) instead of the one the run started with: journaled calls whose requests are unchanged are reused, the others are made again (each is named, with why)."`
 	Context string   `placeholder:"DIR" help:"The context folder the run's file tools read, when it moved (default: the one the run started with)."`

@@ -44,8 +44,9 @@ dataset, models or specs changed is refused.
 Exit codes: 0, 1 when a run failed (continue the study to retry it), 2
 usage, 4 an invalid study file or spec, 8 when runs were inconclusive.
 
-Example:
-  runner study examples/studies/du-arithmetic.yaml`
+Examples:
+  runner study examples/protocols/du-society-of-minds/study.yaml
+  runner study runs/study-du-arithmetic`
 }
 
 func (c *studyCmd) Run(e *env) error {
