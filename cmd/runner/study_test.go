@@ -203,7 +203,7 @@ func TestStudyKilledAndContinued(t *testing.T) {
 	if inFlight := asked - journaled; again > inFlight {
 		t.Errorf("the killed and continued study sent %d calls more than an uninterrupted one, but only %d were unanswered at the kill (%d asked, %d journaled)", again, inFlight, asked, journaled)
 	}
-	t.Logf("killed after %d calls (%d journaled); continued: %d calls in all, %d more than uninterrupted", asked, journaled, srv.Count(), again)
+	t.Logf("killed after %d calls (%d journaled); continued: %d calls in all, %d more than uninterrupted\n%s", asked, journaled, srv.Count(), again, stdout.String())
 	gotCSV, err := os.ReadFile(filepath.Join(dir, "results.csv"))
 	if err != nil {
 		t.Fatal(err)
