@@ -30,6 +30,12 @@ const HFEndpointEnv = "RUNNER_HF_ENDPOINT"
 
 const hfDefaultEndpoint = "https://huggingface.co"
 
+// HFRowsEnv overrides the address of the hub's datasets server, which
+// gives the rows of a split published only as Parquet.
+const HFRowsEnv = "RUNNER_HF_DATASETS_SERVER"
+
+const hfDefaultRows = "https://datasets-server.huggingface.co"
+
 // hfSource is a parsed "hf:OWNER/NAME[:CONFIG[:SPLIT]][?PARAMS]".
 type hfSource struct {
 	text, repo, config, split, revision, file string
@@ -116,10 +122,13 @@ func hubDataset(s string, getenv func(string) string) ([]datasetObject, error) {
 	if err != nil || cacheDir == "" {
 		return nil, fmt.Errorf("%s: no cache folder to download the dataset into (set %s): %v", src.text, cache.EnvDir, err)
 	}
-	h := &hub{src: src, endpoint: strings.TrimRight(getenv(HFEndpointEnv), "/"), token: getenv("HF_TOKEN"),
+	h := &hub{src: src, endpoint: strings.TrimRight(getenv(HFEndpointEnv), "/"), rows: strings.TrimRight(getenv(HFRowsEnv), "/"), token: getenv("HF_TOKEN"),
 		dir: filepath.Join(cacheDir, "datasets", "hf", filepath.FromSlash(src.repo), src.revision)}
 	if h.endpoint == "" {
 		h.endpoint = hfDefaultEndpoint
+	}
+	if h.rows == "" {
+		h.rows = hfDefaultRows
 	}
 	files := []string{src.file}
 	if src.file == "" {
@@ -129,7 +138,13 @@ func hubDataset(s string, getenv func(string) string) ([]datasetObject, error) {
 	}
 	var out []datasetObject
 	for _, f := range files {
-		local, err := h.download(f)
+		var local string
+		if f == parquetRows {
+			local, err = h.downloadRows()
+			f = local
+		} else {
+			local, err = h.download(f)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -196,9 +211,64 @@ func (src *hfSource) mapFields(obj map[string]any, item int) (map[string]any, er
 
 // hub downloads a dataset's files into the cache folder.
 type hub struct {
-	src             *hfSource
-	endpoint, token string
-	dir             string
+	src                   *hfSource
+	endpoint, rows, token string
+	dir                   string
+}
+
+// parquetRows stands for a split published as Parquet, whose rows come
+// from the datasets server.
+const parquetRows = "\x00rows"
+
+// downloadRows fetches a split's rows from the datasets server (100 a
+// page) into the cache folder as a JSONL file, unless it is there, and
+// returns its path. The file is written whole once every page is in.
+func (h *hub) downloadRows() (string, error) {
+	config := h.src.config
+	if config == "" {
+		config = "default"
+	}
+	local := filepath.Join(h.dir, ".rows", config, h.src.split+".jsonl")
+	if info, err := os.Stat(local); err == nil && info.Mode().IsRegular() {
+		return local, nil
+	}
+	if h.src.revision != "main" {
+		return "", fmt.Errorf("%s: the split is published as Parquet, which runner reads through the datasets server, and that serves the main revision only: drop revision= or give ?file= of a JSONL or CSV file", h.src.text)
+	}
+	var buf bytes.Buffer
+	const page = 100
+	for offset := 0; ; offset += page {
+		u := fmt.Sprintf("%s/rows?dataset=%s&config=%s&split=%s&offset=%d&length=%d", h.rows,
+			url.QueryEscape(h.src.repo), url.QueryEscape(config), url.QueryEscape(h.src.split), offset, page)
+		body, err := h.get(u)
+		if err != nil {
+			return "", err
+		}
+		var resp struct {
+			Rows []struct {
+				Row json.RawMessage `json:"row"`
+			} `json:"rows"`
+			Total int `json:"num_rows_total"`
+		}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			return "", fmt.Errorf("%s: the rows from %s are not JSON: %v", h.src.text, u, err)
+		}
+		for _, r := range resp.Rows {
+			buf.Write(bytes.TrimSpace(r.Row))
+			buf.WriteByte('\n')
+		}
+		done := offset + len(resp.Rows)
+		if len(resp.Rows) == 0 || done >= resp.Total {
+			break
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(local), 0o755); err != nil {
+		return "", fmt.Errorf("%s: cache folder: %w", h.src.text, err)
+	}
+	if err := rundir.WriteFile(local, buf.Bytes()); err != nil {
+		return "", fmt.Errorf("%s: cache folder: %w", h.src.text, err)
+	}
+	return local, nil
 }
 
 var hubClient = &http.Client{Timeout: 5 * time.Minute}
@@ -214,7 +284,7 @@ func (h *hub) get(u string) ([]byte, error) {
 	}
 	resp, err := hubClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot download it from %s (offline?): %v; it is not in the cache folder %s yet: download it once with a connection, or set %s to a mirror", h.src.text, h.endpoint, errors.Unwrap(err), h.dir, HFEndpointEnv)
+		return nil, fmt.Errorf("%s: cannot download it from %s://%s (offline?): %v; it is not in the cache folder %s yet: download it once with a connection, or set %s (and %s) to a mirror", h.src.text, req.URL.Scheme, req.URL.Host, errors.Unwrap(err), h.dir, HFEndpointEnv, HFRowsEnv)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -295,7 +365,8 @@ func (h *hub) pick(files []string) ([]string, error) {
 	case len(data) > 0:
 		return data, nil
 	case len(parquet) > 0:
-		return nil, fmt.Errorf("%s: the split's files are Parquet (%s), which runner does not read yet: give ?file= of a JSONL or CSV file of the repository, or convert the split to JSONL", h.src.text, strings.Join(parquet, ", "))
+		// runner reads no Parquet: the datasets server gives the rows.
+		return []string{parquetRows}, nil
 	}
 	return nil, fmt.Errorf("%s: no JSONL, JSON or CSV file of config %q and split %q among the repository's %d files; give ?file=PATH", h.src.text, h.src.config, h.src.split, len(files))
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,8 @@ type fakeHub struct {
 	mu       sync.Mutex
 	requests []string
 	files    map[string]string
+	// rows are the datasets server's rows by "CONFIG/SPLIT", JSON objects.
+	rows map[string][]string
 }
 
 func newFakeHub(t *testing.T, repo string, files map[string]string) *fakeHub {
@@ -43,6 +46,21 @@ func newFakeHub(t *testing.T, repo string, files map[string]string) *fakeHub {
 			}
 			entries = append(entries, `{"type":"directory","path":"main"}`)
 			fmt.Fprint(w, "["+strings.Join(entries, ",")+"]")
+		case r.URL.Path == "/rows" && r.URL.Query().Get("dataset") == repo && h.rows != nil:
+			q := r.URL.Query()
+			key := q.Get("config") + "/" + q.Get("split")
+			all, ok := h.rows[key]
+			if !ok {
+				http.NotFound(w, r)
+				return
+			}
+			offset, _ := strconv.Atoi(q.Get("offset"))
+			length, _ := strconv.Atoi(q.Get("length"))
+			var page []string
+			for i := offset; i < min(offset+length, len(all)); i++ {
+				page = append(page, fmt.Sprintf(`{"row_idx":%d,"row":%s,"truncated_cells":[]}`, i, all[i]))
+			}
+			fmt.Fprintf(w, `{"features":[],"rows":[%s],"num_rows_total":%d,"num_rows_per_page":100,"partial":false}`, strings.Join(page, ","), len(all))
 		case strings.HasPrefix(r.URL.Path, "/datasets/"+repo+"/resolve/main/"):
 			body, ok := files[strings.TrimPrefix(r.URL.Path, "/datasets/"+repo+"/resolve/main/")]
 			if !ok {
@@ -135,8 +153,10 @@ func TestHubDatasetErrors(t *testing.T) {
 	})
 	t.Setenv(cache.EnvDir, t.TempDir())
 	t.Setenv(HFEndpointEnv, hub.URL)
+	t.Setenv(HFRowsEnv, hub.URL)
 	for _, tc := range []struct{ source, want string }{
-		{"hf:org/pq:default:test", "Parquet (data/test-00000-of-00001.parquet), which runner does not read yet"},
+		{"hf:org/pq:default:test", "/rows?dataset=org%2Fpq&config=default&split=test&offset=0&length=100 answered 404"},
+		{"hf:org/pq:default:test?revision=v2", "answered 404: no such dataset, revision or file"},
 		{"hf:org/pq::validation", `no JSONL, JSON or CSV file of config "" and split "validation"`},
 		{"hf:org/missing:main:test", "answered 404: no such dataset"},
 		{"hf:nope", "expected hf:OWNER/NAME[:CONFIG[:SPLIT]]"},
@@ -152,5 +172,33 @@ func TestHubDatasetErrors(t *testing.T) {
 	lines, _, err := ReadDataset(questionPlan(), "hf:org/pq::train")
 	if err != nil || len(lines) != 1 || lines[0].Expected != 1 {
 		t.Errorf("CSV split: %v %+v", err, lines)
+	}
+}
+
+// TestHubDatasetParquetRows reads a split published only as Parquet
+// through the datasets server's rows, page by page, once.
+func TestHubDatasetParquetRows(t *testing.T) {
+	hub := newFakeHub(t, "openai/gsm8k", map[string]string{"main/test-00000-of-00001.parquet": "PAR1"})
+	var rows []string
+	for i := range 150 {
+		rows = append(rows, fmt.Sprintf(`{"question":"What is %d+1?","answer":"%d + 1 = %d\n#### %d"}`, i, i, i+1, i+1))
+	}
+	hub.rows = map[string][]string{"main/test": rows}
+	t.Setenv(cache.EnvDir, t.TempDir())
+	t.Setenv(HFEndpointEnv, hub.URL)
+	t.Setenv(HFRowsEnv, hub.URL)
+	const source = "hf:openai/gsm8k:main:test?transform=number"
+	lines, _, err := ReadDataset(questionPlan(), source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 150 || lines[149].Expected != 150 || lines[149].Line != 150 || lines[0].Inputs["question"] != "What is 0+1?" {
+		t.Fatalf("%d lines, last %+v", len(lines), lines[len(lines)-1])
+	}
+	if hub.count() != 3 {
+		t.Errorf("%d requests (%v): want the listing and two pages", hub.count(), hub.requests)
+	}
+	if _, _, err := ReadDataset(questionPlan(), source+"&n=5"); err != nil || hub.count() != 3 {
+		t.Errorf("second read: %v, %d requests", err, hub.count())
 	}
 }
