@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -97,8 +98,7 @@ func journaledResponses(t *testing.T, dir string) int {
 }
 
 // withoutSeconds drops the columns of results.csv that two runs of a study
-// may differ in: wall time, sweep directories, and the calls sent (a run
-// continued after a kill counts those it sent after the kill).
+// may differ in: wall time and sweep directories.
 func withoutSeconds(t *testing.T, data string) [][]string {
 	t.Helper()
 	recs, err := csv.NewReader(strings.NewReader(data)).ReadAll()
@@ -107,7 +107,7 @@ func withoutSeconds(t *testing.T, data string) [][]string {
 	}
 	drop := map[int]bool{}
 	for i, h := range recs[0] {
-		if h == "seconds" || h == "sweep" || h == "sent_calls" {
+		if h == "seconds" || h == "sweep" {
 			drop[i] = true
 		}
 	}
@@ -208,7 +208,20 @@ func TestStudyKilledAndContinued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := withoutSeconds(t, string(refCSV)), withoutSeconds(t, string(gotCSV)); fmt.Sprint(a) != fmt.Sprint(b) {
+	// The tables agree but for the calls sent: a reply that reached the
+	// cache but not the journal before the kill is served by the cache
+	// after it, so at most the calls in flight count as not sent.
+	a, b := withoutSeconds(t, string(refCSV)), withoutSeconds(t, string(gotCSV))
+	sent := slices.Index(a[0], "sent_calls")
+	for i := 1; i < len(a) && i < len(b); i++ {
+		x, _ := strconv.Atoi(a[i][sent])
+		y, _ := strconv.Atoi(b[i][sent])
+		if y > x || y < x-(asked-journaled) {
+			t.Errorf("row %d: %d calls sent, uninterrupted %d", i, y, x)
+		}
+		a[i][sent], b[i][sent] = "", ""
+	}
+	if fmt.Sprint(a) != fmt.Sprint(b) {
 		t.Errorf("the continued study's table differs from the uninterrupted one:\n%s\nvs\n%s", gotCSV, refCSV)
 	}
 

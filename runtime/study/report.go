@@ -3,11 +3,14 @@ package study
 import (
 	"bytes"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/stats"
@@ -91,7 +94,7 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 		s := sums[i]
 		row := Row{Protocol: c.Label, Model: c.Model, Baseline: c.Baseline, Sweep: rec.Cells[i].Sweep,
 			N: s.Completed + s.Inconclusive, Accuracy: s.Accuracy,
-			Calls: s.Usage.Calls, SentCalls: s.CallsMade, Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
+			Calls: s.Usage.Calls, SentCalls: sentCalls(s), Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
 			Cost: s.Usage.Cost, Priced: s.Usage.Priced, Seconds: float64(s.DurationMS) / 1000,
 			Inconclusive: s.Inconclusive, Failed: s.Failed}
 		if row.Model == "" {
@@ -135,6 +138,40 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 		rep.Rows[pRows[i]].PHolm = &p
 	}
 	return rep, nil
+}
+
+// sentCalls counts the calls of a sweep's runs that an endpoint answered
+// (not the cache), from their journals: over every process that made
+// them, where the summary counts those of the last one (a run continued
+// after a kill counts what it sent after it).
+func sentCalls(s *sweep.Summary) int {
+	n := 0
+	for _, r := range s.Runs {
+		if r.Dir == "" {
+			continue
+		}
+		dir := r.Dir
+		if _, err := os.Stat(dir); err != nil {
+			dir = filepath.Join(s.Dir, filepath.Base(r.Dir)) // the study moved
+		}
+		events, err := journal.Read(filepath.Join(dir, "journal.jsonl"))
+		if err != nil {
+			n += r.Calls.Network
+			continue
+		}
+		for _, ev := range events {
+			if ev.Type != "model_response" {
+				continue
+			}
+			var rep struct {
+				Source string `json:"source"`
+			}
+			if json.Unmarshal(ev.Data, &rep) == nil && rep.Source == "" {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
@@ -198,7 +235,7 @@ func (r *Report) Markdown() string {
 	} else {
 		fmt.Fprintf(&b, "Holm-adjusted across %d comparison (unchanged)\n", r.Comparisons)
 	}
-	fmt.Fprintf(&b, "- calls: the runs' calls; sent: those that reached an endpoint (the rest came from the response cache, which serves identical requests across protocols)\n")
+	fmt.Fprintf(&b, "- calls: the runs' calls; sent: those an endpoint answered, from the runs' journals (the rest came from the response cache, which serves identical requests across protocols)\n")
 	fmt.Fprintf(&b, "- Total: %d calls, %d sent, %d tokens, cost %s, %.1f s\n\n", r.Calls, r.SentCalls, r.Tokens, costCell(r.Cost, r.Priced), r.Seconds)
 	b.WriteString(r.Table().Markdown(80))
 	for _, n := range r.Notes {
