@@ -27,3 +27,10 @@ var Result []byte
 //
 //go:embed test.schema.json
 var Test []byte
+
+// Study is the JSON Schema (draft 2020-12) of study files (runner study),
+// the one package runtime/study validates them with; a test keeps the two
+// copies equal.
+//
+//go:embed study.schema.json
+var Study []byte

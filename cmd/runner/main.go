@@ -61,6 +61,7 @@ type cli struct {
 	Runs       runsCmd       `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
 	Compare    compareCmd    `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
 	Show       showCmd       `cmd:"" help:"Show a run's model calls, or one call: messages sent, reply, parsed output, repairs, retries, source, tokens, cost."`
+	Study      studyCmd      `cmd:"" help:"Run specs x models over one dataset and compare each with a baseline in one table."`
 	View       viewCmd       `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
 	Cache      cacheCmd      `cmd:"" help:"Show or clear the response cache."`
 	Test       testCmd       `cmd:"" help:"Run spec tests offline: scripted replies, assertions, golden prompts."`

@@ -29,6 +29,7 @@ func Version() string {
 type schemaCmd struct {
 	Result bool   `name:"result" help:"Print the schema of result.json instead."`
 	Test   bool   `name:"test" help:"Print the schema of spec test files (NAME.test.yaml) instead."`
+	Study  bool   `name:"study" help:"Print the schema of study files (runner study) instead."`
 	Write  bool   `name:"write" help:"Write the schemas of specs and test files into --dir instead of printing one (refreshes what runner init wrote)."`
 	Dir    string `name:"dir" default:"schemas" placeholder:"DIR" help:"Where --write puts spec.schema.json and test.schema.json."`
 }
@@ -52,7 +53,7 @@ Examples:
 
 func (c schemaCmd) Run(e *env) error {
 	if c.Write {
-		if c.Result || c.Test {
+		if c.Result || c.Test || c.Study {
 			return usageErrorf("--write writes the schemas of specs and test files; it takes neither --result nor --test")
 		}
 		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
@@ -67,11 +68,13 @@ func (c schemaCmd) Run(e *env) error {
 		}
 		return nil
 	}
-	if c.Result && c.Test {
-		return usageErrorf("--result and --test: choose one")
+	if c.Result && c.Test || c.Study && (c.Result || c.Test) {
+		return usageErrorf("--result, --test and --study: choose one")
 	}
 	data := schemas.Spec
 	switch {
+	case c.Study:
+		data = schemas.Study
 	case c.Result:
 		data = schemas.Result
 	case c.Test:

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
@@ -236,7 +237,7 @@ func (told) Error() string   { return "" }
 func (e told) Unwrap() error { return e.err }
 
 type resumeCmd struct {
-	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), or a sweep directory (runs/sweep-<id>)."`
+	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), a sweep directory (runs/sweep-<id>) or a study directory (runs/study-<name>)."`
 	Answers string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions."`
 	Spec    string   `placeholder:"FILE" help:"Continue with this spec (a fixed one) instead of the one the run started with: journaled calls whose requests are unchanged are reused, the others are made again (each is named, with why)."`
 	Context string   `placeholder:"DIR" help:"The context folder the run's file tools read, when it moved (default: the one the run started with)."`
@@ -299,6 +300,10 @@ func (c *resumeCmd) Run(e *env) error {
 		opts.Answers = a
 	} else if progress.IsTerminal(e.stdin) {
 		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	}
+	if study.IsStudyDir(c.Dir) {
+		sc := studyCmd{File: c.Dir, Quiet: c.Quiet, Format: "md"}
+		return sc.Run(e)
 	}
 	if sweep.IsSweepDir(c.Dir) {
 		if c.Resample {

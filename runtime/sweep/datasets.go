@@ -25,10 +25,14 @@ type datasetObject struct {
 }
 
 // otherDataset reads the datasets besides JSONL files: CSV files (a name
-// ending in .csv) and built-in generators ("gen:NAME?PARAMS"). ok is false
+// ending in .csv), built-in generators ("gen:NAME?PARAMS") and datasets of
+// the Hugging Face hub ("hf:OWNER/NAME:CONFIG:SPLIT?PARAMS"). ok is false
 // for a JSONL file.
 func otherDataset(path string) (objs []datasetObject, ok bool, err error) {
 	switch {
+	case strings.HasPrefix(path, "hf:"):
+		objs, err = hubDataset(strings.TrimPrefix(path, "hf:"), os.Getenv)
+		return objs, true, err
 	case strings.HasPrefix(path, "gen:"):
 		objs, err = generate(strings.TrimPrefix(path, "gen:"))
 		return objs, true, err

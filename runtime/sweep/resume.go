@@ -51,6 +51,10 @@ type jobRecord struct {
 	Expected any            `json:"expected,omitempty"`
 	Sample   int            `json:"sample,omitempty"`
 	Seed     int64          `json:"seed"`
+	// Models are the models put in place of the spec's (a model axis, or
+	// the sweep's own --model), so that a run started by a resume calls
+	// the same model as the runs started before the kill.
+	Models map[string]string `json:"models,omitempty"`
 }
 
 // saveSweep writes sweep.json, the spec's copy and the pending summary.
@@ -64,7 +68,7 @@ func saveSweep(dir string, plan *spec.Plan, sum *Summary, base runtime.Options, 
 		Base: baseRecord{Sets: base.Sets, VarValues: base.VarValues, ContextDir: absPath(base.ContextDir), Answers: base.Answers, Budget: base.Budget, LogPrompts: base.LogPrompts},
 	}
 	for i, j := range jobs {
-		jr := jobRecord{Index: i + 1, Sets: j.sets, Inputs: j.inputs, Sample: j.sample, Seed: j.seed}
+		jr := jobRecord{Index: i + 1, Sets: j.sets, Inputs: j.inputs, Sample: j.sample, Seed: j.seed, Models: j.models}
 		if j.line != nil {
 			jr.Line, jr.Expected = j.line.Line, j.line.Expected
 		}
@@ -202,6 +206,9 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 		o.Sets = append(append([]string(nil), base.Sets...), j.Sets...)
 		o.Inputs, o.InputValues = nil, j.Inputs
 		o.Sample, o.SweepIndex, o.DatasetLine = j.Sample, j.Index, j.Line
+		if j.Models != nil {
+			o.Models = j.Models
+		}
 		seed := j.Seed
 		o.Seed = &seed
 		if j.Line > 0 {

@@ -375,7 +375,9 @@ func runAll(ctx context.Context, sum *Summary, total int, opts Options, run func
 	)
 	for i := range sum.Runs {
 		if sum.Runs[i].Status != StatusPending {
+			mu.Lock() // runs started before count theirs under mu
 			done++
+			mu.Unlock()
 			continue
 		}
 		select {

@@ -1,0 +1,302 @@
+// Package study runs a study: several specs (a protocol and its baselines)
+// times several models over one dataset, each pair a sweep (package
+// runtime/sweep), and puts them in one table with each spec's paired
+// difference from the baseline (package runtime/paired), its p-value
+// adjusted for the number of comparisons (Holm). A study directory records
+// which sweep is which, so a killed study continues where it stopped.
+package study
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed schema.json
+var schemaSource []byte
+
+// Schema returns the JSON Schema (draft 2020-12) of study files, as
+// published in schemas/study.schema.json.
+func Schema() []byte { return append([]byte(nil), schemaSource...) }
+
+// File is a study file as written.
+type File struct {
+	Schema      string      `yaml:"$schema" json:"-"`
+	Version     int         `yaml:"version" json:"version"`
+	Name        string      `yaml:"name" json:"name"`
+	Description string      `yaml:"description" json:"description,omitempty"`
+	Dataset     string      `yaml:"dataset" json:"dataset"`
+	Specs       []SpecEntry `yaml:"specs" json:"specs"`
+	Baseline    string      `yaml:"baseline" json:"baseline"`
+	Models      []string    `yaml:"models" json:"models,omitempty"`
+	Repeat      int         `yaml:"repeat" json:"repeat,omitempty"`
+	Parallel    int         `yaml:"parallel" json:"parallel,omitempty"`
+	Resamples   int         `yaml:"resamples" json:"resamples,omitempty"`
+	Seed        uint64      `yaml:"seed" json:"seed,omitempty"`
+
+	// Path is the file's path; spec paths and a dataset file are relative
+	// to its folder.
+	Path string `yaml:"-" json:"-"`
+	// positions of the values errors found after the schema are about.
+	specPos     [][2]int
+	baselinePos [2]int
+}
+
+// SpecEntry is one spec of a study: a path, and its label in the table.
+type SpecEntry struct {
+	Path  string `yaml:"path" json:"path"`
+	Label string `yaml:"label" json:"label,omitempty"`
+}
+
+// UnmarshalYAML takes a spec as a path alone or as {path, label}.
+func (s *SpecEntry) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		s.Path = n.Value
+		return nil
+	}
+	type plain SpecEntry
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*s = SpecEntry(p)
+	return nil
+}
+
+// Error is a problem of a study file at a position.
+type Error struct {
+	Path      string
+	Line, Col int
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.Path, e.Line, e.Col, e.Msg)
+}
+
+// Errors are the problems of a study file.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Load reads and checks a study file against its schema; errors name
+// FILE:LINE:COL.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		line := 0
+		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+			line, _ = strconv.Atoi(m[1])
+		}
+		return nil, Errors{{Path: path, Line: line, Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+	}
+	if len(doc.Content) == 0 {
+		return nil, Errors{{Path: path, Msg: "the file is empty: a study names its version, name, dataset, specs and baseline"}}
+	}
+	pos := map[string][2]int{}
+	if errs := validate(path, &doc, pos); len(errs) > 0 {
+		return nil, errs
+	}
+	var f File
+	if err := doc.Decode(&f); err != nil {
+		return nil, Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
+	}
+	f.Path = path
+	for i := range f.Specs {
+		p := pos["/specs/"+strconv.Itoa(i)]
+		if q, ok := pos["/specs/"+strconv.Itoa(i)+"/path"]; ok {
+			p = q
+		}
+		f.specPos = append(f.specPos, p)
+	}
+	f.baselinePos = pos["/baseline"]
+	return &f, nil
+}
+
+// errorAt is an error of the file at a position.
+func (f *File) errorAt(p [2]int, format string, a ...any) *Error {
+	return &Error{Path: f.Path, Line: p[0], Col: p[1], Msg: fmt.Sprintf(format, a...)}
+}
+
+// resolve is a path of the file, relative to the file's folder.
+func (f *File) resolve(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(filepath.Dir(f.Path), p)
+}
+
+// DatasetSource is the dataset as --dataset takes it: a file relative to
+// the study file, or a generator or hub dataset as written.
+func (f *File) DatasetSource() string {
+	d := f.Dataset
+	if strings.HasPrefix(d, "gen:") || strings.HasPrefix(d, "hf:") {
+		return d
+	}
+	return f.resolve(d)
+}
+
+var (
+	yamlLine   = regexp.MustCompile(`line (\d+)`)
+	notAllowed = regexp.MustCompile(`^additionalProperties '([^']*)' not allowed`)
+)
+
+var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	if err := c.AddResource("study.schema.json", bytes.NewReader(schemaSource)); err != nil {
+		panic("study: " + err.Error())
+	}
+	return c.MustCompile("study.schema.json")
+})
+
+// validate checks a study file's YAML against the schema, reporting each
+// problem at the position of the value it is about.
+func validate(path string, doc *yaml.Node, pos map[string][2]int) Errors {
+	v, err := toJSON(doc, "", pos)
+	if err != nil {
+		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
+	}
+	err = compiledSchema().Validate(v)
+	var ve *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		return nil
+	}
+	var errs Errors
+	seen := map[string]bool{}
+	for _, l := range leaves(ve) {
+		p, ok := pos[l.InstanceLocation]
+		if m := notAllowed.FindStringSubmatch(l.Message); m != nil {
+			if kp, ok := pos[l.InstanceLocation+"/"+m[1]]; ok {
+				p = kp
+			}
+		}
+		if !ok {
+			p = [2]int{doc.Line, doc.Column}
+		}
+		msg := l.Message
+		if l.InstanceLocation != "" {
+			msg = strings.ReplaceAll(strings.TrimPrefix(l.InstanceLocation, "/"), "/", ".") + ": " + msg
+		}
+		if seen[msg] {
+			continue
+		}
+		seen[msg] = true
+		errs = append(errs, &Error{Path: path, Line: p[0], Col: p[1], Msg: msg})
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].Line != errs[j].Line {
+			return errs[i].Line < errs[j].Line
+		}
+		return errs[i].Col < errs[j].Col
+	})
+	return errs
+}
+
+// leaves are the most specific failures: for a oneOf, those of the branch
+// that got furthest into the value.
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var all []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		all = append(all, leaves(c)...)
+	}
+	if strings.HasSuffix(ve.KeywordLocation, "/oneOf") {
+		deepest := 0
+		for _, l := range all {
+			deepest = max(deepest, strings.Count(l.InstanceLocation, "/"))
+		}
+		var keep []*jsonschema.ValidationError
+		for _, l := range all {
+			if strings.Count(l.InstanceLocation, "/") == deepest {
+				keep = append(keep, l)
+			}
+		}
+		return keep
+	}
+	return all
+}
+
+// toJSON turns a YAML tree into the values JSON Schema validates,
+// recording where each value is by its JSON pointer.
+func toJSON(n *yaml.Node, ptr string, pos map[string][2]int) (any, error) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	pos[ptr] = [2]int{n.Line, n.Column}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return toJSON(n.Content[0], ptr, pos)
+	case yaml.MappingNode:
+		m := map[string]any{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Value == "<<" {
+				return nil, fmt.Errorf("line %d: merge keys (<<) are not supported in study files", k.Line)
+			}
+			p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k.Value, "~", "~0"), "/", "~1")
+			val, err := toJSON(v, p, pos)
+			if err != nil {
+				return nil, err
+			}
+			m[k.Value] = val
+			pos[p] = [2]int{k.Line, k.Column}
+		}
+		return m, nil
+	case yaml.SequenceNode:
+		out := make([]any, len(n.Content))
+		for i, c := range n.Content {
+			v, err := toJSON(c, ptr+"/"+strconv.Itoa(i), pos)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	var v any
+	if err := n.Decode(&v); err != nil {
+		return nil, err
+	}
+	switch x := v.(type) {
+	case int:
+		return float64(x), nil
+	case uint64:
+		return float64(x), nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return fmt.Sprint(x), nil
+		}
+	}
+	return v, nil
+}

@@ -1,0 +1,293 @@
+package study
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/paired"
+	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/runtime/stats"
+	"github.com/debate-runner/runner/runtime/sweep"
+)
+
+// Report is a study's table: one row per spec and model.
+type Report struct {
+	Name     string `json:"name"`
+	Dir      string `json:"dir"`
+	Dataset  string `json:"dataset"`
+	Baseline string `json:"baseline"`
+	Repeat   int    `json:"repeat"`
+	// Comparisons is how many differences the p-values are adjusted over
+	// (Holm): every non-baseline spec with every model.
+	Comparisons int      `json:"comparisons"`
+	Adjustment  string   `json:"adjustment"`
+	Resamples   int      `json:"resamples"`
+	Seed        uint64   `json:"seed"`
+	Rows        []Row    `json:"rows"`
+	Notes       []string `json:"notes,omitempty"`
+	// Calls, SentCalls, Tokens, Cost and Seconds add up the rows.
+	Calls     int     `json:"calls"`
+	SentCalls int     `json:"sent_calls"`
+	Tokens    int     `json:"tokens"`
+	Cost      float64 `json:"cost"`
+	Priced    bool    `json:"priced"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// Row is one sweep of a study.
+type Row struct {
+	Protocol string `json:"protocol"`
+	Model    string `json:"model"`
+	Baseline bool   `json:"baseline,omitempty"`
+	Sweep    string `json:"sweep"`
+	// N are the runs that finished (concluded or inconclusive).
+	N        int             `json:"n"`
+	Accuracy *sweep.Accuracy `json:"accuracy,omitempty"`
+	// Difference is the accuracy minus the baseline's (same model), over
+	// the items both scored, with its paired bootstrap interval; Pairs is
+	// how many items that is.
+	Difference *stats.Interval `json:"difference,omitempty"`
+	Pairs      int             `json:"pairs,omitempty"`
+	Test       string          `json:"test,omitempty"`
+	P          *float64        `json:"p,omitempty"`
+	PHolm      *float64        `json:"p_holm,omitempty"`
+	// Discordant items: this spec right and the baseline wrong, and the
+	// other way round (0/1 scores).
+	OnlyThis     int     `json:"only_this_right,omitempty"`
+	OnlyBaseline int     `json:"only_baseline_right,omitempty"`
+	Calls        int     `json:"calls"`
+	SentCalls    int     `json:"sent_calls"`
+	Tokens       int     `json:"tokens"`
+	Cost         float64 `json:"cost"`
+	Priced       bool    `json:"priced"`
+	Seconds      float64 `json:"seconds"`
+	Inconclusive int     `json:"inconclusive"`
+	Failed       int     `json:"failed"`
+}
+
+// report builds the table from the cells' sweeps.
+func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
+	f := st.File
+	rep := &Report{Name: f.Name, Dataset: f.Dataset, Baseline: f.Baseline, Repeat: max(f.Repeat, 1), Resamples: f.Resamples, Seed: f.Seed, Adjustment: "holm", Priced: true}
+	if rep.Resamples == 0 {
+		rep.Resamples = 10000
+	}
+	if rep.Seed == 0 {
+		rep.Seed = 1
+	}
+	baseOf := map[string]*sweep.Summary{}
+	for i, c := range st.Cells {
+		if c.Baseline {
+			baseOf[c.Model] = sums[i]
+		}
+	}
+	var ps []float64
+	var pRows []int
+	for i, c := range st.Cells {
+		s := sums[i]
+		row := Row{Protocol: c.Label, Model: c.Model, Baseline: c.Baseline, Sweep: rec.Cells[i].Sweep,
+			N: s.Completed + s.Inconclusive, Accuracy: s.Accuracy,
+			Calls: s.Usage.Calls, SentCalls: sentCalls(s), Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
+			Cost: s.Usage.Cost, Priced: s.Usage.Priced, Seconds: float64(s.DurationMS) / 1000,
+			Inconclusive: s.Inconclusive, Failed: s.Failed}
+		if row.Model == "" {
+			row.Model = "(spec's)"
+		}
+		if !c.Baseline {
+			cmp, err := paired.Compare(s, baseOf[c.Model], paired.Options{Resamples: rep.Resamples, Seed: rep.Seed})
+			if err != nil {
+				return nil, fmt.Errorf("%s against %s with %s: %w", c.Label, f.Baseline, modelName(c.Model), err)
+			}
+			row.Difference, row.Pairs = cmp.Difference, cmp.Pairs
+			row.OnlyThis, row.OnlyBaseline = cmp.AOnly, cmp.BOnly
+			if len(cmp.Tests) > 0 {
+				p := cmp.Tests[0].P
+				row.Test, row.P = cmp.Tests[0].Method, &p
+				ps = append(ps, p)
+				pRows = append(pRows, len(rep.Rows))
+			}
+			for _, n := range cmp.Notes {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s with %s: %s", c.Label, row.Model, n))
+			}
+			if len(cmp.Unpaired) > 0 {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s with %s: %d item(s) left out of the difference (not scored on both sides; see runner compare)", c.Label, row.Model, len(cmp.Unpaired)))
+			}
+		}
+		rep.Calls += row.Calls
+		rep.SentCalls += row.SentCalls
+		rep.Tokens += row.Tokens
+		rep.Cost += row.Cost
+		rep.Seconds += row.Seconds
+		if row.Calls > 0 {
+			rep.Priced = rep.Priced && row.Priced
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	if rep.Calls == 0 {
+		rep.Priced = false
+	}
+	rep.Comparisons = len(ps)
+	for i, p := range stats.Holm(ps) {
+		rep.Rows[pRows[i]].PHolm = &p
+	}
+	return rep, nil
+}
+
+// sentCalls counts the calls of a sweep's runs that an endpoint answered
+// (not the cache), from their journals: over every process that made
+// them, where the summary counts those of the last one (a run continued
+// after a kill counts what it sent after it).
+func sentCalls(s *sweep.Summary) int {
+	n := 0
+	for _, r := range s.Runs {
+		if r.Dir == "" {
+			continue
+		}
+		dir := r.Dir
+		if _, err := os.Stat(dir); err != nil {
+			dir = filepath.Join(s.Dir, filepath.Base(r.Dir)) // the study moved
+		}
+		events, err := journal.Read(filepath.Join(dir, "journal.jsonl"))
+		if err != nil {
+			n += r.Calls.Network
+			continue
+		}
+		for _, ev := range events {
+			if ev.Type != "model_response" {
+				continue
+			}
+			var rep struct {
+				Source string `json:"source"`
+			}
+			if json.Unmarshal(ev.Data, &rep) == nil && rep.Source == "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func f3(x float64) string { return fmt.Sprintf("%.3f", x) }
+
+func costCell(cost float64, priced bool) string {
+	if !priced {
+		return "—"
+	}
+	return fmt.Sprintf("$%.4f", cost)
+}
+
+func pCell(p *float64) string {
+	switch {
+	case p == nil:
+		return ""
+	case *p < 0.001:
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3f", *p)
+}
+
+// Table is the study's table as the command prints it.
+func (r *Report) Table() sweep.Table {
+	t := sweep.Table{Header: []string{"protocol", "model", "n", "accuracy (95% CI)", "Δ vs " + r.Baseline + " (95% paired CI)", "p (Holm)", "calls", "sent", "tokens", "cost", "seconds", "inconclusive"}, Whole: 12}
+	for _, row := range r.Rows {
+		acc, diff := "", ""
+		if a := row.Accuracy; a != nil {
+			acc = fmt.Sprintf("%s (%s–%s)", f3(a.Mean), f3(a.Low), f3(a.High))
+		}
+		switch {
+		case row.Baseline:
+			diff = "baseline"
+		case row.Difference != nil:
+			d := row.Difference
+			diff = fmt.Sprintf("%+.3f (%+.3f to %+.3f)", d.Estimate, d.Low, d.High)
+		}
+		inc := strconv.Itoa(row.Inconclusive)
+		if row.Failed > 0 {
+			inc += fmt.Sprintf(" (%d failed)", row.Failed)
+		}
+		t.Rows = append(t.Rows, []string{row.Protocol, row.Model, strconv.Itoa(row.N), acc, diff, pCell(row.PHolm),
+			strconv.Itoa(row.Calls), strconv.Itoa(row.SentCalls), strconv.Itoa(row.Tokens), costCell(row.Cost, row.Priced),
+			fmt.Sprintf("%.1f", row.Seconds), inc})
+	}
+	return t
+}
+
+// Markdown is results.md: the table and how to read it.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Study %s\n\n", r.Name)
+	fmt.Fprintf(&b, "- Dataset: `%s`", r.Dataset)
+	if r.Repeat > 1 {
+		fmt.Fprintf(&b, ", %d samples per item", r.Repeat)
+	}
+	fmt.Fprintf(&b, "\n- Baseline: %s (each protocol is compared with it under the same model, item by item)\n", r.Baseline)
+	b.WriteString("- Accuracy: over the runs that finished, an inconclusive run counted wrong; Wilson's 95% interval (normal for graded scores)\n")
+	fmt.Fprintf(&b, "- Δ: paired bootstrap 95%% interval over items (%d resamples, seed %d); p: exact McNemar test (paired t for graded scores), ", r.Resamples, r.Seed)
+	if r.Comparisons > 1 {
+		fmt.Fprintf(&b, "Holm-adjusted across the %d comparisons (raw p in the CSV and JSON)\n", r.Comparisons)
+	} else {
+		fmt.Fprintf(&b, "Holm-adjusted across %d comparison (unchanged)\n", r.Comparisons)
+	}
+	fmt.Fprintf(&b, "- calls: the runs' calls; sent: those an endpoint answered, from the runs' journals (the rest came from the response cache, which serves identical requests across protocols)\n")
+	fmt.Fprintf(&b, "- Total: %d calls, %d sent, %d tokens, cost %s, %.1f s\n\n", r.Calls, r.SentCalls, r.Tokens, costCell(r.Cost, r.Priced), r.Seconds)
+	b.WriteString(r.Table().Markdown(80))
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
+	}
+	return b.String()
+}
+
+// CSV is results.csv: one row per spec and model, numbers unrounded.
+func (r *Report) CSV() string {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write([]string{"protocol", "model", "baseline", "sweep", "n", "accuracy", "accuracy_low", "accuracy_high", "difference", "difference_low", "difference_high", "pairs", "test", "p", "p_holm", "only_this_right", "only_baseline_right", "calls", "sent_calls", "tokens", "cost", "priced", "seconds", "inconclusive", "failed"})
+	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	opt := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return num(*p)
+	}
+	for _, row := range r.Rows {
+		acc := []string{"", "", ""}
+		if a := row.Accuracy; a != nil {
+			acc = []string{num(a.Mean), num(a.Low), num(a.High)}
+		}
+		diff := []string{"", "", ""}
+		if d := row.Difference; d != nil {
+			diff = []string{num(d.Estimate), num(d.Low), num(d.High)}
+		}
+		rec := []string{row.Protocol, row.Model, strconv.FormatBool(row.Baseline), row.Sweep, strconv.Itoa(row.N)}
+		rec = append(rec, acc...)
+		rec = append(rec, diff...)
+		rec = append(rec, strconv.Itoa(row.Pairs), row.Test, opt(row.P), opt(row.PHolm), strconv.Itoa(row.OnlyThis), strconv.Itoa(row.OnlyBaseline),
+			strconv.Itoa(row.Calls), strconv.Itoa(row.SentCalls), strconv.Itoa(row.Tokens), num(row.Cost), strconv.FormatBool(row.Priced),
+			num(row.Seconds), strconv.Itoa(row.Inconclusive), strconv.Itoa(row.Failed))
+		_ = w.Write(rec)
+	}
+	w.Flush()
+	return buf.String()
+}
+
+// write saves results.md, results.csv and results.json in dir.
+func (r *Report) write(dir string) error {
+	r.Dir = dir
+	if err := rundir.WriteJSON(filepath.Join(dir, "results.json"), r); err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	if err := rundir.WriteFile(filepath.Join(dir, "results.csv"), []byte(r.CSV())); err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	if err := rundir.WriteFile(filepath.Join(dir, "results.md"), []byte(r.Markdown())); err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,342 @@
+package study
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Study is a study file with its specs compiled.
+type Study struct {
+	File *File
+	// Cells are the sweeps to make, spec by spec, model by model.
+	Cells []Cell
+	// Digest identifies what the study runs (the file's settings and its
+	// specs' digests): a study directory holds one study.
+	Digest string
+}
+
+// Cell is one sweep of a study: a spec with a model.
+type Cell struct {
+	Label    string     `json:"label"`
+	SpecPath string     `json:"spec_path"`
+	Model    string     `json:"model,omitempty"`
+	Baseline bool       `json:"baseline,omitempty"`
+	Plan     *spec.Plan `json:"-"`
+}
+
+// Prepare compiles the study's specs: a spec that does not compile, two
+// specs with one label, or a baseline that names none of them is an error
+// at the file's line.
+func Prepare(f *File, reg *spec.Registry) (*Study, error) {
+	st := &Study{File: f}
+	var errs Errors
+	labels := map[string]bool{}
+	type entry struct {
+		label string
+		plan  *spec.Plan
+		path  string
+	}
+	var entries []entry
+	for i, e := range f.Specs {
+		path := f.resolve(e.Path)
+		plan, diags := spec.Load(path, reg)
+		if diags.HasErrors() {
+			errs = append(errs, f.errorAt(f.specPos[i], "spec %s is invalid:\n%s", e.Path, strings.TrimRight(diags.Format(), "\n")))
+			continue
+		}
+		label := e.Label
+		if label == "" {
+			label = plan.Name
+		}
+		if labels[label] {
+			errs = append(errs, f.errorAt(f.specPos[i], "a second spec is labelled %q: give each spec its own label", label))
+			continue
+		}
+		if plan.Score == nil {
+			errs = append(errs, f.errorAt(f.specPos[i], "spec %s has no score expression: its runs would have no accuracy to compare", e.Path))
+			continue
+		}
+		labels[label] = true
+		entries = append(entries, entry{label, plan, path})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	if !labels[f.Baseline] {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.label)
+		}
+		return nil, Errors{f.errorAt(f.baselinePos, "baseline %q is none of the specs (their labels: %s)", f.Baseline, strings.Join(names, ", "))}
+	}
+	models := f.Models
+	if len(models) == 0 {
+		models = []string{""}
+	}
+	h := sha256.New()
+	settings, _ := json.Marshal(struct {
+		D string
+		M []string
+		R int
+	}{f.DatasetSource(), f.Models, f.Repeat})
+	h.Write(settings)
+	for _, e := range entries {
+		fmt.Fprintf(h, "\x00%s\x00%s", e.label, e.plan.Digest)
+	}
+	st.Digest = hex.EncodeToString(h.Sum(nil))
+	for _, m := range models {
+		for _, e := range entries {
+			st.Cells = append(st.Cells, Cell{Label: e.label, SpecPath: e.path, Model: m, Baseline: e.label == f.Baseline, Plan: e.plan})
+		}
+	}
+	return st, nil
+}
+
+// record is study.json: what the study runs and which sweep is which.
+type record struct {
+	Name    string       `json:"name"`
+	File    string       `json:"file"`
+	Digest  string       `json:"digest"`
+	Study   *File        `json:"study"`
+	Cells   []cellRecord `json:"cells"`
+	Created time.Time    `json:"created"`
+}
+
+type cellRecord struct {
+	Cell
+	// Started is set before the cell's sweep is made, Sweep (the sweep
+	// directory's name) once it exists.
+	Started bool   `json:"started,omitempty"`
+	Sweep   string `json:"sweep,omitempty"`
+}
+
+// Options configure Run.
+type Options struct {
+	// Run is the base of every run's options: environment, cache, client
+	// pool, version. Its RunsDir is ignored: sweeps go in Dir.
+	Run runtime.Options
+	// Dir is the study directory.
+	Dir      string
+	Registry *spec.Registry
+	// OnSweep is told about each sweep as it starts, is resumed or is
+	// found finished.
+	OnSweep func(c Cell, dir, what string)
+	// OnRun is told about each run as it finishes.
+	OnRun func(c Cell, done, total int, run sweep.Run)
+}
+
+// DefaultDir is the directory of a study in a runs folder.
+func DefaultDir(runsDir string, f *File) string { return filepath.Join(runsDir, "study-"+f.Name) }
+
+// Run makes (or finishes) every sweep of the study in opts.Dir, then
+// writes and returns its report. A directory holding the same study
+// continues it: finished sweeps are read, killed ones resumed, the rest
+// made. A directory holding another study is an error.
+func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
+	rec, err := openRecord(st, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	base := opts.Run
+	if base.Clients == nil {
+		base.Clients = runtime.NewClientPool()
+	}
+	base.Ask, base.Observer = nil, nil
+	f := st.File
+	sums := make([]*sweep.Summary, len(st.Cells))
+	var failed error
+	for i, c := range st.Cells {
+		if ctx.Err() != nil {
+			break
+		}
+		cr := &rec.Cells[i]
+		if cr.Sweep == "" && cr.Started {
+			cr.Sweep = adopt(opts.Dir, rec, c)
+		}
+		onRun := func(done, total int, r sweep.Run) {
+			if opts.OnRun != nil {
+				opts.OnRun(c, done, total, r)
+			}
+		}
+		var sum *sweep.Summary
+		var err error
+		if cr.Sweep != "" {
+			dir := filepath.Join(opts.Dir, cr.Sweep)
+			prev, lerr := sweep.Load(dir)
+			if lerr == nil && prev.Pending == 0 && prev.Failed == 0 && prev.Waiting == 0 {
+				if opts.OnSweep != nil {
+					opts.OnSweep(c, dir, "finished")
+				}
+				sums[i] = prev
+				continue
+			}
+			if opts.OnSweep != nil {
+				opts.OnSweep(c, dir, "resumed")
+			}
+			ro := sweep.ResumeOptions{Run: base, Parallel: f.Parallel, OnRun: onRun}
+			sum, err = sweep.Resume(ctx, dir, opts.Registry, ro)
+		} else {
+			cr.Started = true
+			if err := writeRecord(opts.Dir, rec); err != nil {
+				return nil, err
+			}
+			o := base
+			o.RunsDir = opts.Dir
+			if c.Model != "" {
+				o.Models = map[string]string{"default": c.Model}
+			}
+			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun}
+			so.OnStart = func(dir string, total int) {
+				cr.Sweep = filepath.Base(dir)
+				// A sweep started is recorded before its first run, so
+				// a kill after this point resumes it.
+				_ = writeRecord(opts.Dir, rec)
+				if opts.OnSweep != nil {
+					opts.OnSweep(c, dir, fmt.Sprintf("started (%d runs)", total))
+				}
+			}
+			sum, err = sweep.Sweep(ctx, c.Plan, so)
+		}
+		if sum == nil {
+			return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
+		}
+		sums[i] = sum
+		if err != nil && failed == nil {
+			failed = fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	rep, err := report(st, rec, sums)
+	if err != nil {
+		return nil, err
+	}
+	if err := rep.write(opts.Dir); err != nil {
+		return nil, err
+	}
+	return rep, failed
+}
+
+func modelName(m string) string {
+	if m == "" {
+		return "the spec's model"
+	}
+	return m
+}
+
+// openRecord reads study.json of dir, or makes dir with a new one.
+func openRecord(st *Study, dir string) (*record, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "study.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			return nil, fmt.Errorf("%s exists and holds no study.json: give the study another directory (--dir) or delete it", dir)
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("study directory: %w", err)
+		}
+		rec := &record{Name: st.File.Name, File: abs(st.File.Path), Digest: st.Digest, Study: st.File, Created: time.Now().UTC()}
+		for _, c := range st.Cells {
+			rec.Cells = append(rec.Cells, cellRecord{Cell: c})
+		}
+		return rec, writeRecord(dir, rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "study.json"), err)
+	}
+	if rec.Digest != st.Digest || len(rec.Cells) != len(st.Cells) {
+		return nil, fmt.Errorf("%s holds another study (its file, dataset, models or specs changed since it started): give this one another directory (--dir), or delete %s to start again", dir, dir)
+	}
+	return &rec, nil
+}
+
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func writeRecord(dir string, rec *record) error {
+	if err := rundir.WriteJSON(filepath.Join(dir, "study.json"), rec); err != nil {
+		return fmt.Errorf("study: %w", err)
+	}
+	return nil
+}
+
+// adopt finds the sweep of a cell that was killed after its sweep
+// directory appeared but before study.json named it: a sweep directory no
+// cell claims, of the cell's spec and model. "" when there is none.
+func adopt(dir string, rec *record, c Cell) string {
+	claimed := map[string]bool{}
+	for _, cr := range rec.Cells {
+		claimed[cr.Sweep] = true
+	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !e.IsDir() || claimed[e.Name()] || !sweep.IsSweepDir(filepath.Join(dir, e.Name())) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "sweep.json"))
+		if err != nil {
+			continue
+		}
+		var sj struct {
+			Summary struct {
+				SpecDigest string `json:"spec_digest"`
+			} `json:"summary"`
+			Jobs []struct {
+				Models map[string]string `json:"models"`
+			} `json:"jobs"`
+		}
+		if json.Unmarshal(data, &sj) != nil || sj.Summary.SpecDigest != c.Plan.Digest || len(sj.Jobs) == 0 {
+			continue
+		}
+		want := map[string]string(nil)
+		if c.Model != "" {
+			want = map[string]string{"default": c.Model}
+		}
+		if maps.Equal(sj.Jobs[0].Models, want) {
+			return e.Name()
+		}
+	}
+	return ""
+}
+
+// IsStudyDir reports whether dir is a study directory (it has study.json).
+func IsStudyDir(dir string) bool {
+	info, err := os.Stat(filepath.Join(dir, "study.json"))
+	return err == nil && info.Mode().IsRegular()
+}
+
+// FileOf is the study file a study directory was made from.
+func FileOf(dir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "study.json"))
+	if err != nil {
+		return "", err
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(dir, "study.json"), err)
+	}
+	return rec.File, nil
+}
