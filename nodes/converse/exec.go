@@ -304,10 +304,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		if model == nil {
 			model = agent.Model
 		}
-		key := fmt.Sprintf("t%d/%s", s.turn+1, speaker)
-		if attempt > 0 {
-			key += fmt.Sprintf("#repair%d", attempt)
-		}
+		key := kit.RepairKey(fmt.Sprintf("t%d/%s", s.turn+1, speaker), attempt)
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
 		var reply kit.Reply
 		reply, req, err = s.complete(ctx, agent, data, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model,
