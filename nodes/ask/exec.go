@@ -27,14 +27,10 @@ type task struct {
 	sample int
 }
 
-// Execute implements kit.Executor: it plans one task per agent (or per agent
+// Execute implements kit.Def: it plans one task per agent (or per agent
 // and target), runs the calls concurrently, and records the replies in
 // declaration order so results do not depend on timing.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not an ask node", node.ID)
-	}
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	scope := h.Scope()
 	all := h.Messages()
 	samples, err := sampleCount(h, node, cfg)

@@ -15,17 +15,13 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Execute implements kit.Executor: each agent asks up to MaxQuestions
+// Execute implements kit.Def: each agent asks up to MaxQuestions
 // questions per iteration (concurrently); answers come from the run's
 // answerer; follow-up iterations continue until nobody asks anything new or
 // MaxIterations is reached. Questions nobody can answer yet stop the run
 // with kit.ErrWaiting, after every question of the iteration is known, so a
 // person answers them all at once.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not a clarify node", node.ID)
-	}
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	var answered []value.Question
 	calls := 0
 	var recorded []value.Message

@@ -40,13 +40,9 @@ type state struct {
 	watched []int
 }
 
-// Execute implements kit.Executor: turns until the until-condition holds,
+// Execute implements kit.Def: turns until the until-condition holds,
 // every participant has withdrawn, or max_turns is reached.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not a converse node", node.ID)
-	}
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	s := &state{cfg: cfg, node: node, h: h, index: map[string]int{}, fired: make([]bool, len(cfg.Interject)), forced: map[string]bool{},
 		watched: make([]int, len(cfg.Watch))}
 	for i, a := range node.Agents {
