@@ -100,7 +100,10 @@ func questionsOutput(qs []value.Question) []any {
 }
 
 // ask gets one agent's questions for an iteration.
-func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []value.Question) ([]value.Question, error) {
+func ask(ctx context.Context, h interface {
+	kit.Prompter
+	kit.RepairHost
+}, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []value.Question) ([]value.Question, error) {
 	data := &PromptData{PromptBase: h.Base(node, a)}
 	data.Questions = answered
 	data.MaxQuestions = cfg.MaxQuestions
