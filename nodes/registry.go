@@ -16,10 +16,10 @@ import (
 // Kinds returns every node kind, in the order they are documented.
 func Kinds() []kit.Kind {
 	return []kit.Kind{
-		ask.Kind{},
-		converse.Kind{},
-		clarify.Kind{},
-		compute.Kind{},
+		kit.Typed(ask.Kind{}),
+		kit.Typed(converse.Kind{}),
+		kit.Typed(clarify.Kind{}),
+		kit.Typed(compute.Kind{}),
 	}
 }
 

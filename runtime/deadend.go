@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -171,8 +172,7 @@ func (p *prior) failedCalls() []string {
 
 // chainOf is the first call of a chain of repairs (KEY for KEY#repairN).
 func chainOf(key string) string {
-	base, _, _ := strings.Cut(key, "#repair")
-	return base
+	return kit.RepairChain(key)
 }
 
 // noteFallback keeps the chains whose last reply gave way to a fallback

@@ -63,7 +63,7 @@ func TestMinAnswers(t *testing.T) {
 			h := &host{scope: kit.Scope{Round: 1}, reply: down(tc.err == "", tc.down...)}
 			cfg := &Config{Template: "t", Record: "grade", MinAnswers: tc.min, Sequential: tc.sequential,
 				Output: Output{Format: FormatJSON, Schema: schema, Repair: 1}}
-			res, err := Kind{}.Execute(context.Background(), h, node(cfg))
+			res, err := kit.Typed(Kind{}).Execute(context.Background(), h, node(cfg))
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want %q", err, tc.err)
@@ -127,7 +127,7 @@ func TestMinAnswersKeepsFallback(t *testing.T) {
 		return kit.Reply{Content: `{"a": 1}`}, nil
 	}}
 	cfg := &Config{Template: "t", MinAnswers: 1, Output: Output{Format: FormatJSON, Repair: 0, Fallback: map[string]any{}}}
-	res, err := Kind{}.Execute(context.Background(), h, node(cfg))
+	res, err := kit.Typed(Kind{}).Execute(context.Background(), h, node(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}

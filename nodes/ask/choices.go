@@ -18,7 +18,10 @@ const maxChoices = 26
 // label. The order is drawn from the run seed and the call key, so a call
 // (and its resume or replay) always shows the same order, whatever else
 // runs at the same time.
-func choices(h kit.Host, node *spec.NodePlan, ch *Choices, key string) ([]Choice, map[string]string, error) {
+func choices(h interface {
+	kit.Flow
+	kit.Randomness
+}, node *spec.NodePlan, ch *Choices, key string) ([]Choice, map[string]string, error) {
 	v, err := vm.Run(ch.From.Program, h.Env().Map())
 	if err != nil {
 		return nil, nil, fmt.Errorf("node %q: choices.from (%s): %s", node.ID, ch.From.Source, strings.SplitN(err.Error(), "\n", 2)[0])

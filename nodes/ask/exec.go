@@ -27,14 +27,10 @@ type task struct {
 	sample int
 }
 
-// Execute implements kit.Executor: it plans one task per agent (or per agent
+// Execute implements kit.Def: it plans one task per agent (or per agent
 // and target), runs the calls concurrently, and records the replies in
 // declaration order so results do not depend on timing.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not an ask node", node.ID)
-	}
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	scope := h.Scope()
 	all := h.Messages()
 	samples, err := sampleCount(h, node, cfg)
@@ -385,59 +381,59 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	}
 	env := tools.Env{Visible: data.History, Dir: h.ContextDir(), Snapshot: tools.SnapshotOf(h), MCP: tools.MCPOf(h)}
 	parser := parse.Spec{Format: string(cfg.Output.Format), Schema: cfg.Output.Schema, Patterns: cfg.Output.Patterns, Fields: cfg.Output.Fields}
-	request := call.Messages
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
+	var out parse.Output
+	repairs := kit.Repairs{
+		Max: cfg.Output.Repair,
+		Complete: func(ctx context.Context, c kit.Call) (kit.Reply, []kit.ChatMessage, error) {
+			return tools.Complete(ctx, h, c, env, cfg.MaxToolCalls)
+		},
+		Accept: func(reply kit.Reply) error {
+			var perr error
+			out, perr = parser.Parse(reply.Content)
+			return parse.Truncated(reply.FinishReason, perr)
+		},
+		Event: func(attempt int, perr error) any {
+			return map[string]any{"error": perr.Error(), "attempt": attempt, "mode": repairMode(cfg.Output.Resend)}
+		},
+	}
+	// Resend asks the identical request again, as the original systems
+	// retry: a new call key makes it a new sample; else the model is told
+	// what was wrong with its reply.
+	if !cfg.Output.Resend {
+		repairs.Feedback = func(perr error) string { return parse.RepairPrompt(string(cfg.Output.Format), perr) }
+	}
+	at, err := repairs.Call(ctx, h, call)
+	if err != nil {
+		if errors.Is(err, kit.ErrCallFailed) {
+			return value.Message{}, &lapse{key: at.Key, reason: err.Error(), err: err}
 		}
-		reply, msgs, err := tools.Complete(ctx, h, call, env, cfg.MaxToolCalls)
-		if err != nil {
-			if errors.Is(err, kit.ErrCallFailed) {
-				return value.Message{}, &lapse{key: call.Key, reason: err.Error(), err: err}
-			}
-			return value.Message{}, err
+		return value.Message{}, err
+	}
+	reply, perr := at.Reply, at.Invalid
+	if perr == nil {
+		parsed := mapChoice(out.Value, choiceMap)
+		msg := value.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: parsed, Fields: out.Fields, ChoiceMap: choiceMap}
+		var ev any = outputEvent{Output: parsed}
+		if s, ok := parsed.(string); ok && s == strings.TrimSpace(reply.Content) {
+			// A text output is the reply itself, already journaled
+			// with the response; repeating it would double the journal.
+			ev = replyOutputEvent{OutputIsReply: true}
 		}
-		call.Messages = msgs
-		out, perr := parser.Parse(reply.Content)
-		perr = parse.Truncated(reply.FinishReason, perr)
-		if perr == nil {
-			parsed := mapChoice(out.Value, choiceMap)
-			msg := value.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: parsed, Fields: out.Fields, ChoiceMap: choiceMap}
-			var ev any = outputEvent{Output: parsed}
-			if s, ok := parsed.(string); ok && s == strings.TrimSpace(reply.Content) {
-				// A text output is the reply itself, already journaled
-				// with the response; repeating it would double the journal.
-				ev = replyOutputEvent{OutputIsReply: true}
-			}
-			_ = h.Event(event.Output, call.Key, ev)
-			req.Done(reply.Content)
-			return msg, nil
-		}
-		if attempt >= cfg.Output.Repair {
-			if hasFallback(cfg.Output.Fallback) {
-				fb := fallbackOutput(cfg.Output.Fallback, reply.Content)
-				_ = h.Event(event.Fallback, call.Key, map[string]any{"error": perr.Error(), "output": fb})
-				h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, attempt, perr)
-				req.Done(reply.Content)
-				return value.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, Fallback: true, ChoiceMap: choiceMap}, nil
-			}
-			return value.Message{}, &lapse{
-				key:    call.Key,
-				reason: fmt.Sprintf("reply still not valid %s after %d repair(s): %v", cfg.Output.Format, attempt, perr),
-				err:    fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, attempt, perr),
-			}
-		}
-		_ = h.Event(event.Repair, call.Key, map[string]any{"error": perr.Error(), "attempt": attempt + 1, "mode": repairMode(cfg.Output.Resend)})
-		if cfg.Output.Resend {
-			// The identical request again, as the original systems retry:
-			// a new call key makes it a new sample.
-			call.Messages = request
-			continue
-		}
-		call.Messages = append(call.Messages,
-			kit.ChatMessage{Role: "assistant", Content: reply.Content},
-			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt(string(cfg.Output.Format), perr)},
-		)
+		_ = h.Event(event.Output, at.Key, ev)
+		req.Done(reply.Content)
+		return msg, nil
+	}
+	if hasFallback(cfg.Output.Fallback) {
+		fb := fallbackOutput(cfg.Output.Fallback, reply.Content)
+		_ = h.Event(event.Fallback, at.Key, map[string]any{"error": perr.Error(), "output": fb})
+		h.Warn("node %q, agent %q: reply still invalid after %d repairs (%v); using the fallback output", node.ID, t.agent.ID, at.N, perr)
+		req.Done(reply.Content)
+		return value.Message{From: t.agent.ID, To: to, Record: cfg.Record, Content: reply.Content, Output: fb, Fallback: true, ChoiceMap: choiceMap}, nil
+	}
+	return value.Message{}, &lapse{
+		key:    at.Key,
+		reason: fmt.Sprintf("reply still not valid %s after %d repair(s): %v", cfg.Output.Format, at.N, perr),
+		err:    fmt.Errorf("node %q, agent %q: reply is not valid %s after %d repair(s): %w", node.ID, t.agent.ID, cfg.Output.Format, at.N, perr),
 	}
 }
 

@@ -146,7 +146,7 @@ func TestEachRecordsInDeclarationOrder(t *testing.T) {
 		{ID: "m2", From: "perf", Record: "proposal", Round: 1, Content: "P"},
 		{ID: "m3", From: "sec", Record: "proposal", Round: 1, Content: "S"},
 	}}
-	res, err := Kind{}.Execute(context.Background(), h, node(&Config{Template: "t", Record: "critique", Each: &Each{Record: "proposal", From: FromOthers}}))
+	res, err := kit.Typed(Kind{}).Execute(context.Background(), h, node(&Config{Template: "t", Record: "critique", Each: &Each{Record: "proposal", From: FromOthers}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func TestCarryOver(t *testing.T) {
 		{2, "[perf]", "[arch:arch refined(carried) perf:reply perf sec:sec refined(carried)]", true},
 	} {
 		h := &host{scope: kit.Scope{Round: tc.round}, reply: echo, history: history}
-		res, err := Kind{}.Execute(context.Background(), h, node(cfg))
+		res, err := kit.Typed(Kind{}).Execute(context.Background(), h, node(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestCarryOver(t *testing.T) {
 	}
 	// The calling agent's prompt sees its own latest message of the record.
 	h := &host{scope: kit.Scope{Round: 1}, reply: echo, history: history}
-	if _, err := (Kind{}).Execute(context.Background(), h, node(cfg)); err != nil {
+	if _, err := kit.Typed(Kind{}).Execute(context.Background(), h, node(cfg)); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range h.calls {
@@ -239,7 +239,7 @@ func TestFailedCallFailsTheNode(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		return kit.Reply{Content: "ok"}, nil
 	}}
-	_, err := Kind{}.Execute(context.Background(), h, node(&Config{Template: "t", Record: "proposal"}))
+	_, err := kit.Typed(Kind{}).Execute(context.Background(), h, node(&Config{Template: "t", Record: "proposal"}))
 	if !errors.Is(err, boom) {
 		t.Fatalf("error %v, want %v", err, boom)
 	}
@@ -284,7 +284,7 @@ func TestRepairAndFallback(t *testing.T) {
 				return kit.Reply{Content: r}, nil
 			}}
 			cfg := &Config{Template: "t", Output: Output{Format: FormatJSON, Schema: schema, Repair: 2, Fallback: tc.fallback}}
-			res, err := Kind{}.Execute(context.Background(), h, &spec.NodePlan{ID: "n", Agents: one, Config: cfg})
+			res, err := kit.Typed(Kind{}).Execute(context.Background(), h, &spec.NodePlan{ID: "n", Agents: one, Config: cfg})
 			if got := fmt.Sprint(h.keys()); got != tc.keys {
 				t.Errorf("calls %s, want %s", got, tc.keys)
 			}
@@ -326,7 +326,7 @@ func TestToolLimit(t *testing.T) {
 		}}, nil
 	}}
 	cfg := &Config{Template: "t", Tools: []string{"search_history", "read_file"}, MaxToolCalls: 4, Output: Output{Format: FormatText}}
-	res, err := Kind{}.Execute(context.Background(), h, &spec.NodePlan{ID: "n", Agents: []*spec.AgentPlan{{ID: "arch"}}, Config: cfg})
+	res, err := kit.Typed(Kind{}).Execute(context.Background(), h, &spec.NodePlan{ID: "n", Agents: []*spec.AgentPlan{{ID: "arch"}}, Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,9 +171,6 @@ var example string
 // Example implements spec.Kind.
 func (Kind) Example() string { return example }
 
-// NewConfig implements spec.Kind.
-func (Kind) NewConfig() any { return &rawConfig{} }
-
 // rawConfig is an ask node as written in YAML.
 type rawConfig struct {
 	chat.Raw `yaml:",inline"`
@@ -209,9 +206,8 @@ type rawConfig struct {
 	MinAnswers   *int     `yaml:"min_answers"`
 }
 
-// Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext, r any) any {
-	raw := r.(*rawConfig)
+// Compile implements kit.Def.
+func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	cfg := &Config{
 		Template:     c.Template(raw.Template),
 		Model:        c.Model(raw.Model),
@@ -545,12 +541,8 @@ func withFallback(t *spec.Type, fb any) *spec.Type {
 	return out
 }
 
-// Detail implements kit.Describer.
-func (Kind) Detail(n *spec.NodePlan) string {
-	cfg, ok := n.Config.(*Config)
-	if !ok {
-		return ""
-	}
+// Detail implements kit.DetailOf.
+func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
 	parts := []string{plural(len(n.Agents), "agent")}
 	if cfg.Each != nil {
 		parts = append(parts, fmt.Sprintf("each %s message (%s)", cfg.Each.Record, cfg.Each.From))

@@ -198,8 +198,16 @@ func (r *Request) Done(reply string) {
 
 // Build lays out a call's messages: system (when not ""), example pairs,
 // the agent's thread, history turns and the prompt. data is the prompt
+// Host is what laying out a call needs of the run: the agents' threads,
+// templates and the expression environment.
+type Host interface {
+	kit.History
+	kit.Prompter
+	kit.Flow
+}
+
 // data templates (closing) are rendered with, base its PromptBase.
-func Build(h kit.Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, data any, system, prompt string) (*Request, error) {
+func Build(h Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, data any, system, prompt string) (*Request, error) {
 	req := &Request{}
 	if system != "" {
 		req.Messages = append(req.Messages, kit.ChatMessage{Role: "system", Content: system})
@@ -276,7 +284,7 @@ func add(msgs []kit.ChatMessage, m kit.ChatMessage, merge bool) []kit.ChatMessag
 
 // historyTurns renders the agent's visible messages of the current goal
 // as turns.
-func historyTurns(h kit.Host, hc *History, agent *spec.AgentPlan, base *value.PromptBase) ([]kit.ChatMessage, error) {
+func historyTurns(h Host, hc *History, agent *spec.AgentPlan, base *value.PromptBase) ([]kit.ChatMessage, error) {
 	var picked []value.Message
 	for _, m := range base.History {
 		if m.Private || m.Goal != base.Goal.ID || m.Record == "" {
@@ -354,7 +362,7 @@ func contains(list []string, s string) bool {
 }
 
 // examples evaluates a node's few-shot pairs into user and assistant turns.
-func examples(h kit.Host, ex *Examples, data any) ([]kit.ChatMessage, error) {
+func examples(h Host, ex *Examples, data any) ([]kit.ChatMessage, error) {
 	var v any
 	if ex.Template != "" {
 		text, err := h.Render(ex.Template, data)

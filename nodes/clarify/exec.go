@@ -15,17 +15,13 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-// Execute implements kit.Executor: each agent asks up to MaxQuestions
+// Execute implements kit.Def: each agent asks up to MaxQuestions
 // questions per iteration (concurrently); answers come from the run's
 // answerer; follow-up iterations continue until nobody asks anything new or
 // MaxIterations is reached. Questions nobody can answer yet stop the run
 // with kit.ErrWaiting, after every question of the iteration is known, so a
 // person answers them all at once.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not a clarify node", node.ID)
-	}
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	var answered []value.Question
 	calls := 0
 	var recorded []value.Message
@@ -104,7 +100,10 @@ func questionsOutput(qs []value.Question) []any {
 }
 
 // ask gets one agent's questions for an iteration.
-func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []value.Question) ([]value.Question, error) {
+func ask(ctx context.Context, h interface {
+	kit.Prompter
+	kit.RepairHost
+}, node *spec.NodePlan, cfg *Config, a *spec.AgentPlan, iter int, answered []value.Question) ([]value.Question, error) {
 	data := &PromptData{PromptBase: h.Base(node, a)}
 	data.Questions = answered
 	data.MaxQuestions = cfg.MaxQuestions
@@ -129,46 +128,43 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, a *s
 		Shape:   kit.Shape{Format: "json", Schema: json.RawMessage(`{"type": "object", "required": ["questions"], "properties": {"questions": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["question"], "properties": {"question": {"type": "string"}}}}}}`)},
 		Repairs: cfg.Repair,
 	}
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 {
-			call.Key = fmt.Sprintf("%s#repair%d", key, attempt)
-		}
-		reply, err := h.Complete(ctx, call)
-		if err != nil {
-			return nil, err
-		}
-		texts, perr := questionsFrom(reply.Content)
-		perr = parse.Truncated(reply.FinishReason, perr)
-		if perr == nil {
-			// Ids continue the agent's numbering; a question it asked
-			// before is no follow-up and does not count against the cap.
-			seen := map[string]bool{}
-			n := 0
-			for _, q := range answered {
-				if q.Agent == a.ID {
-					seen[normalize(q.Question)] = true
-					n++
-				}
-			}
-			var out []value.Question
-			for _, t := range texts {
-				if seen[normalize(t)] || len(out) == cfg.MaxQuestions {
-					continue
-				}
-				seen[normalize(t)] = true
-				n++
-				out = append(out, value.Question{ID: fmt.Sprintf("%s.q%d", a.ID, n), Agent: a.ID, Question: t})
-			}
-			return out, nil
-		}
-		if attempt >= cfg.Repair {
-			return nil, fmt.Errorf("node %q, agent %q: questions are not valid JSON after %d repair(s): %w", node.ID, a.ID, attempt, perr)
-		}
-		_ = h.Event(event.Repair, call.Key, map[string]any{"error": perr.Error()})
-		call.Messages = append(call.Messages,
-			kit.ChatMessage{Role: "assistant", Content: reply.Content},
-			kit.ChatMessage{Role: "user", Content: parse.RepairPrompt("json", perr)})
+	var texts []string
+	at, err := kit.Repairs{
+		Max: cfg.Repair,
+		Accept: func(reply kit.Reply) error {
+			var perr error
+			texts, perr = questionsFrom(reply.Content)
+			return parse.Truncated(reply.FinishReason, perr)
+		},
+		Feedback: func(perr error) string { return parse.RepairPrompt("json", perr) },
+		Event:    func(_ int, perr error) any { return map[string]any{"error": perr.Error()} },
+	}.Call(ctx, h, call)
+	if err != nil {
+		return nil, err
 	}
+	if at.Invalid != nil {
+		return nil, fmt.Errorf("node %q, agent %q: questions are not valid JSON after %d repair(s): %w", node.ID, a.ID, at.N, at.Invalid)
+	}
+	// Ids continue the agent's numbering; a question it asked before is no
+	// follow-up and does not count against the cap.
+	seen := map[string]bool{}
+	n := 0
+	for _, q := range answered {
+		if q.Agent == a.ID {
+			seen[normalize(q.Question)] = true
+			n++
+		}
+	}
+	var out []value.Question
+	for _, t := range texts {
+		if seen[normalize(t)] || len(out) == cfg.MaxQuestions {
+			continue
+		}
+		seen[normalize(t)] = true
+		n++
+		out = append(out, value.Question{ID: fmt.Sprintf("%s.q%d", a.ID, n), Agent: a.ID, Question: t})
+	}
+	return out, nil
 }
 
 // questionsSchema is the JSON Schema of a reply, sent to endpoints that

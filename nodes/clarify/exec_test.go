@@ -192,7 +192,7 @@ func TestExecute(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{replies: tc.replies, answers: tc.answers, prompts: map[string]string{}}
-			res, err := Kind{}.Execute(context.Background(), h, clarifyNode(2, tc.maxIterations))
+			res, err := kit.Typed(Kind{}).Execute(context.Background(), h, clarifyNode(2, tc.maxIterations))
 			if tc.waiting {
 				if !errors.Is(err, kit.ErrWaiting) {
 					t.Fatalf("error %v, want kit.ErrWaiting", err)
@@ -237,7 +237,7 @@ func TestFollowUpPromptsShowAnswers(t *testing.T) {
 		answers: map[string]string{"arch.q1": ""},
 		prompts: map[string]string{},
 	}
-	if _, err := (Kind{}).Execute(context.Background(), h, clarifyNode(4, 2)); err != nil {
+	if _, err := kit.Typed(Kind{}).Execute(context.Background(), h, clarifyNode(4, 2)); err != nil {
 		t.Fatal(err)
 	}
 	if got := h.prompts["sec/i2"]; got != "sec may ask 4; asked: arch.q1=NA" {

@@ -57,9 +57,6 @@ var example string
 // Example implements spec.Kind.
 func (Kind) Example() string { return example }
 
-// NewConfig implements spec.Kind.
-func (Kind) NewConfig() any { return &rawConfig{} }
-
 // rawConfig is a clarify node as written in YAML.
 type rawConfig struct {
 	Template      spec.Str `yaml:"template"`
@@ -79,9 +76,8 @@ var OutputType = spec.ListOf(spec.ObjectOf(
 	spec.Field{Name: "answer", Type: spec.TypeString},
 ))
 
-// Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext, r any) any {
-	raw := r.(*rawConfig)
+// Compile implements kit.Def.
+func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	cfg := &Config{
 		Template:      c.Template(raw.Template),
 		Model:         c.Model(raw.Model),
@@ -115,12 +111,8 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 	return cfg
 }
 
-// Detail implements kit.Describer.
-func (Kind) Detail(n *spec.NodePlan) string {
-	cfg, ok := n.Config.(*Config)
-	if !ok {
-		return ""
-	}
+// Detail implements kit.DetailOf.
+func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
 	agents := fmt.Sprintf("%d agents", len(n.Agents))
 	if len(n.Agents) == 1 {
 		agents = "1 agent"

@@ -44,9 +44,6 @@ func (Kind) Example() string { return example }
 // PromptData implements spec.Kind: a compute node renders no prompt.
 func (Kind) PromptData() any { return nil }
 
-// NewConfig implements spec.Kind.
-func (Kind) NewConfig() any { return &rawConfig{} }
-
 // rawConfig is a compute node as written in YAML.
 type rawConfig struct {
 	Value spec.Expr           `yaml:"value"`
@@ -61,9 +58,8 @@ type Config struct {
 	Set   []*spec.Program
 }
 
-// Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext, r any) any {
-	raw := r.(*rawConfig)
+// Compile implements kit.Def.
+func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	cfg := &Config{}
 	if f := c.Field("agents"); f != nil {
 		c.Errorf(c.FieldPos("agents"), "a compute node calls no model and has no agents; remove agents")
@@ -94,13 +90,9 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 	return cfg
 }
 
-// Execute implements kit.Kind: it evaluates the expressions in the flow's
+// Execute implements kit.Def: it evaluates the expressions in the flow's
 // environment at this point of the run.
-func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not a compute node", node.ID)
-	}
+func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	env := h.Env().Map()
 	eval := func(p *spec.Program, what string) (any, error) {
 		v, err := vm.Run(p.Program, env)

@@ -40,13 +40,9 @@ type state struct {
 	watched []int
 }
 
-// Execute implements kit.Executor: turns until the until-condition holds,
+// Execute implements kit.Def: turns until the until-condition holds,
 // every participant has withdrawn, or max_turns is reached.
-func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan) (value.NodeResult, error) {
-	cfg, ok := node.Config.(*Config)
-	if !ok {
-		return value.NodeResult{}, fmt.Errorf("node %q: not a converse node", node.ID)
-	}
+func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config) (value.NodeResult, error) {
 	s := &state{cfg: cfg, node: node, h: h, index: map[string]int{}, fired: make([]bool, len(cfg.Interject)), forced: map[string]bool{},
 		watched: make([]int, len(cfg.Watch))}
 	for i, a := range node.Agents {
@@ -304,10 +300,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		if model == nil {
 			model = agent.Model
 		}
-		key := fmt.Sprintf("t%d/%s", s.turn+1, speaker)
-		if attempt > 0 {
-			key += fmt.Sprintf("#repair%d", attempt)
-		}
+		key := kit.RepairKey(fmt.Sprintf("t%d/%s", s.turn+1, speaker), attempt)
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
 		var reply kit.Reply
 		reply, req, err = s.complete(ctx, agent, data, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model,

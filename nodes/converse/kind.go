@@ -147,9 +147,6 @@ var example string
 // Example implements spec.Kind.
 func (Kind) Example() string { return example }
 
-// NewConfig implements spec.Kind.
-func (Kind) NewConfig() any { return &rawConfig{} }
-
 // OutputType is the type of a conversation's output (nodes.ID.output).
 var OutputType = spec.ObjectOf(
 	spec.Field{Name: "turns", Type: spec.TypeInt},
@@ -227,9 +224,8 @@ type rawConfig struct {
 	} `yaml:"watch"`
 }
 
-// Compile implements spec.Kind.
-func (Kind) Compile(c *spec.NodeContext, r any) any {
-	raw := r.(*rawConfig)
+// Compile implements kit.Def.
+func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	cfg := &Config{
 		Speaker:        SpeakerLeastSpoken,
 		ReplyToWhisper: 0.8,
@@ -321,10 +317,7 @@ func (Kind) Compile(c *spec.NodeContext, r any) any {
 	return cfg
 }
 
-// Detail implements kit.Describer.
-func (Kind) Detail(n *spec.NodePlan) string {
-	if cfg, ok := n.Config.(*Config); ok {
-		return fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
-	}
-	return ""
+// Detail implements kit.DetailOf.
+func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
+	return fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
 }

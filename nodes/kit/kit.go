@@ -178,11 +178,24 @@ type Scope struct {
 	Key string
 }
 
-// Host is what a node may do during a run. Its methods are safe for
-// concurrent use unless noted.
+// Host is what a node may do during a run: the small interfaces below,
+// composed. The runtime implements all of it; a helper takes only the parts
+// it uses (kit.SystemPrompt a Prompter, tools.Complete a Caller, a
+// ToolRunner and a Journal), so a test host or a new kind's helper need not
+// fake the rest. Its methods are safe for concurrent use unless noted.
 type Host interface {
-	// Scope is where the node runs.
-	Scope() Scope
+	Caller
+	Prompter
+	History
+	Journal
+	Flow
+	Randomness
+	Asker
+	ToolRunner
+}
+
+// Caller makes model calls, one at a time or several at once.
+type Caller interface {
 	// Complete makes (or replays) a model call. The runtime journals the
 	// request and the reply, applies limits and retries, and counts usage.
 	Complete(ctx context.Context, c Call) (Reply, error)
@@ -192,6 +205,10 @@ type Host interface {
 	// it rather than starting goroutines, so that a run can also execute
 	// where they may not (a durable workflow replays its code).
 	Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) error) error
+}
+
+// Prompter renders prompts and builds what every prompt sees.
+type Prompter interface {
 	// Render executes a template with data (the kind's prompt data).
 	Render(name string, data any) (string, error)
 	// Base returns what every prompt of an agent sees: inputs, vars,
@@ -199,51 +216,79 @@ type Host interface {
 	// Kinds embed it in their own prompt data. Its slices and maps may be
 	// shared with the run: read them, never modify them.
 	Base(node *spec.NodePlan, agent *spec.AgentPlan) value.PromptBase
-	// Messages returns every message recorded so far (all visibilities),
-	// as a slice shared with the run: read it, never modify it.
-	Messages() []value.Message
-	// Record stores messages in the given order, assigning ids and filling
-	// node, round and goal when empty. Call it from one goroutine.
-	Record(msgs ...value.Message) []value.Message
-	// Env returns the expression environment at this point of the run.
-	Env() *spec.Env
-	// Holds evaluates a condition that ends something (a conversation's
-	// until): true when it holds. A dry run's worst case never ends early,
-	// so a dry host answers false after checking that it evaluates.
-	Holds(p *spec.Program, env map[string]any) (bool, error)
-	// Event journals a node-specific event (e.g. "repair", "warning").
-	Event(typ event.Type, key string, data any) error
-	// Warn reports a problem that does not stop the run.
-	Warn(format string, args ...any)
-	// Rand is a deterministic source for this node execution, derived from
-	// the run seed and the node's scope.
-	Rand() *rand.Rand
-	// Result returns a finished node's result.
-	Result(node string) (value.NodeResult, bool)
-	// RunNode executes another node in the current scope (watchers).
-	RunNode(ctx context.Context, id string) (value.NodeResult, error)
-	// Answers returns answers to clarifying questions known to the run, by
-	// question id, and whether the run may ask interactively.
-	Answers() Answerer
-	// Progress reports calls started/finished for live progress views.
-	Progress(ev ProgressEvent)
 	// Summary returns a model-written summary of the agent's history when
 	// the spec asks for summaries and the history is long enough, else "".
 	// It is computed once per agent and scope, asked with system (the
 	// agent's system prompt, "" for none); a failed summary gives "" and a
 	// warning, so prompts fall back to the full history.
 	Summary(ctx context.Context, agent *spec.AgentPlan, system string) string
-	// ContextDir is the directory file tools may read (--context DIR), or "".
-	ContextDir() string
+}
+
+// History is the run's messages and the agents' chat threads.
+type History interface {
+	// Messages returns every message recorded so far (all visibilities),
+	// as a slice shared with the run: read it, never modify it.
+	Messages() []value.Message
+	// Record stores messages in the given order, assigning ids and filling
+	// node, round and goal when empty. Call it from one goroutine.
+	Record(msgs ...value.Message) []value.Message
 	// Thread returns an agent's chat thread of that name in the current
 	// goal (threads are scoped like records), made on first use. The run
 	// keeps it, and rebuilds it on resume and replay from the prompts it
 	// journaled.
 	Thread(name, agent string) Thread
+}
+
+// Journal records what a node did beside its messages: events, warnings
+// and progress.
+type Journal interface {
+	// Event journals a node-specific event (e.g. "repair", "warning").
+	Event(typ event.Type, key string, data any) error
+	// Warn reports a problem that does not stop the run.
+	Warn(format string, args ...any)
+	// Progress reports calls started/finished for live progress views.
+	Progress(ev ProgressEvent)
+}
+
+// Flow is where a node runs in the flow, what it can evaluate there and
+// the other nodes it can see or run.
+type Flow interface {
+	// Scope is where the node runs.
+	Scope() Scope
+	// Env returns the expression environment at this point of the run.
+	Env() *spec.Env
+	// Holds evaluates a condition that ends something (a conversation's
+	// until): true when it holds. A dry run's worst case never ends early,
+	// so a dry host answers false after checking that it evaluates.
+	Holds(p *spec.Program, env map[string]any) (bool, error)
+	// Result returns a finished node's result.
+	Result(node string) (value.NodeResult, bool)
+	// RunNode executes another node in the current scope (watchers).
+	RunNode(ctx context.Context, id string) (value.NodeResult, error)
+}
+
+// Randomness gives a node deterministic random numbers.
+type Randomness interface {
+	// Rand is a deterministic source for this node execution, derived from
+	// the run seed and the node's scope.
+	Rand() *rand.Rand
 	// RandFor is a deterministic source for one call of this node, derived
 	// from the run seed and the call key: the same call draws the same
 	// numbers whatever else runs at the same time.
 	RandFor(key string) *rand.Rand
+}
+
+// Asker finds answers to clarifying questions.
+type Asker interface {
+	// Answers returns answers to clarifying questions known to the run, by
+	// question id, and whether the run may ask interactively.
+	Answers() Answerer
+}
+
+// ToolRunner runs the tools a model calls.
+type ToolRunner interface {
+	// ContextDir is the directory file tools may read (--context DIR), or "".
+	ContextDir() string
 	// RunTool answers a tool call the model made in call key (a call key of
 	// the node, as given to Complete) on behalf of agent: with the result
 	// journaled for it by an earlier attempt of the run or the recording
@@ -341,7 +386,7 @@ func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 
 // SystemPrompt renders the system prompt for an agent in a node: the node's
 // system template, else the agent's, else none.
-func SystemPrompt(h Host, nodeSystem string, agent *spec.AgentPlan, data any) (string, error) {
+func SystemPrompt(h Prompter, nodeSystem string, agent *spec.AgentPlan, data any) (string, error) {
 	name := nodeSystem
 	if name == "" {
 		name = agent.System

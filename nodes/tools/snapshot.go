@@ -126,7 +126,7 @@ type SnapshotHost interface {
 }
 
 // SnapshotOf returns h's snapshot of the context directory, or nil.
-func SnapshotOf(h kit.Host) *Snapshot {
+func SnapshotOf(h kit.ToolRunner) *Snapshot {
 	if sh, ok := h.(SnapshotHost); ok {
 		return sh.ContextSnapshot()
 	}

@@ -364,7 +364,10 @@ func Merge(a, b []string) []string {
 // Complete makes a call and, while the model asks for tools, runs
 // them and calls again, up to limit tool calls; then it asks for an answer
 // without tools. It returns the final reply and the conversation so far.
-func Complete(ctx context.Context, h kit.Host, call kit.Call, env Env, limit int) (kit.Reply, []kit.ChatMessage, error) {
+func Complete(ctx context.Context, h interface {
+	kit.Caller
+	kit.ToolRunner
+}, call kit.Call, env Env, limit int) (kit.Reply, []kit.ChatMessage, error) {
 	base := call.Key
 	msgs := append([]kit.ChatMessage(nil), call.Messages...)
 	used := 0

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 )
 
@@ -183,7 +184,7 @@ func (p *display) event(n runtime.Notice) {
 		c.all++
 		_, call, _ := strings.Cut(ev.Key, "/")
 		switch {
-		case strings.Contains(call, "#repair"):
+		case kit.IsRepair(call):
 			c.repairs++
 		case strings.Contains(call, "/tool"):
 			c.tools++
