@@ -23,6 +23,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
 )
@@ -268,7 +270,7 @@ func (b *builder) known(key string) *Call { return b.run.byKey[key] }
 
 func (b *builder) event(ev journal.Event) {
 	switch ev.Type {
-	case "model_request":
+	case event.ModelRequest:
 		var d struct {
 			Agent     string          `json:"agent"`
 			Endpoint  string          `json:"endpoint"`
@@ -315,7 +317,7 @@ func (b *builder) event(ev journal.Event) {
 			}
 			c.Messages = append(c.Messages, msg)
 		}
-	case "model_response":
+	case event.ModelResponse:
 		var d struct {
 			Content          string     `json:"content"`
 			ToolCalls        []ToolCall `json:"tool_calls"`
@@ -342,20 +344,20 @@ func (b *builder) event(ev journal.Event) {
 		dg := digest(d.Content)
 		b.texts[dg] = d.Content
 		b.replyKey[dg] = ev.Key
-	case "retry":
+	case event.Retry:
 		var d Retry
 		_ = json.Unmarshal(ev.Data, &d)
 		d.Time = ev.Time
 		c := b.call(ev.Key)
 		c.Retries = append(c.Retries, d)
-	case "model_error":
+	case event.ModelError:
 		var d struct {
 			Error string `json:"error"`
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		c := b.call(ev.Key)
 		c.Errors = append(c.Errors, d.Error)
-	case "output":
+	case event.Output:
 		c := b.known(ev.Key)
 		if c == nil {
 			return
@@ -379,7 +381,7 @@ func (b *builder) event(ev journal.Event) {
 			d.Output, _ = json.Marshal(strings.TrimSpace(c.Reply))
 		}
 		c.Output = d.Output
-	case "repair":
+	case event.Repair:
 		c := b.known(ev.Key)
 		if c == nil {
 			return
@@ -389,10 +391,9 @@ func (b *builder) event(ev journal.Event) {
 		if d.Attempt == 0 {
 			d.Attempt = len(c.Repairs) + 1
 		}
-		base, _, _ := strings.Cut(ev.Key, "#repair")
-		d.Next = fmt.Sprintf("%s#repair%d", base, d.Attempt)
+		d.Next = kit.RepairKey(kit.RepairChain(ev.Key), d.Attempt)
 		c.Repairs = append(c.Repairs, d)
-	case "fallback":
+	case event.Fallback:
 		c := b.known(ev.Key)
 		if c == nil {
 			return
@@ -403,17 +404,16 @@ func (b *builder) event(ev journal.Event) {
 		}
 		_ = json.Unmarshal(ev.Data, &d)
 		c.Fallback, c.FallbackReason = d.Output, d.Error
-	case "rejected":
+	case event.Rejected:
 		c := b.known(ev.Key)
 		if c == nil {
 			return
 		}
 		var d Rejection
 		_ = json.Unmarshal(ev.Data, &d)
-		base, _, _ := strings.Cut(ev.Key, "#repair")
-		d.Next = fmt.Sprintf("%s#repair%d", base, d.Attempt)
+		d.Next = kit.RepairKey(kit.RepairChain(ev.Key), d.Attempt)
 		c.Rejections = append(c.Rejections, d)
-	case "tool_call":
+	case event.ToolCall:
 		var d struct {
 			Tool      string `json:"tool"`
 			Arguments any    `json:"arguments"`
@@ -432,13 +432,13 @@ func (b *builder) event(ev journal.Event) {
 				c.ToolRuns = append(c.ToolRuns, tr)
 			}
 		}
-	case "run_finished", "run_resumed":
+	case event.RunFinished, event.RunResumed:
 		for _, c := range b.run.Calls {
 			if !c.Done {
 				c.Stopped = true
 			}
 		}
-	case "message":
+	case event.Message:
 		var d struct {
 			ID            string `json:"id"`
 			Content       string `json:"content"`

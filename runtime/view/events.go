@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/internal/event"
@@ -276,7 +277,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			}
 		}
 		out.Data = map[string]any{"status": d.Status, "outputs": d.Outputs, "outputs_html": htmls, "duration_ms": d.DurationMS, "conclusion": d.Conclusion.Summary()}
-	case "tool_call":
+	case event.ToolCall:
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
 		if s, ok := d["result"].(string); ok && len(s) > 4000 {
@@ -295,9 +296,10 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 func (n *normalizer) unclaim(node, agent, key string) {
 	k := node + "\x00" + agent
 	list := n.unclaimed[k]
-	if base, _, ok := strings.Cut(key, "#repair"); ok {
+	if kit.IsRepair(key) {
+		base := kit.RepairChain(key)
 		for i, x := range list {
-			if b, _, _ := strings.Cut(x, "#repair"); b == base {
+			if kit.RepairChain(x) == base {
 				list[i] = key
 				return
 			}
