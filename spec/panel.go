@@ -151,9 +151,11 @@ func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
 			}
 		}
 	}
+	for _, a := range group {
+		a.Neighbours = []string{} // set: the group has a topology
+	}
 	if t.Shape.Set {
 		for i := range group {
-			group[i].Neighbours = nil
 			switch t.Shape.V {
 			case "complete":
 				for j := range n {
@@ -184,9 +186,6 @@ func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
 			}
 		}
 		return
-	}
-	for _, a := range group {
-		a.Neighbours = []string{}
 	}
 	for _, k := range t.Edges.Keys {
 		i := slices.Index(ids, k.V)
