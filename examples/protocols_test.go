@@ -673,6 +673,8 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"chateval-one-by-one", nil, "N·R·2", 2 * 2 * 2},
 		{"chateval-simultaneous", nil, "N·R·2", 2 * 2 * 2},
 		{"chateval-summarizer", nil, "(N·R + (R−1))·2", (2*2 + 1) * 2},
+		{"mixture-of-agents", nil, "N·(L−1) + 1 = 6·2 + 1", 6*2 + 1},
+		{"mixture-of-agents", []string{"panel=mixed", "layers=4"}, "N·(L−1) + 1 = 3·3 + 1", 3*3 + 1},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.name, tc.sets), func(t *testing.T) {
 			plan := load(t, "protocols/"+tc.name)
@@ -682,6 +684,8 @@ func TestProtocolCallCounts(t *testing.T) {
 				inputs = []string{"question=What is the result of 1+2*3+4-5*6?"}
 			case strings.HasPrefix(tc.name, "chateval-"):
 				inputs = pairInputs
+			case tc.name == "mixture-of-agents":
+				inputs = []string{"question=Name a prime above 10."}
 			}
 			rep, err := dryrun.Run(plan, dryrun.Options{Inputs: inputs, Sets: tc.sets})
 			if err != nil {
@@ -767,5 +771,42 @@ func TestProtocolDatasetAgainstBaseline(t *testing.T) {
 	}
 	if debateCalls != 6*len(lines) || baselineCalls != len(lines) {
 		t.Errorf("%d and %d calls, want %d (N·R per question) and %d", debateCalls, baselineCalls, 6*len(lines), len(lines))
+	}
+}
+
+// TestProtocolMixtureOfAgents: every proposer is called with its own model
+// (the panel is a list var), layer 2 sees the whole panel's layer-1
+// answers in its system message, and the aggregator sees layer 2's only.
+func TestProtocolMixtureOfAgents(t *testing.T) {
+	p := runProtocol(t, "mixture-of-agents", []string{"question=Name a prime above 10."}, []string{"proposers=m-a,m-b,m-c"},
+		func(key string, r llmtest.Request) string {
+			return fmt.Sprintf("%s says %d", r.Model, roundOf(key))
+		})
+	p.wantCalls(t, 3*2+1) // N x (L-1) + 1
+	for i, m := range []string{"m-a", "m-b", "m-c"} {
+		a := fmt.Sprintf("proposer_%d", i+1)
+		r1, r2 := p.req(t, "propose/round=1/"+a), p.req(t, "propose/round=2/"+a)
+		if r1.Model != m || r2.Model != m {
+			t.Errorf("%s is called with %s and %s, want %s", a, r1.Model, r2.Model, m)
+		}
+		if roles(r1) != "user" || roles(r2) != "system user" {
+			t.Errorf("%s: roles %q then %q", a, roles(r1), roles(r2))
+		}
+		sees(t, a+" in layer 2", r2.Messages[0].Content, "m-a says 1", "m-b says 1", "m-c says 1")
+	}
+	agg := p.req(t, "aggregate/-/aggregator_1")
+	if agg.Model != "qwen1.5-110b-chat" {
+		t.Errorf("aggregator model %s", agg.Model)
+	}
+	sees(t, "the aggregator", agg.Messages[0].Content, "m-a says 2", "m-c says 2", "!says 1")
+	if last := p.order[len(p.order)-1]; last != "aggregate/-/aggregator_1" {
+		t.Errorf("the aggregator is not called last: %v", p.order)
+	}
+	p.wantOutput(t, "answer", "qwen1.5-110b-chat says 0")
+	// Usage is counted per model of the panel.
+	for _, m := range []string{"m-a", "m-b", "m-c"} {
+		if u := p.res.Usage.ByModel[m]; u.Calls != 2 {
+			t.Errorf("usage of %s: %d calls, want 2", m, u.Calls)
+		}
 	}
 }
