@@ -675,12 +675,14 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"chateval-summarizer", nil, "(N·R + (R−1))·2", (2*2 + 1) * 2},
 		{"mixture-of-agents", nil, "N·(L−1) + 1 = 6·2 + 1", 6*2 + 1},
 		{"mixture-of-agents", []string{"panel=mixed", "layers=4"}, "N·(L−1) + 1 = 3·3 + 1", 3*3 + 1},
+		{"sparse-debate", nil, "N·R = 6·3", 6 * 3},
+		{"sparse-debate", []string{"models=a,b,c,d", "rounds=2"}, "N·R = 4·2", 4 * 2},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.name, tc.sets), func(t *testing.T) {
 			plan := load(t, "protocols/"+tc.name)
 			inputs := mcqInputs
 			switch {
-			case strings.HasPrefix(tc.name, "du-"):
+			case strings.HasPrefix(tc.name, "du-") || tc.name == "sparse-debate":
 				inputs = []string{"question=What is the result of 1+2*3+4-5*6?"}
 			case strings.HasPrefix(tc.name, "chateval-"):
 				inputs = pairInputs
@@ -808,5 +810,36 @@ func TestProtocolMixtureOfAgents(t *testing.T) {
 		if u := p.res.Usage.ByModel[m]; u.Calls != 2 {
 			t.Errorf("usage of %s: %d calls, want 2", m, u.Calls)
 		}
+	}
+}
+
+// TestProtocolSparseDebate: on a ring of six each agent's round-r turn
+// lists its two neighbours' round r-1 answers, no one else's, and its chat
+// only grows.
+func TestProtocolSparseDebate(t *testing.T) {
+	p := runProtocol(t, "sparse-debate", []string{"question=What is the result of 1+2*3+4-5*6?"}, nil,
+		func(key string, _ llmtest.Request) string {
+			return fmt.Sprintf("%s in round %d says %d", agentOf(key), roundOf(key), 10+roundOf(key))
+		})
+	p.wantCalls(t, 6*3) // N x R
+	p.wantOutput(t, "answer", "13")
+	for i := 1; i <= 6; i++ {
+		a := fmt.Sprintf("debater_%d", i)
+		prev, next := fmt.Sprintf("debater_%d", (i+4)%6+1), fmt.Sprintf("debater_%d", i%6+1)
+		for r := 2; r <= 3; r++ {
+			req := p.req(t, fmt.Sprintf("answer/round=%d/%s", r, a))
+			if got, want := roles(req), strings.TrimSpace(strings.Repeat("user assistant ", r-1)+"user"); got != want {
+				t.Errorf("%s round %d: roles %q, want %q", a, r, got, want)
+			}
+			turn := req.Messages[len(req.Messages)-1].Content
+			texts := []string{fmt.Sprintf("%s in round %d", prev, r-1), fmt.Sprintf("%s in round %d", next, r-1), "!" + a + " in"}
+			for j := 1; j <= 6; j++ {
+				if o := fmt.Sprintf("debater_%d", j); o != prev && o != next {
+					texts = append(texts, "!"+o+" in")
+				}
+			}
+			sees(t, fmt.Sprintf("%s's round-%d turn", a, r), turn, texts...)
+		}
+		prefixOf(t, p.req(t, "answer/round=2/"+a), p.req(t, "answer/round=3/"+a))
 	}
 }
