@@ -676,6 +676,8 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"mixture-of-agents", nil, "N·(L−1) + 1 = 6·2 + 1", 6*2 + 1},
 		{"mixture-of-agents", []string{"panel=mixed", "layers=4"}, "N·(L−1) + 1 = 3·3 + 1", 3*3 + 1},
 		{"sparse-debate", nil, "N·R = 6·3", 6 * 3},
+		{"poll-jury", nil, "N = 3", 3},
+		{"poll-jury", []string{"jury=a,b,c,d,e"}, "N = 5", 5},
 		{"sparse-debate", []string{"models=a,b,c,d", "rounds=2"}, "N·R = 4·2", 4 * 2},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.name, tc.sets), func(t *testing.T) {
@@ -686,6 +688,8 @@ func TestProtocolCallCounts(t *testing.T) {
 				inputs = []string{"question=What is the result of 1+2*3+4-5*6?"}
 			case strings.HasPrefix(tc.name, "chateval-"):
 				inputs = pairInputs
+			case tc.name == "poll-jury":
+				inputs = []string{"question=Which planet has the shortest year?", "reference=Mercury", "answer=Venus."}
 			case tc.name == "mixture-of-agents":
 				inputs = []string{"question=Name a prime above 10."}
 			}
@@ -842,4 +846,21 @@ func TestProtocolSparseDebate(t *testing.T) {
 		}
 		prefixOf(t, p.req(t, "answer/round=2/"+a), p.req(t, "answer/round=3/"+a))
 	}
+}
+
+// TestProtocolPoLLJury: one call per juror, each with its own model and
+// none seeing another's verdict; the majority verdict wins.
+func TestProtocolPoLLJury(t *testing.T) {
+	verdict := map[string]string{"command-r": "Correct.", "gpt-3.5-turbo-0125": "incorrect", "claude-3-haiku-20240307": "correct"}
+	p := runProtocol(t, "poll-jury", []string{"question=Which planet has the shortest year?", "reference=Mercury", "answer=Mercury."}, nil,
+		func(_ string, r llmtest.Request) string { return verdict[r.Model] })
+	p.wantCalls(t, 3) // N
+	for i, m := range []string{"command-r", "gpt-3.5-turbo-0125", "claude-3-haiku-20240307"} {
+		r := p.req(t, fmt.Sprintf("judge/-/judge_%d", i+1))
+		if r.Model != m || roles(r) != "user" {
+			t.Errorf("judge_%d: model %s, roles %q", i+1, r.Model, roles(r))
+		}
+		sees(t, "a juror", r.Messages[0].Content, "Reference answer: Mercury", "!Correct.", "!incorrect\n")
+	}
+	p.wantOutput(t, "verdict", "correct")
 }
