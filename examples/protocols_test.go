@@ -677,6 +677,8 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"mixture-of-agents", []string{"panel=mixed", "layers=4"}, "N·(L−1) + 1 = 3·3 + 1", 3*3 + 1},
 		{"sparse-debate", nil, "N·R = 6·3", 6 * 3},
 		{"poll-jury", nil, "N = 3", 3},
+		{"reconcile", nil, "N·(1+D) = 3·4", 3 * 4},
+		{"reconcile", []string{"agents=a,b,c,d,e", "rounds=1"}, "N·(1+D) = 5·2", 5 * 2},
 		{"poll-jury", []string{"jury=a,b,c,d,e"}, "N = 5", 5},
 		{"sparse-debate", []string{"models=a,b,c,d", "rounds=2"}, "N·R = 4·2", 4 * 2},
 	} {
@@ -863,4 +865,37 @@ func TestProtocolPoLLJury(t *testing.T) {
 		sees(t, "a juror", r.Messages[0].Content, "Reference answer: Mercury", "!Correct.", "!incorrect\n")
 	}
 	p.wantOutput(t, "verdict", "correct")
+}
+
+// TestProtocolReConcile: each agent is called with its own model; round 2
+// shows round 1's answers of the whole table grouped by option with their
+// confidences; with no agreement every round runs, and a sure agent
+// outweighs two unsure ones.
+func TestProtocolReConcile(t *testing.T) {
+	reply := map[string]string{
+		"m-a": `{"reasoning": "Venus is hot.", "answer": "A", "confidence": 0.7}`,
+		"m-b": `{"reasoning": "Mercury orbits fastest.", "answer": "B", "confidence": 1.0}`,
+		"m-c": `{"reasoning": "Venus is near.", "answer": "A", "confidence": 0.6}`,
+	}
+	p := runProtocol(t, "reconcile", mcqInputs, []string{"agents=m-a,m-b,m-c"},
+		func(_ string, r llmtest.Request) string { return reply[r.Model] })
+	p.wantCalls(t, 3*(1+3)) // N x (1 + D): never unanimous
+	for i, m := range []string{"m-a", "m-b", "m-c"} {
+		for r := 1; r <= 4; r++ {
+			if got := p.req(t, fmt.Sprintf("answer/round=%d/participant_%d", r, i+1)).Model; got != m {
+				t.Errorf("participant_%d round %d: model %s, want %s", i+1, r, got, m)
+			}
+		}
+	}
+	r1 := p.req(t, "answer/round=1/participant_3").Messages
+	sees(t, "a round-1 prompt", r1[len(r1)-1].Content, "Mercury", "!round-table", "!Venus is hot")
+	r2 := p.req(t, "answer/round=2/participant_3").Messages
+	sees(t, "a round-2 prompt", r2[len(r2)-1].Content, "Option A:", "participant_1 (confidence 0.7): Venus is hot.", "you (confidence 0.6): Venus is near.", "Option B:", "participant_2 (confidence 1): Mercury")
+	// Rounds run in order: no round-2 call before every round-1 call.
+	for i, k := range p.order {
+		if roundOf(k) != i/3+1 {
+			t.Errorf("call %d is %s", i, k)
+		}
+	}
+	p.wantOutput(t, "answer", "B") // 1.0 against 0.3 + 0.1
 }
