@@ -77,6 +77,14 @@ func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// Negated is the expression !(e), placed so that a diagnostic about a
+// part of e points where the same diagnostic of e does (and so is not
+// reported twice when a kind compiles both).
+func (e Expr) Negated() Expr {
+	p := e.textPos()
+	return Expr{Source: "!(" + e.Source + ")", Pos: Pos{Line: p.Line, Col: p.Col - 2}}
+}
+
 // textPos is the position of the expression's first character.
 func (e Expr) textPos() Pos {
 	if e.quoted {
