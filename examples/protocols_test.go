@@ -674,15 +674,27 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"chateval-one-by-one", nil, "N·R·2", 2 * 2 * 2},
 		{"chateval-simultaneous", nil, "N·R·2", 2 * 2 * 2},
 		{"chateval-summarizer", nil, "(N·R + (R−1))·2", (2*2 + 1) * 2},
+		{"mixture-of-agents", nil, "N·(L−1) + 1 = 6·2 + 1", 6*2 + 1},
+		{"mixture-of-agents", []string{"panel=mixed", "layers=4"}, "N·(L−1) + 1 = 3·3 + 1", 3*3 + 1},
+		{"sparse-debate", nil, "N·R = 6·3", 6 * 3},
+		{"poll-jury", nil, "N = 3", 3},
+		{"reconcile", nil, "N·(1+D) = 3·4", 3 * 4},
+		{"reconcile", []string{"agents=a,b,c,d,e", "rounds=1"}, "N·(1+D) = 5·2", 5 * 2},
+		{"poll-jury", []string{"jury=a,b,c,d,e"}, "N = 5", 5},
+		{"sparse-debate", []string{"models=a,b,c,d", "rounds=2"}, "N·R = 4·2", 4 * 2},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.name, tc.sets), func(t *testing.T) {
 			plan := load(t, "protocols/"+tc.name)
 			inputs := mcqInputs
 			switch {
-			case strings.HasPrefix(tc.name, "du-"):
+			case strings.HasPrefix(tc.name, "du-") || tc.name == "sparse-debate":
 				inputs = []string{"question=What is the result of 1+2*3+4-5*6?"}
 			case strings.HasPrefix(tc.name, "chateval-"):
 				inputs = pairInputs
+			case tc.name == "poll-jury":
+				inputs = []string{"question=Which planet has the shortest year?", "reference=Mercury", "answer=Venus."}
+			case tc.name == "mixture-of-agents":
+				inputs = []string{"question=Name a prime above 10."}
 			}
 			rep, err := dryrun.Run(plan, dryrun.Options{Given: launch.Given{Inputs: inputs, Sets: tc.sets}})
 			if err != nil {
@@ -769,4 +781,122 @@ func TestProtocolDatasetAgainstBaseline(t *testing.T) {
 	if debateCalls != 6*len(lines) || baselineCalls != len(lines) {
 		t.Errorf("%d and %d calls, want %d (N·R per question) and %d", debateCalls, baselineCalls, 6*len(lines), len(lines))
 	}
+}
+
+// TestProtocolMixtureOfAgents: every proposer is called with its own model
+// (the panel is a list var), layer 2 sees the whole panel's layer-1
+// answers in its system message, and the aggregator sees layer 2's only.
+func TestProtocolMixtureOfAgents(t *testing.T) {
+	p := runProtocol(t, "mixture-of-agents", []string{"question=Name a prime above 10."}, []string{"proposers=m-a,m-b,m-c"},
+		func(key string, r llmtest.Request) string {
+			return fmt.Sprintf("%s says %d", r.Model, roundOf(key))
+		})
+	p.wantCalls(t, 3*2+1) // N x (L-1) + 1
+	for i, m := range []string{"m-a", "m-b", "m-c"} {
+		a := fmt.Sprintf("proposer_%d", i+1)
+		r1, r2 := p.req(t, "propose/round=1/"+a), p.req(t, "propose/round=2/"+a)
+		if r1.Model != m || r2.Model != m {
+			t.Errorf("%s is called with %s and %s, want %s", a, r1.Model, r2.Model, m)
+		}
+		if roles(r1) != "user" || roles(r2) != "system user" {
+			t.Errorf("%s: roles %q then %q", a, roles(r1), roles(r2))
+		}
+		sees(t, a+" in layer 2", r2.Messages[0].Content, "m-a says 1", "m-b says 1", "m-c says 1")
+	}
+	agg := p.req(t, "aggregate/-/aggregator_1")
+	if agg.Model != "qwen1.5-110b-chat" {
+		t.Errorf("aggregator model %s", agg.Model)
+	}
+	sees(t, "the aggregator", agg.Messages[0].Content, "m-a says 2", "m-c says 2", "!says 1")
+	if last := p.order[len(p.order)-1]; last != "aggregate/-/aggregator_1" {
+		t.Errorf("the aggregator is not called last: %v", p.order)
+	}
+	p.wantOutput(t, "answer", "qwen1.5-110b-chat says 0")
+	// Usage is counted per model of the panel.
+	for _, m := range []string{"m-a", "m-b", "m-c"} {
+		if u := p.res.Usage.ByModel[m]; u.Calls != 2 {
+			t.Errorf("usage of %s: %d calls, want 2", m, u.Calls)
+		}
+	}
+}
+
+// TestProtocolSparseDebate: on a ring of six each agent's round-r turn
+// lists its two neighbours' round r-1 answers, no one else's, and its chat
+// only grows.
+func TestProtocolSparseDebate(t *testing.T) {
+	p := runProtocol(t, "sparse-debate", []string{"question=What is the result of 1+2*3+4-5*6?"}, nil,
+		func(key string, _ llmtest.Request) string {
+			return fmt.Sprintf("%s in round %d says %d", agentOf(key), roundOf(key), 10+roundOf(key))
+		})
+	p.wantCalls(t, 6*3) // N x R
+	p.wantOutput(t, "answer", "13")
+	for i := 1; i <= 6; i++ {
+		a := fmt.Sprintf("debater_%d", i)
+		prev, next := fmt.Sprintf("debater_%d", (i+4)%6+1), fmt.Sprintf("debater_%d", i%6+1)
+		for r := 2; r <= 3; r++ {
+			req := p.req(t, fmt.Sprintf("answer/round=%d/%s", r, a))
+			if got, want := roles(req), strings.TrimSpace(strings.Repeat("user assistant ", r-1)+"user"); got != want {
+				t.Errorf("%s round %d: roles %q, want %q", a, r, got, want)
+			}
+			turn := req.Messages[len(req.Messages)-1].Content
+			texts := []string{fmt.Sprintf("%s in round %d", prev, r-1), fmt.Sprintf("%s in round %d", next, r-1), "!" + a + " in"}
+			for j := 1; j <= 6; j++ {
+				if o := fmt.Sprintf("debater_%d", j); o != prev && o != next {
+					texts = append(texts, "!"+o+" in")
+				}
+			}
+			sees(t, fmt.Sprintf("%s's round-%d turn", a, r), turn, texts...)
+		}
+		prefixOf(t, p.req(t, "answer/round=2/"+a), p.req(t, "answer/round=3/"+a))
+	}
+}
+
+// TestProtocolPoLLJury: one call per juror, each with its own model and
+// none seeing another's verdict; the majority verdict wins.
+func TestProtocolPoLLJury(t *testing.T) {
+	verdict := map[string]string{"command-r": "Correct.", "gpt-3.5-turbo-0125": "incorrect", "claude-3-haiku-20240307": "correct"}
+	p := runProtocol(t, "poll-jury", []string{"question=Which planet has the shortest year?", "reference=Mercury", "answer=Mercury."}, nil,
+		func(_ string, r llmtest.Request) string { return verdict[r.Model] })
+	p.wantCalls(t, 3) // N
+	for i, m := range []string{"command-r", "gpt-3.5-turbo-0125", "claude-3-haiku-20240307"} {
+		r := p.req(t, fmt.Sprintf("judge/-/judge_%d", i+1))
+		if r.Model != m || roles(r) != "user" {
+			t.Errorf("judge_%d: model %s, roles %q", i+1, r.Model, roles(r))
+		}
+		sees(t, "a juror", r.Messages[0].Content, "Reference answer: Mercury", "!Correct.", "!incorrect\n")
+	}
+	p.wantOutput(t, "verdict", "correct")
+}
+
+// TestProtocolReConcile: each agent is called with its own model; round 2
+// shows round 1's answers of the whole table grouped by option with their
+// confidences; with no agreement every round runs, and a sure agent
+// outweighs two unsure ones.
+func TestProtocolReConcile(t *testing.T) {
+	reply := map[string]string{
+		"m-a": `{"reasoning": "Venus is hot.", "answer": "A", "confidence": 0.7}`,
+		"m-b": `{"reasoning": "Mercury orbits fastest.", "answer": "B", "confidence": 1.0}`,
+		"m-c": `{"reasoning": "Venus is near.", "answer": "A", "confidence": 0.6}`,
+	}
+	p := runProtocol(t, "reconcile", mcqInputs, []string{"agents=m-a,m-b,m-c"},
+		func(_ string, r llmtest.Request) string { return reply[r.Model] })
+	p.wantCalls(t, 3*(1+3)) // N x (1 + D): never unanimous
+	for i, m := range []string{"m-a", "m-b", "m-c"} {
+		for r := 1; r <= 4; r++ {
+			if got := p.req(t, fmt.Sprintf("answer/round=%d/participant_%d", r, i+1)).Model; got != m {
+				t.Errorf("participant_%d round %d: model %s, want %s", i+1, r, got, m)
+			}
+		}
+	}
+	r1 := p.req(t, "answer/round=1/participant_3").Messages
+	sees(t, "a round-1 prompt", r1[len(r1)-1].Content, "Mercury", "!round-table", "!Venus is hot")
+	r2 := p.req(t, "answer/round=2/participant_3").Messages
+	sees(t, "a round-2 prompt", r2[len(r2)-1].Content, "Option A:", "participant_1 (confidence 0.7): Venus is hot.", "you (confidence 0.6): Venus is near.", "Option B:", "participant_2 (confidence 1): Mercury")
+	// Rounds run in order: no round-2 call before every round-1 call.
+	for i, k := range p.order {
+		if roundOf(k) != i/3+1 {
+			t.Errorf("call %d is %s", i, k)
+		}
+	}
+	p.wantOutput(t, "answer", "B") // 1.0 against 0.3 + 0.1
 }

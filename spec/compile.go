@@ -323,29 +323,44 @@ func (c *compiler) agents() {
 			ap.System = c.templateExists(a.System)
 			ap.systemPos = a.System.Pos
 		}
-		n := c.replicas(k.V, a.Replicas)
-		if n == 0 {
+		var members []*AgentPlan
+		if a.Replicas.From.Source != "" {
+			members = c.panel(k.V, a, ap, a.Replicas.From)
+		} else if n := c.replicas(k.V, a.Replicas.Count); n > 0 {
+			// A replicated declaration is a group of identical agents, each
+			// with its own id (and so its own calls, samples and messages).
+			for i := 1; i <= n; i++ {
+				r := *ap
+				r.ID, r.Name, r.Index, r.Group = replicaID(k.V, i), ap.Name+" "+strconv.Itoa(i), i, k.V
+				if a.Name == "" {
+					r.Name = r.ID
+				}
+				members = append(members, &r)
+			}
+		}
+		if len(members) == 0 {
+			if a.Topology.Set && a.Replicas.IsZero() {
+				c.r.errorf(a.Topology.Pos, "agent %q: topology is among the agents of a replicated declaration; add replicas: (a number or {from: LIST})", k.V)
+			}
+			// (also after a replicas error, so nodes naming it are not
+			// reported too)
 			c.plan.Agents = append(c.plan.Agents, ap)
 			c.plan.AgentByID[k.V] = ap
 			continue
 		}
-		// A replicated declaration is a group of identical agents, each
-		// with its own id (and so its own calls, samples and messages).
 		if c.plan.Groups == nil {
 			c.plan.Groups = map[string][]*AgentPlan{}
 		}
-		for i := 1; i <= n; i++ {
-			r := *ap
-			r.ID, r.Name = replicaID(k.V, i), ap.Name+" "+strconv.Itoa(i)
-			if a.Name == "" {
-				r.Name = r.ID
-			}
+		for _, r := range members {
 			if _, dup := c.file.Agents.Values[r.ID]; dup {
 				c.r.errorf(k.Pos, "agent %q: its replica %q has the id of another agent; rename one of them", k.V, r.ID)
 			}
-			c.plan.Agents = append(c.plan.Agents, &r)
-			c.plan.AgentByID[r.ID] = &r
-			c.plan.Groups[k.V] = append(c.plan.Groups[k.V], &r)
+			c.plan.Agents = append(c.plan.Agents, r)
+			c.plan.AgentByID[r.ID] = r
+			c.plan.Groups[k.V] = append(c.plan.Groups[k.V], r)
+		}
+		if a.Topology.Set {
+			c.topology(k.V, a.Topology, members)
 		}
 	}
 }

@@ -237,13 +237,19 @@ func (r *reporter) add(sev Severity, pos Pos, format string, args ...any) {
 		// The parser places a few errors just past the end of the text.
 		pos = Pos{Line: n, Col: 1}
 	}
-	r.keep(Diagnostic{
+	d := Diagnostic{
 		File:     r.src.name,
 		Pos:      pos,
 		Severity: sev,
 		Message:  fmt.Sprintf(format, args...),
 		Snippet:  r.src.snippet(pos),
-	})
+	}
+	for _, o := range r.diags {
+		if o.Pos == d.Pos && o.Severity == d.Severity && o.Message == d.Message && o.File == d.File {
+			return // the same problem, found twice
+		}
+	}
+	r.keep(d)
 }
 
 func (r *reporter) errorf(pos Pos, format string, args ...any) {

@@ -235,13 +235,20 @@ type AgentPlan struct {
 	Persona value.Persona
 	Tools   []string
 	Vars    map[string]any
+	// Index is the agent's place (1-based) in its replicated declaration,
+	// Group the declaration's id (0 and "" for an agent not replicated).
+	Index int
+	Group string
+	// Neighbours are the ids of the agents of its group it hears, by the
+	// declaration's topology (nil without one).
+	Neighbours []string
 	// systemPos is where the system template is named, for diagnostics.
 	systemPos Pos
 }
 
 // View is what templates and expressions see of the agent.
 func (a *AgentPlan) View() value.AgentView {
-	v := value.AgentView{ID: a.ID, Name: a.Name, Role: a.Role, Persona: a.Persona, Vars: a.Vars}
+	v := value.AgentView{ID: a.ID, Name: a.Name, Role: a.Role, Persona: a.Persona, Vars: a.Vars, Index: a.Index, Group: a.Group, Neighbours: a.Neighbours}
 	if a.Model != nil {
 		v.Model = a.Model.Model
 	}

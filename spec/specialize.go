@@ -66,14 +66,11 @@ func (p *Plan) Specialize(vars map[string]any, models map[string]string) (*Plan,
 
 var varRef = regexp.MustCompile(`\bvars\.([A-Za-z_][A-Za-z0-9_]*)`)
 
-// replicas is how many agents a declaration makes: 0 when it is not
-// replicated (one agent under its own id), else N from 1 to maxReplicas,
-// evaluated against the run's var values (the defaults when validating).
-func (c *compiler) replicas(id string, e Expr) int {
+// replicaValue evaluates a replicas expression against the run's var
+// values (the defaults when validating), noting the vars it reads so a run
+// that sets one compiles the spec again.
+func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
 	src := strings.TrimSpace(e.Source)
-	if src == "" {
-		return 0
-	}
 	for _, m := range varRef.FindAllStringSubmatch(src, -1) {
 		if !slices.Contains(c.plan.ReplicaVars, m[1]) {
 			c.plan.ReplicaVars = append(c.plan.ReplicaVars, m[1])
@@ -86,16 +83,31 @@ func (c *compiler) replicas(id string, e Expr) int {
 	for k, v := range c.overrides.Vars {
 		vars[k] = v
 	}
+	prog, cerr := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
+	if cerr != nil {
+		c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(cerr.Error()))
+		return nil, false
+	}
+	v, rerr := expr.Run(prog, map[string]any{"vars": vars})
+	if rerr != nil {
+		c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(rerr.Error()))
+		return nil, false
+	}
+	return v, true
+}
+
+// replicas is how many agents a declaration makes: 0 when it is not
+// replicated (one agent under its own id), else N from 1 to maxReplicas,
+// evaluated against the run's var values (the defaults when validating).
+func (c *compiler) replicas(id string, e Expr) int {
+	src := strings.TrimSpace(e.Source)
+	if src == "" {
+		return 0
+	}
 	n, err := strconv.Atoi(src)
 	if err != nil {
-		prog, cerr := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
-		if cerr != nil {
-			c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(cerr.Error()))
-			return 0
-		}
-		v, rerr := expr.Run(prog, map[string]any{"vars": vars})
-		if rerr != nil {
-			c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(rerr.Error()))
+		v, ok := c.replicaValue(id, e)
+		if !ok {
 			return 0
 		}
 		switch x := v.(type) {

@@ -77,6 +77,14 @@ func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// Negated is the expression !(e), placed so that a diagnostic about a
+// part of e points where the same diagnostic of e does (and so is not
+// reported twice when a kind compiles both).
+func (e Expr) Negated() Expr {
+	p := e.textPos()
+	return Expr{Source: "!(" + e.Source + ")", Pos: Pos{Line: p.Line, Col: p.Col - 2}}
+}
+
 // textPos is the position of the expression's first character.
 func (e Expr) textPos() Pos {
 	if e.quoted {
@@ -318,8 +326,66 @@ type Agent struct {
 	Tools   StrList        `yaml:"tools"`
 	Vars    map[string]any `yaml:"vars"`
 	// Replicas, when set, makes the declaration N agents (a number, or an
-	// expression over vars such as vars.n).
-	Replicas Expr `yaml:"replicas"`
+	// expression over vars such as vars.n), or one agent per element of a
+	// list ({from: vars.panel}).
+	Replicas Replicas `yaml:"replicas"`
+	// Topology, on a replicated declaration, says which of its agents
+	// hear which: complete, ring, star, tree, or a mapping of agent id to
+	// the ids it hears.
+	Topology Topology `yaml:"topology"`
+}
+
+// Replicas is an agent's replicas: as written: a count (Count), or a list
+// of panel members (From) whose elements are a model, or a mapping with
+// model, name, role, persona and vars.
+type Replicas struct {
+	Count Expr
+	From  Expr
+}
+
+// IsZero says replicas: is absent.
+func (r Replicas) IsZero() bool { return r.Count.Source == "" && r.From.Source == "" }
+
+// UnmarshalYAML accepts a scalar (the count) or {from: EXPR}.
+func (r *Replicas) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&r.Count)
+	}
+	if n.Kind != yaml.MappingNode {
+		return typeErrorf(n, "replicas is a number, an expression over vars, or {from: EXPR} giving a list, found %s", kindName(n))
+	}
+	var m struct {
+		From Expr `yaml:"from"`
+	}
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	r.From = m.From
+	return nil
+}
+
+// Topology is an agent's topology: as written.
+type Topology struct {
+	// Shape is complete, ring, star or tree ("" when absent or custom).
+	Shape Str
+	// Edges is a custom adjacency list: agent id to the ids it hears.
+	Edges Map[StrList]
+	Pos   Pos
+	Set   bool
+}
+
+// UnmarshalYAML accepts a shape's name or an adjacency mapping.
+func (t *Topology) UnmarshalYAML(n *yaml.Node) error {
+	n = resolveAlias(n)
+	t.Pos, t.Set = nodePos(n), true
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&t.Shape)
+	}
+	if n.Kind != yaml.MappingNode {
+		return typeErrorf(n, "topology is complete, ring, star, tree or a mapping of agent id to the ids it hears, found %s", kindName(n))
+	}
+	return n.Decode(&t.Edges)
 }
 
 // Goal is one topic of a goal-chained debate.

@@ -106,3 +106,45 @@ flow: [answer]
 		t.Errorf("calls from %s, want solver_1..2 and solver_1..4", got)
 	}
 }
+
+// TestMatrixOverPanels: a panel from a list var (replicas: {from: ...})
+// is swept by naming panels: each run calls its panel's models, one agent
+// per model, and the sweep's usage counts each model apart.
+func TestMatrixOverPanels(t *testing.T) {
+	srv := llmtest.New(t, solver)
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	text := `version: 1
+name: panels
+vars:
+  panel: two
+  panels:
+    two: [m-a, m-b]
+    three: [m-c, m-c, {model: m-d, name: Dee}]
+templates:
+  define:
+    ask: "{{.Agent.ID}} {{.Agent.Index}} {{.Agent.Name}}: What is 12+7?"
+agents:
+  solver: {replicas: {from: 'vars.panels[vars.panel]'}}
+nodes:
+  answer:
+    kind: ask
+    agents: [solver]
+    template: ask
+    output: {format: regex, pattern: '\\boxed\{([^}]*)\}'}
+flow: [answer]
+`
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs := t.TempDir()
+	_, _ = mustRun(t, live(srv), "run", spec, "--runs-dir", runs, "--matrix", "panel=two,three", "--no-cache")
+	var who []string
+	for _, r := range srv.Requests() {
+		who = append(who, r.Model+"="+strings.SplitN(r.LastUser(), ":", 2)[0])
+	}
+	sort.Strings(who)
+	want := "m-a=solver_1 1 solver_1 m-b=solver_2 2 solver_2 m-c=solver_1 1 solver_1 m-c=solver_2 2 solver_2 m-d=solver_3 3 Dee"
+	if got := strings.Join(who, " "); got != want {
+		t.Errorf("calls %s, want %s", got, want)
+	}
+}

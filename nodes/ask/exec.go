@@ -39,6 +39,16 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *C
 	}
 	tasks := make([]task, 0, len(node.Agents)*samples)
 	for _, a := range node.Agents {
+		if cfg.Skip != nil {
+			prev, skip, err := skipped(h, node, cfg, all, a, scope.Goal.ID)
+			if err != nil {
+				return value.NodeResult{}, err
+			}
+			if skip {
+				tasks = append(tasks, task{agent: a, carried: &prev, sample: 1})
+				continue
+			}
+		}
 		if cfg.CarryOver != "" && scope.Round > 1 {
 			if prev, ok := LatestFrom(all, cfg.CarryOver, a.ID, scope.Goal.ID); ok {
 				tasks = append(tasks, task{agent: a, carried: &prev, sample: 1})
@@ -111,6 +121,28 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *C
 	res := result(h.Record(kept...), calls)
 	res.Absent = absent
 	return res, nil
+}
+
+// skipped evaluates the node's when for an agent that has a message of the
+// node's record in the goal: false drops the agent out of this execution,
+// and it keeps that latest message. An agent with none is always asked.
+func skipped(h kit.Host, node *spec.NodePlan, cfg *Config, all []value.Message, a *spec.AgentPlan, goal string) (value.Message, bool, error) {
+	var own []value.Message
+	for _, m := range all {
+		if m.Record == cfg.Record && m.From == a.ID && m.Goal == goal {
+			own = append(own, m)
+		}
+	}
+	if len(own) == 0 {
+		return value.Message{}, false, nil
+	}
+	env := h.Env().Map()
+	env["agent"], env["own"] = a.View(), own
+	skip, err := h.Holds(cfg.Skip, env)
+	if err != nil {
+		return value.Message{}, false, fmt.Errorf("node %q: when, for agent %q: %w", node.ID, a.ID, err)
+	}
+	return own[len(own)-1], skip, nil
 }
 
 // result is a node's result from the messages it recorded.

@@ -87,6 +87,11 @@ type Config struct {
 	// "absent" event says so; an unusable reply is in the journal and is
 	// judged again (a fixed spec may accept it).
 	MinAnswers int
+	// When, per agent and before its call, says whether the agent is asked
+	// (Skip is its negation, what the host checks: a dry run's worst case
+	// asks everyone). An agent not asked keeps its latest message of the
+	// node's record, recorded again as carried.
+	When, Skip *spec.Program
 }
 
 // Choices are a node's answer options.
@@ -180,11 +185,12 @@ type rawConfig struct {
 		From    spec.Expr `yaml:"from"`
 		Shuffle bool      `yaml:"shuffle"`
 	} `yaml:"choices"`
-	Template  spec.Str `yaml:"template"`
-	System    spec.Str `yaml:"system"`
-	Model     spec.Str `yaml:"model"`
-	Record    spec.Str `yaml:"record"`
-	CarryOver spec.Str `yaml:"carry_over"`
+	Template  spec.Str  `yaml:"template"`
+	System    spec.Str  `yaml:"system"`
+	Model     spec.Str  `yaml:"model"`
+	Record    spec.Str  `yaml:"record"`
+	CarryOver spec.Str  `yaml:"carry_over"`
+	When      spec.Expr `yaml:"when"`
 	Each      *struct {
 		Record spec.Str `yaml:"record"`
 		From   string   `yaml:"from"`
@@ -245,6 +251,9 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	}
 	if raw.CarryOver.Set {
 		c.RequireRecord(raw.CarryOver)
+	}
+	if !raw.When.IsZero() {
+		compileWhen(c, raw, cfg)
 	}
 	cfg.Chat = chat.Compile(c, &raw.Raw)
 	cfg.Sequential = raw.Order == "sequential"
@@ -582,4 +591,27 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// WhenSample is the environment a per-agent when adds: the agent about to
+// be asked, and its earlier messages of the node's record in the goal
+// (oldest first).
+func WhenSample() map[string]any {
+	return map[string]any{"agent": value.AgentView{}, "own": []value.Message{}}
+}
+
+// compileWhen checks a per-agent when: it needs a record (an agent not
+// asked keeps its latest message of it) and one call per agent.
+func compileWhen(c *spec.NodeContext, raw *rawConfig, cfg *Config) {
+	pos := c.FieldPos("when")
+	switch {
+	case !raw.Record.Set:
+		c.Errorf(pos, "when needs record: an agent not asked keeps its latest message of the node's record")
+	case raw.Each != nil || raw.CarryOver.Set || strings.TrimSpace(raw.Samples.Source) != "":
+		c.Errorf(pos, "when decides one call per agent: it cannot be combined with each, carry_over or samples")
+	}
+	cfg.When = c.Expr(raw.When, WhenSample(), spec.BoolResult, "when")
+	if cfg.When != nil {
+		cfg.Skip = c.Expr(raw.When.Negated(), WhenSample(), spec.BoolResult, "when")
+	}
 }

@@ -45,15 +45,17 @@ type Raw struct {
 
 // RawHistory is history: as written.
 type RawHistory struct {
-	Records     []spec.Str `yaml:"records"`
-	Own         string     `yaml:"own"`
-	Others      string     `yaml:"others"`
-	Prefix      spec.Str   `yaml:"prefix"`
-	Latest      bool       `yaml:"latest"`
-	Name        bool       `yaml:"name"`
-	Merge       bool       `yaml:"merge"`
-	AfterPrompt bool       `yaml:"after_prompt"`
-	Closing     spec.Str   `yaml:"closing"`
+	Records     []spec.Str   `yaml:"records"`
+	Own         string       `yaml:"own"`
+	Others      string       `yaml:"others"`
+	Prefix      spec.Str     `yaml:"prefix"`
+	Latest      bool         `yaml:"latest"`
+	Name        bool         `yaml:"name"`
+	Merge       bool         `yaml:"merge"`
+	AfterPrompt bool         `yaml:"after_prompt"`
+	Closing     spec.Str     `yaml:"closing"`
+	From        spec.StrList `yaml:"from"`
+	Where       spec.Expr    `yaml:"where"`
 }
 
 // Config is a node's compiled chat keys; nil when it uses none.
@@ -87,6 +89,14 @@ type History struct {
 	// user turn rendered from Closing ("" sends an empty one).
 	AfterPrompt bool
 	Closing     string
+	// Neighbours keeps, of everyone else's messages, only those of the
+	// agent's neighbours (its declaration's topology); Authors, when set,
+	// only those of these agents.
+	Neighbours bool
+	Authors    []string
+	// Where keeps only the messages it holds for (msg: the message,
+	// agent: the agent being prompted).
+	Where *spec.Program
 }
 
 // Examples are few-shot pairs put after the system prompt: from an
@@ -108,6 +118,12 @@ type TurnData struct {
 	Own   bool
 	// Agent is the agent being prompted.
 	Agent value.AgentView
+}
+
+// WhereSample is the environment history.where adds: the message a turn
+// would show and the agent being prompted.
+func WhereSample() map[string]any {
+	return map[string]any{"msg": value.Message{}, "agent": value.AgentView{}}
 }
 
 // Schema adds the chat keys to a kind's schema fragment.
@@ -153,6 +169,30 @@ func Compile(c *spec.NodeContext, raw *Raw) *Config {
 				c.Errorf(h.Closing.Pos, "history.closing is the user turn after the history turns: it needs history.after_prompt: true")
 			}
 			hc.Closing = c.Template(h.Closing)
+		}
+		switch {
+		case len(h.From) == 1 && h.From[0].V == "neighbours":
+			hc.Neighbours = true
+			for _, a := range c.Node.Agents {
+				if a.Neighbours == nil {
+					c.Errorf(h.From[0].Pos, "history.from: neighbours: agent %q has no topology (declare topology: on a replicated agent)", a.ID)
+					break
+				}
+			}
+		case len(h.From) == 1 && h.From[0].V == "all":
+		default:
+			for _, f := range h.From {
+				if g, ok := c.Plan().Groups[f.V]; ok {
+					for _, a := range g {
+						hc.Authors = append(hc.Authors, a.ID)
+					}
+				} else if a := c.Agent(f); a != nil {
+					hc.Authors = append(hc.Authors, a.ID)
+				}
+			}
+		}
+		if !h.Where.IsZero() {
+			hc.Where = c.Expr(h.Where, WhereSample(), spec.BoolResult, "history.where")
 		}
 		if hc.Own == RoleOmit && hc.Others == RoleOmit {
 			c.Errorf(c.FieldPos("history"), "history with own: omit and others: omit shows no turns; remove it")
@@ -292,6 +332,20 @@ func historyTurns(h Host, hc *History, agent *spec.AgentPlan, base *value.Prompt
 		}
 		if len(hc.Records) > 0 && !contains(hc.Records, m.Record) {
 			continue
+		}
+		if m.From != agent.ID && (hc.Neighbours && !contains(agent.Neighbours, m.From) || len(hc.Authors) > 0 && !contains(hc.Authors, m.From)) {
+			continue
+		}
+		if hc.Where != nil {
+			env := h.Env().Map()
+			env["msg"], env["agent"] = m, base.Agent
+			v, err := vm.Run(hc.Where.Program, env)
+			if err != nil {
+				return nil, fmt.Errorf("history.where (%s): %s", hc.Where.Source, strings.SplitN(err.Error(), "\n", 2)[0])
+			}
+			if keep, _ := v.(bool); !keep {
+				continue
+			}
 		}
 		role := hc.Others
 		if m.From == agent.ID {

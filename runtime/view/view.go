@@ -292,9 +292,14 @@ func (s *Server) plan(dir string, m result.Manifest) (*spec.Plan, string) {
 		plan, diags := spec.Compile(m.SpecPath, source, s.reg)
 		if diags.HasErrors() {
 			e.err = "the saved spec no longer compiles:\n" + diags.Format()
-		} else {
-			e.plan = plan
+			break
 		}
+		// The run's vars and models: a panel or replica count it set
+		// shows as it ran, each agent with its model.
+		if sp, err := plan.Specialize(m.Vars, m.ModelOverrides); err == nil {
+			plan = sp
+		}
+		e.plan = plan
 	}
 	s.mu.Lock()
 	s.plans[dir] = e

@@ -114,8 +114,21 @@ func mermaidText(s string) string {
 }
 
 func (g *graphWriter) nodeLabel(n *spec.NodePlan) string {
+	// Agents of different models (a panel) are shown with their models,
+	// unless the node calls one model for them all.
+	models := map[string]bool{}
+	for _, a := range n.Agents {
+		if a.Model != nil {
+			models[a.Model.Model] = true
+		}
+	}
+	perAgent := len(models) > 1 && len(n.Models) > 1
 	var agents []string
 	for _, a := range n.Agents {
+		if perAgent && a.Model != nil {
+			agents = append(agents, a.ID+" ("+a.Model.Model+")")
+			continue
+		}
 		agents = append(agents, a.ID)
 	}
 	label := fmt.Sprintf("%s (%s)", n.ID, n.Kind)

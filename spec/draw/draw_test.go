@@ -140,3 +140,19 @@ func TestGraphWatchersAndInterjections(t *testing.T) {
 		t.Errorf("dashed edges in a plain flow:\n%s", out)
 	}
 }
+
+// TestGraphPanelModels: a node whose agents call different models (a
+// panel from a list var) shows each agent's model.
+func TestGraphPanelModels(t *testing.T) {
+	plan, diags := spec.Load("../../examples/protocols/poll-jury/spec.yaml", nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatalf("poll-jury does not load:\n%s", diags.Error())
+	}
+	want := `judge_1 (command-r), judge_2 (gpt-3.5-turbo-0125), judge_3 (claude-3-haiku-20240307)`
+	if m := draw.Mermaid(plan); !strings.Contains(m, want) {
+		t.Errorf("mermaid lacks %q:\n%s", want, m)
+	}
+	if d := draw.Dot(plan); !strings.Contains(d, want) {
+		t.Errorf("dot lacks %q:\n%s", want, d)
+	}
+}

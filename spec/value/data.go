@@ -18,6 +18,13 @@ type AgentView struct {
 	Model   string         `json:"model,omitempty" expr:"model"`
 	Persona Persona        `json:"persona" expr:"persona"`
 	Vars    map[string]any `json:"vars,omitempty" expr:"vars"`
+	// Index is the agent's place (1-based) in its replicated declaration,
+	// Group that declaration's id (0 and "" when it is not replicated).
+	Index int    `json:"index,omitempty" expr:"index"`
+	Group string `json:"group,omitempty" expr:"group"`
+	// Neighbours are the ids of the agents it hears by its declaration's
+	// topology (none without one).
+	Neighbours []string `json:"neighbours,omitempty" expr:"neighbours"`
 }
 
 // GoalView is the goal a foreach over goals is on.

@@ -3,6 +3,7 @@ package value
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -27,6 +28,7 @@ func TemplateFuncs() template.FuncMap {
 		"sub":       func(a, b int) int { return a - b },
 		"byRecord":  ByRecord,
 		"byFrom":    ByFrom,
+		"byAuthors": ByAuthors,
 		"byTo":      ByTo,
 		"inRound":   InRound,
 		"notFrom":   NotFrom,
@@ -117,6 +119,11 @@ func ByRecord(record string, ms []Message) []Message {
 
 func ByFrom(agent string, ms []Message) []Message {
 	return filter(ms, func(m *Message) bool { return m.From == agent })
+}
+
+// ByAuthors keeps the messages of these agents (say .Agent.Neighbours).
+func ByAuthors(agents []string, ms []Message) []Message {
+	return filter(ms, func(m *Message) bool { return slices.Contains(agents, m.From) })
 }
 
 func NotFrom(agent string, ms []Message) []Message {
