@@ -49,7 +49,7 @@ func TestHistoryFromNeighbours(t *testing.T) {
 		return llmtest.Reply{Content: "said by " + m[1] + " in " + m[2]}
 	})
 	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, t.TempDir(), neighboursSpec))
-	run, err := runtime.Start(plan, runtime.Options{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-n"), Sleep: runtest.NoSleep})
+	run, err := runtime.Start(plan, runtime.Options{Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-n")}, Seams: runtime.Seams{Sleep: runtest.NoSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}

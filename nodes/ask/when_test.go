@@ -51,7 +51,7 @@ func TestPerAgentWhen(t *testing.T) {
 		return llmtest.Reply{Content: script[m[1]][round-1]}
 	})
 	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, t.TempDir(), whenSpec))
-	run, err := runtime.Start(plan, runtime.Options{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-when"), Sleep: runtest.NoSleep})
+	run, err := runtime.Start(plan, runtime.Options{Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: runtest.Env(srv.URL, "sk-when")}, Seams: runtime.Seams{Sleep: runtest.NoSleep}})
 	if err != nil {
 		t.Fatal(err)
 	}
