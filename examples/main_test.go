@@ -1,7 +1,6 @@
 package examples_test
 
 import (
-	"context"
 	"os"
 	"testing"
 
@@ -12,12 +11,7 @@ import (
 // TestMain keeps the response cache of every run these tests make out of
 // the user's cache directory, and removes the binary tests built.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == "mcp-demo" {
-		// The test binary started as "runner mcp-demo": examples/mcp-tools
-		// starts its server with command: runner, this binary.
-		_ = mcptest.ServeStdio(context.Background(), "")
-		os.Exit(0)
-	}
+	mcptest.ServeIfDemo()
 	code := runtest.IsolateCache(m)
 	removeBinary()
 	os.Exit(code)

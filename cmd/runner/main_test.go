@@ -12,11 +12,7 @@ import (
 // TestMain keeps the response cache of every run these tests make out of
 // the user's cache directory, and removes the binary tests built.
 func TestMain(m *testing.M) {
-	if len(os.Args) == 2 && os.Args[1] == "mcp-demo" {
-		// The test binary started as "runner mcp-demo" (command: runner).
-		_ = mcptest.ServeStdio(context.Background(), "")
-		os.Exit(0)
-	}
+	mcptest.ServeIfDemo()
 	if os.Getenv("RUNNER_MCPTEST_STDIO") != "" {
 		// The test binary started again as the MCP server of a spec.
 		_ = mcptest.ServeStdio(context.Background(), os.Getenv("MCPTEST_COUNT"))

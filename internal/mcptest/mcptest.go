@@ -149,3 +149,15 @@ func Counts(countFile string) map[string]int {
 	}
 	return out
 }
+
+// ServeIfDemo serves the demo server over stdio, and exits, when this
+// process was started as "runner mcp-demo": a spec's `command: runner`
+// starts the binary it runs in, and a test binary that runs
+// examples/mcp-tools is such a binary. Test packages call it first thing
+// in TestMain.
+func ServeIfDemo() {
+	if len(os.Args) == 2 && os.Args[1] == "mcp-demo" {
+		_ = ServeStdio(context.Background(), "")
+		os.Exit(0)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/mcptest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
@@ -21,7 +22,10 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
-func TestMain(m *testing.M) { os.Exit(runtest.IsolateCache(m)) }
+func TestMain(m *testing.M) {
+	mcptest.ServeIfDemo() // examples/mcp-tools starts this binary as its server
+	os.Exit(runtest.IsolateCache(m))
+}
 
 // The runs the view is tested on are made by the real engine against the
 // scripted server: a hiring panel (goals, whispers, private thoughts, a
