@@ -426,7 +426,7 @@ func (c *compiler) templates() {
 			delete(domains, name)
 		}
 	}
-	c.checker = &templateChecker{set: set, funcs: value.TemplateFuncs(), domains: domains}
+	c.checker = &templateChecker{set: set, funcs: value.TemplateFuncs(), domains: domains, keyType: c.templateKeyType}
 	c.checked = map[string][]tmplNodeRead{}
 }
 

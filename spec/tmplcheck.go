@@ -29,6 +29,8 @@ type templateChecker struct {
 	set     *template.Template
 	funcs   template.FuncMap
 	domains map[string][]string // tmplkeys tag -> allowed keys
+	// keyType gives the declared type of a key of a domain (nil: unknown).
+	keyType keyTypeFunc
 	errs    []string
 	seen    map[string]bool
 	stack   []string
@@ -293,9 +295,17 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			switch {
 			case got < a[0]:
 				c.errorf(tree, cmd, "%s takes at least %s, but is given %d%s", name, plural(a[0]), got, pipedNote)
+				return
 			case a[1] >= 0 && got > a[1]:
 				c.errorf(tree, cmd, "%s takes at most %s, but is given %d%s", name, plural(a[1]), got, pipedNote)
+				return
 			}
+		}
+		switch name {
+		case "eq", "ne", "lt", "le", "gt", "ge":
+			c.checkCompare(tree, cmd, name, args, nodes)
+		case "printf":
+			c.checkPrintf(tree, cmd, args, nodes)
 		}
 		return
 	}
@@ -356,6 +366,10 @@ func (c *templateChecker) funcResult(name string) tmplType {
 			}
 			if name == "print" || name == "printf" || name == "println" {
 				return tmplType{t: reflect.TypeOf("")}
+			}
+			switch name {
+			case "not", "eq", "ne", "lt", "le", "gt", "ge":
+				return tmplType{t: reflect.TypeOf(true)}
 			}
 		}
 		return tmplType{}
@@ -474,6 +488,12 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 						loc, _ = tree.ErrorContext(n)
 					}
 					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc})
+				}
+				if c.keyType != nil {
+					if kt := c.keyType(cur.what, name); kt != nil {
+						cur = tmplType{t: kt, what: domainField(cur.what) + "." + name}
+						continue
+					}
 				}
 			}
 			if t.Elem().Kind() == reflect.Interface {

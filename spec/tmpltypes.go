@@ -1,0 +1,180 @@
+package spec
+
+import (
+	"reflect"
+	"strings"
+	"text/template/parse"
+)
+
+// This file gives the template checker the declared types of the values a
+// spec names (a var's default, an input's text) and the checks those types
+// make possible: a comparison of a number with text, arithmetic on text,
+// a printf verb given the wrong kind of value. Each of these renders either
+// an error after calls were paid for or a prompt with "%!d(string=...)" in
+// it, so validate refuses them at the template's position.
+
+// keyTypeFunc gives the type of KEY in the map named by DOMAIN (a tmplkeys
+// tag: inputs, vars), or nil when it is not known.
+type keyTypeFunc func(domain, key string) reflect.Type
+
+// templateKeyType is the compiler's keyTypeFunc: the same types the
+// expression checker gives inputs and vars (exprs.go), so a template and an
+// expression agree on what .Vars.x is.
+func (c *compiler) templateKeyType(domain, key string) reflect.Type {
+	switch domain {
+	case "vars":
+		for _, v := range c.plan.Vars {
+			if v.Name == key && v.Default != nil {
+				return reflect.TypeOf(v.Default)
+			}
+		}
+	case "inputs":
+		for _, in := range c.plan.Inputs {
+			if in.Name != key {
+				continue
+			}
+			if _, text := in.Default.(string); in.HasDefault && !text {
+				return nil
+			}
+			return reflect.TypeOf("")
+		}
+	}
+	return nil
+}
+
+// domainField is how a template names a tmplkeys domain: .Vars, .Inputs.
+func domainField(domain string) string {
+	if domain == "" {
+		return ""
+	}
+	return strings.ToUpper(domain[:1]) + domain[1:]
+}
+
+// valueClass sorts a type into what text/template can compare: values of
+// different classes make eq, ne, lt, le, gt and ge fail at run time.
+func valueClass(t reflect.Type) string {
+	t = deref(t)
+	if t == nil {
+		return ""
+	}
+	switch {
+	case t.Kind() == reflect.String:
+		return "text"
+	case t.Kind() == reflect.Bool:
+		return "a boolean"
+	case isIntKind(t):
+		return "a whole number"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a decimal number"
+	}
+	return ""
+}
+
+// comparable classes: eq and ne on a whole and a decimal number fail too,
+// but a var given at run time may change one into the other, so only the
+// mismatches no run can avoid are refused.
+func classesClash(a, b string) bool {
+	if a == "" || b == "" || a == b {
+		return false
+	}
+	num := func(s string) bool { return strings.HasSuffix(s, "number") }
+	return !(num(a) && num(b))
+}
+
+// checkCompare refuses a comparison whose operands cannot be compared.
+func (c *templateChecker) checkCompare(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node) {
+	if len(args) < 2 {
+		return
+	}
+	first := args[0]
+	for i := 1; i < len(args); i++ {
+		a, b := valueClass(first.t), valueClass(args[i].t)
+		if !classesClash(a, b) {
+			continue
+		}
+		c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different types cannot be compared, so rendering would fail",
+			name, describeArg(nodes, 0, first), a, describeArg(nodes, i, args[i]), b)
+		return
+	}
+}
+
+// describeArg names an argument of a call for a message: its source text.
+func describeArg(nodes []parse.Node, i int, t tmplType) string {
+	if i < len(nodes) && nodes[i] != nil {
+		return nodes[i].String()
+	}
+	if t.what != "" {
+		return "." + t.what
+	}
+	return "the value piped in"
+}
+
+// checkPrintf matches printf's verbs with its arguments where both are
+// known: %d given text renders "%!d(string=...)" into the prompt.
+func (c *templateChecker) checkPrintf(tree *parse.Tree, cmd *parse.CommandNode, args []tmplType, nodes []parse.Node) {
+	if len(nodes) == 0 {
+		return
+	}
+	format, ok := nodes[0].(*parse.StringNode)
+	if !ok {
+		return
+	}
+	verbs := printfVerbs(format.Text)
+	for i, v := range verbs {
+		ai := i + 1 // args[0] is the format
+		if ai >= len(args) {
+			c.errorf(tree, cmd, "printf: %%%c has no argument (the format has %d verbs, %d values are given)", v, len(verbs), len(args)-1)
+			return
+		}
+		class := valueClass(args[ai].t)
+		if class == "" {
+			continue
+		}
+		var want string
+		switch v {
+		case 'd', 'b', 'o', 'O', 'c', 'U':
+			if class != "a whole number" {
+				want = "a whole number"
+			}
+		case 'e', 'E', 'f', 'F', 'g', 'G':
+			if !strings.HasSuffix(class, "number") {
+				want = "a number"
+			}
+		case 't':
+			if class != "a boolean" {
+				want = "a boolean"
+			}
+		}
+		if want != "" {
+			c.errorf(tree, cmd, "printf: %%%c wants %s, but %s is %s (the prompt would read %%!%c(...))", v, want, describeArg(nodes, ai, args[ai]), class, v)
+			return
+		}
+	}
+}
+
+// printfVerbs lists the verbs of a format, in order; it gives up (nil) on
+// explicit argument indexes and '*' widths, whose arguments it cannot match.
+func printfVerbs(f string) []rune {
+	var out []rune
+	rs := []rune(f)
+	for i := 0; i < len(rs); i++ {
+		if rs[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(rs) && strings.ContainsRune("+-# 0123456789.", rs[i]) {
+			i++
+		}
+		if i >= len(rs) {
+			break
+		}
+		switch rs[i] {
+		case '%':
+			continue
+		case '[', '*':
+			return nil
+		}
+		out = append(out, rs[i])
+	}
+	return out
+}
