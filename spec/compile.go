@@ -224,6 +224,7 @@ func (c *compiler) compile() {
 	c.agents()
 	c.summarize()
 	c.collectLoopNames(c.file.Flow)
+	c.loopDomain()
 	c.nodes()
 	c.plan.Flow = c.flow(c.file.Flow, "flow")
 	c.site = &site{end: true}

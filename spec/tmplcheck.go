@@ -43,6 +43,8 @@ type templateChecker struct {
 type tmplNodeRead struct {
 	id  string
 	loc string // NAME:LINE:COL of the read
+	// loop: a read of .Loop.ID (a loop or foreach variable), not of a node.
+	loop bool
 }
 
 // check checks the named template with dot of type root. It returns
@@ -489,6 +491,13 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 					}
 					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc})
 				}
+				if cur.what == "loop" {
+					loc := ""
+					if tree != nil && n != nil {
+						loc, _ = tree.ErrorContext(n)
+					}
+					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc, loop: true})
+				}
 				if c.keyType != nil {
 					if kt := c.keyType(cur.what, name); kt != nil {
 						cur = tmplType{t: kt, what: domainField(cur.what) + "." + name}
@@ -542,6 +551,8 @@ func singular(what string) string {
 		return "var"
 	case "nodes":
 		return "node"
+	case "loop":
+		return "loop or foreach variable"
 	}
 	return "key"
 }

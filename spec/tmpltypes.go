@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"text/template/parse"
@@ -177,4 +178,37 @@ func printfVerbs(f string) []rune {
 		out = append(out, rs[i])
 	}
 	return out
+}
+
+// loopDomain gives .Loop the names of the spec's loop and foreach
+// variables, so that a typo is refused where the template is checked; the
+// run-order check then refuses a read outside the loop that sets it.
+func (c *compiler) loopDomain() {
+	if c.checker == nil {
+		return
+	}
+	names := append([]string{}, c.loopNames...)
+	c.checker.domains["loop"] = names
+}
+
+// loopRead refuses a template's read of .Loop.NAME where the node runs
+// outside every loop or foreach named NAME: .Loop has no such key there,
+// and rendering fails after calls were paid for.
+func (ro *runOrder) loopRead(np *NodePlan, use templateUse, r tmplNodeRead) {
+	for _, s := range ro.scope {
+		if s == r.id {
+			return
+		}
+	}
+	in := "outside every loop and foreach"
+	if len(ro.scope) > 0 {
+		in = fmt.Sprintf("where .Loop holds only %s", strings.Join(ro.scope, ", "))
+	}
+	msg := fmt.Sprintf("reads .Loop.%s, but node %q runs %s (read it inside the loop whose 'as' is %q, or use .Round)", r.id, np.ID, in, r.id)
+	// Report at the read in the template, naming the node that renders it.
+	if tname, line, col, _ := templateErrorLine("template: " + r.loc + ": x"); tname != "" {
+		ro.c.reportTemplateProblem(tname, line, col+1, msg, use.pos)
+		return
+	}
+	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
 }
