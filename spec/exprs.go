@@ -219,6 +219,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 			}
 		}
 	}
+	c.constantExpr(p, prog, tree.Node, env)
 	p.prog.Program = prog
 }
 
