@@ -64,6 +64,8 @@ type runOrder struct {
 	// scope is the loop and foreach variables of the steps being walked,
 	// innermost last: what .Loop holds when a node runs.
 	scope []string
+	// scopeKinds says what each scope is: loop, foreach or goals.
+	scopeKinds []string
 }
 
 func (c *compiler) checkRunOrder() {
@@ -122,8 +124,10 @@ func (ro *runOrder) step(s *FlowStep, in ranSet) ranSet {
 		entry := in.clone()
 		ro.mayRun(s.Do, entry.may)
 		ro.scope = append(ro.scope, s.As)
+		ro.scopeKinds = append(ro.scopeKinds, scopeKind(s))
 		out := ro.steps(s.Do, entry)
 		ro.scope = ro.scope[:len(ro.scope)-1]
+		ro.scopeKinds = ro.scopeKinds[:len(ro.scopeKinds)-1]
 		ro.stepExprs(s, true, out)
 		if s.Kind == StepLoop || s.In != nil && s.In.Source == "goals" && len(ro.c.plan.Goals) > 0 {
 			// A loop runs at least once (its max is at least 1), and so
@@ -184,6 +188,10 @@ func (ro *runOrder) node(np *NodePlan, in ranSet, seen map[*NodePlan]bool) {
 		for _, r := range use.reads {
 			if r.loop {
 				ro.loopRead(np, use, r)
+				continue
+			}
+			if r.scoped != "" {
+				ro.scopedRead(np, use, r)
 				continue
 			}
 			ro.templateRead(np, use, r, in)

@@ -45,6 +45,9 @@ type tmplNodeRead struct {
 	loc string // NAME:LINE:COL of the read
 	// loop: a read of .Loop.ID (a loop or foreach variable), not of a node.
 	loop bool
+	// scoped: a read whose value only some scopes hold (see scopedRead):
+	// "item" (.Item), "agentvar" (.Agent.Vars.ID), "goalvar" (.Goal.Vars.ID).
+	scoped string
 }
 
 // check checks the named template with dot of type root. It returns
@@ -448,6 +451,7 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 		case reflect.Struct:
 			if f, ok := t.FieldByName(name); ok && f.IsExported() {
 				next := tmplType{t: f.Type, what: name}
+				c.noteScoped(tree, n, cur, t, name, &next)
 				if dom := f.Tag.Get("tmplkeys"); dom != "" {
 					next.what = dom
 					// A domain that is absent (a collection that is not
@@ -472,6 +476,9 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, didYouMean(name, exportedFields(t)))
 			return tmplType{}
 		case reflect.Map:
+			if cur.what == "Agent.Vars" || cur.what == "Goal.Vars" {
+				c.reads = append(c.reads, tmplNodeRead{id: name, loc: c.locOf(tree, n), scoped: map[string]string{"Agent.Vars": "agentvar", "Goal.Vars": "goalvar"}[cur.what]})
+			}
 			if cur.keys != nil {
 				found := false
 				for _, k := range cur.keys {

@@ -212,3 +212,88 @@ func (ro *runOrder) loopRead(np *NodePlan, use templateUse, r tmplNodeRead) {
 	}
 	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
 }
+
+func (c *templateChecker) locOf(tree *parse.Tree, n parse.Node) string {
+	if tree == nil || n == nil {
+		return ""
+	}
+	loc, _ := tree.ErrorContext(n)
+	return loc
+}
+
+// noteScoped marks the fields whose value depends on where the template is
+// rendered: .Item (only inside a foreach), .Agent.Vars and .Goal.Vars
+// (whose keys are each agent's and goal's own).
+func (c *templateChecker) noteScoped(tree *parse.Tree, n parse.Node, cur tmplType, t reflect.Type, name string, next *tmplType) {
+	_, data := t.FieldByName("Loop")
+	switch {
+	case name == "Item" && data:
+		c.reads = append(c.reads, tmplNodeRead{id: "Item", loc: c.locOf(tree, n), scoped: "item"})
+	case name == "Vars" && (cur.what == "Agent" || cur.what == "Goal"):
+		next.what = cur.what + ".Vars"
+	}
+}
+
+func scopeKind(s *FlowStep) string {
+	switch {
+	case s.Kind == StepLoop:
+		return "loop"
+	case s.In != nil && s.In.Source == "goals":
+		return "goals"
+	}
+	return "foreach"
+}
+
+// scopedRead refuses a read that the scope a node runs in cannot satisfy:
+// .Item outside every foreach renders "<no value>"; .Agent.Vars.X for an
+// agent without X and .Goal.Vars.X for a goal without X (or outside a
+// foreach over the goals) fail rendering.
+func (ro *runOrder) scopedRead(np *NodePlan, use templateUse, r tmplNodeRead) {
+	has := func(kind string) bool {
+		for _, k := range ro.scopeKinds {
+			if k == kind || kind == "foreach" && k == "goals" {
+				return true
+			}
+		}
+		return false
+	}
+	var msg string
+	switch r.scoped {
+	case "item":
+		if !has("foreach") {
+			msg = fmt.Sprintf("reads .Item, but node %q runs outside every foreach, where .Item has no value (the prompt would read <no value>)", np.ID)
+		}
+	case "agentvar":
+		var lacking []string
+		for _, a := range np.Agents {
+			if _, ok := a.Vars[r.id]; !ok {
+				lacking = append(lacking, a.ID)
+			}
+		}
+		if len(lacking) > 0 {
+			msg = fmt.Sprintf("reads .Agent.Vars.%s, but agent %s of node %q has no var %q (give every agent of the node the var, or guard it: {{with index .Agent.Vars %q}}...{{end}})", r.id, strings.Join(lacking, ", "), np.ID, r.id, r.id)
+		}
+	case "goalvar":
+		if !has("goals") {
+			msg = fmt.Sprintf("reads .Goal.Vars.%s, but node %q runs outside every foreach over the goals, where .Goal has no vars", r.id, np.ID)
+			break
+		}
+		var lacking []string
+		for _, g := range ro.c.plan.Goals {
+			if _, ok := g.Vars[r.id]; !ok {
+				lacking = append(lacking, g.ID)
+			}
+		}
+		if len(lacking) > 0 {
+			msg = fmt.Sprintf("reads .Goal.Vars.%s, but goal %s has no var %q (give every goal the var, or guard it: {{with index .Goal.Vars %q}}...{{end}})", r.id, strings.Join(lacking, ", "), r.id, r.id)
+		}
+	}
+	if msg == "" {
+		return
+	}
+	if tname, line, col, _ := templateErrorLine("template: " + r.loc + ": x"); tname != "" {
+		ro.c.reportTemplateProblem(tname, line, col+1, msg, use.pos)
+		return
+	}
+	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
+}
