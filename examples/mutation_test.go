@@ -115,6 +115,17 @@ var families = []family{
 	{name: "tmpl-unknown-node", apply: wrapTemplate(`{{.Nodes.no_such_node.Output}}`)},
 	{name: "tmpl-unknown-loop", apply: wrapTemplate(`{{.Loop.no_such_loop}}`)},
 	{name: "tmpl-loop-round", apply: wrapTemplate(`{{.Loop.round}}`)},
+	{name: "tmpl-item", apply: wrapTemplate(`{{.Item}}`)},
+	{name: "tmpl-agent-var", apply: wrapTemplate(`{{.Agent.Vars.no_such_var}}`)},
+	{name: "tmpl-goal-var", apply: wrapTemplate(`{{.Goal.Vars.no_such_var}}`)},
+	{name: "tmpl-own-fields", apply: wrapTemplate(`{{.Own.Fields.no_such_field}}`)},
+	// reads of nodes that may not have run
+	{name: "flow-guarded-if-before-run", once: true, apply: wrapFirstStep(func(first *yaml.Node, last string) *yaml.Node {
+		return mapping("if", "nodes."+last+".output ?? true", "then", seq(first))
+	})},
+	{name: "flow-foreach-empty", once: true, apply: wrapFirstStep(func(first *yaml.Node, last string) *yaml.Node {
+		return mapping("foreach", mapping("in", "[]", "do", seq(first)))
+	})},
 	// a control: a valid change, so "ran" is seen to count
 	{name: "control-valid", apply: wrapTemplate(`{{if eq .Round 1}}(first round){{end}}`)},
 	{name: "tmpl-field-of-text", apply: wrapTemplate(`{{.Agent.Name.Length}}`)},
@@ -400,4 +411,39 @@ func mutantFailure(res []spectest.FileResult, runs string) string {
 		return "a run wrote " + bad
 	}
 	return ""
+}
+
+// wrapFirstStep replaces the flow's first step with what wrap makes of it;
+// last is the id of the last node declared.
+func wrapFirstStep(wrap func(first *yaml.Node, last string) *yaml.Node) func(doc *yaml.Node, node string) bool {
+	return func(doc *yaml.Node, _ string) bool {
+		flow := mapGet(doc.Content[0], "flow")
+		ids := nodeIDs(doc)
+		if flow == nil || flow.Kind != yaml.SequenceNode || len(flow.Content) == 0 || len(ids) == 0 {
+			return false
+		}
+		flow.Style = 0
+		flow.Content[0] = wrap(flow.Content[0], ids[len(ids)-1])
+		return true
+	}
+}
+
+// mapping builds a YAML mapping of key, value pairs (a value is a string
+// or a node).
+func mapping(kv ...any) *yaml.Node {
+	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: kv[i].(string)})
+		switch v := kv[i+1].(type) {
+		case string:
+			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v})
+		case *yaml.Node:
+			m.Content = append(m.Content, v)
+		}
+	}
+	return m
+}
+
+func seq(items ...*yaml.Node) *yaml.Node {
+	return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
 }

@@ -88,6 +88,7 @@ func (c *compiler) checkRunOrder() {
 	n := len(c.plan.NodeOrder)
 	end := ro.steps(c.plan.Flow, ranSet{may: newBitset(n), must: newBitset(n)})
 	ro.exprs(ro.atEnd, end, "when the flow has finished")
+	ro.endExprs(ro.atEnd, end)
 }
 
 // ran reports whether id may (must) have run.

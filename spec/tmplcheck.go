@@ -19,6 +19,8 @@ type tmplType struct {
 	t    reflect.Type
 	keys []string
 	what string
+	// replyKeys: a map whose keys a model's reply decides (Message.Fields).
+	replyKeys bool
 }
 
 func (tt tmplType) unknown() bool { return tt.t == nil }
@@ -476,6 +478,10 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, didYouMean(name, exportedFields(t)))
 			return tmplType{}
 		case reflect.Map:
+			if cur.replyKeys {
+				c.replyKey(tree, n, cur, name)
+				return tmplType{}
+			}
 			if cur.what == "Agent.Vars" || cur.what == "Goal.Vars" {
 				c.reads = append(c.reads, tmplNodeRead{id: name, loc: c.locOf(tree, n), scoped: map[string]string{"Agent.Vars": "agentvar", "Goal.Vars": "goalvar"}[cur.what]})
 			}

@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"text/template/parse"
+
+	"github.com/debate-runner/runner/spec/value"
+	"github.com/expr-lang/expr/ast"
 )
 
 // This file gives the template checker the declared types of the values a
@@ -231,6 +234,12 @@ func (c *templateChecker) noteScoped(tree *parse.Tree, n parse.Node, cur tmplTyp
 		c.reads = append(c.reads, tmplNodeRead{id: "Item", loc: c.locOf(tree, n), scoped: "item"})
 	case name == "Vars" && (cur.what == "Agent" || cur.what == "Goal"):
 		next.what = cur.what + ".Vars"
+	case name == "Fields" && t == reflect.TypeOf(value.Message{}):
+		next.what = "Fields"
+		if cur.what != "" {
+			next.what = cur.what + ".Fields"
+		}
+		next.replyKeys = true
 	}
 }
 
@@ -296,4 +305,76 @@ func (ro *runOrder) scopedRead(np *NodePlan, use templateUse, r tmplNodeRead) {
 		return
 	}
 	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
+}
+
+// replyKey refuses .Own.Fields.X (any message's fields read by name): the
+// tags a message holds are the model's, and a reply without X (or a round
+// where the agent has not spoken yet) fails rendering; index gives "".
+func (c *templateChecker) replyKey(tree *parse.Tree, n parse.Node, cur tmplType, name string) {
+	c.errorf(tree, n, ".%s.%s is read by name, but a message holds only the tags its reply had (and none before the agent has spoken), so rendering can fail; write {{index .%s %q}}, which gives \"\" when the tag is absent", cur.what, name, cur.what, name)
+}
+
+// guardCoalesce marks the read of a node guarded by `??` only where the
+// left side tolerates the node not having run: nodes.X.output ?? D, or
+// nodes.X.output?.p ?? D. In nodes.X.output.p ?? D the fetch of p from a
+// nil output fails before ?? is reached ("cannot fetch p from <nil>").
+func (v *refChecker) guardCoalesce(n ast.Node) {
+	safe := true
+	for {
+		m, ok := n.(*ast.MemberNode)
+		if !ok {
+			return
+		}
+		if p, ok := m.Property.(*ast.StringNode); ok && (p.Value == "output" || p.Value == "outputs") {
+			if safe {
+				v.guard(m)
+			}
+			return
+		}
+		if !m.Optional {
+			safe = false
+		}
+		n = m.Node
+	}
+}
+
+// endExprs refuses an output (or score) that reads a node that may not
+// have run by the end of the flow (a foreach over an empty list, an if not
+// taken) without a guard: the run would fail after all its calls, at the
+// very end. A node that cannot have run at all is reported by exprs.
+func (ro *runOrder) endExprs(ps []*pendingExpr, end ranSet) {
+	for _, p := range ps {
+		for _, r := range p.refs {
+			if r.guarded || r.conditional || !ro.may(end, r.id) || ro.must(end, r.id) {
+				continue
+			}
+			ro.c.r.errorf(r.pos, "%s: node %q may not have run when the flow has finished (it runs inside a foreach, an if, or a branch not always taken), so its output can be nil; guard the read: nodes.%s?.output ?? DEFAULT", r.what, r.id, r.id)
+		}
+	}
+}
+
+// noteConditional marks the member accesses an expression evaluates only
+// on some paths: a condition there may be what guards the read
+// (vars.x == "a" ? nodes.a.output : nodes.b.output after an if on vars.x).
+func (v *refChecker) noteConditional(n ast.Node) {
+	mark := func(sub ast.Node) {
+		if v.conditional == nil {
+			v.conditional = map[ast.Node]bool{}
+		}
+		ast.Walk(&sub, visitorFunc(func(x *ast.Node) {
+			if _, ok := (*x).(*ast.MemberNode); ok {
+				v.conditional[*x] = true
+			}
+		}))
+	}
+	switch x := n.(type) {
+	case *ast.ConditionalNode:
+		mark(x.Exp1)
+		mark(x.Exp2)
+	case *ast.BinaryNode:
+		switch x.Operator {
+		case "&&", "||", "and", "or", "??":
+			mark(x.Right)
+		}
+	}
 }
