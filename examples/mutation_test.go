@@ -311,6 +311,16 @@ func TestMutants(t *testing.T) {
 				cases.Content = cases.Content[:1]
 			}
 		}
+		// A mutant may make calls its original does not (a branch now
+		// taken): those get stand-in replies rather than failing a strict
+		// case, which would be no fault of validate's.
+		if cases := mapGet(testDoc.Content[0], "cases"); cases != nil {
+			for _, c := range cases.Content {
+				if st := mapGet(c, "strict"); st != nil {
+					st.Value, st.Tag = "false", "!!bool"
+				}
+			}
+		}
 		// A spec test file names its spec; the mutant's is written beside.
 		if s := mapGet(testDoc.Content[0], "spec"); s != nil {
 			t.Fatalf("%s names its spec; the mutation test expects spec.test.yaml beside spec.yaml", path)
