@@ -126,6 +126,7 @@ var families = []family{
 	{name: "flow-foreach-empty", once: true, apply: wrapFirstStep(func(first *yaml.Node, last string) *yaml.Node {
 		return mapping("foreach", mapping("in", "[]", "do", seq(first)))
 	})},
+	{name: "tmpl-index-missing", apply: wrapTemplate(`{{index .Inputs "no_such_input"}}`)},
 	// a control: a valid change, so "ran" is seen to count
 	{name: "control-valid", apply: wrapTemplate(`{{if eq .Round 1}}(first round){{end}}`)},
 	{name: "tmpl-field-of-text", apply: wrapTemplate(`{{.Agent.Name.Length}}`)},
@@ -319,6 +320,9 @@ func TestMutants(t *testing.T) {
 				if st := mapGet(c, "strict"); st != nil {
 					st.Value, st.Tag = "false", "!!bool"
 				}
+				// and no prompt may hold what a bad render leaves
+				ensureSeq(c, "expect").Content = append(ensureSeq(c, "expect").Content,
+					&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: badRenderCheck})
 			}
 		}
 		// A spec test file names its spec; the mutant's is written beside.
@@ -392,6 +396,11 @@ func mutantFailure(res []spectest.FileResult, runs string) string {
 			return "its spec tests could not run: " + f.Err.Error()
 		}
 		for _, c := range f.Cases {
+			for _, fl := range c.Failures {
+				if strings.Contains(fl.Message, badRenderCheck) {
+					return fmt.Sprintf("case %q sent a prompt with <no value> or %%!verb in it", c.Name)
+				}
+			}
 			if c.Status == "failed" {
 				msg := ""
 				for _, fl := range c.Failures {
@@ -456,4 +465,18 @@ func mapping(kv ...any) *yaml.Node {
 
 func seq(items ...*yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: items}
+}
+
+// badRenderCheck is the expectation added to every case of a mutant: what
+// a template leaves in a prompt when it renders a missing value or a
+// printf verb given the wrong kind of value.
+const badRenderCheck = `none(calls, .prompt contains "<no value>" || .system contains "<no value>" || .prompt contains "%!" || .system contains "%!")`
+
+func ensureSeq(m *yaml.Node, key string) *yaml.Node {
+	if v := mapGet(m, key); v != nil && v.Kind == yaml.SequenceNode {
+		return v
+	}
+	v := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq"}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
+	return v
 }

@@ -313,6 +313,8 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			c.checkCompare(tree, cmd, name, args, nodes)
 		case "printf":
 			c.checkPrintf(tree, cmd, args, nodes)
+		case "index":
+			c.checkIndex(tree, cmd, args, nodes)
 		}
 		return
 	}

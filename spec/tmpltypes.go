@@ -378,3 +378,22 @@ func (v *refChecker) noteConditional(n ast.Node) {
 		}
 	}
 }
+
+// checkIndex refuses index .Inputs "KEY" (and .Vars, .Nodes, .Loop) with a
+// constant key that is not declared: index gives a missing key no error,
+// and the prompt would read "<no value>".
+func (c *templateChecker) checkIndex(tree *parse.Tree, cmd *parse.CommandNode, args []tmplType, nodes []parse.Node) {
+	if len(args) < 2 || len(nodes) < 2 || args[0].keys == nil {
+		return
+	}
+	key, ok := nodes[1].(*parse.StringNode)
+	if !ok {
+		return
+	}
+	for _, k := range args[0].keys {
+		if k == key.Text {
+			return
+		}
+	}
+	c.errorf(tree, cmd, "index: no %s named %q%s (a missing key renders as <no value>)", singular(args[0].what), key.Text, didYouMean(key.Text, args[0].keys))
+}
