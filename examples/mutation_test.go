@@ -32,8 +32,6 @@ type mutant struct {
 	family string
 	what   string
 	doc    *yaml.Node
-	// expectRefused: a mutant the family is known to be refused by
-	// validate; the others may be refused or run.
 }
 
 // family mutates a spec's document in one way, once per place it applies
