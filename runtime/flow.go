@@ -188,7 +188,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	if e := (*spec.NonFiniteError)(nil); errors.As(err, &e) && e.File == "" {
 		e.File = r.Plan.Path
 	}
-	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && ctx.Err() == nil {
+	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && ctx.Err() == nil && !isRenderError(err) {
 		// Stand-in replies can fail a check no real reply would (a rule on
 		// the content, say); the worst case goes on without the node's
 		// result.

@@ -225,6 +225,7 @@ func (c *compiler) compile() {
 	c.mcpServers()
 	c.summarize()
 	c.collectLoopNames(c.file.Flow)
+	c.loopDomain()
 	c.nodes()
 	c.plan.Flow = c.flow(c.file.Flow, "flow")
 	c.site = &site{end: true}
@@ -442,7 +443,7 @@ func (c *compiler) templates() {
 			delete(domains, name)
 		}
 	}
-	c.checker = &templateChecker{set: set, funcs: value.TemplateFuncs(), domains: domains}
+	c.checker = &templateChecker{set: set, funcs: value.TemplateFuncs(), domains: domains, keyType: c.templateKeyType}
 	c.checked = map[string][]tmplNodeRead{}
 }
 

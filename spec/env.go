@@ -187,6 +187,9 @@ type refChecker struct {
 	readsRun bool
 	reads    []nodeRead
 	guarded  map[ast.Node]bool
+	// conditional are member accesses evaluated only on some values (a
+	// branch of ?:, the right side of && and ||).
+	conditional map[ast.Node]bool
 	// outputReads are the nodes.X member accesses followed by .output or
 	// .outputs (a node that has not run has them nil; its calls, text and
 	// messages are zero values that do no harm).
@@ -219,8 +222,9 @@ func (v *refChecker) Visit(node *ast.Node) {
 		}
 	}
 	if b, ok := (*node).(*ast.BinaryNode); ok && b.Operator == "??" {
-		v.guard(b.Left)
+		v.guardCoalesce(b.Left)
 	}
+	v.noteConditional(*node)
 	m, ok := (*node).(*ast.MemberNode)
 	if !ok {
 		return
@@ -279,7 +283,7 @@ func (v *refChecker) nodeRefs(pos func(offset int) Pos, what string) []nodeRef {
 	out := make([]nodeRef, 0, len(v.reads))
 	for _, r := range v.reads {
 		if v.outputReads[r.at] {
-			out = append(out, nodeRef{id: r.id, pos: pos(r.offset), guarded: v.guarded[r.at], what: what})
+			out = append(out, nodeRef{id: r.id, pos: pos(r.offset), guarded: v.guarded[r.at], conditional: v.conditional[r.at], what: what})
 		}
 	}
 	return out

@@ -43,6 +43,9 @@ type nodeRef struct {
 	// guarded reads tolerate a node that has not run: nodes.X?.output,
 	// nodes.X.output ?? fallback.
 	guarded bool
+	// conditional reads are evaluated only on some paths of the expression
+	// (a branch of ?:, the right side of && or ||).
+	conditional bool
 	// what says where the read is, for diagnostics.
 	what string
 }
@@ -219,6 +222,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 			}
 		}
 	}
+	c.constantExpr(p, prog, tree.Node, env)
 	p.prog.Program = prog
 }
 

@@ -61,6 +61,11 @@ type runOrder struct {
 	index map[string]int
 	// runs caches, per node, the node and every node it runs itself.
 	runs map[*NodePlan]bitset
+	// scope is the loop and foreach variables of the steps being walked,
+	// innermost last: what .Loop holds when a node runs.
+	scope []string
+	// scopeKinds says what each scope is: loop, foreach or goals.
+	scopeKinds []string
 }
 
 func (c *compiler) checkRunOrder() {
@@ -83,6 +88,7 @@ func (c *compiler) checkRunOrder() {
 	n := len(c.plan.NodeOrder)
 	end := ro.steps(c.plan.Flow, ranSet{may: newBitset(n), must: newBitset(n)})
 	ro.exprs(ro.atEnd, end, "when the flow has finished")
+	ro.endExprs(ro.atEnd, end)
 }
 
 // ran reports whether id may (must) have run.
@@ -118,7 +124,11 @@ func (ro *runOrder) step(s *FlowStep, in ranSet) ranSet {
 		// A later iteration sees what an earlier one may have run.
 		entry := in.clone()
 		ro.mayRun(s.Do, entry.may)
+		ro.scope = append(ro.scope, s.As)
+		ro.scopeKinds = append(ro.scopeKinds, scopeKind(s))
 		out := ro.steps(s.Do, entry)
+		ro.scope = ro.scope[:len(ro.scope)-1]
+		ro.scopeKinds = ro.scopeKinds[:len(ro.scopeKinds)-1]
 		ro.stepExprs(s, true, out)
 		if s.Kind == StepLoop || s.In != nil && s.In.Source == "goals" && len(ro.c.plan.Goals) > 0 {
 			// A loop runs at least once (its max is at least 1), and so
@@ -177,6 +187,14 @@ func (ro *runOrder) node(np *NodePlan, in ranSet, seen map[*NodePlan]bool) {
 	ro.exprs(ro.byNode[np], in, fmt.Sprintf("when node %q runs", np.ID))
 	for _, use := range ro.c.nodeTemplates[np.ID] {
 		for _, r := range use.reads {
+			if r.loop {
+				ro.loopRead(np, use, r)
+				continue
+			}
+			if r.scoped != "" {
+				ro.scopedRead(np, use, r)
+				continue
+			}
 			ro.templateRead(np, use, r, in)
 		}
 	}

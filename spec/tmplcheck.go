@@ -19,6 +19,8 @@ type tmplType struct {
 	t    reflect.Type
 	keys []string
 	what string
+	// replyKeys: a map whose keys a model's reply decides (Message.Fields).
+	replyKeys bool
 }
 
 func (tt tmplType) unknown() bool { return tt.t == nil }
@@ -29,6 +31,8 @@ type templateChecker struct {
 	set     *template.Template
 	funcs   template.FuncMap
 	domains map[string][]string // tmplkeys tag -> allowed keys
+	// keyType gives the declared type of a key of a domain (nil: unknown).
+	keyType keyTypeFunc
 	errs    []string
 	seen    map[string]bool
 	stack   []string
@@ -41,6 +45,11 @@ type templateChecker struct {
 type tmplNodeRead struct {
 	id  string
 	loc string // NAME:LINE:COL of the read
+	// loop: a read of .Loop.ID (a loop or foreach variable), not of a node.
+	loop bool
+	// scoped: a read whose value only some scopes hold (see scopedRead):
+	// "item" (.Item), "agentvar" (.Agent.Vars.ID), "goalvar" (.Goal.Vars.ID).
+	scoped string
 }
 
 // check checks the named template with dot of type root. It returns
@@ -293,9 +302,19 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			switch {
 			case got < a[0]:
 				c.errorf(tree, cmd, "%s takes at least %s, but is given %d%s", name, plural(a[0]), got, pipedNote)
+				return
 			case a[1] >= 0 && got > a[1]:
 				c.errorf(tree, cmd, "%s takes at most %s, but is given %d%s", name, plural(a[1]), got, pipedNote)
+				return
 			}
+		}
+		switch name {
+		case "eq", "ne", "lt", "le", "gt", "ge":
+			c.checkCompare(tree, cmd, name, args, nodes)
+		case "printf":
+			c.checkPrintf(tree, cmd, args, nodes)
+		case "index":
+			c.checkIndex(tree, cmd, args, nodes)
 		}
 		return
 	}
@@ -356,6 +375,10 @@ func (c *templateChecker) funcResult(name string) tmplType {
 			}
 			if name == "print" || name == "printf" || name == "println" {
 				return tmplType{t: reflect.TypeOf("")}
+			}
+			switch name {
+			case "not", "eq", "ne", "lt", "le", "gt", "ge":
+				return tmplType{t: reflect.TypeOf(true)}
 			}
 		}
 		return tmplType{}
@@ -432,6 +455,7 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 		case reflect.Struct:
 			if f, ok := t.FieldByName(name); ok && f.IsExported() {
 				next := tmplType{t: f.Type, what: name}
+				c.noteScoped(tree, n, cur, t, name, &next)
 				if dom := f.Tag.Get("tmplkeys"); dom != "" {
 					next.what = dom
 					// A domain that is absent (a collection that is not
@@ -456,6 +480,13 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, didYouMean(name, exportedFields(t)))
 			return tmplType{}
 		case reflect.Map:
+			if cur.replyKeys {
+				c.replyKey(tree, n, cur, name)
+				return tmplType{}
+			}
+			if cur.what == "Agent.Vars" || cur.what == "Goal.Vars" {
+				c.reads = append(c.reads, tmplNodeRead{id: name, loc: c.locOf(tree, n), scoped: map[string]string{"Agent.Vars": "agentvar", "Goal.Vars": "goalvar"}[cur.what]})
+			}
 			if cur.keys != nil {
 				found := false
 				for _, k := range cur.keys {
@@ -474,6 +505,19 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 						loc, _ = tree.ErrorContext(n)
 					}
 					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc})
+				}
+				if cur.what == "loop" {
+					loc := ""
+					if tree != nil && n != nil {
+						loc, _ = tree.ErrorContext(n)
+					}
+					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc, loop: true})
+				}
+				if c.keyType != nil {
+					if kt := c.keyType(cur.what, name); kt != nil {
+						cur = tmplType{t: kt, what: domainField(cur.what) + "." + name}
+						continue
+					}
 				}
 			}
 			if t.Elem().Kind() == reflect.Interface {
@@ -522,6 +566,8 @@ func singular(what string) string {
 		return "var"
 	case "nodes":
 		return "node"
+	case "loop":
+		return "loop or foreach variable"
 	}
 	return "key"
 }

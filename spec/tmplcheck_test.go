@@ -52,7 +52,9 @@ func TestTemplateChecker(t *testing.T) {
 		{"var typo", `{{.Vars.round}}`, nil, `no var named "round" (did you mean "rounds"?)`},
 		{"node typo", `{{.Nodes.anwser.Text}}`, nil, `no node named "anwser" (did you mean "answer"?)`},
 		{"node result typo", `{{.Nodes.answer.Outptu}}`, nil, `NodeResult has no field "Outptu" (did you mean "Output"?)`},
-		{"index is dynamic", `{{index .Inputs "anything"}}`, nil, ""},
+		{"index with a variable key is dynamic", `{{$k := "anything"}}{{index .Inputs $k}}`, nil, ""},
+		{"index with a declared key", `{{index .Inputs "question"}}`, nil, ""},
+		{"index with an undeclared key", `{{index .Inputs "qestion"}}`, nil, `index: no input named "qestion" (did you mean "question"?) (a missing key renders as <no value>)`},
 
 		// range, with, variables and $
 		{"range element", `{{range .History}}{{.From}}: {{.Content}}{{end}}`, nil, ""},

@@ -139,7 +139,7 @@ type PromptBase struct {
 	// Round is the innermost loop counter (1-based), 0 outside loops.
 	Round int
 	// Loop holds every loop and foreach variable in scope by its 'as' name.
-	Loop map[string]any
+	Loop map[string]any `tmplkeys:"loop"`
 	// Item is the element of the innermost foreach.
 	Item   any
 	Goal   GoalView

@@ -1,0 +1,399 @@
+package spec
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"text/template/parse"
+
+	"github.com/debate-runner/runner/spec/value"
+	"github.com/expr-lang/expr/ast"
+)
+
+// This file gives the template checker the declared types of the values a
+// spec names (a var's default, an input's text) and the checks those types
+// make possible: a comparison of a number with text, arithmetic on text,
+// a printf verb given the wrong kind of value. Each of these renders either
+// an error after calls were paid for or a prompt with "%!d(string=...)" in
+// it, so validate refuses them at the template's position.
+
+// keyTypeFunc gives the type of KEY in the map named by DOMAIN (a tmplkeys
+// tag: inputs, vars), or nil when it is not known.
+type keyTypeFunc func(domain, key string) reflect.Type
+
+// templateKeyType is the compiler's keyTypeFunc: the same types the
+// expression checker gives inputs and vars (exprs.go), so a template and an
+// expression agree on what .Vars.x is.
+func (c *compiler) templateKeyType(domain, key string) reflect.Type {
+	switch domain {
+	case "vars":
+		for _, v := range c.plan.Vars {
+			if v.Name == key && v.Default != nil {
+				return reflect.TypeOf(v.Default)
+			}
+		}
+	case "inputs":
+		for _, in := range c.plan.Inputs {
+			if in.Name != key {
+				continue
+			}
+			if _, text := in.Default.(string); in.HasDefault && !text {
+				return nil
+			}
+			return reflect.TypeOf("")
+		}
+	}
+	return nil
+}
+
+// domainField is how a template names a tmplkeys domain: .Vars, .Inputs.
+func domainField(domain string) string {
+	if domain == "" {
+		return ""
+	}
+	return strings.ToUpper(domain[:1]) + domain[1:]
+}
+
+// valueClass sorts a type into what text/template can compare: values of
+// different classes make eq, ne, lt, le, gt and ge fail at run time.
+func valueClass(t reflect.Type) string {
+	t = deref(t)
+	if t == nil {
+		return ""
+	}
+	switch {
+	case t.Kind() == reflect.String:
+		return "text"
+	case t.Kind() == reflect.Bool:
+		return "a boolean"
+	case isIntKind(t):
+		return "a whole number"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		return "a decimal number"
+	}
+	return ""
+}
+
+// comparable classes: eq and ne on a whole and a decimal number fail too,
+// but a var given at run time may change one into the other, so only the
+// mismatches no run can avoid are refused.
+func classesClash(a, b string) bool {
+	if a == "" || b == "" || a == b {
+		return false
+	}
+	num := func(s string) bool { return strings.HasSuffix(s, "number") }
+	return !(num(a) && num(b))
+}
+
+// checkCompare refuses a comparison whose operands cannot be compared.
+func (c *templateChecker) checkCompare(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node) {
+	if len(args) < 2 {
+		return
+	}
+	first := args[0]
+	for i := 1; i < len(args); i++ {
+		a, b := valueClass(first.t), valueClass(args[i].t)
+		if !classesClash(a, b) {
+			continue
+		}
+		c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different types cannot be compared, so rendering would fail",
+			name, describeArg(nodes, 0, first), a, describeArg(nodes, i, args[i]), b)
+		return
+	}
+}
+
+// describeArg names an argument of a call for a message: its source text.
+func describeArg(nodes []parse.Node, i int, t tmplType) string {
+	if i < len(nodes) && nodes[i] != nil {
+		return nodes[i].String()
+	}
+	if t.what != "" {
+		return "." + t.what
+	}
+	return "the value piped in"
+}
+
+// checkPrintf matches printf's verbs with its arguments where both are
+// known: %d given text renders "%!d(string=...)" into the prompt.
+func (c *templateChecker) checkPrintf(tree *parse.Tree, cmd *parse.CommandNode, args []tmplType, nodes []parse.Node) {
+	if len(nodes) == 0 {
+		return
+	}
+	format, ok := nodes[0].(*parse.StringNode)
+	if !ok {
+		return
+	}
+	verbs := printfVerbs(format.Text)
+	for i, v := range verbs {
+		ai := i + 1 // args[0] is the format
+		if ai >= len(args) {
+			c.errorf(tree, cmd, "printf: %%%c has no argument (the format has %d verbs, %d values are given)", v, len(verbs), len(args)-1)
+			return
+		}
+		class := valueClass(args[ai].t)
+		if class == "" {
+			continue
+		}
+		var want string
+		switch v {
+		case 'd', 'b', 'o', 'O', 'c', 'U':
+			if class != "a whole number" {
+				want = "a whole number"
+			}
+		case 'e', 'E', 'f', 'F', 'g', 'G':
+			if !strings.HasSuffix(class, "number") {
+				want = "a number"
+			}
+		case 't':
+			if class != "a boolean" {
+				want = "a boolean"
+			}
+		}
+		if want != "" {
+			c.errorf(tree, cmd, "printf: %%%c wants %s, but %s is %s (the prompt would read %%!%c(...))", v, want, describeArg(nodes, ai, args[ai]), class, v)
+			return
+		}
+	}
+}
+
+// printfVerbs lists the verbs of a format, in order; it gives up (nil) on
+// explicit argument indexes and '*' widths, whose arguments it cannot match.
+func printfVerbs(f string) []rune {
+	var out []rune
+	rs := []rune(f)
+	for i := 0; i < len(rs); i++ {
+		if rs[i] != '%' {
+			continue
+		}
+		i++
+		for i < len(rs) && strings.ContainsRune("+-# 0123456789.", rs[i]) {
+			i++
+		}
+		if i >= len(rs) {
+			break
+		}
+		switch rs[i] {
+		case '%':
+			continue
+		case '[', '*':
+			return nil
+		}
+		out = append(out, rs[i])
+	}
+	return out
+}
+
+// loopDomain gives .Loop the names of the spec's loop and foreach
+// variables, so that a typo is refused where the template is checked; the
+// run-order check then refuses a read outside the loop that sets it.
+func (c *compiler) loopDomain() {
+	if c.checker == nil {
+		return
+	}
+	names := append([]string{}, c.loopNames...)
+	c.checker.domains["loop"] = names
+}
+
+// loopRead refuses a template's read of .Loop.NAME where the node runs
+// outside every loop or foreach named NAME: .Loop has no such key there,
+// and rendering fails after calls were paid for.
+func (ro *runOrder) loopRead(np *NodePlan, use templateUse, r tmplNodeRead) {
+	for _, s := range ro.scope {
+		if s == r.id {
+			return
+		}
+	}
+	in := "outside every loop and foreach"
+	if len(ro.scope) > 0 {
+		in = fmt.Sprintf("where .Loop holds only %s", strings.Join(ro.scope, ", "))
+	}
+	msg := fmt.Sprintf("reads .Loop.%s, but node %q runs %s (read it inside the loop whose 'as' is %q, or use .Round)", r.id, np.ID, in, r.id)
+	// Report at the read in the template, naming the node that renders it.
+	if tname, line, col, _ := templateErrorLine("template: " + r.loc + ": x"); tname != "" {
+		ro.c.reportTemplateProblem(tname, line, col+1, msg, use.pos)
+		return
+	}
+	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
+}
+
+func (c *templateChecker) locOf(tree *parse.Tree, n parse.Node) string {
+	if tree == nil || n == nil {
+		return ""
+	}
+	loc, _ := tree.ErrorContext(n)
+	return loc
+}
+
+// noteScoped marks the fields whose value depends on where the template is
+// rendered: .Item (only inside a foreach), .Agent.Vars and .Goal.Vars
+// (whose keys are each agent's and goal's own).
+func (c *templateChecker) noteScoped(tree *parse.Tree, n parse.Node, cur tmplType, t reflect.Type, name string, next *tmplType) {
+	_, data := t.FieldByName("Loop")
+	switch {
+	case name == "Item" && data:
+		c.reads = append(c.reads, tmplNodeRead{id: "Item", loc: c.locOf(tree, n), scoped: "item"})
+	case name == "Vars" && (cur.what == "Agent" || cur.what == "Goal"):
+		next.what = cur.what + ".Vars"
+	case name == "Fields" && t == reflect.TypeOf(value.Message{}):
+		next.what = "Fields"
+		if cur.what != "" {
+			next.what = cur.what + ".Fields"
+		}
+		next.replyKeys = true
+	}
+}
+
+func scopeKind(s *FlowStep) string {
+	switch {
+	case s.Kind == StepLoop:
+		return "loop"
+	case s.In != nil && s.In.Source == "goals":
+		return "goals"
+	}
+	return "foreach"
+}
+
+// scopedRead refuses a read that the scope a node runs in cannot satisfy:
+// .Item outside every foreach renders "<no value>"; .Agent.Vars.X for an
+// agent without X and .Goal.Vars.X for a goal without X (or outside a
+// foreach over the goals) fail rendering.
+func (ro *runOrder) scopedRead(np *NodePlan, use templateUse, r tmplNodeRead) {
+	has := func(kind string) bool {
+		for _, k := range ro.scopeKinds {
+			if k == kind || kind == "foreach" && k == "goals" {
+				return true
+			}
+		}
+		return false
+	}
+	var msg string
+	switch r.scoped {
+	case "item":
+		if !has("foreach") {
+			msg = fmt.Sprintf("reads .Item, but node %q runs outside every foreach, where .Item has no value (the prompt would read <no value>)", np.ID)
+		}
+	case "agentvar":
+		var lacking []string
+		for _, a := range np.Agents {
+			if _, ok := a.Vars[r.id]; !ok {
+				lacking = append(lacking, a.ID)
+			}
+		}
+		if len(lacking) > 0 {
+			msg = fmt.Sprintf("reads .Agent.Vars.%s, but agent %s of node %q has no var %q (give every agent of the node the var, or guard it: {{with index .Agent.Vars %q}}...{{end}})", r.id, strings.Join(lacking, ", "), np.ID, r.id, r.id)
+		}
+	case "goalvar":
+		if !has("goals") {
+			msg = fmt.Sprintf("reads .Goal.Vars.%s, but node %q runs outside every foreach over the goals, where .Goal has no vars", r.id, np.ID)
+			break
+		}
+		var lacking []string
+		for _, g := range ro.c.plan.Goals {
+			if _, ok := g.Vars[r.id]; !ok {
+				lacking = append(lacking, g.ID)
+			}
+		}
+		if len(lacking) > 0 {
+			msg = fmt.Sprintf("reads .Goal.Vars.%s, but goal %s has no var %q (give every goal the var, or guard it: {{with index .Goal.Vars %q}}...{{end}})", r.id, strings.Join(lacking, ", "), r.id, r.id)
+		}
+	}
+	if msg == "" {
+		return
+	}
+	if tname, line, col, _ := templateErrorLine("template: " + r.loc + ": x"); tname != "" {
+		ro.c.reportTemplateProblem(tname, line, col+1, msg, use.pos)
+		return
+	}
+	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
+}
+
+// replyKey refuses .Own.Fields.X (any message's fields read by name): the
+// tags a message holds are the model's, and a reply without X (or a round
+// where the agent has not spoken yet) fails rendering; index gives "".
+func (c *templateChecker) replyKey(tree *parse.Tree, n parse.Node, cur tmplType, name string) {
+	c.errorf(tree, n, ".%s.%s is read by name, but a message holds only the tags its reply had (and none before the agent has spoken), so rendering can fail; write {{index .%s %q}}, which gives \"\" when the tag is absent", cur.what, name, cur.what, name)
+}
+
+// guardCoalesce marks the read of a node guarded by `??` only where the
+// left side tolerates the node not having run: nodes.X.output ?? D, or
+// nodes.X.output?.p ?? D. In nodes.X.output.p ?? D the fetch of p from a
+// nil output fails before ?? is reached ("cannot fetch p from <nil>").
+func (v *refChecker) guardCoalesce(n ast.Node) {
+	safe := true
+	for {
+		m, ok := n.(*ast.MemberNode)
+		if !ok {
+			return
+		}
+		if p, ok := m.Property.(*ast.StringNode); ok && (p.Value == "output" || p.Value == "outputs") {
+			if safe {
+				v.guard(m)
+			}
+			return
+		}
+		if !m.Optional {
+			safe = false
+		}
+		n = m.Node
+	}
+}
+
+// endExprs refuses an output (or score) that reads a node that may not
+// have run by the end of the flow (a foreach over an empty list, an if not
+// taken) without a guard: the run would fail after all its calls, at the
+// very end. A node that cannot have run at all is reported by exprs.
+func (ro *runOrder) endExprs(ps []*pendingExpr, end ranSet) {
+	for _, p := range ps {
+		for _, r := range p.refs {
+			if r.guarded || r.conditional || !ro.may(end, r.id) || ro.must(end, r.id) {
+				continue
+			}
+			ro.c.r.errorf(r.pos, "%s: node %q may not have run when the flow has finished (it runs inside a foreach, an if, or a branch not always taken), so its output can be nil; guard the read: nodes.%s?.output ?? DEFAULT", r.what, r.id, r.id)
+		}
+	}
+}
+
+// noteConditional marks the member accesses an expression evaluates only
+// on some paths: a condition there may be what guards the read
+// (vars.x == "a" ? nodes.a.output : nodes.b.output after an if on vars.x).
+func (v *refChecker) noteConditional(n ast.Node) {
+	mark := func(sub ast.Node) {
+		if v.conditional == nil {
+			v.conditional = map[ast.Node]bool{}
+		}
+		ast.Walk(&sub, visitorFunc(func(x *ast.Node) {
+			if _, ok := (*x).(*ast.MemberNode); ok {
+				v.conditional[*x] = true
+			}
+		}))
+	}
+	switch x := n.(type) {
+	case *ast.ConditionalNode:
+		mark(x.Exp1)
+		mark(x.Exp2)
+	case *ast.BinaryNode:
+		switch x.Operator {
+		case "&&", "||", "and", "or", "??":
+			mark(x.Right)
+		}
+	}
+}
+
+// checkIndex refuses index .Inputs "KEY" (and .Vars, .Nodes, .Loop) with a
+// constant key that is not declared: index gives a missing key no error,
+// and the prompt would read "<no value>".
+func (c *templateChecker) checkIndex(tree *parse.Tree, cmd *parse.CommandNode, args []tmplType, nodes []parse.Node) {
+	if len(args) < 2 || len(nodes) < 2 || args[0].keys == nil {
+		return
+	}
+	key, ok := nodes[1].(*parse.StringNode)
+	if !ok {
+		return
+	}
+	for _, k := range args[0].keys {
+		if k == key.Text {
+			return
+		}
+	}
+	c.errorf(tree, cmd, "index: no %s named %q%s (a missing key renders as <no value>)", singular(args[0].what), key.Text, didYouMean(key.Text, args[0].keys))
+}
