@@ -3,6 +3,8 @@ package dryrun
 import (
 	"strings"
 	"testing"
+
+	"github.com/debate-runner/runner/runtime/launch"
 )
 
 // TestDryRunStopsWhereTheRunWould: a template that fails to render (here
@@ -16,7 +18,7 @@ nodes:
   recall: {kind: ask, agents: [b], template: late}
 flow: [answer, recall]
 outputs: {n: len(messages)}`))
-	_, err := Run(plan, Options{Inputs: []string{"question=q"}})
+	_, err := Run(plan, Options{Given: launch.Given{Inputs: []string{"question=q"}}})
 	if err == nil || !strings.Contains(err.Error(), "index out of range") || !strings.Contains(err.Error(), `node "recall"`) {
 		t.Fatalf("dry run of a spec whose run fails rendering: %v", err)
 	}
