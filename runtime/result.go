@@ -99,6 +99,7 @@ func (b *usageBook) snapshot() result.UsageReport {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r := b.report
+	r.Total = roundCost(r.Total)
 	r.ByAgent, r.ByNode, r.ByModel = copyUsage(r.ByAgent), copyUsage(r.ByNode), copyUsage(r.ByModel)
 	r.ByRound, r.ByGoal = copyUsage(r.ByRound), copyUsage(r.ByGoal)
 	if len(r.ByGoal) == 0 {
@@ -114,9 +115,17 @@ func (b *usageBook) snapshot() result.UsageReport {
 func copyUsage(m map[string]result.Usage) map[string]result.Usage {
 	out := make(map[string]result.Usage, len(m))
 	for k, v := range m {
-		out[k] = v
+		out[k] = roundCost(v)
 	}
 	return out
+}
+
+// roundCost rounds a cost to a ten-billionth of a dollar: sums of the same
+// calls' costs taken in another order (a resumed run adds the journaled
+// calls first) differ in their last bits, and a record must not.
+func roundCost(u result.Usage) result.Usage {
+	u.Cost = math.Round(u.Cost*1e10) / 1e10
+	return u
 }
 
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
