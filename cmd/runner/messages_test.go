@@ -1,0 +1,54 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestValidateInitProjectTestFiles: "runner validate *.yaml" in a project
+// made by runner init checks its *.test.yaml files against the test
+// schema, not the spec schema, and a broken test file is still reported.
+func TestValidateInitProjectTestFiles(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := invoke(t, nil, "init", dir); code != 0 {
+		t.Fatalf("init: exit %d: %s", code, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	var tests int
+	for _, f := range files {
+		if strings.HasSuffix(f, ".test.yaml") {
+			tests++
+		}
+	}
+	if tests == 0 {
+		t.Fatalf("init made no *.test.yaml among %v", files)
+	}
+	code, stdout, stderr := invoke(t, nil, append([]string{"validate"}, files...)...)
+	if code != 0 {
+		t.Fatalf("validate *.yaml: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "spec.test.yaml: ok (test file)") {
+		t.Errorf("stdout does not say the test file is ok:\n%s", stdout)
+	}
+	// A test file with a field the test schema does not know, named
+	// otherwise, recognised by its cases:.
+	bad := filepath.Join(dir, "extra.yaml")
+	if err := os.WriteFile(bad, []byte("spec: spec.yaml\ncases:\n  - name: one\n    bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = invoke(t, nil, "validate", bad)
+	if code != 4 || !strings.Contains(stderr, "extra.yaml:4:") || !strings.Contains(stderr, "bogus") {
+		t.Errorf("bad test file: exit %d, stderr:\n%s", code, stderr)
+	}
+	// A test file whose spec is absent.
+	orphan := filepath.Join(dir, "gone.test.yaml")
+	if err := os.WriteFile(orphan, []byte("cases:\n  - name: one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = invoke(t, nil, "validate", orphan)
+	if code != 4 || !strings.Contains(stderr, "gone.yaml") {
+		t.Errorf("orphan test file: exit %d, stderr:\n%s", code, stderr)
+	}
+}
