@@ -52,3 +52,31 @@ func TestValidateInitProjectTestFiles(t *testing.T) {
 		t.Errorf("orphan test file: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestResumeWantsRunDir: resume given a spec, or a path that does not
+// exist, is a usage error (exit 2) that says it wants a run directory,
+// and points a spec at runner run.
+func TestResumeWantsRunDir(t *testing.T) {
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(specPath, []byte("nodes:\n  a: {kind: output}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := invoke(t, nil, "resume", specPath)
+	if code != 2 || !strings.Contains(stderr, "run directory") && !strings.Contains(stderr, "from its directory") ||
+		!strings.Contains(stderr, "runner run "+specPath) || strings.Contains(stderr, "not a directory") {
+		t.Errorf("resume SPEC: exit %d, stderr:\n%s", code, stderr)
+	}
+	other := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(other, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = invoke(t, nil, "resume", other)
+	if code != 2 || strings.Contains(stderr, "runner run "+other) {
+		t.Errorf("resume FILE: exit %d, stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = invoke(t, nil, "resume", filepath.Join(dir, "runs", "nope"))
+	if code != 2 || !strings.Contains(stderr, "no such run directory") {
+		t.Errorf("resume MISSING: exit %d, stderr:\n%s", code, stderr)
+	}
+}
