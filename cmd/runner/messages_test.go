@@ -80,3 +80,27 @@ func TestResumeWantsRunDir(t *testing.T) {
 		t.Errorf("resume MISSING: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestRunsWithoutRunsFolder: runner runs in a project before its first
+// run says there are none yet and how to make one (exit 0, as for an
+// empty folder); a DIR given that does not exist is a usage error with
+// the near folder's name.
+func TestRunsWithoutRunsFolder(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	code, stdout, stderr := invoke(t, nil, "runs")
+	if code != 0 || !strings.Contains(stdout, "no runs yet") || !strings.Contains(stdout, "runner run SPEC") || stderr != "" {
+		t.Errorf("runs without runs/: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	code, stdout, _ = invoke(t, nil, "runs", "--csv")
+	if code != 0 || !strings.HasPrefix(stdout, "id,") {
+		t.Errorf("runs --csv without runs/: exit %d, stdout: %q", code, stdout)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr = invoke(t, nil, "runs", "runz")
+	if code != 2 || !strings.Contains(stderr, "runs runz: no such folder (did you mean runs?)") {
+		t.Errorf("runs runz: exit %d, stderr: %s", code, stderr)
+	}
+}
