@@ -77,7 +77,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, &args.FlagError{Flag: "--dataset", Err: args.UnwrapPathError(err)}
+		return nil, nil, &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s: %w", path, args.UnwrapPathError(err))}
 	}
 	declared := map[string]bool{}
 	for _, in := range plan.Inputs {
