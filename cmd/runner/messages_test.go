@@ -104,3 +104,19 @@ func TestRunsWithoutRunsFolder(t *testing.T) {
 		t.Errorf("runs runz: exit %d, stderr: %s", code, stderr)
 	}
 }
+
+// TestDatasetLineLacksInput: a dataset line without a required input's
+// field is named by file and line, with the field, not answered with a
+// hint about --input alone; --input giving it to all lines is accepted.
+func TestDatasetLineLacksInput(t *testing.T) {
+	ds := filepath.Join(t.TempDir(), "ds.jsonl")
+	if err := os.WriteFile(ds, []byte("{\"question\": \"a\", \"expected\": \"x\"}\n\n{\"expected\": \"y\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENAI_API_KEY": "k"}
+	code, _, stderr := invoke(t, env, "run", debateSpec, "--dataset", ds, "--runs-dir", t.TempDir())
+	want := "--dataset: " + ds + `:3: the line has no field "question": the spec's input "question" is required and has no default`
+	if code != 2 || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
+	}
+}
