@@ -283,10 +283,6 @@ func suggest(name string, candidates []string) string {
 	return best
 }
 
-// Suggest is the candidate closest to name when it is close enough to be
-// a likely typo, or "": the near names of the CLI's messages.
-func Suggest(name string, candidates []string) string { return suggest(name, candidates) }
-
 // didYouMean formats a suggestion as a sentence suffix.
 func didYouMean(name string, candidates []string) string {
 	if s := suggest(name, candidates); s != "" {

@@ -120,3 +120,33 @@ func TestDatasetLineLacksInput(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, want)
 	}
 }
+
+// TestSpecPathTypo: a spec path that names nothing is a usage error
+// (exit 2, not 4) with the near file of that folder; validate, whose exit
+// codes are 0 and 4, names the near file too.
+func TestSpecPathTypo(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "spec.yaml")
+	if err := os.WriteFile(good, []byte("nodes: {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	typo := filepath.Join(dir, "sepc.yaml")
+	for _, cmd := range []string{"run", "graph"} {
+		code, _, stderr := invoke(t, nil, cmd, typo)
+		if want := typo + ": no such spec file (did you mean " + good + "?)"; code != 2 || !strings.Contains(stderr, want) {
+			t.Errorf("%s TYPO: exit %d, stderr:\n%s\nwant %q", cmd, code, stderr, want)
+		}
+	}
+	code, _, stderr := invoke(t, nil, "run", dir)
+	if code != 2 || !strings.Contains(stderr, "give its spec file: "+good) {
+		t.Errorf("run DIR: exit %d, stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = invoke(t, nil, "run", filepath.Join(dir, "zzzzzzzz.yaml"))
+	if code != 2 || strings.Contains(stderr, "did you mean") {
+		t.Errorf("run FAR: exit %d, stderr:\n%s", code, stderr)
+	}
+	code, _, stderr = invoke(t, nil, "validate", typo)
+	if code != 4 || !strings.Contains(stderr, "no such file (did you mean "+good+"?)") {
+		t.Errorf("validate TYPO: exit %d, stderr:\n%s", code, stderr)
+	}
+}

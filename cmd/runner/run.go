@@ -74,6 +74,9 @@ Examples:
 
 func (c *runCmd) Run(e *env) error {
 	e.jsonLines = c.JSON && !c.DryRun
+	if err := checkSpecPath(c.File); err != nil {
+		return err
+	}
 	plan, diags := spec.Load(c.File, nodes.Registry())
 	e.sayDiagnostics(diags)
 	if diags.HasErrors() {
@@ -386,4 +389,21 @@ func looksLikeSpec(path string) bool {
 	}
 	_, ok := top["nodes"]
 	return ok
+}
+
+// checkSpecPath makes a spec path that names nothing (a typo) a usage
+// error with the near file, before it could read as an invalid spec; a
+// folder with a spec.yaml is pointed at it.
+func checkSpecPath(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("%s: no such spec file%s", path, spec.DidYouMeanPath(path, false))
+	case err == nil && info.IsDir():
+		if f, err := os.Stat(filepath.Join(path, "spec.yaml")); err == nil && f.Mode().IsRegular() {
+			return usageErrorf("%s is a folder; give its spec file: %s", path, filepath.Join(path, "spec.yaml"))
+		}
+		return usageErrorf("%s is a folder; give a spec file", path)
+	}
+	return nil
 }

@@ -47,7 +47,7 @@ func (c *runsCmd) Run(e *env) error {
 			fmt.Fprintln(e.stdout, "no runs yet: there is no runs folder here; runner run SPEC makes the first (runs/<run-id>), or give the runs folder: runner runs DIR")
 			return nil
 		case errors.Is(err, fs.ErrNotExist):
-			return usageErrorf("runs %s: no such folder%s", c.Dir, nearPath(c.Dir, true))
+			return usageErrorf("runs %s: no such folder%s", c.Dir, spec.DidYouMeanPath(c.Dir, true))
 		case err == nil:
 			return usageErrorf("runs %s: this is a file; give the folder of the runs (runs, or the --runs-dir of runner run)", c.Dir)
 		}
@@ -189,29 +189,4 @@ func (c *compareCmd) gate(e *env, args []string, pair *paired.Result) error {
 		e.say("gate", p.Data, p.Text)
 	}
 	return err
-}
-
-// nearPath is " (did you mean "NEAR"?)" for a path that does not exist
-// when its folder holds an entry with a near name (a folder when dirs),
-// else "".
-func nearPath(path string, dirs bool) string {
-	parent, base := filepath.Split(path)
-	if parent == "" {
-		parent = "."
-	}
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return ""
-	}
-	var names []string
-	for _, en := range entries {
-		if en.IsDir() == dirs {
-			names = append(names, en.Name())
-		}
-	}
-	near := spec.Suggest(base, names)
-	if near == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(path), near))
 }
