@@ -150,3 +150,31 @@ func TestSpecPathTypo(t *testing.T) {
 		t.Errorf("validate TYPO: exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestHelpCommand: runner help prints what runner prints, runner help
+// COMMAND what runner COMMAND --help prints; an unknown command is a
+// usage error with the near name.
+func TestHelpCommand(t *testing.T) {
+	code, bare, _ := invoke(t, nil)
+	if code != 0 || !strings.Contains(bare, "Commands:") && !strings.Contains(bare, "validate") {
+		t.Fatalf("runner: exit %d, stdout:\n%s", code, bare)
+	}
+	code, stdout, stderr := invoke(t, nil, "help")
+	if code != 0 || stdout != bare {
+		t.Errorf("runner help: exit %d, stdout differs from runner's:\n%s\nstderr: %s", code, stdout, stderr)
+	}
+	_, want, _ := invoke(t, nil, "validate", "--help")
+	code, stdout, _ = invoke(t, nil, "help", "validate")
+	if code != 0 || stdout != want || !strings.Contains(stdout, "test schema") {
+		t.Errorf("runner help validate: exit %d, stdout:\n%s", code, stdout)
+	}
+	_, want, _ = invoke(t, nil, "cache", "clear", "--help")
+	code, stdout, _ = invoke(t, nil, "help", "cache", "clear")
+	if code != 0 || stdout != want {
+		t.Errorf("runner help cache clear: exit %d, stdout:\n%s", code, stdout)
+	}
+	code, _, stderr = invoke(t, nil, "help", "valdiate")
+	if code != 2 || !strings.Contains(stderr, `runner has no command "valdiate" (did you mean "validate"?)`) {
+		t.Errorf("runner help valdiate: exit %d, stderr: %s", code, stderr)
+	}
+}
