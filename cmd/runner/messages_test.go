@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/llmtest"
 )
 
 // TestValidateInitProjectTestFiles: "runner validate *.yaml" in a project
@@ -176,5 +179,39 @@ func TestHelpCommand(t *testing.T) {
 	code, _, stderr = invoke(t, nil, "help", "valdiate")
 	if code != 2 || !strings.Contains(stderr, `runner has no command "valdiate" (did you mean "validate"?)`) {
 		t.Errorf("runner help valdiate: exit %d, stderr: %s", code, stderr)
+	}
+}
+
+// TestRetriesCollapseInPlainProgress: an endpoint that keeps failing
+// prints, with -v, the first retry of each call and one line when it
+// ends, not a line per retry; the journal still has every retry event.
+func TestRetriesCollapseInPlainProgress(t *testing.T) {
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Status: 503, RetryAfter: "0.01"}
+	})
+	spec := e2eSpec(t, simpleSource, "")
+	runs := t.TempDir()
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", runs, "-v", "--no-cache")
+	if code != exitcode.Endpoint {
+		t.Fatalf("exit %d, want %d\n%s", code, exitcode.Endpoint, stderr)
+	}
+	journals, _ := filepath.Glob(filepath.Join(runs, "*", "journal.jsonl"))
+	if len(journals) != 1 {
+		t.Fatalf("journals: %v", journals)
+	}
+	data, err := os.ReadFile(journals[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	retries := strings.Count(string(data), `"type":"retry"`)
+	calls := strings.Count(stderr, "retrying ")
+	if retries <= calls || calls == 0 {
+		t.Fatalf("%d retry events in the journal, %d retrying lines:\n%s", retries, calls, stderr)
+	}
+	if !strings.Contains(stderr, "retries, then it failed (last error: ") {
+		t.Errorf("no line says how the retried calls ended:\n%s", stderr)
+	}
+	if lines := strings.Count(stderr, "\n"); lines > 2*calls+6 {
+		t.Errorf("%d lines of progress for %d retried calls:\n%s", lines, calls, stderr)
 	}
 }
