@@ -204,10 +204,10 @@ func (p *display) event(n runtime.Notice) {
 			c.tools++
 		}
 	case event.ModelError:
-		p.endRetries(ev.Key, false)
+		p.endRetries(ev.Key, "then it failed")
 		p.draw()
 	case event.ModelResponse:
-		p.endRetries(ev.Key, true)
+		p.endRetries(ev.Key, "then it was answered")
 		var usage struct {
 			PromptTokens     any `json:"prompt_tokens"`
 			CompletionTokens any `json:"completion_tokens"`
@@ -255,7 +255,7 @@ func (p *display) event(n runtime.Notice) {
 		delete(p.calls, node)
 		for _, k := range append([]string(nil), p.retryKeys...) {
 			if strings.HasPrefix(k, node+"/") {
-				p.endRetries(k, ev.Type == event.NodeFinished)
+				p.endRetries(k, stopped)
 			}
 		}
 		p.clear()
@@ -267,17 +267,21 @@ func (p *display) event(n runtime.Notice) {
 		p.draw()
 	case event.RunFinished:
 		for _, k := range append([]string(nil), p.retryKeys...) {
-			p.endRetries(k, false)
+			p.endRetries(k, stopped)
 		}
 		p.clear()
 		p.stack = nil
 	}
 }
 
+// stopped ends a retried call that neither failed nor was answered: its
+// node ended first (another call of it failed), or the run did.
+const stopped = "then it was stopped"
+
 // endRetries says, once, how a retried call ended: in plain mode when it
 // was retried more than once (the first retry had its line), on a
 // terminal always (the retries were only counted on the live line).
-func (p *display) endRetries(key string, answered bool) {
+func (p *display) endRetries(key, end string) {
 	r := p.retrying[key]
 	if r == nil {
 		return
@@ -286,10 +290,6 @@ func (p *display) endRetries(key string, answered bool) {
 	p.retryKeys = slices.DeleteFunc(p.retryKeys, func(k string) bool { return k == key })
 	if p.mode == Plain && r.n < 2 {
 		return
-	}
-	end := "then it failed"
-	if answered {
-		end = "then it was answered"
 	}
 	p.clear()
 	fmt.Fprintf(p.w, "%s: %s, %s (last error: %s)\n", key, plural(r.n, "retry"), end, r.lastErr)

@@ -213,6 +213,10 @@ func TestRetriesCollapse(t *testing.T) {
 			notices = append(notices, ev("retry", "answer/-/"+agent, fmt.Sprintf(`{"attempt":%d,"error":"connection refused","wait_ms":500}`, attempt)))
 		}
 	}
+	screensBeforeC := len(notices)
+	for attempt := 1; attempt <= 2; attempt++ {
+		notices = append(notices, ev("retry", "answer/-/c", fmt.Sprintf(`{"attempt":%d,"error":"timeout","wait_ms":500}`, attempt)))
+	}
 	notices = append(notices,
 		ev("model_response", "answer/-/b", `{"content":"ok","prompt_tokens":1,"completion_tokens":1}`),
 		ev("model_error", "answer/-/a", `{"error":"gave up"}`),
@@ -226,8 +230,10 @@ func TestRetriesCollapse(t *testing.T) {
 	want := "· answer: started\n" +
 		"retrying answer/-/a in 500ms (attempt 1 failed): connection refused\n" +
 		"retrying answer/-/b in 500ms (attempt 1 failed): connection refused\n" +
+		"retrying answer/-/c in 500ms (attempt 1 failed): timeout\n" +
 		"answer/-/b: 6 retries, then it was answered (last error: connection refused)\n" +
 		"answer/-/a: 6 retries, then it failed (last error: connection refused)\n" +
+		"answer/-/c: 2 retries, then it was stopped (last error: timeout)\n" +
 		"· answer: failed: endpoint unreachable\n"
 	if plain.String() != want {
 		t.Errorf("plain printed\n%s\nwant\n%s", plain.String(), want)
@@ -250,12 +256,13 @@ func TestRetriesCollapse(t *testing.T) {
 	if s := screens[3]; !strings.HasSuffix(lastDraw(s), "retrying answer/-/a (1 failed attempt): connection refused · 0 tokens · 0s") {
 		t.Errorf("live line after a's first retry: %q", lastDraw(s))
 	}
-	if s := screens[14]; !strings.Contains(lastDraw(s), "retrying 2 calls (12 failed attempts): connection refused") {
+	if s := screens[screensBeforeC-1]; !strings.Contains(lastDraw(s), "retrying 2 calls (12 failed attempts): connection refused") {
 		t.Errorf("live line after 12 retries: %q", lastDraw(s))
 	}
 	for _, w := range []string{
 		"answer/-/b: 6 retries, then it was answered (last error: connection refused)\n",
 		"answer/-/a: 6 retries, then it failed (last error: connection refused)\n",
+		"answer/-/c: 2 retries, then it was stopped (last error: timeout)\n",
 		"· answer: failed: endpoint unreachable\n",
 	} {
 		if !strings.Contains(out, w) {
