@@ -283,6 +283,10 @@ func suggest(name string, candidates []string) string {
 	return best
 }
 
+// DidYouMeanName is didYouMean for the CLI's messages: " (did you mean
+// "NEAR"?)" when a candidate is a likely typo of name, else "".
+func DidYouMeanName(name string, candidates []string) string { return didYouMean(name, candidates) }
+
 // didYouMean formats a suggestion as a sentence suffix.
 func didYouMean(name string, candidates []string) string {
 	if s := suggest(name, candidates); s != "" {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/big"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -32,7 +33,7 @@ func readSpecFile(path string) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no such file")
+			return nil, fmt.Errorf("no such file%s", DidYouMeanPath(path, false))
 		}
 		return nil, err
 	}
@@ -661,4 +662,29 @@ func escapePointer(s string) string {
 func unescapePointer(s string) string {
 	s = strings.ReplaceAll(s, "~1", "/")
 	return strings.ReplaceAll(s, "~0", "~")
+}
+
+// DidYouMeanPath is " (did you mean NEAR?)" for a path that does not
+// exist when its folder holds a file (a folder when dirs) of a near name,
+// else "".
+func DidYouMeanPath(path string, dirs bool) string {
+	parent, base := filepath.Split(path)
+	if parent == "" {
+		parent = "."
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return ""
+	}
+	var names []string
+	for _, en := range entries {
+		if en.IsDir() == dirs {
+			names = append(names, en.Name())
+		}
+	}
+	near := suggest(base, names)
+	if near == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %s?)", filepath.Join(filepath.Dir(path), near))
 }

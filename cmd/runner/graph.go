@@ -25,6 +25,9 @@ Examples:
 }
 
 func (c *graphCmd) Run(e *env) error {
+	if err := checkSpecPath(c.File); err != nil {
+		return err
+	}
 	plan, diags := spec.Load(c.File, nodes.Registry())
 	if diags.HasErrors() {
 		fmt.Fprint(e.stderr, diags.Format())

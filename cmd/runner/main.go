@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/alecthomas/kong"
 
@@ -85,6 +87,8 @@ retries, 4 invalid spec, 5 run waiting for human input, 6 run stopped at its
 budget, 7 a CI gate failed (--fail-under, compare --baseline), 8 the run
 finished inconclusive (a goal without a verdict, an output from a fallback).
 
+'runner help COMMAND' (or 'runner COMMAND --help') describes a command.
+
 Examples:
   runner validate examples/*/spec.yaml
   runner graph examples/reasoning-debate/spec.yaml
@@ -114,6 +118,13 @@ func run(args []string, e *env) int {
 	if len(args) > 0 && args[0] == completeCommand {
 		return complete(parser.Model, args[1:], e)
 	}
+	if len(args) > 0 && args[0] == "help" {
+		var err error
+		if args, err = helpArgs(parser.Model, args[1:]); err != nil {
+			fmt.Fprintf(e.stderr, "runner: %v\n", err)
+			return exitcode.Usage
+		}
+	}
 	code, done := parseArgs(parser, goTestFlags(args), e)
 	if done {
 		return code
@@ -125,6 +136,38 @@ func run(args []string, e *env) int {
 }
 
 type exitSignal struct{}
+
+// helpArgs turns "runner help [COMMAND...]" into "runner [COMMAND...]
+// --help", as git and go read it; a COMMAND runner lacks is a usage error
+// with the near name.
+func helpArgs(app *kong.Application, words []string) ([]string, error) {
+	node := app.Node
+	for _, w := range words {
+		var names []string
+		var next *kong.Node
+		for _, child := range node.Children {
+			if child.Hidden {
+				continue
+			}
+			names = append(names, child.Name)
+			if child.Name == w || slices.Contains(child.Aliases, w) {
+				next = child
+			}
+		}
+		if next == nil {
+			what := "runner has no command"
+			if node != app.Node {
+				what = fmt.Sprintf("%q has no subcommand", node.FullPath())
+			}
+			if len(names) == 0 {
+				return nil, fmt.Errorf("help %s: %s %q; run 'runner help %s'", strings.Join(words, " "), what, w, strings.TrimPrefix(node.FullPath(), "runner "))
+			}
+			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, spec.DidYouMeanName(w, names))
+		}
+		node = next
+	}
+	return append(append([]string(nil), words...), "--help"), nil
+}
 
 // parseArgs parses and runs, turning kong's exit calls (after --help) and
 // errors into exit codes.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
+	"gopkg.in/yaml.v3"
 )
 
 type runCmd struct {
@@ -71,6 +74,9 @@ Examples:
 
 func (c *runCmd) Run(e *env) error {
 	e.jsonLines = c.JSON && !c.DryRun
+	if err := checkSpecPath(c.File); err != nil {
+		return err
+	}
 	plan, diags := spec.Load(c.File, nodes.Registry())
 	e.sayDiagnostics(diags)
 	if diags.HasErrors() {
@@ -282,6 +288,9 @@ Examples:
 
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
+	if err := checkRunDir(c.Dir); err != nil {
+		return err
+	}
 	opts := runtime.Options{
 		Launch:   launch.Launch{Given: launch.Given{Budget: c.Budget}, ContextDir: c.Context},
 		Settings: runtime.Settings{Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), Version: Version()},
@@ -342,4 +351,59 @@ func formatOutput(v any) string {
 		return ""
 	}
 	return toJSON(v)
+}
+
+// checkRunDir makes resume's "not a directory" a usage error that says
+// what resume wants, and points a spec given by mistake at runner run.
+func checkRunDir(dir string) error {
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("resume %s: no such run directory; give a run's directory (runs/<run-id>), a sweep's or a study's (runner runs lists them)", dir)
+	case err != nil:
+		return usageErrorf("resume %s: %v", dir, errors.Unwrap(err))
+	case info.IsDir():
+		return nil
+	}
+	msg := fmt.Sprintf("resume %s: this is a file; resume continues a run from its directory (runs/<run-id>, a sweep's or a study's; runner runs lists them)", dir)
+	if looksLikeSpec(dir) {
+		msg += fmt.Sprintf(". To start a run of this spec: runner run %s", dir)
+	}
+	return usageErrorf("%s", msg)
+}
+
+// looksLikeSpec is whether a file is YAML whose top level has nodes:,
+// as every spec does.
+func looksLikeSpec(path string) bool {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".yaml" && ext != ".yml" {
+		return false
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var top map[string]any
+	if yaml.Unmarshal(data, &top) != nil {
+		return false
+	}
+	_, ok := top["nodes"]
+	return ok
+}
+
+// checkSpecPath makes a spec path that names nothing (a typo) a usage
+// error with the near file, before it could read as an invalid spec; a
+// folder with a spec.yaml is pointed at it.
+func checkSpecPath(path string) error {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErrorf("%s: no such spec file%s", path, spec.DidYouMeanPath(path, false))
+	case err == nil && info.IsDir():
+		if f, err := os.Stat(filepath.Join(path, "spec.yaml")); err == nil && f.Mode().IsRegular() {
+			return usageErrorf("%s is a folder; give its spec file: %s", path, filepath.Join(path, "spec.yaml"))
+		}
+		return usageErrorf("%s is a folder; give a spec file", path)
+	}
+	return nil
 }

@@ -2,15 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/spec"
 )
 
 type runsCmd struct {
-	Dir string `arg:"" optional:"" name:"DIR" default:"runs" help:"Runs directory (default runs)."`
+	// Dir is "" when not given: then runs, which a new project lacks.
+	Dir string `arg:"" optional:"" name:"DIR" help:"Runs directory (default runs)."`
 	CSV bool   `name:"csv" help:"Print CSV instead of a Markdown table."`
 }
 
@@ -26,6 +31,27 @@ Examples:
 }
 
 func (c *runsCmd) Run(e *env) error {
+	given := c.Dir != ""
+	if !given {
+		c.Dir = "runs"
+	}
+	if info, err := os.Stat(c.Dir); err != nil || !info.IsDir() {
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && !given:
+			// A project before its first run: nothing to list is not a
+			// failure, as for an empty runs folder.
+			if c.CSV {
+				fmt.Fprint(e.stdout, sweep.RunsTable(nil).CSV())
+				return nil
+			}
+			fmt.Fprintln(e.stdout, "no runs yet: there is no runs folder here; runner run SPEC makes the first (runs/<run-id>), or give the runs folder: runner runs DIR")
+			return nil
+		case errors.Is(err, fs.ErrNotExist):
+			return usageErrorf("runs %s: no such folder%s", c.Dir, spec.DidYouMeanPath(c.Dir, true))
+		case err == nil:
+			return usageErrorf("runs %s: this is a file; give the folder of the runs (runs, or the --runs-dir of runner run)", c.Dir)
+		}
+	}
 	runs, err := sweep.CollectRuns(c.Dir)
 	if err != nil {
 		return err

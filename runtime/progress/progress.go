@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,7 +51,7 @@ func New(w io.Writer, mode Mode, opts Options) func(runtime.Notice) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	p := &display{w: w, mode: mode, opts: opts, start: opts.Now(), calls: map[string]*calls{}}
+	p := &display{w: w, mode: mode, opts: opts, start: opts.Now(), calls: map[string]*calls{}, retrying: map[string]*retrying{}}
 	return p.observe
 }
 
@@ -94,6 +95,19 @@ type display struct {
 	calls   map[string]*calls // by node id
 	tokens  int
 	lineLen int // runes of the live line on screen, 0 when none
+	// retrying are the calls whose attempts failed and that have not
+	// ended yet, by call key, in the order their first retry came.
+	retrying  map[string]*retrying
+	retryKeys []string
+}
+
+// retrying is a call being retried: how many attempts failed so far and
+// the last one's error. The journal keeps every retry; the display says
+// the first (plain) or keeps one updating count (live), then one line
+// when the call ends.
+type retrying struct {
+	n       int
+	lastErr string
 }
 
 func (p *display) observe(n runtime.Notice) {
@@ -189,7 +203,11 @@ func (p *display) event(n runtime.Notice) {
 		case strings.Contains(call, "/tool"):
 			c.tools++
 		}
+	case event.ModelError:
+		p.endRetries(ev.Key, "then it failed")
+		p.draw()
 	case event.ModelResponse:
+		p.endRetries(ev.Key, "then it was answered")
 		var usage struct {
 			PromptTokens     any `json:"prompt_tokens"`
 			CompletionTokens any `json:"completion_tokens"`
@@ -205,12 +223,22 @@ func (p *display) event(n runtime.Notice) {
 	case event.Retry:
 		var d map[string]any
 		_ = json.Unmarshal(ev.Data, &d)
-		p.clear()
-		wait := ""
-		if ms, ok := d["wait_ms"].(float64); ok {
-			wait = " in " + (time.Duration(ms) * time.Millisecond).String()
+		r := p.retrying[ev.Key]
+		if r == nil {
+			r = &retrying{}
+			p.retrying[ev.Key] = r
+			p.retryKeys = append(p.retryKeys, ev.Key)
 		}
-		fmt.Fprintf(p.w, "retrying %s%s (attempt %v failed): %v\n", ev.Key, wait, d["attempt"], d["error"])
+		r.n++
+		r.lastErr = fmt.Sprint(d["error"])
+		if p.mode == Plain && r.n == 1 {
+			// Later retries of the call are counted, and said once it ends.
+			wait := ""
+			if ms, ok := d["wait_ms"].(float64); ok {
+				wait = " in " + (time.Duration(ms) * time.Millisecond).String()
+			}
+			fmt.Fprintf(p.w, "retrying %s%s (attempt %v failed): %v\n", ev.Key, wait, d["attempt"], d["error"])
+		}
 		p.draw()
 	case event.NodeFinished, event.NodeFailed:
 		var d struct {
@@ -225,6 +253,11 @@ func (p *display) event(n runtime.Notice) {
 		p.pop(node)
 		c := p.calls[node]
 		delete(p.calls, node)
+		for _, k := range append([]string(nil), p.retryKeys...) {
+			if strings.HasPrefix(k, node+"/") {
+				p.endRetries(k, stopped)
+			}
+		}
 		p.clear()
 		if ev.Type == event.NodeFailed {
 			fmt.Fprintf(p.w, "%s %s: failed: %v\n", scopeLabel(scope), node, d.Error)
@@ -233,9 +266,53 @@ func (p *display) event(n runtime.Notice) {
 		}
 		p.draw()
 	case event.RunFinished:
+		for _, k := range append([]string(nil), p.retryKeys...) {
+			p.endRetries(k, stopped)
+		}
 		p.clear()
 		p.stack = nil
 	}
+}
+
+// stopped ends a retried call that neither failed nor was answered: its
+// node ended first (another call of it failed), or the run did.
+const stopped = "then it was stopped"
+
+// endRetries says, once, how a retried call ended: in plain mode when it
+// was retried more than once (the first retry had its line), on a
+// terminal always (the retries were only counted on the live line).
+func (p *display) endRetries(key, end string) {
+	r := p.retrying[key]
+	if r == nil {
+		return
+	}
+	delete(p.retrying, key)
+	p.retryKeys = slices.DeleteFunc(p.retryKeys, func(k string) bool { return k == key })
+	if p.mode == Plain && r.n < 2 {
+		return
+	}
+	p.clear()
+	fmt.Fprintf(p.w, "%s: %s, %s (last error: %s)\n", key, plural(r.n, "retry"), end, r.lastErr)
+}
+
+// retrySummary is the live line's part on the calls being retried: the
+// count of failed attempts so far and the last error.
+func (p *display) retrySummary() string {
+	switch len(p.retryKeys) {
+	case 0:
+		return ""
+	case 1:
+		k := p.retryKeys[0]
+		r := p.retrying[k]
+		return fmt.Sprintf("retrying %s (%s): %s", k, plural(r.n, "failed attempt"), r.lastErr)
+	}
+	n := 0
+	var last string
+	for _, k := range p.retryKeys {
+		n += p.retrying[k].n
+		last = p.retrying[k].lastErr
+	}
+	return fmt.Sprintf("retrying %d calls (%s): %s", len(p.retryKeys), plural(n, "failed attempt"), last)
 }
 
 // describe says how many calls a node made, naming repairs and tool round
@@ -261,6 +338,9 @@ func (c *calls) describe() string {
 func plural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
+	}
+	if what == "retry" {
+		return fmt.Sprintf("%d retries", n)
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
@@ -354,10 +434,11 @@ func (p *display) draw() {
 		}
 		return strings.Join(kept, " · ")
 	}
+	retry := p.retrySummary()
 	label := scopeLabel(a.scope)
-	line := join(label+" "+a.node, count, working, tokens, elapsed)
+	line := join(label+" "+a.node, count, retry, working, tokens, elapsed)
 	if utf8.RuneCountInString(line) > room {
-		line = join(label+" "+a.node, count, busy, tokens, elapsed)
+		line = join(label+" "+a.node, count, retry, busy, tokens, elapsed)
 	}
 	// The node's name goes first, so that a cut takes the scope; it keeps
 	// at least a dozen characters while there is detail left to drop.
@@ -366,7 +447,7 @@ func (p *display) draw() {
 		head += " " + label
 	}
 	least := min(utf8.RuneCountInString(a.node), 12)
-	for _, rest := range [][]string{{count, busy, tokens, elapsed}, {count, busy, tokens}, {count, busy}, {count}} {
+	for _, rest := range [][]string{{count, retry, busy, tokens, elapsed}, {count, retry, busy, tokens}, {count, retry, busy}, {count, retry}, {count}} {
 		if utf8.RuneCountInString(line) <= room {
 			break
 		}

@@ -3,6 +3,7 @@ package progress
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -196,4 +197,87 @@ func TestJSONModeIsJSON(t *testing.T) {
 	if n := strings.Count(out.String(), "\n"); n != 3 {
 		t.Errorf("printed %d lines, want 3:\n%s", n, out.String())
 	}
+}
+
+// TestRetriesCollapse: an unreachable endpoint's many retries print the
+// first retry of each call and one line when it ends (plain), or only a
+// count on the live line and that one line (terminal), not a line each.
+func TestRetriesCollapse(t *testing.T) {
+	var notices []runtime.Notice
+	notices = append(notices, ev("node_started", "answer/-", `{"node":"answer","scope":"-"}`))
+	for _, agent := range []string{"a", "b"} {
+		notices = append(notices, ev("model_request", "answer/-/"+agent, `{"node":"answer"}`))
+	}
+	for attempt := 1; attempt <= 6; attempt++ {
+		for _, agent := range []string{"a", "b"} {
+			notices = append(notices, ev("retry", "answer/-/"+agent, fmt.Sprintf(`{"attempt":%d,"error":"connection refused","wait_ms":500}`, attempt)))
+		}
+	}
+	screensBeforeC := len(notices)
+	for attempt := 1; attempt <= 2; attempt++ {
+		notices = append(notices, ev("retry", "answer/-/c", fmt.Sprintf(`{"attempt":%d,"error":"timeout","wait_ms":500}`, attempt)))
+	}
+	notices = append(notices,
+		ev("model_response", "answer/-/b", `{"content":"ok","prompt_tokens":1,"completion_tokens":1}`),
+		ev("model_error", "answer/-/a", `{"error":"gave up"}`),
+		ev("node_failed", "answer/-", `{"node":"answer","error":"endpoint unreachable"}`))
+
+	var plain bytes.Buffer
+	observe := New(&plain, Plain, Options{})
+	for _, n := range notices {
+		observe(n)
+	}
+	want := "· answer: started\n" +
+		"retrying answer/-/a in 500ms (attempt 1 failed): connection refused\n" +
+		"retrying answer/-/b in 500ms (attempt 1 failed): connection refused\n" +
+		"retrying answer/-/c in 500ms (attempt 1 failed): timeout\n" +
+		"answer/-/b: 6 retries, then it was answered (last error: connection refused)\n" +
+		"answer/-/a: 6 retries, then it failed (last error: connection refused)\n" +
+		"answer/-/c: 2 retries, then it was stopped (last error: timeout)\n" +
+		"· answer: failed: endpoint unreachable\n"
+	if plain.String() != want {
+		t.Errorf("plain printed\n%s\nwant\n%s", plain.String(), want)
+	}
+
+	var live bytes.Buffer
+	now := time.Unix(0, 0)
+	observe = New(&live, Live, Options{Width: func() int { return 200 }, Now: func() time.Time { return now }})
+	var screens []string
+	for _, n := range notices {
+		observe(n)
+		screens = append(screens, live.String())
+	}
+	out := live.String()
+	if strings.Count(out, "(attempt") != 0 {
+		t.Errorf("live mode printed a line per retry:\n%q", out)
+	}
+	// After the second retry of a: one call retried; after the last
+	// retries: both, counted together.
+	if s := screens[3]; !strings.HasSuffix(lastDraw(s), "retrying answer/-/a (1 failed attempt): connection refused · 0 tokens · 0s") {
+		t.Errorf("live line after a's first retry: %q", lastDraw(s))
+	}
+	if s := screens[screensBeforeC-1]; !strings.Contains(lastDraw(s), "retrying 2 calls (12 failed attempts): connection refused") {
+		t.Errorf("live line after 12 retries: %q", lastDraw(s))
+	}
+	for _, w := range []string{
+		"answer/-/b: 6 retries, then it was answered (last error: connection refused)\n",
+		"answer/-/a: 6 retries, then it failed (last error: connection refused)\n",
+		"answer/-/c: 2 retries, then it was stopped (last error: timeout)\n",
+		"· answer: failed: endpoint unreachable\n",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("live output lacks %q:\n%q", w, out)
+		}
+	}
+}
+
+// lastDraw is the live line last drawn on a screen written with \r.
+func lastDraw(s string) string {
+	parts := strings.Split(s, "\r")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if strings.TrimSpace(parts[i]) != "" {
+			return parts[i]
+		}
+	}
+	return ""
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +78,7 @@ func ReadDataset(plan *spec.Plan, path string) (lines []DatasetLine, unused []st
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, nil, &args.FlagError{Flag: "--dataset", Err: args.UnwrapPathError(err)}
+		return nil, nil, &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s: %w", path, args.UnwrapPathError(err))}
 	}
 	declared := map[string]bool{}
 	for _, in := range plan.Inputs {
@@ -517,6 +518,9 @@ func planSweep(plan *spec.Plan, opts Options) ([]sweepJob, []string, error) {
 				where := ""
 				if line != nil {
 					where = fmt.Sprintf("dataset line %d: ", line.Line)
+					if err := lineLacksInput(plan, opts, j, line); err != nil {
+						return nil, nil, err
+					}
 				}
 				j.models = mergeModels(opts.Run.Models, j.models)
 				// Every run's values are prepared as a run prepares them
@@ -938,4 +942,33 @@ func short(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// lineLacksInput is the error of a dataset line without a field for a
+// required input that no --input or --matrix gives either: it names the
+// file, the line and the field, where the check of a run's inputs would
+// only suggest --input.
+func lineLacksInput(plan *spec.Plan, opts Options, j sweepJob, line *DatasetLine) error {
+	given := map[string]bool{}
+	for k := range j.inputValues {
+		given[k] = true
+	}
+	for _, f := range append(append([]string(nil), opts.Run.Inputs...), j.inputFlags...) {
+		name, _, _ := strings.Cut(f, "=")
+		given[name] = true
+	}
+	var missing []string
+	for _, in := range plan.Inputs {
+		if in.Required && !in.HasDefault && !given[in.Name] {
+			missing = append(missing, strconv.Quote(in.Name))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("field %s: the spec's input %s is required and has no default", missing[0], missing[0])
+	if len(missing) > 1 {
+		what = fmt.Sprintf("fields %s: the spec's inputs of those names are required and have no default", strings.Join(missing, ", "))
+	}
+	return &args.FlagError{Flag: "--dataset", Err: fmt.Errorf("%s:%d: the line has no %s; add it to the line (or give all lines one value with --input NAME=VALUE)", opts.Dataset, line.Line, what)}
 }

@@ -181,7 +181,7 @@ func TestSweepRejectsBadPlans(t *testing.T) {
 		{"unknown axis", Options{Matrix: []Axis{{Name: "rounds", Values: []string{"1"}}}}, `no var or input "rounds"`},
 		{"bad value", Options{Matrix: []Axis{{Name: "max_rounds", Values: []string{"1", "two"}}}}, `"two" is not an integer`},
 		{"bad line", Options{Dataset: bad}, "bad.jsonl:2"},
-		{"missing input", Options{Dataset: missing}, "dataset line 1: missing required input"},
+		{"missing input", Options{Dataset: missing}, "missing.jsonl:1: the line has no field \"question\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.opts.Run = runtime.Options{
