@@ -442,7 +442,9 @@ func examples(h Host, ex *Examples, data any) ([]kit.ChatMessage, error) {
 }
 
 // Pairs reads few-shot pairs: a list of {user, assistant} mappings or of
-// [user, assistant] lists.
+// [user, assistant] lists. A mapping may name its turns: name (both
+// turns), user_name, assistant_name (each overriding name for its turn);
+// any other key is refused rather than dropped.
 func Pairs(v any) ([]kit.ChatMessage, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -454,9 +456,31 @@ func Pairs(v any) ([]kit.ChatMessage, error) {
 	var out []kit.ChatMessage
 	for i, item := range list {
 		var user, assistant any
+		var userName, assistantName string
 		switch x := item.(type) {
 		case map[string]any:
 			user, assistant = x["user"], x["assistant"]
+			names := map[string]string{}
+			for k, val := range x {
+				switch k {
+				case "user", "assistant":
+				case "name", "user_name", "assistant_name":
+					n, ok := val.(string)
+					if !ok || n == "" {
+						return nil, fmt.Errorf("examples: item %d: %s must be a non-empty text", i+1, k)
+					}
+					names[k] = wireName(n)
+				default:
+					return nil, fmt.Errorf("examples: item %d has key %q; a pair's keys are user, assistant, name, user_name and assistant_name", i+1, k)
+				}
+			}
+			userName, assistantName = names["name"], names["name"]
+			if n, ok := names["user_name"]; ok {
+				userName = n
+			}
+			if n, ok := names["assistant_name"]; ok {
+				assistantName = n
+			}
 		case []any:
 			if len(x) == 2 {
 				user, assistant = x[0], x[1]
@@ -467,7 +491,7 @@ func Pairs(v any) ([]kit.ChatMessage, error) {
 		if !uok || !aok {
 			return nil, fmt.Errorf("examples: item %d is not a pair of texts {user: ..., assistant: ...}", i+1)
 		}
-		out = append(out, kit.ChatMessage{Role: "user", Content: u}, kit.ChatMessage{Role: "assistant", Content: a})
+		out = append(out, kit.ChatMessage{Role: "user", Content: u, Name: userName}, kit.ChatMessage{Role: "assistant", Content: a, Name: assistantName})
 	}
 	return out, nil
 }
