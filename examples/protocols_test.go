@@ -311,9 +311,10 @@ func TestProtocolTsinghuaMAD(t *testing.T) {
 		p.wantCalls(t, 3*3+1) // 3R + 1
 		p.wantRoles(t, map[string]string{
 			// Own replies as assistant turns, the opponent's as user turns
-			// (the instruction merged into the last), the judge's left out.
-			"angel/round=2/angel":      "system assistant user",
-			"angel/round=3/angel":      "system assistant user assistant user",
+			// (the instruction merged into the last), the judge's left out;
+			// the angel's chat opens with an empty user turn.
+			"angel/round=2/angel":      "system user assistant user",
+			"angel/round=3/angel":      "system user assistant user assistant user",
 			"devil/round=2/devil":      "system user assistant user",
 			"devil/round=3/devil":      "system user assistant user assistant user",
 			"judge/round=2/judge":      "system user assistant user",
@@ -321,11 +322,27 @@ func TestProtocolTsinghuaMAD(t *testing.T) {
 			// The last verdict is dropped before the forced one.
 			"judge_final/-/judge": "system user assistant user assistant user",
 		})
-		a3 := p.req(t, "angel/round=3/angel")
-		if a3.Messages[1].Content != debater("angel/round=1/angel") || a3.Messages[3].Content != debater("angel/round=2/angel") {
-			t.Errorf("the angel's assistant turns are not its own replies: %+v", a3.Messages)
+		// The turns as sent, named as the original names them: "user" on
+		// user turns, the author on assistant turns.
+		for key, want := range map[string]string{
+			"angel/round=1/angel":      "user:user",
+			"angel/round=3/angel":      "system: user:user assistant:angel user:user assistant:angel user:user",
+			"devil/round=3/devil":      "system: user:user assistant:devil user:user assistant:devil user:user",
+			"judge_last/round=3/judge": "system: user:user assistant:judge user:user assistant:judge user:user",
+		} {
+			var got []string
+			for _, m := range p.req(t, key).Messages {
+				got = append(got, m.Role+":"+m.Name)
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("%s: turns %q, want %q", key, strings.Join(got, " "), want)
+			}
 		}
-		sees(t, "the angel's round-3 request", strings.Join([]string{a3.Messages[2].Content, a3.Messages[4].Content}, "\n"),
+		a3 := p.req(t, "angel/round=3/angel")
+		if a3.Messages[1].Content != "" || a3.Messages[2].Content != debater("angel/round=1/angel") || a3.Messages[4].Content != debater("angel/round=2/angel") {
+			t.Errorf("the angel's chat does not open with an empty user turn before its own replies: %+v", a3.Messages)
+		}
+		sees(t, "the angel's round-3 request", strings.Join([]string{a3.Messages[3].Content, a3.Messages[5].Content}, "\n"),
 			debater("devil/round=1/devil"), debater("devil/round=2/devil"), "Do you accept", "!verdict")
 		f := p.req(t, "judge_final/-/judge")
 		if f.Messages[4].Content != `{"preference": "no", "supported_side": "", "reason": "verdict 2", "debate_answer": ""}` {
