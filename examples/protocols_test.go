@@ -415,6 +415,39 @@ func TestProtocolDebateLLMChatEval(t *testing.T) {
 	})
 }
 
+// TestProtocolDebateLLMRoundRobin: strict turns, each call showing every
+// earlier reply of the debate, the same round's included, as assistant
+// turns named by their speakers, then the question.
+func TestProtocolDebateLLMRoundRobin(t *testing.T) {
+	p := runProtocol(t, "debatellm-round-robin", mcqInputs, []string{"agents=3"}, func(key string, _ llmtest.Request) string {
+		return "reply " + key + ": B"
+	})
+	want := []string{"answer/round=1/debater_1", "answer/round=1/debater_2", "answer/round=1/debater_3", "answer/round=2/debater_1", "answer/round=2/debater_2", "answer/round=2/debater_3"}
+	if fmt.Sprint(p.order) != fmt.Sprint(want) {
+		t.Errorf("calls %v, want %v (N·R in turn)", p.order, want)
+	}
+	for i, key := range want {
+		var got, exp []string
+		for _, m := range p.req(t, key).Messages {
+			got = append(got, m.Role+":"+m.Name)
+		}
+		exp = append(exp, "system:")
+		for _, earlier := range want[:i] {
+			exp = append(exp, "assistant:"+agentOf(earlier))
+		}
+		exp = append(exp, "user:")
+		if strings.Join(got, " ") != strings.Join(exp, " ") {
+			t.Errorf("%s: turns %q, want %q", key, strings.Join(got, " "), strings.Join(exp, " "))
+		}
+		for j, earlier := range want[:i] {
+			if c := p.req(t, key).Messages[1+j].Content; c != "reply "+earlier+": B" {
+				t.Errorf("%s: turn %d is %q, want the reply of %s", key, j+1, c, earlier)
+			}
+		}
+	}
+	p.wantOutput(t, "answer", "B")
+}
+
 func TestProtocolEnsembleRefinement(t *testing.T) {
 	reply := func(key string, _ llmtest.Request) string {
 		switch key {
@@ -681,6 +714,8 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"debatellm-chateval", nil, "N·R", 2 * 3},
 		{"debatellm-chateval", []string{"setting=simultaneous_talk"}, "N·R", 2 * 3},
 		{"debatellm-chateval", []string{"setting=simultaneous_talk_with_summarizer"}, "N·R + (R−1)", 2*3 + 2},
+		{"debatellm-round-robin", nil, "N·R = 2·2", 2 * 2},
+		{"debatellm-round-robin", []string{"agents=3", "rounds=3"}, "N·R = 3·3", 3 * 3},
 		{"ensemble-refinement", nil, "K + M = 3 + 1", 3 + 1},
 		{"ensemble-refinement", []string{"m=9"}, "K + M = 3 + 9", 3 + 9},
 		{"ensemble-refinement", []string{"k=5", "m=0"}, "K + M = 5 + 0", 5},
