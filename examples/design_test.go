@@ -160,11 +160,16 @@ func withoutClarify() specEdit {
 	}
 }
 
-// withSummaries sets history summaries to start over overChars characters.
-func withSummaries(overChars, maxChars int) specEdit {
+// withSummaries sets history summaries to start over overChars characters,
+// measured as measure says (the default, bytes, when not given).
+func withSummaries(overChars, maxChars int, measure ...string) specEdit {
+	m := ""
+	if len(measure) > 0 {
+		m = ", measure: " + measure[0]
+	}
 	return func(t *testing.T, root *yaml.Node) {
 		setYAML(t, yamlPath(t, root, "history"), "summarize",
-			"{over_chars: "+itoa(overChars)+", max_chars: "+itoa(maxChars)+", template: software-design/summarize, records: [proposal, refinement], when: vars.summaries}")
+			"{over_chars: "+itoa(overChars)+", max_chars: "+itoa(maxChars)+", template: software-design/summarize, records: [proposal, refinement], when: vars.summaries"+m+"}")
 	}
 }
 
@@ -674,7 +679,7 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 	}
 	if summaries {
 		s := cfg.Debate.Summarization
-		edits = append(edits, withSummaries(s.Threshold, s.MaxLength))
+		edits = append(edits, withSummaries(s.Threshold, s.MaxLength, "chars"))
 	} else {
 		sets = append(sets, "summaries=false")
 	}

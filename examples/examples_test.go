@@ -223,6 +223,9 @@ func TestExamplePromptsRender(t *testing.T) {
 					if strings.TrimSpace(m.Content) == "" && i == len(p.Messages)-1 && emptyClosing(plan, p.Node) {
 						continue // ChatEval's trailing user turn, empty before the last round
 					}
+					if strings.TrimSpace(m.Content) == "" && i <= 1 && m.Role == "user" && emptyOpening(plan, p.Node) {
+						continue // tsinghua MAD's opening user turn, empty on purpose
+					}
 					if strings.TrimSpace(m.Content) == "" || strings.Contains(m.Content, "<no value>") {
 						t.Errorf("%s: %s message rendered %q", p.Key, m.Role, m.Content)
 					}
@@ -274,6 +277,17 @@ func emptyClosing(plan *spec.Plan, node string) bool {
 	}
 	cfg, ok := n.Config.(*asknode.Config)
 	return ok && cfg.Chat != nil && cfg.Chat.History != nil && cfg.Chat.History.AfterPrompt && cfg.Chat.History.Closing == ""
+}
+
+// emptyOpening reports whether a node's history turns are preceded by a
+// user turn that is empty on purpose (history.opening: "").
+func emptyOpening(plan *spec.Plan, node string) bool {
+	n := plan.Nodes[node]
+	if n == nil {
+		return false
+	}
+	cfg, ok := n.Config.(*asknode.Config)
+	return ok && cfg.Chat != nil && cfg.Chat.History != nil && cfg.Chat.History.Opening != nil && *cfg.Chat.History.Opening == ""
 }
 
 // runOutputs evaluates an example's outputs over a finished run's state.

@@ -311,9 +311,10 @@ func TestProtocolTsinghuaMAD(t *testing.T) {
 		p.wantCalls(t, 3*3+1) // 3R + 1
 		p.wantRoles(t, map[string]string{
 			// Own replies as assistant turns, the opponent's as user turns
-			// (the instruction merged into the last), the judge's left out.
-			"angel/round=2/angel":      "system assistant user",
-			"angel/round=3/angel":      "system assistant user assistant user",
+			// (the instruction merged into the last), the judge's left out;
+			// the angel's chat opens with an empty user turn.
+			"angel/round=2/angel":      "system user assistant user",
+			"angel/round=3/angel":      "system user assistant user assistant user",
 			"devil/round=2/devil":      "system user assistant user",
 			"devil/round=3/devil":      "system user assistant user assistant user",
 			"judge/round=2/judge":      "system user assistant user",
@@ -321,11 +322,27 @@ func TestProtocolTsinghuaMAD(t *testing.T) {
 			// The last verdict is dropped before the forced one.
 			"judge_final/-/judge": "system user assistant user assistant user",
 		})
-		a3 := p.req(t, "angel/round=3/angel")
-		if a3.Messages[1].Content != debater("angel/round=1/angel") || a3.Messages[3].Content != debater("angel/round=2/angel") {
-			t.Errorf("the angel's assistant turns are not its own replies: %+v", a3.Messages)
+		// The turns as sent, named as the original names them: "user" on
+		// user turns, the author on assistant turns.
+		for key, want := range map[string]string{
+			"angel/round=1/angel":      "user:user",
+			"angel/round=3/angel":      "system: user:user assistant:angel user:user assistant:angel user:user",
+			"devil/round=3/devil":      "system: user:user assistant:devil user:user assistant:devil user:user",
+			"judge_last/round=3/judge": "system: user:user assistant:judge user:user assistant:judge user:user",
+		} {
+			var got []string
+			for _, m := range p.req(t, key).Messages {
+				got = append(got, m.Role+":"+m.Name)
+			}
+			if strings.Join(got, " ") != want {
+				t.Errorf("%s: turns %q, want %q", key, strings.Join(got, " "), want)
+			}
 		}
-		sees(t, "the angel's round-3 request", strings.Join([]string{a3.Messages[2].Content, a3.Messages[4].Content}, "\n"),
+		a3 := p.req(t, "angel/round=3/angel")
+		if a3.Messages[1].Content != "" || a3.Messages[2].Content != debater("angel/round=1/angel") || a3.Messages[4].Content != debater("angel/round=2/angel") {
+			t.Errorf("the angel's chat does not open with an empty user turn before its own replies: %+v", a3.Messages)
+		}
+		sees(t, "the angel's round-3 request", strings.Join([]string{a3.Messages[3].Content, a3.Messages[5].Content}, "\n"),
 			debater("devil/round=1/devil"), debater("devil/round=2/devil"), "Do you accept", "!verdict")
 		f := p.req(t, "judge_final/-/judge")
 		if f.Messages[4].Content != `{"preference": "no", "supported_side": "", "reason": "verdict 2", "debate_answer": ""}` {
@@ -396,6 +413,39 @@ func TestProtocolDebateLLMChatEval(t *testing.T) {
 		named(t, s2, 2, "Agent_0", "with_summary/round=2/Agent_0")
 		named(t, s2, 3, "Agent_1", "with_summary/round=2/Agent_1")
 	})
+}
+
+// TestProtocolDebateLLMRoundRobin: strict turns, each call showing every
+// earlier reply of the debate, the same round's included, as assistant
+// turns named by their speakers, then the question.
+func TestProtocolDebateLLMRoundRobin(t *testing.T) {
+	p := runProtocol(t, "debatellm-round-robin", mcqInputs, []string{"agents=3"}, func(key string, _ llmtest.Request) string {
+		return "reply " + key + ": B"
+	})
+	want := []string{"answer/round=1/debater_1", "answer/round=1/debater_2", "answer/round=1/debater_3", "answer/round=2/debater_1", "answer/round=2/debater_2", "answer/round=2/debater_3"}
+	if fmt.Sprint(p.order) != fmt.Sprint(want) {
+		t.Errorf("calls %v, want %v (N·R in turn)", p.order, want)
+	}
+	for i, key := range want {
+		var got, exp []string
+		for _, m := range p.req(t, key).Messages {
+			got = append(got, m.Role+":"+m.Name)
+		}
+		exp = append(exp, "system:")
+		for _, earlier := range want[:i] {
+			exp = append(exp, "assistant:"+agentOf(earlier))
+		}
+		exp = append(exp, "user:")
+		if strings.Join(got, " ") != strings.Join(exp, " ") {
+			t.Errorf("%s: turns %q, want %q", key, strings.Join(got, " "), strings.Join(exp, " "))
+		}
+		for j, earlier := range want[:i] {
+			if c := p.req(t, key).Messages[1+j].Content; c != "reply "+earlier+": B" {
+				t.Errorf("%s: turn %d is %q, want the reply of %s", key, j+1, c, earlier)
+			}
+		}
+	}
+	p.wantOutput(t, "answer", "B")
 }
 
 func TestProtocolEnsembleRefinement(t *testing.T) {
@@ -664,6 +714,8 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"debatellm-chateval", nil, "N·R", 2 * 3},
 		{"debatellm-chateval", []string{"setting=simultaneous_talk"}, "N·R", 2 * 3},
 		{"debatellm-chateval", []string{"setting=simultaneous_talk_with_summarizer"}, "N·R + (R−1)", 2*3 + 2},
+		{"debatellm-round-robin", nil, "N·R = 2·2", 2 * 2},
+		{"debatellm-round-robin", []string{"agents=3", "rounds=3"}, "N·R = 3·3", 3 * 3},
 		{"ensemble-refinement", nil, "K + M = 3 + 1", 3 + 1},
 		{"ensemble-refinement", []string{"m=9"}, "K + M = 3 + 9", 3 + 9},
 		{"ensemble-refinement", []string{"k=5", "m=0"}, "K + M = 5 + 0", 5},

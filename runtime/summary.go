@@ -163,12 +163,10 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	r.mu.Unlock()
 	defer close(e.done)
 
-	text := formatMessages(perspective(msgs, agent.ID, h.scope.Round, sp.Records))
-	size := len(text)
-	if r.dry != nil {
-		size = r.dry.size(text) // stand-ins count as the replies they stand for
-	}
-	if size <= sp.OverChars {
+	covered := perspective(msgs, agent.ID, h.scope.Round, sp.Records)
+	text := formatMessages(covered)
+	size := historySize(covered, text, sp.Measure, r.dry)
+	if !summaryDue(size, sp) {
 		// Not long enough yet: measured again at the agent's next call of
 		// this scope (a conversation's next turn), rather than remembered.
 		r.mu.Lock()
@@ -206,6 +204,38 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	r.pendingSummaries = append(r.pendingSummaries, value.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
 	r.mu.Unlock()
 	return e.text
+}
+
+// historySize is the size of the history a summary would condense, by the
+// measure: the characters of the messages' contents (chars), or the UTF-8
+// bytes of text, the history as the summary prompt shows it (bytes). In a
+// dry run stand-ins count as the replies they stand for.
+func historySize(covered []value.Message, text, measure string, dry *dryState) int {
+	if measure != spec.MeasureChars {
+		if dry != nil {
+			return dry.size(text)
+		}
+		return len(text)
+	}
+	size := 0
+	for _, m := range covered {
+		if dry != nil && dry.Size != nil {
+			size += dry.Size(m.Content)
+		} else {
+			size += utf8.RuneCountInString(m.Content)
+		}
+	}
+	return size
+}
+
+// summaryDue reports whether a history of this size is summarised: from
+// over_chars on when measured in characters (as the original tool), past
+// it when measured in bytes.
+func summaryDue(size int, sp *spec.SummarizePlan) bool {
+	if sp.Measure == spec.MeasureChars {
+		return size >= sp.OverChars
+	}
+	return size > sp.OverChars
 }
 
 // cutToChars cuts s to at most n characters (runes), at a rune boundary.

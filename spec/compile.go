@@ -384,6 +384,10 @@ func (c *compiler) summarize() {
 	if !s.When.IsZero() {
 		sp.When = c.compileExpr(s.When, nil, BoolResult, "history.summarize.when")
 	}
+	sp.Measure = MeasureBytes
+	if s.Measure.Set {
+		sp.Measure = s.Measure.V
+	}
 	c.templateRef(s.Template, reflect.TypeOf(value.SummaryData{}), nil)
 	c.plan.Summarize = sp
 }

@@ -269,7 +269,19 @@ type SummarizePlan struct {
 	// When, if set, is a condition (e.g. vars.summaries) checked before
 	// each summary: false leaves the history whole.
 	When *Program
+	// Measure is how a history's size is taken: MeasureChars (characters
+	// of the messages' contents; a summary once the size reaches
+	// OverChars) or MeasureBytes (UTF-8 bytes of the history as the
+	// summary prompt shows it, headers included; a summary once it passes
+	// OverChars), the default.
+	Measure string
 }
+
+// Summary measures (history.summarize.measure).
+const (
+	MeasureChars = "chars"
+	MeasureBytes = "bytes"
+)
 
 // TemplateSource records where a template was defined.
 type TemplateSource struct {

@@ -411,6 +411,7 @@ type Summarize struct {
 	Model     Str     `yaml:"model"`
 	Records   StrList `yaml:"records"`
 	When      Expr    `yaml:"when"`
+	Measure   Str     `yaml:"measure"`
 }
 
 // NodeDecl is a node as declared. The fields every kind shares are decoded

@@ -55,7 +55,7 @@ func TestLibraryContents(t *testing.T) {
 			"cot.tmpl", "dce-summarize.tmpl", "dce-summarizer-system.tmpl", "dce-system.tmpl", "du-answer.tmpl", "er-aggregate-system.tmpl",
 			"er-reason-system.tmpl", "gm-answer.tmpl", "gm-summary.tmpl", "mad-aff.tmpl", "mad-candidates.tmpl",
 			"mad-final.tmpl", "mad-moderate.tmpl", "mad-moderator-system.tmpl", "mad-neg.tmpl", "mad-player-system.tmpl", "mcq.tmpl",
-			"mp-system.tmpl", "name.tmpl", "simple.tmpl", "spp.tmpl", "tm-angel.tmpl", "tm-debater-system.tmpl",
+			"mp-system.tmpl", "name.tmpl", "rr-system.tmpl", "simple.tmpl", "spp.tmpl", "tm-angel.tmpl", "tm-debater-system.tmpl",
 			"tm-devil.tmpl", "tm-judge-final.tmpl", "tm-judge-system.tmpl", "tm-judge.tmpl", "tm-side.tmpl",
 		},
 	}

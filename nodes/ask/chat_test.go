@@ -35,7 +35,7 @@ templates:
     seq: "KEY={{.Agent.ID}}/seq Comment."
     pick: "KEY={{.Agent.ID}}/pick/s{{.Sample}} Pick the green one:{{range .Choices}} {{.Label}}) {{.Text}}{{end}}"
     name: "{{.Name}}: "
-    shots: '[{"user": "Pick for {{.Agent.Name}}", "assistant": "CHOICE=A"}]'
+    shots: '[{"user": "Pick for {{.Agent.Name}}", "assistant": "CHOICE=A", "name": "example user", "assistant_name": "example_{{.Agent.ID}}"}]'
     hint: "KEY={{.Agent.ID}}/hint Hint?"
 agents:
   a: {name: Ann, system: sys}
@@ -172,6 +172,8 @@ func TestChatConstructs(t *testing.T) {
 	// Few-shot pairs from a template, rendered for the agent.
 	if h := byKey["b/hint"][0]; len(h.Messages) != 4 || h.Messages[1].Content != "Pick for Bob" || h.Messages[2].Role != "assistant" || h.Messages[2].Content != "CHOICE=A" {
 		t.Errorf("the hint request does not carry the template's pair: %+v", h.Messages)
+	} else if h.Messages[1].Name != "example_user" || h.Messages[2].Name != "example_b" {
+		t.Errorf("the pair's names are %q and %q, want example_user (name) and example_b (assistant_name)", h.Messages[1].Name, h.Messages[2].Name)
 	}
 
 	// Samples: two calls, the first resent unchanged after an unreadable

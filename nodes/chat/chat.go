@@ -6,7 +6,7 @@
 // each call's messages with Build.
 //
 // A request is laid out as: system prompt, example pairs, thread turns,
-// history turns, the prompt (or, with history.after_prompt, the prompt,
+// an opening user turn and the history turns, the prompt (or, with history.after_prompt, the prompt,
 // the history turns and a closing user turn). Threads grow by appending, so
 // each request of a thread starts with the exact messages of the one
 // before it, and a provider's prompt cache can serve that part.
@@ -54,6 +54,8 @@ type RawHistory struct {
 	Merge       bool         `yaml:"merge"`
 	AfterPrompt bool         `yaml:"after_prompt"`
 	Closing     spec.Str     `yaml:"closing"`
+	Opening     spec.Str     `yaml:"opening"`
+	UserName    spec.Str     `yaml:"user_name"`
 	From        spec.StrList `yaml:"from"`
 	Where       spec.Expr    `yaml:"where"`
 }
@@ -89,6 +91,14 @@ type History struct {
 	// user turn rendered from Closing ("" sends an empty one).
 	AfterPrompt bool
 	Closing     string
+	// Opening, when set, is a user turn put before the history turns
+	// (when there are any): an empty one, or rendered from the template
+	// *Opening names when that is not "".
+	Opening *string
+	// UserName, when not "", is the name of every user turn the history
+	// lays out (the opening, others' turns, the prompt, the closing); with
+	// Name, assistant turns keep their authors' ids.
+	UserName string
 	// Neighbours keeps, of everyone else's messages, only those of the
 	// agent's neighbours (its declaration's topology); Authors, when set,
 	// only those of these agents.
@@ -163,6 +173,22 @@ func Compile(c *spec.NodeContext, raw *Raw) *Config {
 		}
 		if h.Prefix.Set {
 			hc.Prefix = c.TemplateWith(h.Prefix, TurnData{})
+		}
+		if h.Opening.Set {
+			if h.AfterPrompt {
+				c.Errorf(h.Opening.Pos, "history.opening is a user turn before the history turns, which history.after_prompt puts after the prompt: use one of them")
+			}
+			name := ""
+			if h.Opening.V != "" {
+				name = c.Template(h.Opening)
+			}
+			hc.Opening = &name
+		}
+		if h.UserName.Set {
+			if h.UserName.V == "" {
+				c.Errorf(h.UserName.Pos, "history.user_name is empty: give a name or remove the key")
+			}
+			hc.UserName = wireName(h.UserName.V)
 		}
 		if h.Closing.Set {
 			if !h.AfterPrompt {
@@ -279,8 +305,12 @@ func Build(h Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, d
 			return nil, err
 		}
 	}
+	userName := ""
+	if cfg.History != nil {
+		userName = cfg.History.UserName
+	}
 	if cfg.History != nil && cfg.History.AfterPrompt {
-		req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: prompt}, cfg.History.Merge)
+		req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: prompt, Name: userName}, cfg.History.Merge)
 		for _, t := range turns {
 			req.Messages = add(req.Messages, t, cfg.History.Merge)
 		}
@@ -291,14 +321,24 @@ func Build(h Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, d
 				return nil, err
 			}
 		}
-		req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: closing}, cfg.History.Merge)
+		req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: closing, Name: userName}, cfg.History.Merge)
 		return req, nil
 	}
 	merge := cfg.History != nil && cfg.History.Merge
+	if len(turns) > 0 && cfg.History.Opening != nil {
+		opening := ""
+		if *cfg.History.Opening != "" {
+			var err error
+			if opening, err = h.Render(*cfg.History.Opening, data); err != nil {
+				return nil, err
+			}
+		}
+		req.Messages = append(req.Messages, kit.ChatMessage{Role: "user", Content: opening, Name: userName})
+	}
 	for _, t := range turns {
 		req.Messages = add(req.Messages, t, merge)
 	}
-	req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: prompt}, merge)
+	req.Messages = add(req.Messages, kit.ChatMessage{Role: "user", Content: prompt, Name: userName}, merge)
 	return req, nil
 }
 
@@ -385,6 +425,9 @@ func historyTurns(h Host, hc *History, agent *spec.AgentPlan, base *value.Prompt
 		if hc.Name {
 			turn.Name = wireName(m.From)
 		}
+		if role == RoleUser && hc.UserName != "" {
+			turn.Name = hc.UserName
+		}
 		out = append(out, turn)
 	}
 	return out, nil
@@ -442,7 +485,9 @@ func examples(h Host, ex *Examples, data any) ([]kit.ChatMessage, error) {
 }
 
 // Pairs reads few-shot pairs: a list of {user, assistant} mappings or of
-// [user, assistant] lists.
+// [user, assistant] lists. A mapping may name its turns: name (both
+// turns), user_name, assistant_name (each overriding name for its turn);
+// any other key is refused rather than dropped.
 func Pairs(v any) ([]kit.ChatMessage, error) {
 	list, ok := v.([]any)
 	if !ok {
@@ -454,9 +499,31 @@ func Pairs(v any) ([]kit.ChatMessage, error) {
 	var out []kit.ChatMessage
 	for i, item := range list {
 		var user, assistant any
+		var userName, assistantName string
 		switch x := item.(type) {
 		case map[string]any:
 			user, assistant = x["user"], x["assistant"]
+			names := map[string]string{}
+			for k, val := range x {
+				switch k {
+				case "user", "assistant":
+				case "name", "user_name", "assistant_name":
+					n, ok := val.(string)
+					if !ok || n == "" {
+						return nil, fmt.Errorf("examples: item %d: %s must be a non-empty text", i+1, k)
+					}
+					names[k] = wireName(n)
+				default:
+					return nil, fmt.Errorf("examples: item %d has key %q; a pair's keys are user, assistant, name, user_name and assistant_name", i+1, k)
+				}
+			}
+			userName, assistantName = names["name"], names["name"]
+			if n, ok := names["user_name"]; ok {
+				userName = n
+			}
+			if n, ok := names["assistant_name"]; ok {
+				assistantName = n
+			}
 		case []any:
 			if len(x) == 2 {
 				user, assistant = x[0], x[1]
@@ -467,7 +534,7 @@ func Pairs(v any) ([]kit.ChatMessage, error) {
 		if !uok || !aok {
 			return nil, fmt.Errorf("examples: item %d is not a pair of texts {user: ..., assistant: ...}", i+1)
 		}
-		out = append(out, kit.ChatMessage{Role: "user", Content: u}, kit.ChatMessage{Role: "assistant", Content: a})
+		out = append(out, kit.ChatMessage{Role: "user", Content: u, Name: userName}, kit.ChatMessage{Role: "assistant", Content: a, Name: assistantName})
 	}
 	return out, nil
 }
