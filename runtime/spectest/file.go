@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,6 +21,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/scripted"
 )
@@ -184,7 +184,7 @@ func (r *Reply) UnmarshalYAML(n *yaml.Node) error {
 			if err := tc.Arguments.Decode(&v); err != nil {
 				return err
 			}
-			data, err := json.Marshal(jsonValue(v))
+			data, err := json.Marshal(yamljson.Value(v))
 			if err != nil {
 				return fmt.Errorf("line %d: tool call arguments: %w", tc.Arguments.Line, err)
 			}
@@ -343,7 +343,7 @@ func yamlErrorLine(err error) int {
 // problem at the position of the value it is about.
 func validate(path string, doc *yaml.Node) Errors {
 	pos := map[string][2]int{}
-	v, err := toJSON(doc, "", pos)
+	v, err := yamljson.Convert(doc, "test files", pos)
 	if err != nil {
 		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
@@ -453,89 +453,3 @@ var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
 	}
 	return c.MustCompile("test.schema.json")
 })
-
-// toJSON turns a YAML tree into the values JSON Schema validates,
-// recording where each value is by its JSON pointer.
-func toJSON(n *yaml.Node, ptr string, pos map[string][2]int) (any, error) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	pos[ptr] = [2]int{n.Line, n.Column}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return toJSON(n.Content[0], ptr, pos)
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Value == "<<" {
-				return nil, fmt.Errorf("line %d: merge keys (<<) are not supported in test files", k.Line)
-			}
-			p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k.Value, "~", "~0"), "/", "~1")
-			val, err := toJSON(v, p, pos)
-			if err != nil {
-				return nil, err
-			}
-			m[k.Value] = val
-			// A value's problem is reported at its key, which a
-			// property that is not allowed has nothing but.
-			pos[p] = [2]int{k.Line, k.Column}
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		out := make([]any, len(n.Content))
-		for i, c := range n.Content {
-			v, err := toJSON(c, ptr+"/"+strconv.Itoa(i), pos)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	var v any
-	if err := n.Decode(&v); err != nil {
-		return nil, err
-	}
-	return jsonValue(v), nil
-}
-
-// jsonValue converts what YAML decodes into what JSON Schema validates:
-// whole numbers as json.Number-like float64 and mappings with string keys.
-func jsonValue(v any) any {
-	switch x := v.(type) {
-	case int:
-		return float64(x)
-	case int64:
-		return float64(x)
-	case uint64:
-		return float64(x)
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return fmt.Sprint(x)
-		}
-		return x
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonValue(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonValue(e)
-		}
-		return out
-	}
-	return v
-}

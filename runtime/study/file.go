@@ -11,7 +11,6 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -20,6 +19,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -178,7 +178,7 @@ var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
 // validate checks a study file's YAML against the schema, reporting each
 // problem at the position of the value it is about.
 func validate(path string, doc *yaml.Node, pos map[string][2]int) Errors {
-	v, err := toJSON(doc, "", pos)
+	v, err := yamljson.Convert(doc, "study files", pos)
 	if err != nil {
 		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
@@ -242,61 +242,4 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 		return keep
 	}
 	return all
-}
-
-// toJSON turns a YAML tree into the values JSON Schema validates,
-// recording where each value is by its JSON pointer.
-func toJSON(n *yaml.Node, ptr string, pos map[string][2]int) (any, error) {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	pos[ptr] = [2]int{n.Line, n.Column}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil, nil
-		}
-		return toJSON(n.Content[0], ptr, pos)
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if k.Value == "<<" {
-				return nil, fmt.Errorf("line %d: merge keys (<<) are not supported in study files", k.Line)
-			}
-			p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k.Value, "~", "~0"), "/", "~1")
-			val, err := toJSON(v, p, pos)
-			if err != nil {
-				return nil, err
-			}
-			m[k.Value] = val
-			pos[p] = [2]int{k.Line, k.Column}
-		}
-		return m, nil
-	case yaml.SequenceNode:
-		out := make([]any, len(n.Content))
-		for i, c := range n.Content {
-			v, err := toJSON(c, ptr+"/"+strconv.Itoa(i), pos)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	var v any
-	if err := n.Decode(&v); err != nil {
-		return nil, err
-	}
-	switch x := v.(type) {
-	case int:
-		return float64(x), nil
-	case uint64:
-		return float64(x), nil
-	case float64:
-		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return fmt.Sprint(x), nil
-		}
-	}
-	return v, nil
 }
