@@ -26,7 +26,7 @@ func CheckEndpoints(plan *spec.Plan, opts Options) error {
 // GoalVerdictsOf gathers the verdicts of every goal from msgs, as a run's
 // result and its expressions (goal_verdicts) see them: each agent's latest
 // verdict per goal and node, in the order first given.
-func GoalVerdictsOf(plan *spec.Plan, msgs []value.Message) []result.GoalVerdicts {
+func GoalVerdictsOf(plan *spec.Plan, msgs []value.Message) []value.GoalVerdicts {
 	return goalVerdicts(plan, msgs)
 }
 

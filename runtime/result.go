@@ -130,7 +130,7 @@ func roundCost(u result.Usage) result.Usage {
 
 // goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
 // per goal and node, in the order they were first given.
-func goalVerdicts(plan *spec.Plan, msgs []value.Message) []result.GoalVerdicts {
+func goalVerdicts(plan *spec.Plan, msgs []value.Message) []value.GoalVerdicts {
 	type group struct{ goal, node string }
 	type key struct {
 		group
@@ -157,13 +157,13 @@ func goalVerdicts(plan *spec.Plan, msgs []value.Message) []result.GoalVerdicts {
 		}
 		latest[k] = m
 	}
-	var out []result.GoalVerdicts
+	var out []value.GoalVerdicts
 	for _, g := range groups {
-		gv := result.GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
+		gv := value.GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
 		for _, a := range agentsOf[g] {
 			k := key{g, a}
 			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, result.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
+			gv.Verdicts = append(gv.Verdicts, value.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
 			gv.Counts[m.Verdict]++
 		}
 		for v, n := range gv.Counts {

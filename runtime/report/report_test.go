@@ -43,7 +43,7 @@ func golden(t testing.TB) (*spec.Plan, result.Manifest, *result.Result) {
 			{ID: "m7", Node: "rate", Round: 2, From: "judge", Private: true, Record: "summary", Content: "SECRET-SUMMARY of the debate so far for the judge"},
 			{ID: "m8", Node: "rate", Round: 2, From: "judge", Content: `{"confidence": 80}`, Output: map[string]any{"confidence": 80.0}},
 		},
-		GoalVerdicts: []result.GoalVerdicts{{Goal: "choose", Node: "panel", Verdicts: []result.AgentVerdict{
+		GoalVerdicts: []value.GoalVerdicts{{Goal: "choose", Node: "panel", Verdicts: []value.AgentVerdict{
 			{Agent: "bo", Verdict: "YES", Reasoning: "It | works <well>.", Withdrawn: true}, {Agent: "ana", Verdict: "YES", Reasoning: "Fine.", Withdrawn: true}},
 			Counts: map[string]int{"YES": 2}, Percent: map[string]float64{"YES": 100}}},
 		Whispers:   []result.WhisperStat{{Goal: "choose", From: "bo", To: "ana", Count: 1}},

@@ -137,21 +137,21 @@ func (p *PriceInfo) Cost(prompt, cached, completion int) float64 {
 // Result is result.json. Its JSON Schema (Schema, `runner schema
 // --result`) is made from these types and their doc tags.
 type Result struct {
-	FormatVersion int             `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
-	RunID         string          `json:"run_id" doc:"the run's id, also the name of its directory"`
-	Spec          string          `json:"spec" doc:"the spec's name"`
-	Status        string          `json:"status" doc:"completed, inconclusive (finished without reaching its purpose: see conclusion), failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,inconclusive,failed,waiting,budget_exceeded"`
-	Error         string          `json:"error,omitempty" doc:"why the run failed"`
-	Outputs       map[string]any  `json:"outputs" doc:"the outputs by name (empty unless the run completed or was inconclusive)"`
-	Conclusion    *Conclusion     `json:"conclusion,omitempty" doc:"whether the run reached its purpose, and which values stood in for answers (set when the run ran to its end)"`
-	OutputOrder   []string        `json:"output_order" doc:"output names in the order the spec declares them"`
-	Messages      []value.Message `json:"messages" doc:"every recorded message, in order"`
-	GoalVerdicts  []GoalVerdicts  `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
-	Whispers      []WhisperStat   `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
-	ToolCalls     []ToolCallInfo  `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
-	Rejections    []Rejection     `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
-	Absent        []Absence       `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`
-	Usage         UsageReport     `json:"usage" doc:"calls, tokens, latency and cost"`
+	FormatVersion int                  `json:"format_version" doc:"version of this file's format (2); a file without it is version 1"`
+	RunID         string               `json:"run_id" doc:"the run's id, also the name of its directory"`
+	Spec          string               `json:"spec" doc:"the spec's name"`
+	Status        string               `json:"status" doc:"completed, inconclusive (finished without reaching its purpose: see conclusion), failed, waiting (for answers to clarifying questions) or budget_exceeded (stopped before a call that would have passed its budget)" enum:"completed,inconclusive,failed,waiting,budget_exceeded"`
+	Error         string               `json:"error,omitempty" doc:"why the run failed"`
+	Outputs       map[string]any       `json:"outputs" doc:"the outputs by name (empty unless the run completed or was inconclusive)"`
+	Conclusion    *Conclusion          `json:"conclusion,omitempty" doc:"whether the run reached its purpose, and which values stood in for answers (set when the run ran to its end)"`
+	OutputOrder   []string             `json:"output_order" doc:"output names in the order the spec declares them"`
+	Messages      []value.Message      `json:"messages" doc:"every recorded message, in order"`
+	GoalVerdicts  []value.GoalVerdicts `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
+	Whispers      []WhisperStat        `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
+	ToolCalls     []ToolCallInfo       `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
+	Rejections    []Rejection          `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
+	Absent        []Absence            `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`
+	Usage         UsageReport          `json:"usage" doc:"calls, tokens, latency and cost"`
 	// Expected and Score are set when the run was given an expected value
 	// (a dataset line) and the spec has a score expression.
 	Expected   any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
@@ -253,12 +253,6 @@ type UsageReport struct {
 	ByRound map[string]Usage `json:"by_round,omitempty" doc:"by round: the innermost loop's counter (calls outside loops are under 0)"`
 	ByGoal  map[string]Usage `json:"by_goal,omitempty" doc:"by goal id (calls outside goals are left out)"`
 }
-
-// GoalVerdicts are the verdicts of one goal (see value.GoalVerdicts).
-type GoalVerdicts = value.GoalVerdicts
-
-// AgentVerdict is an agent's final verdict on a goal.
-type AgentVerdict = value.AgentVerdict
 
 // WhisperStat counts whispers from one agent to another within a goal.
 type WhisperStat struct {

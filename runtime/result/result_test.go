@@ -56,7 +56,7 @@ func sample() Result {
 			{ID: "m3", Node: "panel", Goal: "g", Turn: 1, From: "b", To: "a", Whisper: true, Content: "psst", Verdict: "GOOD", Reasoning: "r", Withdrawn: true, Fields: map[string]string{"content": "psst"}},
 			{ID: "m4", Node: "panel", Goal: "g", Turn: 1, From: "b", Private: true, Record: "private", Content: "thinking"},
 		},
-		GoalVerdicts: []GoalVerdicts{{Goal: "g", Node: "panel", Verdicts: []AgentVerdict{{Agent: "b", Verdict: "GOOD", Reasoning: "r", Withdrawn: true}}, Counts: map[string]int{"GOOD": 1}, Percent: map[string]float64{"GOOD": 100}}},
+		GoalVerdicts: []value.GoalVerdicts{{Goal: "g", Node: "panel", Verdicts: []value.AgentVerdict{{Agent: "b", Verdict: "GOOD", Reasoning: "r", Withdrawn: true}}, Counts: map[string]int{"GOOD": 1}, Percent: map[string]float64{"GOOD": 100}}},
 		Whispers:     []WhisperStat{{Goal: "g", From: "b", To: "a", Count: 1}},
 		ToolCalls:    []ToolCallInfo{{Key: "k", Agent: "a", Tool: "read_file", Arguments: `{"path":"a"}`, Result: "text"}},
 		Rejections:   []Rejection{{Key: "panel/goal=g/t1/b", Node: "panel", Goal: "g", Agent: "b", Attempt: 1, Reasons: "no", Content: "<Verdict>MAYBE</Verdict>"}},
