@@ -26,6 +26,7 @@ import (
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/tmplguard"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -438,10 +439,25 @@ func (h *host) Render(name string, data any) (string, error) {
 		b.Grow(int(n + n/8))
 	}
 	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
+		return "", h.renderError(name, err)
 	}
 	hint.Store(int64(b.Len()))
 	return b.String(), nil
+}
+
+// renderError says which node's template failed. A value the guard found
+// missing, or a printf that does not fit, is named as the guard names it,
+// without text/template's wrapping around the guard's own function.
+func (h *host) renderError(name string, err error) error {
+	var missing *tmplguard.MissingError
+	var format *tmplguard.FormatError
+	switch {
+	case errors.As(err, &missing):
+		err = missing
+	case errors.As(err, &format):
+		err = format
+	}
+	return fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
 }
 
 // renderHint returns the size of the last rendering of a template.
@@ -690,7 +706,7 @@ func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
 	}
 	var b strings.Builder
 	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
+		return "", h.renderError(name, err)
 	}
 	d.renderedPrompt(name, agent, b.Len(), seen)
 	return b.String(), nil
