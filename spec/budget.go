@@ -60,7 +60,7 @@ func (c *compiler) budget() {
 	}
 	for _, k := range b.Nodes.Keys {
 		if !c.file.Nodes.Has(k.V) {
-			c.r.errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, didYouMean(k.V, c.file.Nodes.Names()))
+			c.r.Errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, DidYouMean(k.V, c.file.Nodes.Names()))
 			continue
 		}
 		if c.plan.Budget.Nodes == nil {

@@ -67,33 +67,33 @@ func (n *NodeContext) CheckFallback(node *yaml.Node, sch *jsonschema.Schema) {
 	if node == nil || sch == nil {
 		return
 	}
-	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
+	loc := YAMLToJSON(&Reporter{Src: n.c.r.Src}, node)
 	if loc == nil {
 		return
 	}
-	err := sch.Validate(loc.value)
+	err := sch.Validate(loc.Value)
 	var ve *jsonschema.ValidationError
 	if err == nil || !errors.As(err, &ve) {
 		if err != nil {
-			n.Errorf(nodePos(node), "output fallback: %v", err)
+			n.Errorf(NodePos(node), "output fallback: %v", err)
 		}
 		return
 	}
-	for _, leaf := range leaves(ve, loc) {
-		ptr := unescapeURLPointer(leaf.InstanceLocation)
-		if ptr == "" && lastSegment(leaf.KeywordLocation) == "required" {
-			n.FallbackLacks(nodePos(node), quotedNames(leaf.Message)...)
+	for _, leaf := range Leaves(ve, loc) {
+		ptr := UnescapeURLPointer(leaf.InstanceLocation)
+		if ptr == "" && LastSegment(leaf.KeywordLocation) == "required" {
+			n.FallbackLacks(NodePos(node), QuotedNames(leaf.Message)...)
 			continue
 		}
-		at := loc.values[ptr]
+		at := loc.Values[ptr]
 		if at == nil {
 			at = node
 		}
 		where := "output fallback"
 		if ptr != "" {
-			where += " " + describePointer(ptr)
+			where += " " + DescribePointer(ptr)
 		}
-		n.Errorf(nodePos(at), "%s does not satisfy the output schema: %s", where, leaf.Message)
+		n.Errorf(NodePos(at), "%s does not satisfy the output schema: %s", where, leaf.Message)
 	}
 }
 
@@ -116,8 +116,8 @@ func (c *compiler) checkFallbackRead(chain []member, e Expr, src, what string) b
 		return true
 	}
 	read := c.offsetPos(e, src, chain[i].offset)
-	c.r.errorf(l.pos, "node %q: output fallback lacks %q, which %s reads at %s:%d:%d without a guard: add it to the fallback, or guard the read (`... ?? DEFAULT`)",
-		chain[0].name, chain[i].name, what, c.r.src.name, read.Line, read.Col)
+	c.r.Errorf(l.pos, "node %q: output fallback lacks %q, which %s reads at %s:%d:%d without a guard: add it to the fallback, or guard the read (`... ?? DEFAULT`)",
+		chain[0].name, chain[i].name, what, c.r.Src.Name, read.Line, read.Col)
 	return false
 }
 

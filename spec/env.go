@@ -261,7 +261,7 @@ func (v *refChecker) Visit(node *ast.Node) {
 	what := map[string]string{"nodes": "node", "vars": "var", "inputs": "input", "verdicts": "verdict set"}[id.Value]
 	v.errs = append(v.errs, refError{
 		offset: m.Location().From,
-		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, didYouMean(prop.Value, names)),
+		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, DidYouMean(prop.Value, names)),
 	})
 }
 

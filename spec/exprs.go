@@ -92,7 +92,7 @@ func (c *compiler) compileExprChoice(e Expr, extra map[string]any, want ExprResu
 	}
 	src := strings.TrimSpace(e.Source)
 	if src == "" {
-		c.r.errorf(e.Pos, "%s: expression is empty", what)
+		c.r.Errorf(e.Pos, "%s: expression is empty", what)
 		return nil
 	}
 	p := &pendingExpr{prog: &Program{Source: src, Pos: e.Pos}, e: e, extra: extra, want: want, what: what, choices: choices, site: c.site}
@@ -164,11 +164,11 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	src, e, what := p.prog.Source, p.e, p.what
 	tree, err := parser.Parse(src)
 	if err != nil {
-		pos, msg := exprErrorPos(e.textPos(), err)
+		pos, msg := exprErrorPos(e.TextPos(), err)
 		if msg == "unexpected token EOF" {
 			msg = "the expression ends too early"
 		}
-		c.r.errorf(pos, "%s: syntax error: %s", what, msg)
+		c.r.Errorf(pos, "%s: syntax error: %s", what, msg)
 		return
 	}
 	env := c.envSample(p.extra)
@@ -192,7 +192,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	ast.Walk(&tree.Node, v)
 	if len(v.errs) > 0 {
 		for _, re := range v.errs {
-			c.r.errorf(c.offsetPos(e, src, re.offset), "%s: %s", what, re.msg)
+			c.r.Errorf(c.offsetPos(e, src, re.offset), "%s: %s", what, re.msg)
 		}
 		return
 	}
@@ -218,7 +218,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	if p.want == StringResult && len(p.choices) > 0 {
 		for _, lit := range resultLiterals(tree.Node) {
 			if !contains(p.choices, lit.value) {
-				c.r.errorf(c.offsetPos(e, src, lit.offset), "%s: %q is not one of %s%s", what, lit.value, strings.Join(p.choices, ", "), didYouMean(lit.value, p.choices))
+				c.r.Errorf(c.offsetPos(e, src, lit.offset), "%s: %q is not one of %s%s", what, lit.value, strings.Join(p.choices, ", "), DidYouMean(lit.value, p.choices))
 			}
 		}
 	}
@@ -228,7 +228,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 
 // offsetPos is the position of a byte offset of an expression's source.
 func (c *compiler) offsetPos(e Expr, src string, offset int) Pos {
-	pos := e.textPos()
+	pos := e.TextPos()
 	if offset < 0 {
 		return pos
 	}
@@ -253,17 +253,17 @@ func (c *compiler) checkResult(p *pendingExpr, t reflect.Type) bool {
 		// expr accepts a float where an int is asked for, and drops
 		// the fraction when it runs.
 		if k := t.Kind(); k == reflect.Float32 || k == reflect.Float64 {
-			c.r.errorf(p.e.textPos(), "%s: must be a whole number, but %q is a number that may have a fraction; write a whole number, or round it: int(%s)", p.what, p.prog.Source, p.prog.Source)
+			c.r.Errorf(p.e.TextPos(), "%s: must be a whole number, but %q is a number that may have a fraction; write a whole number, or round it: int(%s)", p.what, p.prog.Source, p.prog.Source)
 			return false
 		}
 	case ListResult:
 		if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
-			c.r.errorf(p.e.textPos(), "%s: must be a list, but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
+			c.r.Errorf(p.e.TextPos(), "%s: must be a list, but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
 			return false
 		}
 	case StringResult:
 		if t.Kind() != reflect.String {
-			c.r.errorf(p.e.textPos(), "%s: must give text (an id), but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
+			c.r.Errorf(p.e.TextPos(), "%s: must give text (an id), but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
 			return false
 		}
 	}
@@ -335,8 +335,8 @@ func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string
 				for i, f := range t.Fields {
 					names[i] = f.Name
 				}
-				c.r.errorf(c.offsetPos(e, src, m.offset), "%s: the output of node %q has no property %q (it has %s)%s",
-					what, chain[0].name, m.name, strings.Join(names, ", "), didYouMean(m.name, names))
+				c.r.Errorf(c.offsetPos(e, src, m.offset), "%s: the output of node %q has no property %q (it has %s)%s",
+					what, chain[0].name, m.name, strings.Join(names, ", "), DidYouMean(m.name, names))
 				ok = false
 				return
 			}
@@ -396,7 +396,7 @@ func exprOptions(env map[string]any, want ExprResult) []expr.Option {
 
 // exprError reports a compile error of an expression in the spec's words.
 func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, what string) {
-	pos, msg := exprErrorPos(e.textPos(), err)
+	pos, msg := exprErrorPos(e.TextPos(), err)
 	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
 		msg = fmt.Sprintf("condition must be a boolean, but %q is %s", src, exprTypeWords(got))
 	} else if got, ok := strings.CutPrefix(msg, "expected int, but got "); ok {
@@ -407,9 +407,9 @@ func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, 
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		msg = fmt.Sprintf("unknown name %q%s", name, didYouMean(name, names))
+		msg = fmt.Sprintf("unknown name %q%s", name, DidYouMean(name, names))
 	}
-	c.r.errorf(pos, "%s: %s", what, firstLine(msg))
+	c.r.Errorf(pos, "%s: %s", what, firstLine(msg))
 }
 
 // exprTypeWords names an expr type for a spec author.

@@ -33,7 +33,7 @@ func (n *NodeContext) Plan() *Plan { return n.c.plan }
 // field is reported at the value, unless the schema already reported it
 // (the schema is checked first, and speaks the spec's language).
 func (n *NodeContext) Decode(v any) {
-	n.c.r.decodeError(n.c.file.Root, n.Decl.Raw.Decode(v))
+	n.c.r.DecodeError(n.c.file.Root, n.Decl.Raw.Decode(v))
 }
 
 // Field returns the YAML value of a key of the node, or nil.
@@ -47,19 +47,19 @@ func (n *NodeContext) Field(key string) *yaml.Node {
 // FieldPos is the position of a key's value, or the node's position.
 func (n *NodeContext) FieldPos(key string) Pos {
 	if f := n.Field(key); f != nil {
-		return nodePos(f)
+		return NodePos(f)
 	}
 	return n.Decl.Pos
 }
 
 // Errorf reports an error at pos, prefixed with the node id.
 func (n *NodeContext) Errorf(pos Pos, format string, args ...any) {
-	n.c.r.errorf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
+	n.c.r.Errorf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
 }
 
 // Warnf reports a warning at pos.
 func (n *NodeContext) Warnf(pos Pos, format string, args ...any) {
-	n.c.r.warnf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
+	n.c.r.Warnf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
 }
 
 // Template checks a reference to a prompt template the kind renders with
@@ -164,7 +164,7 @@ func (n *NodeContext) RunsNode(s Str, what string) string {
 		if n.c.file.Nodes.Invalid {
 			return ""
 		}
-		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, didYouMean(s.V, n.c.file.Nodes.Names()))
+		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, DidYouMean(s.V, n.c.file.Nodes.Names()))
 		return ""
 	}
 	if s.V == n.Node.ID {
@@ -204,7 +204,7 @@ func (n *NodeContext) Agent(s Str) *AgentPlan {
 		if n.c.file.Agents.Invalid {
 			return nil
 		}
-		n.Errorf(s.Pos, "unknown agent %q%s", s.V, didYouMean(s.V, n.c.file.Agents.Names()))
+		n.Errorf(s.Pos, "unknown agent %q%s", s.V, DidYouMean(s.V, n.c.file.Agents.Names()))
 		return nil
 	}
 	return a
@@ -223,7 +223,7 @@ func (n *NodeContext) VerdictSet(s Str) (string, []string) {
 	name := strings.TrimPrefix(strings.TrimSpace(s.V), "verdicts.")
 	opts, ok := n.c.plan.Verdicts[name]
 	if !ok {
-		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, sortedKeys(n.c.plan.Verdicts)))
+		n.Errorf(s.Pos, "unknown verdict set %q%s", name, DidYouMean(name, sortedKeys(n.c.plan.Verdicts)))
 		return "", nil
 	}
 	return name, opts
@@ -248,7 +248,7 @@ func (c *compiler) requireRecord(s Str, who string) {
 				names = append(names, r)
 			}
 			sort.Strings(names)
-			c.r.errorf(s.Pos, "%s: no node records %q%s", who, s.V, didYouMean(s.V, names))
+			c.r.Errorf(s.Pos, "%s: no node records %q%s", who, s.V, DidYouMean(s.V, names))
 		}
 	})
 }
@@ -259,14 +259,14 @@ func (c *compiler) requireRecord(s Str, who string) {
 func (n *NodeContext) JSONSchema(node *yaml.Node) (*jsonschema.Schema, json.RawMessage) {
 	// Duplicate keys and the like were reported when the whole spec was
 	// converted; a scratch reporter keeps them from being reported twice.
-	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
+	loc := YAMLToJSON(&Reporter{Src: n.c.r.Src}, node)
 	if loc == nil {
-		n.Errorf(nodePos(node), "output schema is too large")
+		n.Errorf(NodePos(node), "output schema is too large")
 		return nil, nil
 	}
-	data, err := json.Marshal(loc.value)
+	data, err := json.Marshal(loc.Value)
 	if err != nil {
-		n.Errorf(nodePos(node), "output schema: %v", err)
+		n.Errorf(NodePos(node), "output schema: %v", err)
 		return nil, nil
 	}
 	sch, err := CompileJSONSchema(url.PathEscape(n.Node.ID)+"-output", data)
@@ -279,7 +279,7 @@ func (n *NodeContext) JSONSchema(node *yaml.Node) (*jsonschema.Schema, json.RawM
 
 // schemaDocError reports why a JSON Schema written in the spec does not
 // compile, at the key or value each complaint of the meta-schema is about.
-func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
+func (n *NodeContext) schemaDocError(node *yaml.Node, loc *Located, err error) {
 	var se *jsonschema.SchemaError
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
@@ -287,8 +287,8 @@ func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
 		at := node
 		if ref, ok := refusedRef(msg); ok {
 			// Point at the $ref that names the refused file or URL.
-			for _, ptr := range sortedKeys(loc.values) {
-				v := loc.values[ptr]
+			for _, ptr := range sortedKeys(loc.Values) {
+				v := loc.Values[ptr]
 				target, _, _ := strings.Cut(v.Value, "#")
 				if strings.HasSuffix(ptr, "/$ref") && v.Kind == yaml.ScalarNode && target != "" && strings.HasSuffix(ref, target) {
 					at = v
@@ -296,27 +296,27 @@ func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
 				}
 			}
 		}
-		n.Errorf(nodePos(at), "output schema is not a valid JSON Schema: %s", msg)
+		n.Errorf(NodePos(at), "output schema is not a valid JSON Schema: %s", msg)
 		return
 	}
-	for _, leaf := range leaves(ve, loc) {
-		ptr := unescapeURLPointer(leaf.InstanceLocation)
-		at := loc.values[ptr]
+	for _, leaf := range Leaves(ve, loc) {
+		ptr := UnescapeURLPointer(leaf.InstanceLocation)
+		at := loc.Values[ptr]
 		if at == nil {
 			at = node
 		}
 		where := "schema"
 		if ptr != "" {
-			where = "schema." + describePointer(ptr)
+			where = "schema." + DescribePointer(ptr)
 		}
 		msg := leaf.Message
-		switch lastSegment(leaf.KeywordLocation) {
+		switch LastSegment(leaf.KeywordLocation) {
 		case "enum":
-			msg = enumMessage(leaf.Message, at)
+			msg = EnumMessage(leaf.Message, at)
 		case "type":
-			msg = typeMessage(leaf.Message, at)
+			msg = TypeMessage(leaf.Message, at)
 		}
-		n.Errorf(nodePos(at), "output %s: %s", where, msg)
+		n.Errorf(NodePos(at), "output %s: %s", where, msg)
 	}
 }
 
@@ -330,7 +330,7 @@ func (n *NodeContext) SchemaRef(s Str) (*jsonschema.Schema, json.RawMessage) {
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		n.Errorf(s.Pos, "unknown schema %q%s", s.V, didYouMean(s.V, names))
+		n.Errorf(s.Pos, "unknown schema %q%s", s.V, DidYouMean(s.V, names))
 		return nil, nil
 	}
 	return sch, n.c.plan.SchemaDocs[s.V]

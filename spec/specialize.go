@@ -85,12 +85,12 @@ func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
 	}
 	prog, cerr := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
 	if cerr != nil {
-		c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(cerr.Error()))
+		c.r.Errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(cerr.Error()))
 		return nil, false
 	}
 	v, rerr := expr.Run(prog, map[string]any{"vars": vars})
 	if rerr != nil {
-		c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(rerr.Error()))
+		c.r.Errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(rerr.Error()))
 		return nil, false
 	}
 	return v, true
@@ -117,17 +117,17 @@ func (c *compiler) replicas(id string, e Expr) int {
 			n = int(x)
 		case float64:
 			if x != float64(int(x)) {
-				c.r.errorf(e.Pos, "agent %q: replicas is %v, not a whole number", id, x)
+				c.r.Errorf(e.Pos, "agent %q: replicas is %v, not a whole number", id, x)
 				return 0
 			}
 			n = int(x)
 		default:
-			c.r.errorf(e.Pos, "agent %q: replicas must be a whole number or an expression over vars giving one, such as vars.n (%s gives %T)", id, src, v)
+			c.r.Errorf(e.Pos, "agent %q: replicas must be a whole number or an expression over vars giving one, such as vars.n (%s gives %T)", id, src, v)
 			return 0
 		}
 	}
 	if n < 1 || n > maxReplicas {
-		c.r.errorf(e.Pos, "agent %q: replicas is %d; it must be from 1 to %d", id, n, maxReplicas)
+		c.r.Errorf(e.Pos, "agent %q: replicas is %d; it must be from 1 to %d", id, n, maxReplicas)
 		return 0
 	}
 	return n
@@ -143,7 +143,7 @@ func (c *compiler) overrideModels() {
 		value := c.overrides.Models[name]
 		mp, ok := c.plan.Models[name]
 		if !ok {
-			c.r.errorf(Pos{}, "model %q: the spec has no model of that name", name)
+			c.r.Errorf(Pos{}, "model %q: the spec has no model of that name", name)
 			continue
 		}
 		if other, ok := c.plan.Models[value]; ok {

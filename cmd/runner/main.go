@@ -162,7 +162,7 @@ func helpArgs(app *kong.Application, words []string) ([]string, error) {
 			if len(names) == 0 {
 				return nil, fmt.Errorf("help %s: %s %q; run 'runner help %s'", strings.Join(words, " "), what, w, strings.TrimPrefix(node.FullPath(), "runner "))
 			}
-			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, spec.DidYouMeanName(w, names))
+			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, spec.DidYouMean(w, names))
 		}
 		node = next
 	}
