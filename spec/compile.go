@@ -23,6 +23,7 @@ import (
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/templates"
@@ -35,17 +36,17 @@ import (
 
 // Load reads, validates and compiles a spec file. Diagnostics hold every
 // problem found; the plan is nil when any of them is an error.
-func Load(path string, reg *Registry) (*Plan, Diagnostics) {
-	data, err := ReadSpecFile(path)
+func Load(path string, reg *Registry) (*Plan, syntax.Diagnostics) {
+	data, err := syntax.ReadSpecFile(path)
 	if err != nil {
-		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
+		return nil, syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 	}
 	return Compile(path, data, reg)
 }
 
 // Compile validates and compiles spec text. path names the file in
 // diagnostics and anchors relative template folders.
-func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
+func Compile(path string, data []byte, reg *Registry) (*Plan, syntax.Diagnostics) {
 	return compile(path, data, reg, CompileOptions{})
 }
 
@@ -57,18 +58,18 @@ type Folders func(dir string) (fs.FS, bool)
 // CompileIn is Compile with template library folders read from folders (nil:
 // the file system), for a spec compiled away from the files next to it: a
 // Temporal worker compiles the spec and folders a client sent it.
-func CompileIn(folders Folders, path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
+func CompileIn(folders Folders, path string, data []byte, reg *Registry) (*Plan, syntax.Diagnostics) {
 	return compile(path, data, reg, CompileOptions{Folders: folders})
 }
 
-func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, Diagnostics) {
-	if err := CheckText(data); err != nil {
-		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
+func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, syntax.Diagnostics) {
+	if err := syntax.CheckText(data); err != nil {
+		return nil, syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 	}
-	r := &Reporter{Src: NewSource(path, data)}
-	if off, c := DisallowedChar(data); off >= 0 {
+	r := &syntax.Reporter{Src: syntax.NewSource(path, data)}
+	if off, c := syntax.DisallowedChar(data); off >= 0 {
 		// yaml.v3 refuses it without saying where.
-		r.Errorf(OffsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
+		r.Errorf(syntax.OffsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
 		return nil, r.Diags
 	}
 	plan := compileInto(r, path, data, reg, opts)
@@ -82,21 +83,21 @@ func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Pla
 	return plan, diags
 }
 
-func compileInto(r *Reporter, path string, data []byte, reg *Registry, opts CompileOptions) *Plan {
-	root := ParseYAML(r, data)
+func compileInto(r *syntax.Reporter, path string, data []byte, reg *Registry, opts CompileOptions) *Plan {
+	root := syntax.ParseYAML(r, data)
 	if root == nil {
 		return nil
 	}
-	reportOverflows, ok := CheckTree(r, root)
+	reportOverflows, ok := syntax.CheckTree(r, root)
 	if !ok {
 		return nil
 	}
 	r.ClaimReported()
-	loc := YAMLToJSON(r, root)
+	loc := syntax.YAMLToJSON(r, root)
 	if loc == nil {
 		return nil
 	}
-	failed := ValidateSchema(r, reg.schema, loc)
+	failed := syntax.ValidateSchema(r, reg.schema, loc)
 	r.ClaimReported()
 	reportOverflows()
 	r.ClaimReported()
@@ -105,7 +106,7 @@ func compileInto(r *Reporter, path string, data []byte, reg *Registry, opts Comp
 		flowBroken = flowBroken || p == "" || strings.HasPrefix(p, "/flow")
 	}
 
-	f := &File{Path: path, Root: root}
+	f := &syntax.File{Path: path, Root: root}
 	r.DecodeError(root, root.Decode(f))
 	if f.Version.Set && f.Version.V != 1 {
 		return nil // the schema reported it; nothing else can be trusted
@@ -127,7 +128,7 @@ func compileInto(r *Reporter, path string, data []byte, reg *Registry, opts Comp
 		},
 		records:       map[string]bool{},
 		reachable:     map[string]bool{},
-		runsAt:        map[string]Pos{},
+		runsAt:        map[string]syntax.Pos{},
 		nodeTemplates: map[string][]templateUse{},
 		systemChecked: map[string]bool{},
 		flowBroken:    flowBroken,
@@ -145,9 +146,9 @@ func compileInto(r *Reporter, path string, data []byte, reg *Registry, opts Comp
 type compiler struct {
 	// folders, when set, stands in for the file system (see CompileIn).
 	folders Folders
-	r       *Reporter
+	r       *syntax.Reporter
 	reg     *Registry
-	file    *File
+	file    *syntax.File
 	dir     string
 	plan    *Plan
 	sources map[string]string // template name -> text
@@ -173,7 +174,7 @@ type compiler struct {
 	pending []*pendingExpr
 	site    *site
 	// runsAt holds where node A declared it runs node B ("A\x00B").
-	runsAt map[string]Pos
+	runsAt map[string]syntax.Pos
 	// nodeTemplates are the templates each node renders, with the
 	// positions that name them.
 	nodeTemplates map[string][]templateUse
@@ -200,7 +201,7 @@ type compiler struct {
 // templateUse is a template a node renders, checked against a dot type.
 type templateUse struct {
 	name string
-	pos  Pos
+	pos  syntax.Pos
 	// reads are the nodes the template reads through .Nodes.ID.
 	reads []tmplNodeRead
 }
@@ -212,7 +213,7 @@ type templateOrigin struct {
 	// whose first line starts at column col of line lineBase+1.
 	inline bool
 	col    int
-	pos    Pos // position of the reference/definition in the spec
+	pos    syntax.Pos // position of the reference/definition in the spec
 }
 
 func (c *compiler) compile() {
@@ -278,7 +279,7 @@ func normalizeNumber(v any) any {
 	return v
 }
 
-func (c *compiler) modelRef(s Str, who string) *ModelPlan {
+func (c *compiler) modelRef(s syntax.Str, who string) *ModelPlan {
 	if !s.Set {
 		return c.plan.Models["default"]
 	}
@@ -288,7 +289,7 @@ func (c *compiler) modelRef(s Str, who string) *ModelPlan {
 			return nil
 		}
 		names := append(c.file.Models.Names(), "default")
-		c.r.Errorf(s.Pos, "%s uses unknown model %q%s", who, s.V, DidYouMean(s.V, names))
+		c.r.Errorf(s.Pos, "%s uses unknown model %q%s", who, s.V, syntax.DidYouMean(s.V, names))
 		return nil
 	}
 	return m
@@ -298,7 +299,7 @@ func (c *compiler) verdictsAndGoals() {
 	for _, k := range c.file.Verdicts.Keys {
 		c.plan.Verdicts[k.V] = c.file.Verdicts.Values[k.V].Values()
 	}
-	seen := map[string]Pos{}
+	seen := map[string]syntax.Pos{}
 	for i, g := range c.file.Goals {
 		if prev, dup := seen[g.ID.V]; dup && g.ID.Set {
 			c.r.Errorf(g.ID.Pos, "duplicate goal id %q (first defined at line %d)", g.ID.V, prev.Line)
@@ -462,7 +463,7 @@ func rebuildWithout(set *template.Template, name string) *template.Template {
 	return out
 }
 
-func (c *compiler) loadLibrary(use Str) {
+func (c *compiler) loadLibrary(use syntax.Str) {
 	name := use.V
 	if fsys, ok := c.saved[name]; ok {
 		c.loadSaved(use, fsys)
@@ -485,7 +486,7 @@ func (c *compiler) loadLibrary(use Str) {
 		fsys = os.DirFS(dir)
 	}
 	if fsys == nil {
-		if hint := DidYouMean(name, templates.Libraries()); hint != "" {
+		if hint := syntax.DidYouMean(name, templates.Libraries()); hint != "" {
 			c.r.Errorf(use.Pos, "unknown template library %q: not an embedded library nor a folder next to the spec%s", name, hint)
 			return
 		}
@@ -507,7 +508,7 @@ func (c *compiler) loadLibrary(use Str) {
 // loadSaved loads a library from a run's saved copy, under the name and
 // origin the library had when the run started, so that template names and
 // sources read as they did.
-func (c *compiler) loadSaved(use Str, fsys fs.FS) {
+func (c *compiler) loadSaved(use syntax.Str, fsys fs.FS) {
 	name := use.V
 	lib, origin := name, "library:"+name
 	if !templates.Has(name) {
@@ -525,7 +526,7 @@ func (c *compiler) loadSaved(use Str, fsys fs.FS) {
 // claimLibrary records that a library of that name comes from origin. Two
 // libraries of one name (two folders called prompts, a folder named like
 // an embedded library) would silently replace each other's templates.
-func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
+func (c *compiler) claimLibrary(use syntax.Str, lib, origin string) bool {
 	if c.libraries == nil {
 		c.libraries = map[string]string{}
 	}
@@ -547,7 +548,7 @@ func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
 var libraryFileName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // maxLibraryFile bounds a template, schema or preset file of a library.
-const maxLibraryFile = MaxSpecBytes
+const maxLibraryFile = syntax.MaxSpecBytes
 
 // readLibraryFile reads a regular file of a library, refusing anything else
 // (a FIFO or device under a template's name would hang validation).
@@ -588,14 +589,14 @@ func (c *compiler) keepLibraryFile(use, lib, origin, file string, data []byte) {
 // loadFS loads the templates, schemas and verdict presets of a library.
 // Problems with the folder or a file's name are reported where the spec
 // uses the library; problems inside a file, in that file.
-func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string) {
+func (c *compiler) loadFS(use syntax.Str, fsys fs.FS, root, lib, origin, display string) {
 	entries, err := fs.ReadDir(fsys, root)
 	if err != nil {
 		c.r.Errorf(use.Pos, "template library %s: %v", display, err)
 		return
 	}
-	inFile := func(file string, pos Pos, format string, args ...any) {
-		c.r.Keep(Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
+	inFile := func(file string, pos syntax.Pos, format string, args ...any) {
+		c.r.Keep(syntax.Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: syntax.Error, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, e := range entries {
 		if e.IsDir() {
@@ -634,7 +635,7 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			sum := sha256.Sum256(data)
 			c.plan.TemplateSources[name] = TemplateSource{Origin: origin, Digest: hex.EncodeToString(sum[:8])}
 		case p == "verdicts.yaml":
-			c.loadPresets(data, func(pos Pos, format string, args ...any) { inFile(p, pos, format, args...) })
+			c.loadPresets(data, func(pos syntax.Pos, format string, args ...any) { inFile(p, pos, format, args...) })
 		default:
 			name := lib + "/" + stem
 			embedded := strings.HasPrefix(origin, "library:") && c.saved[use.V] == nil
@@ -646,11 +647,11 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			sch, err := CompileJSONSchema(name, data)
 			if err != nil {
 				msg := schemaErrorMessage(err)
-				pos := Pos{}
+				pos := syntax.Pos{}
 				if ref, ok := refusedRef(msg); ok {
 					// Point at the $ref in the file.
 					if i := bytes.Index(data, []byte(`"`+ref)); i >= 0 {
-						pos = OffsetPos(data, i)
+						pos = syntax.OffsetPos(data, i)
 					}
 				}
 				inFile(p, pos, "schema %s: %s", name, msg)
@@ -666,10 +667,10 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 
 // loadPresets reads a library's verdicts.yaml: named sets of verdict
 // options, under the same rules as the spec's own verdicts.
-func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, args ...any)) {
+func (c *compiler) loadPresets(data []byte, report func(pos syntax.Pos, format string, args ...any)) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		pos, msg := YAMLErrorPos(err)
+		pos, msg := syntax.YAMLErrorPos(err)
 		report(pos, "YAML syntax: %s", msg)
 		return
 	}
@@ -678,17 +679,17 @@ func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, 
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode || root.Style&yaml.TaggedStyle != 0 {
-		report(NodePos(root), "verdict presets must be a mapping of NAME: [OPTION, ...], found %s", KindName(root))
+		report(syntax.NodePos(root), "verdict presets must be a mapping of NAME: [OPTION, ...], found %s", syntax.KindName(root))
 		return
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind != yaml.ScalarNode || !idPattern.MatchString(k.Value) {
-			report(NodePos(k), "%q is not a valid verdict set name (use letters, digits, '_' and '-', starting with a letter or '_')", k.Value)
+			report(syntax.NodePos(k), "%q is not a valid verdict set name (use letters, digits, '_' and '-', starting with a letter or '_')", k.Value)
 			continue
 		}
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-			report(NodePos(v), "verdict set %q must be a list of options, found %s", k.Value, KindName(v))
+			report(syntax.NodePos(v), "verdict set %q must be a list of options, found %s", k.Value, syntax.KindName(v))
 			continue
 		}
 		var opts []string
@@ -697,11 +698,11 @@ func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, 
 		for _, o := range v.Content {
 			switch {
 			case o.Kind != yaml.ScalarNode || o.Style&yaml.TaggedStyle != 0 || !optionPattern.MatchString(o.Value):
-				report(NodePos(o), "verdict set %q: %s is not a valid option (use letters, digits, '_' and '-')", k.Value, DescribeValue(o))
+				report(syntax.NodePos(o), "verdict set %q: %s is not a valid option (use letters, digits, '_' and '-')", k.Value, syntax.DescribeValue(o))
 				ok = false
 				continue
 			case seen[o.Value]:
-				report(NodePos(o), "verdict set %q: %q is listed twice", k.Value, o.Value)
+				report(syntax.NodePos(o), "verdict set %q: %q is listed twice", k.Value, o.Value)
 				ok = false
 				continue
 			}
@@ -811,10 +812,10 @@ func (c *compiler) templateError(name string, err error) {
 	if msg == "unexpected EOF" {
 		msg = "unexpected end of template: an {{if}}, {{range}}, {{with}} or {{define}} lacks its {{end}}"
 	}
-	c.reportTemplateProblem(tname, line, col, msg, Pos{})
+	c.reportTemplateProblem(tname, line, col, msg, syntax.Pos{})
 }
 
-func (c *compiler) reportTemplateProblem(name string, line, col int, msg string, ref Pos) {
+func (c *compiler) reportTemplateProblem(name string, line, col int, msg string, ref syntax.Pos) {
 	if col < 1 {
 		col = 1
 	}
@@ -828,9 +829,9 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 		return
 	}
 	if o.file != "" {
-		d := Diagnostic{File: o.file, Pos: Pos{Line: line, Col: col}, Severity: Error, Message: fmt.Sprintf("template %s: %s", name, msg)}
+		d := syntax.Diagnostic{File: o.file, Pos: syntax.Pos{Line: line, Col: col}, Severity: syntax.Error, Message: fmt.Sprintf("template %s: %s", name, msg)}
 		if line == 0 {
-			d.Pos = Pos{1, 1}
+			d.Pos = syntax.Pos{Line: 1, Col: 1}
 		}
 		if ref.Line > 0 {
 			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.Src.Name, ref.Line, ref.Col)
@@ -842,7 +843,7 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 	if last := strings.Count(strings.TrimRight(c.sources[name], "\n"), "\n") + 1; line > last && c.sources[name] != "" {
 		line, col = last, 1
 	}
-	pos := Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
+	pos := syntax.Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
 	if o.inline && line == 1 {
 		pos.Col = o.col + col - 1
 	}
@@ -854,12 +855,12 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 
 // mappingValue returns the value of key in mapping n, or nil.
 func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	n = ResolveAlias(n)
+	n = syntax.ResolveAlias(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	if v := lookupPair(n, key); v != nil {
-		return ResolveAlias(v)
+		return syntax.ResolveAlias(v)
 	}
 	return nil
 }
@@ -874,12 +875,12 @@ func lookupPair(n *yaml.Node, key string) *yaml.Node {
 			hasMerge = true
 			continue
 		}
-		if ResolveAlias(k).Value == key {
+		if syntax.ResolveAlias(k).Value == key {
 			return n.Content[i+1]
 		}
 	}
 	if hasMerge {
-		for _, p := range MappingPairs(n) {
+		for _, p := range syntax.MappingPairs(n) {
 			if p.K.Value == key {
 				return p.V
 			}
@@ -899,7 +900,7 @@ func (c *compiler) indentOf(line int) int {
 
 // templateExists checks that a template of that name exists. It returns
 // the name, or "" when the reference is invalid.
-func (c *compiler) templateExists(s Str) string {
+func (c *compiler) templateExists(s syntax.Str) string {
 	if !s.Set || s.V == "" {
 		return ""
 	}
@@ -914,7 +915,7 @@ func (c *compiler) templateExists(s Str) string {
 			}
 		}
 		sort.Strings(names)
-		hint := DidYouMean(s.V, names)
+		hint := syntax.DidYouMean(s.V, names)
 		if hint == "" && len(c.file.Templates.Use) == 0 && strings.Contains(s.V, "/") {
 			hint = fmt.Sprintf(" (add `templates: {use: [%s]}`?)", strings.SplitN(s.V, "/", 2)[0])
 		}
@@ -927,7 +928,7 @@ func (c *compiler) templateExists(s Str) string {
 // templateRef checks that a template exists and uses only fields its dot
 // (of type data) has, and records it as rendered by node (nil: by the
 // runtime itself). It returns the name, or "" when the reference is invalid.
-func (c *compiler) templateRef(s Str, data reflect.Type, node *NodePlan) string {
+func (c *compiler) templateRef(s syntax.Str, data reflect.Type, node *NodePlan) string {
 	name := c.templateExists(s)
 	if name == "" {
 		return ""
@@ -942,7 +943,7 @@ func (c *compiler) templateRef(s Str, data reflect.Type, node *NodePlan) string 
 // checkTemplate type-checks a template against a dot type once, reporting
 // problems at the template's own lines (and where it is used), and returns
 // the nodes it reads through .Nodes.ID.
-func (c *compiler) checkTemplate(name string, data reflect.Type, ref Pos) []tmplNodeRead {
+func (c *compiler) checkTemplate(name string, data reflect.Type, ref syntax.Pos) []tmplNodeRead {
 	key := name + "\x00" + data.String()
 	if reads, ok := c.checked[key]; ok {
 		return reads
@@ -986,7 +987,7 @@ func (c *compiler) nodes() {
 				if c.file.Agents.Invalid {
 					continue
 				}
-				c.r.Errorf(a.Pos, "node %q: unknown agent %q%s", k.V, a.V, DidYouMean(a.V, c.file.Agents.Names()))
+				c.r.Errorf(a.Pos, "node %q: unknown agent %q%s", k.V, a.V, syntax.DidYouMean(a.V, c.file.Agents.Names()))
 				continue
 			}
 			if seen[a.V] {
@@ -1090,7 +1091,7 @@ func (c *compiler) runCycles() {
 	}
 }
 
-func (c *compiler) collectLoopNames(steps []Step) {
+func (c *compiler) collectLoopNames(steps []syntax.Step) {
 	for _, s := range steps {
 		switch {
 		case s.Loop != nil:
@@ -1106,7 +1107,7 @@ func (c *compiler) collectLoopNames(steps []Step) {
 	}
 }
 
-func foreachDefault(in Expr) string {
+func foreachDefault(in syntax.Expr) string {
 	if strings.TrimSpace(in.Source) == "goals" {
 		return "goal"
 	}
@@ -1129,7 +1130,7 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-func (c *compiler) flow(steps []Step, path string) []*FlowStep {
+func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 	var out []*FlowStep
 	for i, s := range steps {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -1181,7 +1182,7 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 				if c.file.Nodes.Invalid {
 					continue
 				}
-				c.r.Errorf(s.Node.Pos, "flow runs unknown node %q%s", s.Node.V, DidYouMean(s.Node.V, c.file.Nodes.Names()))
+				c.r.Errorf(s.Node.Pos, "flow runs unknown node %q%s", s.Node.V, syntax.DidYouMean(s.Node.V, c.file.Nodes.Names()))
 				continue
 			}
 			c.reachable[s.Node.V] = true
@@ -1198,12 +1199,12 @@ const maxLoop = math.MaxInt32
 // loopMaxConst reads a loop bound written as a number (max: 3, max: 0x10,
 // max: 1e3), reporting one that is not a whole number from 1 to maxLoop.
 // It returns false when the bound is an expression.
-func (c *compiler) loopMaxConst(e Expr) (int, bool) {
+func (c *compiler) loopMaxConst(e syntax.Expr) (int, bool) {
 	src := strings.TrimSpace(e.Source)
 	if e.Quoted() || src == "" {
 		return 0, false
 	}
-	if YAMLIntSyntax.MatchString(src) {
+	if syntax.YAMLIntSyntax.MatchString(src) {
 		n, err := strconv.ParseInt(src, 0, 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange):

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -56,7 +58,7 @@ func ExpandEnv(s string, getenv func(string) string) (string, error) {
 }
 
 // checkEnvRefs reports malformed ${...} references in a value.
-func (c *compiler) checkEnvRefs(s Str, what string) {
+func (c *compiler) checkEnvRefs(s syntax.Str, what string) {
 	rest := s.V
 	for {
 		i := strings.Index(rest, "${")
@@ -154,7 +156,7 @@ func (c *compiler) endpointsAndModels() {
 		}
 		ep, ok := c.plan.Endpoints[epName]
 		if !ok {
-			c.r.Errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, DidYouMean(epName, names))
+			c.r.Errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, syntax.DidYouMean(epName, names))
 		}
 		mp.Endpoint = ep
 		if m.Deployment.Set && ep != nil && ep.Kind != EndpointAzure {
@@ -176,7 +178,7 @@ func (c *compiler) endpointsAndModels() {
 
 // checkEndpoint reports settings of an endpoint that cannot work together,
 // and what the HTTP client would refuse at the first call.
-func (c *compiler) checkEndpoint(k Str, e *Endpoint, ep *EndpointPlan) {
+func (c *compiler) checkEndpoint(k syntax.Str, e *syntax.Endpoint, ep *EndpointPlan) {
 	who := fmt.Sprintf("endpoint %q", k.V)
 	for _, h := range e.Headers.Keys {
 		v := e.Headers.Values[h.V]
@@ -211,7 +213,7 @@ func (c *compiler) checkEndpoint(k Str, e *Endpoint, ep *EndpointPlan) {
 }
 
 // requestFields converts extra: to JSON, refusing fields runner sets itself.
-func (c *compiler) requestFields(m Map[RequestField], who string) []RequestParam {
+func (c *compiler) requestFields(m syntax.Map[syntax.RequestField], who string) []RequestParam {
 	var out []RequestParam
 	for _, k := range m.Keys {
 		if where, ok := managedFields[k.V]; ok {
@@ -225,7 +227,7 @@ func (c *compiler) requestFields(m Map[RequestField], who string) []RequestParam
 		n := m.Values[k.V].Node
 		v, err := jsonValue(n)
 		if err != nil {
-			c.r.Errorf(NodePos(n), "%s: extra field %q: %v", who, k.V, err)
+			c.r.Errorf(syntax.NodePos(n), "%s: extra field %q: %v", who, k.V, err)
 			continue
 		}
 		out = append(out, RequestParam{Name: k.V, Value: v})

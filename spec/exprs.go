@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/expr-lang/expr"
@@ -22,7 +23,7 @@ import (
 // pendingExpr is an expression waiting to be compiled.
 type pendingExpr struct {
 	prog  *Program
-	e     Expr
+	e     syntax.Expr
 	extra map[string]any
 	want  ExprResult
 	what  string
@@ -39,7 +40,7 @@ type pendingExpr struct {
 // nodeRef is a read of nodes.ID (or .Nodes.ID in a template).
 type nodeRef struct {
 	id  string
-	pos Pos
+	pos syntax.Pos
 	// guarded reads tolerate a node that has not run: nodes.X?.output,
 	// nodes.X.output ?? fallback.
 	guarded bool
@@ -82,11 +83,11 @@ func (c *compiler) envSample(extra map[string]any) map[string]any {
 // plus extra names (their values fix their types) and returns its Program,
 // filled in once every node has compiled. It is nil when no expression was
 // written, or when it is empty (an error).
-func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
+func (c *compiler) compileExpr(e syntax.Expr, extra map[string]any, want ExprResult, what string) *Program {
 	return c.compileExprChoice(e, extra, want, what, nil)
 }
 
-func (c *compiler) compileExprChoice(e Expr, extra map[string]any, want ExprResult, what string, choices []string) *Program {
+func (c *compiler) compileExprChoice(e syntax.Expr, extra map[string]any, want ExprResult, what string, choices []string) *Program {
 	if e.IsZero() {
 		return nil
 	}
@@ -197,7 +198,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		return
 	}
 	p.prog.ReadsRun = v.readsRun
-	p.refs = v.nodeRefs(func(offset int) Pos { return c.offsetPos(e, src, offset) }, what)
+	p.refs = v.nodeRefs(func(offset int) syntax.Pos { return c.offsetPos(e, src, offset) }, what)
 	if !c.checkOutputProperties(tree.Node, e, src, what) {
 		return
 	}
@@ -218,7 +219,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	if p.want == StringResult && len(p.choices) > 0 {
 		for _, lit := range resultLiterals(tree.Node) {
 			if !contains(p.choices, lit.value) {
-				c.r.Errorf(c.offsetPos(e, src, lit.offset), "%s: %q is not one of %s%s", what, lit.value, strings.Join(p.choices, ", "), DidYouMean(lit.value, p.choices))
+				c.r.Errorf(c.offsetPos(e, src, lit.offset), "%s: %q is not one of %s%s", what, lit.value, strings.Join(p.choices, ", "), syntax.DidYouMean(lit.value, p.choices))
 			}
 		}
 	}
@@ -227,7 +228,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 }
 
 // offsetPos is the position of a byte offset of an expression's source.
-func (c *compiler) offsetPos(e Expr, src string, offset int) Pos {
+func (c *compiler) offsetPos(e syntax.Expr, src string, offset int) syntax.Pos {
 	pos := e.TextPos()
 	if offset < 0 {
 		return pos
@@ -295,7 +296,7 @@ func resultLiterals(n ast.Node) []literal {
 // checkOutputProperties checks nodes.ID.output.P... reads against the
 // output type the node declares, so a misspelt property of a JSON reply is
 // a diagnostic with a suggestion rather than a nil at run time.
-func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string) bool {
+func (c *compiler) checkOutputProperties(root ast.Node, e syntax.Expr, src, what string) bool {
 	ok := true
 	guarded := guardedNodes(root)
 	visit := func(n *ast.Node) {
@@ -336,7 +337,7 @@ func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string
 					names[i] = f.Name
 				}
 				c.r.Errorf(c.offsetPos(e, src, m.offset), "%s: the output of node %q has no property %q (it has %s)%s",
-					what, chain[0].name, m.name, strings.Join(names, ", "), DidYouMean(m.name, names))
+					what, chain[0].name, m.name, strings.Join(names, ", "), syntax.DidYouMean(m.name, names))
 				ok = false
 				return
 			}
@@ -395,7 +396,7 @@ func exprOptions(env map[string]any, want ExprResult) []expr.Option {
 }
 
 // exprError reports a compile error of an expression in the spec's words.
-func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, what string) {
+func (c *compiler) exprError(e syntax.Expr, src string, err error, env map[string]any, what string) {
 	pos, msg := exprErrorPos(e.TextPos(), err)
 	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
 		msg = fmt.Sprintf("condition must be a boolean, but %q is %s", src, exprTypeWords(got))
@@ -407,7 +408,7 @@ func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, 
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		msg = fmt.Sprintf("unknown name %q%s", name, DidYouMean(name, names))
+		msg = fmt.Sprintf("unknown name %q%s", name, syntax.DidYouMean(name, names))
 	}
 	c.r.Errorf(pos, "%s: %s", what, firstLine(msg))
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -26,15 +28,15 @@ type MCPServerPlan struct {
 	Allowed []string      `json:"allowed,omitempty"`
 	Timeout time.Duration `json:"timeout"`
 	// Pos is where the server is declared.
-	Pos Pos `json:"-"`
+	Pos syntax.Pos `json:"-"`
 	// AllowedPos are where the allowed tools are written, in order.
-	AllowedPos []Pos `json:"-"`
+	AllowedPos []syntax.Pos `json:"-"`
 }
 
 // MCPToolRef is a tool of an MCP server an agent or a node names, and where.
 type MCPToolRef struct {
 	Server, Tool string
-	Pos          Pos
+	Pos          syntax.Pos
 }
 
 // DefaultMCPTimeout bounds one tool call when the server sets no timeout.
@@ -152,7 +154,7 @@ func (c *compiler) mcpServers() {
 			}
 			for _, n := range d.Raw.Content[i+1].Content {
 				if n.Kind == yaml.ScalarNode {
-					c.checkToolName(n.Value, NodePos(n))
+					c.checkToolName(n.Value, syntax.NodePos(n))
 				}
 			}
 		}
@@ -161,18 +163,18 @@ func (c *compiler) mcpServers() {
 
 // checkToolName checks one tool name of tools: and notes the MCP tools
 // named, for validate to check against the servers' lists.
-func (c *compiler) checkToolName(name string, pos Pos) {
+func (c *compiler) checkToolName(name string, pos syntax.Pos) {
 	if slices.Contains(BuiltinTools, name) {
 		return
 	}
 	server, tool, ok := SplitMCPTool(name)
 	if !ok {
-		c.r.Errorf(pos, "tool %q is neither a built-in tool (%s) nor SERVER.TOOL of a server under mcp_servers:%s", name, strings.Join(BuiltinTools, ", "), DidYouMean(name, BuiltinTools))
+		c.r.Errorf(pos, "tool %q is neither a built-in tool (%s) nor SERVER.TOOL of a server under mcp_servers:%s", name, strings.Join(BuiltinTools, ", "), syntax.DidYouMean(name, BuiltinTools))
 		return
 	}
 	p := c.plan.MCPServers[server]
 	if p == nil {
-		c.r.Errorf(pos, "tool %q: no MCP server %q is declared under mcp_servers:%s", name, server, DidYouMean(server, c.file.MCPServers.Names()))
+		c.r.Errorf(pos, "tool %q: no MCP server %q is declared under mcp_servers:%s", name, server, syntax.DidYouMean(server, c.file.MCPServers.Names()))
 		return
 	}
 	if tool == "" {
@@ -180,7 +182,7 @@ func (c *compiler) checkToolName(name string, pos Pos) {
 		return
 	}
 	if tool != "*" && p.Allowed != nil && !slices.Contains(p.Allowed, tool) {
-		c.r.Errorf(pos, "tool %q: mcp server %q allows only %s (its tools:)%s", name, server, strings.Join(p.Allowed, ", "), DidYouMean(tool, p.Allowed))
+		c.r.Errorf(pos, "tool %q: mcp server %q allows only %s (its tools:)%s", name, server, strings.Join(p.Allowed, ", "), syntax.DidYouMean(tool, p.Allowed))
 		return
 	}
 	c.plan.MCPToolRefs = append(c.plan.MCPToolRefs, MCPToolRef{Server: server, Tool: tool, Pos: pos})
@@ -189,6 +191,6 @@ func (c *compiler) checkToolName(name string, pos Pos) {
 // Snippet quotes the spec's line at pos with a caret under the column, as
 // diagnostics show it (for checks made after compiling, such as validate's
 // of MCP tool names).
-func (p *Plan) Snippet(pos Pos) string {
-	return NewSource(p.Path, p.Source).Snippet(pos)
+func (p *Plan) Snippet(pos syntax.Pos) string {
+	return syntax.NewSource(p.Path, p.Source).Snippet(pos)
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 	"gopkg.in/yaml.v3"
 )
@@ -25,7 +26,7 @@ var panelKeys = []string{"model", "name", "role", "persona", "vars"}
 // the declaration's model's `model` and keeps its other settings), or a
 // mapping with model, name, role, persona and vars (merged over the
 // declaration's).
-func (c *compiler) panel(id string, decl *Agent, base *AgentPlan, from Expr) []*AgentPlan {
+func (c *compiler) panel(id string, decl *syntax.Agent, base *AgentPlan, from syntax.Expr) []*AgentPlan {
 	v, ok := c.replicaValue(id, from)
 	if !ok {
 		return nil
@@ -113,7 +114,7 @@ func decodeStrict(v any, into any) error {
 // panelModel is the model a panel member names: a model of the spec, or
 // else a model id put in place of base's (its other settings kept), added
 // to the plan's models under the id so usage is counted apart.
-func (c *compiler) panelModel(base *ModelPlan, name string, pos Pos, where string) *ModelPlan {
+func (c *compiler) panelModel(base *ModelPlan, name string, pos syntax.Pos, where string) *ModelPlan {
 	if m, ok := c.plan.Models[name]; ok {
 		return m
 	}
@@ -138,7 +139,7 @@ var topologyShapes = []string{"complete", "ring", "star", "tree"}
 // hears everyone, the others hear the first), tree (a binary tree by
 // index: an agent hears its parent and its children), or a custom
 // adjacency list of ids.
-func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
+func (c *compiler) topology(id string, t syntax.Topology, group []*AgentPlan) {
 	n := len(group)
 	ids := make([]string, n)
 	for i, a := range group {
@@ -180,7 +181,7 @@ func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
 				set(i, 2*k-1, 2*k)
 			default:
 				if i == 0 {
-					c.r.Errorf(t.Shape.Pos, "agent %q: unknown topology %q (one of %s, or a mapping of agent id to the ids it hears)%s", id, t.Shape.V, strings.Join(topologyShapes, ", "), DidYouMean(t.Shape.V, topologyShapes))
+					c.r.Errorf(t.Shape.Pos, "agent %q: unknown topology %q (one of %s, or a mapping of agent id to the ids it hears)%s", id, t.Shape.V, strings.Join(topologyShapes, ", "), syntax.DidYouMean(t.Shape.V, topologyShapes))
 				}
 				return
 			}
@@ -190,14 +191,14 @@ func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
 	for _, k := range t.Edges.Keys {
 		i := slices.Index(ids, k.V)
 		if i < 0 {
-			c.r.Errorf(k.Pos, "agent %q: topology names %q, which is not one of its agents (%s)%s", id, k.V, strings.Join(ids, ", "), DidYouMean(k.V, ids))
+			c.r.Errorf(k.Pos, "agent %q: topology names %q, which is not one of its agents (%s)%s", id, k.V, strings.Join(ids, ", "), syntax.DidYouMean(k.V, ids))
 			continue
 		}
 		for _, to := range *t.Edges.Values[k.V] {
 			j := slices.Index(ids, to.V)
 			switch {
 			case j < 0:
-				c.r.Errorf(to.Pos, "agent %q: topology: %q hears %q, which is not one of its agents (%s)%s", id, k.V, to.V, strings.Join(ids, ", "), DidYouMean(to.V, ids))
+				c.r.Errorf(to.Pos, "agent %q: topology: %q hears %q, which is not one of its agents (%s)%s", id, k.V, to.V, strings.Join(ids, ", "), syntax.DidYouMean(to.V, ids))
 			case j == i:
 				c.r.Errorf(to.Pos, "agent %q: topology: %q hears itself; list only the others it hears", id, k.V)
 			default:

@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // Kind is a node kind as the loader sees it: everything a kind declares is
@@ -47,7 +49,7 @@ type Kind interface {
 type Registry struct {
 	kinds  []Kind
 	byName map[string]Kind
-	schema *Schema
+	schema *syntax.Schema
 }
 
 // NewRegistry returns a registry of the given kinds, in that order.
@@ -60,7 +62,7 @@ func NewRegistry(kinds ...Kind) *Registry {
 		r.kinds = append(r.kinds, k)
 		r.byName[k.Name()] = k
 	}
-	r.schema = NewSchema(kinds...)
+	r.schema = syntax.NewSchema(kinds...)
 	return r
 }
 

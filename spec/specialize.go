@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"github.com/expr-lang/expr"
 )
 
@@ -69,7 +71,7 @@ var varRef = regexp.MustCompile(`\bvars\.([A-Za-z_][A-Za-z0-9_]*)`)
 // replicaValue evaluates a replicas expression against the run's var
 // values (the defaults when validating), noting the vars it reads so a run
 // that sets one compiles the spec again.
-func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
+func (c *compiler) replicaValue(id string, e syntax.Expr) (any, bool) {
 	src := strings.TrimSpace(e.Source)
 	for _, m := range varRef.FindAllStringSubmatch(src, -1) {
 		if !slices.Contains(c.plan.ReplicaVars, m[1]) {
@@ -99,7 +101,7 @@ func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
 // replicas is how many agents a declaration makes: 0 when it is not
 // replicated (one agent under its own id), else N from 1 to maxReplicas,
 // evaluated against the run's var values (the defaults when validating).
-func (c *compiler) replicas(id string, e Expr) int {
+func (c *compiler) replicas(id string, e syntax.Expr) int {
 	src := strings.TrimSpace(e.Source)
 	if src == "" {
 		return 0
@@ -143,7 +145,7 @@ func (c *compiler) overrideModels() {
 		value := c.overrides.Models[name]
 		mp, ok := c.plan.Models[name]
 		if !ok {
-			c.r.Errorf(Pos{}, "model %q: the spec has no model of that name", name)
+			c.r.Errorf(syntax.Pos{}, "model %q: the spec has no model of that name", name)
 			continue
 		}
 		if other, ok := c.plan.Models[value]; ok {

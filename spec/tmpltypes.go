@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/template/parse"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 	"github.com/expr-lang/expr/ast"
 )
@@ -395,5 +396,5 @@ func (c *templateChecker) checkIndex(tree *parse.Tree, cmd *parse.CommandNode, a
 			return
 		}
 	}
-	c.errorf(tree, cmd, "index: no %s named %q%s (a missing key renders as <no value>)", singular(args[0].what), key.Text, DidYouMean(key.Text, args[0].keys))
+	c.errorf(tree, cmd, "index: no %s named %q%s (a missing key renders as <no value>)", singular(args[0].what), key.Text, syntax.DidYouMean(key.Text, args[0].keys))
 }

@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"errors"
@@ -208,6 +208,11 @@ type BudgetLimits struct {
 	MaxTokens *int64   `yaml:"max_tokens" json:"max_tokens,omitempty"`
 	// MaxToolCalls limits the tools agents run (built-in and MCP).
 	MaxToolCalls *int `yaml:"max_tool_calls" json:"max_tool_calls,omitempty"`
+}
+
+// Empty reports whether no limit is set.
+func (l BudgetLimits) Empty() bool {
+	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil && l.MaxToolCalls == nil
 }
 
 // Budget is what a run may spend, in all and per node.
