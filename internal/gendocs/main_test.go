@@ -61,3 +61,44 @@ func TestTableRows(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateNeedsEachKindsSection: a registered kind without a
+// manual.md, or one without the table's line, is refused by name.
+func TestGenerateNeedsEachKindsSection(t *testing.T) {
+	root := t.TempDir()
+	dirs := []string{"chat"}
+	for _, k := range nodes.Kinds() {
+		dirs = append(dirs, k.Name())
+	}
+	for _, dir := range dirs {
+		for _, f := range []string{"manual.md", "schema.json"} {
+			data, err := os.ReadFile("../../nodes/" + dir + "/" + f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(root+"/nodes/"+dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(root+"/nodes/"+dir+"/"+f, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := generate(root); err != nil {
+		t.Fatalf("generate from the copied sections: %v", err)
+	}
+	manual := root + "/nodes/compute/manual.md"
+	data, _ := os.ReadFile(manual)
+	if err := os.WriteFile(manual, []byte(strings.Replace(string(data), placeholder, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(root); err == nil || !strings.Contains(err.Error(), "nodes/compute/manual.md: write the line") {
+		t.Errorf("generate without compute's table line: err = %v", err)
+	}
+	if err := os.Remove(manual); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(root); err == nil || !strings.Contains(err.Error(), "the kind compute, its section of docs/node-kinds.md") {
+		t.Errorf("generate without compute's manual.md: err = %v", err)
+	}
+}
