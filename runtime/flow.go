@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/internal/event"
@@ -211,7 +212,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	return res, err
 }
 
-func posString(p *spec.Plan, pos spec.Pos) string {
+func posString(p *spec.Plan, pos syntax.Pos) string {
 	return fmt.Sprintf("%s:%d:%d", p.Path, pos.Line, pos.Col)
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/tracing"
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // usageErrorf is a problem with the command line: exit 2.
@@ -46,7 +46,7 @@ func (e *env) say(typ string, data any, text string) {
 
 // sayDiagnostics writes a spec's diagnostics: as text, or under --json one
 // JSON line each.
-func (e *env) sayDiagnostics(diags spec.Diagnostics) {
+func (e *env) sayDiagnostics(diags syntax.Diagnostics) {
 	if !e.jsonLines {
 		fmt.Fprint(e.stderr, diags.Format())
 		return
@@ -162,7 +162,7 @@ func helpArgs(app *kong.Application, words []string) ([]string, error) {
 			if len(names) == 0 {
 				return nil, fmt.Errorf("help %s: %s %q; run 'runner help %s'", strings.Join(words, " "), what, w, strings.TrimPrefix(node.FullPath(), "runner "))
 			}
-			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, spec.DidYouMeanName(w, names))
+			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, syntax.DidYouMean(w, names))
 		}
 		node = next
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 	"gopkg.in/yaml.v3"
 )
 
@@ -398,7 +399,7 @@ func checkSpecPath(path string) error {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return usageErrorf("%s: no such spec file%s", path, spec.DidYouMeanPath(path, false))
+		return usageErrorf("%s: no such spec file%s", path, syntax.DidYouMeanPath(path, false))
 	case err == nil && info.IsDir():
 		if f, err := os.Stat(filepath.Join(path, "spec.yaml")); err == nil && f.Mode().IsRegular() {
 			return usageErrorf("%s is a folder; give its spec file: %s", path, filepath.Join(path, "spec.yaml"))

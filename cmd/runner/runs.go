@@ -10,7 +10,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/sweep"
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 type runsCmd struct {
@@ -47,7 +47,7 @@ func (c *runsCmd) Run(e *env) error {
 			fmt.Fprintln(e.stdout, "no runs yet: there is no runs folder here; runner run SPEC makes the first (runs/<run-id>), or give the runs folder: runner runs DIR")
 			return nil
 		case errors.Is(err, fs.ErrNotExist):
-			return usageErrorf("runs %s: no such folder%s", c.Dir, spec.DidYouMeanPath(c.Dir, true))
+			return usageErrorf("runs %s: no such folder%s", c.Dir, syntax.DidYouMeanPath(c.Dir, true))
 		case err == nil:
 			return usageErrorf("runs %s: this is a file; give the folder of the runs (runs, or the --runs-dir of runner run)", c.Dir)
 		}

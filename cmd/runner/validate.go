@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/runtime/mcpclient"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 	"gopkg.in/yaml.v3"
 )
 
@@ -48,7 +49,7 @@ Examples:
 
 func (c *validateCmd) Run(e *env) error {
 	bad := 0
-	var all spec.Diagnostics
+	var all syntax.Diagnostics
 	for _, f := range c.Files {
 		if isTestFile(f) {
 			diags := validateTestFile(f)
@@ -81,7 +82,7 @@ func (c *validateCmd) Run(e *env) error {
 	}
 	if c.JSON {
 		if all == nil {
-			all = spec.Diagnostics{}
+			all = syntax.Diagnostics{}
 		}
 		out, _ := json.MarshalIndent(all, "", "  ")
 		fmt.Fprintln(e.stdout, string(out))
@@ -119,7 +120,7 @@ func isTestFile(path string) bool {
 
 // validateTestFile checks a test file against the test schema and that
 // the spec it tests exists, as diagnostics in validate's format.
-func validateTestFile(path string) spec.Diagnostics {
+func validateTestFile(path string) syntax.Diagnostics {
 	t, err := spectest.Load(path)
 	if err != nil {
 		var errs spectest.Errors
@@ -129,16 +130,16 @@ func validateTestFile(path string) spec.Diagnostics {
 		case errors.As(err, &one):
 			errs = spectest.Errors{one}
 		default:
-			return spec.Diagnostics{{File: path, Severity: spec.Error, Message: err.Error()}}
+			return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 		}
-		var ds spec.Diagnostics
+		var ds syntax.Diagnostics
 		for _, e := range errs {
-			ds = append(ds, spec.Diagnostic{File: e.Path, Pos: spec.Pos{Line: e.Line, Col: e.Col}, Severity: spec.Error, Message: e.Msg})
+			ds = append(ds, syntax.Diagnostic{File: e.Path, Pos: syntax.Pos{Line: e.Line, Col: e.Col}, Severity: syntax.Error, Message: e.Msg})
 		}
 		return ds
 	}
 	if _, err := os.Stat(t.SpecPath); err != nil {
-		return spec.Diagnostics{{File: path, Severity: spec.Error, Message: fmt.Sprintf("the spec it tests, %s, cannot be read: %v", t.SpecPath, errors.Unwrap(err))}}
+		return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: fmt.Sprintf("the spec it tests, %s, cannot be read: %v", t.SpecPath, errors.Unwrap(err))}}
 	}
 	return nil
 }

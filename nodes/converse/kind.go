@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/nodes/chat"
@@ -185,16 +186,16 @@ func RuleSample() map[string]any {
 
 type rawConfig struct {
 	chat.Raw       `yaml:",inline"`
-	Tools          []string  `yaml:"tools"`
-	MaxToolCalls   *int      `yaml:"max_tool_calls"`
-	Summarize      *bool     `yaml:"summarize"`
-	Speaker        yaml.Node `yaml:"speaker"`
-	ReplyToWhisper *float64  `yaml:"reply_to_whisper"`
-	Model          spec.Str  `yaml:"model"`
-	System         spec.Str  `yaml:"system"`
+	Tools          []string   `yaml:"tools"`
+	MaxToolCalls   *int       `yaml:"max_tool_calls"`
+	Summarize      *bool      `yaml:"summarize"`
+	Speaker        yaml.Node  `yaml:"speaker"`
+	ReplyToWhisper *float64   `yaml:"reply_to_whisper"`
+	Model          syntax.Str `yaml:"model"`
+	System         syntax.Str `yaml:"system"`
 	Message        struct {
-		Format   string   `yaml:"format"`
-		Template spec.Str `yaml:"template"`
+		Format   string     `yaml:"format"`
+		Template syntax.Str `yaml:"template"`
 	} `yaml:"message"`
 	Verdict *struct {
 		Options   yaml.Node `yaml:"options"`
@@ -202,25 +203,25 @@ type rawConfig struct {
 		Repair    *int      `yaml:"repair"`
 		Undecided string    `yaml:"undecided"`
 		Rules     []struct {
-			Check   spec.Expr `yaml:"check"`
-			Message string    `yaml:"message"`
+			Check   syntax.Expr `yaml:"check"`
+			Message string      `yaml:"message"`
 		} `yaml:"rules"`
 	} `yaml:"verdict"`
-	Until     spec.Expr `yaml:"until"`
-	MaxTurns  int       `yaml:"max_turns"`
+	Until     syntax.Expr `yaml:"until"`
+	MaxTurns  int         `yaml:"max_turns"`
 	Interject []struct {
-		Every        int       `yaml:"every"`
-		When         spec.Expr `yaml:"when"`
-		Template     spec.Str  `yaml:"template"`
-		ForceVerdict bool      `yaml:"force_verdict"`
-		AtStart      bool      `yaml:"at_start"`
+		Every        int         `yaml:"every"`
+		When         syntax.Expr `yaml:"when"`
+		Template     syntax.Str  `yaml:"template"`
+		ForceVerdict bool        `yaml:"force_verdict"`
+		AtStart      bool        `yaml:"at_start"`
 	} `yaml:"interject"`
 	Watch []struct {
-		Every         int      `yaml:"every"`
-		EveryMessages int      `yaml:"every_messages"`
-		Node          spec.Str `yaml:"node"`
-		Template      spec.Str `yaml:"template"`
-		Silent        []string `yaml:"silent"`
+		Every         int        `yaml:"every"`
+		EveryMessages int        `yaml:"every_messages"`
+		Node          syntax.Str `yaml:"node"`
+		Template      syntax.Str `yaml:"template"`
+		Silent        []string   `yaml:"silent"`
 	} `yaml:"watch"`
 }
 
@@ -259,7 +260,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		cfg.Speaker = raw.Speaker.Value
 	case yaml.MappingNode:
 		var s struct {
-			Expr spec.Expr `yaml:"expr"`
+			Expr syntax.Expr `yaml:"expr"`
 		}
 		_ = raw.Speaker.Decode(&s)
 		cfg.Speaker = SpeakerExpr
@@ -274,7 +275,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	if v := raw.Verdict; v != nil {
 		switch v.Options.Kind {
 		case yaml.ScalarNode:
-			cfg.VerdictSet, cfg.Options = c.VerdictSet(spec.Str{V: v.Options.Value, Pos: spec.Pos{Line: v.Options.Line, Col: v.Options.Column}, Set: true})
+			cfg.VerdictSet, cfg.Options = c.VerdictSet(syntax.Str{V: v.Options.Value, Pos: syntax.Pos{Line: v.Options.Line, Col: v.Options.Column}, Set: true})
 		case yaml.SequenceNode:
 			_ = v.Options.Decode(&cfg.Options)
 			cfg.VerdictSet = "inline"

@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // Spend is what calls spent: how many, their prompt and completion tokens,
@@ -154,7 +155,7 @@ func (b *Budget) settle(c *Call, est, actual Spend) {
 	b.Add(c.Node, actual)
 }
 
-func check(key, scope string, l spec.BudgetLimits, spent, next Spend) error {
+func check(key, scope string, l syntax.BudgetLimits, spent, next Spend) error {
 	switch {
 	case l.MaxCalls != nil && spent.Calls+next.Calls > *l.MaxCalls:
 		return &BudgetError{Key: key, Scope: scope, Limit: "max_calls", Max: float64(*l.MaxCalls), Spent: float64(spent.Calls), Next: float64(next.Calls)}

@@ -25,6 +25,7 @@ import (
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // DefaultReplyTokens is the reply size a dry run assumes for models that
@@ -336,7 +337,7 @@ func overBudget(rep *Report, b *spec.BudgetPlan) []string {
 		cost += m.Cost
 	}
 	var out []string
-	check := func(scope string, l spec.BudgetLimits, calls int, tokens int64, cost float64) {
+	check := func(scope string, l syntax.BudgetLimits, calls int, tokens int64, cost float64) {
 		if l.MaxCalls != nil && calls > *l.MaxCalls {
 			out = append(out, fmt.Sprintf("%s: the worst case makes %d calls, more than max_calls %d", scope, calls, *l.MaxCalls))
 		}
@@ -352,7 +353,7 @@ func overBudget(rep *Report, b *spec.BudgetPlan) []string {
 		if l, ok := b.Nodes[n.ID]; ok {
 			// Tokens and cost are estimated per model, not per node: only
 			// the node's calls are checked.
-			check("node "+n.ID, spec.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
+			check("node "+n.ID, syntax.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
 		}
 	}
 	return out
