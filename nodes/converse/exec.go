@@ -38,6 +38,8 @@ type state struct {
 	endedBy      string
 	// watched is, per watcher, the transcript's length when it last ran.
 	watched []int
+	// selectCalls are the selector's calls not yet counted.
+	selectCalls int
 }
 
 // Execute implements kit.Def: turns until the until-condition holds,
@@ -57,12 +59,16 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *C
 		if err := ctx.Err(); err != nil {
 			return value.NodeResult{}, err
 		}
-		speaker, err := s.nextSpeaker()
+		speaker, err := s.nextSpeaker(ctx)
+		calls += s.selectCalls
+		s.selectCalls = 0
 		if err != nil {
 			return value.NodeResult{}, err
 		}
 		if speaker == "" {
-			s.endedBy = "everyone withdrew"
+			if s.endedBy == "" {
+				s.endedBy = "everyone withdrew"
+			}
 			break
 		}
 		n, err := s.takeTurn(ctx, speaker)
@@ -190,7 +196,7 @@ func (s *state) active() []value.Participant {
 
 // nextSpeaker picks who speaks: a whisper's target first (with the
 // configured chance), then the strategy. "" means nobody can speak.
-func (s *state) nextSpeaker() (string, error) {
+func (s *state) nextSpeaker(ctx context.Context) (string, error) {
 	active := s.active()
 	if len(active) == 0 {
 		return "", nil
@@ -215,18 +221,12 @@ func (s *state) nextSpeaker() (string, error) {
 	}
 	switch s.cfg.Speaker {
 	case SpeakerRoundRobin:
-		// The next participant after the last speaker in declaration order.
-		start := 0
-		if i, ok := s.index[s.last]; ok {
-			start = i + 1
+		return s.roundRobin(len(active)), nil
+	case SpeakerSelect:
+		if s.cfg.Select.Repeat {
+			candidates = active
 		}
-		for k := 0; k < len(s.participants); k++ {
-			p := s.participants[(start+k)%len(s.participants)]
-			if !p.Withdrawn && (p.ID != s.last || len(active) == 1) {
-				return p.ID, nil
-			}
-		}
-		return active[0].ID, nil
+		return s.selectSpeaker(ctx, candidates)
 	case SpeakerRandom:
 		return candidates[rng.IntN(len(candidates))].ID, nil
 	case SpeakerExpr:
@@ -268,6 +268,23 @@ func (s *state) nextSpeaker() (string, error) {
 		}
 		return candidates[len(candidates)-1].ID, nil
 	}
+}
+
+// roundRobin is the next participant after the last speaker in
+// declaration order, who has not withdrawn (the last speaker again only
+// when alone: active is how many have not withdrawn).
+func (s *state) roundRobin(active int) string {
+	start := 0
+	if i, ok := s.index[s.last]; ok {
+		start = i + 1
+	}
+	for k := 0; k < len(s.participants); k++ {
+		p := s.participants[(start+k)%len(s.participants)]
+		if !p.Withdrawn && (p.ID != s.last || active == 1) {
+			return p.ID
+		}
+	}
+	return s.active()[0].ID
 }
 
 // takeTurn asks the speaker for a message, re-asking with the reasons when
