@@ -139,6 +139,12 @@ var topologyShapes = []string{"complete", "ring", "star", "tree"}
 // index: an agent hears its parent and its children), or a custom
 // adjacency list of ids.
 func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
+	if t.From.Source != "" {
+		var ok bool
+		if t, ok = c.topologyFrom(id, t.From); !ok {
+			return
+		}
+	}
 	n := len(group)
 	ids := make([]string, n)
 	for i, a := range group {
