@@ -137,7 +137,9 @@ func (s *state) selectSpeaker(ctx context.Context, candidates []value.Participan
 	if err != nil {
 		return "", err
 	}
-	key := fmt.Sprintf("t%d/select/%s", s.turn+1, agent.ID)
+	// "t3-select/AGENT": before the turn's own key "t3/SPEAKER" in
+	// the natural order of keys that lists a run's calls.
+	key := fmt.Sprintf("t%d-select/%s", s.turn+1, agent.ID)
 	choices := make([]any, 0, len(candidates)+1)
 	for _, p := range candidates {
 		choices = append(choices, p.ID)

@@ -94,7 +94,7 @@ func TestSelectorChoosesSpeakers(t *testing.T) {
 		}
 	}
 	sel := o.eventsOf("speaker_selected")
-	if len(sel) != 4 || !strings.HasSuffix(sel[1].Key, "/t2/select/mod") || !strings.Contains(string(sel[1].Data), `"speaker":"c"`) {
+	if len(sel) != 4 || !strings.HasSuffix(sel[1].Key, "/t2-select/mod") || !strings.Contains(string(sel[1].Data), `"speaker":"c"`) {
 		t.Errorf("speaker_selected events: %+v", sel)
 	}
 	if u := o.res.Usage.ByAgent["mod"]; u.Calls != 4 {
@@ -142,7 +142,7 @@ func TestSelectorRepairs(t *testing.T) {
 			t.Errorf("selector request %d's feedback %q, want %q", i+1, log[i].Feedback, want)
 		}
 	}
-	if reps := o.eventsOf("repair"); len(reps) != 3 || !strings.HasSuffix(reps[1].Key, "/t1/select/mod#repair1") {
+	if reps := o.eventsOf("repair"); len(reps) != 3 || !strings.HasSuffix(reps[1].Key, "/t1-select/mod#repair1") {
 		t.Errorf("repair events: %+v", reps)
 	}
 }
