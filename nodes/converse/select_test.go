@@ -15,7 +15,9 @@ import (
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/draw"
 )
 
 const selectorSpec = "testdata/selector.yaml"
@@ -292,5 +294,15 @@ func TestSelectorDryRun(t *testing.T) {
 	}
 	if len(rep.Nodes) != 1 || !strings.Contains(rep.Nodes[0].Detail, "each speaker chosen by mod") {
 		t.Errorf("nodes: %+v", rep.Nodes)
+	}
+}
+
+// TestSelectorDrawn: the graph draws the selector beside its conversation.
+func TestSelectorDrawn(t *testing.T) {
+	plan := variant(t, selectorSpec, "template: pick", "template: pick\n      end: DONE")
+	for name, text := range map[string]string{"mermaid": draw.Mermaid(plan), "dot": draw.Dot(plan), "view": view.FlowSVG(plan)} {
+		if !strings.Contains(text, "also calls:") || !strings.Contains(text, "mod chooses each speaker (pick), may end it with DONE") {
+			t.Errorf("the %s graph does not show the selector:\n%s", name, text)
+		}
 	}
 }
