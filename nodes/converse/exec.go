@@ -318,11 +318,11 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 			model = agent.Model
 		}
 		key := kit.RepairKey(fmt.Sprintf("t%d/%s", s.turn+1, speaker), attempt)
-		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
+		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.expected()})
 		var reply kit.Reply
 		reply, req, err = s.complete(ctx, agent, data, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model,
 			Shape: s.shape(mustDecide), Repairs: s.repairs()}, system, user)
-		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.cfg.MaxTurns})
+		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.expected()})
 		calls++
 		if err != nil {
 			return calls, err
@@ -391,6 +391,15 @@ func (s *state) shape(mustDecide bool) kit.Shape {
 		tags = append(tags, kit.Tag{Name: "Verdict", Value: s.cfg.Options[0]}, kit.Tag{Name: "VerdictReasoning"})
 	}
 	return kit.Shape{Format: "tags", Tags: tags}
+}
+
+// expected is how many calls the conversation expects at most, repairs
+// aside: a turn each, and a selection before each when a model chooses.
+func (s *state) expected() int {
+	if s.cfg.Select != nil {
+		return 2 * s.cfg.MaxTurns
+	}
+	return s.cfg.MaxTurns
 }
 
 // repairs is how often a turn may be asked again: a plain text turn is

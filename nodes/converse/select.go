@@ -150,7 +150,7 @@ func (s *state) selectSpeaker(ctx context.Context, candidates []value.Participan
 	schema, _ := json.Marshal(map[string]any{"enum": choices})
 	var choice string
 	var ends bool
-	s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: agent.ID, Started: true, Expected: s.cfg.MaxTurns})
+	s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: agent.ID, Started: true, Expected: s.expected()})
 	at, err := kit.Repairs{
 		Max: sel.Repair,
 		Accept: func(r kit.Reply) error {
@@ -165,7 +165,7 @@ func (s *state) selectSpeaker(ctx context.Context, candidates []value.Participan
 	}.Call(ctx, s.h, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: agent.Model, Messages: kit.Messages(system, user),
 		// The stand-in of a dry run names the first candidate.
 		Shape: kit.Shape{Format: "json", Schema: schema}, Repairs: sel.Repair})
-	s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: agent.ID, Finished: true, Expected: s.cfg.MaxTurns})
+	s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: agent.ID, Finished: true, Expected: s.expected()})
 	s.selectCalls += at.N + 1
 	if err != nil {
 		return "", err
