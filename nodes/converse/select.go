@@ -226,12 +226,24 @@ func (s *state) readChoice(reply string, candidates []value.Participant) (string
 	if sel.End != "" && sameName(bare, sel.End) {
 		return "", true, nil
 	}
+	// An id names its agent (ids are unique, so one whose id is another's
+	// name can still be named); else a name, when only one has it.
 	named := ""
+	var byName []string
 	for _, a := range s.node.Agents {
-		if sameName(bare, a.ID) || sameName(bare, a.Name) {
+		if sameName(bare, a.ID) {
 			named = a.ID
 			break
 		}
+		if sameName(bare, a.Name) {
+			byName = append(byName, a.ID)
+		}
+	}
+	if named == "" && len(byName) > 1 {
+		return "", false, fmt.Errorf("%q is the name of %s: reply with the id of one of %s", bare, strings.Join(byName, " and "), list)
+	}
+	if named == "" && len(byName) == 1 {
+		named = byName[0]
 	}
 	if named == "" {
 		mentioned := s.mentions(reply)
@@ -272,17 +284,18 @@ func (s *state) mentions(text string) []string {
 	type span struct {
 		from, to int
 		id       string
+		byID     bool
 	}
 	var spans []span
 	for _, a := range s.node.Agents {
-		for _, form := range []string{a.ID, a.Name} {
+		for k, form := range []string{a.ID, a.Name} {
 			fw := words(form)
 			if len(fw) == 0 {
 				continue
 			}
 			for i := 0; i+len(fw) <= len(tw); i++ {
 				if slices.Equal(tw[i:i+len(fw)], fw) {
-					spans = append(spans, span{i, i + len(fw), a.ID})
+					spans = append(spans, span{i, i + len(fw), a.ID, k == 0})
 				}
 			}
 		}
@@ -291,7 +304,11 @@ func (s *state) mentions(text string) []string {
 	for _, x := range spans {
 		inside := false
 		for _, y := range spans {
-			if y.id != x.id && y.from <= x.from && x.to <= y.to && y.to-y.from > x.to-x.from {
+			longer := y.to-y.from > x.to-x.from
+			same := y.from == x.from && y.to == x.to
+			// Inside another's longer mention, or the same words as
+			// another's id (as for a whole reply, an id comes first).
+			if y.id != x.id && y.from <= x.from && x.to <= y.to && (longer || same && y.byID && !x.byID) {
 				inside = true
 			}
 		}
