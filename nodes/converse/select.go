@@ -82,7 +82,9 @@ func compileSpeaker(c *spec.NodeContext, n *yaml.Node, cfg *Config, ids []string
 	cfg.Speaker = SpeakerSelect
 	sel := &Select{Repeat: s.Repeat, Repair: 2, Fallback: SelectFallbackFail, End: strings.TrimSpace(s.End.V)}
 	cfg.Select = sel
-	if sel.Agent = c.Agent(s.Selector); sel.Agent != nil {
+	if group := c.Plan().Groups[s.Selector.V]; len(group) > 0 {
+		c.Errorf(s.Selector.Pos, "speaker.selector names %d agents (%s is replicated): name one of them, such as %s", len(group), s.Selector.V, group[0].ID)
+	} else if sel.Agent = c.Agent(s.Selector); sel.Agent != nil {
 		c.UseModel(sel.Agent.Model)
 	}
 	if !s.Template.Set {
@@ -107,9 +109,9 @@ func compileSpeaker(c *spec.NodeContext, n *yaml.Node, cfg *Config, ids []string
 		if sel.End == "" {
 			c.Errorf(s.End.Pos, "speaker.end is empty: give the reply that ends the conversation, such as DONE, or leave end out")
 		}
-		for _, id := range ids {
-			if sameName(s.End.V, id) {
-				c.Errorf(s.End.Pos, "speaker.end %q is the id of a participant: the selector could not name it", s.End.V)
+		for _, a := range c.Node.Agents {
+			if sameName(s.End.V, a.ID) || sameName(s.End.V, a.Name) {
+				c.Errorf(s.End.Pos, "speaker.end %q names the participant %s: the selector could not name it; choose another word, such as DONE", s.End.V, a.ID)
 			}
 		}
 	}

@@ -207,7 +207,9 @@ func TestSelectorValidate(t *testing.T) {
 		{"template: pick\n", "template: pick\n      fallback: guess\n", `selector.yaml:24:17: error: nodes.talk.speaker.fallback: "guess" is not one of fail, previous, round_robin`},
 		{"template: pick\n", "template: nope\n", `selector.yaml:23:17: error: unknown template "nope"`},
 		{"{{.Last}}", "{{.Lats}}", `Lats`},
-		{"template: pick\n", "template: pick\n      end: c\n", `speaker.end "c" is the id of a participant`},
+		{"template: pick\n", "template: pick\n      end: c\n", `selector.yaml:24:12: error: node "talk": speaker.end "c" names the participant c`},
+		{"template: pick\n", "template: pick\n      end: ann\n", `speaker.end "ann" names the participant a`},
+		{"  mod: {name: Moderator}", "  mod: {name: Moderator, replicas: 2}", `selector.yaml:22:17: error: node "talk": speaker.selector names 2 agents (mod is replicated): name one of them, such as mod_1`},
 	} {
 		src := strings.Replace(string(text), tc.old, tc.new, 1)
 		_, diags := spec.Compile("selector.yaml", []byte(src), nodes.Registry())
