@@ -992,6 +992,9 @@ func TestProtocolSelectorGroupChat(t *testing.T) {
 	sees(t, "the third selection", sel.Messages[0].Content, "Plan a day in Lisbon.", "- critic: who checks",
 		"planner: planner at turn 1\nresearcher: researcher at turn 2", "from: planner, critic.")
 	last := p.req(t, "chat/-/t4/planner")
+	if got := roles(p.req(t, "chat/-/t1/planner")); got != "system user" {
+		t.Errorf("the first turn's roles %q, want the system message and the task", got)
+	}
 	if got := roles(last); got != "system user assistant user user user" {
 		t.Errorf("the planner's last request: roles %q", got)
 	}
