@@ -152,12 +152,18 @@ func (s *state) selectSpeaker(ctx context.Context, candidates []value.Participan
 	schema, _ := json.Marshal(map[string]any{"enum": choices})
 	var choice string
 	var ends bool
+	asked := 0
 	s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: agent.ID, Started: true, Expected: s.expected()})
 	at, err := kit.Repairs{
 		Max: sel.Repair,
 		Accept: func(r kit.Reply) error {
 			var err error
 			choice, ends, err = s.readChoice(r.Content, candidates)
+			if err != nil {
+				// Kept with the turns' rejections, for result.json and the report.
+				_ = s.h.Event(event.Rejected, kit.RepairKey(key, asked), map[string]any{"speaker": agent.ID, "selector": true, "reasons": err.Error(), "attempt": asked + 1})
+			}
+			asked++
 			return err
 		},
 		Feedback: func(err error) string { return err.Error() },
@@ -174,7 +180,6 @@ func (s *state) selectSpeaker(ctx context.Context, candidates []value.Participan
 	}
 	ev := map[string]any{"selector": agent.ID, "turn": s.turn + 1, "attempts": at.N + 1}
 	if at.Invalid != nil {
-		_ = s.h.Event(event.Rejected, at.Key, map[string]any{"selector": agent.ID, "reasons": at.Invalid.Error(), "attempt": at.N + 1})
 		if sel.Fallback == SelectFallbackFail {
 			return "", fmt.Errorf("node %q%s, turn %d: the selector %s's choice of speaker was rejected %d time(s), last because: %v (speaker.fallback: previous or round_robin would go on)",
 				s.node.ID, s.goalNote(), s.turn+1, agent.ID, at.N+1, at.Invalid)

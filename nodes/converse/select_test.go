@@ -144,6 +144,13 @@ func TestSelectorRepairs(t *testing.T) {
 			t.Errorf("selector request %d's feedback %q, want %q", i+1, log[i].Feedback, want)
 		}
 	}
+	var rejected []string
+	for _, r := range o.res.Rejections {
+		rejected = append(rejected, r.Agent+" "+r.Content)
+	}
+	if got := strings.Join(rejected, ", "); got != "mod Let the quietest one speak., mod Ann or Ben, mod ann" {
+		t.Errorf("rejections in result.json: %s", got)
+	}
 	if reps := o.eventsOf("repair"); len(reps) != 3 || !strings.HasSuffix(reps[1].Key, "/t1-select/mod#repair1") {
 		t.Errorf("repair events: %+v", reps)
 	}
