@@ -317,7 +317,12 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 // Detail implements kit.DetailOf.
 func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
 	d := fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
-	if sel := cfg.Select; sel != nil && sel.Agent != nil {
+	switch sel := cfg.Select; {
+	case sel == nil || sel.Agent == nil:
+	case len(n.Agents) <= 2 && !sel.Repeat && sel.End == "":
+		// After the first turn only the other one may speak.
+		d += fmt.Sprintf(", the first speaker chosen by %s", sel.Agent.ID)
+	default:
 		d += fmt.Sprintf(", each speaker chosen by %s (a call per turn)", sel.Agent.ID)
 	}
 	return d

@@ -304,6 +304,15 @@ func TestSelectorDryRun(t *testing.T) {
 	if len(rep.Nodes) != 1 || !strings.Contains(rep.Nodes[0].Detail, "each speaker chosen by mod") {
 		t.Errorf("nodes: %+v", rep.Nodes)
 	}
+	// Two participants: after the first turn only the other may speak,
+	// so the selector is asked once.
+	plan = variant(t, selectorSpec, "max_turns: 4", "max_turns: 7", "agents: [a, b, c, d]", "agents: [a, b]")
+	if rep, err = dryrun.Run(plan, dryrun.Options{Given: launch.Given{}}); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 7+1 || !strings.Contains(rep.Nodes[0].Detail, "the first speaker chosen by mod") {
+		t.Errorf("two participants: the dry run plans %d calls (want max_turns + 1 = 8): %s", rep.Calls, rep.Nodes[0].Detail)
+	}
 }
 
 // TestSelectorDrawn: the graph draws the selector beside its conversation.
