@@ -106,8 +106,8 @@ func compileSpeaker(c *spec.NodeContext, n *yaml.Node, cfg *Config, ids []string
 		sel.Fallback = s.Fallback
 	}
 	if s.End.Set {
-		if sel.End == "" {
-			c.Errorf(s.End.Pos, "speaker.end is empty: give the reply that ends the conversation, such as DONE, or leave end out")
+		if len(words(sel.End)) == 0 {
+			c.Errorf(s.End.Pos, "speaker.end %q has no word in it: give the reply that ends the conversation, such as DONE, or leave end out", s.End.V)
 		}
 		for _, a := range c.Node.Agents {
 			if sameName(s.End.V, a.ID) || sameName(s.End.V, a.Name) {

@@ -215,6 +215,7 @@ func TestSelectorValidate(t *testing.T) {
 		{"template: pick\n", "template: nope\n", `selector.yaml:23:17: error: unknown template "nope"`},
 		{"{{.Last}}", "{{.Lats}}", `Lats`},
 		{"template: pick\n", "template: pick\n      end: c\n", `selector.yaml:24:12: error: node "talk": speaker.end "c" names the participant c`},
+		{"template: pick\n", "template: pick\n      end: '?!'\n", `speaker.end "?!" has no word in it`},
 		{"template: pick\n", "template: pick\n      end: ann\n", `speaker.end "ann" names the participant a`},
 		{"  mod: {name: Moderator}", "  mod: {name: Moderator, replicas: 2}", `selector.yaml:22:17: error: node "talk": speaker.selector names 2 agents (mod is replicated): name one of them, such as mod_1`},
 	} {
