@@ -131,7 +131,7 @@ func (c *compiler) panelModel(base *ModelPlan, name string, pos syntax.Pos, wher
 	return &m
 }
 
-// Topology shapes.
+// syntax.Topology shapes.
 var topologyShapes = []string{"complete", "ring", "star", "tree"}
 
 // topology sets each agent's Neighbours in a group: complete (everyone
@@ -140,6 +140,12 @@ var topologyShapes = []string{"complete", "ring", "star", "tree"}
 // index: an agent hears its parent and its children), or a custom
 // adjacency list of ids.
 func (c *compiler) topology(id string, t syntax.Topology, group []*AgentPlan) {
+	if t.From.Source != "" {
+		var ok bool
+		if t, ok = c.topologyFrom(id, t.From); !ok {
+			return
+		}
+	}
 	n := len(group)
 	ids := make([]string, n)
 	for i, a := range group {

@@ -110,6 +110,9 @@ type GraphAttachment struct {
 	// Posts describe messages the node posts without a model call (a time
 	// keeper's interjections), one line each.
 	Posts []string
+	// Asks are agents beside the node's own that it calls (a selector
+	// choosing each speaker), one line each.
+	Asks []string
 }
 
 // GraphRun is a node run by another, with when.

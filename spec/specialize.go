@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/spec/syntax"
-
 	"github.com/expr-lang/expr"
 )
 
@@ -72,6 +71,12 @@ var varRef = regexp.MustCompile(`\bvars\.([A-Za-z_][A-Za-z0-9_]*)`)
 // values (the defaults when validating), noting the vars it reads so a run
 // that sets one compiles the spec again.
 func (c *compiler) replicaValue(id string, e syntax.Expr) (any, bool) {
+	return c.varsValue(id, "replicas", e)
+}
+
+// varsValue evaluates an agent's expression over vars (what names its key
+// in errors), as replicaValue does.
+func (c *compiler) varsValue(id, what string, e syntax.Expr) (any, bool) {
 	src := strings.TrimSpace(e.Source)
 	for _, m := range varRef.FindAllStringSubmatch(src, -1) {
 		if !slices.Contains(c.plan.ReplicaVars, m[1]) {
@@ -87,12 +92,12 @@ func (c *compiler) replicaValue(id string, e syntax.Expr) (any, bool) {
 	}
 	prog, cerr := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
 	if cerr != nil {
-		c.r.Errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(cerr.Error()))
+		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(cerr.Error()))
 		return nil, false
 	}
 	v, rerr := expr.Run(prog, map[string]any{"vars": vars})
 	if rerr != nil {
-		c.r.Errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(rerr.Error()))
+		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(rerr.Error()))
 		return nil, false
 	}
 	return v, true

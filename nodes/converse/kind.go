@@ -73,6 +73,8 @@ type Config struct {
 	// Summarize gives turn prompts the speaker's history summary when the
 	// spec asks for summaries.
 	Summarize bool
+	// Select is the selector when Speaker is SpeakerSelect.
+	Select *Select
 }
 
 // AsksVerdicts implements spec.VerdictAsker: a conversation with verdict
@@ -259,12 +261,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	case yaml.ScalarNode:
 		cfg.Speaker = raw.Speaker.Value
 	case yaml.MappingNode:
-		var s struct {
-			Expr syntax.Expr `yaml:"expr"`
-		}
-		_ = raw.Speaker.Decode(&s)
-		cfg.Speaker = SpeakerExpr
-		cfg.SpeakerExpr = c.ExprChoice(s.Expr, ParticipantsSample(), "speaker", ids)
+		compileSpeaker(c, &raw.Speaker, cfg, ids)
 	}
 	if raw.ReplyToWhisper != nil {
 		cfg.ReplyToWhisper = *raw.ReplyToWhisper
@@ -320,5 +317,14 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 
 // Detail implements kit.DetailOf.
 func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
-	return fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
+	d := fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
+	switch sel := cfg.Select; {
+	case sel == nil || sel.Agent == nil:
+	case len(n.Agents) <= 2 && !sel.Repeat && sel.End == "":
+		// After the first turn only the other one may speak.
+		d += fmt.Sprintf(", the first speaker chosen by %s", sel.Agent.ID)
+	default:
+		d += fmt.Sprintf(", each speaker chosen by %s (a call per turn)", sel.Agent.ID)
+	}
+	return d
 }

@@ -137,8 +137,15 @@ func withAttachments(p *spec.Plan, n *spec.NodePlan, via map[string]bool) item {
 	// The posts hang below the node, right of the flow line, so that a
 	// long list of rules does not widen the drawing.
 	var posts *item
+	var lines []string
 	if len(a.Posts) > 0 {
-		nt := note(append([]string{"posts by itself:"}, a.Posts...))
+		lines = append([]string{"posts by itself:"}, a.Posts...)
+	}
+	if len(a.Asks) > 0 {
+		lines = append(append(lines, "also calls:"), a.Asks...)
+	}
+	if len(lines) > 0 {
+		nt := note(lines)
 		posts = &nt
 	}
 	if len(side) == 0 && posts == nil {

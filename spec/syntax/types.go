@@ -379,8 +379,11 @@ type Topology struct {
 	Shape Str
 	// Edges is a custom adjacency list: agent id to the ids it hears.
 	Edges Map[StrList]
-	Pos   Pos
-	Set   bool
+	// From, when set, is an expression over vars giving the shape or the
+	// adjacency list ({from: vars.shape}).
+	From Expr
+	Pos  Pos
+	Set  bool
 }
 
 // UnmarshalYAML accepts a shape's name or an adjacency mapping.
@@ -392,6 +395,10 @@ func (t *Topology) UnmarshalYAML(n *yaml.Node) error {
 	}
 	if n.Kind != yaml.MappingNode {
 		return typeErrorf(n, "topology is complete, ring, star, tree or a mapping of agent id to the ids it hears, found %s", KindName(n))
+	}
+	if len(n.Content) == 2 && n.Content[0].Value == "from" {
+		// (no replica id is "from": they end in _N)
+		return n.Content[1].Decode(&t.From)
 	}
 	return n.Decode(&t.Edges)
 }
