@@ -114,6 +114,11 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		if err != nil {
 			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
 		}
+		var start, done int64 // worst-case calls when the foreach began, and after its last whole iteration
+		if r.dry != nil {
+			start = r.dry.worst()
+			done = start
+		}
 		for i, item := range items {
 			key := fmt.Sprintf("%s=%d", s.As, i+1)
 			if g, ok := item.(value.GoalView); ok {
@@ -127,7 +132,13 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
 			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+				if r.dry != nil && errors.Is(err, errBudget) {
+					r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i+1, len(items)))
+				}
 				return err
+			}
+			if r.dry != nil {
+				done = r.dry.worst()
 			}
 		}
 		return nil
@@ -174,6 +185,11 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 		scopeKey = fmt.Sprintf("%s#%d", scopeKey, occ)
 	}
 	h := &host{run: r, node: node, scope: f.scope, prefix: node.ID + "/" + scopeKey, frame: f, ctx: ctx}
+	tb, turnBounded := node.Config.(kit.TurnBounded)
+	if r.dry != nil && turnBounded {
+		w := r.dry.worst()
+		h.turns = &dryTurns{start: w, done: w}
+	}
 	if err := r.event(event.NodeStarted, h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
 		return value.NodeResult{}, err
 	}
@@ -187,6 +203,11 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	}
 	if e := (*spec.NonFiniteError)(nil); errors.As(err, &e) && e.File == "" {
 		e.File = r.Plan.Path
+	}
+	if h.turns != nil && errors.Is(err, errBudget) {
+		// Cut short by the call budget: the turns left are counted at
+		// the pace of those taken.
+		r.dry.extrapolated.Add(h.turns.extrapolated(r.dry.worst(), tb.TurnBound()))
 	}
 	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && ctx.Err() == nil && !isRenderError(err) {
 		// Stand-in replies can fail a check no real reply would (a rule on

@@ -50,6 +50,10 @@ type host struct {
 	// failed are the request digests of this node's calls that failed
 	// after their retries, by call key (see noteFailure).
 	failed map[string]string
+
+	// turns follows a dry run through a node that takes turns (see
+	// kit.TurnBounded), to extrapolate the turns a spent call budget cut.
+	turns *dryTurns
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
@@ -570,6 +574,9 @@ func (h *host) record(msgs []value.Message) []value.Message {
 			m.Goal = h.scope.Goal.ID
 		}
 		r.hist.Append(m)
+		if h.turns != nil {
+			h.turns.recorded(m.Turn, r.dry.worst())
+		}
 		r.contentBytes.Add(int64(len(m.Content)))
 		r.messages = r.hist.All()
 		seen := r.seenText[sum]
