@@ -18,6 +18,8 @@ import (
 // frame is the scope of the flow being walked.
 type frame struct {
 	scope kit.Scope
+	// it is the concurrent foreach iteration the frame is in, or nil.
+	it *iteration
 }
 
 func (f *frame) with(name string, value any, keyPart string) *frame {
@@ -33,7 +35,7 @@ func (f *frame) with(name string, value any, keyPart string) *frame {
 	} else {
 		s.Key = f.scope.Key + "/" + keyPart
 	}
-	return &frame{scope: s}
+	return &frame{scope: s, it: f.it}
 }
 
 func (r *Run) runSteps(ctx context.Context, steps []*spec.FlowStep, f *frame) error {
@@ -56,7 +58,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 	case spec.StepLoop:
 		max := s.MaxConst
 		if s.MaxExpr != nil {
-			v, err := evalProgram(s.MaxExpr, r.env(f.scope))
+			v, err := evalProgram(s.MaxExpr, r.envIn(f))
 			if err != nil {
 				return fmt.Errorf("%s: loop max (%s): %w", posString(r.Plan, s.Pos), s.MaxExpr.Source, err)
 			}
@@ -84,12 +86,12 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 				done = r.dry.worst()
 			}
 			if s.Until != nil && r.dry != nil {
-				if _, err := evalProgram(s.Until, r.env(inner.scope)); err != nil {
+				if _, err := evalProgram(s.Until, r.envIn(inner)); err != nil {
 					r.dry.note("%s: loop until (%s) cannot be evaluated on stand-in replies (%v)", posString(r.Plan, s.Pos), s.Until.Source, err)
 				}
 				r.dry.note("the loop at %s counts all %d iterations; until (%s) may end it earlier", posString(r.Plan, s.Pos), max, s.Until.Source)
 			} else if s.Until != nil {
-				v, err := evalProgram(s.Until, r.env(inner.scope))
+				v, err := evalProgram(s.Until, r.envIn(inner))
 				if err != nil {
 					return fmt.Errorf("%s: loop until (%s): %w", posString(r.Plan, s.Pos), s.Until.Source, err)
 				}
@@ -102,7 +104,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": max, "reason": "max"})
 		return nil
 	case spec.StepForeach:
-		v, err := evalProgram(s.In, r.env(f.scope))
+		v, err := evalProgram(s.In, r.envIn(f))
 		var items []any
 		if err == nil {
 			items, err = toList(v)
@@ -114,11 +116,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		if err != nil {
 			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
 		}
-		var start, done int64 // worst-case calls when the foreach began, and after its last whole iteration
-		if r.dry != nil {
-			start = r.dry.worst()
-			done = start
-		}
+		scopes := make([]*frame, len(items))
 		for i, item := range items {
 			key := fmt.Sprintf("%s=%d", s.As, i+1)
 			if g, ok := item.(value.GoalView); ok {
@@ -130,6 +128,17 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 				inner.scope.Goal = g
 				inner.scope.Round = 0
 			}
+			scopes[i] = inner
+		}
+		if r.concurrent(s, f, len(items)) {
+			return r.fanOut(ctx, s, scopes)
+		}
+		var start, done int64 // worst-case calls when the foreach began, and after its last whole iteration
+		if r.dry != nil {
+			start = r.dry.worst()
+			done = start
+		}
+		for i, inner := range scopes {
 			_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
 			if err := r.runSteps(ctx, s.Do, inner); err != nil {
 				if r.dry != nil && errors.Is(err, errBudget) {
@@ -151,7 +160,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			return r.runSteps(ctx, s.Else, f)
 		}
-		v, err := evalProgram(s.Cond, r.env(f.scope))
+		v, err := evalProgram(s.Cond, r.envIn(f))
 		if err != nil {
 			return fmt.Errorf("%s: if (%s): %w", posString(r.Plan, s.Pos), s.Cond.Source, err)
 		}
@@ -222,7 +231,11 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 		}
 		return res, err
 	}
-	r.setResult(node.ID, res)
+	if f.it != nil {
+		f.it.setResult(node.ID, res)
+	} else {
+		r.setResult(node.ID, res)
+	}
 	fin := map[string]any{"node": node.ID, "calls": res.Calls, "messages": len(res.Messages)}
 	if n := len(res.Messages); n == 0 || !reflect.DeepEqual(res.Output, res.Messages[n-1].Output) {
 		// Otherwise the output is the last message's, already journaled.

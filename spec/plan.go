@@ -335,6 +335,9 @@ type FlowStep struct {
 	MaxExpr  *Program
 	Until    *Program // StepLoop, optional
 	In       *Program // StepForeach
+	// Concurrency is how many iterations of a foreach run at once (1: one
+	// after the other).
+	Concurrency int
 	Cond     *Program // StepIf
 	Do       []*FlowStep
 	Else     []*FlowStep
