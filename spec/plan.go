@@ -335,14 +335,15 @@ type FlowStep struct {
 	MaxExpr  *Program
 	Until    *Program // StepLoop, optional
 	In       *Program // StepForeach
-	// Concurrency is how many iterations of a foreach run at once (1: one
-	// after the other).
-	Concurrency int
 	Cond     *Program // StepIf
 	Do       []*FlowStep
 	Else     []*FlowStep
 	// Path is a stable id of the step, e.g. "flow[1].loop", used in journals.
 	Path string
+
+	// Concurrency is how many iterations of a foreach run at once (1: one
+	// after the other).
+	Concurrency int
 }
 
 // OutputPlan is a compiled output expression.
