@@ -271,3 +271,69 @@ func TestForeachConcurrencyValidated(t *testing.T) {
 		}
 	}
 }
+
+// TestForeachConcurrencyKilled: a run killed while its iterations are in
+// flight resumes without asking any call answered before the kill, and
+// ends with the result of an uninterrupted run.
+func TestForeachConcurrencyKilled(t *testing.T) {
+	clean := &inFlight{delay: time.Millisecond}
+	cleanRun, _, err := execute(t, fanPlan(t, 3, ""), fanOpts(llmtest.New(t, clean.handle).URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, kill := context.WithCancel(context.Background())
+	defer kill()
+	var answered atomic.Int64
+	fan := &inFlight{delay: 20 * time.Millisecond}
+	srv := llmtest.New(t, func(req llmtest.Request) llmtest.Reply {
+		rep := fan.handle(req)
+		if answered.Add(1) == 5 {
+			kill() // the process dies with calls in flight
+		}
+		return rep
+	})
+	opts := fanOpts(srv.URL)
+	opts.RunsDir = t.TempDir()
+	r, err := Start(fanPlan(t, 3, ""), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Execute(ctx); err == nil {
+		t.Fatal("the killed run completed")
+	}
+	journaled := respondedCalls(t, r.Dir)
+	if len(journaled) == 0 || len(journaled) >= 13 {
+		t.Fatalf("%d calls journaled before the kill; the test needs a partial fan-out", len(journaled))
+	}
+	before := len(srv.Requests())
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := resumed.Execute(context.Background())
+	if err != nil || res.Status != result.StatusCompleted {
+		t.Fatalf("resume: err = %v, status %v", err, res.Status)
+	}
+	again := srv.Requests()[before:]
+	asked := map[string]int{}
+	for _, req := range again {
+		asked[callKey(req)]++
+	}
+	for k := range journaled {
+		node, rest, _ := strings.Cut(k, "/")
+		key := "judge"
+		if node != "judge" {
+			key = "b" + strings.TrimPrefix(strings.Split(rest, "/")[0], "branch=") + "/" + node
+		}
+		if asked[key] > 0 {
+			t.Errorf("call %s was journaled before the kill but asked again", k)
+		}
+	}
+	if len(again)+len(journaled) != 13 {
+		t.Errorf("resume asked %d calls after %d journaled; want the 13 of the run in all", len(again), len(journaled))
+	}
+	if got, want := outputsAndMessages(t, r.Dir), outputsAndMessages(t, cleanRun.Dir); string(got) != string(want) {
+		t.Errorf("resumed result differs from an uninterrupted run:\n got %s\nwant %s", got, want)
+	}
+}

@@ -52,6 +52,15 @@ flow:
 		want: 400 * 400 * 3, small: []string{"n=3"}, wantSmall: 3 * 3 * 3,
 	},
 	{
+		name: "concurrent foreach",
+		body: `nodes:
+  expand: {kind: ask, agents: [a, b], template: p, record: thought}
+  score: {kind: ask, agents: [c], template: p, record: score}
+flow:
+  - foreach: {in: 'map(1..vars.n, {#})', as: branch, concurrency: 4, do: [expand, score]}`,
+		want: 400 * 3, small: []string{"n=5"}, wantSmall: 5 * 3,
+	},
+	{
 		name: "conversation per goal",
 		body: `nodes:
   talk: {kind: converse, agents: [a, b, c], message: {template: talk}, max_turns: 40}
