@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,24 +32,29 @@ import (
 // Nothing of the iterations is recorded then, but a resume asks none of
 // the calls answered again.
 //
-// A dry run, an embedded run (Temporal) and a foreach inside a concurrent
-// iteration run their iterations one after the other.
+// A dry run and an embedded run (Temporal, which may not start goroutines)
+// run the iterations one after the other, each seeing what it would see
+// when run concurrently. A concurrent foreach inside an iteration of
+// another is that iteration's: its iterations see the outer iteration's
+// view, and what they record is held by the outer iteration.
 
 // iteration is one iteration of a concurrent foreach.
 type iteration struct {
 	run *Run
+	// parent is the iteration of an enclosing concurrent foreach, or nil.
+	parent *iteration
 	// key is the iteration's scope key (thread keys take it).
 	key string
-	// base are the run's messages when the foreach began.
+	// base are the messages the iteration saw when the foreach began.
 	base []value.Message
 
 	mu sync.Mutex
 	// held are the messages the iteration recorded, with provisional ids,
 	// and view is base followed by them.
 	held, view []value.Message
-	// results are the run's results when the foreach began with the
-	// iteration's own; replaced, never changed (as Run.results). own are
-	// the ids of the iteration's nodes, in the order they first finished.
+	// results are the results the iteration saw when the foreach began
+	// with its own; replaced, never changed (as Run.results). own are the
+	// ids of the iteration's nodes, in the order they first finished.
 	results map[string]value.NodeResult
 	own     []string
 	// pending are the summaries made for the iteration's prompts (see
@@ -62,10 +68,13 @@ type iteration struct {
 // iteration's failure stopped, before its next call.
 var errStopped = errors.New("stopped: another iteration of the foreach failed")
 
-// stopped returns errStopped once the iteration's foreach was stopped.
+// stopped returns errStopped once the iteration's foreach, or one it is
+// in, was stopped.
 func (it *iteration) stopped() error {
-	if it.stop.Load() {
-		return errStopped
+	for ; it != nil; it = it.parent {
+		if it.stop.Load() {
+			return errStopped
+		}
 	}
 	return nil
 }
@@ -89,11 +98,29 @@ func (it *iteration) messages() []value.Message {
 	return it.view[:len(it.view):len(it.view)]
 }
 
+// diverged says whether the iteration sees messages the run's history does
+// not hold (its own, or an enclosing iteration's).
+func (it *iteration) diverged() bool {
+	for ; it != nil; it = it.parent {
+		it.mu.Lock()
+		n := len(it.held)
+		it.mu.Unlock()
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // seen is history.Store.Seen for the iteration: the agent's view of the
 // run when the foreach began followed by the iteration's messages it may
 // see, and its inbox among them.
 func (it *iteration) seen(agent string, round int, goal string) (history, inbox []value.Message) {
-	history, inbox = it.run.hist.Seen(agent, round, goal)
+	if it.parent != nil {
+		history, inbox = it.parent.seen(agent, round, goal)
+	} else {
+		history, inbox = it.run.hist.Seen(agent, round, goal)
+	}
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	var mine []value.Message
@@ -147,33 +174,20 @@ func (it *iteration) setResult(node string, res value.NodeResult) {
 	for k, v := range it.results {
 		results[k] = v
 	}
-	if !contains(it.own, node) {
+	if !slices.Contains(it.own, node) {
 		it.own = append(it.own, node)
 	}
 	results[node] = res
 	it.results = results
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // env is Run.env inside the iteration.
 func (it *iteration) env(s kit.Scope) *spec.Env {
 	r := it.run
 	msgs := it.messages()
-	nodes := it.nodes()
 	env := r.env(s)
-	env.Nodes, env.Messages = nodes, msgs
-	it.mu.Lock()
-	mine := len(it.held) > 0
-	it.mu.Unlock()
-	if mine {
+	env.Nodes, env.Messages = it.nodes(), msgs
+	if it.diverged() {
 		// The history's indexes hold the run's messages only.
 		env.Extra = map[string]any{
 			"goal_verdicts": goalVerdicts(r.Plan, msgs),
@@ -185,24 +199,74 @@ func (it *iteration) env(s kit.Scope) *spec.Env {
 
 // envIn is the expression environment where a frame stands.
 func (r *Run) envIn(f *frame) *spec.Env {
-	if f != nil && f.it != nil {
+	if f.it != nil {
 		return f.it.env(f.scope)
 	}
 	return r.env(f.scope)
 }
 
-// fanOut runs a foreach's iterations concurrently (see the comment at the
-// top of this file); scopes are the iterations' frames, in item order.
-func (r *Run) fanOut(ctx context.Context, s *spec.FlowStep, scopes []*frame) error {
-	r.mu.Lock()
-	base, results := r.messagesSoFar(), r.results
-	r.mu.Unlock()
+// fanOut runs a concurrent foreach (see the comment at the top of this
+// file) in frame f; scopes are the iterations' frames, in item order.
+func (r *Run) fanOut(ctx context.Context, s *spec.FlowStep, f *frame, scopes []*frame) error {
+	var base []value.Message
+	var results map[string]value.NodeResult
+	if f.it != nil {
+		base, results = f.it.messages(), f.it.nodes()
+	} else {
+		r.mu.Lock()
+		base, results = r.messagesSoFar(), r.results
+		r.mu.Unlock()
+	}
 	stop := new(atomic.Bool)
 	its := make([]*iteration, len(scopes))
-	for i, f := range scopes {
-		its[i] = &iteration{run: r, key: f.scope.Key, base: base, results: results, stop: stop}
-		f.it = its[i]
+	for i, sc := range scopes {
+		its[i] = &iteration{run: r, parent: f.it, key: sc.scope.Key, base: base, results: results, stop: stop}
+		sc.it = its[i]
 	}
+	var err error
+	if r.dry != nil || r.emb != nil {
+		err = r.fanOneByOne(ctx, s, scopes)
+	} else {
+		err = r.fanConcurrently(ctx, s, scopes)
+	}
+	if err != nil {
+		return err
+	}
+	for _, it := range its {
+		it.commit()
+	}
+	return nil
+}
+
+// fanOneByOne runs the iterations of a concurrent foreach one after the
+// other; a dry run cut short by its call budget extrapolates the rest.
+func (r *Run) fanOneByOne(ctx context.Context, s *spec.FlowStep, scopes []*frame) error {
+	var start, done int64
+	if r.dry != nil {
+		start = r.dry.worst()
+		done = start
+	}
+	for i, f := range scopes {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": f.scope.Key})
+		if err := r.runSteps(ctx, s.Do, f); err != nil {
+			if r.dry != nil && errors.Is(err, errBudget) {
+				r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i+1, len(scopes)))
+			}
+			return err
+		}
+		if r.dry != nil {
+			done = r.dry.worst()
+		}
+	}
+	return nil
+}
+
+// fanConcurrently runs up to s.Concurrency iterations at once.
+func (r *Run) fanConcurrently(ctx context.Context, s *spec.FlowStep, scopes []*frame) error {
+	stop := scopes[0].it.stop
 	errs := make([]error, len(scopes))
 	var failed sync.Once
 	first := -1
@@ -232,28 +296,40 @@ func (r *Run) fanOut(ctx context.Context, s *spec.FlowStep, scopes []*frame) err
 	}
 	wg.Wait()
 	if first >= 0 {
-		err := errs[first]
 		r.warn("foreach at %s: iteration %d (%s) failed, so the other iterations were stopped before their next call and none was recorded; a resume asks none of the calls answered again", posString(r.Plan, s.Pos), first+1, scopes[first].scope.Key)
-		return err
+		return errs[first]
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	for _, it := range its {
-		if err := r.commit(it); err != nil {
-			return err
-		}
+	if err := scopes[0].it.parent.stopped(); err != nil {
+		return err
 	}
 	return nil
 }
 
-// commit records what an iteration held: its messages get their ids in
-// the run, and its nodes' results take them.
-func (r *Run) commit(it *iteration) error {
-	final := r.appendMessages(it.held, nil)
+// commit records what an iteration held, in the run or in the enclosing
+// iteration: its messages get their ids there, and its nodes' results take
+// them.
+func (it *iteration) commit() {
+	var final []value.Message
+	if it.parent != nil {
+		final = it.parent.hold(it.held)
+	} else {
+		final = it.run.appendMessages(it.held, nil)
+	}
 	ids := make(map[string]string, len(final))
 	for i, m := range final {
 		ids[it.held[i].ID] = m.ID
+	}
+	if it.parent == nil && len(it.pending) > 0 {
+		it.run.mu.Lock()
+		it.run.pendingSummaries = append(it.run.pendingSummaries, it.pending...)
+		it.run.mu.Unlock()
+	} else if len(it.pending) > 0 {
+		it.parent.mu.Lock()
+		it.parent.pending = append(it.parent.pending, it.pending...)
+		it.parent.mu.Unlock()
 	}
 	for _, node := range it.own {
 		res := it.results[node]
@@ -267,12 +343,10 @@ func (r *Run) commit(it *iteration) error {
 			}
 			res.Messages = ms
 		}
-		r.setResult(node, res)
+		if it.parent != nil {
+			it.parent.setResult(node, res)
+		} else {
+			it.run.setResult(node, res)
+		}
 	}
-	return nil
-}
-
-// concurrent says whether a foreach runs its iterations concurrently here.
-func (r *Run) concurrent(s *spec.FlowStep, f *frame, items int) bool {
-	return s.Concurrency > 1 && items > 1 && r.dry == nil && r.emb == nil && f.it == nil
 }

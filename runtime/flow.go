@@ -130,8 +130,8 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			scopes[i] = inner
 		}
-		if r.concurrent(s, f, len(items)) {
-			return r.fanOut(ctx, s, scopes)
+		if s.Concurrency > 1 && len(items) > 1 {
+			return r.fanOut(ctx, s, f, scopes)
 		}
 		var start, done int64 // worst-case calls when the foreach began, and after its last whole iteration
 		if r.dry != nil {

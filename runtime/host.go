@@ -588,7 +588,13 @@ func (h *host) record(msgs []value.Message) []value.Message {
 		}
 	}
 	if it := h.iteration(); it != nil {
-		return it.hold(msgs)
+		out := it.hold(msgs)
+		if h.turns != nil {
+			for _, m := range out {
+				h.turns.recorded(m.Turn, h.run.dry.worst())
+			}
+		}
+		return out
 	}
 	return h.run.appendMessages(msgs, h.turns)
 }

@@ -65,7 +65,11 @@ func (h *host) Thread(name, agent string) kit.Thread {
 		// which goes on from the thread as it was when the foreach began:
 		// iterations do not take turns in one thread in the order they
 		// happen to run.
-		from = r.threads.open[key]
+		base := key
+		if it.parent != nil {
+			base += "#" + it.parent.key
+		}
+		from = r.threads.open[base]
 		key += "#" + it.key
 	}
 	t, ok := r.threads.open[key]
