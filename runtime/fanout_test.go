@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -335,5 +336,55 @@ func TestForeachConcurrencyKilled(t *testing.T) {
 	}
 	if got, want := outputsAndMessages(t, r.Dir), outputsAndMessages(t, cleanRun.Dir); string(got) != string(want) {
 		t.Errorf("resumed result differs from an uninterrupted run:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestForeachConcurrencyNested: a concurrent foreach inside an iteration of
+// another, and a conversation after it in the same iteration: each outer
+// iteration sees only its own messages (the conversation's turns count the
+// iteration's two messages and its own turns, never the other item's), and
+// everything is recorded in item order, inner items inside outer ones.
+func TestForeachConcurrencyNested(t *testing.T) {
+	const nested = `version: 1
+name: nested
+vars:
+  outer: [x, y]
+  inner: [p, q]
+agents:
+  a: {name: A}
+  b: {name: B}
+templates:
+  define:
+    say: "KEY={{.Loop.o}}/{{.Loop.i}}/say\nseen {{len .History}}"
+    talk: "KEY={{.Loop.o}}/t{{.Turn}}/{{.Agent.ID}}\nseen {{len .History}}"
+nodes:
+  say: {kind: ask, agents: [a], template: say, record: said}
+  talk: {kind: converse, agents: [a, b], message: {template: talk, format: text}, max_turns: 4}
+flow:
+  - foreach: {in: vars.outer, as: o, concurrency: 2, do: [{foreach: {in: vars.inner, as: i, concurrency: 2, do: [say]}}, talk]}
+outputs:
+  said: map(messages, {.content})
+`
+	fan := &inFlight{delay: 10 * time.Millisecond}
+	srv := llmtest.New(t, fan.handle)
+	_, res, err := execute(t, loadPlan(t, writeSpec(t, t.TempDir(), nested)), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Who speaks first is the conversation's choice: any agent.
+	var want []string
+	for _, o := range []string{"x", "y"} {
+		want = append(want, `"answer to `+o+`/p/say \(seen 0\)"`, `"answer to `+o+`/q/say \(seen 0\)"`)
+		for turn := 1; turn <= 4; turn++ {
+			want = append(want, fmt.Sprintf(`"answer to %s/t%d/[ab] \(seen %d\)"`, o, turn, turn+1))
+		}
+	}
+	got, _ := json.Marshal(res.Outputs["said"])
+	if !regexp.MustCompile(`^\[` + strings.Join(want, ",") + `\]$`).Match(got) {
+		t.Errorf("messages\n got %s\nwant %s", got, strings.Join(want, ","))
+	}
+	t.Logf("nested concurrency 2x2: at most %d calls in flight", fan.max.Load())
+	if fan.max.Load() < 2 {
+		t.Errorf("at most %d call in flight: the iterations did not overlap", fan.max.Load())
 	}
 }

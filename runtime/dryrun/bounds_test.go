@@ -61,6 +61,14 @@ flow:
 		want: 400 * 3, small: []string{"n=5"}, wantSmall: 5 * 3,
 	},
 	{
+		name: "conversation in a concurrent foreach",
+		body: `nodes:
+  talk: {kind: converse, agents: [a, b], message: {template: talk}, max_turns: 30}
+flow:
+  - foreach: {in: 'map(1..vars.n, {#})', as: branch, concurrency: 3, do: [talk]}`,
+		want: 400 * 30, small: []string{"n=2"}, wantSmall: 2 * 30, cap: 45,
+	},
+	{
 		name: "conversation per goal",
 		body: `nodes:
   talk: {kind: converse, agents: [a, b, c], message: {template: talk}, max_turns: 40}
