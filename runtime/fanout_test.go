@@ -388,3 +388,17 @@ outputs:
 		t.Errorf("at most %d call in flight: the iterations did not overlap", fan.max.Load())
 	}
 }
+
+// TestForeachConcurrencyEndpointLimit: the endpoint's max_concurrency holds
+// across a foreach's concurrent iterations: six at once, two in flight.
+func TestForeachConcurrencyEndpointLimit(t *testing.T) {
+	fan := &inFlight{delay: 20 * time.Millisecond}
+	srv := llmtest.New(t, fan.handle)
+	plan := fanPlan(t, 6, "endpoints:\n  default: {base_url: "+srv.URL+", max_concurrency: 2}\n")
+	if _, _, err := execute(t, plan, fanOpts(srv.URL)); err != nil {
+		t.Fatal(err)
+	}
+	if m := fan.max.Load(); m != 2 {
+		t.Errorf("the server held at most %d calls at once; the endpoint's max_concurrency is 2", m)
+	}
+}
