@@ -296,6 +296,10 @@ func (r *Run) fanConcurrently(ctx context.Context, s *spec.FlowStep, scopes []*f
 	}
 	wg.Wait()
 	if first >= 0 {
+		if errors.Is(errs[first], kit.ErrWaiting) || ctx.Err() != nil {
+			// Waiting for answers, or interrupted: nothing failed.
+			return errs[first]
+		}
 		r.warn("foreach at %s: iteration %d (%s) failed, so the other iterations were stopped before their next call and none was recorded; a resume asks none of the calls answered again", posString(r.Plan, s.Pos), first+1, scopes[first].scope.Key)
 		return errs[first]
 	}
