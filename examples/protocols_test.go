@@ -733,6 +733,8 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"reconcile", nil, "N·(1+D) = 3·4", 3 * 4},
 		{"reconcile", []string{"agents=a,b,c,d,e", "rounds=1"}, "N·(1+D) = 5·2", 5 * 2},
 		{"poll-jury", []string{"jury=a,b,c,d,e"}, "N = 5", 5},
+		{"tree-of-thought", nil, "(K+1)·(1 + B·(T−1)) = 4·(1 + 2·2)", 4 * (1 + 2*2)},
+		{"tree-of-thought", []string{"thinkers=5", "breadth=3", "steps=4"}, "(K+1)·(1 + B·(T−1)) = 6·(1 + 3·3)", 6 * (1 + 3*3)},
 		{"sparse-debate", []string{"models=a,b,c,d", "rounds=2"}, "N·R = 4·2", 4 * 2},
 		{"sparse-debate", []string{"topology=complete"}, "N·R = 6·3", 6 * 3},
 		{"selector-group-chat", nil, "2·T = 2·8 (a selection and a turn)", 2 * 8},
@@ -751,6 +753,8 @@ func TestProtocolCallCounts(t *testing.T) {
 				inputs = []string{"question=Which planet has the shortest year?", "reference=Mercury", "answer=Venus."}
 			case tc.name == "selector-group-chat":
 				inputs = []string{"task=Plan a day in Lisbon."}
+			case tc.name == "tree-of-thought":
+				inputs = []string{"problem=Use 4, 9, 10 and 13 to make 24."}
 			case tc.name == "mixture-of-agents":
 				inputs = []string{"question=Name a prime above 10."}
 			}

@@ -1107,6 +1107,23 @@ func (c *compiler) collectLoopNames(steps []syntax.Step) {
 	}
 }
 
+// MaxConcurrency bounds a foreach's concurrency: more iterations at once
+// than this would only wait on the endpoints' own limits.
+const MaxConcurrency = 64
+
+// concurrency reads a foreach's concurrency: a whole number from 1 to
+// MaxConcurrency (the schema says so where it was written), 1 when absent.
+func (c *compiler) concurrency(n syntax.Value[int]) int {
+	if !n.Set {
+		return 1
+	}
+	if n.V < 1 || n.V > MaxConcurrency {
+		c.r.Errorf(n.Pos, "foreach concurrency: %d is not a whole number from 1 to %d (how many iterations run at once)", n.V, MaxConcurrency)
+		return 1
+	}
+	return n.V
+}
+
 func foreachDefault(in syntax.Expr) string {
 	if strings.TrimSpace(in.Source) == "goals" {
 		return "goal"
@@ -1167,6 +1184,7 @@ func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 			fs.In = c.compileExpr(f.In, nil, ListResult, "foreach in")
 			c.site = nil
 			fs.Do = c.flow(f.Do, p+".foreach.do")
+			fs.Concurrency = c.concurrency(f.Concurrency)
 			out = append(out, fs)
 		case s.If != nil:
 			fs := &FlowStep{Kind: StepIf, Pos: s.Pos, Path: p + ".if"}

@@ -341,6 +341,10 @@ type FlowStep struct {
 	Else     []*FlowStep
 	// Path is a stable id of the step, e.g. "flow[1].loop", used in journals.
 	Path string
+
+	// Concurrency is how many iterations of a foreach run at once (1: one
+	// after the other).
+	Concurrency int
 }
 
 // OutputPlan is a compiled output expression.

@@ -81,6 +81,10 @@ type Config struct {
 // options asks its participants for verdicts.
 func (c *Config) AsksVerdicts() bool { return len(c.Options) > 0 }
 
+// TurnBound implements kit.TurnBounded: a dry run cut short in a
+// conversation extrapolates its turns to max_turns.
+func (c *Config) TurnBound() int { return c.MaxTurns }
+
 // Rule is an extra check on a message.
 type Rule struct {
 	Check   *spec.Program

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -82,7 +83,8 @@ type Report struct {
 	// UpperBound adds every repair and tool round the spec allows.
 	UpperBound int `json:"upper_bound"`
 	// Extrapolated are calls of Calls counted without being simulated: the
-	// iterations of loops left when the simulation's budget ran out.
+	// iterations of loops and foreach steps, and the turns of a
+	// conversation, left when the simulation's budget ran out.
 	Extrapolated int `json:"extrapolated,omitempty"`
 	// Prompts are the prompts of each node's first run (or of every call).
 	Prompts []Prompt `json:"prompts"`
@@ -281,9 +283,15 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 		rep.UpperBound += n.UpperBound
 	}
 	if x := r.Extrapolated(); x > 0 {
+		// The calls not simulated are like those simulated, so their
+		// upper bound (with repairs) is in the same proportion.
+		bound := x
+		if rep.Calls > 0 {
+			bound = int(math.Round(float64(x) * float64(rep.UpperBound) / float64(rep.Calls)))
+		}
 		rep.Extrapolated = x
 		rep.Calls += x
-		rep.UpperBound += x
+		rep.UpperBound += bound
 	}
 	for _, name := range slices.Sorted(maps.Keys(models)) {
 		rep.Models = append(rep.Models, models[name])

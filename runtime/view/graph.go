@@ -255,6 +255,9 @@ func frame(s *spec.FlowStep, body item) item {
 	if s.Kind == spec.StepForeach {
 		title = "foreach " + s.As
 		head = "each " + s.As + " of " + s.In.Source
+		if s.Concurrency > 1 {
+			title += fmt.Sprintf(", %d at once", s.Concurrency)
+		}
 	}
 	until := ""
 	if s.Until != nil {

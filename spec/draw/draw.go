@@ -222,6 +222,9 @@ func (g *graphWriter) step(s *spec.FlowStep, prev []string, in, indent string) [
 
 func loopTitle(s *spec.FlowStep) string {
 	if s.Kind == spec.StepForeach {
+		if s.Concurrency > 1 {
+			return fmt.Sprintf("foreach %s in %s, %d at once", s.As, s.In.Source, s.Concurrency)
+		}
 		return fmt.Sprintf("foreach %s in %s", s.As, s.In.Source)
 	}
 	return fmt.Sprintf("loop %s", s.As)

@@ -476,6 +476,8 @@ type ForeachStep struct {
 	In Expr   `yaml:"in"`
 	As Str    `yaml:"as"`
 	Do []Step `yaml:"do"`
+	// Concurrency is how many iterations may run at once (default 1).
+	Concurrency Value[int] `yaml:"concurrency"`
 }
 
 // IfStep runs one branch or the other.
