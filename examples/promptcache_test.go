@@ -1,0 +1,192 @@
+package examples_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/launch"
+	runresult "github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/spec"
+
+	"github.com/debate-runner/runner/runtime"
+)
+
+// What a provider's prompt cache can do for the design debate, measured
+// against the local server: the debate runs with made-up contributions of
+// the sizes the original tool's recorded debates have (kata2, three agents:
+// proposals about 5,000 characters, critiques 5,500, refinements 9,000),
+// every reply taking a little while so that the calls of one node are in
+// flight together, as with a real provider. The server's prompt cache
+// follows OpenAI's published rules: a shared start of at least 1,024
+// tokens, counted in steps of 128, served only from prompts already
+// answered (tokens are estimated as 4 bytes of the messages' JSON).
+
+// replySizes are the made-up contributions' lengths in characters.
+var replySizes = map[string]int{"propose": 5000, "critique": 5500, "refine": 9000, "summary": 2800, "judge-summary": 2800}
+
+// filler is n characters of words drawn from seed, so that no two
+// contributions share a start beyond their first line.
+func filler(seed string, n int) string {
+	words := strings.Fields("the booking service keeps one primary database per region and a queue for reminders " +
+		"clinics patients slots calendar cache replica latency throughput audit token session encryption " +
+		"failover index partition retry timeout budget quota alert dashboard load test rollout")
+	h := int64(0)
+	for _, c := range seed {
+		h = h*31 + int64(c)
+	}
+	rng := rand.New(rand.NewSource(h))
+	var b strings.Builder
+	for b.Len() < n {
+		b.WriteString(words[rng.Intn(len(words))])
+		b.WriteByte(' ')
+	}
+	return b.String()[:n]
+}
+
+// cacheMeasure is one debate's prompt-cache figures.
+type cacheMeasure struct {
+	calls, prompt, cached int
+	// longest and mean are each agent's longest and mean shared start
+	// (in tokens) of a request with the agent's earlier requests.
+	longest, mean map[string]int
+	usage         runresult.UsageReport
+}
+
+// measureDesignCache runs the design debate with sets and measures it.
+func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
+	t.Helper()
+	path := designSpec(t)
+	plan := loadVariant(t, path)
+	s := newScripted(plan)
+	s.override = func(c scriptedCall) (llmtest.Reply, bool) {
+		delay := 20 * time.Millisecond
+		n, ok := replySizes[c.phase]
+		if !ok {
+			return llmtest.Reply{}, false
+		}
+		head := fmt.Sprintf("%s of %s in round %d (%s).", strings.ToUpper(c.phase), c.agent, c.round, c.target)
+		return llmtest.Reply{Content: head + " " + filler(head, n), Delay: delay}, true
+	}
+	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true}
+	srv := llmtest.New(t, pc.Wrap(func(r llmtest.Request) llmtest.Reply {
+		rep := s.handle(r)
+		if rep.Delay == 0 {
+			rep.Delay = 20 * time.Millisecond
+		}
+		return rep
+	}))
+	run := startDesign(t, path, srv, runtime.Options{Launch: launch.Launch{Given: launch.Given{
+		Inputs: []string{"problem=@design-debate/problem.md"}, Sets: sets}}})
+	res, err := run.Execute(context.Background())
+	if err != nil || res.Status != runresult.StatusCompleted {
+		t.Fatalf("run: status %s, error %v", res.Status, err)
+	}
+	m := cacheMeasure{longest: map[string]int{}, mean: map[string]int{}, usage: res.Usage}
+	m.prompt, m.cached = pc.Totals()
+	byAgent := map[string][][]byte{}
+	count := map[string]int{}
+	for _, r := range srv.Requests() {
+		m.calls++
+		agent := classify(r, s.byName, "judge").agent
+		msgs := r.Fields["messages"]
+		best := 0
+		for _, prev := range byAgent[agent] {
+			best = max(best, sharedBytes(prev, msgs))
+		}
+		byAgent[agent] = append(byAgent[agent], msgs)
+		if len(byAgent[agent]) > 1 {
+			m.longest[agent] = max(m.longest[agent], best/4)
+			m.mean[agent] += best / 4
+			count[agent]++
+		}
+	}
+	for a, n := range count {
+		m.mean[a] /= n
+	}
+	return m
+}
+
+func sharedBytes(a, b []byte) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// debateCost is what the measured usage costs at the built-in list prices
+// of the named models (by the spec's model names), with the cached tokens
+// at the cached price and with none cached.
+func debateCost(t *testing.T, u runresult.UsageReport, models map[string]string) (cached, uncached float64) {
+	t.Helper()
+	for name, mu := range u.ByModel {
+		p := spec.BuiltinPrice(models[name])
+		if p == nil {
+			t.Fatalf("no built-in price for %q", models[name])
+		}
+		cached += p.Cost(mu.PromptTokens, mu.CachedTokens, mu.CompletionTokens)
+		uncached += p.Cost(mu.PromptTokens, 0, mu.CompletionTokens)
+	}
+	return cached, uncached
+}
+
+// TestDesignDebatePromptCache measures the design debate's prompt-cache
+// share and cost per debate in its layouts and logs them (go test
+// ./examples -run TestDesignDebatePromptCache -v); the figures are ratios
+// of token counts, not timings.
+func TestDesignDebatePromptCache(t *testing.T) {
+	configs := []struct {
+		name string
+		sets []string
+	}{
+		{"as the original tool (3 rounds, no summaries, fixed rounds)", []string{"early_stop=false", "summaries=false", "clarify=false"}},
+		{"spec defaults (judge rates every round, summaries)", []string{"threshold=101"}},
+	}
+	priceSets := []struct {
+		name   string
+		models map[string]string
+	}{
+		{"gpt-4o-mini + gpt-4o judge", map[string]string{"default": "gpt-4o-mini", "judge": "gpt-4o"}},
+		{"gpt-4o-mini", map[string]string{"default": "gpt-4o-mini", "judge": "gpt-4o-mini"}},
+		{"claude-sonnet-4", map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"}},
+	}
+	for _, cfg := range configs {
+		for _, layout := range designLayouts {
+			m := measureDesignCache(t, append([]string{"layout=" + layout}, cfg.sets...)...)
+			share := float64(m.cached) / float64(m.prompt)
+			if share < 0 || share > 1 || m.cached > m.prompt {
+				t.Fatalf("%s, layout %s: %d cached of %d prompt tokens", cfg.name, layout, m.cached, m.prompt)
+			}
+			if m.usage.Total.CachedTokens != m.cached {
+				t.Errorf("%s, layout %s: result.json counts %d cached tokens, the server reported %d", cfg.name, layout, m.usage.Total.CachedTokens, m.cached)
+			}
+			var agents []string
+			for a := range m.longest {
+				agents = append(agents, a)
+			}
+			sort.Strings(agents)
+			var prefixes []string
+			for _, a := range agents {
+				prefixes = append(prefixes, fmt.Sprintf("%s %d (mean %d)", a, m.longest[a], m.mean[a]))
+			}
+			t.Logf("%s, layout %s: %d calls, %d prompt tokens, %.1f%% cacheable; longest shared start per agent, tokens: %s",
+				cfg.name, layout, m.calls, m.prompt, 100*share, strings.Join(prefixes, ", "))
+			for _, ps := range priceSets {
+				with, without := debateCost(t, m.usage, ps.models)
+				if with > without {
+					t.Errorf("%s: cost with cached prices %.4f above %.4f without", ps.name, with, without)
+				}
+				t.Logf("    %s: $%.4f per debate with cached prices, $%.4f without (%.2fx)", ps.name, with, without, with/without)
+			}
+		}
+	}
+}
+
+// designLayouts are the design debate's prompt layouts (its var layout).
+var designLayouts = []string{"original"}
