@@ -269,6 +269,7 @@ type designCall struct {
 
 var (
 	systemName  = regexp.MustCompile(`^You are ([^,\n]+),`)
+	roleName    = regexp.MustCompile(`(?m)^## Your role\nYou are ([^,\n]+),`)
 	summaryName = regexp.MustCompile(`from your perspective as ([^\n]+)\.\n`)
 	authorLine  = regexp.MustCompile(`(?m)^Author: (.+?)(?: \([^()\n]*\))?$`)
 	roundInKey  = regexp.MustCompile(`round=(\d+)`)
@@ -289,6 +290,10 @@ func classify(r llmtest.Request, byName map[string]string, judge string) designC
 		}
 	}
 	if m := systemName.FindStringSubmatch(c.system); m != nil {
+		c.agent = byName[m[1]]
+	} else if m := roleName.FindStringSubmatch(c.prompt); m != nil {
+		// The cached layout: one system prompt for all, the agent's role
+		// in the prompt.
 		c.agent = byName[m[1]]
 	}
 	p := c.prompt

@@ -156,9 +156,10 @@ func TestDesignDebatePromptCache(t *testing.T) {
 		{"gpt-4o-mini", map[string]string{"default": "gpt-4o-mini", "judge": "gpt-4o-mini"}},
 		{"claude-sonnet-4", map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"}},
 	}
+	results := map[string]cacheMeasure{}
 	for _, cfg := range configs {
 		for _, layout := range designLayouts {
-			m := measureDesignCache(t, append([]string{"layout=" + layout}, cfg.sets...)...)
+			m := measureDesignCache(t, append([]string{"cached_layout=" + fmt.Sprint(layout == "cached")}, cfg.sets...)...)
 			share := float64(m.cached) / float64(m.prompt)
 			if share < 0 || share > 1 || m.cached > m.prompt {
 				t.Fatalf("%s, layout %s: %d cached of %d prompt tokens", cfg.name, layout, m.cached, m.prompt)
@@ -175,6 +176,7 @@ func TestDesignDebatePromptCache(t *testing.T) {
 			for _, a := range agents {
 				prefixes = append(prefixes, fmt.Sprintf("%s %d (mean %d)", a, m.longest[a], m.mean[a]))
 			}
+			results[cfg.name+"/"+layout] = m
 			t.Logf("%s, layout %s: %d calls, %d prompt tokens, %.1f%% cacheable; longest shared start per agent, tokens: %s",
 				cfg.name, layout, m.calls, m.prompt, 100*share, strings.Join(prefixes, ", "))
 			for _, ps := range priceSets {
@@ -185,8 +187,77 @@ func TestDesignDebatePromptCache(t *testing.T) {
 				t.Logf("    %s: $%.4f per debate with cached prices, $%.4f without (%.2fx)", ps.name, with, without, with/without)
 			}
 		}
+		// The cached layout must serve a larger share from the cache and
+		// cost less at the cached prices of OpenAI's and Anthropic's
+		// models alike.
+		orig, cached := results[cfg.name+"/original"], results[cfg.name+"/cached"]
+		if float64(cached.cached)/float64(cached.prompt) <= float64(orig.cached)/float64(orig.prompt) {
+			t.Errorf("%s: the cached layout serves %d of %d prompt tokens from the cache, the original %d of %d", cfg.name, cached.cached, cached.prompt, orig.cached, orig.prompt)
+		}
+		for _, ps := range priceSets[1:] {
+			a, _ := debateCost(t, orig.usage, ps.models)
+			b, _ := debateCost(t, cached.usage, ps.models)
+			if b >= a {
+				t.Errorf("%s at %s prices: the cached layout costs %.4f, the original %.4f", cfg.name, ps.name, b, a)
+			}
+		}
 	}
 }
 
 // designLayouts are the design debate's prompt layouts (its var layout).
-var designLayouts = []string{"original"}
+var designLayouts = []string{"original", "cached"}
+
+// TestDesignDebateCachedLayout: with cached_layout every agent has the same
+// system prompt, and an agent's refinement request starts with the whole
+// start of a critique request of its proposal, up to and including the
+// proposal: the problem, the clarifications and the proposal are one
+// prefix the provider has already seen. The original layout keeps each
+// agent's own system prompt. Both layouts show the same proposals and
+// critiques.
+func TestDesignDebateCachedLayout(t *testing.T) {
+	for _, cached := range []bool{false, true} {
+		path := designSpec(t)
+		run, s, srv := startScripted(t, path, runtime.Options{Launch: launch.Launch{Given: launch.Given{
+			Inputs: []string{"problem=@design-debate/problem.md"},
+			Sets:   []string{"max_rounds=2", "early_stop=false", "clarify=false", fmt.Sprintf("cached_layout=%v", cached)}}}}, nil)
+		res, err := run.Execute(context.Background())
+		if err != nil || res.Status != runresult.StatusCompleted {
+			t.Fatalf("cached_layout=%v: status %s, error %v", cached, res.Status, err)
+		}
+		systems := map[string]bool{}
+		for _, r := range srv.Requests() {
+			systems[r.Messages[0].Content] = true
+		}
+		if cached != (len(systems) == 1) {
+			t.Errorf("cached_layout=%v: %d distinct system prompts", cached, len(systems))
+		}
+		refines := s.find("refine", "")
+		if len(refines) != 6 {
+			t.Fatalf("cached_layout=%v: %d refine calls, want 6", cached, len(refines))
+		}
+		for _, rf := range refines {
+			proposal := fmt.Sprintf("PROPOSAL of %s in round 1.", rf.agent)
+			if rf.round == 2 {
+				proposal = fmt.Sprintf("REFINEMENT of %s in round 1.", rf.agent)
+			}
+			if !strings.Contains(rf.prompt, proposal) {
+				t.Errorf("cached_layout=%v: round %d refine prompt of %s lacks %q", cached, rf.round, rf.agent, proposal)
+				continue
+			}
+			best := 0
+			for _, c := range s.find("critique", "") {
+				if c.target == rf.agent && c.round == rf.round {
+					best = max(best, sharedBytes([]byte(c.req.Fields["messages"]), []byte(rf.req.Fields["messages"])))
+				}
+			}
+			body := string(rf.req.Fields["messages"])
+			end := strings.Index(body, proposal) + len(proposal)
+			if cached && best < end {
+				t.Errorf("round %d refine request of %s shares %d bytes with the critiques of its proposal, want at least %d (through the proposal)", rf.round, rf.agent, best, end)
+			}
+			if !cached && best >= end {
+				t.Errorf("original layout: round %d refine request of %s shares %d bytes with a critique of it", rf.round, rf.agent, best)
+			}
+		}
+	}
+}
