@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -75,5 +77,99 @@ func TestCachedTokensCostTheCachedPrice(t *testing.T) {
 	}
 	if got := res.Usage.Total.Calls; got != 1 {
 		t.Errorf("with nothing cached %d calls were made, want 1 (the second would pass max_cost)", got)
+	}
+}
+
+// breakpointsSpec: one agent with a system prompt keeps a thread over two
+// rounds, on a model with prompt_cache: breakpoints.
+const breakpointsSpec = `version: 1
+name: breakpoints
+inputs:
+  question: {required: true}
+models:
+  default: {model: claude-sonnet-4, prompt_cache: breakpoints}
+agents:
+  a: {name: Alice, system: sys}
+templates:
+  define:
+    sys: "You are {{.Agent.Name}}."
+    answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}"
+nodes:
+  answer: {kind: ask, agents: [a], template: answer, record: answer, thread: t}
+flow:
+  - loop: {as: round, max: 2, do: [answer]}
+`
+
+// TestPromptCacheBreakpoints: a model with prompt_cache: breakpoints sends
+// the system prompt, the end of the thread's earlier turns and the end of
+// the request as text parts marked cache_control {type: ephemeral}; the
+// other messages stay plain strings, and a model without the option sends
+// plain strings only.
+func TestPromptCacheBreakpoints(t *testing.T) {
+	type part struct {
+		Type         string          `json:"type"`
+		Text         string          `json:"text"`
+		CacheControl json.RawMessage `json:"cache_control"`
+	}
+	type message struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	// marked says which messages of a request body carry a breakpoint,
+	// checking the wire form of each.
+	marked := func(t *testing.T, body []byte) []bool {
+		var req struct{ Messages []message }
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		var out []bool
+		for _, m := range req.Messages {
+			var text string
+			if json.Unmarshal(m.Content, &text) == nil {
+				out = append(out, false)
+				continue
+			}
+			var parts []part
+			if err := json.Unmarshal(m.Content, &parts); err != nil || len(parts) != 1 || parts[0].Type != "text" || parts[0].Text == "" {
+				t.Fatalf("a %s message's content is neither a string nor one text part: %s", m.Role, m.Content)
+			}
+			if string(parts[0].CacheControl) != `{"type":"ephemeral"}` {
+				t.Fatalf("a %s message's part has cache_control %s", m.Role, parts[0].CacheControl)
+			}
+			out = append(out, true)
+		}
+		return out
+	}
+	for _, on := range []bool{true, false} {
+		text := breakpointsSpec
+		if !on {
+			text = strings.Replace(text, ", prompt_cache: breakpoints", "", 1)
+		}
+		srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "reply " + callKey(r)} })
+		plan := loadPlan(t, writeSpec(t, t.TempDir(), text))
+		_, res, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep},
+			Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}}})
+		if err != nil || res.Status != result.StatusCompleted {
+			t.Fatalf("prompt_cache on=%v: status %v, error %v", on, res.Status, err)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests, want 2", len(reqs))
+		}
+		// Round 1: system, prompt. Round 2: system, round 1's prompt,
+		// its reply, the new prompt.
+		want := [][]bool{{true, true}, {true, true, false, true}}
+		if !on {
+			want = [][]bool{{false, false}, {false, false, false, false}}
+		}
+		for i, r := range reqs {
+			if got := marked(t, r.Body); fmt.Sprint(got) != fmt.Sprint(want[i]) {
+				t.Errorf("prompt_cache on=%v, request %d: breakpoints on messages %v, want %v\n%s", on, i+1, got, want[i], r.Body)
+			}
+			// The server reads the parts' text as the message's content.
+			if r.Messages[0].Content != "You are Alice." {
+				t.Errorf("request %d: system prompt %q", i+1, r.Messages[0].Content)
+			}
+		}
 	}
 }
