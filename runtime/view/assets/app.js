@@ -236,10 +236,10 @@
     { key: "goals", label: "goals", num: true, cell: r => r.goals || "" },
     { key: "calls", label: "calls", num: true, cell: r => num(r.calls) },
     { key: "tokens", label: "tokens", num: true, cell: r => num(r.tokens) },
+    // A cost at built-in prices says so in its tooltip (a "*" would
+    // widen the list past its card).
     { key: "cost", label: "cost", num: true, cls: "nowrap", cell: r => r.builtin_prices ? el("span", { title: `at built-in list prices of ${r.builtin_prices} (the spec gives a model no price); the run's page marks it *` }, cost(r.cost, r.priced)) : cost(r.cost, r.priced) },
     { key: "score", label: "score", num: true, cell: r => r.score === undefined || r.score === null ? "" : String(r.score) },
-    // (a cost at built-in prices says so in its tooltip: a "*" would
-    // widen the list past its card)
     // A failed run's error is its outcome: it takes the output's place.
     { key: "output", label: "first output or error", cls: "out", cell: r => r.error ? el("span", { class: "err", title: r.error }, r.error.split("\n")[0]) : el("span", { title: r.first_output || "" }, r.first_output || "") },
   ];
