@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/shared"
 	"github.com/debate-runner/runner/runtime/launch"
 	runresult "github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -65,7 +67,7 @@ func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
 	plan := loadVariant(t, path)
 	s := newScripted(plan)
 	s.override = func(c scriptedCall) (llmtest.Reply, bool) {
-		delay := 20 * time.Millisecond
+		delay := 100 * time.Millisecond
 		n, ok := replySizes[c.phase]
 		if !ok {
 			return llmtest.Reply{}, false
@@ -77,7 +79,7 @@ func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
 	srv := llmtest.New(t, pc.Wrap(func(r llmtest.Request) llmtest.Reply {
 		rep := s.handle(r)
 		if rep.Delay == 0 {
-			rep.Delay = 20 * time.Millisecond
+			rep.Delay = 100 * time.Millisecond
 		}
 		return rep
 	}))
@@ -259,5 +261,45 @@ func TestDesignDebateCachedLayout(t *testing.T) {
 				t.Errorf("original layout: round %d refine request of %s shares %d bytes with a critique of it", rf.round, rf.agent, best)
 			}
 		}
+	}
+}
+
+// TestDesignDebateCachedLayoutReplaysRecordings replays recorded debates of
+// the original tool in the cached layout: the run makes the same calls and
+// records the same contributions, summaries and solution as in the
+// original layout (replayRecording's checks, with every prompt showing
+// what it must), and on the recordings' own texts a larger share of the
+// input is cacheable, at a lower cost at list prices.
+func TestDesignDebateCachedLayoutReplaysRecordings(t *testing.T) {
+	dir := shared.Dir(t, dialecticDir)
+	recordings := []struct{ file, config, problem string }{
+		{"kata2/rounds_test/all_agents_3R_no_clarify.json", "kata2/debate-config.json", "kata2/kata2.md"},
+		{"kata2/summary_length_test/all_sum-length-1250_clarify.json", "kata2/summary_length_test/debate-config-sum-t-1250.json", "kata2/kata2.md"},
+	}
+	models := map[string]string{"default": "gpt-4o-mini", "judge": "gpt-4o"}
+	for _, rc := range recordings {
+		t.Run(strings.TrimSuffix(rc.file, ".json"), func(t *testing.T) {
+			t.Parallel()
+			file, config, problem := filepath.Join(dir, rc.file), filepath.Join(dir, rc.config), filepath.Join(dir, rc.problem)
+			orig := replayRecordingIn(t, file, config, problem, false)
+			cached := replayRecordingIn(t, file, config, problem, true)
+			share := func(u runresult.UsageReport) float64 {
+				return float64(u.Total.CachedTokens) / float64(u.Total.PromptTokens)
+			}
+			o, _ := debateCost(t, orig, models)
+			c, _ := debateCost(t, cached, models)
+			mini := map[string]string{"default": "gpt-4o-mini", "judge": "gpt-4o-mini"}
+			om, _ := debateCost(t, orig, mini)
+			cm, _ := debateCost(t, cached, mini)
+			os, _ := debateCost(t, orig, map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"})
+			cs, _ := debateCost(t, cached, map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"})
+			t.Logf("original layout: %d prompt tokens, %.1f%% cacheable, $%.4f (gpt-4o-mini, judge gpt-4o), $%.4f (gpt-4o-mini), $%.4f (claude-sonnet-4)",
+				orig.Total.PromptTokens, 100*share(orig), o, om, os)
+			t.Logf("cached layout:   %d prompt tokens, %.1f%% cacheable, $%.4f (gpt-4o-mini, judge gpt-4o), $%.4f (gpt-4o-mini), $%.4f (claude-sonnet-4)",
+				cached.Total.PromptTokens, 100*share(cached), c, cm, cs)
+			if share(cached) <= share(orig) || cs >= os {
+				t.Errorf("the cached layout serves %.3f of its input from the cache at $%.4f (claude-sonnet-4), the original %.3f at $%.4f", share(cached), cs, share(orig), os)
+			}
+		})
 	}
 }
