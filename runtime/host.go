@@ -314,7 +314,7 @@ func newCallParams(req *llm.Request) callParams {
 func newRequest(model *spec.ModelPlan, c *kit.Call) llm.Request {
 	req := llm.Request{
 		Model: model.Model, Deployment: model.Deployment, MaxTokens: model.MaxTokens, TokenField: model.TokenField(),
-		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream,
+		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream, CacheBreakpoints: model.CacheBreakpoints,
 		Messages: make([]llm.Message, 0, len(c.Messages)),
 	}
 	if model.Endpoint != nil {

@@ -148,7 +148,7 @@ func (c *compiler) endpointsAndModels() {
 			Name: k.V, Model: m.Model, Deployment: m.Deployment.V, Temperature: m.Temperature, TopP: m.TopP,
 			MaxTokens: m.MaxTokens, Seed: m.Seed, Stream: m.Stream, Price: m.Price,
 			ReasoningEffort: m.ReasoningEffort.V, JSONMode: m.JSONMode.V, MaxTokensField: m.MaxTokensField.V,
-			Omit: m.Omit.Values(),
+			Omit: m.Omit.Values(), CacheBreakpoints: m.PromptCache.V == "breakpoints",
 		}
 		epName := "default"
 		if m.Endpoint.Set {

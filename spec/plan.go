@@ -170,6 +170,9 @@ type ModelPlan struct {
 	// (and over) the endpoint's.
 	Extra []RequestParam
 	Price *syntax.Price
+	// CacheBreakpoints marks where the model's provider may cache a
+	// request (prompt_cache: breakpoints; see llm.Request).
+	CacheBreakpoints bool
 }
 
 // RequestParam is a request field the spec passes through: a name and its

@@ -269,6 +269,7 @@ type Model struct {
 	Omit            StrList           `yaml:"omit"`
 	Extra           Map[RequestField] `yaml:"extra"`
 	Price           *Price            `yaml:"price"`
+	PromptCache     Str               `yaml:"prompt_cache"`
 }
 
 // RequestField is a value of extra: any YAML, sent as JSON.
