@@ -51,6 +51,21 @@ type gateRequest struct {
 	Tokens int           `json:"tokens,omitempty"`
 	Limits GateLimits    `json:"limits"`
 	TTL    time.Duration `json:"ttl"`
+	// Ahead says the caller waits by itself for the time the rates give
+	// it (Admission.Wait), so the gate may admit it before then (see
+	// gateAdmitAhead). Callers of builds before it leave it out and are
+	// admitted when they may send.
+	Ahead bool `json:"ahead,omitempty"`
+}
+
+// Admission is a gate's answer to a request: the caller sends after Wait,
+// counted from when it receives the answer. Gates before gateAdmitAhead
+// answer nothing, which decodes as no wait.
+type Admission struct {
+	Wait time.Duration `json:"wait,omitempty"`
+	// NoLease says the gate keeps no lease for the request, which the
+	// caller need not release: there is no max_concurrency to hold.
+	NoLease bool `json:"no_lease,omitempty"`
 }
 
 // GateState is what a gate carries over when it continues as new: the
@@ -78,6 +93,29 @@ type GateState struct {
 // this code.
 const gateStrictWindow = "strict-rate-window"
 
+// gateAdmitAhead is the change from admitting a request when it may be
+// sent, which took a timer and a workflow task per request (at 3,000
+// requests a minute one every 20 ms, more than a gate's turn takes, so a
+// worker reached a quarter of the declared rate), to admitting it at once
+// with the time it may be sent (at most gateHorizon ahead): the caller
+// waits that long itself. The rate schedule is the same; the gate's turns
+// no longer pace it. And a request without max_concurrency takes no lease,
+// so its caller sends no release: one turn of the gate per call instead
+// of two. Such a gate also keeps its idle timer running between requests
+// instead of starting it again after each (two events fewer per turn). A
+// gate that began before keeps admitting as it began.
+const gateAdmitAhead = "admit-ahead"
+
+// gateHorizon is how far ahead a gate schedules a request it admits.
+const gateHorizon = time.Minute
+
+// answer is a request's outcome: err nil is granted, else refused.
+type answer struct {
+	err     error
+	wait    time.Duration
+	noLease bool
+}
+
 // Lease is an attempt admitted and not yet over.
 type Lease struct {
 	Holder string    `json:"holder"`
@@ -99,9 +137,11 @@ const errTypeGateRollover = "runner.GateRollover"
 type gate struct {
 	GateState
 	// strict is false for a gate that began on token buckets.
-	strict   bool
+	strict bool
+	// ahead is false for a gate that began before gateAdmitAhead.
+	ahead    bool
 	queue    []gateRequest
-	answered map[string]error // by holder: nil granted, else refused
+	answered map[string]answer // by holder
 	// cancelled are holders who gave up before being admitted.
 	cancelled map[string]bool
 	// version changes with every request, release and cancellation.
@@ -112,18 +152,19 @@ type gate struct {
 
 // Gate is the gate workflow of one endpoint.
 func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
-	g := &gate{GateState: st, answered: map[string]error{}, cancelled: map[string]bool{}}
+	g := &gate{GateState: st, answered: map[string]answer{}, cancelled: map[string]bool{}}
 	g.strict = workflow.GetVersion(ctx, gateStrictWindow, workflow.DefaultVersion, 1) == 1
+	g.ahead = g.strict && workflow.GetVersion(ctx, gateAdmitAhead, workflow.DefaultVersion, 1) == 1
 	err := workflow.SetUpdateHandlerWithOptions(ctx, updateAcquire,
-		func(ctx workflow.Context, req gateRequest) error {
+		func(ctx workflow.Context, req gateRequest) (Admission, error) {
 			g.queue = append(g.queue, req)
 			g.version++
 			if err := workflow.Await(ctx, func() bool { _, ok := g.answered[req.Holder]; return ok }); err != nil {
-				return err
+				return Admission{}, err
 			}
-			err := g.answered[req.Holder]
+			a := g.answered[req.Holder]
 			delete(g.answered, req.Holder)
-			return err
+			return Admission{Wait: a.wait, NoLease: a.noLease}, a.err
 		},
 		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, req gateRequest) error {
 			if g.draining {
@@ -151,6 +192,11 @@ func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
 	var timer workflow.Future
 	var deadline time.Time
 	var cancelTimer workflow.CancelFunc
+	// idleTimer says the timer is the idle one, started at version
+	// idleSince; an admit-ahead gate keeps it while it goes on being idle
+	// between requests instead of starting it again after each.
+	var idleTimer bool
+	var idleSince int
 	for {
 		now := workflow.Now(ctx)
 		g.expire(now)
@@ -171,7 +217,11 @@ func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
 		}
 		idle := len(g.queue) == 0 && len(g.Leases) == 0 && !g.draining
 		if idle {
-			wake = now.Add(gateIdle)
+			if g.ahead && idleTimer && timer != nil {
+				wake = deadline // the idle timer runs on
+			} else {
+				wake = now.Add(gateIdle)
+			}
 		}
 		if !wake.Equal(deadline) {
 			if cancelTimer != nil {
@@ -183,6 +233,7 @@ func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
 				tctx, cancelTimer = workflow.WithCancel(ctx)
 				timer = workflow.NewTimer(tctx, max(wake.Sub(now), time.Millisecond))
 			}
+			idleTimer, idleSince = idle, g.version
 		}
 		v := g.version
 		if err := workflow.Await(ctx, func() bool {
@@ -192,7 +243,7 @@ func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
 		}
 		if timer != nil && timer.IsReady() {
 			timer, deadline = nil, time.Time{}
-			if idle && g.version == v {
+			if idle && g.version == v || g.ahead && idleTimer && g.version == idleSince {
 				return nil // nothing to do for a while: the next call starts the gate again
 			}
 		}
@@ -207,7 +258,7 @@ func (g *gate) serve(now time.Time) (wake time.Time) {
 		req := g.queue[0]
 		if g.cancelled[req.Holder] {
 			delete(g.cancelled, req.Holder)
-			g.answered[req.Holder] = errors.New("the caller gave up")
+			g.answered[req.Holder] = answer{err: errors.New("the caller gave up")}
 			g.queue = g.queue[1:]
 			continue
 		}
@@ -227,37 +278,57 @@ func (g *gate) serve(now time.Time) (wake time.Time) {
 			}
 			return at
 		}
-		g.grant(now, req)
+		g.grant(now, at, req)
 		g.queue = g.queue[1:]
 	}
 	return time.Time{}
 }
 
-// admissible reports whether req may be admitted now, or when it may be as
-// far as the rates go (zero when only a free slot will do).
+// admissible reports whether req may be admitted now, and when it may be
+// sent (now, or up to gateHorizon later for a caller that waits itself);
+// if not, when it may be admitted as far as the rates go (zero when only
+// a free slot will do).
 func (g *gate) admissible(now time.Time, req gateRequest) (time.Time, bool) {
 	l := req.Limits
+	send := now
 	if !g.strict {
 		if at := g.bucketWait(now, req); !at.IsZero() {
 			return at, false
 		}
 	} else if at, _ := g.Rates.Earliest(now, l.RequestsPerMinute, l.TokensPerMinute, req.Tokens); at.After(now) {
-		return at, false
+		if !g.ahead || !req.Ahead || at.Sub(now) > gateHorizon {
+			return at.Add(-g.horizon(req)), false
+		}
+		send = at
 	}
 	if n := l.MaxConcurrency; n > 0 && len(g.Leases) >= n {
 		return time.Time{}, false
 	}
-	return time.Time{}, true
+	return send, true
 }
 
-func (g *gate) grant(now time.Time, req gateRequest) {
+// horizon is how long before its sending time req may be admitted.
+func (g *gate) horizon(req gateRequest) time.Duration {
+	if g.ahead && req.Ahead {
+		return gateHorizon
+	}
+	return 0
+}
+
+// grant admits req, to be sent at send (now or later).
+func (g *gate) grant(now, send time.Time, req gateRequest) {
 	if g.strict {
-		g.Rates.Take(now, req.Limits.RequestsPerMinute, req.Limits.TokensPerMinute, req.Tokens)
+		g.Rates.Take(send, req.Limits.RequestsPerMinute, req.Limits.TokensPerMinute, req.Tokens)
 	} else {
 		g.bucketTake(now, req)
 	}
-	g.Leases = append(g.Leases, Lease{Holder: req.Holder, Until: now.Add(req.TTL)})
-	g.answered[req.Holder] = nil
+	a := answer{wait: send.Sub(now)}
+	if g.ahead && req.Ahead && req.Limits.MaxConcurrency <= 0 {
+		a.noLease = true
+	} else {
+		g.Leases = append(g.Leases, Lease{Holder: req.Holder, Until: send.Add(req.TTL)})
+	}
+	g.answered[req.Holder] = a
 	g.granted++
 }
 
@@ -313,18 +384,34 @@ type gateClient struct {
 func (gc *gateClient) Admit(ctx context.Context, tokens int) (func(), error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	req := gateRequest{Holder: hex.EncodeToString(b[:]), Tokens: tokens, Limits: gc.limits, TTL: gc.ttl}
+	req := gateRequest{Holder: hex.EncodeToString(b[:]), Tokens: tokens, Limits: gc.limits, TTL: gc.ttl, Ahead: true}
 	c := gc.gates.Client
 	var last error
 	for attempt := 0; attempt < 30; attempt++ {
 		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 			WorkflowID: gc.id, UpdateName: updateAcquire, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
+		var adm Admission
 		if err == nil {
-			err = h.Get(ctx, nil)
+			err = h.Get(ctx, &adm)
 		}
 		if err == nil {
-			return func() { gc.signal(req.Holder) }, nil
+			leave := func() { gc.signal(req.Holder) }
+			if adm.NoLease {
+				leave = func() {}
+			}
+			if adm.Wait > 0 {
+				// Admitted ahead: the request's turn comes after Wait.
+				t := time.NewTimer(adm.Wait)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					leave()
+					return nil, ctx.Err()
+				case <-t.C:
+				}
+			}
+			return leave, nil
 		}
 		if ctx.Err() != nil {
 			gc.signal(req.Holder) // a request still queued is dropped
