@@ -58,7 +58,7 @@ func BenchmarkTemporalSweep(b *testing.B) {
 	if err != nil {
 		b.Skip("go tool not on PATH")
 	}
-	addr := devServer(b)
+	addr := devServer(b, strings.Fields(os.Getenv("RUNNER_BENCH_SERVER_ARGS"))...)
 	bin := filepath.Join(b.TempDir(), "runner")
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
@@ -156,8 +156,8 @@ models:
 		b.ReportMetric(p.dispatch, name+"-dispatch-ms")
 		b.ReportMetric(p.inActivity, name+"-in-activity-ms")
 		b.ReportMetric(p.between, name+"-between-calls-ms")
-		b.Logf("%s\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start; gate: %d workflow tasks for %d calls",
-			line, p.dispatch, p.inActivity, p.between, p.events, p.historyKB, p.childGap, p.gateTasks, calls)
+		b.Logf("%s\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker)\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start; gate: %d workflow tasks for %d calls",
+			line, p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.events, p.historyKB, p.childGap, p.gateTasks, calls)
 	}
 }
 
@@ -177,6 +177,10 @@ type profile struct {
 	// childGap: from a run workflow's completion to the next started in
 	// the sweep workflow.
 	childGap float64
+	// taskWait and taskRun: a run's workflow task from scheduled to
+	// started (the server's dispatch) and from started to completed (the
+	// worker's turn of the engine).
+	taskWait, taskRun float64
 	// gateTasks: the gates' workflow tasks.
 	gateTasks int
 }
@@ -192,7 +196,7 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	defer c.Close()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	var p profile
-	var nCalls, nBetween int
+	var nCalls, nBetween, nTasks int
 	for i := 1; i <= runs; i++ {
 		evs := historyOf(ctx, b, c, durable.ChildID(sweepID, i), "")
 		p.events += float64(len(evs))
@@ -202,9 +206,18 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 		scheduled := map[int64]time.Time{}
 		started := map[int64]time.Time{}
 		var lastDone time.Time
+		var taskAt time.Time
 		for _, ev := range evs {
 			at := ev.GetEventTime().AsTime()
 			switch {
+			case ev.GetWorkflowTaskScheduledEventAttributes() != nil:
+				taskAt = at
+			case ev.GetWorkflowTaskStartedEventAttributes() != nil:
+				p.taskWait += ms(at.Sub(taskAt))
+				taskAt = at
+			case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+				p.taskRun += ms(at.Sub(taskAt))
+				nTasks++
 			case ev.GetActivityTaskScheduledEventAttributes() != nil:
 				scheduled[ev.EventId] = at
 				if !lastDone.IsZero() {
@@ -257,6 +270,8 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	p.events /= float64(runs)
 	p.historyKB /= float64(runs)
 	p.childGap /= float64(max(gaps, 1))
+	p.taskWait /= float64(max(nTasks, 1))
+	p.taskRun /= float64(max(nTasks, 1))
 	return p
 }
 

@@ -35,15 +35,11 @@ func Version(taskQueue, buildID string) worker.WorkerDeploymentVersion {
 }
 
 // WorkerOptions makes a worker of build buildID on taskQueue a version of
-// the queue's deployment. It polls with 8 pollers of each kind rather than
-// the SDK's 2: a task queue has 4 partitions by default, and a task put in
-// a partition no poller waits on is forwarded, which costs each call and
-// each turn of a workflow time on the way.
+// the queue's deployment.
 func WorkerOptions(taskQueue, buildID string) worker.Options {
-	return worker.Options{
-		DeploymentOptions:                worker.DeploymentOptions{UseVersioning: true, Version: Version(taskQueue, buildID)},
-		MaxConcurrentWorkflowTaskPollers: 8, MaxConcurrentActivityTaskPollers: 8,
-	}
+	return worker.Options{DeploymentOptions: worker.DeploymentOptions{
+		UseVersioning: true, Version: Version(taskQueue, buildID),
+	}}
 }
 
 // StartOptions start workflow id on taskQueue pinned to build buildID:

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -30,7 +32,10 @@ import (
 // Gate messages.
 const (
 	updateAcquire = "acquire"
-	signalRelease = "release"
+	// updateAcquireMany asks for several leases at once (gateRequest
+	// list, answered by an Admission list in the same order).
+	updateAcquireMany = "acquire-many"
+	signalRelease     = "release"
 )
 
 // GateLimits are the limits a gate holds for an endpoint; zero is no limit.
@@ -66,6 +71,8 @@ type Admission struct {
 	// NoLease says the gate keeps no lease for the request, which the
 	// caller need not release: there is no max_concurrency to hold.
 	NoLease bool `json:"no_lease,omitempty"`
+	// Refused says why the request was not admitted (updateAcquireMany).
+	Refused string `json:"refused,omitempty"`
 }
 
 // GateState is what a gate carries over when it continues as new: the
@@ -172,6 +179,47 @@ func (w *Workflows) Gate(ctx workflow.Context, st GateState) error {
 			}
 			if req.Holder == "" || req.TTL <= 0 {
 				return errors.New("a lease needs a holder and a time to live")
+			}
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	// Registering a handler makes no command: gates of every version
+	// take batches.
+	err = workflow.SetUpdateHandlerWithOptions(ctx, updateAcquireMany,
+		func(ctx workflow.Context, reqs []gateRequest) ([]Admission, error) {
+			g.queue = append(g.queue, reqs...)
+			g.version++
+			if err := workflow.Await(ctx, func() bool {
+				for _, r := range reqs {
+					if _, ok := g.answered[r.Holder]; !ok {
+						return false
+					}
+				}
+				return true
+			}); err != nil {
+				return nil, err
+			}
+			out := make([]Admission, len(reqs))
+			for i, r := range reqs {
+				a := g.answered[r.Holder]
+				delete(g.answered, r.Holder)
+				out[i] = Admission{Wait: a.wait, NoLease: a.noLease}
+				if a.err != nil {
+					out[i].Refused = a.err.Error()
+				}
+			}
+			return out, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context, reqs []gateRequest) error {
+			if g.draining {
+				return temporal.NewApplicationError("the gate is rolling over; ask again", errTypeGateRollover)
+			}
+			for _, req := range reqs {
+				if req.Holder == "" || req.TTL <= 0 {
+					return errors.New("a lease needs a holder and a time to live")
+				}
 			}
 			return nil
 		}})
@@ -378,63 +426,257 @@ type gateClient struct {
 	id     string
 	limits GateLimits
 	ttl    time.Duration
+
+	mu sync.Mutex
+	// asked are the requests waiting to go to the gate; sending says
+	// a batch is on its way, after which they go together.
+	asked   []*asking
+	sending bool
+	// spare are the send times (this machine's clock) of requests the
+	// gate admitted ahead of any call (see spareMax), earliest first.
+	spare []time.Time
 }
 
-// Admit implements llm.Gate.
+// A worker's gate client asks for as many spare requests as it has calls
+// in a batch, keeping at most spareMax, when the endpoint has a
+// requests_per_minute and neither max_concurrency nor tokens_per_minute
+// (whose requests carry leases or token counts): a call that finds one
+// goes at its time without a turn of the gate, so a worker's steady stream
+// of calls rarely waits for one. A spare may be used up to spareLate after
+// its time (the rate schedule's extra second, llm.RateSpan, absorbs that),
+// and is dropped after: its place in the rate is lost, never exceeded.
+const (
+	spareMax  = 16
+	spareLate = 500 * time.Millisecond
+)
+
+// prefetch reports whether gc keeps spare requests.
+func (gc *gateClient) prefetch() bool {
+	l := gc.limits
+	return l.RequestsPerMinute > 0 && l.TokensPerMinute <= 0 && l.MaxConcurrency <= 0
+}
+
+// takeSpare takes the earliest spare request still usable at now.
+func (gc *gateClient) takeSpare(now time.Time) (time.Time, bool) {
+	for len(gc.spare) > 0 {
+		at := gc.spare[0]
+		gc.spare = gc.spare[1:]
+		if !at.Before(now.Add(-spareLate)) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// asking is a request of Admit waiting for its answer.
+type asking struct {
+	req  gateRequest
+	done chan asked
+	// gone says the caller gave up: an answer that comes is released.
+	gone bool
+}
+
+type asked struct {
+	adm Admission
+	err error
+}
+
+// Admit implements llm.Gate. Without max_concurrency, the requests of
+// this worker's calls asked while one update is on its way to the gate go
+// together in the next (updateAcquireMany): one update and one turn of the
+// gate for a round of calls rather than one each. With it, each goes
+// alone: a batch is answered once all its requests are admitted, and
+// those admitted first would hold the slots the others wait for.
 func (gc *gateClient) Admit(ctx context.Context, tokens int) (func(), error) {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	req := gateRequest{Holder: hex.EncodeToString(b[:]), Tokens: tokens, Limits: gc.limits, TTL: gc.ttl, Ahead: true}
-	c := gc.gates.Client
-	var last error
-	for attempt := 0; attempt < 30; attempt++ {
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: gc.id, UpdateName: updateAcquire, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		})
-		var adm Admission
-		if err == nil {
-			err = h.Get(ctx, &adm)
+	a := &asking{req: gateRequest{Holder: hex.EncodeToString(b[:]), Tokens: tokens, Limits: gc.limits, TTL: gc.ttl, Ahead: true}, done: make(chan asked, 1)}
+	var r asked
+	if gc.limits.MaxConcurrency > 0 {
+		adms, err := gc.acquire(ctx, []gateRequest{a.req})
+		if err != nil {
+			return nil, err
 		}
-		if err == nil {
-			leave := func() { gc.signal(req.Holder) }
-			if adm.NoLease {
-				leave = func() {}
+		r.adm = adms[0]
+	} else {
+		gc.mu.Lock()
+		if at, ok := gc.takeSpare(time.Now()); ok {
+			gc.mu.Unlock()
+			r.adm = Admission{Wait: time.Until(at), NoLease: true}
+			return gc.wait(ctx, r.adm, func() {})
+		}
+		gc.asked = append(gc.asked, a)
+		if !gc.sending {
+			gc.sending = true
+			go gc.send()
+		}
+		gc.mu.Unlock()
+		select {
+		case r = <-a.done:
+		case <-ctx.Done():
+			gc.mu.Lock()
+			a.gone = true
+			gc.mu.Unlock()
+			return nil, ctx.Err()
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	leave := func() { gc.signal(a.req.Holder) }
+	if r.adm.NoLease {
+		leave = func() {}
+	}
+	return gc.wait(ctx, r.adm, leave)
+}
+
+// wait waits for an admitted request's turn (Admission.Wait).
+func (gc *gateClient) wait(ctx context.Context, adm Admission, leave func()) (func(), error) {
+	if adm.Wait > 0 {
+		t := time.NewTimer(adm.Wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			leave()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return leave, nil
+}
+
+// send takes the requests asked to the gate, together, until none is
+// left.
+func (gc *gateClient) send() {
+	for {
+		gc.mu.Lock()
+		var batch []*asking
+		for _, a := range gc.asked {
+			if !a.gone {
+				batch = append(batch, a)
 			}
-			if adm.Wait > 0 {
-				// Admitted ahead: the request's turn comes after Wait.
-				t := time.NewTimer(adm.Wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					leave()
-					return nil, ctx.Err()
-				case <-t.C:
+		}
+		gc.asked = nil
+		if len(batch) == 0 {
+			gc.sending = false
+			gc.mu.Unlock()
+			return
+		}
+		spares := 0
+		if gc.prefetch() {
+			spares = max(0, min(len(batch), spareMax-len(gc.spare)))
+		}
+		gc.mu.Unlock()
+		reqs := make([]gateRequest, len(batch), len(batch)+spares)
+		for i, a := range batch {
+			reqs[i] = a.req
+		}
+		for range spares {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			reqs = append(reqs, gateRequest{Holder: hex.EncodeToString(b[:]), Limits: gc.limits, TTL: gc.ttl, Ahead: true})
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), gc.ttl+time.Minute)
+		adms, err := gc.acquire(ctx, reqs)
+		cancel()
+		if err == nil {
+			now := time.Now()
+			gc.mu.Lock()
+			for i, adm := range adms[len(batch):] {
+				switch {
+				case adm.Refused != "":
+				case !adm.NoLease:
+					// A gate of a build before gateAdmitAhead: no spares.
+					gc.signal(reqs[len(batch)+i].Holder)
+				default:
+					gc.spare = append(gc.spare, now.Add(adm.Wait))
 				}
 			}
-			return leave, nil
+			slices.SortFunc(gc.spare, func(a, b time.Time) int { return a.Compare(b) })
+			gc.mu.Unlock()
+		}
+		for i, a := range batch {
+			r := asked{err: err}
+			if err == nil {
+				r.adm = adms[i]
+				if r.adm.Refused != "" {
+					r.err = errors.New(r.adm.Refused)
+				}
+			}
+			gc.mu.Lock()
+			gone := a.gone
+			gc.mu.Unlock()
+			if gone && r.err == nil && !r.adm.NoLease {
+				gc.signal(a.req.Holder)
+			}
+			a.done <- r
+		}
+	}
+}
+
+// acquire asks the gate to admit reqs, starting it if it is not running.
+// Given up (ctx), a request still queued at the gate is dropped there.
+func (gc *gateClient) acquire(ctx context.Context, reqs []gateRequest) ([]Admission, error) {
+	c := gc.gates.Client
+	many := len(reqs) > 1
+	var last error
+	for attempt := 0; attempt < 30; attempt++ {
+		opts := client.UpdateWorkflowOptions{WorkflowID: gc.id, UpdateName: updateAcquire, Args: []any{reqs[0]}, WaitForStage: client.WorkflowUpdateStageCompleted}
+		if many {
+			opts.UpdateName, opts.Args = updateAcquireMany, []any{reqs}
+		}
+		h, err := c.UpdateWorkflow(ctx, opts)
+		adms := make([]Admission, len(reqs))
+		if err == nil && many {
+			err = h.Get(ctx, &adms)
+		} else if err == nil {
+			err = h.Get(ctx, &adms[0])
+		}
+		if err == nil && len(adms) == len(reqs) {
+			return adms, nil
+		}
+		if err == nil {
+			err = fmt.Errorf("the gate answered %d requests of %d", len(adms), len(reqs))
 		}
 		if ctx.Err() != nil {
-			gc.signal(req.Holder) // a request still queued is dropped
+			for _, r := range reqs {
+				gc.signal(r.Holder)
+			}
 			return nil, ctx.Err()
 		}
 		last = err
 		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) || isClosed(err) {
+		var app *temporal.ApplicationError
+		switch {
+		case errors.As(err, &nf) || isClosed(err):
 			if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 				ID: gc.id, TaskQueue: gc.gates.TaskQueue,
 				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-			}, GateWorkflowName, GateState{}); err != nil && ctx.Err() == nil {
+			}, GateWorkflowName, GateState{}); err != nil {
 				last = err
 			}
 			continue
+		case many && !(errors.As(err, &app) && app.Type() == errTypeGateRollover):
+			// A gate run by a build before updateAcquireMany: one by one.
+			out := make([]Admission, len(reqs))
+			for i, r := range reqs {
+				one, err := gc.acquire(ctx, []gateRequest{r})
+				if err != nil {
+					return nil, err
+				}
+				out[i] = one[0]
+			}
+			return out, nil
 		}
 		// Rolling over, or a passing failure: ask again shortly.
 		t := time.NewTimer(time.Duration(50*(attempt+1)) * time.Millisecond)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			gc.signal(req.Holder)
+			for _, r := range reqs {
+				gc.signal(r.Holder)
+			}
 			return nil, ctx.Err()
 		case <-t.C:
 		}
