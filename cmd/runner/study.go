@@ -54,6 +54,7 @@ usage, 4 an invalid study file or spec, 8 when runs were inconclusive.
 
 Examples:
   runner study examples/protocols/du-society-of-minds/study.yaml
+  runner study examples/protocols/du-society-of-minds/study.yaml --temporal 127.0.0.1:7233
   runner study runs/study-du-arithmetic`
 }
 
