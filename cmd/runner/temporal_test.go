@@ -606,8 +606,7 @@ func TestTemporalSweepRunResumesWithTheSubmittedContext(t *testing.T) {
 // the rate allows for both together: any n+1 requests span at least n
 // times the schedule's spacing (llm.RateSpan / rpm), less the second the
 // schedule keeps for requests that reach the endpoint later than their
-// turn, whether a call was admitted by a turn of the gate or took a spare
-// request its worker was admitted ahead.
+// turn, with the gate admitting calls ahead and in batches.
 func TestTemporalWorkersShareRate(t *testing.T) {
 	bin := runnerBinary(t)
 	addr := devServer(t)

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -432,40 +431,6 @@ type gateClient struct {
 	// a batch is on its way, after which they go together.
 	asked   []*asking
 	sending bool
-	// spare are the send times (this machine's clock) of requests the
-	// gate admitted ahead of any call (see spareMax), earliest first.
-	spare []time.Time
-}
-
-// A worker's gate client asks for as many spare requests as it has calls
-// in a batch, keeping at most spareMax, when the endpoint has a
-// requests_per_minute and neither max_concurrency nor tokens_per_minute
-// (whose requests carry leases or token counts): a call that finds one
-// goes at its time without a turn of the gate, so a worker's steady stream
-// of calls rarely waits for one. A spare may be used up to spareLate after
-// its time (the rate schedule's extra second, llm.RateSpan, absorbs that),
-// and is dropped after: its place in the rate is lost, never exceeded.
-const (
-	spareMax  = 16
-	spareLate = 500 * time.Millisecond
-)
-
-// prefetch reports whether gc keeps spare requests.
-func (gc *gateClient) prefetch() bool {
-	l := gc.limits
-	return l.RequestsPerMinute > 0 && l.TokensPerMinute <= 0 && l.MaxConcurrency <= 0
-}
-
-// takeSpare takes the earliest spare request still usable at now.
-func (gc *gateClient) takeSpare(now time.Time) (time.Time, bool) {
-	for len(gc.spare) > 0 {
-		at := gc.spare[0]
-		gc.spare = gc.spare[1:]
-		if !at.Before(now.Add(-spareLate)) {
-			return at, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // asking is a request of Admit waiting for its answer.
@@ -500,11 +465,6 @@ func (gc *gateClient) Admit(ctx context.Context, tokens int) (func(), error) {
 		r.adm = adms[0]
 	} else {
 		gc.mu.Lock()
-		if at, ok := gc.takeSpare(time.Now()); ok {
-			gc.mu.Unlock()
-			r.adm = Admission{Wait: time.Until(at), NoLease: true}
-			return gc.wait(ctx, r.adm, func() {})
-		}
 		gc.asked = append(gc.asked, a)
 		if !gc.sending {
 			gc.sending = true
@@ -562,39 +522,14 @@ func (gc *gateClient) send() {
 			gc.mu.Unlock()
 			return
 		}
-		spares := 0
-		if gc.prefetch() {
-			spares = max(0, min(len(batch), spareMax-len(gc.spare)))
-		}
 		gc.mu.Unlock()
-		reqs := make([]gateRequest, len(batch), len(batch)+spares)
+		reqs := make([]gateRequest, len(batch))
 		for i, a := range batch {
 			reqs[i] = a.req
-		}
-		for range spares {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			reqs = append(reqs, gateRequest{Holder: hex.EncodeToString(b[:]), Limits: gc.limits, TTL: gc.ttl, Ahead: true})
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), gc.ttl+time.Minute)
 		adms, err := gc.acquire(ctx, reqs)
 		cancel()
-		if err == nil {
-			now := time.Now()
-			gc.mu.Lock()
-			for i, adm := range adms[len(batch):] {
-				switch {
-				case adm.Refused != "":
-				case !adm.NoLease:
-					// A gate of a build before gateAdmitAhead: no spares.
-					gc.signal(reqs[len(batch)+i].Holder)
-				default:
-					gc.spare = append(gc.spare, now.Add(adm.Wait))
-				}
-			}
-			slices.SortFunc(gc.spare, func(a, b time.Time) int { return a.Compare(b) })
-			gc.mu.Unlock()
-		}
 		for i, a := range batch {
 			r := asked{err: err}
 			if err == nil {
