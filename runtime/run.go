@@ -248,16 +248,22 @@ func (r *Run) setUp(budget *spec.BudgetPlan) error {
 		return err
 	}
 	r.lock = lock
-	libs, err := saveLibraries(r.Dir, plan)
+	// The folder is not published yet: its files are written in place and
+	// synced together, before the journal says the run started.
+	var files rundir.Batch
+	libs, err := saveLibraries(r.Dir, plan, &files, files.Stage)
 	if err != nil {
 		return err
 	}
 	r.manifest = r.buildManifest()
 	r.manifest.Libraries, r.manifest.Budget = libs, budget
-	if err := r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest); err != nil {
+	manifest, err := r.jsonFile(r.manifest)
+	if err != nil {
 		return err
 	}
-	if err := r.writeText(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
+	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
+	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
+	if err := files.Sync(); err != nil {
 		return err
 	}
 	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red})
@@ -558,16 +564,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	// A run is finished only once its records are on disk: when one cannot
 	// be written (a full disk), the journal says the run failed, and a
 	// resume writes them from the journal.
-	werr := r.writeJSON(filepath.Join(r.Dir, "result.json"), res)
-	if werr == nil {
-		werr = r.writeReports(res)
-	}
-	if werr == nil {
-		// run.json says how the run ended too, for tools that read only
-		// the manifest.
-		r.manifest.Status = status
-		werr = r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest)
-	}
+	// run.json says how the run ended too, for tools that read only the
+	// manifest.
+	werr := r.writeRecords(res, status)
 	if werr == nil && status == result.StatusWaiting {
 		werr = r.writeQuestions()
 	}
