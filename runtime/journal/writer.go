@@ -408,6 +408,31 @@ func (w *Writer) flushLocked(sync bool) {
 	w.cond.Broadcast()
 }
 
+// SyncTo returns once every event up to seq is durable (written, and
+// synced unless NoSync). Events appended without sync become durable with
+// the next synced append or SyncTo; an fsync already under way that covers
+// seq is waited for rather than repeated, so concurrent callers share one.
+func (w *Writer) SyncTo(seq int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seq = min(seq, w.seq)
+	for w.durable < seq && w.err == nil {
+		if w.closed && !w.flushing && len(w.pending) == 0 {
+			// Close syncs what is left; nothing more can be written.
+			return fmt.Errorf("journal %s: sync: %w", w.path, ErrClosed)
+		}
+		if w.flushing {
+			w.cond.Wait()
+			continue
+		}
+		w.flushLocked(true)
+	}
+	if w.durable < seq {
+		return w.err
+	}
+	return nil
+}
+
 // Close waits for queued events to be written, syncs lines written without
 // sync, and closes the file. It reports the error that broke the writer, if
 // one did, or the error syncing or closing the file. Later Appends return
