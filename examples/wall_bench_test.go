@@ -40,6 +40,8 @@ type wallTimes struct {
 	// startup is from reading the spec to the first call's arrival,
 	// winddown from the last call's reply to Execute's return.
 	startup, winddown time.Duration
+	// load is spec.Load's part of startup, start runtime.Start's.
+	load, start time.Duration
 	// between is the time from a wave's last reply to the next wave's
 	// first call, summed over the waves; spread is the time a wave's calls
 	// took beyond the latency (its first arrival to its last reply), summed.
@@ -92,9 +94,6 @@ func designWall(t testing.TB, latency time.Duration) wallTimes {
 	}
 	tStart := time.Now()
 	res, err := r.Execute(context.Background())
-	if os.Getenv("WALL_DEBUG") != "" {
-		t.Logf("load %s start %s", tLoad.Sub(t0), tStart.Sub(tLoad))
-	}
 	end := time.Now()
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +102,7 @@ func designWall(t testing.TB, latency time.Duration) wallTimes {
 		t.Fatalf("the run ended %s", res.Status)
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].in.Before(spans[j].in) })
-	w := wallTimes{total: end.Sub(t0), calls: len(spans)}
+	w := wallTimes{total: end.Sub(t0), calls: len(spans), load: tLoad.Sub(t0), start: tStart.Sub(tLoad)}
 	// A call that arrives more than half a latency after its wave's first
 	// starts the next wave.
 	var first, last time.Time
@@ -144,7 +143,9 @@ func wallLatency(t testing.TB) time.Duration {
 // until the first call (startup-ms), between one wave's last reply and the
 // next wave's first call (between-ms, per wave), a wave's calls beyond the
 // latency (spread-ms, per wave) and from the last reply to the end of the
-// run, its records written (winddown-ms).
+// run, its records written (winddown-ms). Of start-up, load-ms is reading
+// and compiling the spec and start-ms runtime.Start (the run's folder and
+// journal).
 func BenchmarkDesignDebateWall(b *testing.B) {
 	latency := wallLatency(b)
 	var sum wallTimes
@@ -153,6 +154,8 @@ func BenchmarkDesignDebateWall(b *testing.B) {
 		w := designWall(b, latency)
 		sum.total += w.total
 		sum.startup += w.startup
+		sum.load += w.load
+		sum.start += w.start
 		sum.between += w.between
 		sum.spread += w.spread
 		sum.winddown += w.winddown
@@ -162,6 +165,8 @@ func BenchmarkDesignDebateWall(b *testing.B) {
 	ms := func(d time.Duration, per int) float64 { return float64(d) / float64(time.Millisecond) / float64(per) }
 	b.ReportMetric(float64(sum.total)/float64(n)/float64(time.Duration(designWaves)*latency), "x-critical-path")
 	b.ReportMetric(ms(sum.startup, n), "startup-ms")
+	b.ReportMetric(ms(sum.load, n), "load-ms")
+	b.ReportMetric(ms(sum.start, n), "start-ms")
 	b.ReportMetric(ms(sum.between, sum.waves-n), "between-ms")
 	b.ReportMetric(ms(sum.spread, sum.waves), "spread-ms")
 	b.ReportMetric(ms(sum.winddown, n), "winddown-ms")
@@ -177,8 +182,9 @@ func TestDesignDebateWall(t *testing.T) {
 	}
 	latency := 100 * time.Millisecond
 	w := designWall(t, latency)
-	t.Logf("design debate with %s calls: %s, %.3fx its critical path of %s; start-up %s, %s between waves, %s spread in waves, wind-down %s",
+	t.Logf("design debate with %s calls: %s, %.3fx its critical path of %s; start-up %s (load %s, start %s), %s between waves, %s spread in waves, wind-down %s",
 		latency, w.total.Round(time.Millisecond), w.ratio(latency), time.Duration(designWaves)*latency, w.startup.Round(time.Millisecond),
+		w.load.Round(time.Millisecond), w.start.Round(time.Millisecond),
 		(w.between / time.Duration(max(1, w.waves-1))).Round(100*time.Microsecond), (w.spread / time.Duration(max(1, w.waves))).Round(100*time.Microsecond), w.winddown.Round(time.Millisecond))
 	if w.waves != designWaves || w.calls != 31 {
 		t.Errorf("%d calls in %d waves, want 31 in %d", w.calls, w.waves, designWaves)
