@@ -105,13 +105,17 @@ func (r *eventLog) repeated(typ event.Type, key string) bool {
 
 // event journals an event and tells the observer, in that order.
 func (r *eventLog) event(typ event.Type, key string, data any) error {
+	return r.eventSynced(typ, key, data, syncedEvents[typ])
+}
+
+// eventSynced is event, with the event synced before it returns or not.
+func (r *eventLog) eventSynced(typ event.Type, key string, data any, sync bool) error {
 	if r.repeated(typ, key) {
 		return nil
 	}
 	if r.journal == nil {
 		return r.unjournaled(journal.Entry{Type: typ, Key: key, Data: data})
 	}
-	sync := syncedEvents[typ]
 	if r.observer == nil {
 		// Nobody looks at the event: spare the journal copying it back.
 		seq, err := r.journal.AppendSeq(typ, key, data, sync)

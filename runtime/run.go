@@ -249,7 +249,7 @@ func (r *Run) setUp(budget *spec.BudgetPlan) error {
 	}
 	r.lock = lock
 	// The folder is not published yet: its files are written in place and
-	// synced together, before the journal says the run started.
+	// synced together with the journal's first event (see below).
 	var files rundir.Batch
 	libs, err := saveLibraries(r.Dir, plan, &files, files.Stage)
 	if err != nil {
@@ -263,19 +263,24 @@ func (r *Run) setUp(budget *spec.BudgetPlan) error {
 	}
 	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
 	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
-	if err := files.Sync(); err != nil {
-		return err
-	}
-	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red})
+	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red, FolderSynced: true})
 	if err != nil {
 		return err
 	}
 	r.journal = j
-	return r.event(event.RunStarted, "", map[string]any{
+	// The run's start is durable with the folder's files and entries, in
+	// one round of syncs, before the folder is published.
+	err = r.eventSynced(event.RunStarted, "", map[string]any{
 		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": r.inputs, "vars": r.vars,
 		"seed": r.seed, "runner_version": r.manifest.RunnerVersion, "go_version": r.manifest.GoVersion,
 		"template_sources": plan.TemplateSources,
-	})
+	}, false)
+	if err != nil {
+		return err
+	}
+	files.Folder(r.Dir)
+	files.Also(func() error { return j.SyncTo(j.Seq()) })
+	return files.Sync()
 }
 
 // warnUnpricedBudget warns when a cost limit cannot see some calls' cost.

@@ -33,6 +33,11 @@ type Options struct {
 	// Now supplies event times; nil means time.Now. Tests set it to make
 	// journals byte-for-byte reproducible.
 	Now func() time.Time
+	// FolderSynced is set by a caller that syncs the journal's folder
+	// itself, after Create and before relying on the journal's first
+	// events (as a run's start syncs its folder's files together):
+	// CreateWith then leaves the folder alone.
+	FolderSynced bool
 }
 
 // file is what the writer needs of an *os.File; tests substitute it to
@@ -89,7 +94,7 @@ func CreateWith(path string, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: create: %w", err)
 	}
-	if !opts.NoSync {
+	if !opts.NoSync && !opts.FolderSynced {
 		// The first event is only durable if the file's directory entry is.
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			f.Close()

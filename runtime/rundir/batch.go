@@ -18,14 +18,16 @@ import (
 // files are written in place (Stage); elsewhere through a temporary file
 // and a rename (Replace), so a reader never sees half a file.
 type Batch struct {
-	files []batchFile
+	files batchFiles
 	dirs  []string
+	also  []func() error
 }
 
 type batchFile struct {
 	path string // where the file ends up
 	tmp  string // the temporary file renamed to path, "" when written in place
 	data []byte
+	out  *os.File // open between write and sync
 }
 
 // Stage queues data to be written to path in place. Use it only in a
@@ -45,82 +47,142 @@ func (b *Batch) Replace(path string, data []byte) {
 	b.files = append(b.files, batchFile{path: path, tmp: "-", data: data})
 }
 
+// Also queues fn to run while the files are synced, for another file that
+// must be durable with them (a journal's first lines).
+func (b *Batch) Also(fn func() error) { b.also = append(b.also, fn) }
+
 // Sync writes the queued files, syncs them all at once, renames the
-// replaced ones into place and syncs their folders. On an error the
-// temporary files are removed; files written in place may remain.
+// replaced ones into place and syncs their folders. The folders of files
+// written in place are synced with the files, since their entries exist
+// before any sync begins; the folders of replaced files once the renames
+// are done. On an error the temporary files are removed; files written in
+// place may remain.
 func (b *Batch) Sync() error {
-	files, extra := b.files, b.dirs
-	b.files, b.dirs = nil, nil
+	files, extra, also := b.files, b.dirs, b.also
+	b.files, b.dirs, b.also = nil, nil, nil
+	// Every file is created and written first, so that syncing a folder
+	// covers the entries of the files written in place.
 	errs := make([]error, len(files))
-	var wg sync.WaitGroup
 	for i := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = files[i].write()
-		}()
+		errs[i] = files[i].write()
 	}
-	wg.Wait()
-	err := errors.Join(errs...)
-	dirs := map[string]bool{}
+	if err := errors.Join(errs...); err != nil {
+		files.discard()
+		return err
+	}
+	now := map[string]bool{}   // folders synced with the files
+	later := map[string]bool{} // folders synced after the renames
 	for _, d := range extra {
-		dirs[d] = true
+		now[d] = true
 	}
 	for _, f := range files {
-		dirs[filepath.Dir(f.path)] = true
+		if f.tmp == "" {
+			now[filepath.Dir(f.path)] = true
+		}
+	}
+	for _, f := range files {
+		if d := filepath.Dir(f.path); f.tmp != "" {
+			later[d], now[d] = true, false
+		}
+	}
+	var tasks []func() error
+	for i := range files {
+		tasks = append(tasks, files[i].sync)
+	}
+	tasks = append(tasks, also...)
+	tasks = append(tasks, folderSyncs(now)...)
+	if err := all(tasks); err != nil {
+		files.discard()
+		return err
+	}
+	for i, f := range files {
 		if f.tmp == "" {
 			continue
 		}
-		if err == nil {
-			err = os.Rename(f.tmp, f.path)
-		}
-		if err != nil {
-			os.Remove(f.tmp)
+		if err := os.Rename(f.tmp, f.path); err != nil {
+			files[i:].discard()
+			return err
 		}
 	}
-	if err != nil {
-		return err
-	}
-	names := make([]string, 0, len(dirs))
-	for d := range dirs {
-		names = append(names, d)
+	return all(folderSyncs(later))
+}
+
+// folderSyncs are the syncs of the folders set in dirs, in order.
+func folderSyncs(dirs map[string]bool) []func() error {
+	var names []string
+	for d, ok := range dirs {
+		if ok {
+			names = append(names, d)
+		}
 	}
 	sort.Strings(names)
-	errs = make([]error, len(names))
+	out := make([]func() error, len(names))
 	for i, d := range names {
+		out[i] = func() error { return SyncDir(d) }
+	}
+	return out
+}
+
+// all runs tasks at once and returns their errors.
+func all(tasks []func() error) error {
+	errs := make([]error, len(tasks))
+	var wg sync.WaitGroup
+	for i, task := range tasks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = SyncDir(d)
+			errs[i] = task()
 		}()
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// write writes and syncs one file: in place, or to a new temporary file
-// next to it (f.tmp is then set to its name).
+type batchFiles []batchFile
+
+// discard closes the files still open and removes the temporary files not
+// renamed yet.
+func (fs batchFiles) discard() {
+	for i := range fs {
+		if fs[i].out != nil {
+			fs[i].out.Close()
+			fs[i].out = nil
+		}
+		if fs[i].tmp != "" {
+			os.Remove(fs[i].tmp)
+		}
+	}
+}
+
+// write creates and writes one file, in place or to a new temporary file
+// next to it (f.tmp is then set to its name), and leaves it open for sync.
 func (f *batchFile) write() error {
-	var out *os.File
 	var err error
 	if f.tmp == "" {
-		out, err = os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		f.out, err = os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	} else {
 		f.tmp = ""
-		out, err = os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp*")
+		f.out, err = os.CreateTemp(filepath.Dir(f.path), "."+filepath.Base(f.path)+".tmp*")
 		if err == nil {
-			f.tmp = out.Name()
+			f.tmp = f.out.Name()
 		}
 	}
 	if err != nil {
 		return err
 	}
-	_, err = out.Write(f.data)
-	if err == nil {
-		err = out.Sync()
+	if _, err = f.out.Write(f.data); err != nil {
+		f.out.Close()
+		f.out = nil
 	}
-	if cerr := out.Close(); err == nil {
+	return err
+}
+
+// sync syncs and closes a written file.
+func (f *batchFile) sync() error {
+	err := f.out.Sync()
+	if cerr := f.out.Close(); err == nil {
 		err = cerr
 	}
+	f.out = nil
 	return err
 }
