@@ -73,12 +73,7 @@ func (r *Run) jsonFile(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// writeText writes a text file of the run with its secrets redacted.
-func (r *Run) writeText(path string, data []byte) error {
-	return rundir.WriteFile(path, r.textFile(data))
-}
-
-// textFile is what writeText writes.
+// textFile is a text file of the run with its secrets redacted.
 func (r *Run) textFile(data []byte) []byte {
 	red := r.redactor()
 	if red.Active() {
