@@ -25,19 +25,19 @@ var (
 // spec's names and meanings.
 func (s *Store) Funcs() template.FuncMap {
 	return template.FuncMap{
-		"byRecord": func(record string, ms any) ([]*value.Message, error) {
+		"byRecord": func(record string, ms value.MessageList) ([]*value.Message, error) {
 			return s.filter(ms, key{op: opRecord, s: record}, func() ([]*value.Message, error) { return refByRecord(record, ms) })
 		},
-		"byFrom": func(agent string, ms any) ([]*value.Message, error) {
+		"byFrom": func(agent string, ms value.MessageList) ([]*value.Message, error) {
 			return s.filter(ms, key{op: opFrom, s: agent}, func() ([]*value.Message, error) { return refByFrom(agent, ms) })
 		},
-		"byTo": func(agent string, ms any) ([]*value.Message, error) {
+		"byTo": func(agent string, ms value.MessageList) ([]*value.Message, error) {
 			return s.filter(ms, key{op: opTo, s: agent}, func() ([]*value.Message, error) { return refByTo(agent, ms) })
 		},
-		"notFrom": func(agent string, ms any) ([]*value.Message, error) {
+		"notFrom": func(agent string, ms value.MessageList) ([]*value.Message, error) {
 			return s.filter(ms, key{op: opNotFrom, s: agent}, func() ([]*value.Message, error) { return refNotFrom(agent, ms) })
 		},
-		"inRound": func(round int, ms any) ([]*value.Message, error) {
+		"inRound": func(round int, ms value.MessageList) ([]*value.Message, error) {
 			return s.filter(ms, key{op: opRound, n: round}, func() ([]*value.Message, error) { return refInRound(round, ms) })
 		},
 		"latest": s.latest,
@@ -78,7 +78,7 @@ func (s *Store) filter(v any, k key, ref func() ([]*value.Message, error)) ([]*v
 	return ref()
 }
 
-func (s *Store) latest(v any) ([]*value.Message, error) {
+func (s *Store) latest(v value.MessageList) ([]*value.Message, error) {
 	if ms, ok := v.([]*value.Message); ok {
 		s.mu.Lock()
 		if l := s.listOf(ms); l != nil && len(ms) == len(l.msgs) {

@@ -185,26 +185,26 @@ func (c *checker) helper(i int) {
 	switch name {
 	case "byRecord":
 		arg = c.pick(records)
-		got, gotErr = c.funcs[name].(func(string, any) ([]*value.Message, error))(arg, ms)
-		want, wantErr = c.ref[name].(func(string, any) ([]*value.Message, error))(arg, ms)
+		got, gotErr = c.funcs[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
+		want, wantErr = c.ref[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
 	case "byFrom", "byTo", "notFrom":
-		got, gotErr = c.funcs[name].(func(string, any) ([]*value.Message, error))(arg, ms)
-		want, wantErr = c.ref[name].(func(string, any) ([]*value.Message, error))(arg, ms)
+		got, gotErr = c.funcs[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
+		want, wantErr = c.ref[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
 	case "inRound":
 		r := c.next() % 4
 		arg = strconv.Itoa(r)
-		got, gotErr = c.funcs[name].(func(int, any) ([]*value.Message, error))(r, ms)
-		want, wantErr = c.ref[name].(func(int, any) ([]*value.Message, error))(r, ms)
+		got, gotErr = c.funcs[name].(func(int, value.MessageList) ([]*value.Message, error))(r, ms)
+		want, wantErr = c.ref[name].(func(int, value.MessageList) ([]*value.Message, error))(r, ms)
 	case "latest":
 		arg = ""
-		got, gotErr = c.funcs[name].(func(any) ([]*value.Message, error))(ms)
-		want, wantErr = c.ref[name].(func(any) ([]*value.Message, error))(ms)
+		got, gotErr = c.funcs[name].(func(value.MessageList) ([]*value.Message, error))(ms)
+		want, wantErr = c.ref[name].(func(value.MessageList) ([]*value.Message, error))(ms)
 	case "last":
-		got, gotErr = c.funcs[name].(func(any) (value.Message, error))(ms)
-		want, wantErr = c.ref[name].(func(any) (value.Message, error))(ms)
+		got, gotErr = c.funcs[name].(func(value.MessageList) (value.Message, error))(ms)
+		want, wantErr = c.ref[name].(func(value.MessageList) (value.Message, error))(ms)
 	case "count":
-		got, gotErr = c.funcs[name].(func(any) (int, error))(ms)
-		want, wantErr = c.ref[name].(func(any) (int, error))(ms)
+		got, gotErr = c.funcs[name].(func(value.MessageList) (int, error))(ms)
+		want, wantErr = c.ref[name].(func(value.MessageList) (int, error))(ms)
 	}
 	if gotErr != nil || wantErr != nil {
 		c.t.Fatalf("%s(%q): errors %v, %v", name, arg, gotErr, wantErr)
@@ -341,14 +341,14 @@ func TestChainsStayIndexed(t *testing.T) {
 	byRecord, byTo, notFrom := helper(t, s, "byRecord"), helper(t, s, "byTo"), helper(t, s, "notFrom")
 	f := s.Funcs()
 	inRound := func(r int, ms []*value.Message) []*value.Message {
-		out, err := f["inRound"].(func(int, any) ([]*value.Message, error))(r, ms)
+		out, err := f["inRound"].(func(int, value.MessageList) ([]*value.Message, error))(r, ms)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return out
 	}
 	latest := func(ms []*value.Message) []*value.Message {
-		out, err := f["latest"].(func(any) ([]*value.Message, error))(ms)
+		out, err := f["latest"].(func(value.MessageList) ([]*value.Message, error))(ms)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +450,7 @@ func TestRestrictionDropsListsOfTheRecord(t *testing.T) {
 
 // helper is one of the store's filtering helpers of a string and a list.
 func helper(t testing.TB, s *Store, name string) func(string, []*value.Message) []*value.Message {
-	f := s.Funcs()[name].(func(string, any) ([]*value.Message, error))
+	f := s.Funcs()[name].(func(string, value.MessageList) ([]*value.Message, error))
 	return func(arg string, ms []*value.Message) []*value.Message {
 		out, err := f(arg, ms)
 		if err != nil {

@@ -156,39 +156,46 @@ func filtering(helper string, keep func(*Message) bool) func(any) ([]*Message, e
 	}
 }
 
+// MessageList is what the message helpers take: a list of messages, as
+// .History, .Inbox and the helpers give them ([]*Message) or as a node's
+// .Messages holds them ([]Message). A type of its own, rather than any, so
+// that validate's template checker can refuse anything else where a list of
+// messages is wanted.
+type MessageList any
+
 // ByRecord keeps the messages of a record (the byRecord helper).
-func ByRecord(record string, ms any) ([]*Message, error) {
+func ByRecord(record string, ms MessageList) ([]*Message, error) {
 	return filtering("byRecord", func(m *Message) bool { return m.Record == record })(ms)
 }
 
 // ByFrom keeps the messages an agent wrote.
-func ByFrom(agent string, ms any) ([]*Message, error) {
+func ByFrom(agent string, ms MessageList) ([]*Message, error) {
 	return filtering("byFrom", func(m *Message) bool { return m.From == agent })(ms)
 }
 
 // ByAuthors keeps the messages of these agents (say .Agent.Neighbours).
-func ByAuthors(agents []string, ms any) ([]*Message, error) {
+func ByAuthors(agents []string, ms MessageList) ([]*Message, error) {
 	return filtering("byAuthors", func(m *Message) bool { return slices.Contains(agents, m.From) })(ms)
 }
 
 // NotFrom keeps the messages of every author but one.
-func NotFrom(agent string, ms any) ([]*Message, error) {
+func NotFrom(agent string, ms MessageList) ([]*Message, error) {
 	return filtering("notFrom", func(m *Message) bool { return m.From != agent })(ms)
 }
 
 // ByTo keeps the messages addressed to an agent.
-func ByTo(agent string, ms any) ([]*Message, error) {
+func ByTo(agent string, ms MessageList) ([]*Message, error) {
 	return filtering("byTo", func(m *Message) bool { return m.To == agent })(ms)
 }
 
 // InRound keeps the messages of a round.
-func InRound(round int, ms any) ([]*Message, error) {
+func InRound(round int, ms MessageList) ([]*Message, error) {
 	return filtering("inRound", func(m *Message) bool { return m.Round == round })(ms)
 }
 
 // LatestPerAuthor keeps each author's last message, in order of first
 // appearance (the latest helper).
-func LatestPerAuthor(v any) ([]*Message, error) {
+func LatestPerAuthor(v MessageList) ([]*Message, error) {
 	ms, err := list("latest", v)
 	if err != nil {
 		return nil, err
@@ -231,7 +238,7 @@ func LatestOf(ms []Message, record string) []Message {
 
 // LastMessage is the last message of a list, the zero message for none (the
 // last helper).
-func LastMessage(v any) (Message, error) {
+func LastMessage(v MessageList) (Message, error) {
 	if x, ok := v.([]Message); ok {
 		if len(x) == 0 {
 			return Message{}, nil
@@ -265,7 +272,7 @@ func fromJSON(s string) any {
 }
 
 // Count is the number of messages (the count helper).
-func Count(v any) (int, error) {
+func Count(v MessageList) (int, error) {
 	if x, ok := v.([]Message); ok {
 		return len(x), nil
 	}
