@@ -134,6 +134,7 @@
     try {
       if (path.startsWith("/run/")) await runPage(path.slice(5), params);
       else if (path.startsWith("/sweep/")) await sweepPage(path.slice(7), params);
+      else if (path.startsWith("/study/")) await studyPage(path.slice(7), params);
       else if (path.startsWith("/compare")) await comparePage(params);
       else if (path.startsWith("/call")) await callPage(params);
       else await runsPage(params);
@@ -196,6 +197,12 @@
     specSel.onchange = statusSel.onchange = onFilter;
     text.oninput = onFilter;
     const parts = [];
+    if ((data.studies || []).length) {
+      parts.push(el("div", { class: "card" }, el("h2", {}, "Studies"),
+        table(["study", "name", "dataset", "baseline", "sweeps", "table"],
+          data.studies.map(s => [el("a", { href: "#/study/" + s.id, class: "id" }, s.id), s.name, s.dataset, s.baseline, `${s.started} of ${s.cells}`, s.finished ? "written" : "not yet"]),
+          { num: [4], class: "studies" })));
+    }
     if (data.sweeps.length) {
       const pickedSweeps = new Set();
       const compareSweepsBtn = el("button", { id: "compare-sweeps", disabled: true, onclick: () => { const [a, b] = [...pickedSweeps]; go("/compare", new URLSearchParams({ a, b })); } }, "Compare the two selected sweeps");
@@ -245,7 +252,7 @@
   async function runPage(id, params) {
     const info = await api("/api/run?id=" + encodeURIComponent(id));
     const tab = params.get("tab") || "transcript";
-    setCrumbs(el("a", { href: "#/" }, "Runs"), ...(id.includes("/") ? [el("a", { href: "#/sweep/" + id.split("/")[0] }, id.split("/")[0])] : []), el("span", { class: "mono" }, id.split("/").pop()));
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...parentCrumbs(id, "run"), el("span", { class: "mono" }, id.split("/").pop()));
     document.title = `${info.manifest.spec_name} · runner view`;
     const st = newRunState(info);
     st.params = params;
@@ -791,7 +798,7 @@
       return;
     }
     const s = data.summary;
-    setCrumbs(el("a", { href: "#/" }, "Runs"), el("span", { class: "mono" }, id));
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...parentCrumbs(id, "sweep"), el("span", { class: "mono" }, id.split("/").pop()));
     document.title = `sweep ${s.spec} · runner view`;
     const saved = s.calls_without_cache ? 1 - s.calls_made / s.calls_without_cache : 0;
     const head = el("div", { class: "pagehead" }, el("div", {},
@@ -818,7 +825,7 @@
     const rows = s.runs.map((r, i) => {
       const rid = data.run_ids[i];
       return [rid ? el("input", { type: "checkbox", onchange: e => { e.target.checked ? selected.add(rid) : selected.delete(rid); compareBtn.disabled = selected.size !== 2; } }) : "",
-        r.index, rid ? el("a", { href: "#/run/" + rid, class: "runid" }, rid.split("/")[1]) : "(not started)", ...axes.map(a => (r.vars || {})[a] || ""),
+        r.index, rid ? el("a", { href: "#/run/" + rid, class: "runid" }, rid.split("/").pop()) : "(not started)", ...axes.map(a => (r.vars || {})[a] || ""),
         ...(s.dataset ? [r.line] : []), ...(s.repeat > 1 ? [r.sample] : []), badge(r.status),
         ...outputs.map(o => el("td", { class: "out", title: value((r.outputs || {})[o] ?? "") }, value((r.outputs || {})[o] ?? ""))),
         r.expected !== undefined ? value(r.expected) : "", r.score !== undefined && r.score !== null ? String(r.score) : "",
@@ -843,13 +850,55 @@
     shared: "an identical call in flight at the same time", replay: "a recorded run's reply (--replay)",
     journal: "this run's journal, recorded before a resume", placeholder: "a stand-in (dry run)",
   };
+  // The links to what holds a run or sweep: its sweep, and the study that
+  // holds the sweep (ids STUDY/SWEEP/RUN, SWEEP/RUN, STUDY/SWEEP).
+  function parentCrumbs(id, kind) {
+    const p = id.split("/");
+    p.pop();
+    if (kind === "sweep") return p.length ? [el("a", { href: "#/study/" + p[0] }, p[0])] : [];
+    if (p.length === 2) return [el("a", { href: "#/study/" + p[0] }, p[0]), el("a", { href: "#/sweep/" + p.join("/") }, p[1])];
+    return p.length ? [el("a", { href: "#/sweep/" + p[0] }, p[0])] : [];
+  }
+
+  // ---- a study ----
+  // The table and the chart are the study's report (results.json) as the
+  // server draws them: the same numbers as results.md and results.csv.
+  async function studyPage(id) {
+    const data = await api("/api/study?id=" + encodeURIComponent(id));
+    const st = data.state, rep = data.report;
+    setCrumbs(el("a", { href: "#/" }, "Runs"), el("span", { class: "mono" }, id));
+    document.title = `study ${st.name} · runner view`;
+    document.body.setAttribute("data-page", "study");
+    const links = el("div", { class: "links" }, (data.files || []).map(f => el("a", { href: `/api/study/file?id=${encodeURIComponent(id)}&name=${f}`, target: "_blank", rel: "noopener" }, f)));
+    const statsEl = el("div", { class: "stats" }, stat("dataset", st.dataset), stat("baseline", st.baseline), stat("sweeps", `${data.sweep_ids.filter(Boolean).length} of ${st.cells.length}`),
+      ...(rep ? [stat("comparisons (Holm)", rep.comparisons), stat("calls", num(rep.calls)), stat("sent", num(rep.sent_calls)), stat("tokens", num(rep.tokens)), stat("cost", cost(rep.cost, rep.priced) || "–"), stat("seconds", rep.seconds.toFixed(1))] : []));
+    const head = el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Study " + st.name), el("div", { class: "sub mono" }, id), statsEl), links);
+    const sweepLink = i => data.sweep_ids[i] ? el("a", { href: "#/sweep/" + data.sweep_ids[i], class: "id" }, data.sweep_ids[i].split("/").pop()) : "(not started)";
+    const cards = [];
+    if (!rep) {
+      cards.push(el("div", { class: "card", id: "study-pending" }, el("h2", {}, "Not finished"),
+        el("p", {}, data.report_error ? "The study's report cannot be read: " + data.report_error : "The study's table and chart are written when its last sweep ends. Continue a stopped study with: ", el("code", {}, "runner study " + id)),
+        table(["protocol", "model", "sweep"], st.cells.map((c, i) => [c.label + (c.baseline ? " (baseline)" : ""), c.model || "(spec's)", sweepLink(i)]))));
+    } else {
+      cards.push(el("div", { class: "card", id: "study-chart" }, el("h2", {}, "Accuracy and difference from " + rep.baseline),
+        el("div", { class: "chartbox", html: data.chart }),
+        el("p", { class: "note" }, `Bars are 95% intervals: Wilson's for accuracy, a paired bootstrap over items for the difference (${rep.resamples} resamples, seed ${rep.seed}); p is the exact McNemar test (paired t for graded scores), Holm-adjusted across ${rep.comparisons} comparison${rep.comparisons === 1 ? "" : "s"}.`)));
+      const nums = data.table.header.map((_, i) => i).filter(i => i === 2 || i >= 5);
+      cards.push(el("div", { class: "card" }, el("h2", {}, "Table"),
+        table([...data.table.header, "sweep"], data.table.rows.map((r, i) => [...r, rep.rows[i].sweep ? el("a", { href: "#/sweep/" + id + "/" + rep.rows[i].sweep, class: "id" }, rep.rows[i].sweep) : ""]), { num: nums, class: "study" }),
+        ...(rep.notes || []).map(n => el("p", { class: "note" }, "Note: " + n))));
+    }
+    app.replaceChildren(head, ...cards);
+    app.classList.add("wide");
+  }
+
   async function callPage(params) {
     const run = params.get("run"), key = params.get("key");
     if (!run || !key) throw new Error("a call page needs a run and a call key: #/call?run=RUN&key=KEY");
     const data = await api("/api/call?" + new URLSearchParams({ id: run, key }));
     const c = data.call;
     document.body.setAttribute("data-page", "call");
-    setCrumbs(el("a", { href: "#/" }, "Runs"), ...(run.includes("/") ? [el("a", { href: "#/sweep/" + run.split("/")[0] }, run.split("/")[0])] : []),
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...parentCrumbs(run, "run"),
       el("a", { href: "#/run/" + run, class: "mono" }, run.split("/").pop()), el("a", { href: "#/run/" + run + "?tab=calls" }, "calls"), el("span", { class: "mono" }, key));
     document.title = `call ${key} · runner view`;
     const source = c.done ? c.source : (c.errors && c.errors.length ? "failed" : c.stopped ? "no reply" : "in flight");
@@ -1009,7 +1058,7 @@
     if (!a || !b) throw new Error("compare needs two runs or two sweeps: #/compare?a=RUN&b=RUN or #/compare?a=SWEEP&b=SWEEP");
     // A sweep is a folder of runs with a summary.json; an id with a / is a
     // run of a sweep.
-    const sweepOf = id => id.includes("/") ? Promise.resolve(null) : api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null);
+    const sweepOf = id => id.split("/").length > 2 ? Promise.resolve(null) : api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null);
     const [sa, sb] = await Promise.all([sweepOf(a), sweepOf(b)]);
     if (sa && sb) return compareSweeps(sa, sb);
     if (sa || sb) throw new Error(`${sa ? a : b} is a sweep and ${sa ? b : a} is not: compare two runs, or two sweeps.`);
