@@ -1058,7 +1058,8 @@
     if (!a || !b) throw new Error("compare needs two runs or two sweeps: #/compare?a=RUN&b=RUN or #/compare?a=SWEEP&b=SWEEP");
     // A sweep is a folder of runs with a summary.json; an id with a / is a
     // run of a sweep.
-    const sweepOf = id => id.split("/").length > 2 ? Promise.resolve(null) : api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null);
+    // A sweep of a study is STUDY/sweep-…; SWEEP/RUN is a run.
+    const sweepOf = id => !id.includes("/") || (id.split("/").length === 2 && id.split("/")[1].startsWith("sweep-")) ? api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null) : Promise.resolve(null);
     const [sa, sb] = await Promise.all([sweepOf(a), sweepOf(b)]);
     if (sa && sb) return compareSweeps(sa, sb);
     if (sa || sb) throw new Error(`${sa ? a : b} is a sweep and ${sa ? b : a} is not: compare two runs, or two sweeps.`);
