@@ -216,6 +216,7 @@ type Summary struct {
 	// CacheScope is set when the sweep kept its samples its own
 	// (--own-samples): its id, which its calls' cache keys carry.
 	CacheScope string `json:"cache_scope,omitempty"`
+
 	Runs         []Run    `json:"runs"`
 	Completed    int      `json:"completed"`
 	// Inconclusive are runs that finished without reaching their
