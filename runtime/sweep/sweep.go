@@ -213,10 +213,6 @@ type Summary struct {
 	Dataset    string    `json:"dataset,omitempty"`
 	// UnusedFields are dataset fields that are no input of the spec.
 	UnusedFields []string `json:"unused_fields,omitempty"`
-	// CacheScope is set when the sweep kept its samples its own
-	// (--own-samples): its id, which its calls' cache keys carry.
-	CacheScope string `json:"cache_scope,omitempty"`
-
 	Runs         []Run    `json:"runs"`
 	Completed    int      `json:"completed"`
 	// Inconclusive are runs that finished without reaching their
@@ -242,6 +238,9 @@ type Summary struct {
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
 	DurationMS    int64                 `json:"duration_ms"`
+	// CacheScope is set when the sweep kept its samples its own
+	// (--own-samples): its id, which its calls' cache keys carry.
+	CacheScope string `json:"cache_scope,omitempty"`
 }
 
 // CombinationAccuracy is the mean score of the runs of one combination of
