@@ -1019,7 +1019,11 @@
       const n = Math.max(xs.length, ys.length);
       for (let i = 0; i < n; i++) {
         const x = xs.length === 1 ? xs[0] : xs[i], y = ys.length === 1 ? ys[0] : ys[i];
-        items.push({ key: [k, ...[x, y].filter(Boolean).map(p => withVars ? "" : Object.entries(p.r.vars || {}).sort().map(([a, v]) => `${a}=${v}`).join(" ")).filter(Boolean)].join(" · "),
+        const cellOf = p => p && !withVars ? Object.entries(p.r.vars || {}).sort().map(([a, v]) => `${a}=${v}`).join(" ") : "";
+        items.push({ key: [k, ...[x, y].filter(Boolean).map(cellOf).filter(Boolean)].join(" · "),
+          // The matrix cell of each side, when the sweeps' matrices differ:
+          // pairs of different cells are tallied apart, never mixed.
+          cell: [cellOf(x), cellOf(y)].map((c, i) => c ? (i ? "B " : "A ") + c : "").filter(Boolean).join(", "),
           runs: [x ? x.r : null, y ? y.r : null], ids: [x ? x.id : null, y ? y.id : null] });
       }
     }
@@ -1033,10 +1037,12 @@
       return el("span", {}, id ? el("a", { href: "#/run/" + id }, badge(label, sc === null ? r.status : sc >= 1 ? "completed" : "failed")) : badge(label),
         out ? el("span", { class: "note" }, " " + (out.length > 80 ? out.slice(0, 80) + "…" : out)) : null);
     };
-    const tally = { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 };
+    const tallies = new Map();
     const itemRows = items.map(it => {
       const [x, y] = it.runs.map(scoreOf);
       let cls = "";
+      if (!tallies.has(it.cell)) tallies.set(it.cell, { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 });
+      const tally = tallies.get(it.cell);
       if (!it.runs[0] || !it.runs[1]) tally.unpaired++;
       else if (x !== null && y !== null) {
         const ra = x >= 1, rb = y >= 1;
@@ -1045,9 +1051,17 @@
       const expected = (it.runs[0] || it.runs[1]).expected;
       return [it.key, expected !== undefined ? value(expected) : "", el("td", { class: cls }, outcome(it.runs[0], it.ids[0])), el("td", { class: cls }, outcome(it.runs[1], it.ids[1]))];
     });
-    const scored = tally.both + tally.onlyA + tally.onlyB + tally.neither;
+    const tallyText = tally => {
+      const scored = tally.both + tally.onlyA + tally.onlyB + tally.neither;
+      return scored ? `Of ${scored} pairs scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} runs have no counterpart.` : "") : "No item is scored in both sweeps (no score expression, or no expected values).";
+    };
+    const cellTallies = [...tallies].filter(([c]) => c);
+    const tallyEl = cellTallies.length
+      ? el("div", { id: "sweep-tally" }, el("p", { class: "note" }, "The sweeps' matrices differ, so each matrix cell is paired and tallied apart (runner compare A B --cell NAME=VALUE gives a cell's paired statistics):"),
+        el("ul", { class: "note" }, cellTallies.map(([c, t]) => el("li", { "data-cell": c }, el("b", {}, c), ": " + tallyText(t)))))
+      : el("p", { class: "note", id: "sweep-tally" }, tallyText(tallies.get("") || { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 }) + " `runner compare A B` gives the paired statistics.");
     cards.push(el("div", { class: "card", id: "sweep-items" }, el("h2", {}, `Items (${items.length})`),
-      el("p", { class: "note", id: "sweep-tally" }, scored ? `Of ${scored} pairs scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} runs have no counterpart.` : "") + " `runner compare A B` gives the paired statistics." : "No item is scored in both sweeps (no score expression, or no expected values)."),
+      tallyEl,
       table(["item", "expected", "A", "B"], itemRows, { class: "diff items" })));
     app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Compare two sweeps"), el("div", { class: "sub" }, "Highlighted rows differ; items are paired by dataset line, sample and matrix values."))), ...cards);
   }
