@@ -885,7 +885,8 @@
         el("p", { class: "note" }, `Bars are 95% intervals: Wilson's for accuracy, a paired bootstrap over items for the difference (${rep.resamples} resamples, seed ${rep.seed}); p is the exact McNemar test (paired t for graded scores), Holm-adjusted across ${rep.comparisons} comparison${rep.comparisons === 1 ? "" : "s"}.`)));
       const nums = data.table.header.map((_, i) => i).filter(i => i === 2 || i >= 5);
       cards.push(el("div", { class: "card" }, el("h2", {}, "Table"),
-        table([...data.table.header, "sweep"], data.table.rows.map((r, i) => [...r, rep.rows[i].sweep ? el("a", { href: "#/sweep/" + id + "/" + rep.rows[i].sweep, class: "id" }, rep.rows[i].sweep) : ""]), { num: nums, class: "study" }),
+        // A protocol's name opens its sweep.
+        table(data.table.header, data.table.rows.map((r, i) => [rep.rows[i].sweep ? el("a", { href: "#/sweep/" + id + "/" + rep.rows[i].sweep, title: "sweep " + rep.rows[i].sweep }, r[0]) : r[0], ...r.slice(1)]), { num: nums, class: "study" }),
         ...(rep.notes || []).map(n => el("p", { class: "note" }, "Note: " + n))));
     }
     app.replaceChildren(head, ...cards);
