@@ -226,6 +226,29 @@ func TestStudyPageAgrees(t *testing.T) {
 		}
 	}
 
+	// A study that has not written its report yet: its cells and the
+	// sweeps started so far, no table.
+	pending := filepath.Join(root, "study-pending")
+	if err := os.Mkdir(pending, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := os.ReadFile(filepath.Join(dir, "study.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(pending, "study.json"), rec, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, body = get(t, ts, "/api/study?id=study-pending")
+	var pend struct {
+		State  study.State     `json:"state"`
+		Report json.RawMessage `json:"report"`
+		Chart  string          `json:"chart"`
+	}
+	if err := json.Unmarshal(body, &pend); code != 200 || err != nil || pend.Report != nil || pend.Chart != "" || pend.State.Finished || len(pend.State.Cells) != 4 {
+		t.Errorf("a study without its report: %d %v %s", code, err, body)
+	}
+
 	// runner view on the study directory (or one of its sweeps) opens its page.
 	r, pg, err := view.PageOf(dir)
 	if err != nil || pg != "/study/"+id || r != root {
