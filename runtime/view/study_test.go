@@ -282,6 +282,10 @@ func TestStudyPageInBrowser(t *testing.T) {
 	if href := eval[string](b, `document.querySelector('table.studies a').getAttribute('href')`); href != "#/study/"+id {
 		t.Errorf("the list links the study as %q", href)
 	}
+	if got := eval[string](b, `document.querySelector('main').innerText`); !strings.Contains(got, "No runs outside the studies above") {
+		t.Errorf("the list says nothing of the studies' runs: %q", got)
+	}
+	b.shot("runs-with-study")
 	b.clean("runs with a study")
 
 	ready := `document.querySelectorAll('#study-chart svg .mark').length > 0`

@@ -170,7 +170,7 @@
       const spec = specSel.value, status = statusSel.value, q = text.value.toLowerCase();
       const rows = data.runs.filter(r => (!spec || r.spec === spec) && (!status || r.status === status) && (!q || r.id.toLowerCase().includes(q) || (r.first_output || "").toLowerCase().includes(q)));
       count.textContent = `${rows.length} of ${data.runs.length} runs`;
-      if (!rows.length) { body.replaceChildren(el("p", { class: "empty" }, data.runs.length ? "No run matches the filters." : `No runs in ${data.root} yet.`)); return; }
+      if (!rows.length) { body.replaceChildren(el("p", { class: "empty" }, data.runs.length ? "No run matches the filters." : (data.studies || []).length ? "No runs outside the studies above: a study's runs open from its page." : `No runs in ${data.root} yet.`)); return; }
       const cols = RUN_COLUMNS.filter(c => c.always || shown.has(c.key));
       body.replaceChildren(table(["", ...cols.map(c => c.label)],
         rows.map(r => [
