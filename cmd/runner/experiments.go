@@ -30,6 +30,7 @@ type experimentFlags struct {
 	ReplayMissing string   `name:"replay-missing" enum:"error,live" default:"error" help:"What a call the recording lacks does: error, or live (call the model)."`
 	CacheDir      string   `name:"cache-dir" placeholder:"DIR" help:"Response cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
 	NoCache       bool     `name:"no-cache" help:"Neither read nor write the response cache: every call goes to the model."`
+	OwnSamples    bool     `name:"own-samples" help:"Keep a sweep's samples its own: no reply is shared through the cache with another sweep asking the same (default: shared, which pairs a comparison; see docs/experiments.md). A resume of the sweep still reuses its own calls."`
 	Matrix        []string `name:"matrix" sep:"none" placeholder:"NAME=V1,V2,..." help:"Sweep a var (or input) over values, or models as model=M1,M2 (model.NAME=... for model NAME); repeat the flag to run every combination."`
 	Repeat        int      `default:"1" placeholder:"N" help:"Run each combination N times, each with its own samples."`
 	Dataset       string   `placeholder:"FILE.jsonl" help:"Run once per line: a line's fields are inputs; its 'expected' (or 'answer') is scored with the spec's score. A .csv file's header row names the fields; gen:arithmetic?n=100&seed=1 generates Du et al.'s arithmetic items; hf:OWNER/NAME:CONFIG:SPLIT reads a Hugging Face dataset's JSONL/CSV files (downloaded once into the cache folder; ?input.NAME=COLUMN&expected=COLUMN&transform=number&n=N)."`
@@ -69,6 +70,9 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 	}
 	if c.Parallel < 1 {
 		return usageErrorf("--parallel %d: give a count of at least 1", c.Parallel)
+	}
+	if c.OwnSamples && !c.sweeping() {
+		return usageErrorf("--own-samples keeps a sweep's samples its own; give --matrix, --repeat or --dataset")
 	}
 	if c.FailUnder != nil {
 		if c.Dataset == "" {
@@ -155,7 +159,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 
 // sweepOptions are the sweep the flags ask for, of runs with opts.
 func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
-	so := sweep.Options{Run: opts, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
+	so := sweep.Options{Run: opts, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, OwnSamples: c.OwnSamples}
 	for _, m := range c.Matrix {
 		a, err := sweep.ParseAxis(m)
 		if err != nil {
