@@ -117,16 +117,6 @@ func openCache(e *env, dir string) (*cache.Store, error) {
 	return st, err
 }
 
-// reportCalls says where the calls of a run came from when not all went to
-// the model.
-func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
-	cc := r.CallCounts()
-	if c.Quiet || cc.Total() == cc.Network {
-		return
-	}
-	e.say("calls", cc, cc.String())
-}
-
 // dryRun prints the plan of a run without calling any model. Required
 // inputs that are not given stand as placeholders.
 func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {

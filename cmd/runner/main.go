@@ -36,13 +36,10 @@ type env struct {
 
 // say writes a line for the user on stderr: text, or under --json the
 // same as a JSON line of the given type and data.
-func (e *env) say(typ string, data any, text string) {
-	if e.jsonLines {
-		progress.Line(e.stderr, typ, data)
-		return
-	}
-	fmt.Fprintln(e.stderr, text)
-}
+func (e *env) say(typ string, data any, text string) { e.teller().Say(typ, data, text) }
+
+// teller is what the command tells its user on stderr with (see say).
+func (e *env) teller() progress.Teller { return progress.Teller{W: e.stderr, JSON: e.jsonLines} }
 
 // sayDiagnostics writes a spec's diagnostics: as text, or under --json one
 // JSON line each.

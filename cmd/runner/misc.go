@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -96,14 +95,6 @@ Examples:
 func (versionCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
 	return nil
-}
-
-func toJSON(v any) string {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(data)
 }
 
 // writeProjectFile writes a file of the user's project atomically, readable by all as
