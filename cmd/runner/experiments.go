@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
 	"github.com/debate-runner/runner/internal/exitcode"
@@ -145,15 +144,12 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 
 // sweepOptions are the sweep the flags ask for, of runs with opts.
 func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
-	so := sweep.Options{Run: opts, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel}
-	for _, m := range c.Matrix {
-		a, err := sweep.ParseAxis(m)
-		if err != nil {
-			return so, err
-		}
-		so.Matrix = append(so.Matrix, a)
-	}
-	return so, nil
+	return sweep.NewOptions(opts, c.Matrix, c.Repeat, c.Dataset, c.Parallel)
+}
+
+// telling tells the user about a sweep (see sweep.Telling).
+func (e *env) telling(quiet bool) sweep.Telling {
+	return sweep.Telling{Tell: e.teller(), Stdout: e.stdout, Quiet: quiet}
 }
 
 // sweep makes a sweep's runs, with start (nil: locally) starting each.
@@ -165,50 +161,24 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Ru
 	so.Start = start
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	t := e.telling(c.Quiet)
+	so.OnRun = t.OnRun()
 	so.OnStart = func(dir string, total int) {
-		if !c.Quiet {
-			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))
-		}
+		t.Started(dir, total)
 		if v != nil {
 			// The sweep's page needs summary.json, written at its end;
 			// until then the list of runs shows its runs as they go.
 			show(e, v, "/?q="+filepath.Base(dir), true)
 		}
 	}
-	if !c.Quiet {
-		so.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
-		}
-	}
 	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
 	sum, err := sweep.Sweep(ctx, plan, so)
 	span.End(err)
-	if sum == nil {
-		return err
+	var gate *sweep.Gate
+	if c.FailUnder != nil {
+		gate = &sweep.Gate{Threshold: *c.FailUnder, On: c.FailUnderOn, Over: c.FailUnderOver}
 	}
-	sum.Write(e.stdout)
-	if len(sum.UnusedFields) > 0 {
-		msg := "dataset fields that are no input of the spec were ignored: " + strings.Join(sum.UnusedFields, ", ")
-		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
-	}
-	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
-	if c.CSV != "" {
-		if cerr := sum.AppendCSV(c.CSV); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
-	if err = sum.Outcome(err); err != nil {
-		return err
-	}
-	if c.FailUnder == nil {
-		return sum.InconclusiveErr()
-	}
-	// The gate has counted the inconclusive runs as it was told to.
-	data, line, err := sum.Gate(*c.FailUnder, c.FailUnderOn, c.FailUnderOver)
-	if err == nil {
-		e.say("gate", data, line)
-	}
-	return err
+	return t.Done(sum, err, c.CSV, gate)
 }
 
 // resumeSweep finishes a sweep: every run that did not complete is
@@ -219,21 +189,9 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ro := sweep.ResumeOptions{Run: opts}
+	t := e.telling(c.Quiet)
+	ro := sweep.ResumeOptions{Run: opts, OnRun: t.OnRun()}
 	ro.Run.Spec, ro.Run.Ask = "", nil
-	if !c.Quiet {
-		ro.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
-		}
-	}
 	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
-	if sum == nil {
-		return err
-	}
-	sum.Write(e.stdout)
-	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
-	if err := sum.Outcome(err); err != nil {
-		return err
-	}
-	return sum.InconclusiveErr()
+	return t.Resumed(sum, err)
 }

@@ -2,15 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/sweep"
-	"github.com/debate-runner/runner/spec"
 )
 
 type runsCmd struct {
@@ -35,41 +31,7 @@ func (c *runsCmd) Run(e *env) error {
 	if !given {
 		c.Dir = "runs"
 	}
-	if info, err := os.Stat(c.Dir); err != nil || !info.IsDir() {
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && !given:
-			// A project before its first run: nothing to list is not a
-			// failure, as for an empty runs folder.
-			if c.CSV {
-				fmt.Fprint(e.stdout, sweep.RunsTable(nil).CSV())
-				return nil
-			}
-			fmt.Fprintln(e.stdout, "no runs yet: there is no runs folder here; runner run SPEC makes the first (runs/<run-id>), or give the runs folder: runner runs DIR")
-			return nil
-		case errors.Is(err, fs.ErrNotExist):
-			return usageErrorf("runs %s: no such folder%s", c.Dir, spec.DidYouMeanPath(c.Dir, true))
-		case err == nil:
-			return usageErrorf("runs %s: this is a file; give the folder of the runs (runs, or the --runs-dir of runner run)", c.Dir)
-		}
-	}
-	runs, err := sweep.CollectRuns(c.Dir)
-	if err != nil {
-		return err
-	}
-	t := sweep.RunsTable(runs)
-	if c.CSV {
-		fmt.Fprint(e.stdout, t.CSV())
-		return nil
-	}
-	if len(runs) == 0 {
-		fmt.Fprintf(e.stdout, "no runs in %s\n", c.Dir)
-		return nil
-	}
-	fmt.Fprint(e.stdout, t.Markdown(60))
-	if builtin := sweep.BuiltinPrices(runs); builtin != "" {
-		fmt.Fprintln(e.stdout, "\n"+sweep.BuiltinPriceNote(builtin))
-	}
-	return nil
+	return sweep.ListRuns(e.stdout, c.Dir, given, c.CSV)
 }
 
 type compareCmd struct {
