@@ -1,11 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"path/filepath"
 
-	"github.com/debate-runner/runner/runtime/paired"
+	"github.com/debate-runner/runner/runtime/compare"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
 
@@ -74,81 +71,7 @@ Examples:
 }
 
 func (c *compareCmd) Run(e *env) error {
-	args := c.Runs
-	if c.Baseline != "" {
-		if c.Margin < 0 {
-			return usageErrorf("--margin %g: give a margin of at least 0", c.Margin)
-		}
-		args = append([]string{c.Baseline}, without(c.Runs, c.Baseline)...)
-		if len(args) < 2 {
-			return usageErrorf("--baseline %s: give at least one other run or sweep to compare with it", c.Baseline)
-		}
-	}
-	pair, err := c.paired(args)
-	if err != nil {
-		return err
-	}
-	if pair != nil && (c.JSON || c.CSV) {
-		if c.JSON {
-			data, _ := json.MarshalIndent(pair, "", "  ")
-			fmt.Fprintln(e.stdout, string(data))
-		} else {
-			fmt.Fprint(e.stdout, pair.CSV())
-		}
-		if c.Baseline != "" {
-			return c.gate(e, args, pair)
-		}
-		return nil
-	}
-	if c.JSON {
-		return usageErrorf("--json: give two sweep directories over the same dataset")
-	}
-	runs, sweeps, err := sweep.Compared(args)
-	if err != nil {
-		return err
-	}
-	t := sweep.CompareTable(runs)
-	if c.CSV {
-		fmt.Fprint(e.stdout, t.CSV())
-		return nil
-	}
-	fmt.Fprint(e.stdout, t.Markdown(60))
-	if len(sweeps) > 0 {
-		st := sweep.SweepsTable(sweeps)
-		fmt.Fprint(e.stdout, "\n"+st.Markdown(0))
-	}
-	if pair != nil {
-		fmt.Fprint(e.stdout, "\n"+pair.Markdown())
-	}
-	if c.Baseline != "" {
-		return c.gate(e, args, pair)
-	}
-	return nil
-}
-
-func without(list []string, s string) []string {
-	var out []string
-	for _, x := range list {
-		if filepath.Clean(x) != filepath.Clean(s) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// gate compares every run or sweep with the baseline (args[0]) and fails
-// when one scores worse than it by more than the margin.
-func (c *compareCmd) gate(e *env, args []string, pair *paired.Result) error {
-	if c.MarginOn == "lower" {
-		data, line, err := pair.GateLower(args[0], args[1], c.Margin)
-		if err == nil {
-			e.say("gate", data, line)
-		}
-		return err
-	}
-	passed, err := sweep.ScoreGate(args[0], args[1:], c.Margin)
-	for _, p := range passed {
-		e.say("gate", p.Data, p.Text)
-	}
-	return err
+	return compare.Run(e.stdout, e.teller(), c.Runs, compare.Options{
+		CSV: c.CSV, JSON: c.JSON, Baseline: c.Baseline, Margin: c.Margin, MarginOn: c.MarginOn, Seed: c.Seed, Resamples: c.Resample,
+	})
 }
