@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
@@ -97,7 +95,6 @@ func (c *workerCmd) Run(e *env) error {
 		return err
 	}
 	defer cl.Close()
-	w := worker.New(cl, c.TaskQueue, durable.WorkerOptions(c.TaskQueue, Version()))
 	acts := &durable.Activities{Getenv: e.getenv}
 	if !c.NoCache {
 		st, err := openCache(e, c.CacheDir)
@@ -108,21 +105,8 @@ func (c *workerCmd) Run(e *env) error {
 			acts.Cache = st
 		}
 	}
-	if !c.LocalLimits {
-		acts.Gates = &durable.Gates{Client: cl, TaskQueue: c.TaskQueue}
-	}
-	durable.Register(w, &durable.Workflows{Registry: nodes.Registry()}, acts)
-	if err := w.Start(); err != nil {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
-	}
-	defer w.Stop()
-	if err := durable.Promote(ctx, cl, c.TaskQueue, Version()); err != nil {
-		return exitcode.With(exitcode.Failure, err)
-	}
-	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue, "build_id": Version()},
-		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s as build %s", c.TaskQueue, c.Namespace, addr, Version()))
-	<-ctx.Done()
-	return nil
+	return durable.Work(ctx, cl, durable.Worker{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Version: Version(),
+		Activities: acts, LocalLimits: c.LocalLimits, Registry: nodes.Registry()}, e.teller())
 }
 
 // executor submits runs to Temporal at addr through cl.
@@ -133,10 +117,9 @@ func (t *temporalFlags) executor(cl client.Client, addr string, heartbeat time.D
 // runOnTemporal submits a run to Temporal and records it here as it goes.
 // v, when not nil, is the view (--view) to show the run's page in.
 func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *view.Running) error {
-	if len(plan.MCPServers) > 0 {
-		// A workflow must not start processes or reach servers itself; MCP
-		// calls as activities are not built yet.
-		return exitcode.With(exitcode.Usage, errors.New("--temporal: runs on Temporal do not serve the tools of mcp_servers yet; run this spec without --temporal"))
+	bundle, err := durable.Submittable(plan, nodes.Registry(), &opts)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -145,13 +128,6 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return err
 	}
 	defer cl.Close()
-	bundle, err := durable.NewBundle(plan, nodes.Registry(), opts.ContextDir)
-	if err != nil {
-		return exitcode.With(exitcode.Failure, err)
-	}
-	// The file tools run here too (the engine runs them between a call
-	// and the next); they must answer as on the workers.
-	opts.ContextSnapshot = bundle.Context
 	x := c.executor(cl, addr, c.Heartbeat)
 	if c.sweeping() {
 		so, err := c.sweepOptions(opts)
@@ -162,7 +138,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		if err != nil {
 			return err
 		}
-		c.warnNoBuild(ctx, e, cl)
+		x.WarnNoBuild(ctx, e.teller())
 		if !c.Quiet {
 			e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 		}
@@ -172,7 +148,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	if err != nil {
 		return err
 	}
-	c.warnNoBuild(ctx, e, cl)
+	x.WarnNoBuild(ctx, e.teller())
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, rec.WorkflowID))
 	if v != nil {
 		show(e, v, "/run/"+filepath.Base(r.Dir), true)
@@ -188,12 +164,8 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 	if c.Context != "" {
 		return usageErrorf("--context %s: the run is made on Temporal, whose workers read the context folder as it was when the run was submitted; drop --context", c.Context)
 	}
-	if rec.BuildID != "" && rec.BuildID != Version() {
-		msg := fmt.Sprintf("the run is made by workers of runner %s, the version that submitted it; this is runner %s, whose record of it differs if the two walk its flow differently", rec.BuildID, Version())
-		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
-	}
-	tf := temporalFlags{Namespace: rec.Namespace, TaskQueue: rec.TaskQueue}
-	tf.APIKeyEnv = "TEMPORAL_API_KEY"
+	rec.WarnOtherBuild(Version(), e.teller())
+	tf := temporalFlags{Namespace: rec.Namespace, TaskQueue: rec.TaskQueue, APIKeyEnv: "TEMPORAL_API_KEY"}
 	cl, err := tf.dial(ctx, e, rec.Address)
 	if err != nil {
 		return err
@@ -205,22 +177,4 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 		return err
 	}
 	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
-}
-
-// warnNoBuild says so when no worker of this build has polled the task
-// queue within a few seconds: the run waits for one, since a run goes to
-// workers of the runner version that submits it.
-func (t *temporalFlags) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
-	for wait := 0; wait < 20; wait++ {
-		if ok, err := durable.HasBuild(ctx, cl, t.TaskQueue, Version()); err != nil || ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), t.TaskQueue)
-	e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 }
