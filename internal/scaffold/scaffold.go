@@ -119,7 +119,7 @@ func Write(dir string, opts Options) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
 		}
-		if err := writeFile(p, files[name]); err != nil {
+		if err := WriteFile(p, files[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -128,13 +128,13 @@ func Write(dir string, opts Options) ([]string, error) {
 	if diags.HasErrors() {
 		return names, fmt.Errorf("the new spec does not validate (a bug in runner init; please report it):\n%s", diags.Errors().Format())
 	}
-	if err := writeFile(filepath.Join(dir, ".env.example"), envExample(plan)); err != nil {
+	if err := WriteFile(filepath.Join(dir, ".env.example"), envExample(plan)); err != nil {
 		return names, err
 	}
 	names = append(names, ".env.example")
 	ignore := filepath.Join(dir, ".gitignore")
 	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		if err := writeFile(ignore, []byte("# Run directories and secrets stay out of git.\nruns/\n.env\n")); err != nil {
+		if err := WriteFile(ignore, []byte("# Run directories and secrets stay out of git.\nruns/\n.env\n")); err != nil {
 			return names, err
 		}
 		names = append(names, ".gitignore")
@@ -404,9 +404,9 @@ func envRefs(s string) []string {
 	}
 }
 
-// writeFile writes a file of the user's project atomically, readable by all as
+// WriteFile writes a file of the user's project atomically, readable by all as
 // files in a repository are (rundir.WriteFile keeps run files private).
-func writeFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error {
 	if err := rundir.WriteFile(path, data); err != nil {
 		return err
 	}
