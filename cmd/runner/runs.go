@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/debate-runner/runner/runtime/compare"
 	"github.com/debate-runner/runner/runtime/sweep"
 )

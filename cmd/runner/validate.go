@@ -1,7 +1,6 @@
 package main
 
 import (
-
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/validate"
 )
