@@ -65,23 +65,8 @@ func startView(e *env, root, addr string) (*view.Running, error) {
 
 // show prints the address of a page of the view and opens it in a browser
 // when asked and possible.
-func show(e *env, v *view.Running, page string, open bool) {
-	url := v.URL(page)
-	if open && view.OpenBrowser(e.getenv, url) {
-		fmt.Fprintf(e.stderr, "view: %s (opened in your browser)\n", url)
-		return
-	}
-	fmt.Fprintf(e.stderr, "view: %s\n", url)
-}
+func show(e *env, v *view.Running, page string, open bool) { v.Show(e.stderr, e.getenv, page, open) }
 
 // linger keeps the view up after a run when someone is watching at a
 // terminal, until Ctrl-C; scripts go on at once.
-func linger(e *env, v *view.Running) {
-	if !progress.IsTerminal(e.stderr) {
-		return
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(e.stderr, "view: still serving %s; press Ctrl-C to stop\n", v.Base)
-	<-ctx.Done()
-}
+func linger(e *env, v *view.Running) { v.Linger(e.stderr, progress.IsTerminal(e.stderr)) }
