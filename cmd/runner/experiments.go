@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/tracing"
@@ -63,22 +61,8 @@ func (c *runCmd) sweeping() bool {
 
 // experimentOptions adds the replay and the cache to a run's options.
 func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Options) error {
-	if c.Repeat < 1 {
-		return usageErrorf("--repeat %d: give a count of at least 1", c.Repeat)
-	}
-	if c.Parallel < 1 {
-		return usageErrorf("--parallel %d: give a count of at least 1", c.Parallel)
-	}
-	if c.FailUnder != nil {
-		if c.Dataset == "" {
-			return usageErrorf("--fail-under gates the accuracy of a --dataset sweep; give --dataset")
-		}
-		if *c.FailUnder < 0 || *c.FailUnder > 1 {
-			return usageErrorf("--fail-under %g: give an accuracy between 0 and 1", *c.FailUnder)
-		}
-		if plan.Score == nil {
-			return usageErrorf("--fail-under: the spec has no score expression, so its runs have no accuracy")
-		}
+	if err := sweep.CheckFlags(plan, c.Repeat, c.Parallel, c.Dataset, c.FailUnder); err != nil {
+		return err
 	}
 	if c.Replay != "" {
 		if c.sweeping() {
@@ -96,24 +80,21 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
 		return nil
 	}
-	st, err := openCache(e, c.CacheDir)
-	if err != nil {
-		return err
-	}
-	if st != nil {
-		opts.Cache = st
-	}
-	return nil
+	return openCache(e, c.CacheDir, &opts.Cache)
 }
 
 // openCache opens the response cache in dir, or in the default folder when
-// dir is empty (see cache.OpenFor), saying why there is none when it cannot.
-func openCache(e *env, dir string) (*cache.Store, error) {
+// dir is empty (see cache.OpenFor), into *into, saying why there is none
+// when it cannot.
+func openCache(e *env, dir string, into *calls.Cache) error {
 	st, warning, err := cache.OpenFor(dir, e.getenv)
 	if warning != nil {
-		e.say("warning", map[string]string{"message": "no response cache: " + warning.Error()}, "runner: warning: no response cache: "+warning.Error())
+		e.teller().Warn("no response cache: " + warning.Error())
 	}
-	return st, err
+	if st != nil {
+		*into = st
+	}
+	return err
 }
 
 // dryRun prints the plan of a run without calling any model. Required
@@ -130,16 +111,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return exitcode.With(exitcode.Failure, err)
-		}
-		fmt.Fprintln(e.stdout, string(data))
-		return nil
-	}
-	rep.Write(e.stdout, !c.Quiet)
-	return nil
+	return rep.Print(e.stdout, c.JSON, c.Quiet)
 }
 
 // sweepOptions are the sweep the flags ask for, of runs with opts.

@@ -151,14 +151,8 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		return opts, err
 	}
 	opts.Models = models
-	if c.Answers != "" {
-		a, err := runtime.ReadAnswers(c.Answers)
-		if err != nil {
-			return opts, err
-		}
-		opts.Answers = a
-	} else if progress.IsTerminal(e.stdin) {
-		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	if opts.Answers, opts.Ask, err = answers.Given(c.Answers, e.stdin, e.stderr, progress.IsTerminal(e.stdin)); err != nil {
+		return opts, err
 	}
 	dir, input, err := args.Context(c.Context)
 	if err != nil {
@@ -236,14 +230,9 @@ func (c *resumeCmd) Run(e *env) error {
 	if err := args.ContextDir(c.Context); err != nil {
 		return err
 	}
-	if c.Answers != "" {
-		a, err := runtime.ReadAnswers(c.Answers)
-		if err != nil {
-			return err
-		}
-		opts.Answers = a
-	} else if progress.IsTerminal(e.stdin) {
-		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	var err error
+	if opts.Answers, opts.Ask, err = answers.Given(c.Answers, e.stdin, e.stderr, progress.IsTerminal(e.stdin)); err != nil {
+		return err
 	}
 	if study.IsStudyDir(c.Dir) {
 		sc := studyCmd{File: c.Dir, Quiet: c.Quiet, Format: "md"}

@@ -51,12 +51,8 @@ func (c *studyCmd) Run(e *env) error {
 	}
 	opts := runtime.Options{Settings: runtime.Settings{Getenv: e.getenv, Version: Version()}}
 	if !c.NoCache {
-		st, err := openCache(e, c.CacheDir)
-		if err != nil {
+		if err := openCache(e, c.CacheDir, &opts.Cache); err != nil {
 			return err
-		}
-		if st != nil {
-			opts.Cache = st
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

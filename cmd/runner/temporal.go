@@ -97,12 +97,8 @@ func (c *workerCmd) Run(e *env) error {
 	defer cl.Close()
 	acts := &durable.Activities{Getenv: e.getenv}
 	if !c.NoCache {
-		st, err := openCache(e, c.CacheDir)
-		if err != nil {
+		if err := openCache(e, c.CacheDir, &acts.Cache); err != nil {
 			return err
-		}
-		if st != nil {
-			acts.Cache = st
 		}
 	}
 	return durable.Work(ctx, cl, durable.Worker{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Version: Version(),

@@ -147,3 +147,26 @@ func ListRuns(w io.Writer, dir string, given, csv bool) error {
 	}
 	return nil
 }
+
+// CheckFlags checks the sweep flags of a run of plan: the --repeat and
+// --parallel counts, and that --fail-under is an accuracy the sweep has.
+func CheckFlags(plan *spec.Plan, repeat, parallel int, dataset string, failUnder *float64) error {
+	if repeat < 1 {
+		return exitcode.Errorf(exitcode.Usage, "--repeat %d: give a count of at least 1", repeat)
+	}
+	if parallel < 1 {
+		return exitcode.Errorf(exitcode.Usage, "--parallel %d: give a count of at least 1", parallel)
+	}
+	if failUnder == nil {
+		return nil
+	}
+	switch {
+	case dataset == "":
+		return exitcode.Errorf(exitcode.Usage, "--fail-under gates the accuracy of a --dataset sweep; give --dataset")
+	case *failUnder < 0 || *failUnder > 1:
+		return exitcode.Errorf(exitcode.Usage, "--fail-under %g: give an accuracy between 0 and 1", *failUnder)
+	case plan.Score == nil:
+		return exitcode.Errorf(exitcode.Usage, "--fail-under: the spec has no score expression, so its runs have no accuracy")
+	}
+	return nil
+}
