@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/debate-runner/runner/internal/completion"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/tracing"
@@ -40,18 +39,6 @@ func (e *env) say(typ string, data any, text string) { e.teller().Say(typ, data,
 
 // teller is what the command tells its user on stderr with (see say).
 func (e *env) teller() progress.Teller { return progress.Teller{W: e.stderr, JSON: e.jsonLines} }
-
-// sayDiagnostics writes a spec's diagnostics: as text, or under --json one
-// JSON line each.
-func (e *env) sayDiagnostics(diags spec.Diagnostics) {
-	if !e.jsonLines {
-		fmt.Fprint(e.stderr, diags.Format())
-		return
-	}
-	for _, d := range diags {
-		progress.Line(e.stderr, "diagnostic", d)
-	}
-}
 
 type cli struct {
 	Validate   validateCmd   `cmd:"" help:"Check specs: schema, references, templates and expressions."`
@@ -117,7 +104,7 @@ func run(args []string, e *env) int {
 	}
 	if len(args) > 0 && args[0] == "help" {
 		var err error
-		if args, err = helpArgs(parser.Model, args[1:]); err != nil {
+		if args, err = completion.HelpArgs(parser.Model, args[1:], spec.DidYouMeanName); err != nil {
 			fmt.Fprintf(e.stderr, "runner: %v\n", err)
 			return exitcode.Usage
 		}
@@ -133,38 +120,6 @@ func run(args []string, e *env) int {
 }
 
 type exitSignal struct{}
-
-// helpArgs turns "runner help [COMMAND...]" into "runner [COMMAND...]
-// --help", as git and go read it; a COMMAND runner lacks is a usage error
-// with the near name.
-func helpArgs(app *kong.Application, words []string) ([]string, error) {
-	node := app.Node
-	for _, w := range words {
-		var names []string
-		var next *kong.Node
-		for _, child := range node.Children {
-			if child.Hidden {
-				continue
-			}
-			names = append(names, child.Name)
-			if child.Name == w || slices.Contains(child.Aliases, w) {
-				next = child
-			}
-		}
-		if next == nil {
-			what := "runner has no command"
-			if node != app.Node {
-				what = fmt.Sprintf("%q has no subcommand", node.FullPath())
-			}
-			if len(names) == 0 {
-				return nil, fmt.Errorf("help %s: %s %q; run 'runner help %s'", strings.Join(words, " "), what, w, strings.TrimPrefix(node.FullPath(), "runner "))
-			}
-			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, spec.DidYouMeanName(w, names))
-		}
-		node = next
-	}
-	return append(append([]string(nil), words...), "--help"), nil
-}
 
 // parseArgs parses and runs, turning kong's exit calls (after --help) and
 // errors into exit codes.

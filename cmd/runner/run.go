@@ -73,7 +73,7 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	plan, diags := spec.Load(c.File, nodes.Registry())
-	e.sayDiagnostics(diags)
+	e.teller().Diagnostics(diags)
 	if diags.HasErrors() {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))
 	}
@@ -257,7 +257,7 @@ func (c *resumeCmd) Run(e *env) error {
 	if err != nil {
 		var se *runtime.SpecError
 		if errors.As(err, &se) {
-			e.sayDiagnostics(se.Diags)
+			e.teller().Diagnostics(se.Diags)
 			return exitcode.With(se.ExitCode(), fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
 		}
 		return err

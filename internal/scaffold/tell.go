@@ -90,3 +90,12 @@ func WriteSchemas(dir string, schemas map[string][]byte, w io.Writer) error {
 	}
 	return nil
 }
+
+// Names are the starting points' names.
+func Names() []string {
+	var out []string
+	for _, s := range Starts() {
+		out = append(out, s.Name)
+	}
+	return out
+}

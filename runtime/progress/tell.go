@@ -3,6 +3,8 @@ package progress
 import (
 	"fmt"
 	"io"
+
+	"github.com/debate-runner/runner/spec"
 )
 
 // Teller writes what a command tells its user on stderr besides a run's
@@ -26,4 +28,16 @@ func (t Teller) Say(typ string, data any, text string) {
 // Warn says msg as a warning.
 func (t Teller) Warn(msg string) {
 	t.Say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
+}
+
+// Diagnostics writes a spec's diagnostics: as text, or under JSON one
+// JSON line each.
+func (t Teller) Diagnostics(diags spec.Diagnostics) {
+	if !t.JSON {
+		fmt.Fprint(t.W, diags.Format())
+		return
+	}
+	for _, d := range diags {
+		Line(t.W, "diagnostic", d)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	goruntime "runtime"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -148,4 +149,25 @@ func Check(path string) spec.Diagnostics {
 		return spec.Diagnostics{{File: path, Severity: spec.Error, Message: fmt.Sprintf("the spec it tests, %s, cannot be read: %v", t.SpecPath, errors.Unwrap(err))}}
 	}
 	return nil
+}
+
+// CaseIDs are the IDs of the cases of the test files paths name (see
+// Find), quoted as regular expressions, sorted: what test --run completes.
+func CaseIDs(paths []string) []string {
+	files, err := Find(paths)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, file := range files {
+		t, err := Load(file)
+		if err != nil {
+			continue
+		}
+		for _, c := range t.File.Cases {
+			out = append(out, regexp.QuoteMeta(CaseID(c.Name)))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
