@@ -1,10 +1,6 @@
 package main
 
 import (
-	"errors"
-	"strings"
-
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/schemas"
@@ -50,14 +46,8 @@ func (c *initCmd) Run(e *env) error {
 		From: from, KeepLibraries: c.KeepLibraries, Force: c.Force, Registry: nodes.Registry(),
 		Schemas: map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test},
 	})
-	var exists *scaffold.ExistsError
-	switch {
-	case errors.As(err, &exists):
-		return exitcode.With(exitcode.Usage, err)
-	case err != nil && strings.HasPrefix(err.Error(), "no starting point"):
-		return usageErrorf("--from %s: %v", from, err)
-	case err != nil:
-		return exitcode.With(exitcode.Failure, err)
+	if err != nil {
+		return err // a usage error (--from, files that exist) or a failure
 	}
 	scaffold.Told(e.stdout, from, c.Dir, files)
 	return nil

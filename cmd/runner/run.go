@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -255,12 +254,7 @@ func (c *resumeCmd) Run(e *env) error {
 	}
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
-		var se *runtime.SpecError
-		if errors.As(err, &se) {
-			e.teller().Diagnostics(se.Diags)
-			return exitcode.With(se.ExitCode(), fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
-		}
-		return err
+		return progress.NotResumed(e.teller(), err)
 	}
 	err = execute(e, r)
 	progress.Calls(e.teller(), r, c.Quiet)

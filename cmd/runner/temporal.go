@@ -11,7 +11,6 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
@@ -40,23 +39,13 @@ func (t *temporalFlags) address(e *env) string {
 	return e.getenv("RUNNER_TEMPORAL")
 }
 
-func (t *temporalFlags) connect(e *env, addr string) durable.Connect {
-	c := durable.Connect{
-		Address: addr, Namespace: t.Namespace, TLS: t.TLS, TLSCert: t.TLSCert, TLSKey: t.TLSKey, TLSCA: t.TLSCA,
-		TLSServerName: t.TLSServerName, Log: e.stderr,
-	}
+// dial connects to the Temporal frontend at addr.
+func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
+	c := durable.Connect{Address: addr, Namespace: t.Namespace, TLS: t.TLS, TLSCert: t.TLSCert, TLSKey: t.TLSKey, TLSCA: t.TLSCA, TLSServerName: t.TLSServerName, Log: e.stderr}
 	if t.APIKeyEnv != "" {
 		c.APIKey = e.getenv(t.APIKeyEnv)
 	}
-	return c
-}
-
-func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
-	c, err := durable.Dial(ctx, t.connect(e, addr))
-	if err != nil {
-		return nil, exitcode.With(exitcode.Failure, err)
-	}
-	return c, nil
+	return durable.Dial(ctx, c)
 }
 
 type workerCmd struct {

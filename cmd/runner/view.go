@@ -1,13 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/view"
@@ -35,26 +30,7 @@ Examples:
 }
 
 func (c *viewCmd) Run(e *env) error {
-	root, page, err := view.PageOf(c.Dir)
-	if err != nil {
-		return err
-	}
-	// Ctrl-C stops the view from the moment its address is printed.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	v, err := startView(e, root, c.Addr)
-	if err != nil {
-		return err
-	}
-	defer v.Stop()
-	show(e, v, page, c.Open)
-	fmt.Fprintln(e.stderr, "view: press Ctrl-C to stop")
-	select {
-	case <-ctx.Done():
-	case err := <-v.Failed():
-		return exitcode.With(exitcode.Failure, fmt.Errorf("view: %w", err))
-	}
-	return nil
+	return view.Serve(c.Dir, c.Addr, c.Open, e.getenv, nodes.Registry(), e.stderr)
 }
 
 // startView serves the view of root on addr ("" for the default), warning

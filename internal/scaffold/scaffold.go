@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/debate-runner/runner/examples"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/templates"
@@ -92,7 +93,7 @@ type Options struct {
 func Write(dir string, opts Options) ([]string, error) {
 	from, err := Find(opts.From)
 	if err != nil {
-		return nil, err
+		return nil, exitcode.Errorf(exitcode.Usage, "--from %s: %v", opts.From, err)
 	}
 	files, err := projectFiles(from, opts)
 	if err != nil {
@@ -148,6 +149,9 @@ type ExistsError struct {
 	Dir   string
 	Files []string
 }
+
+// ExitCode is a usage error's: the command line asks to overwrite.
+func (e *ExistsError) ExitCode() int { return exitcode.Usage }
 
 func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s already has %s; choose another folder or use --force to overwrite", e.Dir, strings.Join(e.Files, ", "))

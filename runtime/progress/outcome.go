@@ -98,3 +98,16 @@ type told struct{ err error }
 
 func (told) Error() string   { return "" }
 func (e told) Unwrap() error { return e.err }
+
+// NotResumed tells why runtime.Resume did not resume a run: the
+// diagnostics of a spec it compiled again (then the error says the run
+// was not resumed, with the spec's exit code); other errors are returned
+// as they are.
+func NotResumed(t Teller, err error) error {
+	var se *runtime.SpecError
+	if errors.As(err, &se) {
+		t.Diagnostics(se.Diags)
+		return exitcode.With(se.ExitCode(), fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
+	}
+	return err
+}
