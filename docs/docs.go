@@ -4,9 +4,10 @@
 // field documented, examples shown as they are) read it by page name,
 // wherever they run from. The binary does not import it.
 //
-// The tables of each node kind's keys in node-kinds.md are made from the
-// kinds' schema fragments: `go generate ./docs` writes them, and a test of
-// internal/gendocs fails when they are stale.
+// node-kinds.md is made from the kinds: each registered kind's section is
+// its package's manual.md, with the table of its keys made from its schema
+// fragment. `go generate ./docs` writes it, and a test of internal/gendocs
+// fails when it is stale.
 package docs
 
 //go:generate go run ../internal/gendocs -root ..

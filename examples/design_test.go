@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/debate-runner/runner/spec/value"
 
@@ -136,13 +137,13 @@ func withAgents(agents ...designAgent) specEdit {
 		var ids []string
 		for _, a := range agents {
 			ids = append(ids, a.id)
-			b.WriteString(a.id + ": {name: \"" + a.name + "\", role: " + a.role + ", system: software-design/system")
+			b.WriteString(a.id + ": {name: \"" + a.name + "\", role: " + a.role + ", system: system")
 			if len(a.tools) > 0 {
 				b.WriteString(", tools: [" + strings.Join(a.tools, ", ") + "]")
 			}
 			b.WriteString("}\n")
 		}
-		b.WriteString("judge: {name: Technical Judge, role: judge, model: judge, system: software-design/system}\n")
+		b.WriteString("judge: {name: Technical Judge, role: judge, model: judge, system: system}\n")
 		setYAML(t, root, "agents", b.String())
 		list := "[" + strings.Join(ids, ", ") + "]"
 		for _, n := range []string{"clarify", "propose", "critique", "refine"} {
@@ -269,6 +270,7 @@ type designCall struct {
 
 var (
 	systemName  = regexp.MustCompile(`^You are ([^,\n]+),`)
+	roleName    = regexp.MustCompile(`(?m)^## Your role\nYou are ([^,\n]+),`)
 	summaryName = regexp.MustCompile(`from your perspective as ([^\n]+)\.\n`)
 	authorLine  = regexp.MustCompile(`(?m)^Author: (.+?)(?: \([^()\n]*\))?$`)
 	roundInKey  = regexp.MustCompile(`round=(\d+)`)
@@ -289,6 +291,10 @@ func classify(r llmtest.Request, byName map[string]string, judge string) designC
 		}
 	}
 	if m := systemName.FindStringSubmatch(c.system); m != nil {
+		c.agent = byName[m[1]]
+	} else if m := roleName.FindStringSubmatch(c.prompt); m != nil {
+		// The cached layout: one system prompt for all, the agent's role
+		// in the prompt.
 		c.agent = byName[m[1]]
 	}
 	p := c.prompt
@@ -416,6 +422,9 @@ type replayer struct {
 	contribs map[string]string // contribKey -> content
 	sums     map[string]string // "round/agent" -> summary
 	agents   int
+	// cached: the run lays its prompts out with cached_layout (the agent's
+	// own proposal is under "Under discussion").
+	cached bool
 
 	mu       sync.Mutex
 	count    map[string]int // phase/agent>target -> calls so far
@@ -525,7 +534,16 @@ func (p *replayer) handle(r llmtest.Request) llmtest.Reply {
 				p.problem("round %d critique prompt of %s does not show %s's proposal of that round", round, c.agent, c.target)
 			}
 		case "refine":
-			if want := p.contribs[contribKey("propose", round, c.agent, "")]; !strings.Contains(c.prompt, "## Your current proposal\n"+want) {
+			mine := "## Your current proposal\n"
+			if p.cached {
+				mine = "\n## Under discussion\n\n### "
+				for name, id := range p.byName {
+					if id == c.agent {
+						mine = "\n## Under discussion\n\n### " + name + "\n"
+					}
+				}
+			}
+			if want := p.contribs[contribKey("propose", round, c.agent, "")]; !strings.Contains(c.prompt, mine+want) {
 				p.problem("round %d refine prompt of %s does not show its proposal of that round", round, c.agent)
 			}
 			for key, crit := range p.contribs {
@@ -660,6 +678,13 @@ func TestDesignDebateReplaysRecordings(t *testing.T) {
 }
 
 func replayRecording(t *testing.T, file, configFile, problem string) {
+	replayRecordingIn(t, file, configFile, problem, false)
+}
+
+// replayRecordingIn replays a recording in the original layout or the
+// cached one, and returns the run's usage; the server's prompt cache
+// follows OpenAI's rules (see TestDesignDebatePromptCache).
+func replayRecordingIn(t *testing.T, file, configFile, problem string, cached bool) runresult.UsageReport {
 	var rec dlState
 	readJSONFile(t, file, &rec)
 	var cfg dlConfig
@@ -684,8 +709,19 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 		sets = append(sets, "summaries=false")
 	}
 
+	if cached {
+		sets = append(sets, "cached_layout=true")
+	}
 	p := newReplayer(&rec, byName, len(agents))
-	srv := llmtest.New(t, p.handle)
+	p.cached = cached
+	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true}
+	srv := llmtest.New(t, pc.Wrap(func(r llmtest.Request) llmtest.Reply {
+		// As long as a call is being answered its prompt is not cached:
+		// the calls of a node, in flight together, do not serve each other.
+		rep := p.handle(r)
+		rep.Delay = 100 * time.Millisecond
+		return rep
+	}))
 	run := startDesign(t, designSpec(t, edits...), srv, runtime.Options{
 		Launch: launch.Launch{Given: launch.Given{Inputs: []string{"problem=@" + problem}, Sets: sets}, Answers: recordingAnswers(t, &rec)},
 	})
@@ -722,10 +758,14 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 	if !(ours <= original && original <= serial) {
 		t.Errorf("schedule: serial %d ms, original %d ms, ours %d ms: not in order", serial, original, ours)
 	}
+	if cached {
+		return res.Usage
+	}
 	t.Logf("%d agents, %d rounds: %d calls made, %d recorded (+%d follow-up clarify calls that asked nothing); "+
 		"recorded latency %.0f s one by one, %.0f s as the original tool scheduled them, %.0f s on our critical path: %.2fx faster than serial, %.2fx faster than the original",
 		len(agents), len(rec.Rounds), made, recorded, p.want()["clarify/2"],
 		float64(serial)/1000, float64(original)/1000, float64(ours)/1000, float64(serial)/float64(ours), float64(original)/float64(ours))
+	return res.Usage
 }
 
 // recordingAgents returns the recording's debating agents (sorted by id,

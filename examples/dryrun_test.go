@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,11 +14,13 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/launch"
+	"github.com/debate-runner/runner/spec"
 )
 
 // TestDryRunIsTheRun: the dry run is the real interpreter. For every
@@ -142,4 +145,35 @@ func (k keyHeader) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set("X-Call-Key", calls.KeyFrom(req.Context()))
 	return k.next.RoundTrip(req)
+}
+
+// TestDryRunHiringPanelAtLength: the hiring panel at 20,000 turns per goal
+// makes 60,000 calls at worst, one per turn of each of its three goals'
+// conversations; a dry run whose simulated-call cap stops it inside the
+// first conversation says so, extrapolating the conversation and the
+// foreach over the goals (it said 20,000, the calls it had simulated).
+func TestDryRunHiringPanelAtLength(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("hiring-panel", "spec.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Replace(string(text), "max_turns: 60", "max_turns: 20000", 1)
+	if long == string(text) {
+		t.Fatal("the hiring panel no longer says max_turns: 60; update this test")
+	}
+	path := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(path, []byte(long), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan, diags := spec.Load(path, nodes.Registry())
+	if diags.HasErrors() {
+		t.Fatal(diags.Format())
+	}
+	rep, err := dryrun.Run(plan, dryrun.Options{Given: launch.Given{Inputs: []string{"resume=a resume"}}, CallBudget: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Calls != 3*20000 || rep.Extrapolated != 3*20000-300 {
+		t.Errorf("worst case %d calls (%d extrapolated), want 60000 (59700 extrapolated)", rep.Calls, rep.Extrapolated)
+	}
 }

@@ -275,6 +275,11 @@ func emptyClosing(plan *spec.Plan, node string) bool {
 	if n == nil {
 		return false
 	}
+	if cfg, ok := n.Config.(*converse.Config); ok {
+		// The selector group chat's speakers: the task opens the
+		// conversation's turns, and the prompt after them is empty.
+		return cfg.Chat != nil && cfg.Chat.History != nil && cfg.Chat.History.Opening != nil && *cfg.Chat.History.Opening != ""
+	}
 	cfg, ok := n.Config.(*asknode.Config)
 	return ok && cfg.Chat != nil && cfg.Chat.History != nil && cfg.Chat.History.AfterPrompt && cfg.Chat.History.Closing == ""
 }

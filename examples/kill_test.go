@@ -630,3 +630,21 @@ func TestKilledSweepCompares(t *testing.T) {
 		t.Errorf("the resumed sweep has %d runs; want %d", len(got), len(questions))
 	}
 }
+
+// TestKillAndResumeFanOut: the tree-of-thought protocol, whose steps expand
+// their frontier with a concurrent foreach, is killed with SIGKILL at random
+// instants (so often with iterations in flight) and resumed until it
+// finishes: its result is an uninterrupted run's, and no journaled call is
+// asked again.
+func TestKillAndResumeFanOut(t *testing.T) {
+	bin := runnerBinary(t)
+	name := "protocols/tree-of-thought"
+	plan := load(t, name)
+	inputs := []string{"problem=Use 4, 9, 10 and 13 with + - * / to make 24."}
+	args := []string{filepath.Join(name, "spec.yaml"), "--no-cache", "-q", "-i", inputs[0]}
+	s := &standIns{}
+	s.add(t, plan, inputs, nil)
+	srv := llmtest.New(t, s.handle)
+	env := killEnv(srv, t.TempDir())
+	killChainCases(t, bin, env, s, args, killChains(t), func(dir string) []string { return []string{dir} })
+}

@@ -733,18 +733,28 @@ func TestProtocolCallCounts(t *testing.T) {
 		{"reconcile", nil, "N·(1+D) = 3·4", 3 * 4},
 		{"reconcile", []string{"agents=a,b,c,d,e", "rounds=1"}, "N·(1+D) = 5·2", 5 * 2},
 		{"poll-jury", []string{"jury=a,b,c,d,e"}, "N = 5", 5},
+		{"tree-of-thought", nil, "(K+1)·(1 + B·(T−1)) = 4·(1 + 2·2)", 4 * (1 + 2*2)},
+		{"tree-of-thought", []string{"thinkers=5", "breadth=3", "steps=4"}, "(K+1)·(1 + B·(T−1)) = 6·(1 + 3·3)", 6 * (1 + 3*3)},
 		{"sparse-debate", []string{"models=a,b,c,d", "rounds=2"}, "N·R = 4·2", 4 * 2},
+		{"sparse-debate", []string{"topology=complete"}, "N·R = 6·3", 6 * 3},
+		{"selector-group-chat", nil, "2·T = 2·8 (a selection and a turn)", 2 * 8},
+		{"exchange-of-thought", nil, "N·R = 3·3", 3 * 3},
+		{"exchange-of-thought", []string{"paradigm=debate", "rounds=5"}, "N·R = 3·5", 3 * 5},
 	} {
 		t.Run(fmt.Sprintf("%s %v", tc.name, tc.sets), func(t *testing.T) {
 			plan := load(t, "protocols/"+tc.name)
 			inputs := mcqInputs
 			switch {
-			case strings.HasPrefix(tc.name, "du-") || tc.name == "sparse-debate":
+			case strings.HasPrefix(tc.name, "du-") || tc.name == "sparse-debate" || tc.name == "exchange-of-thought":
 				inputs = []string{"question=What is the result of 1+2*3+4-5*6?"}
 			case strings.HasPrefix(tc.name, "chateval-"):
 				inputs = pairInputs
 			case tc.name == "poll-jury":
 				inputs = []string{"question=Which planet has the shortest year?", "reference=Mercury", "answer=Venus."}
+			case tc.name == "selector-group-chat":
+				inputs = []string{"task=Plan a day in Lisbon."}
+			case tc.name == "tree-of-thought":
+				inputs = []string{"problem=Use 4, 9, 10 and 13 to make 24."}
 			case tc.name == "mixture-of-agents":
 				inputs = []string{"question=Name a prime above 10."}
 			}
@@ -951,4 +961,91 @@ func TestProtocolReConcile(t *testing.T) {
 		}
 	}
 	p.wantOutput(t, "answer", "B") // 1.0 against 0.3 + 0.1
+}
+
+// TestProtocolSelectorGroupChat: before each turn the selector is asked
+// alone (one user message: the task, the roles, the candidates without
+// the last speaker, the conversation as "name: text"); the chosen speaker
+// gets its system message, the task, every earlier message as a turn
+// named by its author (its own as assistant, the others' as user) and a
+// closing user turn; TERMINATE ends the chat.
+func TestProtocolSelectorGroupChat(t *testing.T) {
+	picks := []string{"planner", "Researcher", "the critic", "planner"}
+	p := runProtocol(t, "selector-group-chat", []string{"task=Plan a day in Lisbon."}, nil,
+		func(key string, r llmtest.Request) string {
+			var turn int
+			_, _ = fmt.Sscanf(key[strings.Index(key, "/t")+2:], "%d", &turn)
+			if strings.Contains(key, "-select/") {
+				return picks[turn-1]
+			}
+			if turn == 4 {
+				return "Done. TERMINATE"
+			}
+			return fmt.Sprintf("%s at turn %d", agentOf(key), turn)
+		})
+	p.wantCalls(t, 2*4)
+	want := []string{"chat/-/t1-select/manager", "chat/-/t1/planner", "chat/-/t2-select/manager", "chat/-/t2/researcher",
+		"chat/-/t3-select/manager", "chat/-/t3/critic", "chat/-/t4-select/manager", "chat/-/t4/planner"}
+	if !slices.Equal(p.order, want) {
+		t.Errorf("calls in order %v, want %v", p.order, want)
+	}
+	sel := p.req(t, "chat/-/t3-select/manager")
+	if roles(sel) != "user" {
+		t.Errorf("the selector's roles: %s", roles(sel))
+	}
+	sees(t, "the third selection", sel.Messages[0].Content, "Plan a day in Lisbon.", "- critic: who checks",
+		"planner: planner at turn 1\nresearcher: researcher at turn 2", "from: planner, critic.")
+	last := p.req(t, "chat/-/t4/planner")
+	if got := roles(p.req(t, "chat/-/t1/planner")); got != "system user" {
+		t.Errorf("the first turn's roles %q, want the system message and the task", got)
+	}
+	if got := roles(last); got != "system user assistant user user user" {
+		t.Errorf("the planner's last request: roles %q", got)
+	}
+	var names []string
+	for _, m := range last.Messages[2:5] {
+		names = append(names, m.Name)
+	}
+	if !slices.Equal(names, []string{"planner", "researcher", "critic"}) {
+		t.Errorf("turn names %v", names)
+	}
+	sees(t, "the planner's system message", last.Messages[0].Content, "write TERMINATE")
+	sees(t, "the planner's task turn", last.Messages[1].Content, "Plan a day in Lisbon.")
+	p.wantOutput(t, "ended_by", "until")
+	p.wantOutput(t, "answer", "Done. TERMINATE")
+	if u := p.res.Usage.ByAgent["manager"]; u.Calls != 4 {
+		t.Errorf("the selector's usage: %d calls, want 4", u.Calls)
+	}
+}
+
+// TestProtocolExchangeOfThought: on the relay each agent's round-2 turn
+// shows the round-1 answer of the agent before it on the ring and no one
+// else's; its chat only grows; an agent that settles is not asked again.
+func TestProtocolExchangeOfThought(t *testing.T) {
+	p := runProtocol(t, "exchange-of-thought", []string{"question=What is the result of 1+2*3+4-5*6?"}, nil,
+		func(key string, _ llmtest.Request) string {
+			if agentOf(key) == "node_1" {
+				return fmt.Sprintf("node_1 in round %d keeps 10", roundOf(key))
+			}
+			return fmt.Sprintf("%s in round %d says %d", agentOf(key), roundOf(key), 10+roundOf(key))
+		})
+	p.wantCalls(t, 3+3+2) // node_1 settles in round 2
+	before := map[string]string{"node_1": "node_3", "node_2": "node_1", "node_3": "node_2"}
+	for a, heard := range before {
+		req := p.req(t, "answer/round=2/"+a)
+		if got := roles(req); got != "user assistant user" {
+			t.Errorf("%s round 2: roles %q", a, got)
+		}
+		texts := []string{heard + " in round 1"}
+		for o := range before {
+			if o != heard {
+				texts = append(texts, "!"+o+" in round 1")
+			}
+		}
+		sees(t, a+"'s round-2 turn", req.Messages[2].Content, texts...)
+	}
+	if _, asked := p.reqs["answer/round=3/node_1"]; asked {
+		t.Error("node_1 was asked again after its answer settled")
+	}
+	prefixOf(t, p.req(t, "answer/round=2/node_2"), p.req(t, "answer/round=3/node_2"))
 }

@@ -33,7 +33,8 @@ type Dry struct {
 	// MiB); beyond it prompts are estimated from the last ones rendered.
 	RenderBudget int64
 	// CallBudget bounds the calls simulated (0: 20,000); beyond it the
-	// walk stops and the loops it was in are extrapolated.
+	// walk stops and the conversations, loops and foreach steps it was in
+	// are extrapolated.
 	CallBudget int
 	// Note is told each thing the worst case simplifies, once.
 	Note func(string)
@@ -154,7 +155,7 @@ func (d *dryState) renderedPrompt(template, agent string, chars, seen int) {
 // from stand-ins are noted, and nothing is written.
 func (r *Run) finishDry(runErr error, started time.Time) (*result.Result, error) {
 	if errors.Is(runErr, errBudget) {
-		r.dry.note("the dry run stopped after simulating %d calls; loops it was in are extrapolated, and nodes after that point are not counted", r.dry.calls.Load())
+		r.dry.note("the dry run stopped after simulating %d calls; the conversations, loops and foreach steps it was in are extrapolated, and nodes after that point are not counted", r.dry.calls.Load())
 		runErr = nil
 	}
 	status := result.StatusCompleted
@@ -176,4 +177,40 @@ func (r *Run) finishDry(runErr error, started time.Time) (*result.Result, error)
 	res := r.buildResult(status, outputs, runErr, time.Since(started))
 	r.result = res
 	return res, runErr
+}
+
+// dryTurns follows the turns of one execution of a node that takes turns
+// (kit.TurnBounded) in a dry run: the worst-case calls when its first turn
+// began (after what it posts before it) and when the last turn it recorded
+// was over (with what was posted in it), and that turn's number.
+type dryTurns struct {
+	mu          sync.Mutex
+	start, done int64
+	turn        int
+}
+
+// recorded notes a message of turn n recorded when worst calls had been
+// counted.
+func (t *dryTurns) recorded(n int, worst int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n == 0 && t.turn == 0 {
+		t.start, t.done = worst, worst
+		return
+	}
+	if n >= t.turn {
+		t.turn, t.done = n, worst
+	}
+}
+
+// extrapolated is how many calls the turns after the one cut short (and
+// the rest of that one) would make, at the pace of the turns taken, up to
+// max turns.
+func (t *dryTurns) extrapolated(now int64, max int) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.turn >= max {
+		return 0
+	}
+	return extrapolate(t.start, t.done, now, t.turn+1, max)
 }

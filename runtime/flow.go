@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/internal/event"
@@ -18,6 +19,8 @@ import (
 // frame is the scope of the flow being walked.
 type frame struct {
 	scope kit.Scope
+	// it is the concurrent foreach iteration the frame is in, or nil.
+	it *iteration
 }
 
 func (f *frame) with(name string, value any, keyPart string) *frame {
@@ -33,7 +36,7 @@ func (f *frame) with(name string, value any, keyPart string) *frame {
 	} else {
 		s.Key = f.scope.Key + "/" + keyPart
 	}
-	return &frame{scope: s}
+	return &frame{scope: s, it: f.it}
 }
 
 func (r *Run) runSteps(ctx context.Context, steps []*spec.FlowStep, f *frame) error {
@@ -56,7 +59,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 	case spec.StepLoop:
 		max := s.MaxConst
 		if s.MaxExpr != nil {
-			v, err := evalProgram(s.MaxExpr, r.env(f.scope))
+			v, err := evalProgram(s.MaxExpr, r.envIn(f))
 			if err != nil {
 				return fmt.Errorf("%s: loop max (%s): %w", posString(r.Plan, s.Pos), s.MaxExpr.Source, err)
 			}
@@ -84,12 +87,12 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 				done = r.dry.worst()
 			}
 			if s.Until != nil && r.dry != nil {
-				if _, err := evalProgram(s.Until, r.env(inner.scope)); err != nil {
+				if _, err := evalProgram(s.Until, r.envIn(inner)); err != nil {
 					r.dry.note("%s: loop until (%s) cannot be evaluated on stand-in replies (%v)", posString(r.Plan, s.Pos), s.Until.Source, err)
 				}
 				r.dry.note("the loop at %s counts all %d iterations; until (%s) may end it earlier", posString(r.Plan, s.Pos), max, s.Until.Source)
 			} else if s.Until != nil {
-				v, err := evalProgram(s.Until, r.env(inner.scope))
+				v, err := evalProgram(s.Until, r.envIn(inner))
 				if err != nil {
 					return fmt.Errorf("%s: loop until (%s): %w", posString(r.Plan, s.Pos), s.Until.Source, err)
 				}
@@ -102,7 +105,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": max, "reason": "max"})
 		return nil
 	case spec.StepForeach:
-		v, err := evalProgram(s.In, r.env(f.scope))
+		v, err := evalProgram(s.In, r.envIn(f))
 		var items []any
 		if err == nil {
 			items, err = toList(v)
@@ -114,6 +117,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		if err != nil {
 			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
 		}
+		scopes := make([]*frame, len(items))
 		for i, item := range items {
 			key := fmt.Sprintf("%s=%d", s.As, i+1)
 			if g, ok := item.(value.GoalView); ok {
@@ -125,9 +129,26 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 				inner.scope.Goal = g
 				inner.scope.Round = 0
 			}
+			scopes[i] = inner
+		}
+		if s.Concurrency > 1 && len(items) > 1 {
+			return r.fanOut(ctx, s, f, scopes)
+		}
+		var start, done int64 // worst-case calls when the foreach began, and after its last whole iteration
+		if r.dry != nil {
+			start = r.dry.worst()
+			done = start
+		}
+		for i, inner := range scopes {
 			_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
 			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+				if r.dry != nil && errors.Is(err, errBudget) {
+					r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i+1, len(items)))
+				}
 				return err
+			}
+			if r.dry != nil {
+				done = r.dry.worst()
 			}
 		}
 		return nil
@@ -140,7 +161,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			return r.runSteps(ctx, s.Else, f)
 		}
-		v, err := evalProgram(s.Cond, r.env(f.scope))
+		v, err := evalProgram(s.Cond, r.envIn(f))
 		if err != nil {
 			return fmt.Errorf("%s: if (%s): %w", posString(r.Plan, s.Pos), s.Cond.Source, err)
 		}
@@ -174,6 +195,11 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 		scopeKey = fmt.Sprintf("%s#%d", scopeKey, occ)
 	}
 	h := &host{run: r, node: node, scope: f.scope, prefix: node.ID + "/" + scopeKey, frame: f, ctx: ctx}
+	tb, turnBounded := node.Config.(kit.TurnBounded)
+	if r.dry != nil && turnBounded {
+		w := r.dry.worst()
+		h.turns = &dryTurns{start: w, done: w}
+	}
 	if err := r.event(event.NodeStarted, h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
 		return value.NodeResult{}, err
 	}
@@ -188,6 +214,11 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	if e := (*spec.NonFiniteError)(nil); errors.As(err, &e) && e.File == "" {
 		e.File = r.Plan.Path
 	}
+	if h.turns != nil && errors.Is(err, errBudget) {
+		// Cut short by the call budget: the turns left are counted at
+		// the pace of those taken.
+		r.dry.extrapolated.Add(h.turns.extrapolated(r.dry.worst(), tb.TurnBound()))
+	}
 	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && ctx.Err() == nil && !isRenderError(err) {
 		// Stand-in replies can fail a check no real reply would (a rule on
 		// the content, say); the worst case goes on without the node's
@@ -201,7 +232,11 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 		}
 		return res, err
 	}
-	r.setResult(node.ID, res)
+	if f.it != nil {
+		f.it.setResult(node.ID, res)
+	} else {
+		r.setResult(node.ID, res)
+	}
 	fin := map[string]any{"node": node.ID, "calls": res.Calls, "messages": len(res.Messages)}
 	if n := len(res.Messages); n == 0 || !reflect.DeepEqual(res.Output, res.Messages[n-1].Output) {
 		// Otherwise the output is the last message's, already journaled.
@@ -211,7 +246,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	return res, err
 }
 
-func posString(p *spec.Plan, pos spec.Pos) string {
+func posString(p *spec.Plan, pos syntax.Pos) string {
 	return fmt.Sprintf("%s:%d:%d", p.Path, pos.Line, pos.Col)
 }
 

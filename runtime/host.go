@@ -26,6 +26,7 @@ import (
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/tmplguard"
 	"github.com/debate-runner/runner/runtime/tracing"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
@@ -50,6 +51,10 @@ type host struct {
 	// failed are the request digests of this node's calls that failed
 	// after their retries, by call key (see noteFailure).
 	failed map[string]string
+
+	// turns follows a dry run through a node that takes turns (see
+	// kit.TurnBounded), to extrapolate the turns a spent call budget cut.
+	turns *dryTurns
 }
 
 func (h *host) Scope() kit.Scope { return h.scope }
@@ -60,6 +65,11 @@ func (h *host) Scope() kit.Scope { return h.scope }
 // It journals what came back and counts usage.
 func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	r := h.run
+	if it := h.iteration(); it != nil {
+		if err := it.stopped(); err != nil {
+			return kit.Reply{}, err
+		}
+	}
 	model := c.Model
 	if model == nil {
 		model = c.Agent.Model
@@ -304,7 +314,7 @@ func newCallParams(req *llm.Request) callParams {
 func newRequest(model *spec.ModelPlan, c *kit.Call) llm.Request {
 	req := llm.Request{
 		Model: model.Model, Deployment: model.Deployment, MaxTokens: model.MaxTokens, TokenField: model.TokenField(),
-		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream,
+		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream, CacheBreakpoints: model.CacheBreakpoints,
 		Messages: make([]llm.Message, 0, len(c.Messages)),
 	}
 	if model.Endpoint != nil {
@@ -438,10 +448,25 @@ func (h *host) Render(name string, data any) (string, error) {
 		b.Grow(int(n + n/8))
 	}
 	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
+		return "", h.renderError(name, err)
 	}
 	hint.Store(int64(b.Len()))
 	return b.String(), nil
+}
+
+// renderError says which node's template failed. A value the guard found
+// missing, or a printf that does not fit, is named as the guard names it,
+// without text/template's wrapping around the guard's own function.
+func (h *host) renderError(name string, err error) error {
+	var missing *tmplguard.MissingError
+	var format *tmplguard.FormatError
+	switch {
+	case errors.As(err, &missing):
+		err = missing
+	case errors.As(err, &format):
+		err = format
+	}
+	return fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
 }
 
 // renderHint returns the size of the last rendering of a template.
@@ -467,6 +492,11 @@ func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) value.PromptBase
 		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Item: h.scope.Item, Goal: h.scope.Goal,
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results,
 		Agents: r.agentViews(node), AllAgents: r.agentViews(nil),
+	}
+	if it := h.iteration(); it != nil {
+		data.Nodes = it.nodes()
+		data.History, data.Inbox = it.seen(agent.ID, h.scope.Round, h.scope.Goal.ID)
+		return data
 	}
 	data.History, data.Inbox = r.hist.Seen(agent.ID, h.scope.Round, h.scope.Goal.ID)
 	return data
@@ -516,6 +546,9 @@ func Visible(m value.Message, agent string) bool { return history.Visible(&m, ag
 // Messages returns the run's messages so far. The slice is shared with the
 // run (see Run.messagesSoFar): callers read it and must not change it.
 func (h *host) Messages() []value.Message {
+	if it := h.iteration(); it != nil {
+		return it.messages()
+	}
 	h.run.mu.Lock()
 	defer h.run.mu.Unlock()
 	return h.run.messagesSoFar()
@@ -539,6 +572,12 @@ func (h *host) Record(msgs ...value.Message) []value.Message {
 	pending := r.pendingSummaries
 	r.pendingSummaries = nil
 	r.mu.Unlock()
+	if it := h.iteration(); it != nil {
+		it.mu.Lock()
+		pending = it.pending
+		it.pending = nil
+		it.mu.Unlock()
+	}
 	if len(pending) > 0 {
 		order := map[string]int{}
 		for i, a := range r.Plan.Agents {
@@ -551,15 +590,9 @@ func (h *host) Record(msgs ...value.Message) []value.Message {
 }
 
 func (h *host) record(msgs []value.Message) []value.Message {
-	r := h.run
-	out := make([]value.Message, 0, len(msgs))
-	// The messages are journaled together, in one write: a node records
-	// all of its replies at once.
-	entries := make([]journal.Entry, 0, len(msgs))
-	for _, m := range msgs {
-		sum := sumStrings(m.Content)
-		r.mu.Lock()
-		m.ID = "m" + strconv.Itoa(len(r.messages)+1)
+	msgs = append([]value.Message(nil), msgs...)
+	for i := range msgs {
+		m := &msgs[i]
 		if m.Node == "" {
 			m.Node = h.node.ID
 		}
@@ -569,7 +602,34 @@ func (h *host) record(msgs []value.Message) []value.Message {
 		if m.Goal == "" {
 			m.Goal = h.scope.Goal.ID
 		}
+	}
+	if it := h.iteration(); it != nil {
+		out := it.hold(msgs)
+		if h.turns != nil {
+			for _, m := range out {
+				h.turns.recorded(m.Turn, h.run.dry.worst())
+			}
+		}
+		return out
+	}
+	return h.run.appendMessages(msgs, h.turns)
+}
+
+// appendMessages records messages in the run: each gets its id, joins the
+// history and is journaled.
+func (r *Run) appendMessages(msgs []value.Message, turns *dryTurns) []value.Message {
+	out := make([]value.Message, 0, len(msgs))
+	// The messages are journaled together, in one write: a node records
+	// all of its replies at once.
+	entries := make([]journal.Entry, 0, len(msgs))
+	for _, m := range msgs {
+		sum := sumStrings(m.Content)
+		r.mu.Lock()
+		m.ID = "m" + strconv.Itoa(len(r.messages)+1)
 		r.hist.Append(m)
+		if turns != nil {
+			turns.recorded(m.Turn, r.dry.worst())
+		}
 		r.contentBytes.Add(int64(len(m.Content)))
 		r.messages = r.hist.All()
 		seen := r.seenText[sum]
@@ -593,7 +653,12 @@ func (h *host) record(msgs []value.Message) []value.Message {
 	return out
 }
 
-func (h *host) Env() *spec.Env { return h.run.env(h.scope) }
+func (h *host) Env() *spec.Env {
+	if it := h.iteration(); it != nil {
+		return it.env(h.scope)
+	}
+	return h.run.env(h.scope)
+}
 
 // Holds evaluates a condition that ends something. In a dry run it never
 // holds: the worst case goes on to the bound.
@@ -653,6 +718,10 @@ func (h *host) Rand() *rand.Rand {
 }
 
 func (h *host) Result(node string) (value.NodeResult, bool) {
+	if it := h.iteration(); it != nil {
+		res, ok := it.nodes()[node]
+		return res, ok
+	}
 	h.run.mu.Lock()
 	defer h.run.mu.Unlock()
 	res, ok := h.run.results[node]
@@ -690,7 +759,7 @@ func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
 	}
 	var b strings.Builder
 	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
-		return "", fmt.Errorf("node %q: rendering template %s: %w", h.node.ID, name, err)
+		return "", h.renderError(name, err)
 	}
 	d.renderedPrompt(name, agent, b.Len(), seen)
 	return b.String(), nil

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // ErrCompleted is returned when resuming a run that already completed.
@@ -256,7 +257,7 @@ func resumePlan(dir string, m result.Manifest, reg *spec.Registry, fixed string)
 // 4 and prints its diagnostics.
 type SpecError struct {
 	Path  string
-	Diags spec.Diagnostics
+	Diags syntax.Diagnostics
 }
 
 func (e *SpecError) Error() string {

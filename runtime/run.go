@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/runtime/mcpclient"
+	"github.com/debate-runner/runner/runtime/tmplguard"
 
 	"github.com/debate-runner/runner/spec/value"
 
@@ -316,7 +317,7 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		threads:   threads{sent: opts.ReplayThreads},
 		Plan:      plan,
 		opts:      opts,
-		templates: hist.Templates(plan.Templates),
+		templates: hist.Templates(tmplguard.Guard(plan.Templates)),
 		recorded:  map[string]kit.Reply{},
 		endpoints: &endpoints{
 			pool:    pool,

@@ -200,8 +200,15 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	// original tool cut it: prompts budget for max_chars.
 	e.text = cutToChars(strings.TrimSpace(rep.Content), sp.MaxChars)
 	_ = h.Event(event.Summary, "summary/"+agent.ID, map[string]any{"agent": agent.ID, "before_chars": len(text), "after_chars": len(e.text), "max_chars": sp.MaxChars})
+	sum := value.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID}
+	if it := h.iteration(); it != nil {
+		it.mu.Lock()
+		it.pending = append(it.pending, sum)
+		it.mu.Unlock()
+		return e.text
+	}
 	r.mu.Lock()
-	r.pendingSummaries = append(r.pendingSummaries, value.Message{From: agent.ID, Private: true, Record: "summary", Content: e.text, Node: h.node.ID, Round: h.scope.Round, Goal: h.scope.Goal.ID})
+	r.pendingSummaries = append(r.pendingSummaries, sum)
 	r.mu.Unlock()
 	return e.text
 }

@@ -59,9 +59,27 @@ func (h *host) Thread(name, agent string) kit.Thread {
 	if r.threads.open == nil {
 		r.threads.open = map[string]*thread{}
 	}
+	var from *thread // the thread a concurrent iteration's continues
+	if it := h.iteration(); it != nil {
+		// Each iteration of a concurrent foreach has a thread of its own,
+		// which goes on from the thread as it was when the foreach began:
+		// iterations do not take turns in one thread in the order they
+		// happen to run.
+		base := key
+		if it.parent != nil {
+			base += "#" + it.parent.key
+		}
+		from = r.threads.open[base]
+		key += "#" + it.key
+	}
 	t, ok := r.threads.open[key]
 	if !ok {
 		t = &thread{run: r, key: key, name: name, agent: agent, goal: goal}
+		if from != nil {
+			from.mu.Lock()
+			t.turns = append([]kit.ChatMessage(nil), from.turns...)
+			from.mu.Unlock()
+		}
 		r.threads.open[key] = t
 	}
 	return t

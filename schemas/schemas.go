@@ -1,5 +1,5 @@
 // Package schemas holds the published JSON Schemas: of a debate spec, made
-// from the base schema in package spec and the fragments of the registered
+// from the base schema in package spec/syntax and the fragments of the registered
 // node kinds, and of result.json, made from the types of package
 // runtime/result, and of spec test files, made from the schema package
 // runtime/spectest validates them with (`go generate ./schemas` writes

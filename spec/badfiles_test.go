@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // anchorBomb builds a "billion laughs" document: levels of anchors, each an
@@ -78,7 +79,7 @@ func TestBadFiles(t *testing.T) {
 				t.Fatalf("got %d diagnostics, want 1:\n%s", len(diags), diags.Error())
 			}
 			d := diags[0]
-			if d.Severity != spec.Error || d.File != tc.path || !strings.Contains(d.Message, tc.want) {
+			if d.Severity != syntax.Error || d.File != tc.path || !strings.Contains(d.Message, tc.want) {
 				t.Errorf("got %s, want an error in %s containing %q", d, tc.path, tc.want)
 			}
 			if (d.Pos.Line > 0) != tc.pos {
@@ -152,7 +153,7 @@ func TestHostileSpecs(t *testing.T) {
 	reg := nodes.Registry()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if len(tc.src) > spec.MaxSpecBytes {
+			if len(tc.src) > syntax.MaxSpecBytes {
 				t.Fatalf("test spec is %d bytes, over the limit", len(tc.src))
 			}
 			start := time.Now()

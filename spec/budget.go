@@ -3,6 +3,8 @@ package spec
 import (
 	"io/fs"
 	"sort"
+
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // BudgetPlan is what a run may spend: limits on the whole run and on the
@@ -11,8 +13,8 @@ import (
 // run.json and checked before each call. A zero BudgetPlan limits nothing.
 type BudgetPlan struct {
 	// BudgetLimits limit the whole run.
-	BudgetLimits
-	Nodes map[string]BudgetLimits `json:"nodes,omitempty"`
+	syntax.BudgetLimits
+	Nodes map[string]syntax.BudgetLimits `json:"nodes,omitempty"`
 	// MaxEvaluations is the most node executions a run makes, model calls
 	// or not: a loop of compute nodes with a large max spends no call, yet
 	// fills the journal. 0 means DefaultMaxEvaluations.
@@ -36,11 +38,6 @@ func (b BudgetPlan) Evaluations() int {
 // Empty reports whether the budget limits nothing.
 func (b BudgetPlan) Empty() bool { return b.BudgetLimits.Empty() && len(b.Nodes) == 0 }
 
-// Empty reports whether no limit is set.
-func (l BudgetLimits) Empty() bool {
-	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil && l.MaxToolCalls == nil
-}
-
 // NodeIDs are the nodes with limits of their own, sorted.
 func (b BudgetPlan) NodeIDs() []string {
 	ids := make([]string, 0, len(b.Nodes))
@@ -60,11 +57,11 @@ func (c *compiler) budget() {
 	}
 	for _, k := range b.Nodes.Keys {
 		if !c.file.Nodes.Has(k.V) {
-			c.r.errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, didYouMean(k.V, c.file.Nodes.Names()))
+			c.r.Errorf(k.Pos, "budget: node %q is not declared under nodes:%s", k.V, syntax.DidYouMean(k.V, c.file.Nodes.Names()))
 			continue
 		}
 		if c.plan.Budget.Nodes == nil {
-			c.plan.Budget.Nodes = map[string]BudgetLimits{}
+			c.plan.Budget.Nodes = map[string]syntax.BudgetLimits{}
 		}
 		c.plan.Budget.Nodes[k.V] = *b.Nodes.Values[k.V]
 	}
@@ -98,6 +95,6 @@ type CompileOptions struct {
 }
 
 // CompileWith is Compile reading template libraries as opts says.
-func CompileWith(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, Diagnostics) {
+func CompileWith(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, syntax.Diagnostics) {
 	return compile(path, data, reg, opts)
 }

@@ -3,6 +3,8 @@ package spec
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // TestBudgetPlanJSON: the run-time budget is what run.json holds under
@@ -12,8 +14,8 @@ func TestBudgetPlanJSON(t *testing.T) {
 	cost, calls := 5.0, 3
 	var tokens int64 = 2000000
 	b := BudgetPlan{
-		BudgetLimits: BudgetLimits{MaxCost: &cost, MaxTokens: &tokens},
-		Nodes:        map[string]BudgetLimits{"critique": {MaxCalls: &calls}},
+		BudgetLimits: syntax.BudgetLimits{MaxCost: &cost, MaxTokens: &tokens},
+		Nodes:        map[string]syntax.BudgetLimits{"critique": {MaxCalls: &calls}},
 	}
 	data, err := json.Marshal(b)
 	if err != nil {

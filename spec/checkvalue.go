@@ -3,6 +3,8 @@ package spec
 import (
 	"errors"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"github.com/expr-lang/expr/ast"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
@@ -33,7 +35,7 @@ func (n *NodeContext) FieldIn(keys ...string) *yaml.Node {
 // its replies give, and where the fallback is written.
 type fallbackLack struct {
 	props []string
-	pos   Pos
+	pos   syntax.Pos
 }
 
 // FallbackLacks records properties every parsed reply of the node has but
@@ -41,7 +43,7 @@ type fallbackLack struct {
 // without a guard (nodes.X.output.P ?? DEFAULT, nodes.X.output?.P) is an
 // error, reported at the fallback, since the run would fail there on the
 // first unreadable reply.
-func (n *NodeContext) FallbackLacks(pos Pos, props ...string) {
+func (n *NodeContext) FallbackLacks(pos syntax.Pos, props ...string) {
 	if len(props) == 0 {
 		return
 	}
@@ -67,39 +69,39 @@ func (n *NodeContext) CheckFallback(node *yaml.Node, sch *jsonschema.Schema) {
 	if node == nil || sch == nil {
 		return
 	}
-	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
+	loc := syntax.YAMLToJSON(&syntax.Reporter{Src: n.c.r.Src}, node)
 	if loc == nil {
 		return
 	}
-	err := sch.Validate(loc.value)
+	err := sch.Validate(loc.Value)
 	var ve *jsonschema.ValidationError
 	if err == nil || !errors.As(err, &ve) {
 		if err != nil {
-			n.Errorf(nodePos(node), "output fallback: %v", err)
+			n.Errorf(syntax.NodePos(node), "output fallback: %v", err)
 		}
 		return
 	}
-	for _, leaf := range leaves(ve, loc) {
-		ptr := unescapeURLPointer(leaf.InstanceLocation)
-		if ptr == "" && lastSegment(leaf.KeywordLocation) == "required" {
-			n.FallbackLacks(nodePos(node), quotedNames(leaf.Message)...)
+	for _, leaf := range syntax.Leaves(ve, loc) {
+		ptr := syntax.UnescapeURLPointer(leaf.InstanceLocation)
+		if ptr == "" && syntax.LastSegment(leaf.KeywordLocation) == "required" {
+			n.FallbackLacks(syntax.NodePos(node), syntax.QuotedNames(leaf.Message)...)
 			continue
 		}
-		at := loc.values[ptr]
+		at := loc.Values[ptr]
 		if at == nil {
 			at = node
 		}
 		where := "output fallback"
 		if ptr != "" {
-			where += " " + describePointer(ptr)
+			where += " " + syntax.DescribePointer(ptr)
 		}
-		n.Errorf(nodePos(at), "%s does not satisfy the output schema: %s", where, leaf.Message)
+		n.Errorf(syntax.NodePos(at), "%s does not satisfy the output schema: %s", where, leaf.Message)
 	}
 }
 
 // checkFallbackRead reports an unguarded read nodes.X.output.P (or
 // nodes.X.outputs.A.P) of a property X's fallback leaves out.
-func (c *compiler) checkFallbackRead(chain []member, e Expr, src, what string) bool {
+func (c *compiler) checkFallbackRead(chain []member, e syntax.Expr, src, what string) bool {
 	l, ok := c.fallbackLacks[chain[0].name]
 	if !ok {
 		return true
@@ -116,8 +118,8 @@ func (c *compiler) checkFallbackRead(chain []member, e Expr, src, what string) b
 		return true
 	}
 	read := c.offsetPos(e, src, chain[i].offset)
-	c.r.errorf(l.pos, "node %q: output fallback lacks %q, which %s reads at %s:%d:%d without a guard: add it to the fallback, or guard the read (`... ?? DEFAULT`)",
-		chain[0].name, chain[i].name, what, c.r.src.name, read.Line, read.Col)
+	c.r.Errorf(l.pos, "node %q: output fallback lacks %q, which %s reads at %s:%d:%d without a guard: add it to the fallback, or guard the read (`... ?? DEFAULT`)",
+		chain[0].name, chain[i].name, what, c.r.Src.Name, read.Line, read.Col)
 	return false
 }
 

@@ -23,6 +23,7 @@ import (
 	"text/template"
 	"unicode/utf8"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/templates"
@@ -35,17 +36,17 @@ import (
 
 // Load reads, validates and compiles a spec file. Diagnostics hold every
 // problem found; the plan is nil when any of them is an error.
-func Load(path string, reg *Registry) (*Plan, Diagnostics) {
-	data, err := readSpecFile(path)
+func Load(path string, reg *Registry) (*Plan, syntax.Diagnostics) {
+	data, err := syntax.ReadSpecFile(path)
 	if err != nil {
-		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
+		return nil, syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 	}
 	return Compile(path, data, reg)
 }
 
 // Compile validates and compiles spec text. path names the file in
 // diagnostics and anchors relative template folders.
-func Compile(path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
+func Compile(path string, data []byte, reg *Registry) (*Plan, syntax.Diagnostics) {
 	return compile(path, data, reg, CompileOptions{})
 }
 
@@ -57,23 +58,23 @@ type Folders func(dir string) (fs.FS, bool)
 // CompileIn is Compile with template library folders read from folders (nil:
 // the file system), for a spec compiled away from the files next to it: a
 // Temporal worker compiles the spec and folders a client sent it.
-func CompileIn(folders Folders, path string, data []byte, reg *Registry) (*Plan, Diagnostics) {
+func CompileIn(folders Folders, path string, data []byte, reg *Registry) (*Plan, syntax.Diagnostics) {
 	return compile(path, data, reg, CompileOptions{Folders: folders})
 }
 
-func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, Diagnostics) {
-	if err := checkText(data); err != nil {
-		return nil, Diagnostics{{File: path, Severity: Error, Message: err.Error()}}
+func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Plan, syntax.Diagnostics) {
+	if err := syntax.CheckText(data); err != nil {
+		return nil, syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 	}
-	r := &reporter{src: newSource(path, data)}
-	if off, c := disallowedChar(data); off >= 0 {
+	r := &syntax.Reporter{Src: syntax.NewSource(path, data)}
+	if off, c := syntax.DisallowedChar(data); off >= 0 {
 		// yaml.v3 refuses it without saying where.
-		r.errorf(offsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
-		return nil, r.diags
+		r.Errorf(syntax.OffsetPos(data, off), "character %U is not allowed in YAML text (a control character); remove it, or write it as an escape inside double quotes (\\u%04X)", c, c)
+		return nil, r.Diags
 	}
 	plan := compileInto(r, path, data, reg, opts)
-	diags := r.diags.sortAndDedupe()
-	if d, ok := r.droppedSummary(); ok {
+	diags := r.Diags.SortAndDedupe()
+	if d, ok := r.DroppedSummary(); ok {
 		diags = append(diags, d)
 	}
 	if diags.HasErrors() {
@@ -82,31 +83,31 @@ func compile(path string, data []byte, reg *Registry, opts CompileOptions) (*Pla
 	return plan, diags
 }
 
-func compileInto(r *reporter, path string, data []byte, reg *Registry, opts CompileOptions) *Plan {
-	root := parseYAML(r, data)
+func compileInto(r *syntax.Reporter, path string, data []byte, reg *Registry, opts CompileOptions) *Plan {
+	root := syntax.ParseYAML(r, data)
 	if root == nil {
 		return nil
 	}
-	reportOverflows, ok := checkTree(r, root)
+	reportOverflows, ok := syntax.CheckTree(r, root)
 	if !ok {
 		return nil
 	}
-	r.claimReported()
-	loc := yamlToJSON(r, root)
+	r.ClaimReported()
+	loc := syntax.YAMLToJSON(r, root)
 	if loc == nil {
 		return nil
 	}
-	failed := validateSchema(r, reg, loc)
-	r.claimReported()
+	failed := syntax.ValidateSchema(r, reg.schema, loc)
+	r.ClaimReported()
 	reportOverflows()
-	r.claimReported()
+	r.ClaimReported()
 	flowBroken := false
 	for _, p := range failed {
 		flowBroken = flowBroken || p == "" || strings.HasPrefix(p, "/flow")
 	}
 
-	f := &File{Path: path, Root: root}
-	r.decodeError(root, root.Decode(f))
+	f := &syntax.File{Path: path, Root: root}
+	r.DecodeError(root, root.Decode(f))
 	if f.Version.Set && f.Version.V != 1 {
 		return nil // the schema reported it; nothing else can be trusted
 	}
@@ -127,7 +128,7 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 		},
 		records:       map[string]bool{},
 		reachable:     map[string]bool{},
-		runsAt:        map[string]Pos{},
+		runsAt:        map[string]syntax.Pos{},
 		nodeTemplates: map[string][]templateUse{},
 		systemChecked: map[string]bool{},
 		flowBroken:    flowBroken,
@@ -145,9 +146,9 @@ func compileInto(r *reporter, path string, data []byte, reg *Registry, opts Comp
 type compiler struct {
 	// folders, when set, stands in for the file system (see CompileIn).
 	folders Folders
-	r       *reporter
+	r       *syntax.Reporter
 	reg     *Registry
-	file    *File
+	file    *syntax.File
 	dir     string
 	plan    *Plan
 	sources map[string]string // template name -> text
@@ -173,7 +174,7 @@ type compiler struct {
 	pending []*pendingExpr
 	site    *site
 	// runsAt holds where node A declared it runs node B ("A\x00B").
-	runsAt map[string]Pos
+	runsAt map[string]syntax.Pos
 	// nodeTemplates are the templates each node renders, with the
 	// positions that name them.
 	nodeTemplates map[string][]templateUse
@@ -200,7 +201,7 @@ type compiler struct {
 // templateUse is a template a node renders, checked against a dot type.
 type templateUse struct {
 	name string
-	pos  Pos
+	pos  syntax.Pos
 	// reads are the nodes the template reads through .Nodes.ID.
 	reads []tmplNodeRead
 }
@@ -212,7 +213,7 @@ type templateOrigin struct {
 	// whose first line starts at column col of line lineBase+1.
 	inline bool
 	col    int
-	pos    Pos // position of the reference/definition in the spec
+	pos    syntax.Pos // position of the reference/definition in the spec
 }
 
 func (c *compiler) compile() {
@@ -243,7 +244,7 @@ func (c *compiler) compile() {
 	// compiled last.
 	c.finishExprs()
 	c.checkLoopMaxes()
-	if !c.r.diags.HasErrors() {
+	if !c.r.Diags.HasErrors() {
 		// What runs when is only known for a flow without errors.
 		c.checkRunOrder()
 	}
@@ -256,7 +257,7 @@ func (c *compiler) inputsAndVars() {
 		if in.Default != nil {
 			ip.Default, ip.HasDefault = *in.Default, true
 			if in.Required {
-				c.r.warnf(k.Pos, "input %q is required and also has a default; the default is never used", k.V)
+				c.r.Warnf(k.Pos, "input %q is required and also has a default; the default is never used", k.V)
 			}
 		}
 		c.plan.Inputs = append(c.plan.Inputs, ip)
@@ -278,7 +279,7 @@ func normalizeNumber(v any) any {
 	return v
 }
 
-func (c *compiler) modelRef(s Str, who string) *ModelPlan {
+func (c *compiler) modelRef(s syntax.Str, who string) *ModelPlan {
 	if !s.Set {
 		return c.plan.Models["default"]
 	}
@@ -288,7 +289,7 @@ func (c *compiler) modelRef(s Str, who string) *ModelPlan {
 			return nil
 		}
 		names := append(c.file.Models.Names(), "default")
-		c.r.errorf(s.Pos, "%s uses unknown model %q%s", who, s.V, didYouMean(s.V, names))
+		c.r.Errorf(s.Pos, "%s uses unknown model %q%s", who, s.V, syntax.DidYouMean(s.V, names))
 		return nil
 	}
 	return m
@@ -298,10 +299,10 @@ func (c *compiler) verdictsAndGoals() {
 	for _, k := range c.file.Verdicts.Keys {
 		c.plan.Verdicts[k.V] = c.file.Verdicts.Values[k.V].Values()
 	}
-	seen := map[string]Pos{}
+	seen := map[string]syntax.Pos{}
 	for i, g := range c.file.Goals {
 		if prev, dup := seen[g.ID.V]; dup && g.ID.Set {
-			c.r.errorf(g.ID.Pos, "duplicate goal id %q (first defined at line %d)", g.ID.V, prev.Line)
+			c.r.Errorf(g.ID.Pos, "duplicate goal id %q (first defined at line %d)", g.ID.V, prev.Line)
 			continue
 		}
 		seen[g.ID.V] = g.ID.Pos
@@ -341,7 +342,7 @@ func (c *compiler) agents() {
 		}
 		if len(members) == 0 {
 			if a.Topology.Set && a.Replicas.IsZero() {
-				c.r.errorf(a.Topology.Pos, "agent %q: topology is among the agents of a replicated declaration; add replicas: (a number or {from: LIST})", k.V)
+				c.r.Errorf(a.Topology.Pos, "agent %q: topology is among the agents of a replicated declaration; add replicas: (a number or {from: LIST})", k.V)
 			}
 			// (also after a replicas error, so nodes naming it are not
 			// reported too)
@@ -354,7 +355,7 @@ func (c *compiler) agents() {
 		}
 		for _, r := range members {
 			if _, dup := c.file.Agents.Values[r.ID]; dup {
-				c.r.errorf(k.Pos, "agent %q: its replica %q has the id of another agent; rename one of them", k.V, r.ID)
+				c.r.Errorf(k.Pos, "agent %q: its replica %q has the id of another agent; rename one of them", k.V, r.ID)
 			}
 			c.plan.Agents = append(c.plan.Agents, r)
 			c.plan.AgentByID[r.ID] = r
@@ -462,7 +463,7 @@ func rebuildWithout(set *template.Template, name string) *template.Template {
 	return out
 }
 
-func (c *compiler) loadLibrary(use Str) {
+func (c *compiler) loadLibrary(use syntax.Str) {
 	name := use.V
 	if fsys, ok := c.saved[name]; ok {
 		c.loadSaved(use, fsys)
@@ -485,18 +486,18 @@ func (c *compiler) loadLibrary(use Str) {
 		fsys = os.DirFS(dir)
 	}
 	if fsys == nil {
-		if hint := didYouMean(name, templates.Libraries()); hint != "" {
-			c.r.errorf(use.Pos, "unknown template library %q: not an embedded library nor a folder next to the spec%s", name, hint)
+		if hint := syntax.DidYouMean(name, templates.Libraries()); hint != "" {
+			c.r.Errorf(use.Pos, "unknown template library %q: not an embedded library nor a folder next to the spec%s", name, hint)
 			return
 		}
-		c.r.errorf(use.Pos, "unknown template library %q: not an embedded library (%s) nor a folder next to the spec",
+		c.r.Errorf(use.Pos, "unknown template library %q: not an embedded library (%s) nor a folder next to the spec",
 			name, strings.Join(templates.Libraries(), ", "))
 		return
 	}
 	lib := filepath.Base(filepath.Clean(dir))
 	if !libraryFileName.MatchString(lib) || lib == "." || lib == ".." {
 		// The folder's name starts the name of every template in it.
-		c.r.errorf(use.Pos, "template library folder %q: its name %q cannot start a template name (LIBRARY/NAME); rename the folder using letters, digits, '_', '-' and '.'", name, lib)
+		c.r.Errorf(use.Pos, "template library folder %q: its name %q cannot start a template name (LIBRARY/NAME); rename the folder using letters, digits, '_', '-' and '.'", name, lib)
 		return
 	}
 	if c.claimLibrary(use, lib, dir) {
@@ -507,7 +508,7 @@ func (c *compiler) loadLibrary(use Str) {
 // loadSaved loads a library from a run's saved copy, under the name and
 // origin the library had when the run started, so that template names and
 // sources read as they did.
-func (c *compiler) loadSaved(use Str, fsys fs.FS) {
+func (c *compiler) loadSaved(use syntax.Str, fsys fs.FS) {
 	name := use.V
 	lib, origin := name, "library:"+name
 	if !templates.Has(name) {
@@ -525,7 +526,7 @@ func (c *compiler) loadSaved(use Str, fsys fs.FS) {
 // claimLibrary records that a library of that name comes from origin. Two
 // libraries of one name (two folders called prompts, a folder named like
 // an embedded library) would silently replace each other's templates.
-func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
+func (c *compiler) claimLibrary(use syntax.Str, lib, origin string) bool {
 	if c.libraries == nil {
 		c.libraries = map[string]string{}
 	}
@@ -537,7 +538,7 @@ func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
 	case prev == origin:
 		return false // listed twice: loaded once
 	}
-	c.r.errorf(use.Pos, "template library %q is named %q, like %s loaded before it; their templates would replace each other (rename the folder)", use.V, lib, strings.TrimPrefix(prev, "library:"))
+	c.r.Errorf(use.Pos, "template library %q is named %q, like %s loaded before it; their templates would replace each other (rename the folder)", use.V, lib, strings.TrimPrefix(prev, "library:"))
 	return false
 }
 
@@ -547,7 +548,7 @@ func (c *compiler) claimLibrary(use Str, lib, origin string) bool {
 var libraryFileName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // maxLibraryFile bounds a template, schema or preset file of a library.
-const maxLibraryFile = MaxSpecBytes
+const maxLibraryFile = syntax.MaxSpecBytes
 
 // readLibraryFile reads a regular file of a library, refusing anything else
 // (a FIFO or device under a template's name would hang validation).
@@ -588,14 +589,14 @@ func (c *compiler) keepLibraryFile(use, lib, origin, file string, data []byte) {
 // loadFS loads the templates, schemas and verdict presets of a library.
 // Problems with the folder or a file's name are reported where the spec
 // uses the library; problems inside a file, in that file.
-func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string) {
+func (c *compiler) loadFS(use syntax.Str, fsys fs.FS, root, lib, origin, display string) {
 	entries, err := fs.ReadDir(fsys, root)
 	if err != nil {
-		c.r.errorf(use.Pos, "template library %s: %v", display, err)
+		c.r.Errorf(use.Pos, "template library %s: %v", display, err)
 		return
 	}
-	inFile := func(file string, pos Pos, format string, args ...any) {
-		c.r.keep(Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: Error, Message: fmt.Sprintf(format, args...)})
+	inFile := func(file string, pos syntax.Pos, format string, args ...any) {
+		c.r.Keep(syntax.Diagnostic{File: filepath.ToSlash(filepath.Join(display, file)), Pos: pos, Severity: syntax.Error, Message: fmt.Sprintf(format, args...)})
 	}
 	for _, e := range entries {
 		if e.IsDir() {
@@ -617,12 +618,12 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			continue
 		}
 		if p != "verdicts.yaml" && !libraryFileName.MatchString(stem) {
-			c.r.errorf(use.Pos, "template library %s: file %q cannot name a template or schema; rename it using letters, digits, '_', '-' and '.'", display, p)
+			c.r.Errorf(use.Pos, "template library %s: file %q cannot name a template or schema; rename it using letters, digits, '_', '-' and '.'", display, p)
 			continue
 		}
 		data, err := readLibraryFile(fsys, full)
 		if err != nil {
-			c.r.errorf(use.Pos, "template library %s: %s: %v", display, p, err)
+			c.r.Errorf(use.Pos, "template library %s: %s: %v", display, p, err)
 			continue
 		}
 		c.keepLibraryFile(use.V, lib, origin, p, data)
@@ -634,7 +635,7 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			sum := sha256.Sum256(data)
 			c.plan.TemplateSources[name] = TemplateSource{Origin: origin, Digest: hex.EncodeToString(sum[:8])}
 		case p == "verdicts.yaml":
-			c.loadPresets(data, func(pos Pos, format string, args ...any) { inFile(p, pos, format, args...) })
+			c.loadPresets(data, func(pos syntax.Pos, format string, args ...any) { inFile(p, pos, format, args...) })
 		default:
 			name := lib + "/" + stem
 			embedded := strings.HasPrefix(origin, "library:") && c.saved[use.V] == nil
@@ -646,11 +647,11 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 			sch, err := CompileJSONSchema(name, data)
 			if err != nil {
 				msg := schemaErrorMessage(err)
-				pos := Pos{}
+				pos := syntax.Pos{}
 				if ref, ok := refusedRef(msg); ok {
 					// Point at the $ref in the file.
 					if i := bytes.Index(data, []byte(`"`+ref)); i >= 0 {
-						pos = offsetPos(data, i)
+						pos = syntax.OffsetPos(data, i)
 					}
 				}
 				inFile(p, pos, "schema %s: %s", name, msg)
@@ -666,10 +667,10 @@ func (c *compiler) loadFS(use Str, fsys fs.FS, root, lib, origin, display string
 
 // loadPresets reads a library's verdicts.yaml: named sets of verdict
 // options, under the same rules as the spec's own verdicts.
-func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, args ...any)) {
+func (c *compiler) loadPresets(data []byte, report func(pos syntax.Pos, format string, args ...any)) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		pos, msg := yamlErrorPos(err)
+		pos, msg := syntax.YAMLErrorPos(err)
 		report(pos, "YAML syntax: %s", msg)
 		return
 	}
@@ -678,17 +679,17 @@ func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, 
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode || root.Style&yaml.TaggedStyle != 0 {
-		report(nodePos(root), "verdict presets must be a mapping of NAME: [OPTION, ...], found %s", kindName(root))
+		report(syntax.NodePos(root), "verdict presets must be a mapping of NAME: [OPTION, ...], found %s", syntax.KindName(root))
 		return
 	}
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind != yaml.ScalarNode || !idPattern.MatchString(k.Value) {
-			report(nodePos(k), "%q is not a valid verdict set name (use letters, digits, '_' and '-', starting with a letter or '_')", k.Value)
+			report(syntax.NodePos(k), "%q is not a valid verdict set name (use letters, digits, '_' and '-', starting with a letter or '_')", k.Value)
 			continue
 		}
 		if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-			report(nodePos(v), "verdict set %q must be a list of options, found %s", k.Value, kindName(v))
+			report(syntax.NodePos(v), "verdict set %q must be a list of options, found %s", k.Value, syntax.KindName(v))
 			continue
 		}
 		var opts []string
@@ -697,11 +698,11 @@ func (c *compiler) loadPresets(data []byte, report func(pos Pos, format string, 
 		for _, o := range v.Content {
 			switch {
 			case o.Kind != yaml.ScalarNode || o.Style&yaml.TaggedStyle != 0 || !optionPattern.MatchString(o.Value):
-				report(nodePos(o), "verdict set %q: %s is not a valid option (use letters, digits, '_' and '-')", k.Value, describeValue(o))
+				report(syntax.NodePos(o), "verdict set %q: %s is not a valid option (use letters, digits, '_' and '-')", k.Value, syntax.DescribeValue(o))
 				ok = false
 				continue
 			case seen[o.Value]:
-				report(nodePos(o), "verdict set %q: %q is listed twice", k.Value, o.Value)
+				report(syntax.NodePos(o), "verdict set %q: %q is listed twice", k.Value, o.Value)
 				ok = false
 				continue
 			}
@@ -796,7 +797,7 @@ func CompileJSONSchema(name string, data []byte) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("$ref %s: a schema in a spec or template library cannot load other files or URLs; put the schema it refers to under $defs and write \"$ref\": \"#/$defs/NAME\"", strings.TrimPrefix(s, "mem:///"))
 	}
 	loc := "mem:///" + url.PathEscape(name) + ".json"
-	if err := comp.AddResource(loc, bytesReader(data)); err != nil {
+	if err := comp.AddResource(loc, bytes.NewReader(data)); err != nil {
 		return nil, err
 	}
 	return comp.Compile(loc)
@@ -811,10 +812,10 @@ func (c *compiler) templateError(name string, err error) {
 	if msg == "unexpected EOF" {
 		msg = "unexpected end of template: an {{if}}, {{range}}, {{with}} or {{define}} lacks its {{end}}"
 	}
-	c.reportTemplateProblem(tname, line, col, msg, Pos{})
+	c.reportTemplateProblem(tname, line, col, msg, syntax.Pos{})
 }
 
-func (c *compiler) reportTemplateProblem(name string, line, col int, msg string, ref Pos) {
+func (c *compiler) reportTemplateProblem(name string, line, col int, msg string, ref syntax.Pos) {
 	if col < 1 {
 		col = 1
 	}
@@ -824,42 +825,42 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 	}
 	o, ok := c.origins[name]
 	if !ok {
-		c.r.errorf(ref, "template %s: %s", name, msg)
+		c.r.Errorf(ref, "template %s: %s", name, msg)
 		return
 	}
 	if o.file != "" {
-		d := Diagnostic{File: o.file, Pos: Pos{Line: line, Col: col}, Severity: Error, Message: fmt.Sprintf("template %s: %s", name, msg)}
+		d := syntax.Diagnostic{File: o.file, Pos: syntax.Pos{Line: line, Col: col}, Severity: syntax.Error, Message: fmt.Sprintf("template %s: %s", name, msg)}
 		if line == 0 {
-			d.Pos = Pos{1, 1}
+			d.Pos = syntax.Pos{Line: 1, Col: 1}
 		}
 		if ref.Line > 0 {
-			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.src.name, ref.Line, ref.Col)
+			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.Src.Name, ref.Line, ref.Col)
 		}
-		c.r.keep(d)
+		c.r.Keep(d)
 		return
 	}
 	// define: a block scalar starts on the line after its key.
 	if last := strings.Count(strings.TrimRight(c.sources[name], "\n"), "\n") + 1; line > last && c.sources[name] != "" {
 		line, col = last, 1
 	}
-	pos := Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
+	pos := syntax.Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
 	if o.inline && line == 1 {
 		pos.Col = o.col + col - 1
 	}
-	if line == 0 || pos.Line > len(c.r.src.lines) {
+	if line == 0 || pos.Line > len(c.r.Src.Lines) {
 		pos = o.pos
 	}
-	c.r.errorf(pos, "template %s: %s", name, msg)
+	c.r.Errorf(pos, "template %s: %s", name, msg)
 }
 
 // mappingValue returns the value of key in mapping n, or nil.
 func mappingValue(n *yaml.Node, key string) *yaml.Node {
-	n = resolveAlias(n)
+	n = syntax.ResolveAlias(n)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	if v := lookupPair(n, key); v != nil {
-		return resolveAlias(v)
+		return syntax.ResolveAlias(v)
 	}
 	return nil
 }
@@ -874,14 +875,14 @@ func lookupPair(n *yaml.Node, key string) *yaml.Node {
 			hasMerge = true
 			continue
 		}
-		if resolveAlias(k).Value == key {
+		if syntax.ResolveAlias(k).Value == key {
 			return n.Content[i+1]
 		}
 	}
 	if hasMerge {
-		for _, p := range mappingPairs(n) {
-			if p.k.Value == key {
-				return p.v
+		for _, p := range syntax.MappingPairs(n) {
+			if p.K.Value == key {
+				return p.V
 			}
 		}
 	}
@@ -890,16 +891,16 @@ func lookupPair(n *yaml.Node, key string) *yaml.Node {
 
 // indentOf is the indentation of a spec line (block scalars are indented).
 func (c *compiler) indentOf(line int) int {
-	if line < 1 || line > len(c.r.src.lines) {
+	if line < 1 || line > len(c.r.Src.Lines) {
 		return 0
 	}
-	l := c.r.src.lines[line-1]
+	l := c.r.Src.Lines[line-1]
 	return len(l) - len(strings.TrimLeft(l, " "))
 }
 
 // templateExists checks that a template of that name exists. It returns
 // the name, or "" when the reference is invalid.
-func (c *compiler) templateExists(s Str) string {
+func (c *compiler) templateExists(s syntax.Str) string {
 	if !s.Set || s.V == "" {
 		return ""
 	}
@@ -914,11 +915,11 @@ func (c *compiler) templateExists(s Str) string {
 			}
 		}
 		sort.Strings(names)
-		hint := didYouMean(s.V, names)
+		hint := syntax.DidYouMean(s.V, names)
 		if hint == "" && len(c.file.Templates.Use) == 0 && strings.Contains(s.V, "/") {
 			hint = fmt.Sprintf(" (add `templates: {use: [%s]}`?)", strings.SplitN(s.V, "/", 2)[0])
 		}
-		c.r.errorf(s.Pos, "unknown template %q%s", s.V, hint)
+		c.r.Errorf(s.Pos, "unknown template %q%s", s.V, hint)
 		return ""
 	}
 	return s.V
@@ -927,7 +928,7 @@ func (c *compiler) templateExists(s Str) string {
 // templateRef checks that a template exists and uses only fields its dot
 // (of type data) has, and records it as rendered by node (nil: by the
 // runtime itself). It returns the name, or "" when the reference is invalid.
-func (c *compiler) templateRef(s Str, data reflect.Type, node *NodePlan) string {
+func (c *compiler) templateRef(s syntax.Str, data reflect.Type, node *NodePlan) string {
 	name := c.templateExists(s)
 	if name == "" {
 		return ""
@@ -942,7 +943,7 @@ func (c *compiler) templateRef(s Str, data reflect.Type, node *NodePlan) string 
 // checkTemplate type-checks a template against a dot type once, reporting
 // problems at the template's own lines (and where it is used), and returns
 // the nodes it reads through .Nodes.ID.
-func (c *compiler) checkTemplate(name string, data reflect.Type, ref Pos) []tmplNodeRead {
+func (c *compiler) checkTemplate(name string, data reflect.Type, ref syntax.Pos) []tmplNodeRead {
 	key := name + "\x00" + data.String()
 	if reads, ok := c.checked[key]; ok {
 		return reads
@@ -953,7 +954,7 @@ func (c *compiler) checkTemplate(name string, data reflect.Type, ref Pos) []tmpl
 		// msg is "NAME:LINE:COL: problem" (from ErrorContext) or plain.
 		tname, line, col, rest := templateErrorLine("template: " + msg)
 		if tname == "" {
-			c.r.errorf(ref, "template %s: %s", name, msg)
+			c.r.Errorf(ref, "template %s: %s", name, msg)
 			continue
 		}
 		// ErrorContext counts columns from 0.
@@ -974,7 +975,7 @@ func (c *compiler) nodes() {
 		for _, a := range d.Agents {
 			if group, ok := c.plan.Groups[a.V]; ok {
 				if seen[a.V] {
-					c.r.errorf(a.Pos, "node %q: agent %q is listed twice", k.V, a.V)
+					c.r.Errorf(a.Pos, "node %q: agent %q is listed twice", k.V, a.V)
 					continue
 				}
 				seen[a.V] = true
@@ -986,11 +987,11 @@ func (c *compiler) nodes() {
 				if c.file.Agents.Invalid {
 					continue
 				}
-				c.r.errorf(a.Pos, "node %q: unknown agent %q%s", k.V, a.V, didYouMean(a.V, c.file.Agents.Names()))
+				c.r.Errorf(a.Pos, "node %q: unknown agent %q%s", k.V, a.V, syntax.DidYouMean(a.V, c.file.Agents.Names()))
 				continue
 			}
 			if seen[a.V] {
-				c.r.errorf(a.Pos, "node %q: agent %q is listed twice", k.V, a.V)
+				c.r.Errorf(a.Pos, "node %q: agent %q is listed twice", k.V, a.V)
 				continue
 			}
 			seen[a.V] = true
@@ -1076,7 +1077,7 @@ func (c *compiler) runCycles() {
 				key := strings.Join(cycle, ">")
 				if !reported[key] {
 					reported[key] = true
-					c.r.errorf(c.runsAt[id+"\x00"+next], "node %q: nodes run each other in a cycle (%s), which would never end", id, strings.Join(cycle, " runs "))
+					c.r.Errorf(c.runsAt[id+"\x00"+next], "node %q: nodes run each other in a cycle (%s), which would never end", id, strings.Join(cycle, " runs "))
 				}
 			}
 		}
@@ -1090,7 +1091,7 @@ func (c *compiler) runCycles() {
 	}
 }
 
-func (c *compiler) collectLoopNames(steps []Step) {
+func (c *compiler) collectLoopNames(steps []syntax.Step) {
 	for _, s := range steps {
 		switch {
 		case s.Loop != nil:
@@ -1106,7 +1107,24 @@ func (c *compiler) collectLoopNames(steps []Step) {
 	}
 }
 
-func foreachDefault(in Expr) string {
+// MaxConcurrency bounds a foreach's concurrency: more iterations at once
+// than this would only wait on the endpoints' own limits.
+const MaxConcurrency = 64
+
+// concurrency reads a foreach's concurrency: a whole number from 1 to
+// MaxConcurrency (the schema says so where it was written), 1 when absent.
+func (c *compiler) concurrency(n syntax.Value[int]) int {
+	if !n.Set {
+		return 1
+	}
+	if n.V < 1 || n.V > MaxConcurrency {
+		c.r.Errorf(n.Pos, "foreach concurrency: %d is not a whole number from 1 to %d (how many iterations run at once)", n.V, MaxConcurrency)
+		return 1
+	}
+	return n.V
+}
+
+func foreachDefault(in syntax.Expr) string {
 	if strings.TrimSpace(in.Source) == "goals" {
 		return "goal"
 	}
@@ -1129,7 +1147,7 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-func (c *compiler) flow(steps []Step, path string) []*FlowStep {
+func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 	var out []*FlowStep
 	for i, s := range steps {
 		p := fmt.Sprintf("%s[%d]", path, i)
@@ -1138,9 +1156,9 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 			l := s.Loop
 			fs := &FlowStep{Kind: StepLoop, Pos: s.Pos, As: orDefault(l.As.V, "round"), Path: p + ".loop"}
 			if l.Max.IsZero() && l.Until.IsZero() {
-				c.r.errorf(s.Pos, "loop has neither max nor until: it could run forever; add max: N")
+				c.r.Errorf(s.Pos, "loop has neither max nor until: it could run forever; add max: N")
 			} else if l.Max.IsZero() {
-				c.r.errorf(s.Pos, "loop has until but no max: a condition that never holds would run forever; add max: N as a hard cap")
+				c.r.Errorf(s.Pos, "loop has until but no max: a condition that never holds would run forever; add max: N as a hard cap")
 			}
 			if !l.Max.IsZero() {
 				if n, isConst := c.loopMaxConst(l.Max); isConst {
@@ -1160,12 +1178,13 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 			f := s.Foreach
 			fs := &FlowStep{Kind: StepForeach, Pos: s.Pos, As: orDefault(f.As.V, foreachDefault(f.In)), Path: p + ".foreach"}
 			if strings.TrimSpace(f.In.Source) == "goals" && len(c.plan.Goals) == 0 {
-				c.r.errorf(f.In.Pos, "foreach over goals, but the spec declares no goals")
+				c.r.Errorf(f.In.Pos, "foreach over goals, but the spec declares no goals")
 			}
 			c.site = &site{step: fs}
 			fs.In = c.compileExpr(f.In, nil, ListResult, "foreach in")
 			c.site = nil
 			fs.Do = c.flow(f.Do, p+".foreach.do")
+			fs.Concurrency = c.concurrency(f.Concurrency)
 			out = append(out, fs)
 		case s.If != nil:
 			fs := &FlowStep{Kind: StepIf, Pos: s.Pos, Path: p + ".if"}
@@ -1181,7 +1200,7 @@ func (c *compiler) flow(steps []Step, path string) []*FlowStep {
 				if c.file.Nodes.Invalid {
 					continue
 				}
-				c.r.errorf(s.Node.Pos, "flow runs unknown node %q%s", s.Node.V, didYouMean(s.Node.V, c.file.Nodes.Names()))
+				c.r.Errorf(s.Node.Pos, "flow runs unknown node %q%s", s.Node.V, syntax.DidYouMean(s.Node.V, c.file.Nodes.Names()))
 				continue
 			}
 			c.reachable[s.Node.V] = true
@@ -1198,12 +1217,12 @@ const maxLoop = math.MaxInt32
 // loopMaxConst reads a loop bound written as a number (max: 3, max: 0x10,
 // max: 1e3), reporting one that is not a whole number from 1 to maxLoop.
 // It returns false when the bound is an expression.
-func (c *compiler) loopMaxConst(e Expr) (int, bool) {
+func (c *compiler) loopMaxConst(e syntax.Expr) (int, bool) {
 	src := strings.TrimSpace(e.Source)
-	if e.quoted || src == "" {
+	if e.Quoted() || src == "" {
 		return 0, false
 	}
-	if yamlIntSyntax.MatchString(src) {
+	if syntax.YAMLIntSyntax.MatchString(src) {
 		n, err := strconv.ParseInt(src, 0, 64)
 		switch {
 		case errors.Is(err, strconv.ErrRange):
@@ -1211,9 +1230,9 @@ func (c *compiler) loopMaxConst(e Expr) (int, bool) {
 		case err != nil:
 			return 0, false
 		case n < 1:
-			c.r.errorf(e.Pos, "loop max must be at least 1, found %d", n)
+			c.r.Errorf(e.Pos, "loop max must be at least 1, found %d", n)
 		case n > maxLoop:
-			c.r.errorf(e.Pos, "loop max %d is too large (at most %d)", n, maxLoop)
+			c.r.Errorf(e.Pos, "loop max %d is too large (at most %d)", n, maxLoop)
 		default:
 			return int(n), true
 		}
@@ -1224,7 +1243,7 @@ func (c *compiler) loopMaxConst(e Expr) (int, bool) {
 		return 0, false
 	}
 	if f != math.Trunc(f) || f < 1 || f > maxLoop {
-		c.r.errorf(e.Pos, "loop max must be a whole number from 1 to %d, found %s", maxLoop, src)
+		c.r.Errorf(e.Pos, "loop max must be a whole number from 1 to %d, found %s", maxLoop, src)
 		return 1, true
 	}
 	return int(f), true
@@ -1246,7 +1265,7 @@ func (c *compiler) checkLoopMaxes() {
 		switch n := v.(type) {
 		case int:
 			if n < 0 {
-				c.r.errorf(p.Pos, "loop max %s is %d with the spec's defaults; a loop runs 0 or more times (fix the default, or guard it: max(0, %s))", p.Source, n, p.Source)
+				c.r.Errorf(p.Pos, "loop max %s is %d with the spec's defaults; a loop runs 0 or more times (fix the default, or guard it: max(0, %s))", p.Source, n, p.Source)
 			}
 		}
 	}
@@ -1278,7 +1297,7 @@ func (c *compiler) unreachable() {
 	}
 	for _, k := range c.file.Nodes.Keys {
 		if !c.reachable[k.V] {
-			c.r.errorf(k.Pos, "node %q is never run: no flow step names it (add it to flow or remove it)", k.V)
+			c.r.Errorf(k.Pos, "node %q is never run: no flow step names it (add it to flow or remove it)", k.V)
 		}
 	}
 }

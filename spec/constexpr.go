@@ -33,11 +33,11 @@ func (c *compiler) constantExpr(p *pendingExpr, prog *vm.Program, root ast.Node,
 	if err != nil {
 		msg, _, _ := strings.Cut(err.Error(), "\n")
 		msg = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(msg), "(1:1)"))
-		c.r.errorf(p.e.Pos, "%s: always fails when evaluated: %s", p.what, msg)
+		c.r.Errorf(p.e.Pos, "%s: always fails when evaluated: %s", p.what, msg)
 		return
 	}
 	if path, f, bad := NonFinite(out); bad {
-		c.r.errorf(p.e.Pos, "%s: always evaluates to %v%s, which no result can hold", p.what, f, pathNote(path))
+		c.r.Errorf(p.e.Pos, "%s: always evaluates to %v%s, which no result can hold", p.what, f, pathNote(path))
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"gopkg.in/yaml.v3"
 )
 
@@ -56,7 +58,7 @@ func ExpandEnv(s string, getenv func(string) string) (string, error) {
 }
 
 // checkEnvRefs reports malformed ${...} references in a value.
-func (c *compiler) checkEnvRefs(s Str, what string) {
+func (c *compiler) checkEnvRefs(s syntax.Str, what string) {
 	rest := s.V
 	for {
 		i := strings.Index(rest, "${")
@@ -65,11 +67,11 @@ func (c *compiler) checkEnvRefs(s Str, what string) {
 		}
 		j := strings.IndexByte(rest[i:], '}')
 		if j < 0 {
-			c.r.errorf(s.Pos, "%s: ${ without a closing } (write ${NAME} to use an environment variable)", what)
+			c.r.Errorf(s.Pos, "%s: ${ without a closing } (write ${NAME} to use an environment variable)", what)
 			return
 		}
 		if name := rest[i+2 : i+j]; !envName.MatchString(name) {
-			c.r.errorf(s.Pos, "%s: ${%s} is not an environment variable name (letters, digits and '_')", what, name)
+			c.r.Errorf(s.Pos, "%s: ${%s} is not an environment variable name (letters, digits and '_')", what, name)
 		}
 		rest = rest[i+j+1:]
 	}
@@ -105,7 +107,7 @@ func (c *compiler) endpointsAndModels() {
 		if e.Timeout.Set {
 			d, err := time.ParseDuration(e.Timeout.V)
 			if err != nil || d <= 0 {
-				c.r.errorf(e.Timeout.Pos, "endpoint %q: timeout %q is not a positive duration such as 90s or 2m", k.V, e.Timeout.V)
+				c.r.Errorf(e.Timeout.Pos, "endpoint %q: timeout %q is not a positive duration such as 90s or 2m", k.V, e.Timeout.V)
 			} else {
 				ep.Timeout = d
 			}
@@ -116,7 +118,7 @@ func (c *compiler) endpointsAndModels() {
 		if e.MaxRetryWait.Set {
 			d, err := time.ParseDuration(e.MaxRetryWait.V)
 			if err != nil || d <= 0 {
-				c.r.errorf(e.MaxRetryWait.Pos, "endpoint %q: max_retry_wait %q is not a positive duration such as 30s or 5m", k.V, e.MaxRetryWait.V)
+				c.r.Errorf(e.MaxRetryWait.Pos, "endpoint %q: max_retry_wait %q is not a positive duration such as 30s or 5m", k.V, e.MaxRetryWait.V)
 			} else {
 				ep.MaxRetryWait = d
 			}
@@ -127,7 +129,7 @@ func (c *compiler) endpointsAndModels() {
 			for _, h := range e.Headers.Keys {
 				v := e.Headers.Values[h.V]
 				if !headerName.MatchString(h.V) {
-					c.r.errorf(h.Pos, "endpoint %q: %q is not an HTTP header name (letters, digits and -)", k.V, h.V)
+					c.r.Errorf(h.Pos, "endpoint %q: %q is not an HTTP header name (letters, digits and -)", k.V, h.V)
 				}
 				c.checkEnvRefs(*v, fmt.Sprintf("endpoint %q header %s", k.V, h.V))
 				ep.Headers[h.V] = v.V
@@ -146,7 +148,7 @@ func (c *compiler) endpointsAndModels() {
 			Name: k.V, Model: m.Model, Deployment: m.Deployment.V, Temperature: m.Temperature, TopP: m.TopP,
 			MaxTokens: m.MaxTokens, Seed: m.Seed, Stream: m.Stream, Price: m.Price,
 			ReasoningEffort: m.ReasoningEffort.V, JSONMode: m.JSONMode.V, MaxTokensField: m.MaxTokensField.V,
-			Omit: m.Omit.Values(),
+			Omit: m.Omit.Values(), CacheBreakpoints: m.PromptCache.V == "breakpoints",
 		}
 		epName := "default"
 		if m.Endpoint.Set {
@@ -154,11 +156,11 @@ func (c *compiler) endpointsAndModels() {
 		}
 		ep, ok := c.plan.Endpoints[epName]
 		if !ok {
-			c.r.errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, didYouMean(epName, names))
+			c.r.Errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, syntax.DidYouMean(epName, names))
 		}
 		mp.Endpoint = ep
 		if m.Deployment.Set && ep != nil && ep.Kind != EndpointAzure {
-			c.r.errorf(m.Deployment.Pos, "model %q: deployment applies only to endpoints of kind azure (endpoint %q is %s); on other endpoints the model name is what the server knows", k.V, ep.Name, ep.Kind)
+			c.r.Errorf(m.Deployment.Pos, "model %q: deployment applies only to endpoints of kind azure (endpoint %q is %s); on other endpoints the model name is what the server knows", k.V, ep.Name, ep.Kind)
 		}
 		mp.Extra = c.requestFields(m.Extra, fmt.Sprintf("model %q", k.V))
 		if mp.Price == nil {
@@ -176,56 +178,56 @@ func (c *compiler) endpointsAndModels() {
 
 // checkEndpoint reports settings of an endpoint that cannot work together,
 // and what the HTTP client would refuse at the first call.
-func (c *compiler) checkEndpoint(k Str, e *Endpoint, ep *EndpointPlan) {
+func (c *compiler) checkEndpoint(k syntax.Str, e *syntax.Endpoint, ep *EndpointPlan) {
 	who := fmt.Sprintf("endpoint %q", k.V)
 	for _, h := range e.Headers.Keys {
 		v := e.Headers.Values[h.V]
 		if i := strings.IndexFunc(v.V, func(r rune) bool { return r < 0x20 && r != '\t' || r == 0x7f }); i >= 0 {
-			c.r.errorf(h.Pos, "%s: header %q holds a control character (%U); a header value is one line of text", who, h.V, []rune(v.V[i:])[0])
+			c.r.Errorf(h.Pos, "%s: header %q holds a control character (%U); a header value is one line of text", who, h.V, []rune(v.V[i:])[0])
 		}
 	}
 	c.checkEnvRefs(e.BaseURL, who+" base_url")
 	base := envRef.ReplaceAllString(ep.BaseURL, "x")
 	u, err := url.Parse(base)
 	if e.BaseURL.Set && !strings.HasPrefix(ep.BaseURL, "${") && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		c.r.errorf(e.BaseURL.Pos, "%s: base_url %q is not an http:// or https:// URL", who, e.BaseURL.V)
+		c.r.Errorf(e.BaseURL.Pos, "%s: base_url %q is not an http:// or https:// URL", who, e.BaseURL.V)
 		return
 	}
 	switch {
 	case ep.Kind == EndpointAzure && !e.APIVersion.Set:
-		c.r.errorf(k.Pos, "%s: kind azure needs api_version (e.g. api_version: 2024-10-21)", who)
+		c.r.Errorf(k.Pos, "%s: kind azure needs api_version (e.g. api_version: 2024-10-21)", who)
 	case ep.Kind != EndpointAzure && e.APIVersion.Set:
-		c.r.errorf(e.APIVersion.Pos, "%s: api_version applies only to kind azure (Azure's /openai/v1 surface needs none)", who)
+		c.r.Errorf(e.APIVersion.Pos, "%s: api_version applies only to kind azure (Azure's /openai/v1 surface needs none)", who)
 	}
 	if u == nil {
 		return
 	}
 	switch {
 	case ep.Kind == EndpointAzure && strings.Contains(u.Path, "/deployments/"):
-		c.r.errorf(e.BaseURL.Pos, "%s: for kind azure, base_url is the resource (https://NAME.openai.azure.com); the deployment is the model's deployment (or its model)", who)
+		c.r.Errorf(e.BaseURL.Pos, "%s: for kind azure, base_url is the resource (https://NAME.openai.azure.com); the deployment is the model's deployment (or its model)", who)
 	case ep.Kind == EndpointAzure && u.RawQuery != "":
-		c.r.errorf(e.BaseURL.Pos, "%s: for kind azure, give the api-version as api_version, not in base_url", who)
+		c.r.Errorf(e.BaseURL.Pos, "%s: for kind azure, give the api-version as api_version, not in base_url", who)
 	case ep.Kind != EndpointAzure && (strings.Contains(u.Path, "/openai/deployments/") || u.Query().Has("api-version")):
-		c.r.warnf(e.BaseURL.Pos, "%s: this looks like a classic Azure OpenAI URL; use kind: azure with the resource URL as base_url, api_version, and the deployment on the model", who)
+		c.r.Warnf(e.BaseURL.Pos, "%s: this looks like a classic Azure OpenAI URL; use kind: azure with the resource URL as base_url, api_version, and the deployment on the model", who)
 	}
 }
 
 // requestFields converts extra: to JSON, refusing fields runner sets itself.
-func (c *compiler) requestFields(m Map[RequestField], who string) []RequestParam {
+func (c *compiler) requestFields(m syntax.Map[syntax.RequestField], who string) []RequestParam {
 	var out []RequestParam
 	for _, k := range m.Keys {
 		if where, ok := managedFields[k.V]; ok {
 			if where == "" {
-				c.r.errorf(k.Pos, "%s: extra field %q is set by runner and cannot be passed through", who, k.V)
+				c.r.Errorf(k.Pos, "%s: extra field %q is set by runner and cannot be passed through", who, k.V)
 			} else {
-				c.r.errorf(k.Pos, "%s: extra field %q is set by runner from %s; set it there", who, k.V, where)
+				c.r.Errorf(k.Pos, "%s: extra field %q is set by runner from %s; set it there", who, k.V, where)
 			}
 			continue
 		}
 		n := m.Values[k.V].Node
 		v, err := jsonValue(n)
 		if err != nil {
-			c.r.errorf(nodePos(n), "%s: extra field %q: %v", who, k.V, err)
+			c.r.Errorf(syntax.NodePos(n), "%s: extra field %q: %v", who, k.V, err)
 			continue
 		}
 		out = append(out, RequestParam{Name: k.V, Value: v})

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/expr-lang/expr"
@@ -261,7 +262,7 @@ func (v *refChecker) Visit(node *ast.Node) {
 	what := map[string]string{"nodes": "node", "vars": "var", "inputs": "input", "verdicts": "verdict set"}[id.Value]
 	v.errs = append(v.errs, refError{
 		offset: m.Location().From,
-		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, didYouMean(prop.Value, names)),
+		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, syntax.DidYouMean(prop.Value, names)),
 	})
 }
 
@@ -279,7 +280,7 @@ func (v *refChecker) guard(n ast.Node) {
 
 // nodeRefs are the nodes whose output the expression reads, at their
 // positions.
-func (v *refChecker) nodeRefs(pos func(offset int) Pos, what string) []nodeRef {
+func (v *refChecker) nodeRefs(pos func(offset int) syntax.Pos, what string) []nodeRef {
 	out := make([]nodeRef, 0, len(v.reads))
 	for _, r := range v.reads {
 		if v.outputReads[r.at] {
@@ -290,7 +291,7 @@ func (v *refChecker) nodeRefs(pos func(offset int) Pos, what string) []nodeRef {
 }
 
 // exprErrorPos turns an expr compile error into a spec position.
-func exprErrorPos(base Pos, err error) (Pos, string) {
+func exprErrorPos(base syntax.Pos, err error) (syntax.Pos, string) {
 	var fe *file.Error
 	if e, ok := err.(*file.Error); ok {
 		fe = e

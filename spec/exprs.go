@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/expr-lang/expr"
@@ -22,7 +23,7 @@ import (
 // pendingExpr is an expression waiting to be compiled.
 type pendingExpr struct {
 	prog  *Program
-	e     Expr
+	e     syntax.Expr
 	extra map[string]any
 	want  ExprResult
 	what  string
@@ -39,7 +40,7 @@ type pendingExpr struct {
 // nodeRef is a read of nodes.ID (or .Nodes.ID in a template).
 type nodeRef struct {
 	id  string
-	pos Pos
+	pos syntax.Pos
 	// guarded reads tolerate a node that has not run: nodes.X?.output,
 	// nodes.X.output ?? fallback.
 	guarded bool
@@ -82,17 +83,17 @@ func (c *compiler) envSample(extra map[string]any) map[string]any {
 // plus extra names (their values fix their types) and returns its Program,
 // filled in once every node has compiled. It is nil when no expression was
 // written, or when it is empty (an error).
-func (c *compiler) compileExpr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
+func (c *compiler) compileExpr(e syntax.Expr, extra map[string]any, want ExprResult, what string) *Program {
 	return c.compileExprChoice(e, extra, want, what, nil)
 }
 
-func (c *compiler) compileExprChoice(e Expr, extra map[string]any, want ExprResult, what string, choices []string) *Program {
+func (c *compiler) compileExprChoice(e syntax.Expr, extra map[string]any, want ExprResult, what string, choices []string) *Program {
 	if e.IsZero() {
 		return nil
 	}
 	src := strings.TrimSpace(e.Source)
 	if src == "" {
-		c.r.errorf(e.Pos, "%s: expression is empty", what)
+		c.r.Errorf(e.Pos, "%s: expression is empty", what)
 		return nil
 	}
 	p := &pendingExpr{prog: &Program{Source: src, Pos: e.Pos}, e: e, extra: extra, want: want, what: what, choices: choices, site: c.site}
@@ -164,11 +165,11 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	src, e, what := p.prog.Source, p.e, p.what
 	tree, err := parser.Parse(src)
 	if err != nil {
-		pos, msg := exprErrorPos(e.textPos(), err)
+		pos, msg := exprErrorPos(e.TextPos(), err)
 		if msg == "unexpected token EOF" {
 			msg = "the expression ends too early"
 		}
-		c.r.errorf(pos, "%s: syntax error: %s", what, msg)
+		c.r.Errorf(pos, "%s: syntax error: %s", what, msg)
 		return
 	}
 	env := c.envSample(p.extra)
@@ -192,12 +193,12 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	ast.Walk(&tree.Node, v)
 	if len(v.errs) > 0 {
 		for _, re := range v.errs {
-			c.r.errorf(c.offsetPos(e, src, re.offset), "%s: %s", what, re.msg)
+			c.r.Errorf(c.offsetPos(e, src, re.offset), "%s: %s", what, re.msg)
 		}
 		return
 	}
 	p.prog.ReadsRun = v.readsRun
-	p.refs = v.nodeRefs(func(offset int) Pos { return c.offsetPos(e, src, offset) }, what)
+	p.refs = v.nodeRefs(func(offset int) syntax.Pos { return c.offsetPos(e, src, offset) }, what)
 	if !c.checkOutputProperties(tree.Node, e, src, what) {
 		return
 	}
@@ -218,7 +219,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	if p.want == StringResult && len(p.choices) > 0 {
 		for _, lit := range resultLiterals(tree.Node) {
 			if !contains(p.choices, lit.value) {
-				c.r.errorf(c.offsetPos(e, src, lit.offset), "%s: %q is not one of %s%s", what, lit.value, strings.Join(p.choices, ", "), didYouMean(lit.value, p.choices))
+				c.r.Errorf(c.offsetPos(e, src, lit.offset), "%s: %q is not one of %s%s", what, lit.value, strings.Join(p.choices, ", "), syntax.DidYouMean(lit.value, p.choices))
 			}
 		}
 	}
@@ -227,8 +228,8 @@ func (c *compiler) compilePending(p *pendingExpr) {
 }
 
 // offsetPos is the position of a byte offset of an expression's source.
-func (c *compiler) offsetPos(e Expr, src string, offset int) Pos {
-	pos := e.textPos()
+func (c *compiler) offsetPos(e syntax.Expr, src string, offset int) syntax.Pos {
+	pos := e.TextPos()
 	if offset < 0 {
 		return pos
 	}
@@ -253,17 +254,17 @@ func (c *compiler) checkResult(p *pendingExpr, t reflect.Type) bool {
 		// expr accepts a float where an int is asked for, and drops
 		// the fraction when it runs.
 		if k := t.Kind(); k == reflect.Float32 || k == reflect.Float64 {
-			c.r.errorf(p.e.textPos(), "%s: must be a whole number, but %q is a number that may have a fraction; write a whole number, or round it: int(%s)", p.what, p.prog.Source, p.prog.Source)
+			c.r.Errorf(p.e.TextPos(), "%s: must be a whole number, but %q is a number that may have a fraction; write a whole number, or round it: int(%s)", p.what, p.prog.Source, p.prog.Source)
 			return false
 		}
 	case ListResult:
 		if k := t.Kind(); k != reflect.Slice && k != reflect.Array {
-			c.r.errorf(p.e.textPos(), "%s: must be a list, but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
+			c.r.Errorf(p.e.TextPos(), "%s: must be a list, but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
 			return false
 		}
 	case StringResult:
 		if t.Kind() != reflect.String {
-			c.r.errorf(p.e.textPos(), "%s: must give text (an id), but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
+			c.r.Errorf(p.e.TextPos(), "%s: must give text (an id), but %q is %s", p.what, p.prog.Source, exprTypeWords(t.String()))
 			return false
 		}
 	}
@@ -295,7 +296,7 @@ func resultLiterals(n ast.Node) []literal {
 // checkOutputProperties checks nodes.ID.output.P... reads against the
 // output type the node declares, so a misspelt property of a JSON reply is
 // a diagnostic with a suggestion rather than a nil at run time.
-func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string) bool {
+func (c *compiler) checkOutputProperties(root ast.Node, e syntax.Expr, src, what string) bool {
 	ok := true
 	guarded := guardedNodes(root)
 	visit := func(n *ast.Node) {
@@ -335,8 +336,8 @@ func (c *compiler) checkOutputProperties(root ast.Node, e Expr, src, what string
 				for i, f := range t.Fields {
 					names[i] = f.Name
 				}
-				c.r.errorf(c.offsetPos(e, src, m.offset), "%s: the output of node %q has no property %q (it has %s)%s",
-					what, chain[0].name, m.name, strings.Join(names, ", "), didYouMean(m.name, names))
+				c.r.Errorf(c.offsetPos(e, src, m.offset), "%s: the output of node %q has no property %q (it has %s)%s",
+					what, chain[0].name, m.name, strings.Join(names, ", "), syntax.DidYouMean(m.name, names))
 				ok = false
 				return
 			}
@@ -395,8 +396,8 @@ func exprOptions(env map[string]any, want ExprResult) []expr.Option {
 }
 
 // exprError reports a compile error of an expression in the spec's words.
-func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, what string) {
-	pos, msg := exprErrorPos(e.textPos(), err)
+func (c *compiler) exprError(e syntax.Expr, src string, err error, env map[string]any, what string) {
+	pos, msg := exprErrorPos(e.TextPos(), err)
 	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
 		msg = fmt.Sprintf("condition must be a boolean, but %q is %s", src, exprTypeWords(got))
 	} else if got, ok := strings.CutPrefix(msg, "expected int, but got "); ok {
@@ -407,9 +408,9 @@ func (c *compiler) exprError(e Expr, src string, err error, env map[string]any, 
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		msg = fmt.Sprintf("unknown name %q%s", name, didYouMean(name, names))
+		msg = fmt.Sprintf("unknown name %q%s", name, syntax.DidYouMean(name, names))
 	}
-	c.r.errorf(pos, "%s: %s", what, firstLine(msg))
+	c.r.Errorf(pos, "%s: %s", what, firstLine(msg))
 }
 
 // exprTypeWords names an expr type for a spec author.

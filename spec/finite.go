@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // NonFinite finds a NaN or an infinity in a value an expression gave
@@ -55,7 +57,7 @@ type NonFiniteError struct {
 	// File is the spec file; the runtime fills it in when the error comes
 	// from a node kind, which does not know it.
 	File   string
-	Pos    Pos
+	Pos    syntax.Pos
 	What   string // e.g. `output "ratio"`, `node "c": value`
 	Source string
 	Path   string // where in the value, "" for the value itself

@@ -14,6 +14,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/templates"
 	"github.com/expr-lang/expr/parser"
 )
@@ -81,7 +82,7 @@ var loadSeeds = []string{
 var yamlLineBreak = regexp.MustCompile("\r\n|[\r\n\u0085\u2028\u2029]")
 
 // checkDiagnostics asserts the invariants every diagnostic keeps.
-func checkDiagnostics(t *testing.T, path string, data []byte, diags spec.Diagnostics) {
+func checkDiagnostics(t *testing.T, path string, data []byte, diags syntax.Diagnostics) {
 	t.Helper()
 	// YAML counts CR, LF, CRLF, NEL, LS and PS as line breaks.
 	lines := len(yamlLineBreak.Split(string(data), -1))
@@ -101,7 +102,7 @@ func checkDiagnostics(t *testing.T, path string, data []byte, diags spec.Diagnos
 		if d.File == path && d.Pos.Line > lines {
 			t.Errorf("line %d is past the end of the spec (%d lines): %s", d.Pos.Line, lines, d)
 		}
-		if d.Severity != spec.Error && d.Severity != spec.Warning {
+		if d.Severity != syntax.Error && d.Severity != syntax.Warning {
 			t.Errorf("unknown severity %d: %s", d.Severity, d)
 		}
 	}

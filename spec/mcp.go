@@ -8,20 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"gopkg.in/yaml.v3"
 )
-
-// MCPServer declares a Model Context Protocol server whose tools agents may
-// call: a command the run starts (stdio), or a streamable HTTP URL.
-type MCPServer struct {
-	Command Str      `yaml:"command"`
-	Args    []string `yaml:"args"`
-	Env     Map[Str] `yaml:"env"`
-	URL     Str      `yaml:"url"`
-	Headers Map[Str] `yaml:"headers"`
-	Tools   StrList  `yaml:"tools"`
-	Timeout Str      `yaml:"timeout"`
-}
 
 // MCPServerPlan is a resolved MCP server. Env and Headers values are kept
 // as written: ${NAME} references are expanded only when the server is
@@ -38,15 +28,15 @@ type MCPServerPlan struct {
 	Allowed []string      `json:"allowed,omitempty"`
 	Timeout time.Duration `json:"timeout"`
 	// Pos is where the server is declared.
-	Pos Pos `json:"-"`
+	Pos syntax.Pos `json:"-"`
 	// AllowedPos are where the allowed tools are written, in order.
-	AllowedPos []Pos `json:"-"`
+	AllowedPos []syntax.Pos `json:"-"`
 }
 
 // MCPToolRef is a tool of an MCP server an agent or a node names, and where.
 type MCPToolRef struct {
 	Server, Tool string
-	Pos          Pos
+	Pos          syntax.Pos
 }
 
 // DefaultMCPTimeout bounds one tool call when the server sets no timeout.
@@ -92,28 +82,28 @@ func (c *compiler) mcpServers() {
 		s := f.MCPServers.Values[k.V]
 		who := fmt.Sprintf("mcp server %q", k.V)
 		if !mcpServerName.MatchString(k.V) {
-			c.r.errorf(k.Pos, "%s: a server name is a letter then letters, digits or -", who)
+			c.r.Errorf(k.Pos, "%s: a server name is a letter then letters, digits or -", who)
 		}
 		p := &MCPServerPlan{Name: k.V, Command: s.Command.V, Args: s.Args, URL: s.URL.V, Timeout: DefaultMCPTimeout, Pos: k.Pos}
 		switch {
 		case s.Command.Set && s.URL.Set:
-			c.r.errorf(s.URL.Pos, "%s has both command: and url:; give command: to start it (stdio) or url: to reach it (streamable HTTP)", who)
+			c.r.Errorf(s.URL.Pos, "%s has both command: and url:; give command: to start it (stdio) or url: to reach it (streamable HTTP)", who)
 		case !s.Command.Set && !s.URL.Set:
-			c.r.errorf(k.Pos, "%s has neither command: (a program to start, spoken to over stdio) nor url: (a streamable HTTP endpoint)", who)
+			c.r.Errorf(k.Pos, "%s has neither command: (a program to start, spoken to over stdio) nor url: (a streamable HTTP endpoint)", who)
 		case s.Command.Set && strings.TrimSpace(s.Command.V) == "":
-			c.r.errorf(s.Command.Pos, "%s: command is empty", who)
+			c.r.Errorf(s.Command.Pos, "%s: command is empty", who)
 		case s.URL.Set:
 			c.checkEnvRefs(s.URL, who+" url")
 			u, err := url.Parse(envRef.ReplaceAllString(s.URL.V, "x"))
 			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				c.r.errorf(s.URL.Pos, "%s: url %q is not an http:// or https:// URL", who, s.URL.V)
+				c.r.Errorf(s.URL.Pos, "%s: url %q is not an http:// or https:// URL", who, s.URL.V)
 			}
 		}
 		if s.URL.Set && s.Env.Len() > 0 {
-			c.r.errorf(s.Env.Keys[0].Pos, "%s: env: is for a server the run starts (command:); a server at a url: gets headers:", who)
+			c.r.Errorf(s.Env.Keys[0].Pos, "%s: env: is for a server the run starts (command:); a server at a url: gets headers:", who)
 		}
 		if s.Command.Set && s.Headers.Len() > 0 {
-			c.r.errorf(s.Headers.Keys[0].Pos, "%s: headers: are for a server at a url:; a server the run starts (command:) gets env:", who)
+			c.r.Errorf(s.Headers.Keys[0].Pos, "%s: headers: are for a server at a url:; a server the run starts (command:) gets env:", who)
 		}
 		for _, e := range s.Env.Keys {
 			v := s.Env.Values[e.V]
@@ -126,7 +116,7 @@ func (c *compiler) mcpServers() {
 		for _, h := range s.Headers.Keys {
 			v := s.Headers.Values[h.V]
 			if !headerName.MatchString(h.V) {
-				c.r.errorf(h.Pos, "%s: %q is not an HTTP header name (letters, digits and -)", who, h.V)
+				c.r.Errorf(h.Pos, "%s: %q is not an HTTP header name (letters, digits and -)", who, h.V)
 			}
 			c.checkEnvRefs(*v, fmt.Sprintf("%s header %s", who, h.V))
 			if p.Headers == nil {
@@ -141,7 +131,7 @@ func (c *compiler) mcpServers() {
 		if s.Timeout.Set {
 			d, err := time.ParseDuration(s.Timeout.V)
 			if err != nil || d <= 0 {
-				c.r.errorf(s.Timeout.Pos, "%s: timeout %q is not a positive duration such as 30s or 2m", who, s.Timeout.V)
+				c.r.Errorf(s.Timeout.Pos, "%s: timeout %q is not a positive duration such as 30s or 2m", who, s.Timeout.V)
 			} else {
 				p.Timeout = d
 			}
@@ -164,7 +154,7 @@ func (c *compiler) mcpServers() {
 			}
 			for _, n := range d.Raw.Content[i+1].Content {
 				if n.Kind == yaml.ScalarNode {
-					c.checkToolName(n.Value, nodePos(n))
+					c.checkToolName(n.Value, syntax.NodePos(n))
 				}
 			}
 		}
@@ -173,26 +163,26 @@ func (c *compiler) mcpServers() {
 
 // checkToolName checks one tool name of tools: and notes the MCP tools
 // named, for validate to check against the servers' lists.
-func (c *compiler) checkToolName(name string, pos Pos) {
+func (c *compiler) checkToolName(name string, pos syntax.Pos) {
 	if slices.Contains(BuiltinTools, name) {
 		return
 	}
 	server, tool, ok := SplitMCPTool(name)
 	if !ok {
-		c.r.errorf(pos, "tool %q is neither a built-in tool (%s) nor SERVER.TOOL of a server under mcp_servers:%s", name, strings.Join(BuiltinTools, ", "), didYouMean(name, BuiltinTools))
+		c.r.Errorf(pos, "tool %q is neither a built-in tool (%s) nor SERVER.TOOL of a server under mcp_servers:%s", name, strings.Join(BuiltinTools, ", "), syntax.DidYouMean(name, BuiltinTools))
 		return
 	}
 	p := c.plan.MCPServers[server]
 	if p == nil {
-		c.r.errorf(pos, "tool %q: no MCP server %q is declared under mcp_servers:%s", name, server, didYouMean(server, c.file.MCPServers.Names()))
+		c.r.Errorf(pos, "tool %q: no MCP server %q is declared under mcp_servers:%s", name, server, syntax.DidYouMean(server, c.file.MCPServers.Names()))
 		return
 	}
 	if tool == "" {
-		c.r.errorf(pos, "tool %q names no tool; write %s.TOOL, or %s.* for all its allowed tools", name, server, server)
+		c.r.Errorf(pos, "tool %q names no tool; write %s.TOOL, or %s.* for all its allowed tools", name, server, server)
 		return
 	}
 	if tool != "*" && p.Allowed != nil && !slices.Contains(p.Allowed, tool) {
-		c.r.errorf(pos, "tool %q: mcp server %q allows only %s (its tools:)%s", name, server, strings.Join(p.Allowed, ", "), didYouMean(tool, p.Allowed))
+		c.r.Errorf(pos, "tool %q: mcp server %q allows only %s (its tools:)%s", name, server, strings.Join(p.Allowed, ", "), syntax.DidYouMean(tool, p.Allowed))
 		return
 	}
 	c.plan.MCPToolRefs = append(c.plan.MCPToolRefs, MCPToolRef{Server: server, Tool: tool, Pos: pos})
@@ -201,6 +191,6 @@ func (c *compiler) checkToolName(name string, pos Pos) {
 // Snippet quotes the spec's line at pos with a caret under the column, as
 // diagnostics show it (for checks made after compiling, such as validate's
 // of MCP tool names).
-func (p *Plan) Snippet(pos Pos) string {
-	return newSource(p.Path, p.Source).snippet(pos)
+func (p *Plan) Snippet(pos syntax.Pos) string {
+	return syntax.NewSource(p.Path, p.Source).Snippet(pos)
 }

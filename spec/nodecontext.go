@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -19,7 +21,7 @@ import (
 type NodeContext struct {
 	c    *compiler
 	Node *NodePlan
-	Decl *NodeDecl
+	Decl *syntax.NodeDecl
 	kind Kind
 	// data is the kind's prompt data type (nil: the kind renders none).
 	data reflect.Type
@@ -33,7 +35,7 @@ func (n *NodeContext) Plan() *Plan { return n.c.plan }
 // field is reported at the value, unless the schema already reported it
 // (the schema is checked first, and speaks the spec's language).
 func (n *NodeContext) Decode(v any) {
-	n.c.r.decodeError(n.c.file.Root, n.Decl.Raw.Decode(v))
+	n.c.r.DecodeError(n.c.file.Root, n.Decl.Raw.Decode(v))
 }
 
 // Field returns the YAML value of a key of the node, or nil.
@@ -45,27 +47,27 @@ func (n *NodeContext) Field(key string) *yaml.Node {
 }
 
 // FieldPos is the position of a key's value, or the node's position.
-func (n *NodeContext) FieldPos(key string) Pos {
+func (n *NodeContext) FieldPos(key string) syntax.Pos {
 	if f := n.Field(key); f != nil {
-		return nodePos(f)
+		return syntax.NodePos(f)
 	}
 	return n.Decl.Pos
 }
 
 // Errorf reports an error at pos, prefixed with the node id.
-func (n *NodeContext) Errorf(pos Pos, format string, args ...any) {
-	n.c.r.errorf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
+func (n *NodeContext) Errorf(pos syntax.Pos, format string, args ...any) {
+	n.c.r.Errorf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
 }
 
 // Warnf reports a warning at pos.
-func (n *NodeContext) Warnf(pos Pos, format string, args ...any) {
-	n.c.r.warnf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
+func (n *NodeContext) Warnf(pos syntax.Pos, format string, args ...any) {
+	n.c.r.Warnf(pos, "node %q: %s", n.Node.ID, fmt.Sprintf(format, args...))
 }
 
 // Template checks a reference to a prompt template the kind renders with
 // its PromptData: the template must exist and use only fields that type
 // has. It returns the template name, "" when invalid or absent.
-func (n *NodeContext) Template(s Str) string {
+func (n *NodeContext) Template(s syntax.Str) string {
 	if n.data == nil {
 		if s.Set {
 			n.Errorf(s.Pos, "kind %s renders no templates", n.Node.Kind)
@@ -93,7 +95,7 @@ func (n *NodeContext) AgentSystem(a *AgentPlan) string {
 // TemplateWith checks a reference to a template the kind renders with
 // another dot than its PromptData (a zero value of that type), e.g. a
 // notice posted into a conversation.
-func (n *NodeContext) TemplateWith(s Str, data any) string {
+func (n *NodeContext) TemplateWith(s syntax.Str, data any) string {
 	return n.c.templateRef(s, reflect.TypeOf(data), n.Node)
 }
 
@@ -159,12 +161,12 @@ func (n *NodeContext) UseSummaries() {
 // the key, e.g. "watch"), which then need not appear in flow. It reports an
 // unknown node, the node itself, and (once every node compiled) cycles of
 // nodes running each other. It returns the id, "" when invalid.
-func (n *NodeContext) RunsNode(s Str, what string) string {
+func (n *NodeContext) RunsNode(s syntax.Str, what string) string {
 	if !n.c.file.Nodes.Has(s.V) {
 		if n.c.file.Nodes.Invalid {
 			return ""
 		}
-		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, didYouMean(s.V, n.c.file.Nodes.Names()))
+		n.Errorf(s.Pos, "%s runs unknown node %q%s", what, s.V, syntax.DidYouMean(s.V, n.c.file.Nodes.Names()))
 		return ""
 	}
 	if s.V == n.Node.ID {
@@ -186,32 +188,32 @@ func (n *NodeContext) HasTemplate(name string) bool {
 // (their values fix their types). The Program is complete once every node
 // has compiled (expressions are checked against the output types nodes
 // declare); a kind keeps the pointer.
-func (n *NodeContext) Expr(e Expr, extra map[string]any, want ExprResult, what string) *Program {
+func (n *NodeContext) Expr(e syntax.Expr, extra map[string]any, want ExprResult, what string) *Program {
 	return n.c.compileExpr(e, extra, want, fmt.Sprintf("node %q: %s", n.Node.ID, what))
 }
 
 // ExprChoice compiles an expression that must give one of choices (an
 // agent id, say): a result of another type, or a constant that is not among
 // choices, is an error.
-func (n *NodeContext) ExprChoice(e Expr, extra map[string]any, what string, choices []string) *Program {
+func (n *NodeContext) ExprChoice(e syntax.Expr, extra map[string]any, what string, choices []string) *Program {
 	return n.c.compileExprChoice(e, extra, StringResult, fmt.Sprintf("node %q: %s", n.Node.ID, what), choices)
 }
 
 // Agent resolves an agent reference.
-func (n *NodeContext) Agent(s Str) *AgentPlan {
+func (n *NodeContext) Agent(s syntax.Str) *AgentPlan {
 	a, ok := n.c.plan.AgentByID[s.V]
 	if !ok {
 		if n.c.file.Agents.Invalid {
 			return nil
 		}
-		n.Errorf(s.Pos, "unknown agent %q%s", s.V, didYouMean(s.V, n.c.file.Agents.Names()))
+		n.Errorf(s.Pos, "unknown agent %q%s", s.V, syntax.DidYouMean(s.V, n.c.file.Agents.Names()))
 		return nil
 	}
 	return a
 }
 
 // Model resolves a model reference; nil when absent or invalid.
-func (n *NodeContext) Model(s Str) *ModelPlan {
+func (n *NodeContext) Model(s syntax.Str) *ModelPlan {
 	if !s.Set {
 		return nil
 	}
@@ -219,11 +221,11 @@ func (n *NodeContext) Model(s Str) *ModelPlan {
 }
 
 // VerdictSet resolves "verdicts.NAME" or "NAME" to its options.
-func (n *NodeContext) VerdictSet(s Str) (string, []string) {
+func (n *NodeContext) VerdictSet(s syntax.Str) (string, []string) {
 	name := strings.TrimPrefix(strings.TrimSpace(s.V), "verdicts.")
 	opts, ok := n.c.plan.Verdicts[name]
 	if !ok {
-		n.Errorf(s.Pos, "unknown verdict set %q%s", name, didYouMean(name, sortedKeys(n.c.plan.Verdicts)))
+		n.Errorf(s.Pos, "unknown verdict set %q%s", name, syntax.DidYouMean(name, sortedKeys(n.c.plan.Verdicts)))
 		return "", nil
 	}
 	return name, opts
@@ -234,13 +236,13 @@ func (n *NodeContext) DeclareRecord(name string) { n.c.records[name] = true }
 
 // RequireRecord checks, once every node has compiled, that some node records
 // messages under name.
-func (n *NodeContext) RequireRecord(s Str) {
+func (n *NodeContext) RequireRecord(s syntax.Str) {
 	n.c.requireRecord(s, "node "+strconv.Quote(n.Node.ID))
 }
 
 // requireRecord checks, once every node has compiled, that some node
 // records s; who names the reference in the error.
-func (c *compiler) requireRecord(s Str, who string) {
+func (c *compiler) requireRecord(s syntax.Str, who string) {
 	c.deferred = append(c.deferred, func() {
 		if !c.records[s.V] {
 			var names []string
@@ -248,7 +250,7 @@ func (c *compiler) requireRecord(s Str, who string) {
 				names = append(names, r)
 			}
 			sort.Strings(names)
-			c.r.errorf(s.Pos, "%s: no node records %q%s", who, s.V, didYouMean(s.V, names))
+			c.r.Errorf(s.Pos, "%s: no node records %q%s", who, s.V, syntax.DidYouMean(s.V, names))
 		}
 	})
 }
@@ -259,14 +261,14 @@ func (c *compiler) requireRecord(s Str, who string) {
 func (n *NodeContext) JSONSchema(node *yaml.Node) (*jsonschema.Schema, json.RawMessage) {
 	// Duplicate keys and the like were reported when the whole spec was
 	// converted; a scratch reporter keeps them from being reported twice.
-	loc := yamlToJSON(&reporter{src: n.c.r.src}, node)
+	loc := syntax.YAMLToJSON(&syntax.Reporter{Src: n.c.r.Src}, node)
 	if loc == nil {
-		n.Errorf(nodePos(node), "output schema is too large")
+		n.Errorf(syntax.NodePos(node), "output schema is too large")
 		return nil, nil
 	}
-	data, err := json.Marshal(loc.value)
+	data, err := json.Marshal(loc.Value)
 	if err != nil {
-		n.Errorf(nodePos(node), "output schema: %v", err)
+		n.Errorf(syntax.NodePos(node), "output schema: %v", err)
 		return nil, nil
 	}
 	sch, err := CompileJSONSchema(url.PathEscape(n.Node.ID)+"-output", data)
@@ -279,7 +281,7 @@ func (n *NodeContext) JSONSchema(node *yaml.Node) (*jsonschema.Schema, json.RawM
 
 // schemaDocError reports why a JSON Schema written in the spec does not
 // compile, at the key or value each complaint of the meta-schema is about.
-func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
+func (n *NodeContext) schemaDocError(node *yaml.Node, loc *syntax.Located, err error) {
 	var se *jsonschema.SchemaError
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &se) || !errors.As(se.Err, &ve) {
@@ -287,8 +289,8 @@ func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
 		at := node
 		if ref, ok := refusedRef(msg); ok {
 			// Point at the $ref that names the refused file or URL.
-			for _, ptr := range sortedKeys(loc.values) {
-				v := loc.values[ptr]
+			for _, ptr := range sortedKeys(loc.Values) {
+				v := loc.Values[ptr]
 				target, _, _ := strings.Cut(v.Value, "#")
 				if strings.HasSuffix(ptr, "/$ref") && v.Kind == yaml.ScalarNode && target != "" && strings.HasSuffix(ref, target) {
 					at = v
@@ -296,33 +298,33 @@ func (n *NodeContext) schemaDocError(node *yaml.Node, loc *located, err error) {
 				}
 			}
 		}
-		n.Errorf(nodePos(at), "output schema is not a valid JSON Schema: %s", msg)
+		n.Errorf(syntax.NodePos(at), "output schema is not a valid JSON Schema: %s", msg)
 		return
 	}
-	for _, leaf := range leaves(ve, loc) {
-		ptr := unescapeURLPointer(leaf.InstanceLocation)
-		at := loc.values[ptr]
+	for _, leaf := range syntax.Leaves(ve, loc) {
+		ptr := syntax.UnescapeURLPointer(leaf.InstanceLocation)
+		at := loc.Values[ptr]
 		if at == nil {
 			at = node
 		}
 		where := "schema"
 		if ptr != "" {
-			where = "schema." + describePointer(ptr)
+			where = "schema." + syntax.DescribePointer(ptr)
 		}
 		msg := leaf.Message
-		switch lastSegment(leaf.KeywordLocation) {
+		switch syntax.LastSegment(leaf.KeywordLocation) {
 		case "enum":
-			msg = enumMessage(leaf.Message, at)
+			msg = syntax.EnumMessage(leaf.Message, at)
 		case "type":
-			msg = typeMessage(leaf.Message, at)
+			msg = syntax.TypeMessage(leaf.Message, at)
 		}
-		n.Errorf(nodePos(at), "output %s: %s", where, msg)
+		n.Errorf(syntax.NodePos(at), "output %s: %s", where, msg)
 	}
 }
 
 // SchemaRef resolves a named schema from a template library: compiled,
 // and as JSON.
-func (n *NodeContext) SchemaRef(s Str) (*jsonschema.Schema, json.RawMessage) {
+func (n *NodeContext) SchemaRef(s syntax.Str) (*jsonschema.Schema, json.RawMessage) {
 	sch, ok := n.c.plan.Schemas[s.V]
 	if !ok {
 		var names []string
@@ -330,7 +332,7 @@ func (n *NodeContext) SchemaRef(s Str) (*jsonschema.Schema, json.RawMessage) {
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		n.Errorf(s.Pos, "unknown schema %q%s", s.V, didYouMean(s.V, names))
+		n.Errorf(s.Pos, "unknown schema %q%s", s.V, syntax.DidYouMean(s.V, names))
 		return nil, nil
 	}
 	return sch, n.c.plan.SchemaDocs[s.V]

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 	"gopkg.in/yaml.v3"
 )
@@ -25,18 +26,18 @@ var panelKeys = []string{"model", "name", "role", "persona", "vars"}
 // the declaration's model's `model` and keeps its other settings), or a
 // mapping with model, name, role, persona and vars (merged over the
 // declaration's).
-func (c *compiler) panel(id string, decl *Agent, base *AgentPlan, from Expr) []*AgentPlan {
+func (c *compiler) panel(id string, decl *syntax.Agent, base *AgentPlan, from syntax.Expr) []*AgentPlan {
 	v, ok := c.replicaValue(id, from)
 	if !ok {
 		return nil
 	}
 	list, isList := v.([]any)
 	if !isList {
-		c.r.errorf(from.Pos, "agent %q: replicas.from must give a list (of models, or of mappings with %s); %s gives %T", id, strings.Join(panelKeys, ", "), strings.TrimSpace(from.Source), v)
+		c.r.Errorf(from.Pos, "agent %q: replicas.from must give a list (of models, or of mappings with %s); %s gives %T", id, strings.Join(panelKeys, ", "), strings.TrimSpace(from.Source), v)
 		return nil
 	}
 	if len(list) < 1 || len(list) > maxReplicas {
-		c.r.errorf(from.Pos, "agent %q: replicas.from gives %d members; a panel has from 1 to %d", id, len(list), maxReplicas)
+		c.r.Errorf(from.Pos, "agent %q: replicas.from gives %d members; a panel has from 1 to %d", id, len(list), maxReplicas)
 		return nil
 	}
 	out := make([]*AgentPlan, 0, len(list))
@@ -55,13 +56,13 @@ func (c *compiler) panel(id string, decl *Agent, base *AgentPlan, from Expr) []*
 		case map[string]any:
 			for _, k := range slices.Sorted(maps.Keys(m)) {
 				if !slices.Contains(panelKeys, k) {
-					c.r.errorf(from.Pos, "%s has key %q; a member's keys are %s", where, k, strings.Join(panelKeys, ", "))
+					c.r.Errorf(from.Pos, "%s has key %q; a member's keys are %s", where, k, strings.Join(panelKeys, ", "))
 				}
 			}
 			if mv, ok := m["model"]; ok {
 				s, isStr := mv.(string)
 				if !isStr || s == "" {
-					c.r.errorf(from.Pos, "%s: model must be a model name or id, found %v", where, mv)
+					c.r.Errorf(from.Pos, "%s: model must be a model name or id, found %v", where, mv)
 				} else {
 					r.Model = c.panelModel(base.Model, s, from.Pos, where)
 				}
@@ -75,7 +76,7 @@ func (c *compiler) panel(id string, decl *Agent, base *AgentPlan, from Expr) []*
 			if p, ok := m["persona"]; ok {
 				var pv value.Persona
 				if err := decodeStrict(p, &pv); err != nil {
-					c.r.errorf(from.Pos, "%s: persona: %s", where, firstLine(err.Error()))
+					c.r.Errorf(from.Pos, "%s: persona: %s", where, firstLine(err.Error()))
 				} else {
 					r.Persona = pv
 				}
@@ -83,7 +84,7 @@ func (c *compiler) panel(id string, decl *Agent, base *AgentPlan, from Expr) []*
 			if vs, ok := m["vars"]; ok {
 				vm, isMap := vs.(map[string]any)
 				if !isMap {
-					c.r.errorf(from.Pos, "%s: vars must be a mapping, found %T", where, vs)
+					c.r.Errorf(from.Pos, "%s: vars must be a mapping, found %T", where, vs)
 				}
 				if r.Vars == nil && len(vm) > 0 {
 					r.Vars = map[string]any{}
@@ -91,7 +92,7 @@ func (c *compiler) panel(id string, decl *Agent, base *AgentPlan, from Expr) []*
 				maps.Copy(r.Vars, vm)
 			}
 		default:
-			c.r.errorf(from.Pos, "%s is %T; a member is a model or a mapping with %s", where, el, strings.Join(panelKeys, ", "))
+			c.r.Errorf(from.Pos, "%s is %T; a member is a model or a mapping with %s", where, el, strings.Join(panelKeys, ", "))
 		}
 		out = append(out, &r)
 	}
@@ -113,7 +114,7 @@ func decodeStrict(v any, into any) error {
 // panelModel is the model a panel member names: a model of the spec, or
 // else a model id put in place of base's (its other settings kept), added
 // to the plan's models under the id so usage is counted apart.
-func (c *compiler) panelModel(base *ModelPlan, name string, pos Pos, where string) *ModelPlan {
+func (c *compiler) panelModel(base *ModelPlan, name string, pos syntax.Pos, where string) *ModelPlan {
 	if m, ok := c.plan.Models[name]; ok {
 		return m
 	}
@@ -121,7 +122,7 @@ func (c *compiler) panelModel(base *ModelPlan, name string, pos Pos, where strin
 		return nil
 	}
 	if strings.TrimSpace(name) == "" {
-		c.r.errorf(pos, "%s: the model is empty", where)
+		c.r.Errorf(pos, "%s: the model is empty", where)
 		return base
 	}
 	m := *base
@@ -130,7 +131,7 @@ func (c *compiler) panelModel(base *ModelPlan, name string, pos Pos, where strin
 	return &m
 }
 
-// Topology shapes.
+// syntax.Topology shapes.
 var topologyShapes = []string{"complete", "ring", "star", "tree"}
 
 // topology sets each agent's Neighbours in a group: complete (everyone
@@ -138,7 +139,13 @@ var topologyShapes = []string{"complete", "ring", "star", "tree"}
 // hears everyone, the others hear the first), tree (a binary tree by
 // index: an agent hears its parent and its children), or a custom
 // adjacency list of ids.
-func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
+func (c *compiler) topology(id string, t syntax.Topology, group []*AgentPlan) {
+	if t.From.Source != "" {
+		var ok bool
+		if t, ok = c.topologyFrom(id, t.From); !ok {
+			return
+		}
+	}
 	n := len(group)
 	ids := make([]string, n)
 	for i, a := range group {
@@ -180,7 +187,7 @@ func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
 				set(i, 2*k-1, 2*k)
 			default:
 				if i == 0 {
-					c.r.errorf(t.Shape.Pos, "agent %q: unknown topology %q (one of %s, or a mapping of agent id to the ids it hears)%s", id, t.Shape.V, strings.Join(topologyShapes, ", "), didYouMean(t.Shape.V, topologyShapes))
+					c.r.Errorf(t.Shape.Pos, "agent %q: unknown topology %q (one of %s, or a mapping of agent id to the ids it hears)%s", id, t.Shape.V, strings.Join(topologyShapes, ", "), syntax.DidYouMean(t.Shape.V, topologyShapes))
 				}
 				return
 			}
@@ -190,16 +197,16 @@ func (c *compiler) topology(id string, t Topology, group []*AgentPlan) {
 	for _, k := range t.Edges.Keys {
 		i := slices.Index(ids, k.V)
 		if i < 0 {
-			c.r.errorf(k.Pos, "agent %q: topology names %q, which is not one of its agents (%s)%s", id, k.V, strings.Join(ids, ", "), didYouMean(k.V, ids))
+			c.r.Errorf(k.Pos, "agent %q: topology names %q, which is not one of its agents (%s)%s", id, k.V, strings.Join(ids, ", "), syntax.DidYouMean(k.V, ids))
 			continue
 		}
 		for _, to := range *t.Edges.Values[k.V] {
 			j := slices.Index(ids, to.V)
 			switch {
 			case j < 0:
-				c.r.errorf(to.Pos, "agent %q: topology: %q hears %q, which is not one of its agents (%s)%s", id, k.V, to.V, strings.Join(ids, ", "), didYouMean(to.V, ids))
+				c.r.Errorf(to.Pos, "agent %q: topology: %q hears %q, which is not one of its agents (%s)%s", id, k.V, to.V, strings.Join(ids, ", "), syntax.DidYouMean(to.V, ids))
 			case j == i:
-				c.r.errorf(to.Pos, "agent %q: topology: %q hears itself; list only the others it hears", id, k.V)
+				c.r.Errorf(to.Pos, "agent %q: topology: %q hears itself; list only the others it hears", id, k.V)
 			default:
 				set(i, j)
 			}

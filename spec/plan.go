@@ -7,6 +7,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/expr-lang/expr/vm"
@@ -17,7 +18,7 @@ import (
 // every expression compiled. The runtime executes a Plan and never looks at
 // YAML again.
 type Plan struct {
-	File   *File
+	File   *syntax.File
 	Path   string
 	Source []byte
 	// Digest is the SHA-256 of the spec file, hex encoded.
@@ -168,7 +169,10 @@ type ModelPlan struct {
 	// Extra are request fields sent with every call of the model, after
 	// (and over) the endpoint's.
 	Extra []RequestParam
-	Price *Price
+	Price *syntax.Price
+	// CacheBreakpoints marks where the model's provider may cache a
+	// request (prompt_cache: breakpoints; see llm.Request).
+	CacheBreakpoints bool
 }
 
 // RequestParam is a request field the spec passes through: a name and its
@@ -243,7 +247,7 @@ type AgentPlan struct {
 	// declaration's topology (nil without one).
 	Neighbours []string
 	// systemPos is where the system template is named, for diagnostics.
-	systemPos Pos
+	systemPos syntax.Pos
 }
 
 // View is what templates and expressions see of the agent.
@@ -301,7 +305,7 @@ type NodePlan struct {
 	Impl Kind
 	// Config is what the kind's Compile returned.
 	Config any
-	Pos    Pos
+	Pos    syntax.Pos
 	// Output is the type of the node's output, Outputs the type of each
 	// agent's output (nil: the same as Output); nil is any.
 	Output  *Type
@@ -326,7 +330,7 @@ const (
 // FlowStep is a compiled flow step.
 type FlowStep struct {
 	Kind StepKind
-	Pos  Pos
+	Pos  syntax.Pos
 	Node *NodePlan // StepNode
 	// As is the loop or foreach variable name.
 	As string
@@ -340,6 +344,10 @@ type FlowStep struct {
 	Else     []*FlowStep
 	// Path is a stable id of the step, e.g. "flow[1].loop", used in journals.
 	Path string
+
+	// Concurrency is how many iterations of a foreach run at once (1: one
+	// after the other).
+	Concurrency int
 }
 
 // OutputPlan is a compiled output expression.
@@ -351,7 +359,7 @@ type OutputPlan struct {
 // Program is a compiled expression with its source and position.
 type Program struct {
 	Source  string
-	Pos     Pos
+	Pos     syntax.Pos
 	Program *vm.Program
 	// ReadsRun is set when the expression reads what the run has recorded
 	// (nodes, messages, latest, goal_verdicts): its value depends on the

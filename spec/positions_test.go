@@ -6,6 +6,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // validTail completes a spec; cases put their mistake in front of it.
@@ -105,7 +106,7 @@ func TestSchemaErrorsNeverAtOrigin(t *testing.T) {
 			continue
 		}
 		for _, d := range diags {
-			if d.Pos == (spec.Pos{Line: 1, Col: 1}) && !strings.HasPrefix(d.Message, "the spec") && !strings.HasPrefix(d.Message, "version") {
+			if d.Pos == (syntax.Pos{Line: 1, Col: 1}) && !strings.HasPrefix(d.Message, "the spec") && !strings.HasPrefix(d.Message, "version") {
 				t.Errorf("%q -> %q: reported at 1:1: %s", m.old, m.new, d.Message)
 			}
 			if d.Pos.Line == 0 {

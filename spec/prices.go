@@ -1,6 +1,10 @@
 package spec
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/debate-runner/runner/spec/syntax"
+)
 
 // BuiltinPricesDate is when the built-in prices were the providers'
 // published list prices (US dollars per million tokens, standard tier,
@@ -14,11 +18,11 @@ const BuiltinPricesDate = "2025-08-15"
 // cache reads; its cache writes, 1.25x the prompt price, are not counted).
 // Gemini's are for prompts up to 200,000 tokens. Only prices we are sure
 // of are here; a model not listed has no built-in price.
-var builtinPrices = map[string]Price{}
+var builtinPrices = map[string]syntax.Price{}
 
 func init() {
 	add := func(prompt, cached, completion float64, names ...string) {
-		p := Price{Prompt: prompt, Completion: completion}
+		p := syntax.Price{Prompt: prompt, Completion: completion}
 		if cached >= 0 {
 			p.CachedPrompt = &cached
 		}
@@ -58,7 +62,7 @@ func init() {
 // BuiltinPrice returns the built-in list price of a model, by the name the
 // endpoint knows it by ("gpt-4o-mini"; a gateway's "openai/gpt-4o-mini"
 // too), marked with BuiltinPricesDate; nil when there is none.
-func BuiltinPrice(model string) *Price {
+func BuiltinPrice(model string) *syntax.Price {
 	name := strings.ToLower(strings.TrimSpace(model))
 	for _, vendor := range []string{"openai/", "anthropic/", "google/", "models/"} {
 		name = strings.TrimPrefix(name, vendor)

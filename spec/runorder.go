@@ -219,7 +219,7 @@ func (ro *runOrder) exprs(ps []*pendingExpr, in ranSet, when string) {
 	for _, p := range ps {
 		for _, r := range p.refs {
 			if !ro.may(in, r.id) && !r.guarded {
-				ro.c.r.errorf(r.pos, "%s: node %q cannot have run %s, so its output is nil (read it after the node runs, or guard the read: nodes.%s?.output ?? DEFAULT)", r.what, r.id, when, r.id)
+				ro.c.r.Errorf(r.pos, "%s: node %q cannot have run %s, so its output is nil (read it after the node runs, or guard the read: nodes.%s?.output ?? DEFAULT)", r.what, r.id, when, r.id)
 			}
 		}
 	}
@@ -235,8 +235,8 @@ func (ro *runOrder) templateRead(np *NodePlan, use templateUse, r tmplNodeRead, 
 	}
 	switch {
 	case !ro.may(in, r.id):
-		ro.c.r.errorf(use.pos, "node %q: %s reads .Nodes.%s, but node %q cannot have run before node %q", np.ID, where, r.id, r.id, np.ID)
+		ro.c.r.Errorf(use.pos, "node %q: %s reads .Nodes.%s, but node %q cannot have run before node %q", np.ID, where, r.id, r.id, np.ID)
 	case !ro.must(in, r.id):
-		ro.c.r.warnf(use.pos, "node %q: %s reads .Nodes.%s, but node %q may not have run yet when node %q runs; read it with {{with index .Nodes %q}}...{{end}}", np.ID, where, r.id, r.id, np.ID, r.id)
+		ro.c.r.Warnf(use.pos, "node %q: %s reads .Nodes.%s, but node %q may not have run yet when node %q runs; read it with {{with index .Nodes %q}}...{{end}}", np.ID, where, r.id, r.id, np.ID, r.id)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
+
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -27,9 +29,9 @@ import (
 type satisfiability struct {
 	n    *NodeContext
 	root any
-	loc  *located // nil for a library's schema
-	at   Pos      // where the schema is named (schema_ref), for loc == nil
-	name string   // the library schema's name, for loc == nil
+	loc  *syntax.Located // nil for a library's schema
+	at   syntax.Pos      // where the schema is named (schema_ref), for loc == nil
+	name string          // the library schema's name, for loc == nil
 	// seen guards $ref cycles: pointer and whether it was mandatory.
 	seen     map[string]bool
 	bad      bool
@@ -44,7 +46,7 @@ type satisfiability struct {
 // part (an anyOf branch, a property that may be left out) a warning. It
 // returns an instance the compiled schema accepts, or ok false when there
 // is none (reported) or none was found (a warning).
-func (n *NodeContext) SatisfiableSchema(node *yaml.Node, ref Str, doc json.RawMessage, sch *jsonschema.Schema) (instance any, ok bool) {
+func (n *NodeContext) SatisfiableSchema(node *yaml.Node, ref syntax.Str, doc json.RawMessage, sch *jsonschema.Schema) (instance any, ok bool) {
 	if sch == nil || doc == nil {
 		return nil, false
 	}
@@ -54,8 +56,8 @@ func (n *NodeContext) SatisfiableSchema(node *yaml.Node, ref Str, doc json.RawMe
 	}
 	s := &satisfiability{n: n, root: root, seen: map[string]bool{}}
 	if node != nil {
-		s.loc = yamlToJSON(&reporter{src: n.c.r.src}, node)
-		s.at = nodePos(node)
+		s.loc = syntax.YAMLToJSON(&syntax.Reporter{Src: n.c.r.Src}, node)
+		s.at = syntax.NodePos(node)
 	} else {
 		s.at, s.name = ref.Pos, ref.V
 	}
@@ -65,7 +67,7 @@ func (n *NodeContext) SatisfiableSchema(node *yaml.Node, ref Str, doc json.RawMe
 	inst := s.build(root, 0)
 	if err := sch.Validate(inst); err != nil {
 		data, _ := json.Marshal(inst)
-		n.Warnf(s.at, "validate could not build a reply the output schema accepts (tried %s: %s); check that one exists", clip(string(data), 80), schemaErrorMessage(err))
+		n.Warnf(s.at, "validate could not build a reply the output schema accepts (tried %s: %s); check that one exists", syntax.Clip(string(data), 80), schemaErrorMessage(err))
 		return nil, false
 	}
 	return inst, true
@@ -81,11 +83,11 @@ func (s *satisfiability) report(ptr string, mandatory bool, format string, args 
 	pos := s.at
 	where := "output schema"
 	if s.loc != nil {
-		if v := s.loc.values[ptr]; v != nil {
-			pos = nodePos(v)
+		if v := s.loc.Values[ptr]; v != nil {
+			pos = syntax.NodePos(v)
 		}
 		if ptr != "" {
-			where += " " + describePointer(ptr)
+			where += " " + syntax.DescribePointer(ptr)
 		}
 	} else {
 		where = fmt.Sprintf("output schema %s", s.name)
@@ -105,7 +107,7 @@ func (s *satisfiability) report(ptr string, mandatory bool, format string, args 
 // second keyword.
 func (s *satisfiability) line(ptr string) string {
 	if s.loc != nil {
-		if v := s.loc.values[ptr]; v != nil && v.Line != s.lastLine {
+		if v := s.loc.Values[ptr]; v != nil && v.Line != s.lastLine {
 			return fmt.Sprintf(" (line %d)", v.Line)
 		}
 	}
@@ -116,7 +118,7 @@ func (s *satisfiability) line(ptr string) string {
 func (s *satisfiability) on(ptr string) *satisfiability {
 	s.lastLine = 0
 	if s.loc != nil {
-		if v := s.loc.values[ptr]; v != nil {
+		if v := s.loc.Values[ptr]; v != nil {
 			s.lastLine = v.Line
 		}
 	}
@@ -230,7 +232,7 @@ func (s *satisfiability) checkObject(ptr string, m map[string]any, mandatory boo
 		}
 	}
 	if c, ok := m["const"]; ok && !allows(ts, jsonType(c)) {
-		fail("const", "const %s is %s, but type allows only %s", compactJSON(c), article(jsonType(c)), strings.Join(ts, ", "))
+		fail("const", "const %s is %s, but type allows only %s", compactJSON(c), syntax.Article(jsonType(c)), strings.Join(ts, ", "))
 	}
 	if e, ok := m["enum"].([]any); ok {
 		fit := 0
@@ -323,14 +325,14 @@ func (s *satisfiability) checkObject(ptr string, m map[string]any, mandatory boo
 				s.report(at, false, "property %q is required, but additionalProperties: false admits only %s (for object values)", name, listNames(props))
 			}
 		case listed:
-			if s.check(ptr+"/properties/"+escapePointer(name), ps, mandatory && objectOnly, depth+1) && objectOnly {
+			if s.check(ptr+"/properties/"+syntax.EscapePointer(name), ps, mandatory && objectOnly, depth+1) && objectOnly {
 				unsat = true
 			}
 		}
 	}
 	for name, ps := range props {
 		if !slices.Contains(required, name) {
-			s.check(ptr+"/properties/"+escapePointer(name), ps, false, depth+1)
+			s.check(ptr+"/properties/"+syntax.EscapePointer(name), ps, false, depth+1)
 		}
 	}
 	if all, ok := m["allOf"].([]any); ok {
@@ -430,7 +432,7 @@ func compactJSON(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return clip(string(data), 40)
+	return syntax.Clip(string(data), 40)
 }
 
 // resolvePointer finds the value at a JSON pointer ("/$defs/x") in doc.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/expr-lang/expr"
 )
 
@@ -69,7 +70,13 @@ var varRef = regexp.MustCompile(`\bvars\.([A-Za-z_][A-Za-z0-9_]*)`)
 // replicaValue evaluates a replicas expression against the run's var
 // values (the defaults when validating), noting the vars it reads so a run
 // that sets one compiles the spec again.
-func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
+func (c *compiler) replicaValue(id string, e syntax.Expr) (any, bool) {
+	return c.varsValue(id, "replicas", e)
+}
+
+// varsValue evaluates an agent's expression over vars (what names its key
+// in errors), as replicaValue does.
+func (c *compiler) varsValue(id, what string, e syntax.Expr) (any, bool) {
 	src := strings.TrimSpace(e.Source)
 	for _, m := range varRef.FindAllStringSubmatch(src, -1) {
 		if !slices.Contains(c.plan.ReplicaVars, m[1]) {
@@ -85,12 +92,12 @@ func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
 	}
 	prog, cerr := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
 	if cerr != nil {
-		c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(cerr.Error()))
+		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(cerr.Error()))
 		return nil, false
 	}
 	v, rerr := expr.Run(prog, map[string]any{"vars": vars})
 	if rerr != nil {
-		c.r.errorf(e.Pos, "agent %q: replicas: %s", id, firstLine(rerr.Error()))
+		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(rerr.Error()))
 		return nil, false
 	}
 	return v, true
@@ -99,7 +106,7 @@ func (c *compiler) replicaValue(id string, e Expr) (any, bool) {
 // replicas is how many agents a declaration makes: 0 when it is not
 // replicated (one agent under its own id), else N from 1 to maxReplicas,
 // evaluated against the run's var values (the defaults when validating).
-func (c *compiler) replicas(id string, e Expr) int {
+func (c *compiler) replicas(id string, e syntax.Expr) int {
 	src := strings.TrimSpace(e.Source)
 	if src == "" {
 		return 0
@@ -117,17 +124,17 @@ func (c *compiler) replicas(id string, e Expr) int {
 			n = int(x)
 		case float64:
 			if x != float64(int(x)) {
-				c.r.errorf(e.Pos, "agent %q: replicas is %v, not a whole number", id, x)
+				c.r.Errorf(e.Pos, "agent %q: replicas is %v, not a whole number", id, x)
 				return 0
 			}
 			n = int(x)
 		default:
-			c.r.errorf(e.Pos, "agent %q: replicas must be a whole number or an expression over vars giving one, such as vars.n (%s gives %T)", id, src, v)
+			c.r.Errorf(e.Pos, "agent %q: replicas must be a whole number or an expression over vars giving one, such as vars.n (%s gives %T)", id, src, v)
 			return 0
 		}
 	}
 	if n < 1 || n > maxReplicas {
-		c.r.errorf(e.Pos, "agent %q: replicas is %d; it must be from 1 to %d", id, n, maxReplicas)
+		c.r.Errorf(e.Pos, "agent %q: replicas is %d; it must be from 1 to %d", id, n, maxReplicas)
 		return 0
 	}
 	return n
@@ -143,7 +150,7 @@ func (c *compiler) overrideModels() {
 		value := c.overrides.Models[name]
 		mp, ok := c.plan.Models[name]
 		if !ok {
-			c.r.errorf(Pos{}, "model %q: the spec has no model of that name", name)
+			c.r.Errorf(syntax.Pos{}, "model %q: the spec has no model of that name", name)
 			continue
 		}
 		if other, ok := c.plan.Models[value]; ok {

@@ -9,6 +9,7 @@ import (
 	"text/template"
 	"text/template/parse"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 )
 
@@ -138,7 +139,7 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 			for _, t := range c.set.Templates() {
 				names = append(names, t.Name())
 			}
-			c.errorf(tree, n, "template %q is not defined%s", n.Name, didYouMean(n.Name, names))
+			c.errorf(tree, n, "template %q is not defined%s", n.Name, syntax.DidYouMean(n.Name, names))
 			return
 		}
 		if i := stackIndex(c.stack, n.Name); i >= 0 {
@@ -477,7 +478,7 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 				cur = tmplType{t: m.Type.Out(0)}
 				continue
 			}
-			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, didYouMean(name, exportedFields(t)))
+			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, syntax.DidYouMean(name, exportedFields(t)))
 			return tmplType{}
 		case reflect.Map:
 			if cur.replyKeys {
@@ -496,7 +497,7 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 					}
 				}
 				if !found {
-					c.errorf(tree, n, "no %s named %q%s", singular(cur.what), name, didYouMean(name, cur.keys))
+					c.errorf(tree, n, "no %s named %q%s", singular(cur.what), name, syntax.DidYouMean(name, cur.keys))
 					return tmplType{}
 				}
 				if cur.what == "nodes" {

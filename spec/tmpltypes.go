@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/template/parse"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 	"github.com/expr-lang/expr/ast"
 )
@@ -213,7 +214,7 @@ func (ro *runOrder) loopRead(np *NodePlan, use templateUse, r tmplNodeRead) {
 		ro.c.reportTemplateProblem(tname, line, col+1, msg, use.pos)
 		return
 	}
-	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
+	ro.c.r.Errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
 }
 
 func (c *templateChecker) locOf(tree *parse.Tree, n parse.Node) string {
@@ -304,7 +305,7 @@ func (ro *runOrder) scopedRead(np *NodePlan, use templateUse, r tmplNodeRead) {
 		ro.c.reportTemplateProblem(tname, line, col+1, msg, use.pos)
 		return
 	}
-	ro.c.r.errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
+	ro.c.r.Errorf(use.pos, "node %q: template %s %s", np.ID, use.name, msg)
 }
 
 // replyKey refuses .Own.Fields.X (any message's fields read by name): the
@@ -348,7 +349,7 @@ func (ro *runOrder) endExprs(ps []*pendingExpr, end ranSet) {
 			if r.guarded || r.conditional || !ro.may(end, r.id) || ro.must(end, r.id) {
 				continue
 			}
-			ro.c.r.errorf(r.pos, "%s: node %q may not have run when the flow has finished (it runs inside a foreach, an if, or a branch not always taken), so its output can be nil; guard the read: nodes.%s?.output ?? DEFAULT", r.what, r.id, r.id)
+			ro.c.r.Errorf(r.pos, "%s: node %q may not have run when the flow has finished (it runs inside a foreach, an if, or a branch not always taken), so its output can be nil; guard the read: nodes.%s?.output ?? DEFAULT", r.what, r.id, r.id)
 		}
 	}
 }
@@ -395,5 +396,5 @@ func (c *templateChecker) checkIndex(tree *parse.Tree, cmd *parse.CommandNode, a
 			return
 		}
 	}
-	c.errorf(tree, cmd, "index: no %s named %q%s (a missing key renders as <no value>)", singular(args[0].what), key.Text, didYouMean(key.Text, args[0].keys))
+	c.errorf(tree, cmd, "index: no %s named %q%s (a missing key renders as <no value>)", singular(args[0].what), key.Text, syntax.DidYouMean(key.Text, args[0].keys))
 }

@@ -44,6 +44,12 @@ func TestLibraryContents(t *testing.T) {
 			"clarifications.tmpl", "clarify.tmpl", "confidence.schema.json", "confidence.tmpl", "critique.tmpl",
 			"evaluate.tmpl", "evaluation.schema.json", "extra-rules.tmpl", "judge-summary.tmpl", "problem.tmpl", "propose.tmpl", "refine.tmpl",
 			"solution.schema.json", "summarize.tmpl", "synthesize-text.tmpl", "synthesize.tmpl", "system.tmpl",
+			// The pieces both layouts share, and the cached layout.
+			"role.tmpl", "how-to-work.tmpl", "shared-system.tmpl", "judged.tmpl",
+			"clarify-task.tmpl", "propose-task.tmpl", "critique-task.tmpl", "refine-task.tmpl",
+			"confidence-task.tmpl", "synthesize-task.tmpl", "synthesize-text-task.tmpl",
+			"clarify-cached.tmpl", "propose-cached.tmpl", "critique-cached.tmpl", "refine-cached.tmpl",
+			"confidence-cached.tmpl", "synthesize-cached.tmpl", "synthesize-text-cached.tmpl",
 		},
 		"chain-of-debate": {
 			"demand.tmpl", "force.tmpl", "insist.tmpl", "message.tmpl", "moderate.tmpl", "remind.tmpl",

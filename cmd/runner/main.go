@@ -13,7 +13,7 @@ import (
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/tracing"
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // usageErrorf is a problem with the command line: exit 2.
@@ -104,7 +104,7 @@ func run(args []string, e *env) int {
 	}
 	if len(args) > 0 && args[0] == "help" {
 		var err error
-		if args, err = completion.HelpArgs(parser.Model, args[1:], spec.DidYouMeanName); err != nil {
+		if args, err = completion.HelpArgs(parser.Model, args[1:], syntax.DidYouMean); err != nil {
 			fmt.Fprintf(e.stderr, "runner: %v\n", err)
 			return exitcode.Usage
 		}

@@ -55,4 +55,6 @@ const (
 	Waiting           Type = "waiting"
 	// Absent is an agent a node completed without (ask's min_answers).
 	Absent Type = "absent"
+	// SpeakerSelected is a conversation's selector choosing who speaks.
+	SpeakerSelected Type = "speaker_selected"
 )

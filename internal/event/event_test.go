@@ -21,7 +21,7 @@ var onDisk = map[Type]string{
 	Answer: "answer", Summary: "summary",
 	Output: "output", Fallback: "fallback", Absent: "absent", Repair: "repair", Rejected: "rejected",
 	NoVerdict: "no_verdict", Interjection: "interjection", Watch: "watch",
-	ConversationEnded: "conversation_ended", Waiting: "waiting",
+	ConversationEnded: "conversation_ended", SpeakerSelected: "speaker_selected", Waiting: "waiting",
 }
 
 func TestNamesAreTheJournalFormat(t *testing.T) {

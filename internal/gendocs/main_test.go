@@ -4,24 +4,26 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/debate-runner/runner/nodes"
 )
 
-// TestNodeKindsPageIsGenerated fails when a kind's schema changed and
-// docs/node-kinds.md was not regenerated.
+// TestNodeKindsPageIsGenerated fails when a kind's schema or manual.md
+// changed, or a kind was added, and docs/node-kinds.md was not regenerated.
 func TestNodeKindsPageIsGenerated(t *testing.T) {
 	data, err := os.ReadFile("../../" + page)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := render("../..", string(data))
+	want, err := generate("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want != string(data) {
 		t.Errorf("%s is stale: run `go generate ./docs`", page)
 	}
-	if n := strings.Count(want, endMarker); n != 5 {
-		t.Errorf("%d generated tables, want one per kind and one of the chat keys (5)", n)
+	if n, kinds := strings.Count(want, endMarker), len(nodes.Kinds()); n != kinds+1 {
+		t.Errorf("%d generated tables, want one per kind and one of the chat keys (%d)", n, kinds+1)
 	}
 }
 
@@ -57,5 +59,46 @@ func TestTableRows(t *testing.T) {
 		if !strings.Contains(table, row) {
 			t.Errorf("the table of ask has no %q:\n%s", row, table)
 		}
+	}
+}
+
+// TestGenerateNeedsEachKindsSection: a registered kind without a
+// manual.md, or one without the table's line, is refused by name.
+func TestGenerateNeedsEachKindsSection(t *testing.T) {
+	root := t.TempDir()
+	dirs := []string{"chat"}
+	for _, k := range nodes.Kinds() {
+		dirs = append(dirs, k.Name())
+	}
+	for _, dir := range dirs {
+		for _, f := range []string{"manual.md", "schema.json"} {
+			data, err := os.ReadFile("../../nodes/" + dir + "/" + f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(root+"/nodes/"+dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(root+"/nodes/"+dir+"/"+f, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := generate(root); err != nil {
+		t.Fatalf("generate from the copied sections: %v", err)
+	}
+	manual := root + "/nodes/compute/manual.md"
+	data, _ := os.ReadFile(manual)
+	if err := os.WriteFile(manual, []byte(strings.Replace(string(data), placeholder, "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(root); err == nil || !strings.Contains(err.Error(), "nodes/compute/manual.md: write the line") {
+		t.Errorf("generate without compute's table line: err = %v", err)
+	}
+	if err := os.Remove(manual); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := generate(root); err == nil || !strings.Contains(err.Error(), "the kind compute, its section of docs/node-kinds.md") {
+		t.Errorf("generate without compute's manual.md: err = %v", err)
 	}
 }

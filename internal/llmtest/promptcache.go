@@ -1,21 +1,47 @@
 package llmtest
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // PromptCache stands in for a provider's prompt cache: a request's cached
 // tokens are the leading bytes of its messages (as JSON) that start some
 // earlier request's, a token per 4 bytes, and its prompt tokens all its
 // bytes, a token per 4. Providers cache by leading bytes too, so a test can
 // see what a run's requests would save.
+//
+// The zero PromptCache serves any shared start, of a request that arrived
+// before. Its fields make it follow a provider's rules: OpenAI's, for
+// instance, are MinTokens 1024, Step 128 and Settled.
 type PromptCache struct {
+	// MinTokens is the shortest shared start served from the cache; a
+	// shorter one is not cached at all (0: any).
+	MinTokens int
+	// Step rounds the cached tokens down to a multiple of it (0: none).
+	Step int
+	// Settled serves a request only from requests answered before it
+	// arrived: a provider caches a prompt once it has processed it, so
+	// requests sent at the same time do not serve each other. A reply's
+	// Delay is then waited out before the prompt counts as cached.
+	Settled bool
+
 	mu           sync.Mutex
 	seen         [][]byte
 	cached, sent int
 }
 
 // Usage counts a request and returns its prompt and cached tokens; set
-// them on the Reply (PromptTokens, CachedTokens).
+// them on the Reply (PromptTokens, CachedTokens). The request is
+// remembered at once (see Settled).
 func (p *PromptCache) Usage(r Request) (prompt, cached int) {
+	prompt, cached = p.measure(r)
+	p.remember(r)
+	return prompt, cached
+}
+
+// measure counts a request against the requests remembered so far.
+func (p *PromptCache) measure(r Request) (prompt, cached int) {
 	msgs := r.Fields["messages"]
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -27,11 +53,22 @@ func (p *PromptCache) Usage(r Request) (prompt, cached int) {
 		}
 		best = max(best, n)
 	}
-	p.seen = append(p.seen, msgs)
 	prompt, cached = len(msgs)/4, best/4
+	if cached < p.MinTokens {
+		cached = 0
+	}
+	if p.Step > 0 {
+		cached -= cached % p.Step
+	}
 	p.cached += cached
 	p.sent += prompt
 	return prompt, cached
+}
+
+func (p *PromptCache) remember(r Request) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen = append(p.seen, r.Fields["messages"])
 }
 
 // Totals are the prompt and cached tokens of every request counted.
@@ -44,8 +81,21 @@ func (p *PromptCache) Totals() (prompt, cached int) {
 // Wrap answers with h and reports the cache's token counts on each reply.
 func (p *PromptCache) Wrap(h Handler) Handler {
 	return func(r Request) Reply {
+		if !p.Settled {
+			rep := h(r)
+			rep.PromptTokens, rep.CachedTokens = p.Usage(r)
+			return rep
+		}
+		prompt, cached := p.measure(r)
 		rep := h(r)
-		rep.PromptTokens, rep.CachedTokens = p.Usage(r)
+		rep.PromptTokens, rep.CachedTokens = prompt, cached
+		// The reply's delay is the provider's processing: the prompt is
+		// cached when it is answered.
+		time.Sleep(rep.Delay)
+		rep.Delay = 0
+		if rep.Status == 0 || rep.Status == 200 {
+			p.remember(r)
+		}
 		return rep
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/nodes/chat"
@@ -179,32 +180,32 @@ func (Kind) Example() string { return example }
 // rawConfig is an ask node as written in YAML.
 type rawConfig struct {
 	chat.Raw `yaml:",inline"`
-	Order    string    `yaml:"order"`
-	Samples  spec.Expr `yaml:"samples"`
+	Order    string      `yaml:"order"`
+	Samples  syntax.Expr `yaml:"samples"`
 	Choices  *struct {
-		From    spec.Expr `yaml:"from"`
-		Shuffle bool      `yaml:"shuffle"`
+		From    syntax.Expr `yaml:"from"`
+		Shuffle bool        `yaml:"shuffle"`
 	} `yaml:"choices"`
-	Template  spec.Str  `yaml:"template"`
-	System    spec.Str  `yaml:"system"`
-	Model     spec.Str  `yaml:"model"`
-	Record    spec.Str  `yaml:"record"`
-	CarryOver spec.Str  `yaml:"carry_over"`
-	When      spec.Expr `yaml:"when"`
+	Template  syntax.Str  `yaml:"template"`
+	System    syntax.Str  `yaml:"system"`
+	Model     syntax.Str  `yaml:"model"`
+	Record    syntax.Str  `yaml:"record"`
+	CarryOver syntax.Str  `yaml:"carry_over"`
+	When      syntax.Expr `yaml:"when"`
 	Each      *struct {
-		Record spec.Str `yaml:"record"`
-		From   string   `yaml:"from"`
+		Record syntax.Str `yaml:"record"`
+		From   string     `yaml:"from"`
 	} `yaml:"each"`
 	Output *struct {
-		Format     spec.Str   `yaml:"format"`
-		Schema     yaml.Node  `yaml:"schema"`
-		SchemaRef  spec.Str   `yaml:"schema_ref"`
-		Pattern    spec.Str   `yaml:"pattern"`
-		Patterns   []spec.Str `yaml:"patterns"`
-		Fields     []string   `yaml:"fields"`
-		Repair     *int       `yaml:"repair"`
-		RepairMode string     `yaml:"repair_mode"`
-		Fallback   any        `yaml:"fallback"`
+		Format     syntax.Str   `yaml:"format"`
+		Schema     yaml.Node    `yaml:"schema"`
+		SchemaRef  syntax.Str   `yaml:"schema_ref"`
+		Pattern    syntax.Str   `yaml:"pattern"`
+		Patterns   []syntax.Str `yaml:"patterns"`
+		Fields     []string     `yaml:"fields"`
+		Repair     *int         `yaml:"repair"`
+		RepairMode string       `yaml:"repair_mode"`
+		Fallback   any          `yaml:"fallback"`
 	} `yaml:"output"`
 	Tools        []string `yaml:"tools"`
 	MaxToolCalls *int     `yaml:"max_tool_calls"`
@@ -346,7 +347,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		case FormatRegex:
 			patterns := o.Patterns
 			if o.Pattern.Set {
-				patterns = append([]spec.Str{o.Pattern}, patterns...)
+				patterns = append([]syntax.Str{o.Pattern}, patterns...)
 			}
 			if len(patterns) == 0 {
 				c.Errorf(c.FieldPos("output"), "output format regex needs a pattern (or patterns, tried in order)")
@@ -396,7 +397,7 @@ func checkFallback(c *spec.NodeContext, o *Output, fb any) {
 	at := c.FieldIn("output", "fallback")
 	pos := c.FieldPos("output")
 	if at != nil {
-		pos = spec.Pos{Line: at.Line, Col: at.Column}
+		pos = syntax.Pos{Line: at.Line, Col: at.Column}
 	}
 	var keys []string
 	switch o.Format {
@@ -449,7 +450,7 @@ func exerciseJSON(c *spec.NodeContext, sch *jsonschema.Schema, inst any) {
 // exerciseRegex checks that some reply gives a non-empty output under the
 // pattern: one that matches only empty text is an error, one for which no
 // such reply was found a warning.
-func exerciseRegex(c *spec.NodeContext, pos spec.Pos, re *regexp.Regexp) {
+func exerciseRegex(c *spec.NodeContext, pos syntax.Pos, re *regexp.Regexp) {
 	if spec.RegexMatchesOnlyEmpty(re) {
 		c.Errorf(pos, "output pattern %s matches only empty text; no reply can give an output", re)
 		return

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -38,26 +39,26 @@ const (
 
 // Raw is the YAML form of a node's chat keys; kinds embed it inline.
 type Raw struct {
-	Thread   spec.Str    `yaml:"thread"`
+	Thread   syntax.Str  `yaml:"thread"`
 	History  *RawHistory `yaml:"history"`
 	Examples yaml.Node   `yaml:"examples"`
 }
 
 // RawHistory is history: as written.
 type RawHistory struct {
-	Records     []spec.Str   `yaml:"records"`
-	Own         string       `yaml:"own"`
-	Others      string       `yaml:"others"`
-	Prefix      spec.Str     `yaml:"prefix"`
-	Latest      bool         `yaml:"latest"`
-	Name        bool         `yaml:"name"`
-	Merge       bool         `yaml:"merge"`
-	AfterPrompt bool         `yaml:"after_prompt"`
-	Closing     spec.Str     `yaml:"closing"`
-	Opening     spec.Str     `yaml:"opening"`
-	UserName    spec.Str     `yaml:"user_name"`
-	From        spec.StrList `yaml:"from"`
-	Where       spec.Expr    `yaml:"where"`
+	Records     []syntax.Str   `yaml:"records"`
+	Own         string         `yaml:"own"`
+	Others      string         `yaml:"others"`
+	Prefix      syntax.Str     `yaml:"prefix"`
+	Latest      bool           `yaml:"latest"`
+	Name        bool           `yaml:"name"`
+	Merge       bool           `yaml:"merge"`
+	AfterPrompt bool           `yaml:"after_prompt"`
+	Closing     syntax.Str     `yaml:"closing"`
+	Opening     syntax.Str     `yaml:"opening"`
+	UserName    syntax.Str     `yaml:"user_name"`
+	From        syntax.StrList `yaml:"from"`
+	Where       syntax.Expr    `yaml:"where"`
 }
 
 // Config is a node's compiled chat keys; nil when it uses none.
@@ -228,13 +229,13 @@ func Compile(c *spec.NodeContext, raw *Raw) *Config {
 	switch raw.Examples.Kind {
 	case 0:
 	case yaml.ScalarNode:
-		var e spec.Expr
+		var e syntax.Expr
 		if err := raw.Examples.Decode(&e); err == nil {
 			cfg.Examples = &Examples{Expr: c.Expr(e, nil, spec.ListResult, "examples")}
 		}
 	case yaml.MappingNode:
 		var m struct {
-			Template spec.Str `yaml:"template"`
+			Template syntax.Str `yaml:"template"`
 		}
 		if err := raw.Examples.Decode(&m); err == nil && m.Template.Set {
 			cfg.Examples = &Examples{Template: c.Template(m.Template)}

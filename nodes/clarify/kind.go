@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/spec"
@@ -59,12 +60,12 @@ func (Kind) Example() string { return example }
 
 // rawConfig is a clarify node as written in YAML.
 type rawConfig struct {
-	Template      spec.Str `yaml:"template"`
-	System        spec.Str `yaml:"system"`
-	Model         spec.Str `yaml:"model"`
-	MaxQuestions  int      `yaml:"max_questions"`
-	MaxIterations int      `yaml:"max_iterations"`
-	Repair        *int     `yaml:"repair"`
+	Template      syntax.Str `yaml:"template"`
+	System        syntax.Str `yaml:"system"`
+	Model         syntax.Str `yaml:"model"`
+	MaxQuestions  int        `yaml:"max_questions"`
+	MaxIterations int        `yaml:"max_iterations"`
+	Repair        *int       `yaml:"repair"`
 }
 
 // OutputType is the type of a clarify node's output: every question asked,

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -46,8 +47,8 @@ func (Kind) PromptData() any { return nil }
 
 // rawConfig is a compute node as written in YAML.
 type rawConfig struct {
-	Value spec.Expr           `yaml:"value"`
-	Set   spec.Map[spec.Expr] `yaml:"set"`
+	Value syntax.Expr             `yaml:"value"`
+	Set   syntax.Map[syntax.Expr] `yaml:"set"`
 }
 
 // Config is a compiled compute node: either one expression (Value) or

@@ -38,6 +38,8 @@ type state struct {
 	endedBy      string
 	// watched is, per watcher, the transcript's length when it last ran.
 	watched []int
+	// selectCalls are the selector's calls not yet counted.
+	selectCalls int
 }
 
 // Execute implements kit.Def: turns until the until-condition holds,
@@ -57,12 +59,16 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *C
 		if err := ctx.Err(); err != nil {
 			return value.NodeResult{}, err
 		}
-		speaker, err := s.nextSpeaker()
+		speaker, err := s.nextSpeaker(ctx)
+		calls += s.selectCalls
+		s.selectCalls = 0
 		if err != nil {
 			return value.NodeResult{}, err
 		}
 		if speaker == "" {
-			s.endedBy = "everyone withdrew"
+			if s.endedBy == "" {
+				s.endedBy = "everyone withdrew"
+			}
 			break
 		}
 		n, err := s.takeTurn(ctx, speaker)
@@ -190,7 +196,7 @@ func (s *state) active() []value.Participant {
 
 // nextSpeaker picks who speaks: a whisper's target first (with the
 // configured chance), then the strategy. "" means nobody can speak.
-func (s *state) nextSpeaker() (string, error) {
+func (s *state) nextSpeaker(ctx context.Context) (string, error) {
 	active := s.active()
 	if len(active) == 0 {
 		return "", nil
@@ -215,18 +221,12 @@ func (s *state) nextSpeaker() (string, error) {
 	}
 	switch s.cfg.Speaker {
 	case SpeakerRoundRobin:
-		// The next participant after the last speaker in declaration order.
-		start := 0
-		if i, ok := s.index[s.last]; ok {
-			start = i + 1
+		return s.roundRobin(len(active)), nil
+	case SpeakerSelect:
+		if s.cfg.Select.Repeat {
+			candidates = active
 		}
-		for k := 0; k < len(s.participants); k++ {
-			p := s.participants[(start+k)%len(s.participants)]
-			if !p.Withdrawn && (p.ID != s.last || len(active) == 1) {
-				return p.ID, nil
-			}
-		}
-		return active[0].ID, nil
+		return s.selectSpeaker(ctx, candidates)
 	case SpeakerRandom:
 		return candidates[rng.IntN(len(candidates))].ID, nil
 	case SpeakerExpr:
@@ -270,6 +270,23 @@ func (s *state) nextSpeaker() (string, error) {
 	}
 }
 
+// roundRobin is the next participant after the last speaker in
+// declaration order, who has not withdrawn (the last speaker again only
+// when alone: active is how many have not withdrawn).
+func (s *state) roundRobin(active int) string {
+	start := 0
+	if i, ok := s.index[s.last]; ok {
+		start = i + 1
+	}
+	for k := 0; k < len(s.participants); k++ {
+		p := s.participants[(start+k)%len(s.participants)]
+		if !p.Withdrawn && (p.ID != s.last || active == 1) {
+			return p.ID
+		}
+	}
+	return s.active()[0].ID
+}
+
 // takeTurn asks the speaker for a message, re-asking with the reasons when
 // it breaks the rules, and records it. It returns the number of calls made.
 func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
@@ -301,11 +318,11 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 			model = agent.Model
 		}
 		key := kit.RepairKey(fmt.Sprintf("t%d/%s", s.turn+1, speaker), attempt)
-		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.cfg.MaxTurns})
+		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.expected()})
 		var reply kit.Reply
 		reply, req, err = s.complete(ctx, agent, data, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model,
 			Shape: s.shape(mustDecide), Repairs: s.repairs()}, system, user)
-		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.cfg.MaxTurns})
+		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.expected()})
 		calls++
 		if err != nil {
 			return calls, err
@@ -374,6 +391,15 @@ func (s *state) shape(mustDecide bool) kit.Shape {
 		tags = append(tags, kit.Tag{Name: "Verdict", Value: s.cfg.Options[0]}, kit.Tag{Name: "VerdictReasoning"})
 	}
 	return kit.Shape{Format: "tags", Tags: tags}
+}
+
+// expected is how many calls the conversation expects at most, repairs
+// aside: a turn each, and a selection before each when a model chooses.
+func (s *state) expected() int {
+	if s.cfg.Select != nil {
+		return 2 * s.cfg.MaxTurns
+	}
+	return s.cfg.MaxTurns
 }
 
 // repairs is how often a turn may be asked again: a plain text turn is

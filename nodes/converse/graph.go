@@ -28,6 +28,13 @@ func (c *Config) GraphAttachments() spec.GraphAttachment {
 		}
 		a.Posts = append(a.Posts, line)
 	}
+	if sel := c.Select; sel != nil && sel.Agent != nil {
+		line := fmt.Sprintf("%s chooses each speaker (%s)", sel.Agent.ID, templateName(sel.Template))
+		if sel.End != "" {
+			line += ", may end it with " + sel.End
+		}
+		a.Asks = append(a.Asks, line)
+	}
 	return a
 }
 

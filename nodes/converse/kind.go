@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/nodes/chat"
@@ -72,11 +73,17 @@ type Config struct {
 	// Summarize gives turn prompts the speaker's history summary when the
 	// spec asks for summaries.
 	Summarize bool
+	// Select is the selector when Speaker is SpeakerSelect.
+	Select *Select
 }
 
 // AsksVerdicts implements spec.VerdictAsker: a conversation with verdict
 // options asks its participants for verdicts.
 func (c *Config) AsksVerdicts() bool { return len(c.Options) > 0 }
+
+// TurnBound implements kit.TurnBounded: a dry run cut short in a
+// conversation extrapolates its turns to max_turns.
+func (c *Config) TurnBound() int { return c.MaxTurns }
 
 // Rule is an extra check on a message.
 type Rule struct {
@@ -185,16 +192,16 @@ func RuleSample() map[string]any {
 
 type rawConfig struct {
 	chat.Raw       `yaml:",inline"`
-	Tools          []string  `yaml:"tools"`
-	MaxToolCalls   *int      `yaml:"max_tool_calls"`
-	Summarize      *bool     `yaml:"summarize"`
-	Speaker        yaml.Node `yaml:"speaker"`
-	ReplyToWhisper *float64  `yaml:"reply_to_whisper"`
-	Model          spec.Str  `yaml:"model"`
-	System         spec.Str  `yaml:"system"`
+	Tools          []string   `yaml:"tools"`
+	MaxToolCalls   *int       `yaml:"max_tool_calls"`
+	Summarize      *bool      `yaml:"summarize"`
+	Speaker        yaml.Node  `yaml:"speaker"`
+	ReplyToWhisper *float64   `yaml:"reply_to_whisper"`
+	Model          syntax.Str `yaml:"model"`
+	System         syntax.Str `yaml:"system"`
 	Message        struct {
-		Format   string   `yaml:"format"`
-		Template spec.Str `yaml:"template"`
+		Format   string     `yaml:"format"`
+		Template syntax.Str `yaml:"template"`
 	} `yaml:"message"`
 	Verdict *struct {
 		Options   yaml.Node `yaml:"options"`
@@ -202,25 +209,25 @@ type rawConfig struct {
 		Repair    *int      `yaml:"repair"`
 		Undecided string    `yaml:"undecided"`
 		Rules     []struct {
-			Check   spec.Expr `yaml:"check"`
-			Message string    `yaml:"message"`
+			Check   syntax.Expr `yaml:"check"`
+			Message string      `yaml:"message"`
 		} `yaml:"rules"`
 	} `yaml:"verdict"`
-	Until     spec.Expr `yaml:"until"`
-	MaxTurns  int       `yaml:"max_turns"`
+	Until     syntax.Expr `yaml:"until"`
+	MaxTurns  int         `yaml:"max_turns"`
 	Interject []struct {
-		Every        int       `yaml:"every"`
-		When         spec.Expr `yaml:"when"`
-		Template     spec.Str  `yaml:"template"`
-		ForceVerdict bool      `yaml:"force_verdict"`
-		AtStart      bool      `yaml:"at_start"`
+		Every        int         `yaml:"every"`
+		When         syntax.Expr `yaml:"when"`
+		Template     syntax.Str  `yaml:"template"`
+		ForceVerdict bool        `yaml:"force_verdict"`
+		AtStart      bool        `yaml:"at_start"`
 	} `yaml:"interject"`
 	Watch []struct {
-		Every         int      `yaml:"every"`
-		EveryMessages int      `yaml:"every_messages"`
-		Node          spec.Str `yaml:"node"`
-		Template      spec.Str `yaml:"template"`
-		Silent        []string `yaml:"silent"`
+		Every         int        `yaml:"every"`
+		EveryMessages int        `yaml:"every_messages"`
+		Node          syntax.Str `yaml:"node"`
+		Template      syntax.Str `yaml:"template"`
+		Silent        []string   `yaml:"silent"`
 	} `yaml:"watch"`
 }
 
@@ -258,12 +265,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	case yaml.ScalarNode:
 		cfg.Speaker = raw.Speaker.Value
 	case yaml.MappingNode:
-		var s struct {
-			Expr spec.Expr `yaml:"expr"`
-		}
-		_ = raw.Speaker.Decode(&s)
-		cfg.Speaker = SpeakerExpr
-		cfg.SpeakerExpr = c.ExprChoice(s.Expr, ParticipantsSample(), "speaker", ids)
+		compileSpeaker(c, &raw.Speaker, cfg, ids)
 	}
 	if raw.ReplyToWhisper != nil {
 		cfg.ReplyToWhisper = *raw.ReplyToWhisper
@@ -274,7 +276,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	if v := raw.Verdict; v != nil {
 		switch v.Options.Kind {
 		case yaml.ScalarNode:
-			cfg.VerdictSet, cfg.Options = c.VerdictSet(spec.Str{V: v.Options.Value, Pos: spec.Pos{Line: v.Options.Line, Col: v.Options.Column}, Set: true})
+			cfg.VerdictSet, cfg.Options = c.VerdictSet(syntax.Str{V: v.Options.Value, Pos: syntax.Pos{Line: v.Options.Line, Col: v.Options.Column}, Set: true})
 		case yaml.SequenceNode:
 			_ = v.Options.Decode(&cfg.Options)
 			cfg.VerdictSet = "inline"
@@ -319,5 +321,14 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 
 // Detail implements kit.DetailOf.
 func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
-	return fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
+	d := fmt.Sprintf("%d participants, up to %d turns", len(n.Agents), cfg.MaxTurns)
+	switch sel := cfg.Select; {
+	case sel == nil || sel.Agent == nil:
+	case len(n.Agents) <= 2 && !sel.Repeat && sel.End == "":
+		// After the first turn only the other one may speak.
+		d += fmt.Sprintf(", the first speaker chosen by %s", sel.Agent.ID)
+	default:
+		d += fmt.Sprintf(", each speaker chosen by %s (a call per turn)", sel.Agent.ID)
+	}
+	return d
 }

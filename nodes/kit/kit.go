@@ -37,6 +37,14 @@ type Describer interface {
 	Detail(node *spec.NodePlan) string
 }
 
+// TurnBounded is a node config whose node takes turns, up to a bound
+// (a conversation's max_turns), recording each turn's messages with its
+// number (value.Message.Turn). A dry run whose call budget runs out in
+// such a node extrapolates the turns it did not simulate.
+type TurnBounded interface {
+	TurnBound() int
+}
+
 // Reporter is a kind that adds sections of its own to a run's report:
 // tables that only it makes sense of (a conversation's whispers and
 // verdicts), built from the messages its nodes recorded. The report

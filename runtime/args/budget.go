@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // ApplyBudget applies --budget flags to a budget: cost=USD, calls=N,
@@ -18,7 +19,7 @@ func ApplyBudget(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.
 		out.BudgetLimits = base.BudgetLimits
 		for id, l := range base.Nodes {
 			if out.Nodes == nil {
-				out.Nodes = map[string]spec.BudgetLimits{}
+				out.Nodes = map[string]syntax.BudgetLimits{}
 			}
 			out.Nodes[id] = l
 		}
@@ -88,14 +89,14 @@ func ApplyBudget(plan *spec.Plan, base *spec.BudgetPlan, flags []string) (*spec.
 			continue
 		}
 		if out.Nodes == nil {
-			out.Nodes = map[string]spec.BudgetLimits{}
+			out.Nodes = map[string]syntax.BudgetLimits{}
 		}
 		out.Nodes[node] = l
-		if l == (spec.BudgetLimits{}) {
+		if l == (syntax.BudgetLimits{}) {
 			delete(out.Nodes, node)
 		}
 	}
-	if out.BudgetLimits == (spec.BudgetLimits{}) && len(out.Nodes) == 0 {
+	if out.BudgetLimits == (syntax.BudgetLimits{}) && len(out.Nodes) == 0 {
 		return nil, nil
 	}
 	return out, nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // SpecPath checks the spec file a command is given: a path that names
@@ -21,7 +22,7 @@ func SpecPath(path string) error {
 	info, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return exitcode.Errorf(exitcode.Usage, "%s: no such spec file%s", path, spec.DidYouMeanPath(path, false))
+		return exitcode.Errorf(exitcode.Usage, "%s: no such spec file%s", path, syntax.DidYouMeanPath(path, false))
 	case err == nil && info.IsDir():
 		if f, err := os.Stat(filepath.Join(path, "spec.yaml")); err == nil && f.Mode().IsRegular() {
 			return exitcode.Errorf(exitcode.Usage, "%s is a folder; give its spec file: %s", path, filepath.Join(path, "spec.yaml"))

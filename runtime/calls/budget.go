@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // Spend is what calls spent: how many, their prompt and completion tokens,
@@ -112,17 +113,25 @@ func Estimate(c *Call) Spend {
 	return Spend{Calls: 1, Tokens: prompt + completion, Cost: price(c, prompt, completion)}
 }
 
-// Actual is what a call spent, from its reply's usage.
+// Actual is what a call spent, from its reply's usage: the prompt tokens
+// the provider served from its prompt cache at the model's cached_prompt
+// price, as the report and result.json count them.
 func Actual(c *Call, rep kit.Reply) Spend {
 	p, q := int64(rep.PromptTokens), int64(rep.CompletionTokens)
-	return Spend{Calls: 1, Tokens: p + q, Cost: price(c, p, q)}
+	cost := 0.0
+	if c.Model != nil && c.Model.Price != nil {
+		cost = c.Model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
+	}
+	return Spend{Calls: 1, Tokens: p + q, Cost: cost}
 }
 
+// price is what a call of these token counts may cost, none of its prompt
+// served from a cache (an estimate cannot know what will be).
 func price(c *Call, prompt, completion int64) float64 {
 	if c.Model == nil || c.Model.Price == nil {
 		return 0
 	}
-	return (float64(prompt)*c.Model.Price.Prompt + float64(completion)*c.Model.Price.Completion) / 1e6
+	return c.Model.Price.Cost(int(prompt), 0, int(completion))
 }
 
 // admit reserves a call's estimate, or says which limit it could pass.
@@ -154,7 +163,7 @@ func (b *Budget) settle(c *Call, est, actual Spend) {
 	b.Add(c.Node, actual)
 }
 
-func check(key, scope string, l spec.BudgetLimits, spent, next Spend) error {
+func check(key, scope string, l syntax.BudgetLimits, spent, next Spend) error {
 	switch {
 	case l.MaxCalls != nil && spent.Calls+next.Calls > *l.MaxCalls:
 		return &BudgetError{Key: key, Scope: scope, Limit: "max_calls", Max: float64(*l.MaxCalls), Spent: float64(spent.Calls), Next: float64(next.Calls)}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // TestLimitedLetsAdmittedCallsFinish: a call admitted within the budget
@@ -16,7 +17,7 @@ import (
 // cancellation and at the run's own (Ctrl-C).
 func TestLimitedLetsAdmittedCallsFinish(t *testing.T) {
 	calls := 10
-	budget := &Budget{BudgetPlan: spec.BudgetPlan{BudgetLimits: spec.BudgetLimits{MaxCalls: &calls}}}
+	budget := &Budget{BudgetPlan: spec.BudgetPlan{BudgetLimits: syntax.BudgetLimits{MaxCalls: &calls}}}
 	started := make(chan struct{})
 	release := make(chan struct{})
 	waiting := StageFunc(func(ctx context.Context, c *Call) (kit.Reply, Source, error) {

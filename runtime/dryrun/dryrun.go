@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // DefaultReplyTokens is the reply size a dry run assumes for models that
@@ -81,7 +83,8 @@ type Report struct {
 	// UpperBound adds every repair and tool round the spec allows.
 	UpperBound int `json:"upper_bound"`
 	// Extrapolated are calls of Calls counted without being simulated: the
-	// iterations of loops left when the simulation's budget ran out.
+	// iterations of loops and foreach steps, and the turns of a
+	// conversation, left when the simulation's budget ran out.
 	Extrapolated int `json:"extrapolated,omitempty"`
 	// Prompts are the prompts of each node's first run (or of every call).
 	Prompts []Prompt `json:"prompts"`
@@ -280,9 +283,15 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 		rep.UpperBound += n.UpperBound
 	}
 	if x := r.Extrapolated(); x > 0 {
+		// The calls not simulated are like those simulated, so their
+		// upper bound (with repairs) is in the same proportion.
+		bound := x
+		if rep.Calls > 0 {
+			bound = int(math.Round(float64(x) * float64(rep.UpperBound) / float64(rep.Calls)))
+		}
 		rep.Extrapolated = x
 		rep.Calls += x
-		rep.UpperBound += x
+		rep.UpperBound += bound
 	}
 	for _, name := range slices.Sorted(maps.Keys(models)) {
 		rep.Models = append(rep.Models, models[name])
@@ -336,7 +345,7 @@ func overBudget(rep *Report, b *spec.BudgetPlan) []string {
 		cost += m.Cost
 	}
 	var out []string
-	check := func(scope string, l spec.BudgetLimits, calls int, tokens int64, cost float64) {
+	check := func(scope string, l syntax.BudgetLimits, calls int, tokens int64, cost float64) {
 		if l.MaxCalls != nil && calls > *l.MaxCalls {
 			out = append(out, fmt.Sprintf("%s: the worst case makes %d calls, more than max_calls %d", scope, calls, *l.MaxCalls))
 		}
@@ -352,7 +361,7 @@ func overBudget(rep *Report, b *spec.BudgetPlan) []string {
 		if l, ok := b.Nodes[n.ID]; ok {
 			// Tokens and cost are estimated per model, not per node: only
 			// the node's calls are checked.
-			check("node "+n.ID, spec.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
+			check("node "+n.ID, syntax.BudgetLimits{MaxCalls: l.MaxCalls}, n.Calls, 0, 0)
 		}
 	}
 	return out

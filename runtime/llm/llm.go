@@ -217,6 +217,11 @@ type Request struct {
 	Tools           []Tool
 	// JSON asks for a JSON reply (response_format); nil asks for none.
 	JSON *JSONReply
+	// CacheBreakpoints sends the system prompt, the end of the turns a
+	// thread already sent and the whole request as content parts marked
+	// cache_control {type: ephemeral}, for providers that cache a prompt
+	// only where it is marked (see cacheBreakpoints).
+	CacheBreakpoints bool
 	// Extra are more request fields, sent after the ones above (which
 	// they must not repeat): top_k, provider routing, chat_template_kwargs...
 	Extra []Field

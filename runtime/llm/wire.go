@@ -54,8 +54,10 @@ type shape struct {
 // go-openai would drop or refuse: a temperature of exactly 0 (float32 with
 // omitempty there), reasoning_effort for any model, both token-limit fields.
 type wireRequest struct {
-	Model               string                               `json:"model"`
-	Messages            []openai.ChatCompletionMessage       `json:"messages"`
+	Model string `json:"model"`
+	// Messages are go-openai's messages, or cachedMessage for those that
+	// carry a cache breakpoint.
+	Messages            []any                                `json:"messages"`
 	Temperature         *float64                             `json:"temperature,omitempty"`
 	TopP                *float64                             `json:"top_p,omitempty"`
 	MaxTokens           int                                  `json:"max_tokens,omitempty"`
@@ -68,19 +70,88 @@ type wireRequest struct {
 	StreamOptions       *openai.StreamOptions                `json:"stream_options,omitempty"`
 }
 
+// cachedMessage is a message sent as one text part marked as a cache
+// breakpoint: providers that cache only where the request says so
+// (Anthropic's models, directly or through OpenRouter and other
+// OpenAI-compatible gateways) cache the request up to the end of it.
+type cachedMessage struct {
+	Role       string       `json:"role"`
+	Content    []cachedPart `json:"content"`
+	Name       string       `json:"name,omitempty"`
+	ToolCallID string       `json:"tool_call_id,omitempty"`
+}
+
+type cachedPart struct {
+	Type         string        `json:"type"`
+	Text         string        `json:"text"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+type cacheControl struct {
+	Type string `json:"type"`
+}
+
+// cacheBreakpoints says which messages of a request with CacheBreakpoints
+// carry a breakpoint: the system prompt (the leading system messages'
+// last), the last message before the final user turn (where the previous
+// request of a thread ended, so it is read back from the cache), and the
+// last message (so the next request can read all of this one). That is at
+// most three, under Anthropic's four. Messages with tool calls or no text
+// carry none.
+func cacheBreakpoints(req *Request) map[int]bool {
+	if !req.CacheBreakpoints || len(req.Messages) == 0 {
+		return nil
+	}
+	marks := map[int]bool{}
+	mark := func(i int) {
+		if m := req.Messages[i]; len(m.ToolCalls) == 0 && m.Content != "" {
+			marks[i] = true
+		}
+	}
+	sys := -1
+	for i, m := range req.Messages {
+		if m.Role != "system" {
+			break
+		}
+		sys = i
+	}
+	if sys >= 0 {
+		mark(sys)
+	}
+	last := len(req.Messages) - 1
+	mark(last)
+	for i := last - 1; i > sys; i-- {
+		if req.Messages[i].Role == "user" {
+			mark(i)
+			break
+		}
+	}
+	return marks
+}
+
 // encode builds the request body: the modelled fields, then req.Extra
 // appended as members of the same object, in order.
 func encode(req *Request, sh shape) ([]byte, error) {
 	w := wireRequest{
 		Model:           req.Model,
-		Messages:        make([]openai.ChatCompletionMessage, len(req.Messages)),
+		Messages:        make([]any, len(req.Messages)),
 		Temperature:     req.Temperature,
 		TopP:            req.TopP,
 		Seed:            req.Seed,
 		ReasoningEffort: req.ReasoningEffort,
 		Stream:          req.Stream,
 	}
+	marks := cacheBreakpoints(req)
 	for i, m := range req.Messages {
+		if marks[i] {
+			w.Messages[i] = cachedMessage{
+				Role:       m.Role,
+				Content:    []cachedPart{{Type: "text", Text: m.Content, CacheControl: &cacheControl{Type: "ephemeral"}}},
+				Name:       m.Name,
+				ToolCallID: m.ToolCallID,
+			}
+			continue
+		}
 		w.Messages[i] = openai.ChatCompletionMessage{
 			Role:       m.Role,
 			Content:    m.Content,

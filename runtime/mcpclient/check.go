@@ -10,16 +10,17 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // Check starts (or reaches) each MCP server of plan and checks the tool
 // names the spec gives against the tools it lists: its allowed tools
 // (tools:) and those agents and nodes name. A server that cannot be
 // started gives a warning, as its names cannot be checked.
-func Check(ctx context.Context, plan *spec.Plan, getenv func(string) string, timeout time.Duration) spec.Diagnostics {
-	var out spec.Diagnostics
-	diag := func(sev spec.Severity, pos spec.Pos, format string, args ...any) {
-		out = append(out, spec.Diagnostic{File: plan.Path, Pos: pos, Severity: sev, Message: fmt.Sprintf(format, args...), Snippet: plan.Snippet(pos)})
+func Check(ctx context.Context, plan *spec.Plan, getenv func(string) string, timeout time.Duration) syntax.Diagnostics {
+	var out syntax.Diagnostics
+	diag := func(sev syntax.Severity, pos syntax.Pos, format string, args ...any) {
+		out = append(out, syntax.Diagnostic{File: plan.Path, Pos: pos, Severity: sev, Message: fmt.Sprintf(format, args...), Snippet: plan.Snippet(pos)})
 	}
 	names := make([]string, 0, len(plan.MCPServers))
 	for n := range plan.MCPServers {
@@ -32,23 +33,23 @@ func Check(ctx context.Context, plan *spec.Plan, getenv func(string) string, tim
 		cn, err := Connect(sctx, p, getenv, filepath.Dir(plan.Path))
 		if err != nil {
 			cancel()
-			diag(spec.Warning, p.Pos, "%v; its tool names were not checked", err)
+			diag(syntax.Warning, p.Pos, "%v; its tool names were not checked", err)
 			continue
 		}
 		tools, err := List(sctx, cn.session)
 		cn.Close()
 		cancel()
 		if err != nil {
-			diag(spec.Warning, p.Pos, "mcp server %q: listing its tools: %v; its tool names were not checked", name, err)
+			diag(syntax.Warning, p.Pos, "mcp server %q: listing its tools: %v; its tool names were not checked", name, err)
 			continue
 		}
 		listed := make([]string, len(tools))
 		for i, t := range tools {
 			listed[i] = t.Name
 		}
-		has := func(pos spec.Pos, what, tool string) {
+		has := func(pos syntax.Pos, what, tool string) {
 			if !slices.Contains(listed, tool) {
-				diag(spec.Error, pos, "%s: mcp server %q lists no tool %q%s (it has: %s)", what, name, tool, nearest(tool, listed), strings.Join(listed, ", "))
+				diag(syntax.Error, pos, "%s: mcp server %q lists no tool %q%s (it has: %s)", what, name, tool, nearest(tool, listed), strings.Join(listed, ", "))
 			}
 		}
 		for i, t := range p.Allowed {

@@ -6,6 +6,7 @@
 package progress
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -259,7 +260,10 @@ func (p *display) event(n runtime.Notice) {
 			}
 		}
 		p.clear()
-		if ev.Type == event.NodeFailed {
+		if ev.Type == event.NodeFailed && fmt.Sprint(d.Error) == context.Canceled.Error() {
+			// Ctrl-C or a stop: the run says so once, with how to resume.
+			fmt.Fprintf(p.w, "%s %s: stopped\n", scopeLabel(scope), node)
+		} else if ev.Type == event.NodeFailed {
 			fmt.Fprintf(p.w, "%s %s: failed: %v\n", scopeLabel(scope), node, d.Error)
 		} else if p.mode == Plain {
 			fmt.Fprintf(p.w, "%s %s: done (%s, %d tokens so far)\n", scopeLabel(scope), node, c.describe(), p.tokens)

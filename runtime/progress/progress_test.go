@@ -46,6 +46,14 @@ func TestPlainProgress(t *testing.T) {
 			want: "· answer: started\nretrying answer/-/a in 10ms (attempt 1 failed): status 503\n· answer: failed: gave up\n",
 		},
 		{
+			name: "a node stopped by Ctrl-C",
+			events: []journal.Event{
+				{Type: "node_started", Key: "answer/-", Data: json.RawMessage(`{"kind":"ask","node":"answer","scope":"-"}`)},
+				{Type: "node_failed", Key: "answer/-", Data: json.RawMessage(`{"error":"context canceled","node":"answer"}`)},
+			},
+			want: "· answer: started\n· answer: stopped\n",
+		},
+		{
 			name: "payloads that are not what they should be",
 			events: []journal.Event{
 				{Type: "node_started", Key: "x", Data: json.RawMessage(`{"node":7,"scope":"goal=g/round=2"}`)},

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // Teller writes what a command tells its user on stderr besides a run's
@@ -32,7 +32,7 @@ func (t Teller) Warn(msg string) {
 
 // Diagnostics writes a spec's diagnostics: as text, or under JSON one
 // JSON line each.
-func (t Teller) Diagnostics(diags spec.Diagnostics) {
+func (t Teller) Diagnostics(diags syntax.Diagnostics) {
 	if !t.JSON {
 		fmt.Fprint(t.W, diags.Format())
 		return

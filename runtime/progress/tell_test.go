@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // TestTellerTextOrJSON: a Teller says text, or under JSON the same as a
 // JSON line of its type and data; warnings and diagnostics alike.
 func TestTellerTextOrJSON(t *testing.T) {
-	diags := spec.Diagnostics{{File: "s.yaml", Pos: spec.Pos{Line: 2, Col: 3}, Severity: spec.Error, Message: "bad"}}
+	diags := syntax.Diagnostics{{File: "s.yaml", Pos: syntax.Pos{Line: 2, Col: 3}, Severity: syntax.Error, Message: "bad"}}
 	var text, lines bytes.Buffer
 	for _, tl := range []Teller{{W: &text}, {W: &lines, JSON: true}} {
 		tl.Say("run_dir", map[string]string{"dir": "runs/x"}, "run: runs/x")

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/spec"
@@ -131,7 +132,7 @@ type PriceInfo struct {
 
 // Cost is what a call with these token counts costs at these prices.
 func (p *PriceInfo) Cost(prompt, cached, completion int) float64 {
-	return (&spec.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt}).Cost(prompt, cached, completion)
+	return (&syntax.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt}).Cost(prompt, cached, completion)
 }
 
 // Result is result.json. Its JSON Schema (Schema, `runner schema

@@ -17,7 +17,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/rundir"
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // This file is runner test around Run (finding the files, go test's
@@ -127,7 +127,7 @@ func IsTestFile(path string) bool {
 
 // Check checks a test file against the test schema and that the spec it
 // tests exists, as diagnostics in runner validate's format.
-func Check(path string) spec.Diagnostics {
+func Check(path string) syntax.Diagnostics {
 	t, err := Load(path)
 	if err != nil {
 		var errs Errors
@@ -137,16 +137,16 @@ func Check(path string) spec.Diagnostics {
 		case errors.As(err, &one):
 			errs = Errors{one}
 		default:
-			return spec.Diagnostics{{File: path, Severity: spec.Error, Message: err.Error()}}
+			return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 		}
-		var ds spec.Diagnostics
+		var ds syntax.Diagnostics
 		for _, e := range errs {
-			ds = append(ds, spec.Diagnostic{File: e.Path, Pos: spec.Pos{Line: e.Line, Col: e.Col}, Severity: spec.Error, Message: e.Msg})
+			ds = append(ds, syntax.Diagnostic{File: e.Path, Pos: syntax.Pos{Line: e.Line, Col: e.Col}, Severity: syntax.Error, Message: e.Msg})
 		}
 		return ds
 	}
 	if _, err := os.Stat(t.SpecPath); err != nil {
-		return spec.Diagnostics{{File: path, Severity: spec.Error, Message: fmt.Sprintf("the spec it tests, %s, cannot be read: %v", t.SpecPath, errors.Unwrap(err))}}
+		return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: fmt.Sprintf("the spec it tests, %s, cannot be read: %v", t.SpecPath, errors.Unwrap(err))}}
 	}
 	return nil
 }

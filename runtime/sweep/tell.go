@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // This file is how runner run, runner resume and runner runs tell their
@@ -123,7 +124,7 @@ func ListRuns(w io.Writer, dir string, given, csv bool) error {
 			fmt.Fprintln(w, "no runs yet: there is no runs folder here; runner run SPEC makes the first (runs/<run-id>), or give the runs folder: runner runs DIR")
 			return nil
 		case errors.Is(err, fs.ErrNotExist):
-			return exitcode.Errorf(exitcode.Usage, "runs %s: no such folder%s", dir, spec.DidYouMeanPath(dir, true))
+			return exitcode.Errorf(exitcode.Usage, "runs %s: no such folder%s", dir, syntax.DidYouMeanPath(dir, true))
 		case err == nil:
 			return exitcode.Errorf(exitcode.Usage, "runs %s: this is a file; give the folder of the runs (runs, or the --runs-dir of runner run)", dir)
 		}

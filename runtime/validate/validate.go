@@ -16,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/runtime/mcpclient"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 )
 
 // Options are validate's flags.
@@ -34,9 +35,9 @@ type Options struct {
 // and "ok" lines; the error (exit 4) counts the invalid ones.
 func Files(files []string, o Options, stdout, stderr io.Writer) error {
 	bad := 0
-	var all spec.Diagnostics
+	var all syntax.Diagnostics
 	for _, f := range files {
-		var diags spec.Diagnostics
+		var diags syntax.Diagnostics
 		ok := "ok"
 		if spectest.IsTestFile(f) {
 			diags, ok = spectest.Check(f), "ok (test file)"
@@ -60,7 +61,7 @@ func Files(files []string, o Options, stdout, stderr io.Writer) error {
 	}
 	if o.JSON {
 		if all == nil {
-			all = spec.Diagnostics{}
+			all = syntax.Diagnostics{}
 		}
 		out, _ := json.MarshalIndent(all, "", "  ")
 		fmt.Fprintln(stdout, string(out))

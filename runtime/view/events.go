@@ -60,7 +60,12 @@ type Call struct {
 	Source           string  `json:"source,omitempty"`
 	Cost             float64 `json:"cost,omitempty"`
 	Priced           bool    `json:"priced"`
-	ToolCalls        int     `json:"tool_calls,omitempty"`
+	// CachedTokens are the prompt tokens the provider served from its
+	// cache (at the cached price in Cost); BuiltinPrice is the date of the
+	// built-in list price Cost is at, when the spec gave the model none.
+	CachedTokens int    `json:"cached_tokens,omitempty"`
+	BuiltinPrice string `json:"builtin_price,omitempty"`
+	ToolCalls    int    `json:"tool_calls,omitempty"`
 	// Started is when the call was journaled as requested, for its wait:
 	// the time between that and its response beyond the endpoint's
 	// latency went to queues, rate limits and retries.
@@ -207,10 +212,11 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c := *n.call(ev.Key)
 		n.unclaim(c.Node, c.Agent, ev.Key)
 		c.PromptTokens, c.CompletionTokens, c.LatencyMS, c.Attempts = rep.PromptTokens, rep.CompletionTokens, rep.LatencyMS, rep.Attempts
+		c.CachedTokens = rep.CachedTokens
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
 		if p := n.prices[c.Model]; p != nil {
 			c.Cost = p.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
-			c.Priced = true
+			c.Priced, c.BuiltinPrice = true, p.Builtin
 		}
 		out.Data = c
 	case event.Output:

@@ -137,8 +137,15 @@ func withAttachments(p *spec.Plan, n *spec.NodePlan, via map[string]bool) item {
 	// The posts hang below the node, right of the flow line, so that a
 	// long list of rules does not widen the drawing.
 	var posts *item
+	var lines []string
 	if len(a.Posts) > 0 {
-		nt := note(append([]string{"posts by itself:"}, a.Posts...))
+		lines = append([]string{"posts by itself:"}, a.Posts...)
+	}
+	if len(a.Asks) > 0 {
+		lines = append(append(lines, "also calls:"), a.Asks...)
+	}
+	if len(lines) > 0 {
+		nt := note(lines)
 		posts = &nt
 	}
 	if len(side) == 0 && posts == nil {
@@ -248,6 +255,9 @@ func frame(s *spec.FlowStep, body item) item {
 	if s.Kind == spec.StepForeach {
 		title = "foreach " + s.As
 		head = "each " + s.As + " of " + s.In.Source
+		if s.Concurrency > 1 {
+			title += fmt.Sprintf(", %d at once", s.Concurrency)
+		}
 	}
 	until := ""
 	if s.Until != nil {

@@ -34,6 +34,10 @@ type RunInfo struct {
 	Priced      bool      `json:"priced"`
 	FirstOutput string    `json:"first_output,omitempty"`
 	Score       *float64  `json:"score,omitempty"`
+
+	// BuiltinPrices is the date of the built-in list prices part of Cost
+	// is at (models the spec gave no price).
+	BuiltinPrices string `json:"builtin_prices,omitempty"`
 }
 
 // SweepInfo is a sweep as the list shows it.
@@ -179,6 +183,7 @@ func (s *Server) runInfo(id, dir string) (RunInfo, error) {
 		}
 		u := res.Usage.Total
 		info.Calls, info.Tokens, info.Cost, info.Priced = u.Calls, u.PromptTokens+u.CompletionTokens, u.Cost, u.Priced
+		info.BuiltinPrices = u.BuiltinPrices
 		info.Score = res.Score
 		goals := map[string]bool{}
 		for _, msg := range res.Messages {

@@ -159,6 +159,11 @@ func TestRunsAndSweepsList(t *testing.T) {
 	if j := byID[f.judged]; !j.Priced || j.Cost <= 0 || j.Rounds != 3 {
 		t.Errorf("the judged run's line: %+v", j)
 	}
+	// The panel's models have no price in its spec: its cost is at the
+	// built-in list prices, and the list says so (the page marks it *).
+	if p, j := byID[f.panel], byID[f.judged]; p.BuiltinPrices != spec.BuiltinPricesDate || j.BuiltinPrices != "" {
+		t.Errorf("built-in prices: the panel's line says %q, the judged run's %q; want %q and none", p.BuiltinPrices, j.BuiltinPrices, spec.BuiltinPricesDate)
+	}
 	inSweep := 0
 	for _, r := range list.Runs {
 		if r.Sweep == f.sweep && strings.HasPrefix(r.ID, f.sweep+"/") && r.Status == "completed" && r.Score != nil {

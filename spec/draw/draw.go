@@ -53,9 +53,16 @@ func (g *graphWriter) attachments(n *spec.NodePlan, id, indent string, via map[s
 		return
 	}
 	a := ga.GraphAttachments()
+	var lines []string
 	if len(a.Posts) > 0 {
+		lines = append([]string{"posts without a model call:"}, a.Posts...)
+	}
+	if len(a.Asks) > 0 {
+		lines = append(append(lines, "also calls:"), a.Asks...)
+	}
+	if len(lines) > 0 {
 		pid := g.id("k")
-		text := "posts without a model call:\n" + strings.Join(a.Posts, "\n")
+		text := strings.Join(lines, "\n")
 		if g.mermaid {
 			g.line(fmt.Sprintf("%s%s>%s]", indent, pid, mermaidText(text)))
 			g.line(fmt.Sprintf("%s%s -.- %s", indent, id, pid))
@@ -215,6 +222,9 @@ func (g *graphWriter) step(s *spec.FlowStep, prev []string, in, indent string) [
 
 func loopTitle(s *spec.FlowStep) string {
 	if s.Kind == spec.StepForeach {
+		if s.Concurrency > 1 {
+			return fmt.Sprintf("foreach %s in %s, %d at once", s.As, s.In.Source, s.Concurrency)
+		}
 		return fmt.Sprintf("foreach %s in %s", s.As, s.In.Source)
 	}
 	return fmt.Sprintf("loop %s", s.As)

@@ -30,10 +30,13 @@
     return r.json();
   }
   const num = n => (n || 0).toLocaleString("en-US");
-  function cost(c, priced) {
+  // cost shows a cost; builtin (the date of built-in list prices it is
+  // at) marks it with "*", as report.md and runner runs do.
+  function cost(c, priced, builtin) {
     if (!c && !priced) return "";
     const s = c < 0.01 ? c.toFixed(4) : c.toFixed(3);
-    return (priced === false ? "≥ " : "") + "$" + s;
+    const text = (priced === false ? "≥ " : "") + "$" + s + (builtin ? "*" : "");
+    return builtin ? el("span", { title: `at built-in list prices of ${builtin} (the spec gives the model no price)` }, text) : text;
   }
   function dur(ms) {
     if (ms === undefined || ms === null) return "";
@@ -233,7 +236,9 @@
     { key: "goals", label: "goals", num: true, cell: r => r.goals || "" },
     { key: "calls", label: "calls", num: true, cell: r => num(r.calls) },
     { key: "tokens", label: "tokens", num: true, cell: r => num(r.tokens) },
-    { key: "cost", label: "cost", num: true, cls: "nowrap", cell: r => cost(r.cost, r.priced) },
+    // A cost at built-in prices says so in its tooltip (a "*" would
+    // widen the list past its card).
+    { key: "cost", label: "cost", num: true, cls: "nowrap", cell: r => r.builtin_prices ? el("span", { title: `at built-in list prices of ${r.builtin_prices} (the spec gives a model no price); the run's page marks it *` }, cost(r.cost, r.priced)) : cost(r.cost, r.priced) },
     { key: "score", label: "score", num: true, cell: r => r.score === undefined || r.score === null ? "" : String(r.score) },
     // A failed run's error is its outcome: it takes the output's place.
     { key: "output", label: "first output or error", cls: "out", cell: r => r.error ? el("span", { class: "err", title: r.error }, r.error.split("\n")[0]) : el("span", { title: r.first_output || "" }, r.first_output || "") },
@@ -291,7 +296,7 @@
       const u = st.usageTotal();
       const elapsed = st.status === "running" && st.started ? Date.now() - st.started : st.durationMS;
       statsEl.replaceChildren(stat("started", when(st.startedAt || info.manifest.created)), stat("duration", dur(elapsed)),
-        stat("calls", num(u.calls) + (st.callCounts().inFlight ? ` + ${st.callCounts().inFlight} ${st.status === "running" ? "in flight" : "unanswered"}` : "")), stat("tokens", num(u.prompt + u.completion)), stat("cost", cost(u.cost, u.priced) || "–"),
+        stat("calls", num(u.calls) + (st.callCounts().inFlight ? ` + ${st.callCounts().inFlight} ${st.status === "running" ? "in flight" : "unanswered"}` : "")), stat("tokens", num(u.prompt + u.completion)), stat("cost", cost(u.cost, u.priced, u.builtin) || "–"),
         stat("messages", num(st.messages.filter(m => !m.private).length)));
       // The flow: what runs now, what is done.
       for (const g of flow.querySelectorAll("[data-node]")) {
@@ -468,7 +473,7 @@
       for (const c of st.calls.values()) {
         if (!c.done) continue;
         u.calls++; u.prompt += c.prompt_tokens || 0; u.completion += c.completion_tokens || 0; u.cost += c.cost || 0; u.latency += c.latency_ms || 0;
-        u.priced = u.priced && c.priced;
+        u.priced = u.priced && c.priced; u.builtin = u.builtin || c.builtin_price;
       }
       return u;
     };
@@ -479,7 +484,7 @@
         const k = keyOf(c);
         const u = m.get(k) || { calls: 0, prompt: 0, completion: 0, cost: 0, priced: true, latency: 0 };
         u.calls++; u.prompt += c.prompt_tokens || 0; u.completion += c.completion_tokens || 0; u.cost += c.cost || 0; u.latency += c.latency_ms || 0;
-        u.priced = u.priced && c.priced;
+        u.priced = u.priced && c.priced; u.builtin = u.builtin || c.builtin_price;
         m.set(k, u);
       }
       return m;
@@ -731,7 +736,7 @@
   }
 
   function usageRows(m, name) {
-    return [...m.entries()].map(([k, u]) => [name(k), num(u.calls), num(u.prompt), num(u.completion), num(u.prompt + u.completion), (u.latency / 1000).toFixed(1), cost(u.cost, u.priced)]);
+    return [...m.entries()].map(([k, u]) => [name(k), num(u.calls), num(u.prompt), num(u.completion), num(u.prompt + u.completion), (u.latency / 1000).toFixed(1), cost(u.cost, u.priced, u.builtin)]);
   }
   function usagePane(st) {
     const head = ["", "calls", "prompt tokens", "completion tokens", "tokens", "latency (s)", "cost"];
@@ -757,7 +762,7 @@
     if (!calls.length) return [...out, el("p", { class: "empty" }, "No calls yet.")];
     return [...out, table(["call", "agent", "round", "tokens in / out", "latency (s)", "attempts", "answered by", "cost"],
       calls.map(c => [el("a", { class: "id callkey", href: callHref(st.info.id, c.key) }, c.key), st.agent(c.agent).name, c.round || "", c.done ? `${num(c.prompt_tokens)} / ${num(c.completion_tokens)}` : "…",
-        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.done ? (c.source || "endpoint") : c.failed ? "failed" : st.status === "running" ? "in flight" : "no reply", cost(c.cost, c.priced)]),
+        c.done ? ((c.latency_ms || 0) / 1000).toFixed(2) : "", c.attempts > 1 ? badge(String(c.attempts), "rejected") : (c.attempts || ""), c.done ? (c.source || "endpoint") : c.failed ? "failed" : st.status === "running" ? "in flight" : "no reply", cost(c.cost, c.priced, c.builtin_price)]),
       { num: [2, 3, 4, 5, 7] })];
   }
 
@@ -861,7 +866,7 @@
       el("h1", {}, "Call ", el("span", { class: "mono callkey" }, key)),
       el("div", { class: "sub" }, [data.agent_name || c.agent, c.node && "node " + c.node, c.target && "to " + c.target].filter(Boolean).join(" · ")),
       el("div", { class: "stats", id: "call-stats" }, stat("source", source), stat("tokens in", num(c.prompt_tokens)), stat("cached", num(c.cached_tokens)), stat("tokens out", num(c.completion_tokens)),
-        stat("cost", cost(c.cost, c.priced) || "–"), stat("latency", c.done ? (c.latency_ms / 1000).toFixed(2) + " s" : ""), stat("attempts", c.attempts || ""))), nav);
+        stat("cost", cost(c.cost, c.priced, c.builtin_price) || "–"), stat("latency", c.done ? (c.latency_ms / 1000).toFixed(2) + " s" : ""), stat("attempts", c.attempts || ""))), nav);
     const kv = el("dl", { class: "kv" });
     const add = (k, v) => { if (v !== undefined && v !== "" && v !== null && !(Array.isArray(v) && !v.length)) kv.append(el("dt", {}, k), el("dd", {}, v)); };
     add("key", el("span", { class: "mono" }, c.key));

@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"bytes"
@@ -27,9 +27,9 @@ const maxValueNodes = 200_000
 // levels; an inline schema a few more).
 const maxValueDepth = 200
 
-// readSpecFile reads a spec file and rejects inputs that cannot be a spec
+// ReadSpecFile reads a spec file and rejects inputs that cannot be a spec
 // before any parsing: directories, oversized files, binary data.
-func readSpecFile(path string) ([]byte, error) {
+func ReadSpecFile(path string) ([]byte, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -58,8 +58,8 @@ func readSpecFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// checkText rejects data that is not UTF-8 text.
-func checkText(data []byte) error {
+// CheckText rejects data that is not UTF-8 text.
+func CheckText(data []byte) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return fmt.Errorf("spec is empty")
 	}
@@ -74,10 +74,10 @@ func checkText(data []byte) error {
 	return nil
 }
 
-// disallowedChar returns the offset of the first character YAML does not
+// DisallowedChar returns the offset of the first character YAML does not
 // allow in a document, and the character, or -1. These are yaml.v3's
 // rules: tab, line breaks and printable characters only.
-func disallowedChar(data []byte) (int, rune) {
+func DisallowedChar(data []byte) (int, rune) {
 	for i, c := range string(data) {
 		switch {
 		case c == 0x09 || c == 0x0A || c == 0x0D:
@@ -93,9 +93,9 @@ func disallowedChar(data []byte) (int, rune) {
 	return -1, 0
 }
 
-// offsetPos is the line and column (in characters, as yaml.v3 counts
+// OffsetPos is the line and column (in characters, as yaml.v3 counts
 // them) of a byte offset of data.
-func offsetPos(data []byte, off int) Pos {
+func OffsetPos(data []byte, off int) Pos {
 	ends := lineEnds(data)
 	line, start := 1, 0
 	for _, e := range ends {
@@ -107,46 +107,46 @@ func offsetPos(data []byte, off int) Pos {
 	return Pos{Line: line, Col: utf8.RuneCount(data[start:off]) + 1}
 }
 
-// parseYAML parses one YAML document into a node tree that keeps positions.
-func parseYAML(r *reporter, data []byte) *yaml.Node {
+// ParseYAML parses one YAML document into a node tree that keeps positions.
+func ParseYAML(r *Reporter, data []byte) *yaml.Node {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			r.errorf(Pos{1, 1}, "spec is empty")
+			r.Errorf(Pos{1, 1}, "spec is empty")
 			return nil
 		}
-		pos, msg := explainYAMLError(data, r.src.lines, err)
-		r.errorf(pos, "YAML syntax: %s", msg)
+		pos, msg := explainYAMLError(data, r.Src.Lines, err)
+		r.Errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		r.errorf(nodePos(&extra), "a spec file holds one YAML document; found a second one")
+		r.Errorf(NodePos(&extra), "a spec file holds one YAML document; found a second one")
 	} else if !errors.Is(err, io.EOF) {
-		pos, msg := explainYAMLError(data, r.src.lines, err)
-		r.errorf(pos, "YAML syntax: %s", msg)
+		pos, msg := explainYAMLError(data, r.Src.Lines, err)
+		r.Errorf(pos, "YAML syntax: %s", msg)
 		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		r.errorf(Pos{1, 1}, "spec is empty")
+		r.Errorf(Pos{1, 1}, "spec is empty")
 		return nil
 	}
 	root := doc.Content[0]
 	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" && root.Value == "" {
-		r.errorf(Pos{1, 1}, "spec is empty") // "---" and nothing after it
+		r.Errorf(Pos{1, 1}, "spec is empty") // "---" and nothing after it
 		return nil
 	}
 	if root.Kind != yaml.MappingNode {
-		r.errorf(nodePos(root), "a spec must be a mapping of keys (version, name, agents, nodes, flow, ...), found %s", kindName(root))
+		r.Errorf(NodePos(root), "a spec must be a mapping of keys (version, name, agents, nodes, flow, ...), found %s", KindName(root))
 		return nil
 	}
 	return root
 }
 
-// yamlErrorPos pulls "line N" out of a yaml.v3 error message, which carries no
+// YAMLErrorPos pulls "line N" out of a yaml.v3 error message, which carries no
 // structured position.
-func yamlErrorPos(err error) (Pos, string) {
+func YAMLErrorPos(err error) (Pos, string) {
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if strings.HasPrefix(msg, "line ") {
@@ -176,7 +176,7 @@ func explainYAMLError(data []byte, lines []string, err error) (Pos, string) {
 }
 
 func explainYAMLErrorBytes(data []byte, lines []string, err error) (Pos, string) {
-	pos, msg := yamlErrorPos(err)
+	pos, msg := YAMLErrorPos(err)
 	if strings.HasPrefix(msg, "did not find expected") && strings.Contains(err.Error(), "line ") {
 		// yaml.v3 numbers the lines of parser errors (unlike scanner
 		// errors) from 0; it names the line where the unfinished list or
@@ -286,7 +286,7 @@ func failingLine(data []byte, msg string) int {
 			if errors.Is(err, io.EOF) {
 				return false
 			}
-			_, m := yamlErrorPos(err)
+			_, m := YAMLErrorPos(err)
 			return m == msg
 		}
 		return false
@@ -417,16 +417,16 @@ func unclosedQuote(line string) int {
 	return 0
 }
 
-func nodePos(n *yaml.Node) Pos {
+func NodePos(n *yaml.Node) Pos {
 	if n == nil {
 		return Pos{}
 	}
 	return Pos{Line: n.Line, Col: n.Column}
 }
 
-// kindName names a YAML node's shape for messages.
-func kindName(n *yaml.Node) string {
-	n = resolveAlias(n)
+// KindName names a YAML node's shape for messages.
+func KindName(n *yaml.Node) string {
+	n = ResolveAlias(n)
 	switch n.Kind {
 	case yaml.MappingNode:
 		return "a mapping"
@@ -449,28 +449,28 @@ func kindName(n *yaml.Node) string {
 	return "nothing"
 }
 
-func resolveAlias(n *yaml.Node) *yaml.Node {
+func ResolveAlias(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
 		n = n.Alias
 	}
 	return n
 }
 
-// located is the result of turning a YAML tree into plain JSON-like values:
+// Located is the result of turning a YAML tree into plain JSON-like values:
 // the value, plus where each JSON pointer came from.
-type located struct {
-	value any
+type Located struct {
+	Value any
 	// values maps a JSON pointer to the YAML node of its value; keys maps a
 	// pointer to the key node that introduced it (absent for list items).
-	values map[string]*yaml.Node
-	keys   map[string]*yaml.Node
+	Values map[string]*yaml.Node
+	Keys   map[string]*yaml.Node
 }
 
-// yamlToJSON converts a YAML node tree into values the JSON Schema validator
+// YAMLToJSON converts a YAML node tree into values the JSON Schema validator
 // accepts, recording positions by JSON pointer. Duplicate keys and non-string
 // keys are reported; alias expansion is bounded.
-func yamlToJSON(r *reporter, root *yaml.Node) *located {
-	l := &located{values: map[string]*yaml.Node{}, keys: map[string]*yaml.Node{}}
+func YAMLToJSON(r *Reporter, root *yaml.Node) *Located {
+	l := &Located{Values: map[string]*yaml.Node{}, Keys: map[string]*yaml.Node{}}
 	budget := maxValueNodes
 	bombed := false
 	aliases := 0
@@ -483,52 +483,52 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 		switch {
 		case depth > maxValueDepth:
 			bombed = true
-			r.errorf(nodePos(n), "values are nested more than %d levels deep here; refusing to process the spec", maxValueDepth)
+			r.Errorf(NodePos(n), "values are nested more than %d levels deep here; refusing to process the spec", maxValueDepth)
 			return nil
 		case budget < 0 && aliases > 0:
 			bombed = true
-			r.errorf(nodePos(n), "spec expands to more than %d values through YAML aliases; refusing to process it", maxValueNodes)
+			r.Errorf(NodePos(n), "spec expands to more than %d values through YAML aliases; refusing to process it", maxValueNodes)
 			return nil
 		case budget < 0:
 			bombed = true
-			r.errorf(nodePos(n), "spec holds more than %d values; refusing to process it", maxValueNodes)
+			r.Errorf(NodePos(n), "spec holds more than %d values; refusing to process it", maxValueNodes)
 			return nil
 		}
 		if n.Kind == yaml.AliasNode {
 			aliases++
-			if _, ok := l.values[ptr]; !ok {
-				l.values[ptr] = n
+			if _, ok := l.Values[ptr]; !ok {
+				l.Values[ptr] = n
 			}
 			return conv(n.Alias, ptr, depth+1)
 		}
-		if _, ok := l.values[ptr]; !ok {
-			l.values[ptr] = n
+		if _, ok := l.Values[ptr]; !ok {
+			l.Values[ptr] = n
 		}
 		switch n.Kind {
 		case yaml.MappingNode:
 			m := make(map[string]any, len(n.Content)/2)
 			firstAt := map[string]*yaml.Node{}
-			for _, p := range mappingPairs(n) {
-				k, v := p.k, p.v
-				if p.via != nil {
+			for _, p := range MappingPairs(n) {
+				k, v := p.K, p.V
+				if p.Via != nil {
 					// Merged by "<<: *base": reported at the merge.
-					cp := ptr + "/" + escapePointer(k.Value)
-					l.keys[cp] = p.via
+					cp := ptr + "/" + EscapePointer(k.Value)
+					l.Keys[cp] = p.Via
 					m[k.Value] = conv(v, cp, depth+1)
 					continue
 				}
 				if k.Kind != yaml.ScalarNode {
-					r.errorf(nodePos(k), "keys must be plain strings, found %s", kindName(k))
+					r.Errorf(NodePos(k), "keys must be plain strings, found %s", KindName(k))
 					continue
 				}
 				name := k.Value
 				if prev, dup := firstAt[name]; dup {
-					r.errorf(nodePos(k), "duplicate key %q (first defined at line %d)", name, prev.Line)
+					r.Errorf(NodePos(k), "duplicate key %q (first defined at line %d)", name, prev.Line)
 					continue
 				}
 				firstAt[name] = k
-				cp := ptr + "/" + escapePointer(name)
-				l.keys[cp] = k
+				cp := ptr + "/" + EscapePointer(name)
+				l.Keys[cp] = k
 				m[name] = conv(v, cp, depth+1)
 			}
 			return m
@@ -543,28 +543,28 @@ func yamlToJSON(r *reporter, root *yaml.Node) *located {
 		}
 		return nil
 	}
-	l.value = conv(root, "", 0)
+	l.Value = conv(root, "", 0)
 	if bombed {
 		return nil
 	}
 	return l
 }
 
-// pair is a key and value of a mapping; via is the "<<" key that merged
+// Pair is a key and value of a mapping; via is the "<<" key that merged
 // it in, nil for a key written in the mapping itself.
-type pair struct{ k, v, via *yaml.Node }
+type Pair struct{ K, V, Via *yaml.Node }
 
-// mappingPairs returns the pairs of a mapping as YAML defines them: the
+// MappingPairs returns the pairs of a mapping as YAML defines them: the
 // keys written in it, in order, with the keys merged by "<<" where the
 // merge is, less those the mapping writes itself; among merged mappings the
 // first that has a key wins, and merged mappings merge in turn. Written
 // keys are returned even when repeated, for the caller to report.
-func mappingPairs(n *yaml.Node) []pair {
-	return mappingPairsMemo(n, map[*yaml.Node][]pair{}, 0)
+func MappingPairs(n *yaml.Node) []Pair {
+	return mappingPairsMemo(n, map[*yaml.Node][]Pair{}, 0)
 }
 
-func mappingPairsMemo(n *yaml.Node, memo map[*yaml.Node][]pair, depth int) []pair {
-	n = resolveAlias(n)
+func mappingPairsMemo(n *yaml.Node, memo map[*yaml.Node][]Pair, depth int) []Pair {
+	n = ResolveAlias(n)
 	if n == nil || n.Kind != yaml.MappingNode || depth > maxValueDepth {
 		return nil
 	}
@@ -576,25 +576,25 @@ func mappingPairsMemo(n *yaml.Node, memo map[*yaml.Node][]pair, depth int) []pai
 	written := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i]; !isMerge(k) {
-			written[resolveAlias(k).Value] = true
+			written[ResolveAlias(k).Value] = true
 		}
 	}
-	var out []pair
+	var out []Pair
 	merged := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !isMerge(k) {
-			out = append(out, pair{k: k, v: v})
+			out = append(out, Pair{K: k, V: v})
 			continue
 		}
 		for _, src := range mergeSources(v) {
 			for _, p := range mappingPairsMemo(src, memo, depth+1) {
-				name := resolveAlias(p.k).Value
+				name := ResolveAlias(p.K).Value
 				if written[name] || merged[name] {
 					continue
 				}
 				merged[name] = true
-				out = append(out, pair{k: resolveAlias(p.k), v: p.v, via: k})
+				out = append(out, Pair{K: ResolveAlias(p.K), V: p.V, Via: k})
 			}
 		}
 	}
@@ -603,14 +603,14 @@ func mappingPairsMemo(n *yaml.Node, memo map[*yaml.Node][]pair, depth int) []pai
 }
 
 func mergeSources(v *yaml.Node) []*yaml.Node {
-	v = resolveAlias(v)
+	v = ResolveAlias(v)
 	if v.Kind == yaml.MappingNode {
 		return []*yaml.Node{v}
 	}
 	var out []*yaml.Node
 	if v.Kind == yaml.SequenceNode {
 		for _, c := range v.Content {
-			if c = resolveAlias(c); c.Kind == yaml.MappingNode {
+			if c = ResolveAlias(c); c.Kind == yaml.MappingNode {
 				out = append(out, c)
 			}
 		}
@@ -622,7 +622,7 @@ func mergeSources(v *yaml.Node) []*yaml.Node {
 // An integer too large for 64 bits becomes the nearest float, so that the
 // schema can say which bounds its field has.
 func scalarValue(n *yaml.Node) any {
-	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 && yamlIntSyntax.MatchString(strings.TrimSpace(n.Value)) {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle|yaml.TaggedStyle) == 0 && YAMLIntSyntax.MatchString(strings.TrimSpace(n.Value)) {
 		if i, ok := new(big.Int).SetString(strings.TrimSpace(n.Value), 0); ok && !i.IsInt64() {
 			f, _ := new(big.Float).SetInt(i).Float64()
 			return f
@@ -654,7 +654,7 @@ func scalarValue(n *yaml.Node) any {
 	return n.Value
 }
 
-func escapePointer(s string) string {
+func EscapePointer(s string) string {
 	s = strings.ReplaceAll(s, "~", "~0")
 	return strings.ReplaceAll(s, "/", "~1")
 }

@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ type Value[T any] struct {
 
 // UnmarshalYAML decodes the value and keeps its position.
 func (v *Value[T]) UnmarshalYAML(n *yaml.Node) error {
-	v.Pos = nodePos(n)
+	v.Pos = NodePos(n)
 	v.Set = true
 	return n.Decode(&v.V)
 }
@@ -30,12 +30,12 @@ type StrList []Str
 
 // UnmarshalYAML accepts a scalar or a sequence of scalars.
 func (l *StrList) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
+	n = ResolveAlias(n)
 	if n.Kind == yaml.ScalarNode {
 		if n.ShortTag() == "!!null" {
 			return nil
 		}
-		*l = StrList{{V: n.Value, Pos: nodePos(n), Set: true}}
+		*l = StrList{{V: n.Value, Pos: NodePos(n), Set: true}}
 		return nil
 	}
 	var items []Str
@@ -67,10 +67,10 @@ type Expr struct {
 
 // UnmarshalYAML accepts any scalar.
 func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
-	e.Pos = nodePos(n)
+	n = ResolveAlias(n)
+	e.Pos = NodePos(n)
 	if n.Kind != yaml.ScalarNode {
-		return typeErrorf(n, "an expression is text, a number or a boolean, found %s", kindName(n))
+		return typeErrorf(n, "an expression is text, a number or a boolean, found %s", KindName(n))
 	}
 	e.Source = n.Value
 	e.quoted = n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
@@ -81,17 +81,20 @@ func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
 // part of e points where the same diagnostic of e does (and so is not
 // reported twice when a kind compiles both).
 func (e Expr) Negated() Expr {
-	p := e.textPos()
+	p := e.TextPos()
 	return Expr{Source: "!(" + e.Source + ")", Pos: Pos{Line: p.Line, Col: p.Col - 2}}
 }
 
-// textPos is the position of the expression's first character.
-func (e Expr) textPos() Pos {
+// TextPos is the position of the expression's first character.
+func (e Expr) TextPos() Pos {
 	if e.quoted {
 		return Pos{Line: e.Pos.Line, Col: e.Pos.Col + 1}
 	}
 	return e.Pos
 }
+
+// Quoted reports whether the expression was written in quotes.
+func (e Expr) Quoted() bool { return e.quoted }
 
 // IsZero reports whether no expression was written.
 func (e Expr) IsZero() bool { return e.Source == "" && e.Pos.Line == 0 }
@@ -109,18 +112,18 @@ type Map[T any] struct {
 
 // UnmarshalYAML decodes each entry, keeping key order and positions.
 func (m *Map[T]) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
+	n = ResolveAlias(n)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
 		m.Invalid = true
-		return typeErrorf(n, "expected a mapping, found %s", kindName(n))
+		return typeErrorf(n, "expected a mapping, found %s", KindName(n))
 	}
 	m.Values = map[string]*T{}
 	var errs []string
-	for _, p := range mappingPairs(n) {
-		k, v := resolveAlias(p.k), p.v
+	for _, p := range MappingPairs(n) {
+		k, v := ResolveAlias(p.K), p.V
 		if k.Kind != yaml.ScalarNode {
 			continue
 		}
@@ -135,7 +138,7 @@ func (m *Map[T]) UnmarshalYAML(n *yaml.Node) error {
 			}
 			errs = append(errs, te.Errors...)
 		}
-		m.Keys = append(m.Keys, Str{V: k.Value, Pos: nodePos(k), Set: true})
+		m.Keys = append(m.Keys, Str{V: k.Value, Pos: NodePos(k), Set: true})
 		m.Values[k.Value] = &t
 	}
 	if len(errs) > 0 {
@@ -207,6 +210,11 @@ type BudgetLimits struct {
 	MaxToolCalls *int `yaml:"max_tool_calls" json:"max_tool_calls,omitempty"`
 }
 
+// Empty reports whether no limit is set.
+func (l BudgetLimits) Empty() bool {
+	return l.MaxCost == nil && l.MaxCalls == nil && l.MaxTokens == nil && l.MaxToolCalls == nil
+}
+
 // Budget is what a run may spend, in all and per node.
 type Budget struct {
 	BudgetLimits `yaml:",inline"`
@@ -261,6 +269,7 @@ type Model struct {
 	Omit            StrList           `yaml:"omit"`
 	Extra           Map[RequestField] `yaml:"extra"`
 	Price           *Price            `yaml:"price"`
+	PromptCache     Str               `yaml:"prompt_cache"`
 }
 
 // RequestField is a value of extra: any YAML, sent as JSON.
@@ -300,7 +309,7 @@ func (p *Price) Cost(prompt, cached, completion int) float64 {
 
 // UnmarshalYAML accepts the string shorthand.
 func (m *Model) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
+	n = ResolveAlias(n)
 	if n.Kind == yaml.ScalarNode {
 		m.Model = n.Value
 		return nil
@@ -348,12 +357,12 @@ func (r Replicas) IsZero() bool { return r.Count.Source == "" && r.From.Source =
 
 // UnmarshalYAML accepts a scalar (the count) or {from: EXPR}.
 func (r *Replicas) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
+	n = ResolveAlias(n)
 	if n.Kind == yaml.ScalarNode {
 		return n.Decode(&r.Count)
 	}
 	if n.Kind != yaml.MappingNode {
-		return typeErrorf(n, "replicas is a number, an expression over vars, or {from: EXPR} giving a list, found %s", kindName(n))
+		return typeErrorf(n, "replicas is a number, an expression over vars, or {from: EXPR} giving a list, found %s", KindName(n))
 	}
 	var m struct {
 		From Expr `yaml:"from"`
@@ -371,19 +380,26 @@ type Topology struct {
 	Shape Str
 	// Edges is a custom adjacency list: agent id to the ids it hears.
 	Edges Map[StrList]
-	Pos   Pos
-	Set   bool
+	// From, when set, is an expression over vars giving the shape or the
+	// adjacency list ({from: vars.shape}).
+	From Expr
+	Pos  Pos
+	Set  bool
 }
 
 // UnmarshalYAML accepts a shape's name or an adjacency mapping.
 func (t *Topology) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
-	t.Pos, t.Set = nodePos(n), true
+	n = ResolveAlias(n)
+	t.Pos, t.Set = NodePos(n), true
 	if n.Kind == yaml.ScalarNode {
 		return n.Decode(&t.Shape)
 	}
 	if n.Kind != yaml.MappingNode {
-		return typeErrorf(n, "topology is complete, ring, star, tree or a mapping of agent id to the ids it hears, found %s", kindName(n))
+		return typeErrorf(n, "topology is complete, ring, star, tree or a mapping of agent id to the ids it hears, found %s", KindName(n))
+	}
+	if len(n.Content) == 2 && n.Content[0].Value == "from" {
+		// (no replica id is "from": they end in _N)
+		return n.Content[1].Decode(&t.From)
 	}
 	return n.Decode(&t.Edges)
 }
@@ -426,9 +442,9 @@ type NodeDecl struct {
 
 // UnmarshalYAML keeps the raw mapping for the kind's decoder.
 func (d *NodeDecl) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
+	n = ResolveAlias(n)
 	d.Raw = n
-	d.Pos = nodePos(n)
+	d.Pos = NodePos(n)
 	var common struct {
 		Kind        Str     `yaml:"kind"`
 		Agents      StrList `yaml:"agents"`
@@ -461,6 +477,8 @@ type ForeachStep struct {
 	In Expr   `yaml:"in"`
 	As Str    `yaml:"as"`
 	Do []Step `yaml:"do"`
+	// Concurrency is how many iterations may run at once (default 1).
+	Concurrency Value[int] `yaml:"concurrency"`
 }
 
 // IfStep runs one branch or the other.
@@ -473,11 +491,11 @@ type IfStep struct {
 // UnmarshalYAML accepts a node name, {loop: ...}, {foreach: ...} or
 // {if: COND, then: [...], else: [...]}.
 func (s *Step) UnmarshalYAML(n *yaml.Node) error {
-	n = resolveAlias(n)
-	s.Pos = nodePos(n)
+	n = ResolveAlias(n)
+	s.Pos = NodePos(n)
 	switch n.Kind {
 	case yaml.ScalarNode:
-		s.Node = Str{V: n.Value, Pos: nodePos(n), Set: true}
+		s.Node = Str{V: n.Value, Pos: NodePos(n), Set: true}
 		return nil
 	case yaml.MappingNode:
 		var raw struct {
@@ -494,5 +512,17 @@ func (s *Step) UnmarshalYAML(n *yaml.Node) error {
 		}
 		return err
 	}
-	return typeErrorf(n, "a flow step is a node id or a mapping with loop, foreach or if, found %s", kindName(n))
+	return typeErrorf(n, "a flow step is a node id or a mapping with loop, foreach or if, found %s", KindName(n))
+}
+
+// MCPServer declares a Model Context Protocol server whose tools agents may
+// call: a command the run starts (stdio), or a streamable HTTP URL.
+type MCPServer struct {
+	Command Str      `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Env     Map[Str] `yaml:"env"`
+	URL     Str      `yaml:"url"`
+	Headers Map[Str] `yaml:"headers"`
+	Tools   StrList  `yaml:"tools"`
+	Timeout Str      `yaml:"timeout"`
 }

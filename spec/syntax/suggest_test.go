@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import "testing"
 
@@ -60,10 +60,10 @@ func TestSuggest(t *testing.T) {
 			t.Errorf("suggest(%q) = %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	if got := didYouMean("agnets", keys); got != ` (did you mean "agents"?)` {
+	if got := DidYouMean("agnets", keys); got != ` (did you mean "agents"?)` {
 		t.Errorf("didYouMean = %q", got)
 	}
-	if got := didYouMean("zzz", keys); got != "" {
+	if got := DidYouMean("zzz", keys); got != "" {
 		t.Errorf("didYouMean without match = %q", got)
 	}
 }
@@ -83,7 +83,7 @@ func TestDescribePointer(t *testing.T) {
 		"/0":                            "[0]",
 	}
 	for ptr, want := range tests {
-		if got := describePointer(ptr); got != want {
+		if got := DescribePointer(ptr); got != want {
 			t.Errorf("describePointer(%q) = %q, want %q", ptr, got, want)
 		}
 	}
@@ -99,7 +99,7 @@ func TestUnescapeURLPointer(t *testing.T) {
 		"":                      "",
 	}
 	for in, want := range tests {
-		if got := unescapeURLPointer(in); got != want {
+		if got := UnescapeURLPointer(in); got != want {
 			t.Errorf("unescapeURLPointer(%q) = %q, want %q", in, got, want)
 		}
 	}

@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"strings"
@@ -25,11 +25,11 @@ func TestDecodeErrorsReported(t *testing.T) {
 		E *int64   `yaml:"e"`
 		F []string `yaml:"f"`
 	}
-	r := &reporter{src: newSource("t.yaml", []byte(src))}
+	r := &Reporter{Src: NewSource("t.yaml", []byte(src))}
 	r.claimed = map[Pos]bool{{Line: 4, Col: 4}: true} // as if the schema had reported d
-	r.decodeError(root, root.Decode(&v))
+	r.DecodeError(root, root.Decode(&v))
 	var got []string
-	for _, d := range r.diags {
+	for _, d := range r.Diags {
 		got = append(got, d.String())
 	}
 	want := []string{

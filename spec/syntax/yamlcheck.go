@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"errors"
@@ -25,13 +25,13 @@ var coreTags = map[string]bool{
 	"!!map": true, "!!seq": true, "!!merge": true, "!": true,
 }
 
-// yamlIntSyntax matches the integers yaml.v3 reads from plain scalars, in
+// YAMLIntSyntax matches the integers yaml.v3 reads from plain scalars, in
 // any base, with the underscores Go's parser allows.
-var yamlIntSyntax = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)$`)
+var YAMLIntSyntax = regexp.MustCompile(`^[-+]?(0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+|[0-9][0-9_]*)$`)
 
 // treeChecker walks a document once, never following an alias.
 type treeChecker struct {
-	r *reporter
+	r *Reporter
 	// open holds the nodes being walked, from the root down: an alias to
 	// one of them is recursive.
 	open map[*yaml.Node]bool
@@ -51,22 +51,22 @@ type overflow struct {
 	ptr string
 }
 
-// checkTree reports tags, numbers, merges and aliases a spec cannot use,
+// CheckTree reports tags, numbers, merges and aliases a spec cannot use,
 // neutralizing each so that later stages do not trip over it. It returns
 // a function that reports the integers too large for 64 bits which the
 // schema did not report (with the bounds of their field) in the meantime.
-func checkTree(r *reporter, root *yaml.Node) (reportOverflows func(), ok bool) {
+func CheckTree(r *Reporter, root *yaml.Node) (reportOverflows func(), ok bool) {
 	t := &treeChecker{r: r, open: map[*yaml.Node]bool{}}
 	t.walk(root, "", 0)
 	return func() {
 		for _, o := range t.overflows {
 			text := strings.TrimSpace(o.n.Value)
 			switch {
-			case r.claimed[nodePos(o.n)]:
+			case r.claimed[NodePos(o.n)]:
 			case strings.HasPrefix(text, "-"):
-				r.errorf(nodePos(o.n), "%s: %s is too small for an integer: the smallest a spec can hold is %d", describePointer(o.ptr), clip(text, 40), int64(math.MinInt64))
+				r.Errorf(NodePos(o.n), "%s: %s is too small for an integer: the smallest a spec can hold is %d", DescribePointer(o.ptr), Clip(text, 40), int64(math.MinInt64))
 			default:
-				r.errorf(nodePos(o.n), "%s: %s is too large for an integer: the largest a spec can hold is %d", describePointer(o.ptr), clip(text, 40), int64(math.MaxInt64))
+				r.Errorf(NodePos(o.n), "%s: %s is too large for an integer: the largest a spec can hold is %d", DescribePointer(o.ptr), Clip(text, 40), int64(math.MaxInt64))
 			}
 		}
 	}, !t.fatal
@@ -80,7 +80,7 @@ func (t *treeChecker) walk(n *yaml.Node, ptr string, depth int) {
 	switch n.Kind {
 	case yaml.AliasNode:
 		if n.Alias != nil && t.open[n.Alias] {
-			t.r.errorf(nodePos(n), "%s: alias *%s refers to a value that contains it; YAML aliases cannot nest their own anchor (copy the value instead)", describePointer(ptr), n.Value)
+			t.r.Errorf(NodePos(n), "%s: alias *%s refers to a value that contains it; YAML aliases cannot nest their own anchor (copy the value instead)", DescribePointer(ptr), n.Value)
 			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Line: n.Line, Column: n.Column}
 		}
 		return
@@ -93,7 +93,7 @@ func (t *treeChecker) walk(n *yaml.Node, ptr string, depth int) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		if len(n.Content)/2 > maxMappingKeys {
-			t.r.errorf(nodePos(n), "%s: this mapping has %d keys; a spec's mappings hold at most %d", describePointer(ptr), len(n.Content)/2, maxMappingKeys)
+			t.r.Errorf(NodePos(n), "%s: this mapping has %d keys; a spec's mappings hold at most %d", DescribePointer(ptr), len(n.Content)/2, maxMappingKeys)
 			t.fatal = true
 			return
 		}
@@ -107,7 +107,7 @@ func (t *treeChecker) walk(n *yaml.Node, ptr string, depth int) {
 				continue
 			}
 			t.tag(k, ptr) // keys are text, whatever they look like
-			t.walk(v, ptr+"/"+escapePointer(k.Value), depth+1)
+			t.walk(v, ptr+"/"+EscapePointer(k.Value), depth+1)
 		}
 	case yaml.SequenceNode, yaml.DocumentNode:
 		for i, c := range n.Content {
@@ -126,19 +126,19 @@ func (t *treeChecker) tag(n *yaml.Node, ptr string) {
 		return
 	}
 	tag := n.ShortTag()
-	where := describePointer(ptr)
+	where := DescribePointer(ptr)
 	switch {
 	case tag == "!include" || strings.HasPrefix(tag, "!include"):
-		t.r.errorf(nodePos(n), "%s: YAML tag %s is not supported: a spec is one file and runner has no include mechanism; write the value here, or share prompt text through a template library (templates: {use: [FOLDER]})", where, tag)
+		t.r.Errorf(NodePos(n), "%s: YAML tag %s is not supported: a spec is one file and runner has no include mechanism; write the value here, or share prompt text through a template library (templates: {use: [FOLDER]})", where, tag)
 	case tag == "!!binary":
-		t.r.errorf(nodePos(n), "%s: YAML tag !!binary is not supported: a spec holds text; write the value as plain text", where)
+		t.r.Errorf(NodePos(n), "%s: YAML tag !!binary is not supported: a spec holds text; write the value as plain text", where)
 	case tag == "!!timestamp" || tag == "!!set" || tag == "!!omap" || tag == "!!pairs":
-		t.r.errorf(nodePos(n), "%s: YAML tag %s is not supported; remove it (write dates as text, sets as lists, ordered mappings as mappings)", where, tag)
+		t.r.Errorf(NodePos(n), "%s: YAML tag %s is not supported; remove it (write dates as text, sets as lists, ordered mappings as mappings)", where, tag)
 	case !coreTags[tag]:
-		t.r.errorf(nodePos(n), "%s: unknown YAML tag %s: a spec uses plain YAML values; remove the tag (quote the value if it must be text)", where, tag)
+		t.r.Errorf(NodePos(n), "%s: unknown YAML tag %s: a spec uses plain YAML values; remove the tag (quote the value if it must be text)", where, tag)
 	default:
 		if msg := tagMismatch(n, tag); msg != "" {
-			t.r.errorf(nodePos(n), "%s: %s", where, msg)
+			t.r.Errorf(NodePos(n), "%s: %s", where, msg)
 		} else {
 			return
 		}
@@ -159,15 +159,15 @@ func (t *treeChecker) tag(n *yaml.Node, ptr string) {
 func tagMismatch(n *yaml.Node, tag string) string {
 	want := map[string]yaml.Kind{"!!map": yaml.MappingNode, "!!seq": yaml.SequenceNode}
 	if k, ok := want[tag]; ok && n.Kind != k {
-		return fmt.Sprintf("tag %s does not fit %s; remove the tag", tag, kindName(n))
+		return fmt.Sprintf("tag %s does not fit %s; remove the tag", tag, KindName(n))
 	}
 	if _, ok := want[tag]; !ok && tag != "!!merge" && tag != "!" && n.Kind != yaml.ScalarNode {
-		return fmt.Sprintf("tag %s does not fit %s; remove the tag", tag, kindName(n))
+		return fmt.Sprintf("tag %s does not fit %s; remove the tag", tag, KindName(n))
 	}
 	if n.Kind == yaml.ScalarNode && tag != "!!str" && tag != "!" && tag != "!!merge" {
 		var v any
 		if err := n.Decode(&v); err != nil {
-			return fmt.Sprintf("%q is not a valid %s value; fix the value or remove the tag", clip(n.Value, 40), tag)
+			return fmt.Sprintf("%q is not a valid %s value; fix the value or remove the tag", Clip(n.Value, 40), tag)
 		}
 	}
 	return ""
@@ -180,11 +180,11 @@ func (t *treeChecker) scalar(n *yaml.Node, ptr string) {
 	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return
 	}
-	where := describePointer(ptr)
+	where := DescribePointer(ptr)
 	switch n.ShortTag() {
 	case "!!int", "!!float", "!!str":
 		text := strings.TrimSpace(n.Value)
-		if yamlIntSyntax.MatchString(text) {
+		if YAMLIntSyntax.MatchString(text) {
 			if _, err := strconv.ParseInt(text, 0, 64); errors.Is(err, strconv.ErrRange) {
 				// yaml.v3 reads it as an inexact float, which decodes
 				// into no integer field: the field was silently left
@@ -200,7 +200,7 @@ func (t *treeChecker) scalar(n *yaml.Node, ptr string) {
 			}
 			var f float64
 			if n.Decode(&f) == nil && (math.IsInf(f, 0) || math.IsNaN(f)) {
-				t.r.errorf(nodePos(n), "%s: %s is not a finite number; a spec's numbers must be finite (quote it if it is text)", where, text)
+				t.r.Errorf(NodePos(n), "%s: %s is not a finite number; a spec's numbers must be finite (quote it if it is text)", where, text)
 				n.Tag, n.Style = "!!str", yaml.DoubleQuotedStyle
 			}
 		}
@@ -210,33 +210,33 @@ func (t *treeChecker) scalar(n *yaml.Node, ptr string) {
 // merge checks the value of a `<<` key: a mapping, an alias of one, or a
 // list of those. It reports anything else and returns false.
 func (t *treeChecker) merge(v *yaml.Node, ptr string) bool {
-	where := describePointer(ptr)
+	where := DescribePointer(ptr)
 	ok := func(n *yaml.Node) bool {
-		n = resolveAlias(n)
+		n = ResolveAlias(n)
 		return n != nil && n.Kind == yaml.MappingNode
 	}
 	if ok(v) {
 		return true
 	}
-	if s := resolveAlias(v); s != nil && s.Kind == yaml.SequenceNode {
+	if s := ResolveAlias(v); s != nil && s.Kind == yaml.SequenceNode {
 		for _, c := range s.Content {
 			if !ok(c) {
 				at := c
 				if v.Kind == yaml.AliasNode {
 					at = v
 				}
-				t.r.errorf(nodePos(at), "%s: a merge (<<) takes mappings, but this list holds %s; write <<: *ANCHOR or <<: [*A, *B] with anchors of mappings", where, kindName(c))
+				t.r.Errorf(NodePos(at), "%s: a merge (<<) takes mappings, but this list holds %s; write <<: *ANCHOR or <<: [*A, *B] with anchors of mappings", where, KindName(c))
 				return false
 			}
 		}
 		return true
 	}
-	t.r.errorf(nodePos(v), "%s: a merge (<<) takes a mapping, found %s; write <<: *ANCHOR where the anchor is on a mapping (or a list of such aliases)", where, kindName(v))
+	t.r.Errorf(NodePos(v), "%s: a merge (<<) takes a mapping, found %s; write <<: *ANCHOR where the anchor is on a mapping (or a list of such aliases)", where, KindName(v))
 	return false
 }
 
-// clip shortens text for a message.
-func clip(s string, n int) string {
+// Clip shortens text for a message.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

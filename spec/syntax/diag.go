@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"fmt"
@@ -95,9 +95,9 @@ func (ds Diagnostics) Format() string {
 	return b.String()
 }
 
-// sortAndDedupe orders diagnostics by file and position and drops exact repeats,
+// SortAndDedupe orders diagnostics by file and position and drops exact repeats,
 // which happen when the schema and a decoder both notice the same mistake.
-func (ds Diagnostics) sortAndDedupe() Diagnostics {
+func (ds Diagnostics) SortAndDedupe() Diagnostics {
 	sort.SliceStable(ds, func(i, j int) bool {
 		a, b := ds[i], ds[j]
 		if a.File != b.File {
@@ -121,28 +121,28 @@ func (ds Diagnostics) sortAndDedupe() Diagnostics {
 	return out
 }
 
-// source holds a file's text so diagnostics can quote it.
-type source struct {
-	name  string
-	lines []string
+// Source holds a file's text so diagnostics can quote it.
+type Source struct {
+	Name  string
+	Lines []string
 }
 
 // lineBreaks are the line breaks of the YAML parser, which counts lines by
 // all of them; splitting the same way keeps snippets on the reported line.
 var lineBreaks = strings.NewReplacer("\r\n", "\n", "\r", "\n", "\u0085", "\n", "\u2028", "\n", "\u2029", "\n")
 
-func newSource(name string, data []byte) *source {
-	return &source{name: name, lines: strings.Split(lineBreaks.Replace(string(data)), "\n")}
+func NewSource(name string, data []byte) *Source {
+	return &Source{Name: name, Lines: strings.Split(lineBreaks.Replace(string(data)), "\n")}
 }
 
-// snippet returns the line at pos and a caret under the column.
-func (s *source) snippet(pos Pos) string {
-	if s == nil || pos.Line <= 0 || pos.Line > len(s.lines) {
+// Snippet returns the line at pos and a caret under the column.
+func (s *Source) Snippet(pos Pos) string {
+	if s == nil || pos.Line <= 0 || pos.Line > len(s.Lines) {
 		return ""
 	}
 	// Columns count characters; a long line is cut to a window around
 	// the column.
-	text := []rune(strings.TrimRight(s.lines[pos.Line-1], "\r"))
+	text := []rune(strings.TrimRight(s.Lines[pos.Line-1], "\r"))
 	col := max(pos.Col, 1)
 	const width = 160
 	prefix, suffix := "", ""
@@ -172,10 +172,10 @@ func (s *source) snippet(pos Pos) string {
 	return gutter + prefix + string(text) + suffix + "\n" + strings.Repeat(" ", 6) + "| " + string(pad) + "^\n"
 }
 
-// reporter collects diagnostics for one file.
-type reporter struct {
-	src   *source
-	diags Diagnostics
+// Reporter collects diagnostics for one file.
+type Reporter struct {
+	Src   *Source
+	Diags Diagnostics
 	// claimed holds the positions the schema already reported. A later
 	// error at the same place restates the same mistake (an integer where a
 	// node id belongs is also an unknown node) and only adds noise.
@@ -186,9 +186,9 @@ type reporter struct {
 	droppedErrors, droppedWarnings int
 }
 
-// keep adds a diagnostic unless maxDiagnostics are kept already.
-func (r *reporter) keep(d Diagnostic) {
-	if len(r.diags) >= maxDiagnostics {
+// Keep adds a diagnostic unless maxDiagnostics are kept already.
+func (r *Reporter) Keep(d Diagnostic) {
+	if len(r.Diags) >= maxDiagnostics {
 		if d.Severity == Error {
 			r.droppedErrors++
 		} else {
@@ -196,16 +196,16 @@ func (r *reporter) keep(d Diagnostic) {
 		}
 		return
 	}
-	r.diags = append(r.diags, d)
+	r.Diags = append(r.Diags, d)
 }
 
-// droppedSummary is a last diagnostic counting those not kept, if any.
-func (r *reporter) droppedSummary() (Diagnostic, bool) {
+// DroppedSummary is a last diagnostic counting those not kept, if any.
+func (r *Reporter) DroppedSummary() (Diagnostic, bool) {
 	switch {
 	case r.droppedErrors > 0:
-		return Diagnostic{File: r.src.name, Severity: Error, Message: fmt.Sprintf("%d more problems not shown (%d errors); fix the ones above first", r.droppedErrors+r.droppedWarnings, r.droppedErrors)}, true
+		return Diagnostic{File: r.Src.Name, Severity: Error, Message: fmt.Sprintf("%d more problems not shown (%d errors); fix the ones above first", r.droppedErrors+r.droppedWarnings, r.droppedErrors)}, true
 	case r.droppedWarnings > 0:
-		return Diagnostic{File: r.src.name, Severity: Warning, Message: fmt.Sprintf("%d more warnings not shown", r.droppedWarnings)}, true
+		return Diagnostic{File: r.Src.Name, Severity: Warning, Message: fmt.Sprintf("%d more warnings not shown", r.droppedWarnings)}, true
 	}
 	return Diagnostic{}, false
 }
@@ -213,50 +213,52 @@ func (r *reporter) droppedSummary() (Diagnostic, bool) {
 // maxDiagnostics bounds the diagnostics kept for one spec.
 const maxDiagnostics = 1000
 
-// claimReported marks every position reported so far as claimed.
-func (r *reporter) claimReported() {
+// ClaimReported marks every position reported so far as claimed.
+func (r *Reporter) ClaimReported() {
 	if r.claimed == nil {
 		r.claimed = map[Pos]bool{}
 	}
-	for _, d := range r.diags {
+	for _, d := range r.Diags {
 		if d.Severity == Error && d.Pos.Line > 0 {
 			r.claimed[d.Pos] = true
 		}
 	}
 }
 
-func (r *reporter) add(sev Severity, pos Pos, format string, args ...any) {
+func (r *Reporter) add(sev Severity, pos Pos, format string, args ...any) {
 	if r.claimed[pos] {
 		return
 	}
-	if len(r.diags) >= maxDiagnostics {
-		r.keep(Diagnostic{Severity: sev})
+	if len(r.Diags) >= maxDiagnostics {
+		r.Keep(Diagnostic{Severity: sev})
 		return
 	}
-	if n := len(r.src.lines); pos.Line > n {
+	if n := len(r.Src.Lines); pos.Line > n {
 		// The parser places a few errors just past the end of the text.
 		pos = Pos{Line: n, Col: 1}
 	}
 	d := Diagnostic{
-		File:     r.src.name,
+		File:     r.Src.Name,
 		Pos:      pos,
 		Severity: sev,
 		Message:  fmt.Sprintf(format, args...),
-		Snippet:  r.src.snippet(pos),
+		Snippet:  r.Src.Snippet(pos),
 	}
-	for _, o := range r.diags {
+	for _, o := range r.Diags {
 		if o.Pos == d.Pos && o.Severity == d.Severity && o.Message == d.Message && o.File == d.File {
 			return // the same problem, found twice
 		}
 	}
-	r.keep(d)
+	r.Keep(d)
 }
 
-func (r *reporter) errorf(pos Pos, format string, args ...any) {
+// Errorf reports an error at pos.
+func (r *Reporter) Errorf(pos Pos, format string, args ...any) {
 	r.add(Error, pos, format, args...)
 }
 
-func (r *reporter) warnf(pos Pos, format string, args ...any) {
+// Warnf reports a warning at pos.
+func (r *Reporter) Warnf(pos Pos, format string, args ...any) {
 	r.add(Warning, pos, format, args...)
 }
 
@@ -283,12 +285,9 @@ func suggest(name string, candidates []string) string {
 	return best
 }
 
-// DidYouMeanName is didYouMean for the CLI's messages: " (did you mean
+// DidYouMean formats a suggestion as a sentence suffix: " (did you mean
 // "NEAR"?)" when a candidate is a likely typo of name, else "".
-func DidYouMeanName(name string, candidates []string) string { return didYouMean(name, candidates) }
-
-// didYouMean formats a suggestion as a sentence suffix.
-func didYouMean(name string, candidates []string) string {
+func DidYouMean(name string, candidates []string) string {
 	if s := suggest(name, candidates); s != "" {
 		return fmt.Sprintf(" (did you mean %q?)", s)
 	}

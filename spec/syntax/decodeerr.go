@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"errors"
@@ -35,17 +35,17 @@ var (
 	yamlTypeError = regexp.MustCompile("^line (\\d+): cannot unmarshal (\\S+)(?: `(.*)`)? into (.+)$")
 )
 
-// decodeError reports the errors of decoding part of the spec (root is the
+// DecodeError reports the errors of decoding part of the spec (root is the
 // whole document, for naming where a value is).
-func (r *reporter) decodeError(root *yaml.Node, err error) {
+func (r *Reporter) DecodeError(root *yaml.Node, err error) {
 	if err == nil {
 		return
 	}
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		pos, msg := yamlErrorPos(err)
+		pos, msg := YAMLErrorPos(err)
 		if !r.claimedLine(pos.Line) {
-			r.errorf(pos, "%s", strings.TrimPrefix(msg, "yaml: "))
+			r.Errorf(pos, "%s", strings.TrimPrefix(msg, "yaml: "))
 		}
 		return
 	}
@@ -53,14 +53,14 @@ func (r *reporter) decodeError(root *yaml.Node, err error) {
 		if m := ourTypeError.FindStringSubmatch(e); m != nil {
 			line, _ := strconv.Atoi(m[1])
 			col, _ := strconv.Atoi(m[2])
-			r.errorf(Pos{line, col}, "%s", m[3])
+			r.Errorf(Pos{line, col}, "%s", m[3])
 			continue
 		}
 		m := yamlTypeError.FindStringSubmatch(e)
 		if m == nil {
-			pos, msg := yamlErrorPos(errors.New(e))
+			pos, msg := YAMLErrorPos(errors.New(e))
 			if !r.claimedLine(pos.Line) {
-				r.errorf(pos, "%s", msg)
+				r.Errorf(pos, "%s", msg)
 			}
 			continue
 		}
@@ -68,7 +68,7 @@ func (r *reporter) decodeError(root *yaml.Node, err error) {
 		found := findDecoded(root, line, m[2], m[3])
 		if len(found) == 0 {
 			if !r.claimedLine(line) {
-				r.errorf(Pos{line, 1}, "cannot read %s here: %s", m[2], goTypeWords(m[4]))
+				r.Errorf(Pos{line, 1}, "cannot read %s here: %s", m[2], goTypeWords(m[4]))
 			}
 			continue
 		}
@@ -76,16 +76,16 @@ func (r *reporter) decodeError(root *yaml.Node, err error) {
 		// of them was reported already, that one is most likely meant.
 		claimed := false
 		for _, f := range found {
-			claimed = claimed || r.claimed[nodePos(f.n)]
+			claimed = claimed || r.claimed[NodePos(f.n)]
 		}
 		if !claimed {
-			r.errorf(nodePos(found[0].n), "%s: %s", describePointer(found[0].ptr), decodeMessage(found[0].n, m[4]))
+			r.Errorf(NodePos(found[0].n), "%s: %s", DescribePointer(found[0].ptr), decodeMessage(found[0].n, m[4]))
 		}
 	}
 }
 
 // claimedLine reports whether the schema reported an error on line.
-func (r *reporter) claimedLine(line int) bool {
+func (r *Reporter) claimedLine(line int) bool {
 	for p := range r.claimed {
 		if p.Line == line {
 			return true
@@ -116,7 +116,7 @@ func findDecoded(root *yaml.Node, line int, tag, shown string) []foundNode {
 		switch n.Kind {
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				visit(n.Content[i+1], ptr+"/"+escapePointer(n.Content[i].Value), depth+1)
+				visit(n.Content[i+1], ptr+"/"+EscapePointer(n.Content[i].Value), depth+1)
 			}
 		case yaml.SequenceNode, yaml.DocumentNode:
 			for i, c := range n.Content {
@@ -140,9 +140,9 @@ func decodeMessage(n *yaml.Node, goType string) string {
 		if !signed && strings.HasPrefix(strings.TrimSpace(n.Value), "-") {
 			return fmt.Sprintf("%s is negative; a count here lies between 0 and %d", n.Value, hi)
 		}
-		return fmt.Sprintf("%s is out of range: a whole number here lies between %d and %d", clip(n.Value, 40), lo, hi)
+		return fmt.Sprintf("%s is out of range: a whole number here lies between %d and %d", Clip(n.Value, 40), lo, hi)
 	}
-	return fmt.Sprintf("%s, found %s", goTypeWords(goType), describeValue(n))
+	return fmt.Sprintf("%s, found %s", goTypeWords(goType), DescribeValue(n))
 }
 
 // intType reads Go's name of an integer type.

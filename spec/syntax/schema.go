@@ -1,4 +1,4 @@
-package spec
+package syntax
 
 import (
 	"bytes"
@@ -21,54 +21,54 @@ var baseSchema []byte
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
-// validateSchema checks the spec against the registry's JSON Schema and
+// ValidateSchema checks the spec against the registry's JSON Schema and
 // reports each failure at the YAML key or value it is about. It returns the
 // JSON pointers of the values that failed.
-func validateSchema(r *reporter, reg *Registry, loc *located) []string {
+func ValidateSchema(r *Reporter, reg *Schema, loc *Located) []string {
 	reg.build()
 	if reg.err != nil {
-		r.errorf(Pos{}, "internal error: spec schema: %v", reg.err)
+		r.Errorf(Pos{}, "internal error: spec schema: %v", reg.err)
 		return nil
 	}
-	err := reg.compiled.Validate(loc.value)
+	err := reg.compiled.Validate(loc.Value)
 	if err == nil {
 		return nil
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		r.errorf(Pos{1, 1}, "schema validation: %v", err)
+		r.Errorf(Pos{1, 1}, "schema validation: %v", err)
 		return []string{""}
 	}
 	var failed []string
-	for _, leaf := range leaves(ve, loc) {
+	for _, leaf := range Leaves(ve, loc) {
 		reportSchemaError(r, reg, loc, leaf)
-		failed = append(failed, unescapeURLPointer(leaf.InstanceLocation))
+		failed = append(failed, UnescapeURLPointer(leaf.InstanceLocation))
 	}
 	return failed
 }
 
-// leaves flattens a validation error tree. For anyOf/oneOf failures it keeps
+// Leaves flattens a validation error tree. For anyOf/oneOf failures it keeps
 // only the branch that got furthest into the value, which is almost always the
 // one the author meant.
-func leaves(ve *jsonschema.ValidationError, loc *located) []*jsonschema.ValidationError {
+func Leaves(ve *jsonschema.ValidationError, loc *Located) []*jsonschema.ValidationError {
 	if len(ve.Causes) == 0 {
 		return []*jsonschema.ValidationError{ve}
 	}
-	kw := lastSegment(ve.KeywordLocation)
+	kw := LastSegment(ve.KeywordLocation)
 	if kw == "anyOf" || kw == "oneOf" {
 		var best []*jsonschema.ValidationError
 		bestScore := -1
 		bestUnknown := 0
 		for _, c := range ve.Causes {
-			ls := leaves(c, loc)
+			ls := Leaves(c, loc)
 			score, unknown := 0, 0
 			for _, l := range ls {
 				d := strings.Count(l.InstanceLocation, "/")*4 + specificity(l, loc)
 				if d > score {
 					score = d
 				}
-				if lastSegment(l.KeywordLocation) == "additionalProperties" {
-					unknown += len(quotedNames(l.Message))
+				if LastSegment(l.KeywordLocation) == "additionalProperties" {
+					unknown += len(QuotedNames(l.Message))
 				}
 			}
 			// Among equally deep branches, the one that knows more of the
@@ -83,7 +83,7 @@ func leaves(ve *jsonschema.ValidationError, loc *located) []*jsonschema.Validati
 	}
 	var out []*jsonschema.ValidationError
 	for _, c := range ve.Causes {
-		out = append(out, leaves(c, loc)...)
+		out = append(out, Leaves(c, loc)...)
 	}
 	return out
 }
@@ -91,12 +91,12 @@ func leaves(ve *jsonschema.ValidationError, loc *located) []*jsonschema.Validati
 // specificity prefers errors that show the branch was the intended one: a
 // failing type check means the branch did not fit at all, and so does a list
 // of allowed words when the value is a mapping or a list.
-func specificity(l *jsonschema.ValidationError, loc *located) int {
-	switch lastSegment(l.KeywordLocation) {
+func specificity(l *jsonschema.ValidationError, loc *Located) int {
+	switch LastSegment(l.KeywordLocation) {
 	case "type":
 		return 0
 	case "enum", "const":
-		if n := resolveAlias(loc.values[unescapeURLPointer(l.InstanceLocation)]); n != nil && n.Kind != yaml.ScalarNode {
+		if n := ResolveAlias(loc.Values[UnescapeURLPointer(l.InstanceLocation)]); n != nil && n.Kind != yaml.ScalarNode {
 			return 0
 		}
 	case "required":
@@ -107,101 +107,101 @@ func specificity(l *jsonschema.ValidationError, loc *located) int {
 	return 3
 }
 
-func lastSegment(p string) string {
+func LastSegment(p string) string {
 	if i := strings.LastIndex(p, "/"); i >= 0 {
 		return p[i+1:]
 	}
 	return p
 }
 
-func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.ValidationError) {
-	ptr := unescapeURLPointer(ve.InstanceLocation)
-	node := loc.values[ptr]
-	pos := nodePos(node)
+func reportSchemaError(r *Reporter, reg *Schema, loc *Located, ve *jsonschema.ValidationError) {
+	ptr := UnescapeURLPointer(ve.InstanceLocation)
+	node := loc.Values[ptr]
+	pos := NodePos(node)
 	if pos.Line == 0 {
 		pos = Pos{1, 1}
 	}
-	where := describePointer(ptr)
+	where := DescribePointer(ptr)
 	if stepShapeError(r, ve, node, where) {
 		return
 	}
-	switch lastSegment(ve.KeywordLocation) {
+	switch LastSegment(ve.KeywordLocation) {
 	case "additionalProperties":
 		allowed := allowedProperties(reg, ve.KeywordLocation)
-		for _, name := range quotedNames(ve.Message) {
-			kp := ptr + "/" + escapePointer(name)
+		for _, name := range QuotedNames(ve.Message) {
+			kp := ptr + "/" + EscapePointer(name)
 			kpos := pos
-			if k := loc.keys[kp]; k != nil {
-				kpos = nodePos(k)
+			if k := loc.Keys[kp]; k != nil {
+				kpos = NodePos(k)
 			}
-			msg := fmt.Sprintf("unknown key %q in %s%s", name, where, didYouMean(name, allowed))
+			msg := fmt.Sprintf("unknown key %q in %s%s", name, where, DidYouMean(name, allowed))
 			if len(allowed) > 0 && suggest(name, allowed) == "" && len(allowed) <= 12 {
 				msg += "; allowed: " + strings.Join(allowed, ", ")
 			}
-			r.errorf(kpos, "%s", msg)
+			r.Errorf(kpos, "%s", msg)
 		}
 		return
 	case "required":
-		names := quotedNames(ve.Message)
-		if k := loc.keys[ptr]; k != nil && ptr != "" {
-			pos = nodePos(k)
+		names := QuotedNames(ve.Message)
+		if k := loc.Keys[ptr]; k != nil && ptr != "" {
+			pos = NodePos(k)
 		}
 		for _, name := range names {
-			r.errorf(pos, "%s is missing required key %q", where, name)
+			r.Errorf(pos, "%s is missing required key %q", where, name)
 		}
 		return
 	case "type":
-		r.errorf(pos, "%s: %s", where, typeMessage(ve.Message, node))
+		r.Errorf(pos, "%s: %s", where, TypeMessage(ve.Message, node))
 		return
 	case "const":
 		if ptr == "/version" {
-			r.errorf(pos, "unsupported spec version %s: this runner knows version 1", scalarText(node))
+			r.Errorf(pos, "unsupported spec version %s: this runner knows version 1", scalarText(node))
 			return
 		}
 	case "enum":
-		r.errorf(pos, "%s: %s", where, enumMessage(ve.Message, node))
+		r.Errorf(pos, "%s: %s", where, EnumMessage(ve.Message, node))
 		return
 	case "pattern":
 		if strings.Contains(ve.KeywordLocation, "propertyNames") {
-			name := unescapePointer(lastSegment(ptr))
-			if k := loc.keys[ptr]; k != nil {
-				pos = nodePos(k)
+			name := unescapePointer(LastSegment(ptr))
+			if k := loc.Keys[ptr]; k != nil {
+				pos = NodePos(k)
 			}
 			if strings.Contains(ve.KeywordLocation, "/define/") {
-				r.errorf(pos, "%q is not a valid template name (use LIBRARY/NAME with letters, digits, '_', '-' and '.')", name)
+				r.Errorf(pos, "%q is not a valid template name (use LIBRARY/NAME with letters, digits, '_', '-' and '.')", name)
 				return
 			}
-			r.errorf(pos, "%q is not a valid id in %s (use letters, digits, '_' and '-', starting with a letter or '_')", name, describePointer(parentPointer(ptr)))
+			r.Errorf(pos, "%q is not a valid id in %s (use letters, digits, '_' and '-', starting with a letter or '_')", name, DescribePointer(parentPointer(ptr)))
 			return
 		}
 		pattern := strings.TrimPrefix(ve.Message, "does not match pattern ")
 		// The validator quotes the pattern, doubling its backslashes.
 		if form, ok := patternForms[strings.ReplaceAll(strings.Trim(pattern, "'"), `\\`, `\`)]; ok {
-			r.errorf(pos, "%s: %q is not %s", where, scalarText(node), form)
+			r.Errorf(pos, "%s: %q is not %s", where, scalarText(node), form)
 			return
 		}
-		r.errorf(pos, "%s: %q does not have the expected form (%s)", where, scalarText(node), pattern)
+		r.Errorf(pos, "%s: %q does not have the expected form (%s)", where, scalarText(node), pattern)
 		return
 	case "minProperties", "minLength":
-		r.errorf(pos, "%s must not be empty", where)
+		r.Errorf(pos, "%s must not be empty", where)
 		return
 	case "uniqueItems":
 		// "items at index 0 and 1 are equal": point at the repeat.
 		var i, j int
 		if _, err := fmt.Sscanf(ve.Message, "items at index %d and %d are equal", &i, &j); err == nil {
-			item := resolveAlias(loc.values[ptr+"/"+strconv.Itoa(j)])
-			what := describeValue(item)
+			item := ResolveAlias(loc.Values[ptr+"/"+strconv.Itoa(j)])
+			what := DescribeValue(item)
 			if item != nil {
-				pos = nodePos(loc.values[ptr+"/"+strconv.Itoa(j)])
+				pos = NodePos(loc.Values[ptr+"/"+strconv.Itoa(j)])
 				if item.Kind == yaml.ScalarNode {
 					what = strconv.Quote(item.Value)
 				}
 			}
-			r.errorf(pos, "%s: %s is listed twice", where, what)
+			r.Errorf(pos, "%s: %s is listed twice", where, what)
 			return
 		}
 	case "minItems":
-		r.errorf(pos, "%s must have at least one entry", where)
+		r.Errorf(pos, "%s must have at least one entry", where)
 		return
 	case "maximum", "minimum":
 		// "must be <= 10 but found 11"; the value as written reads better
@@ -216,15 +216,15 @@ func reportSchemaError(r *reporter, reg *Registry, loc *located, ve *jsonschema.
 			case float64:
 				bound = strconv.FormatFloat(b, 'f', -1, 64)
 			}
-			if lastSegment(ve.KeywordLocation) == "maximum" {
-				r.errorf(pos, "%s: %s is too large (at most %s)", where, clip(scalarText(node), 40), bound)
+			if LastSegment(ve.KeywordLocation) == "maximum" {
+				r.Errorf(pos, "%s: %s is too large (at most %s)", where, Clip(scalarText(node), 40), bound)
 			} else {
-				r.errorf(pos, "%s: %s is too small (at least %s)", where, clip(scalarText(node), 40), bound)
+				r.Errorf(pos, "%s: %s is too small (at least %s)", where, Clip(scalarText(node), 40), bound)
 			}
 			return
 		}
 	}
-	r.errorf(pos, "%s: %s", where, ve.Message)
+	r.Errorf(pos, "%s: %s", where, ve.Message)
 }
 
 // stepKeys are the keys that make a flow step mapping a loop, foreach or if.
@@ -233,15 +233,15 @@ var stepKeys = []string{"loop", "foreach", "if"}
 // stepShapeError explains a flow step mapping that is none or several of
 // loop, foreach and if. Which branch of the step schema a validator blames
 // is then arbitrary, so its complaint would mislead.
-func stepShapeError(r *reporter, ve *jsonschema.ValidationError, node *yaml.Node, where string) bool {
-	kw := lastSegment(ve.KeywordLocation)
+func stepShapeError(r *Reporter, ve *jsonschema.ValidationError, node *yaml.Node, where string) bool {
+	kw := LastSegment(ve.KeywordLocation)
 	if (kw != "required" && kw != "additionalProperties") || !strings.Contains(ve.AbsoluteKeywordLocation, "/$defs/step/anyOf/") {
 		return false
 	}
 	if i := strings.LastIndex(ve.AbsoluteKeywordLocation, "/$defs/step/anyOf/"); strings.Count(ve.AbsoluteKeywordLocation[i:], "/") != 5 {
 		return false // about a value inside the step, not the step itself
 	}
-	n := resolveAlias(node)
+	n := ResolveAlias(node)
 	if n == nil || n.Kind != yaml.MappingNode {
 		return false
 	}
@@ -256,13 +256,13 @@ func stepShapeError(r *reporter, ve *jsonschema.ValidationError, node *yaml.Node
 	switch {
 	case len(found) == 0 && len(n.Content) > 0:
 		k := n.Content[0]
-		r.errorf(nodePos(k), "%s: unknown step %q%s; a step is a node id or a mapping with loop, foreach or if", where, k.Value, didYouMean(k.Value, stepKeys))
+		r.Errorf(NodePos(k), "%s: unknown step %q%s; a step is a node id or a mapping with loop, foreach or if", where, k.Value, DidYouMean(k.Value, stepKeys))
 		return true
 	case len(found) == 0:
-		r.errorf(nodePos(n), "%s: empty step; a step is a node id or a mapping with loop, foreach or if", where)
+		r.Errorf(NodePos(n), "%s: empty step; a step is a node id or a mapping with loop, foreach or if", where)
 		return true
 	case len(found) > 1:
-		r.errorf(nodePos(found[1]), "%s: a step is one of loop, foreach or if; split %s and %s into two steps", where, found[0].Value, found[1].Value)
+		r.Errorf(NodePos(found[1]), "%s: a step is one of loop, foreach or if; split %s and %s into two steps", where, found[0].Value, found[1].Value)
 		return true
 	}
 	return false
@@ -282,11 +282,11 @@ var patternForms = map[string]string{
 	`^[A-Za-z_][A-Za-z0-9_.:-]*$`:               "a valid tag name (letters, digits, '_', '-', '.' and ':', starting with a letter or '_')",
 }
 
-// unescapeURLPointer undoes the percent-encoding the validator applies to
+// UnescapeURLPointer undoes the percent-encoding the validator applies to
 // each segment of an instance location ("first answer" arrives as
 // "first%20answer"), leaving the JSON-pointer escapes (~0, ~1) that the
 // position maps are keyed with.
-func unescapeURLPointer(ptr string) string {
+func UnescapeURLPointer(ptr string) string {
 	if !strings.Contains(ptr, "%") {
 		return ptr
 	}
@@ -307,36 +307,36 @@ func parentPointer(ptr string) string {
 }
 
 func scalarText(n *yaml.Node) string {
-	n = resolveAlias(n)
+	n = ResolveAlias(n)
 	if n == nil {
 		return ""
 	}
 	if n.Kind == yaml.ScalarNode {
 		return n.Value
 	}
-	return kindName(n)
+	return KindName(n)
 }
 
-func typeMessage(msg string, n *yaml.Node) string {
+func TypeMessage(msg string, n *yaml.Node) string {
 	// jsonschema says "expected integer, but got string".
 	want := strings.TrimPrefix(msg, "expected ")
 	if i := strings.Index(want, ", but got"); i >= 0 {
 		want = want[:i]
 	}
 	if want == "string or integer or number or boolean" {
-		return fmt.Sprintf("expected an expression (text, a number or a boolean), found %s", describeValue(n))
+		return fmt.Sprintf("expected an expression (text, a number or a boolean), found %s", DescribeValue(n))
 	}
 	if strings.Contains(want, " or ") {
 		alts := strings.Split(want, " or ")
 		for i, a := range alts {
-			alts[i] = article(a)
+			alts[i] = Article(a)
 		}
-		return fmt.Sprintf("expected %s, found %s", strings.Join(alts, " or "), describeValue(n))
+		return fmt.Sprintf("expected %s, found %s", strings.Join(alts, " or "), DescribeValue(n))
 	}
-	return fmt.Sprintf("expected %s, found %s", article(want), describeValue(n))
+	return fmt.Sprintf("expected %s, found %s", Article(want), DescribeValue(n))
 }
 
-func article(t string) string {
+func Article(t string) string {
 	switch t {
 	case "object":
 		return "a mapping"
@@ -353,8 +353,8 @@ func article(t string) string {
 	return "a " + t
 }
 
-func describeValue(n *yaml.Node) string {
-	n = resolveAlias(n)
+func DescribeValue(n *yaml.Node) string {
+	n = ResolveAlias(n)
 	if n == nil {
 		return "nothing"
 	}
@@ -363,25 +363,25 @@ func describeValue(n *yaml.Node) string {
 		if len(v) > 40 {
 			v = v[:40] + "..."
 		}
-		return fmt.Sprintf("%s %q", kindName(n), v)
+		return fmt.Sprintf("%s %q", KindName(n), v)
 	}
-	return kindName(n)
+	return KindName(n)
 }
 
-func enumMessage(msg string, n *yaml.Node) string {
-	opts := quotedNames(msg)
-	if r := resolveAlias(n); r == nil || r.Kind != yaml.ScalarNode {
-		return fmt.Sprintf("expected one of %s, found %s", strings.Join(opts, ", "), describeValue(n))
+func EnumMessage(msg string, n *yaml.Node) string {
+	opts := QuotedNames(msg)
+	if r := ResolveAlias(n); r == nil || r.Kind != yaml.ScalarNode {
+		return fmt.Sprintf("expected one of %s, found %s", strings.Join(opts, ", "), DescribeValue(n))
 	}
 	got := scalarText(n)
 	s := fmt.Sprintf("%q is not one of %s", got, strings.Join(opts, ", "))
-	return s + didYouMean(got, opts)
+	return s + DidYouMean(got, opts)
 }
 
-// quotedNames extracts 'x' or "x" items from a validator message. The
+// QuotedNames extracts 'x' or "x" items from a validator message. The
 // validator writes 'x' as Go's %q does, with ' escaped and " not: names
 // holding quotes, backslashes or odd characters come back as written.
-func quotedNames(msg string) []string {
+func QuotedNames(msg string) []string {
 	if names, ok := singleQuoted(msg); ok {
 		return names
 	}
@@ -426,9 +426,9 @@ func singleQuoted(msg string) ([]string, bool) {
 	return out, len(out) > 0
 }
 
-// describePointer names a JSON pointer the way a user reads the spec:
+// DescribePointer names a JSON pointer the way a user reads the spec:
 // "nodes.propose", "flow[2].loop", or "the spec" for the root.
-func describePointer(ptr string) string {
+func DescribePointer(ptr string) string {
 	if ptr == "" {
 		return "the spec"
 	}
@@ -449,7 +449,7 @@ func describePointer(ptr string) string {
 
 // allowedProperties finds the properties a schema location allows, for
 // "did you mean" suggestions.
-func allowedProperties(reg *Registry, keywordLoc string) []string {
+func allowedProperties(reg *Schema, keywordLoc string) []string {
 	// keywordLoc is like /properties/nodes/additionalProperties/$ref/allOf/0/then/$ref/additionalProperties;
 	// resolve it against the raw schema, following $ref.
 	segs := strings.Split(strings.TrimPrefix(keywordLoc, "/"), "/")
@@ -472,7 +472,7 @@ func allowedProperties(reg *Registry, keywordLoc string) []string {
 
 // schemaAt follows keyword location segments through the raw schema,
 // through $ref, and returns what is there (nil when nothing is).
-func schemaAt(reg *Registry, segs []string) any {
+func schemaAt(reg *Schema, segs []string) any {
 	cur := any(reg.raw)
 	for _, s := range segs {
 		s = unescapePointer(s)

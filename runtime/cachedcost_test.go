@@ -1,0 +1,175 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/launch"
+	"github.com/debate-runner/runner/runtime/result"
+)
+
+// cachedCostSpec: one agent answers three rounds; its model costs 1 per
+// million prompt tokens, 0.1 per million served from the provider's cache,
+// and nothing for completions; the run may spend 0.001.
+const cachedCostSpec = `version: 1
+name: cached-cost
+inputs:
+  question: {required: true}
+models:
+  default: {model: priced-model, max_tokens: 1, price: {prompt: 1, cached_prompt: 0.1, completion: 0}}
+agents:
+  a: {name: Alice}
+templates:
+  define:
+    answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}"
+nodes:
+  answer: {kind: ask, agents: [a], template: answer, record: answer}
+budget: {max_cost: 0.001}
+flow:
+  - loop: {as: round, max: 3, do: [answer]}
+`
+
+// TestCachedTokensCostTheCachedPrice: prompt tokens a provider reports as
+// served from its cache (prompt_tokens_details.cached_tokens) cost the
+// cached_prompt price in result.json, report.md and budget.max_cost alike.
+// With 900 of each call's 1000 prompt tokens cached, three calls cost
+// 3 x (100 x 1 + 900 x 0.1) / 1e6 = 0.00057, within max_cost 0.001; the
+// same calls with nothing cached cost 0.001 each, and the second one is
+// refused.
+func TestCachedTokensCostTheCachedPrice(t *testing.T) {
+	run := func(cached int) (*Run, *result.Result, error) {
+		srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+			return llmtest.Reply{Content: "ok", PromptTokens: 1000, CachedTokens: cached, CompletionTokens: 1}
+		})
+		plan := loadPlan(t, writeSpec(t, t.TempDir(), cachedCostSpec))
+		return execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep},
+			Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}}})
+	}
+
+	r, res, err := run(900)
+	if err != nil || res.Status != result.StatusCompleted {
+		t.Fatalf("with cached tokens: status %v, error %v", res.Status, err)
+	}
+	u := res.Usage.Total
+	if u.Calls != 3 || u.CachedTokens != 2700 || math.Abs(u.Cost-0.00057) > 1e-12 {
+		t.Errorf("usage: %d calls, %d cached tokens, cost %v; want 3 calls, 2700 cached, cost 0.00057", u.Calls, u.CachedTokens, u.Cost)
+	}
+	report, err := os.ReadFile(filepath.Join(r.Dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(report), "2700 cached prompt tokens") {
+		t.Errorf("report.md does not count the cached tokens:\n%s", report)
+	}
+
+	_, res, err = run(0)
+	var be *calls.BudgetError
+	if !errors.As(err, &be) || be.Limit != "max_cost" {
+		t.Fatalf("with nothing cached: status %v, error %v; want a max_cost stop", res.Status, err)
+	}
+	if got := res.Usage.Total.Calls; got != 1 {
+		t.Errorf("with nothing cached %d calls were made, want 1 (the second would pass max_cost)", got)
+	}
+}
+
+// breakpointsSpec: one agent with a system prompt keeps a thread over two
+// rounds, on a model with prompt_cache: breakpoints.
+const breakpointsSpec = `version: 1
+name: breakpoints
+inputs:
+  question: {required: true}
+models:
+  default: {model: claude-sonnet-4, prompt_cache: breakpoints}
+agents:
+  a: {name: Alice, system: sys}
+templates:
+  define:
+    sys: "You are {{.Agent.Name}}."
+    answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}"
+nodes:
+  answer: {kind: ask, agents: [a], template: answer, record: answer, thread: t}
+flow:
+  - loop: {as: round, max: 2, do: [answer]}
+`
+
+// TestPromptCacheBreakpoints: a model with prompt_cache: breakpoints sends
+// the system prompt, the end of the thread's earlier turns and the end of
+// the request as text parts marked cache_control {type: ephemeral}; the
+// other messages stay plain strings, and a model without the option sends
+// plain strings only.
+func TestPromptCacheBreakpoints(t *testing.T) {
+	type part struct {
+		Type         string          `json:"type"`
+		Text         string          `json:"text"`
+		CacheControl json.RawMessage `json:"cache_control"`
+	}
+	type message struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	// marked says which messages of a request body carry a breakpoint,
+	// checking the wire form of each.
+	marked := func(t *testing.T, body []byte) []bool {
+		var req struct{ Messages []message }
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		var out []bool
+		for _, m := range req.Messages {
+			var text string
+			if json.Unmarshal(m.Content, &text) == nil {
+				out = append(out, false)
+				continue
+			}
+			var parts []part
+			if err := json.Unmarshal(m.Content, &parts); err != nil || len(parts) != 1 || parts[0].Type != "text" || parts[0].Text == "" {
+				t.Fatalf("a %s message's content is neither a string nor one text part: %s", m.Role, m.Content)
+			}
+			if string(parts[0].CacheControl) != `{"type":"ephemeral"}` {
+				t.Fatalf("a %s message's part has cache_control %s", m.Role, parts[0].CacheControl)
+			}
+			out = append(out, true)
+		}
+		return out
+	}
+	for _, on := range []bool{true, false} {
+		text := breakpointsSpec
+		if !on {
+			text = strings.Replace(text, ", prompt_cache: breakpoints", "", 1)
+		}
+		srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "reply " + callKey(r)} })
+		plan := loadPlan(t, writeSpec(t, t.TempDir(), text))
+		_, res, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep},
+			Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}}})
+		if err != nil || res.Status != result.StatusCompleted {
+			t.Fatalf("prompt_cache on=%v: status %v, error %v", on, res.Status, err)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests, want 2", len(reqs))
+		}
+		// Round 1: system, prompt. Round 2: system, round 1's prompt,
+		// its reply, the new prompt.
+		want := [][]bool{{true, true}, {true, true, false, true}}
+		if !on {
+			want = [][]bool{{false, false}, {false, false, false, false}}
+		}
+		for i, r := range reqs {
+			if got := marked(t, r.Body); fmt.Sprint(got) != fmt.Sprint(want[i]) {
+				t.Errorf("prompt_cache on=%v, request %d: breakpoints on messages %v, want %v\n%s", on, i+1, got, want[i], r.Body)
+			}
+			// The server reads the parts' text as the message's content.
+			if r.Messages[0].Content != "You are Alice." {
+				t.Errorf("request %d: system prompt %q", i+1, r.Messages[0].Content)
+			}
+		}
+	}
+}
