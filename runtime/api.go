@@ -46,11 +46,13 @@ func ForeachItems(v any) ([]any, error) {
 // libraries it uses into dir, as a run does for its resume, and returns
 // where the libraries went (for CompileSaved).
 func SaveSpec(dir string, plan *spec.Plan) (map[string]string, error) {
-	libs, err := saveLibraries(dir, plan)
+	var files rundir.Batch
+	libs, err := saveLibraries(dir, plan, &files, files.Replace)
 	if err != nil {
 		return nil, err
 	}
-	return libs, rundir.WriteFile(filepath.Join(dir, "spec.yaml"), plan.Source)
+	files.Replace(filepath.Join(dir, "spec.yaml"), plan.Source)
+	return libs, files.Sync()
 }
 
 // CompileSaved compiles the spec SaveSpec saved in dir, under the path it

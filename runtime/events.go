@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/debate-runner/runner/internal/event"
@@ -28,15 +29,54 @@ type eventLog struct {
 	early      map[int64]journal.Event
 	// unjournaledSeq numbers the events of a run without a journal.
 	unjournaledSeq int64
+	// responded is the Seq of the latest model response journaled, which
+	// the next model call waits to be durable.
+	responded atomic.Int64
 }
 
-// syncedEvents are fsynced before the run goes on: a response that was paid
-// for, an answer a person gave, what a tool read (the file may change), and
-// the run's start, resumption and end. Every other event is derived
-// again from these when a run resumes, so it is only written (it survives a
-// killed process) and becomes durable with the next synced event; that keeps
-// an fsync per event off the critical path between dependent calls.
-var syncedEvents = map[event.Type]bool{event.RunStarted: true, event.RunResumed: true, event.ModelResponse: true, event.RunFinished: true, event.Answer: true, event.ToolCall: true}
+// noteResponse remembers the Seq of a journaled model response.
+func (r *eventLog) noteResponse(typ event.Type, seq int64) {
+	if typ != event.ModelResponse {
+		return
+	}
+	for {
+		old := r.responded.Load()
+		if seq <= old || r.responded.CompareAndSwap(old, seq) {
+			return
+		}
+	}
+}
+
+// durableForCall makes every model response journaled so far durable; a
+// model call waits for it before it is sent.
+func (r *eventLog) durableForCall() error {
+	seq := r.responded.Load()
+	if r.journal == nil || seq == 0 {
+		return nil
+	}
+	if err := r.journal.SyncTo(seq); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	return nil
+}
+
+// syncedEvents are fsynced before the run goes on: an answer a person gave,
+// what a tool read (the file may change), and the run's start, resumption
+// and end. Every other event is derived again from these and from the
+// model responses when a run resumes, so it is only written (it survives a
+// killed process) and becomes durable with the next sync; that keeps an
+// fsync per event off the critical path between dependent calls.
+//
+// A model response, paid for, is durable before the run makes its next
+// model call (see durableForCall) and before the run ends or waits (its
+// last event is synced), rather than as it arrives: the replies of a wave
+// of concurrent calls then share the one fsync the next wave's first call
+// makes, where syncing each on arrival took two (the replies that arrived
+// while the first reply's fsync ran waited for it, then for their own).
+// The journal is written in order and an fsync covers every line before
+// it, so a machine crash can lose only its last lines: replies no later
+// call was made from, which a resume asks for again.
+var syncedEvents = map[event.Type]bool{event.RunStarted: true, event.RunResumed: true, event.RunFinished: true, event.Answer: true, event.ToolCall: true}
 
 // neverRepeated are the event types a resumed run always writes: the run's
 // own milestones, failures, and events of calls actually made.
@@ -65,18 +105,24 @@ func (r *eventLog) repeated(typ event.Type, key string) bool {
 
 // event journals an event and tells the observer, in that order.
 func (r *eventLog) event(typ event.Type, key string, data any) error {
+	return r.eventSynced(typ, key, data, syncedEvents[typ])
+}
+
+// eventSynced is event, with the event synced before it returns or not.
+func (r *eventLog) eventSynced(typ event.Type, key string, data any, sync bool) error {
 	if r.repeated(typ, key) {
 		return nil
 	}
 	if r.journal == nil {
 		return r.unjournaled(journal.Entry{Type: typ, Key: key, Data: data})
 	}
-	sync := syncedEvents[typ]
 	if r.observer == nil {
 		// Nobody looks at the event: spare the journal copying it back.
-		if _, err := r.journal.AppendSeq(typ, key, data, sync); err != nil {
+		seq, err := r.journal.AppendSeq(typ, key, data, sync)
+		if err != nil {
 			return fmt.Errorf("journal: %w", err)
 		}
+		r.noteResponse(typ, seq)
 		return nil
 	}
 	write := r.journal.AppendUnsynced
@@ -87,6 +133,7 @@ func (r *eventLog) event(typ event.Type, key string, data any) error {
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	r.noteResponse(typ, ev.Seq)
 	r.notify(ev)
 	return nil
 }

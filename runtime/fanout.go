@@ -115,7 +115,7 @@ func (it *iteration) diverged() bool {
 // seen is history.Store.Seen for the iteration: the agent's view of the
 // run when the foreach began followed by the iteration's messages it may
 // see, and its inbox among them.
-func (it *iteration) seen(agent string, round int, goal string) (history, inbox []value.Message) {
+func (it *iteration) seen(agent string, round int, goal string) (history, inbox []*value.Message) {
 	if it.parent != nil {
 		history, inbox = it.parent.seen(agent, round, goal)
 	} else {
@@ -123,10 +123,11 @@ func (it *iteration) seen(agent string, round int, goal string) (history, inbox 
 	}
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	var mine []value.Message
+	var mine []*value.Message
 	for i := range it.held {
 		if Visible(it.held[i], agent) {
-			mine = append(mine, it.held[i])
+			m := it.held[i] // a copy: held's array moves as it grows
+			mine = append(mine, &m)
 		}
 	}
 	if len(mine) == 0 {
@@ -191,7 +192,7 @@ func (it *iteration) env(s kit.Scope) *spec.Env {
 		// The history's indexes hold the run's messages only.
 		env.Extra = map[string]any{
 			"goal_verdicts": goalVerdicts(r.Plan, msgs),
-			"latest":        func(record string) []value.Message { return value.LatestPerAuthor(value.ByRecord(record, msgs)) },
+			"latest":        (&spec.Env{Messages: msgs}).Map()["latest"],
 		}
 	}
 	return env

@@ -204,6 +204,13 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 		return value.NodeResult{}, err
 	}
 	res, err := exec.Execute(ctx, h, node)
+	if err == nil && res.Calls > 0 {
+		// The next call waits for the node's replies to be durable (see
+		// syncedEvents): their fsync starts now, while the run records
+		// the node's result and renders the next prompts. An error shows
+		// again when that call waits.
+		go func() { _ = r.durableForCall() }()
+	}
 	if err == nil {
 		// Whatever the kind, an output JSON cannot hold fails the node
 		// here, not the journal's write of node_finished.

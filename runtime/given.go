@@ -32,13 +32,15 @@ import (
 // the template libraries.
 const librariesDir = "libraries"
 
-// saveLibraries copies the files of the libraries plan used into dir and
-// returns where each went, by the name the spec gives the library.
-func saveLibraries(dir string, plan *spec.Plan) (map[string]string, error) {
+// saveLibraries queues on files copies of the files of the libraries plan
+// used, in dir, each with put (files.Stage or files.Replace), and returns
+// where each goes, by the name the spec gives the library.
+func saveLibraries(dir string, plan *spec.Plan, files *rundir.Batch, put func(path string, data []byte)) (map[string]string, error) {
 	if len(plan.Libraries) == 0 {
 		return nil, nil
 	}
 	out := map[string]string{}
+	files.Folder(filepath.Join(dir, librariesDir))
 	for _, lib := range plan.Libraries {
 		rel := librariesDir + "/" + lib.Name
 		full := filepath.Join(dir, filepath.FromSlash(rel))
@@ -46,9 +48,7 @@ func saveLibraries(dir string, plan *spec.Plan) (map[string]string, error) {
 			return nil, fmt.Errorf("saving template library %s: %w", lib.Use, err)
 		}
 		for name, data := range lib.Files {
-			if err := rundir.WriteFile(filepath.Join(full, name), data); err != nil {
-				return nil, fmt.Errorf("saving template library %s: %w", lib.Use, err)
-			}
+			put(filepath.Join(full, name), data)
 		}
 		out[lib.Use] = rel
 	}

@@ -185,7 +185,12 @@ func (r *Run) journalRequest(c *calls.Call) error {
 			ev.Tools[i] = t.Name
 		}
 	}
-	return r.event(event.ModelRequest, c.Key, ev)
+	if err := r.event(event.ModelRequest, c.Key, ev); err != nil {
+		return err
+	}
+	// The replies this call may have been made from are durable before it
+	// goes out (see syncedEvents).
+	return r.durableForCall()
 }
 
 // buildChain composes the run's call stages: replies recorded in its own

@@ -69,7 +69,7 @@ func TestPromptCostIndependentOfHistory(t *testing.T) {
 	if len(data.History) != 2000 || cap(data.History) != len(data.History) {
 		t.Fatalf("history of %d messages with cap %d, want 2000 and cap = len", len(data.History), cap(data.History))
 	}
-	grown := append(data.History, value.Message{ID: "extra"})
+	grown := append(data.History, &value.Message{ID: "extra"})
 	long.record([]value.Message{{From: "b", Content: "later"}})
 	if grown[2000].ID != "extra" || long.run.messages[2000].Content != "later" {
 		t.Error("appending to a prompt's history and recording a message interfere")

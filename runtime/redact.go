@@ -51,26 +51,35 @@ func redactValue[T any](red *journal.Redactor, v *T) error {
 
 // writeJSON writes v as indented JSON with the run's secrets redacted.
 func (r *Run) writeJSON(path string, v any) error {
-	data, err := json.Marshal(v)
+	data, err := r.jsonFile(v)
 	if err != nil {
 		return err
+	}
+	return rundir.WriteFile(path, data)
+}
+
+// jsonFile is what writeJSON writes.
+func (r *Run) jsonFile(v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
 	data = r.redactor().RedactJSON(data)
 	var b bytes.Buffer
 	if err := json.Indent(&b, data, "", "  "); err != nil {
-		return err
+		return nil, err
 	}
 	b.WriteByte('\n')
-	return rundir.WriteFile(path, b.Bytes())
+	return b.Bytes(), nil
 }
 
-// writeText writes a text file of the run with its secrets redacted.
-func (r *Run) writeText(path string, data []byte) error {
+// textFile is a text file of the run with its secrets redacted.
+func (r *Run) textFile(data []byte) []byte {
 	red := r.redactor()
 	if red.Active() {
 		data = []byte(red.Redact(string(data)))
 	}
-	return rundir.WriteFile(path, data)
+	return data
 }
 
 // redactNotice returns n with secrets redacted from what it says.

@@ -275,23 +275,54 @@ func (r *Run) toolCallLog() []result.ToolCallInfo {
 	return out
 }
 
-// writeReports writes report.md and report.html, the readable records of
-// the run.
-func (r *Run) writeReports(res *result.Result) error {
+// reportFiles makes report.md and report.html, the readable records of
+// the run, from its manifest m (as it stood before the run ended).
+func (r *Run) reportFiles(m result.Manifest, res *result.Result) (md, page []byte, err error) {
 	// The report escapes what it shows (`<` becomes `\<`, and `&lt;` in the
 	// page), after which a secret no longer matches: what it is made from
 	// is redacted first, and the text again after.
-	m := r.manifest
 	if err := redactValue(r.red, &m); err != nil {
-		return err
+		return nil, nil, err
 	}
-	md := r.Redact(report.Markdown(r.Plan, m, res))
-	if err := rundir.WriteFile(filepath.Join(r.Dir, "report.md"), []byte(md)); err != nil {
-		return err
+	text := r.Redact(report.Markdown(r.Plan, m, res))
+	html, err := report.HTML(r.Plan.Name+" "+res.RunID, text)
+	if err != nil {
+		return nil, nil, err
 	}
-	page, err := report.HTML(r.Plan.Name+" "+res.RunID, md)
+	return []byte(text), r.textFile(html), nil
+}
+
+// writeRecords writes the records of a finished run: result.json, the
+// reports and run.json with the run's status. The reports are made while
+// result.json is encoded, and the four files are synced together, then
+// renamed into place in that order (run.json last, so a reader that sees
+// the run ended finds its result), with one sync of the folder.
+func (r *Run) writeRecords(res *result.Result, status string) error {
+	var md, page []byte
+	var rerr error
+	made := make(chan struct{})
+	m := r.manifest
+	go func() {
+		defer close(made)
+		md, page, rerr = r.reportFiles(m, res)
+	}()
+	data, err := r.jsonFile(res)
+	<-made
 	if err != nil {
 		return err
 	}
-	return r.writeText(filepath.Join(r.Dir, "report.html"), page)
+	if rerr != nil {
+		return rerr
+	}
+	r.manifest.Status = status
+	manifest, err := r.jsonFile(r.manifest)
+	if err != nil {
+		return err
+	}
+	var files rundir.Batch
+	files.Replace(filepath.Join(r.Dir, "result.json"), data)
+	files.Replace(filepath.Join(r.Dir, "report.md"), md)
+	files.Replace(filepath.Join(r.Dir, "report.html"), page)
+	files.Replace(filepath.Join(r.Dir, "run.json"), manifest)
+	return files.Sync()
 }

@@ -285,11 +285,13 @@ func saveReplacedSpec(dir string, plan *spec.Plan, m *result.Manifest) (map[stri
 	if err := os.RemoveAll(filepath.Join(dir, librariesDir)); err != nil {
 		return nil, err
 	}
-	libs, err := saveLibraries(dir, plan)
+	var files rundir.Batch
+	libs, err := saveLibraries(dir, plan, &files, files.Replace)
 	if err != nil {
 		return nil, err
 	}
-	if err := rundir.WriteFile(old, plan.Source); err != nil {
+	files.Replace(old, plan.Source)
+	if err := files.Sync(); err != nil {
 		return nil, err
 	}
 	m.SpecPath, m.SpecName, m.SpecDigest, m.TemplateSources = plan.Path, plan.Name, plan.Digest, plan.TemplateSources

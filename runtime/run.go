@@ -249,28 +249,39 @@ func (r *Run) setUp(budget *spec.BudgetPlan) error {
 		return err
 	}
 	r.lock = lock
-	libs, err := saveLibraries(r.Dir, plan)
+	// The folder is not published yet: its files are written in place and
+	// synced together with the journal's first event (see below).
+	var files rundir.Batch
+	libs, err := saveLibraries(r.Dir, plan, &files, files.Stage)
 	if err != nil {
 		return err
 	}
 	r.manifest = r.buildManifest()
 	r.manifest.Libraries, r.manifest.Budget = libs, budget
-	if err := r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest); err != nil {
+	manifest, err := r.jsonFile(r.manifest)
+	if err != nil {
 		return err
 	}
-	if err := r.writeText(filepath.Join(r.Dir, "spec.yaml"), plan.Source); err != nil {
-		return err
-	}
-	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red})
+	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
+	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
+	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red, FolderSynced: true})
 	if err != nil {
 		return err
 	}
 	r.journal = j
-	return r.event(event.RunStarted, "", map[string]any{
+	// The run's start is durable with the folder's files and entries, in
+	// one round of syncs, before the folder is published.
+	err = r.eventSynced(event.RunStarted, "", map[string]any{
 		"run_id": r.ID, "spec": plan.Path, "spec_digest": plan.Digest, "inputs": r.inputs, "vars": r.vars,
 		"seed": r.seed, "runner_version": r.manifest.RunnerVersion, "go_version": r.manifest.GoVersion,
 		"template_sources": plan.TemplateSources,
-	})
+	}, false)
+	if err != nil {
+		return err
+	}
+	files.Folder(r.Dir)
+	files.Also(func() error { return j.SyncTo(j.Seq()) })
+	return files.Sync()
 }
 
 // warnUnpricedBudget warns when a cost limit cannot see some calls' cost.
@@ -559,16 +570,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	// A run is finished only once its records are on disk: when one cannot
 	// be written (a full disk), the journal says the run failed, and a
 	// resume writes them from the journal.
-	werr := r.writeJSON(filepath.Join(r.Dir, "result.json"), res)
-	if werr == nil {
-		werr = r.writeReports(res)
-	}
-	if werr == nil {
-		// run.json says how the run ended too, for tools that read only
-		// the manifest.
-		r.manifest.Status = status
-		werr = r.writeJSON(filepath.Join(r.Dir, "run.json"), r.manifest)
-	}
+	// run.json says how the run ended too, for tools that read only the
+	// manifest.
+	werr := r.writeRecords(res, status)
 	if werr == nil && status == result.StatusWaiting {
 		werr = r.writeQuestions()
 	}

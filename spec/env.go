@@ -81,7 +81,7 @@ func orEmpty(m map[string]any) map[string]any {
 // latestOf returns each author's latest message of a record, in the order the
 // authors first appear.
 func latestOf(ms []value.Message, record string) []value.Message {
-	return value.LatestPerAuthor(value.ByRecord(record, ms))
+	return value.LatestOf(ms, record)
 }
 
 // exprFunctions are the functions every expression may call, beyond expr's

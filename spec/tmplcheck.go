@@ -337,6 +337,12 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 		default:
 			want = ft.In(i)
 		}
+		if want == messageListType {
+			if !at.unknown() && !isMessageList(at.t) {
+				c.errorf(tree, cmd, "%s: %s is %s, but a list of messages is wanted (.History, .Inbox, a node's .Messages or another helper's result)", name, argWhich(i, piped, len(args)), kindWords(deref(at.t)))
+			}
+			continue
+		}
 		if at.unknown() || want.Kind() == reflect.Interface || at.t.AssignableTo(want) {
 			continue
 		}
@@ -351,6 +357,26 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 		}
 		c.errorf(tree, cmd, "%s: %s is %s, but %s is wanted", name, which, kindWords(deref(at.t)), kindWords(want))
 	}
+}
+
+// messageListType is the parameter type of the message helpers.
+var messageListType = reflect.TypeOf((*value.MessageList)(nil)).Elem()
+
+// isMessageList says whether t is a list the message helpers take.
+func isMessageList(t reflect.Type) bool {
+	t = deref(t)
+	if t.Kind() != reflect.Slice {
+		return false
+	}
+	e := t.Elem()
+	return e == reflect.TypeOf(value.Message{}) || e == reflect.TypeOf(&value.Message{})
+}
+
+func argWhich(i int, piped bool, n int) string {
+	if piped && i == n-1 {
+		return "the value piped into it"
+	}
+	return fmt.Sprintf("argument %d", i+1)
 }
 
 func isIntKind(t reflect.Type) bool {

@@ -54,7 +54,7 @@ func designData(agent value.AgentView) promptData {
 		Inputs: map[string]any{"problem": "Build a ticket booking system.", "context": "", "question": "2+2?"},
 		Vars:   map[string]any{},
 		Nodes:  map[string]value.NodeResult{},
-		History: []value.Message{
+		History: []*value.Message{
 			{Round: 1, From: "arch", Record: "proposal", Content: "ARCH-PROPOSAL-1"},
 			{Round: 1, From: "sec", Record: "proposal", Content: "SEC-PROPOSAL-1"},
 			{Round: 1, From: "sec", To: "arch", Record: "critique", Content: "SEC-CRITIQUES-ARCH-1"},
@@ -81,7 +81,7 @@ func panelData(agent value.AgentView) promptData {
 		Goal:   value.GoalView{ID: "culture", Description: "Assess team fit", Index: 2, Count: 3},
 		Inputs: map[string]any{"problem": "P", "context": "", "question": "Q"},
 		Vars:   map[string]any{},
-		History: []value.Message{
+		History: []*value.Message{
 			{Goal: "skills", Turn: 3, From: "chen", Record: "message", Content: "Strong SQL.", Verdict: "GOOD_FIT", Reasoning: "r", Withdrawn: true},
 			{Goal: "skills", Turn: 4, From: "adler", Record: "message", Content: "old moderation", Verdict: "NO_ACTION", Reasoning: "fine"},
 			{Goal: "culture", Turn: 1, From: "timekeeper", Record: "interjection", Content: "TIMEKEEPER-REMINDER"},
@@ -112,15 +112,15 @@ func moderationData() promptData {
 	d.Participants = []value.Participant{{ID: "adler", Name: "Ruth Adler"}, {ID: "mensah", Name: "Kwame Mensah"}}
 	// What the runtime shows a moderator: no whispers or private notes of
 	// others.
-	var visible []value.Message
+	var visible []*value.Message
 	for _, m := range d.History[:len(d.History)-2] {
 		if !m.Whisper && !m.Private {
 			visible = append(visible, m)
 		}
 	}
 	d.History = append(visible,
-		value.Message{Goal: "culture", Turn: 1, From: "adler", Private: true, Record: "private", Content: "ADLER-PRIVATE"},
-		value.Message{Goal: "culture", Turn: 1, From: "adler", Record: "message", Content: "ADLER-NOW", Verdict: "GENTLE_REDIRECT", Reasoning: "x"},
+		&value.Message{Goal: "culture", Turn: 1, From: "adler", Private: true, Record: "private", Content: "ADLER-PRIVATE"},
+		&value.Message{Goal: "culture", Turn: 1, From: "adler", Record: "message", Content: "ADLER-NOW", Verdict: "GENTLE_REDIRECT", Reasoning: "x"},
 	)
 	d.Verdict = value.VerdictView{Options: []string{"NO_ACTION", "GENTLE_REDIRECT"}, Reasoning: true}
 	d.Undecided = []string{"mensah"}
@@ -201,7 +201,7 @@ func TestRender(t *testing.T) {
 				d := designData(architect)
 				d.Own = value.Message{From: "arch", Content: "OWN-PREVIOUS"}
 				// As a clarify node records them: one message per agent.
-				d.History = append([]value.Message{
+				d.History = append([]*value.Message{
 					{From: "sec", Record: "clarification", Output: []any{map[string]any{"id": "sec.q1", "question": "How many users?", "answer": "10k"}}},
 					{From: "arch", Record: "clarification", Output: []any{map[string]any{"id": "arch.q1", "question": "Budget?", "answer": "NA"}}},
 				}, d.History...)
@@ -214,7 +214,7 @@ func TestRender(t *testing.T) {
 			name: "propose with recorded clarifications", template: "software-design/propose",
 			data: func() promptData {
 				d := designData(architect)
-				d.History = append([]value.Message{
+				d.History = append([]*value.Message{
 					{From: "sec", Record: "clarification", Content: "Q (q1): ...", Output: []any{
 						map[string]any{"id": "q1", "question": "How many users?", "answer": "10k"},
 						map[string]any{"id": "q2", "question": "Budget?", "answer": "NA"},
@@ -232,7 +232,7 @@ func TestRender(t *testing.T) {
 			name: "nothing answered", template: "software-design/propose",
 			data: func() promptData {
 				d := designData(architect)
-				d.History = append([]value.Message{{From: "sec", Record: "clarification", Output: []any{
+				d.History = append([]*value.Message{{From: "sec", Record: "clarification", Output: []any{
 					map[string]any{"id": "q1", "question": "Budget?", "answer": "NA"},
 				}}}, d.History...)
 				return d
@@ -261,7 +261,7 @@ func TestRender(t *testing.T) {
 				d.History = nil
 				d.Summary = "MY-SUMMARY"
 				d.Own = value.Message{From: "arch", Record: "refinement", Content: "OWN-REFINEMENT"}
-				d.Inbox = []value.Message{{Round: 2, From: "sec", To: "arch", Record: "critique", Content: "INBOX-CRITIQUE"}}
+				d.Inbox = []*value.Message{{Round: 2, From: "sec", To: "arch", Record: "critique", Content: "INBOX-CRITIQUE"}}
 				return d
 			},
 			want: []string{"MY-SUMMARY", "OWN-REFINEMENT", "INBOX-CRITIQUE"},
@@ -511,11 +511,11 @@ func TestRender(t *testing.T) {
 			name: "reasoning later round", template: "reasoning/answer",
 			data: func() promptData {
 				d := designData(architect)
-				d.History = []value.Message{
+				d.History = []*value.Message{
 					{Round: 1, From: "arch", Record: "answer", Content: "MINE"},
 					{Round: 1, From: "sec", Record: "answer", Content: "THEIRS"},
 				}
-				d.Own = d.History[0]
+				d.Own = *d.History[0]
 				return d
 			},
 			want: []string{"--- Security Specialist ---\nTHEIRS", "Your own previous answer was:\nMINE"},
@@ -595,8 +595,8 @@ type promptData struct {
 	Inputs       map[string]any
 	Vars         map[string]any
 	Nodes        map[string]value.NodeResult
-	History      []value.Message
-	Inbox        []value.Message
+	History      []*value.Message
+	Inbox        []*value.Message
 	Target       value.Message
 	Summary      string
 	Own          value.Message

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,22 +12,41 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/durable"
 )
 
 // BenchmarkTemporalSweep runs a dataset sweep of the reasoning debate (two
 // rounds of three agents asked at once) with a fixed latency per call,
-// locally and on a Temporal dev server with 1, 2 and 4 workers, and
-// reports each wall time against the critical path (rounds x latency x
-// batches of --parallel runs) and the local sweep's, and the requests per
-// minute achieved against the endpoint's declared limit. Runs:
-// $RUNNER_BENCH_RUNS (default 40). Needs the Temporal CLI (see
-// temporalCLI); run with -benchtime=1x.
+// locally and on a Temporal dev server with 1 and 2 workers (the counts in
+// $RUNNER_BENCH_WORKERS, default "1,2"), and reports each wall time against
+// the critical path (rounds x latency x batches of --parallel runs) and
+// the local sweep's, each worker count's against the one before, and the
+// requests per minute achieved against the endpoint's declared limit.
+// Where each Temporal sweep's time goes per call is read from its
+// workflows' histories (see sweepProfile) and reported too. Runs:
+// $RUNNER_BENCH_RUNS (default 40); workers get $RUNNER_BENCH_WORKER_ARGS
+// (e.g. --local-limits). Needs the Temporal CLI (see temporalCLI); run with
+// -benchtime=1x.
 func BenchmarkTemporalSweep(b *testing.B) {
 	runs := 40
 	if v, err := strconv.Atoi(os.Getenv("RUNNER_BENCH_RUNS")); err == nil && v > 0 {
 		runs = v
+	}
+	var counts []int
+	for _, f := range strings.Split(cmp.Or(os.Getenv("RUNNER_BENCH_WORKERS"), "1,2"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			b.Fatalf("RUNNER_BENCH_WORKERS=%q: want worker counts such as 1,2", os.Getenv("RUNNER_BENCH_WORKERS"))
+		}
+		counts = append(counts, n)
 	}
 	const (
 		latency  = 100 * time.Millisecond
@@ -37,11 +58,11 @@ func BenchmarkTemporalSweep(b *testing.B) {
 	if err != nil {
 		b.Skip("go tool not on PATH")
 	}
+	addr := devServer(b, strings.Fields(os.Getenv("RUNNER_BENCH_SERVER_ARGS"))...)
 	bin := filepath.Join(b.TempDir(), "runner")
 	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	addr := devServer(b)
 	dataset := filepath.Join(b.TempDir(), "dataset.jsonl")
 	var lines []string
 	for i := range runs {
@@ -67,23 +88,29 @@ models:
 	}
 	calls := runs * rounds * 3
 	critical := time.Duration((runs+parallel-1)/parallel*rounds) * latency
-	sweep := func(b *testing.B, extra ...string) time.Duration {
+	// sweep runs the sweep with workers on Temporal (0: locally) and
+	// returns its wall time and, on Temporal, the sweep workflow's id.
+	sweep := func(b *testing.B, workers int) (time.Duration, string) {
 		srv := llmtest.New(b, func(r llmtest.Request) llmtest.Reply {
 			rep := solver(r)
 			rep.Delay = latency
 			return rep
 		})
-		args := append([]string{"run", spec, "--dataset", dataset, "--runs-dir", b.TempDir(), "-q", "--no-cache", "--parallel", strconv.Itoa(parallel)}, extra...)
-		var queue string
-		for i, a := range extra {
-			if a == "--task-queue" {
-				queue = extra[i+1]
-			}
-		}
-		if queue != "" {
-			n, _ := strconv.Atoi(strings.TrimPrefix(queue, "bench-"))
-			for range n {
-				startWorker(b, bin, addr, queue, srv)
+		runsDir := b.TempDir()
+		args := []string{"run", spec, "--dataset", dataset, "--runs-dir", runsDir, "-q", "--no-cache", "--parallel", strconv.Itoa(parallel)}
+		if workers > 0 {
+			queue := fmt.Sprintf("bench-%d", workers)
+			args = append(args, "--temporal", addr, "--task-queue", queue)
+			for range workers {
+				cmd := exec.Command(bin, append([]string{"worker", "--temporal", addr, "--task-queue", queue}, strings.Fields(os.Getenv("RUNNER_BENCH_WORKER_ARGS"))...)...)
+				cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey, "RUNNER_CACHE_DIR="+b.TempDir())
+				if err := cmd.Start(); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+				})
 			}
 		}
 		start := time.Now()
@@ -92,20 +119,179 @@ models:
 		code := run(args, &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(k string) string { return vars[k] }})
 		wall := time.Since(start)
 		if code != exitcode.OK || srv.Count() != calls {
-			b.Fatalf("sweep %v: exit %d, %d requests (want %d)\n%s\n%s", extra, code, srv.Count(), calls, stdout.String(), stderr.String())
+			b.Fatalf("sweep on %d workers: exit %d, %d requests (want %d)\n%s\n%s", workers, code, srv.Count(), calls, stdout.String(), stderr.String())
 		}
-		return wall
+		if workers == 0 {
+			return wall, ""
+		}
+		recs, _ := filepath.Glob(filepath.Join(runsDir, "*", "*", durable.RecordFile))
+		if len(recs) == 0 {
+			b.Fatalf("no %s under %s", durable.RecordFile, runsDir)
+		}
+		rec, _, err := durable.ReadRecord(filepath.Dir(recs[0]))
+		if err != nil || rec.Sweep == "" {
+			b.Fatalf("%s names no sweep: %v", recs[0], err)
+		}
+		return wall, rec.Sweep
 	}
-	local := sweep(b)
+	local, _ := sweep(b, 0)
 	b.ReportMetric(local.Seconds(), "local-s")
 	b.ReportMetric(float64(local)/float64(critical), "local/critical")
 	b.ReportMetric(float64(calls)/local.Minutes()/rpm, "local-rpm/limit")
-	for _, workers := range []int{1, 2, 4} {
-		wall := sweep(b, "--temporal", addr, "--task-queue", fmt.Sprintf("bench-%d", workers))
+	b.Logf("local: %.2fs, %.2f of the critical path, %.2f of the declared rate", local.Seconds(), float64(local)/float64(critical), float64(calls)/local.Minutes()/rpm)
+	var prev time.Duration
+	for i, workers := range counts {
+		wall, id := sweep(b, workers)
 		name := fmt.Sprintf("w%d", workers)
 		b.ReportMetric(wall.Seconds(), name+"-s")
-		b.ReportMetric(float64(wall)/float64(critical), name+"/critical")
 		b.ReportMetric(float64(wall)/float64(local), name+"/local")
 		b.ReportMetric(float64(calls)/wall.Minutes()/rpm, name+"-rpm/limit")
+		line := fmt.Sprintf("%d worker(s): %.2fs, %.2fx the local sweep, %.2f of the declared rate", workers, wall.Seconds(), float64(wall)/float64(local), float64(calls)/wall.Minutes()/rpm)
+		if i > 0 {
+			b.ReportMetric(float64(prev)/float64(wall), fmt.Sprintf("w%d-speedup-over-w%d", workers, counts[i-1]))
+			line += fmt.Sprintf(", %.2fx the speed of %d", float64(prev)/float64(wall), counts[i-1])
+		}
+		prev = wall
+		p := sweepProfile(b, addr, fmt.Sprintf("bench-%d", workers), id, runs, latency)
+		b.ReportMetric(p.dispatch, name+"-dispatch-ms")
+		b.ReportMetric(p.inActivity, name+"-in-activity-ms")
+		b.ReportMetric(p.between, name+"-between-calls-ms")
+		b.Logf("%s\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start; gate: %d workflow tasks for %d calls",
+			line, p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun, p.events, p.historyKB, p.childGap, p.gateTasks, calls)
 	}
+}
+
+// profile is where a Temporal sweep's time went, read from its histories
+// (means, in milliseconds unless said).
+type profile struct {
+	// dispatch: a call activity from scheduled to started.
+	dispatch float64
+	// inActivity: from started to completed, less the endpoint's latency
+	// (waiting for the endpoint's gate, the request itself).
+	inActivity float64
+	// between: from a call's completion to the first call scheduled after
+	// it in its run (the workflow's turn between rounds).
+	between float64
+	// events and historyKB per run workflow.
+	events, historyKB float64
+	// childGap: from a run workflow's completion to the next started in
+	// the sweep workflow.
+	childGap float64
+	// taskWait and taskRun: a run's workflow task from scheduled to
+	// started (the server's dispatch) and from started to completed (the
+	// worker's turn of the engine).
+	taskWait, taskRun float64
+	// firstRun: a run's first workflow task on the worker (the spec
+	// compiled, the flow started).
+	firstRun float64
+	// gateTasks: the gates' workflow tasks.
+	gateTasks int
+}
+
+func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency time.Duration) profile {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	var p profile
+	var nCalls, nBetween, nTasks int
+	for i := 1; i <= runs; i++ {
+		evs := historyOf(ctx, b, c, durable.ChildID(sweepID, i), "")
+		p.events += float64(len(evs))
+		for _, ev := range evs {
+			p.historyKB += float64(proto.Size(ev)) / 1024
+		}
+		scheduled := map[int64]time.Time{}
+		started := map[int64]time.Time{}
+		var lastDone time.Time
+		var taskAt time.Time
+		for _, ev := range evs {
+			at := ev.GetEventTime().AsTime()
+			switch {
+			case ev.GetWorkflowTaskScheduledEventAttributes() != nil:
+				taskAt = at
+			case ev.GetWorkflowTaskStartedEventAttributes() != nil:
+				p.taskWait += ms(at.Sub(taskAt))
+				taskAt = at
+			case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+				if ev.EventId <= 4 {
+					p.firstRun += ms(at.Sub(taskAt))
+					break
+				}
+				p.taskRun += ms(at.Sub(taskAt))
+				nTasks++
+			case ev.GetActivityTaskScheduledEventAttributes() != nil:
+				scheduled[ev.EventId] = at
+				if !lastDone.IsZero() {
+					p.between += ms(at.Sub(lastDone))
+					nBetween++
+					lastDone = time.Time{}
+				}
+			case ev.GetActivityTaskStartedEventAttributes() != nil:
+				a := ev.GetActivityTaskStartedEventAttributes()
+				started[a.ScheduledEventId] = at
+				p.dispatch += ms(at.Sub(scheduled[a.ScheduledEventId]))
+			case ev.GetActivityTaskCompletedEventAttributes() != nil:
+				a := ev.GetActivityTaskCompletedEventAttributes()
+				p.inActivity += ms(at.Sub(started[a.ScheduledEventId]) - latency)
+				nCalls++
+				lastDone = at
+			}
+		}
+	}
+	var completed time.Time
+	var gaps int
+	for _, ev := range historyOf(ctx, b, c, sweepID, "") {
+		at := ev.GetEventTime().AsTime()
+		if ev.GetChildWorkflowExecutionCompletedEventAttributes() != nil {
+			completed = at
+		}
+		if ev.GetStartChildWorkflowExecutionInitiatedEventAttributes() != nil && !completed.IsZero() {
+			p.childGap += ms(at.Sub(completed))
+			gaps++
+			completed = time.Time{}
+		}
+	}
+	resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: "default", Query: fmt.Sprintf("WorkflowType = %q AND TaskQueue = %q", durable.GateWorkflowName, queue),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range resp.Executions {
+		evs := historyOf(ctx, b, c, e.Execution.WorkflowId, e.Execution.RunId)
+		for _, ev := range evs {
+			if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
+				p.gateTasks++
+			}
+		}
+	}
+	p.dispatch /= float64(max(nCalls, 1))
+	p.inActivity /= float64(max(nCalls, 1))
+	p.between /= float64(max(nBetween, 1))
+	p.events /= float64(runs)
+	p.historyKB /= float64(runs)
+	p.childGap /= float64(max(gaps, 1))
+	p.taskWait /= float64(max(nTasks, 1))
+	p.taskRun /= float64(max(nTasks, 1))
+	p.firstRun /= float64(runs)
+	return p
+}
+
+func historyOf(ctx context.Context, b *testing.B, c client.Client, id, runID string) []*historypb.HistoryEvent {
+	var evs []*historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			b.Fatalf("history of %s: %v", id, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/llm"
 )
 
 // temporalCLI finds the Temporal CLI (for its development server): $RUNNER_TEMPORAL_CLI
@@ -51,14 +54,15 @@ func freePort(t testing.TB) int {
 }
 
 // devServer starts a Temporal development server (in memory, no UI) for
-// the test and returns its frontend address.
-func devServer(t testing.TB) string {
+// the test, with args added to its command line, and returns its frontend
+// address.
+func devServer(t testing.TB, args ...string) string {
 	t.Helper()
 	cli := temporalCLI(t)
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(cli, "server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
-		"--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)), "--log-level", "error")
+	cmd := exec.Command(cli, append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
+		"--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)), "--log-level", "error"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -595,4 +599,58 @@ func TestTemporalSweepRunResumesWithTheSubmittedContext(t *testing.T) {
 	if !strings.Contains(string(journal), "the notes say 42") || strings.Contains(string(journal), "the notes now say 43") {
 		t.Errorf("the resumed run's tools did not read the submitted folder:\n%s", journal)
 	}
+}
+
+// TestTemporalWorkersShareRate: two workers making a dataset sweep through
+// an endpoint with requests_per_minute send its requests no faster than
+// the rate allows for both together: any n+1 requests span at least n
+// times the schedule's spacing (llm.RateSpan / rpm), less the second the
+// schedule keeps for requests that reach the endpoint later than their
+// turn, with the gate admitting calls ahead and in batches.
+func TestTemporalWorkersShareRate(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		mu.Lock()
+		arrivals = append(arrivals, time.Now())
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		return solver(r)
+	})
+	const rpm = 600
+	spec := e2eSpec(t, debateSpec, fmt.Sprintf(`endpoints:
+  local: {base_url: "${OPENAI_BASE_URL}", api_key_env: OPENAI_API_KEY, requests_per_minute: %d}
+models:
+  default: {model: test-model, endpoint: local}
+`, rpm))
+	dataset := filepath.Join(t.TempDir(), "dataset.jsonl")
+	var lines []string
+	for i := range 8 {
+		lines = append(lines, fmt.Sprintf(`{"question":"What is the result of %d+2*3+4-5*6?","expected":%d}`, i+1, i+1+6+4-30))
+	}
+	if err := os.WriteFile(dataset, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const queue = "runner-test-rate"
+	startWorker(t, bin, addr, queue, srv)
+	startWorker(t, bin, addr, queue, srv)
+	mustRun(t, e2eEnv(srv), "run", spec, "--dataset", dataset, "--runs-dir", t.TempDir(), "-q", "--no-cache",
+		"--parallel", "8", "--temporal", addr, "--task-queue", queue)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(arrivals) != 8*2*3 {
+		t.Fatalf("%d requests, want 48", len(arrivals))
+	}
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	spacing := llm.RateSpan / rpm
+	for i := range arrivals {
+		for j := i + 1; j < len(arrivals); j++ {
+			if span, least := arrivals[j].Sub(arrivals[i]), time.Duration(j-i)*spacing-time.Second; span < least {
+				t.Fatalf("requests %d to %d came within %v; the rate allows no less than %v", i+1, j+1, span, least)
+			}
+		}
+	}
+	t.Logf("48 requests in %v (at the rate, %v)", arrivals[len(arrivals)-1].Sub(arrivals[0]), 47*spacing)
 }

@@ -267,8 +267,10 @@ func runBuild(t *testing.T, bin string, srv *llmtest.Server, args ...string) (co
 }
 
 // gateHistoryFile is the recorded gate history runtime/durable's
-// TestReplayRecordedGateHistory replays without a server.
-const gateHistoryFile = "../../runtime/durable/testdata/gate-history.json"
+// TestReplayRecordedGateHistory replays without a server, the newest of
+// those it replays (gate-history.json is a gate of the token buckets, before
+// the strict window and admitting ahead).
+const gateHistoryFile = "../../runtime/durable/testdata/gate-history-ahead.json"
 
 // gateSpec asks two agents at once of an endpoint that takes one call at
 // a time, so its gate queues one while it admits the other.

@@ -312,6 +312,16 @@ func LatestFrom(all []value.Message, record, agent, goal string) (value.Message,
 	return value.Message{}, false
 }
 
+// latestShared is LatestFrom over a prompt's history: nil if none.
+func latestShared(history []*value.Message, record, agent, goal string) *value.Message {
+	for i := len(history) - 1; i >= 0; i-- {
+		if m := history[i]; m.Record == record && m.From == agent && m.Goal == goal {
+			return m
+		}
+	}
+	return nil
+}
+
 // targets lists the latest message of the record per author, in the node's
 // agent order, filtered by whose messages the node answers.
 func targets(node *spec.NodePlan, each *Each, all []value.Message, self, goal string) []value.Message {
@@ -357,8 +367,8 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	if cfg.Record != "" {
 		// An agent always sees its own messages, so its history has them;
 		// searching it spares copying every message of the run per call.
-		if own, ok := LatestFrom(data.History, cfg.Record, t.agent.ID, h.Scope().Goal.ID); ok {
-			data.Own = own
+		if own := latestShared(data.History, cfg.Record, t.agent.ID, h.Scope().Goal.ID); own != nil {
+			data.Own = *own
 		}
 	}
 	system, err := kit.SystemPrompt(h, cfg.System, t.agent, data)

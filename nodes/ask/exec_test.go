@@ -38,7 +38,8 @@ func (h *host) Scope() kit.Scope { return h.scope }
 func (h *host) Messages() []value.Message { return append([]value.Message(nil), h.history...) }
 
 func (h *host) Base(_ *spec.NodePlan, a *spec.AgentPlan) value.PromptBase {
-	return value.PromptBase{Agent: a.View(), Round: h.scope.Round, History: h.Messages()}
+	history, _ := value.List(h.Messages())
+	return value.PromptBase{Agent: a.View(), Round: h.scope.Round, History: history}
 }
 
 func (h *host) Render(_ string, data any) (string, error) {

@@ -367,7 +367,8 @@ func add(msgs []kit.ChatMessage, m kit.ChatMessage, merge bool) []kit.ChatMessag
 // as turns.
 func historyTurns(h Host, hc *History, agent *spec.AgentPlan, base *value.PromptBase) ([]kit.ChatMessage, error) {
 	var picked []value.Message
-	for _, m := range base.History {
+	for _, shared := range base.History {
+		m := *shared
 		if m.Private || m.Goal != base.Goal.ID || m.Record == "" {
 			continue
 		}

@@ -56,7 +56,8 @@ func Definitions(names []string) []kit.Tool {
 // Env is what tools may use.
 type Env struct {
 	// Visible are the messages the calling agent may see.
-	Visible []value.Message
+	// They are shared with the run: read them, never change them.
+	Visible []*value.Message
 	// Dir is the context directory; file tools refuse to work without it.
 	Dir string
 	// Snapshot, when set, answers the file tools instead of Dir (see
@@ -308,7 +309,7 @@ func relative(p string) (string, error) {
 	return clean, nil
 }
 
-func search(msgs []value.Message, query string, limit int) string {
+func search(msgs []*value.Message, query string, limit int) string {
 	q := strings.ToLower(query)
 	var hits []string
 	for i := len(msgs) - 1; i >= 0 && len(hits) < limit; i-- {

@@ -121,7 +121,7 @@ func TestFileToolsNeedADirectory(t *testing.T) {
 }
 
 func TestSearchHistory(t *testing.T) {
-	msgs := []value.Message{
+	msgs := []*value.Message{
 		{ID: "m1", From: "arch", Record: "proposal", Round: 1, Content: "Use PostgreSQL with an exclusion constraint per practitioner."},
 		{ID: "m2", From: "sec", To: "arch", Record: "critique", Round: 1, Content: "The exclusion constraint is fine; audit every read. " + strings.Repeat("Padding words here. ", 30)},
 		{ID: "m3", From: "perf", Record: "proposal", Round: 1, Content: "Cache free slots in Redis."},
@@ -168,7 +168,7 @@ func TestSearchHistory(t *testing.T) {
 	}
 }
 
-func mustCall(t *testing.T, msgs []value.Message) string {
+func mustCall(t *testing.T, msgs []*value.Message) string {
 	t.Helper()
 	got, err := Call(Env{Visible: msgs}, SearchHistory, `{"query": "exclusion"}`)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -127,29 +128,47 @@ func (x Executor) StartSweep(ctx context.Context, plan *spec.Plan, bundle *Bundl
 		ctxOnce sync.Once
 		ctxErr  error
 	)
+	write := func(sweepDir string) error {
+		ctxOnce.Do(func() { ctxErr = WriteContext(sweepDir, bundle.Context) })
+		return ctxErr
+	}
 	start := func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error) {
-		child := ChildID(id, index)
-		var f *Follower
-		x.remote(&opts, &child, &f)
-		r, err := runtime.Start(plan, opts)
-		if err != nil {
-			return nil, err
-		}
-		rec := Record{Address: x.Address, Namespace: x.Namespace, TaskQueue: x.TaskQueue, WorkflowID: child, Sweep: id, BuildID: x.Version}
-		if bundle.Context != nil {
-			ctxOnce.Do(func() { ctxErr = WriteContext(filepath.Dir(r.Dir), bundle.Context) })
-			if ctxErr != nil {
-				return nil, ctxErr
-			}
-			rec.ContextFile = SweepContextFile
-		}
-		if err := WriteRecord(r.Dir, rec); err != nil {
-			return nil, err
-		}
-		f = Follow(ctx, x.Client, child, 0)
-		return r, nil
+		return x.startChild(ctx, id, index, plan, opts, bundle.Context, write)
 	}
 	return id, start, nil
+}
+
+// startChild starts here the run of sweep workflow id at index, recorded
+// from its child workflow's history. snap is the sweep's context snapshot
+// (nil: none), which write, when set, writes into the sweep directory.
+func (x Executor) startChild(ctx context.Context, id string, index int, plan *spec.Plan, opts runtime.Options, snap *tools.Snapshot, write func(sweepDir string) error) (*runtime.Run, error) {
+	child := ChildID(id, index)
+	var f *Follower
+	x.remote(&opts, &child, &f)
+	r, err := runtime.Start(plan, opts)
+	if err != nil {
+		return nil, err
+	}
+	rec := x.record(child, id)
+	if snap != nil {
+		if write != nil {
+			if err := write(filepath.Dir(r.Dir)); err != nil {
+				return nil, err
+			}
+		}
+		rec.ContextFile = SweepContextFile
+	}
+	if err := WriteRecord(r.Dir, rec); err != nil {
+		return nil, err
+	}
+	f = Follow(ctx, x.Client, child, 0)
+	return r, nil
+}
+
+// record is the Record of workflow id (of sweep workflow sweep, if any)
+// submitted by x.
+func (x Executor) record(id, sweep string) Record {
+	return Record{Address: x.Address, Namespace: x.Namespace, TaskQueue: x.TaskQueue, WorkflowID: id, Sweep: sweep, BuildID: x.Version}
 }
 
 // Resume follows a run submitted to Temporal again (the run directory dir

@@ -16,9 +16,11 @@ import (
 // RUNNER_UPDATE_HISTORY=1 records it again).
 const recordedHistory = "testdata/run-history.json"
 
-// recordedGateHistory is a gate's history, recorded as recordedHistory is
-// (cmd/runner TestTemporalReplayGateHistory).
-const recordedGateHistory = "testdata/gate-history.json"
+// recordedGateHistories are gates' histories, recorded as recordedHistory
+// is (cmd/runner TestTemporalReplayGateHistory): one of a gate of the token
+// buckets, one of a gate that admits ahead (gateAdmitAhead). Each new
+// version of the gate is recorded into a new file; the old ones stay.
+var recordedGateHistories = []string{"testdata/gate-history.json", "testdata/gate-history-ahead.json"}
 
 func replay(t *testing.T, run any) error {
 	t.Helper()
@@ -75,17 +77,19 @@ func TestReplayNoticesOtherCommands(t *testing.T) {
 // record the history again.
 func TestReplayRecordedGateHistory(t *testing.T) {
 	wf := &Workflows{Registry: nodes.Registry()}
-	if err := replayFile(t, recordedGateHistory, GateWorkflowName, wf.Gate); err != nil {
-		t.Fatalf("the recorded gate no longer replays on this workflow code: %v", err)
-	}
-	// And the replay can fail: a gate that first sleeps is another gate.
-	other := func(ctx workflow.Context, st GateState) error {
-		if err := workflow.Sleep(ctx, 1); err != nil {
-			return err
+	for _, file := range recordedGateHistories {
+		if err := replayFile(t, file, GateWorkflowName, wf.Gate); err != nil {
+			t.Fatalf("the recorded gate %s no longer replays on this workflow code: %v", file, err)
 		}
-		return wf.Gate(ctx, st)
-	}
-	if err := replayFile(t, recordedGateHistory, GateWorkflowName, other); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
-		t.Fatalf("a gate that sleeps first replayed as %v; want a nondeterminism error", err)
+		// And the replay can fail: a gate that first sleeps is another gate.
+		other := func(ctx workflow.Context, st GateState) error {
+			if err := workflow.Sleep(ctx, 1); err != nil {
+				return err
+			}
+			return wf.Gate(ctx, st)
+		}
+		if err := replayFile(t, file, GateWorkflowName, other); err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+			t.Fatalf("a gate that sleeps first replayed %s as %v; want a nondeterminism error", file, err)
+		}
 	}
 }

@@ -25,20 +25,20 @@ var (
 // spec's names and meanings.
 func (s *Store) Funcs() template.FuncMap {
 	return template.FuncMap{
-		"byRecord": func(record string, ms []value.Message) []value.Message {
-			return s.filter(ms, key{op: opRecord, s: record}, func() []value.Message { return refByRecord(record, ms) })
+		"byRecord": func(record string, ms value.MessageList) ([]*value.Message, error) {
+			return s.filter(ms, key{op: opRecord, s: record}, func() ([]*value.Message, error) { return refByRecord(record, ms) })
 		},
-		"byFrom": func(agent string, ms []value.Message) []value.Message {
-			return s.filter(ms, key{op: opFrom, s: agent}, func() []value.Message { return refByFrom(agent, ms) })
+		"byFrom": func(agent string, ms value.MessageList) ([]*value.Message, error) {
+			return s.filter(ms, key{op: opFrom, s: agent}, func() ([]*value.Message, error) { return refByFrom(agent, ms) })
 		},
-		"byTo": func(agent string, ms []value.Message) []value.Message {
-			return s.filter(ms, key{op: opTo, s: agent}, func() []value.Message { return refByTo(agent, ms) })
+		"byTo": func(agent string, ms value.MessageList) ([]*value.Message, error) {
+			return s.filter(ms, key{op: opTo, s: agent}, func() ([]*value.Message, error) { return refByTo(agent, ms) })
 		},
-		"notFrom": func(agent string, ms []value.Message) []value.Message {
-			return s.filter(ms, key{op: opNotFrom, s: agent}, func() []value.Message { return refNotFrom(agent, ms) })
+		"notFrom": func(agent string, ms value.MessageList) ([]*value.Message, error) {
+			return s.filter(ms, key{op: opNotFrom, s: agent}, func() ([]*value.Message, error) { return refNotFrom(agent, ms) })
 		},
-		"inRound": func(round int, ms []value.Message) []value.Message {
-			return s.filter(ms, key{op: opRound, n: round}, func() []value.Message { return refInRound(round, ms) })
+		"inRound": func(round int, ms value.MessageList) ([]*value.Message, error) {
+			return s.filter(ms, key{op: opRound, n: round}, func() ([]*value.Message, error) { return refInRound(round, ms) })
 		},
 		"latest": s.latest,
 		// last and count look at one message or the length: nothing to index.
@@ -65,31 +65,35 @@ func (s *Store) Templates(set *template.Template) *template.Template {
 
 // filter answers a filtering helper: from the list filtered from the one ms
 // was cut from, when the store handed ms out, else with ref.
-func (s *Store) filter(ms []value.Message, k key, ref func() []value.Message) []value.Message {
-	s.mu.Lock()
-	if l := s.listOf(ms); l != nil {
-		out := s.filtered(l, k).prefix(len(l.msgs), len(ms))
+func (s *Store) filter(v any, k key, ref func() ([]*value.Message, error)) ([]*value.Message, error) {
+	if ms, ok := v.([]*value.Message); ok {
+		s.mu.Lock()
+		if l := s.listOf(ms); l != nil {
+			out := s.filtered(l, k).prefix(len(l.msgs), len(ms))
+			s.mu.Unlock()
+			return out, nil
+		}
 		s.mu.Unlock()
-		return out
 	}
-	s.mu.Unlock()
 	return ref()
 }
 
-func (s *Store) latest(ms []value.Message) []value.Message {
-	s.mu.Lock()
-	if l := s.listOf(ms); l != nil && len(ms) == len(l.msgs) {
-		out := l.latest()
+func (s *Store) latest(v value.MessageList) ([]*value.Message, error) {
+	if ms, ok := v.([]*value.Message); ok {
+		s.mu.Lock()
+		if l := s.listOf(ms); l != nil && len(ms) == len(l.msgs) {
+			out := l.latest()
+			s.mu.Unlock()
+			return out, nil
+		}
 		s.mu.Unlock()
-		return out
 	}
-	s.mu.Unlock()
-	return refLatest(ms)
+	return refLatest(v)
 }
 
 // listOf finds the list ms is a prefix of, by its backing array: nil when
 // the store did not hand ms out (or ms is empty, which needs no index).
-func (s *Store) listOf(ms []value.Message) *list {
+func (s *Store) listOf(ms []*value.Message) *list {
 	if len(ms) == 0 {
 		return nil
 	}

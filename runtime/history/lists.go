@@ -47,15 +47,17 @@ func keyOf(o op, m *value.Message) key {
 // date as messages are recorded: the whole record, an agent's view of it,
 // or a list filtered from another one (its parent).
 //
-// A filtered list of a keyed op is first tracked by positions only, which
-// costs 4 bytes a message; its messages are copied out of the parent when a
-// helper first asks for it (its size, not the parent's), and from then on
-// appended as they are recorded. Lists that were handed out are never
+// Lists hold pointers to the store's one copy of each message (8 bytes a
+// message and list), not copies of the messages. A filtered list of a keyed
+// op is first tracked by positions only, which costs 4 bytes a message; its
+// messages are picked out of the parent when a helper first asks for it
+// (its size, not the parent's), and from then on appended as they are
+// recorded. Lists that were handed out are never
 // changed below their length then, only appended to, so every slice handed
 // out stays valid.
 type list struct {
 	// msgs are the messages, once materialised (always, for roots).
-	msgs  []value.Message
+	msgs  []*value.Message
 	ready bool
 	// src is, for a filtered list, the index in the parent of each message.
 	src []int32
@@ -74,7 +76,7 @@ type authors struct {
 	order []string
 	last  map[string]int32
 	// cache is the answer of latest for the list at length cacheLen.
-	cache    []value.Message
+	cache    []*value.Message
 	cacheLen int
 }
 
@@ -123,21 +125,21 @@ func (s *Store) add(l *list, m *value.Message, src int) {
 // to date when the append moves them.
 //
 // A full array is replaced by one twice its size. append grows large slices
-// by a quarter, which copies each message about four times over as a list
+// by a quarter, which copies each entry about four times over as a list
 // grows, against once here: with a message in a dozen lists or more, that
 // made the cost of recording grow with the history.
 func (s *Store) push(l *list, m *value.Message) {
 	n := len(l.msgs)
 	moved := n == cap(l.msgs)
 	if moved {
-		grown := make([]value.Message, n, max(8, 2*n))
+		grown := make([]*value.Message, n, max(8, 2*n))
 		copy(grown, l.msgs)
 		if n > 0 {
 			delete(s.arrays, &l.msgs[0])
 		}
 		l.msgs = grown
 	}
-	l.msgs = append(l.msgs, *m)
+	l.msgs = append(l.msgs, m)
 	if moved {
 		s.arrays[&l.msgs[0]] = l
 	}
@@ -153,10 +155,10 @@ func (s *Store) filtered(l *list, k key) *list {
 		c := l.others[k.s]
 		if c == nil {
 			c = &list{ready: true}
-			for i := range l.msgs {
-				if l.msgs[i].From != k.s {
+			for i, m := range l.msgs {
+				if m.From != k.s {
 					c.src = append(c.src, int32(i))
-					s.push(c, &l.msgs[i])
+					s.push(c, m)
 				}
 			}
 			if l.others == nil {
@@ -171,8 +173,8 @@ func (s *Store) filtered(l *list, k key) *list {
 		// One pass over l partitions it by this op's key; every later key
 		// of the op is then found without looking at l again.
 		fam = map[key]*list{}
-		for i := range l.msgs {
-			ki := keyOf(k.op, &l.msgs[i])
+		for i, m := range l.msgs {
+			ki := keyOf(k.op, m)
 			c := fam[ki]
 			if c == nil {
 				c = &list{}
@@ -191,7 +193,7 @@ func (s *Store) filtered(l *list, k key) *list {
 	if !c.ready {
 		c.ready = true
 		if len(c.src) > 0 {
-			c.msgs = make([]value.Message, len(c.src))
+			c.msgs = make([]*value.Message, len(c.src))
 			for i, j := range c.src {
 				c.msgs[i] = l.msgs[j]
 			}
@@ -204,7 +206,7 @@ func (s *Store) filtered(l *list, k key) *list {
 // prefix returns the part of filtered list c that comes from the first n
 // messages of its parent of length parentLen: nil if none, else capped so
 // that appending to it copies.
-func (c *list) prefix(parentLen, n int) []value.Message {
+func (c *list) prefix(parentLen, n int) []*value.Message {
 	k := len(c.msgs)
 	if n < parentLen {
 		k = sort.Search(len(c.src), func(i int) bool { return int(c.src[i]) >= n })
@@ -217,20 +219,20 @@ func (c *list) prefix(parentLen, n int) []value.Message {
 
 // latest returns each author's latest message of l, in order of the
 // authors' first message, as spec's latest does; nil for an empty list.
-func (l *list) latest() []value.Message {
+func (l *list) latest() []*value.Message {
 	if len(l.msgs) == 0 {
 		return nil
 	}
 	a := l.authors
 	if a == nil {
 		a = &authors{last: map[string]int32{}}
-		for i := range l.msgs {
-			a.note(l.msgs[i].From, i)
+		for i, m := range l.msgs {
+			a.note(m.From, i)
 		}
 		l.authors = a
 	}
 	if a.cacheLen != len(l.msgs) {
-		out := make([]value.Message, len(a.order))
+		out := make([]*value.Message, len(a.order))
 		for i, from := range a.order {
 			out[i] = l.msgs[a.last[from]]
 		}

@@ -19,15 +19,20 @@ import (
 // Store holds a run's messages. Its methods are safe for concurrent use.
 // Slices it returns are shared: read them, never change them.
 type Store struct {
-	mu  sync.Mutex
-	all *list
+	mu sync.Mutex
+	// record is every message by value, for All.
+	record []value.Message
+	// block holds the one copy of each message that lists point to: filled
+	// in order and never moved, a new block made when it is full.
+	block []value.Message
+	all   *list
 	// restricted is set once a message is private or whispered; until then
 	// every agent sees every message (all), after it each agent has a view.
 	restricted bool
 	views      map[string]*list
 	// arrays finds the list a slice was cut from by the first element of
 	// its backing array; every materialised list's current array is here.
-	arrays   map[*value.Message]*list
+	arrays   map[**value.Message]*list
 	verdicts verdicts
 }
 
@@ -36,7 +41,7 @@ func New() *Store {
 	return &Store{
 		all:    &list{ready: true},
 		views:  map[string]*list{},
-		arrays: map[*value.Message]*list{},
+		arrays: map[**value.Message]*list{},
 	}
 }
 
@@ -57,7 +62,19 @@ func Visible(m *value.Message, agent string) bool {
 func (s *Store) Append(m value.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.add(s.all, &m, -1)
+	if len(s.block) == cap(s.block) {
+		s.block = make([]value.Message, 0, min(maxBlock, max(minBlock, len(s.record))))
+	}
+	s.block = append(s.block, m)
+	p := &s.block[len(s.block)-1]
+	if n := len(s.record); n == cap(s.record) {
+		// Doubled rather than grown by a quarter, as lists are (see push).
+		grown := make([]value.Message, n, max(8, 2*n))
+		copy(grown, s.record)
+		s.record = grown
+	}
+	s.record = append(s.record, m)
+	s.add(s.all, p, -1)
 	if (m.Private || m.Whisper) && !s.restricted {
 		s.restricted = true
 		// Prompts read agents' views from now on: the lists filtered from
@@ -66,12 +83,15 @@ func (s *Store) Append(m value.Message) {
 		s.forget(s.all)
 	}
 	for agent, v := range s.views {
-		if Visible(&m, agent) {
-			s.add(v, &m, -1)
+		if Visible(p, agent) {
+			s.add(v, p, -1)
 		}
 	}
-	s.verdicts.add(&m)
+	s.verdicts.add(p)
 }
+
+// Blocks of messages start small, for short runs, and grow to maxBlock.
+const minBlock, maxBlock = 16, 256
 
 // forget drops the lists filtered from l and l's index of authors.
 func (s *Store) forget(l *list) {
@@ -100,23 +120,27 @@ func (s *Store) forget(l *list) {
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.all.msgs)
+	return len(s.record)
 }
 
-// All returns every message recorded so far, whatever its visibility; never
-// nil.
+// All returns every message recorded so far, whatever its visibility,
+// capped so that appending to it copies; never nil.
 func (s *Store) All() []value.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return whole(s.all)
+	n := len(s.record)
+	if n == 0 {
+		return []value.Message{}
+	}
+	return s.record[:n:n]
 }
 
 // whole returns a list's messages, capped so that appending to them copies;
 // never nil.
-func whole(l *list) []value.Message {
+func whole(l *list) []*value.Message {
 	n := len(l.msgs)
 	if n == 0 {
-		return []value.Message{}
+		return []*value.Message{}
 	}
 	return l.msgs[:n:n]
 }
@@ -124,7 +148,7 @@ func whole(l *list) []value.Message {
 // Seen returns what agent may see: its history (never nil), and its inbox,
 // the messages of its history addressed to it in round of goal (nil if
 // none).
-func (s *Store) Seen(agent string, round int, goal string) (history, inbox []value.Message) {
+func (s *Store) Seen(agent string, round int, goal string) (history, inbox []*value.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v := s.view(agent)
@@ -145,9 +169,9 @@ func (s *Store) view(agent string) *list {
 		return v
 	}
 	v := &list{ready: true}
-	for i := range s.all.msgs {
-		if Visible(&s.all.msgs[i], agent) {
-			s.push(v, &s.all.msgs[i])
+	for _, m := range s.all.msgs {
+		if Visible(m, agent) {
+			s.push(v, m)
 		}
 	}
 	s.views[agent] = v
@@ -160,7 +184,15 @@ func (s *Store) view(agent string) *list {
 func (s *Store) Latest(record string) []value.Message {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.filtered(s.all, key{op: opRecord, s: record}).latest()
+	latest := s.filtered(s.all, key{op: opRecord, s: record}).latest()
+	if latest == nil {
+		return nil
+	}
+	out := make([]value.Message, len(latest))
+	for i, m := range latest {
+		out[i] = *m
+	}
+	return out
 }
 
 // GoalVerdicts returns the verdicts of every goal as runtime's goalVerdicts

@@ -34,7 +34,7 @@ type checker struct {
 	all   []value.Message // what was recorded, kept apart from the store
 	// pool holds slices the store handed out or its helpers returned, and
 	// cuts of them, for later steps to use.
-	pool [][]value.Message
+	pool [][]*value.Message
 	// indexed counts answers served from the store's lists, for the test
 	// to see that the index is used rather than the fallback.
 	indexed int
@@ -118,19 +118,21 @@ func (c *checker) run() {
 			if want == nil {
 				want = []value.Message{}
 			}
-			c.same(fmt.Sprintf("history of %q", agent), history, want)
+			c.same(fmt.Sprintf("history of %q", agent), history, ptrs(want))
 			var wantInbox []value.Message
 			for _, m := range want {
 				if m.To == agent && m.Round == round && m.Goal == goal {
 					wantInbox = append(wantInbox, m)
 				}
 			}
-			c.same(fmt.Sprintf("inbox of %q in round %d of goal %q", agent, round, goal), inbox, wantInbox)
+			c.same(fmt.Sprintf("inbox of %q in round %d of goal %q", agent, round, goal), inbox, ptrs(wantInbox))
 			c.pool = append(c.pool, history, inbox)
 		case 4:
 			all := c.store.All()
-			c.same("All()", all, append([]value.Message{}, c.all...))
-			c.pool = append(c.pool, all)
+			if !reflect.DeepEqual(all, append([]value.Message{}, c.all...)) || cap(all) != len(all) {
+				c.t.Fatalf("All() after %d messages: %d messages, cap %d", len(c.all), len(all), cap(all))
+			}
+			c.pool = append(c.pool, ptrs(all))
 		case 5:
 			c.helper(-1)
 		case 6:
@@ -150,7 +152,7 @@ func (c *checker) run() {
 		case 7:
 			// A slice nobody handed out, equal to one that was.
 			if len(c.pool) > 0 {
-				c.pool = append(c.pool, append([]value.Message(nil), c.pool[c.choose()]...))
+				c.pool = append(c.pool, append([]*value.Message(nil), c.pool[c.choose()]...))
 			}
 		}
 	}
@@ -179,34 +181,38 @@ func (c *checker) helper(i int) {
 	arg := c.pick(agentIDs)
 	name := c.pick([]string{"byRecord", "byFrom", "byTo", "notFrom", "inRound", "latest", "last", "count"})
 	var got, want any
+	var gotErr, wantErr error
 	switch name {
 	case "byRecord":
 		arg = c.pick(records)
-		got = c.funcs[name].(func(string, []value.Message) []value.Message)(arg, ms)
-		want = c.ref[name].(func(string, []value.Message) []value.Message)(arg, ms)
+		got, gotErr = c.funcs[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
+		want, wantErr = c.ref[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
 	case "byFrom", "byTo", "notFrom":
-		got = c.funcs[name].(func(string, []value.Message) []value.Message)(arg, ms)
-		want = c.ref[name].(func(string, []value.Message) []value.Message)(arg, ms)
+		got, gotErr = c.funcs[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
+		want, wantErr = c.ref[name].(func(string, value.MessageList) ([]*value.Message, error))(arg, ms)
 	case "inRound":
 		r := c.next() % 4
 		arg = strconv.Itoa(r)
-		got = c.funcs[name].(func(int, []value.Message) []value.Message)(r, ms)
-		want = c.ref[name].(func(int, []value.Message) []value.Message)(r, ms)
+		got, gotErr = c.funcs[name].(func(int, value.MessageList) ([]*value.Message, error))(r, ms)
+		want, wantErr = c.ref[name].(func(int, value.MessageList) ([]*value.Message, error))(r, ms)
 	case "latest":
 		arg = ""
-		got = c.funcs[name].(func([]value.Message) []value.Message)(ms)
-		want = c.ref[name].(func([]value.Message) []value.Message)(ms)
+		got, gotErr = c.funcs[name].(func(value.MessageList) ([]*value.Message, error))(ms)
+		want, wantErr = c.ref[name].(func(value.MessageList) ([]*value.Message, error))(ms)
 	case "last":
-		got = c.funcs[name].(func([]value.Message) value.Message)(ms)
-		want = c.ref[name].(func([]value.Message) value.Message)(ms)
+		got, gotErr = c.funcs[name].(func(value.MessageList) (value.Message, error))(ms)
+		want, wantErr = c.ref[name].(func(value.MessageList) (value.Message, error))(ms)
 	case "count":
-		got = c.funcs[name].(func([]value.Message) int)(ms)
-		want = c.ref[name].(func([]value.Message) int)(ms)
+		got, gotErr = c.funcs[name].(func(value.MessageList) (int, error))(ms)
+		want, wantErr = c.ref[name].(func(value.MessageList) (int, error))(ms)
+	}
+	if gotErr != nil || wantErr != nil {
+		c.t.Fatalf("%s(%q): errors %v, %v", name, arg, gotErr, wantErr)
 	}
 	if !reflect.DeepEqual(got, want) {
 		c.t.Fatalf("%s(%q) of %d messages [%s]:\ngot  %s\nwant %s", name, arg, len(ms), ids(ms), describe(got), describe(want))
 	}
-	if out, ok := got.([]value.Message); ok && len(out) > 0 {
+	if out, ok := got.([]*value.Message); ok && len(out) > 0 {
 		if name != "latest" {
 			c.store.mu.Lock()
 			if c.store.listOf(out) != nil {
@@ -218,7 +224,7 @@ func (c *checker) helper(i int) {
 	}
 }
 
-func (c *checker) same(what string, got, want []value.Message) {
+func (c *checker) same(what string, got, want []*value.Message) {
 	if !reflect.DeepEqual(got, want) {
 		c.t.Fatalf("%s after %d messages:\ngot  %s\nwant %s", what, len(c.all), describe(got), describe(want))
 	}
@@ -227,7 +233,19 @@ func (c *checker) same(what string, got, want []value.Message) {
 	}
 }
 
-func ids(ms []value.Message) string {
+// ptrs points to each message of ms; never nil for a non-nil ms.
+func ptrs(ms []value.Message) []*value.Message {
+	if ms == nil {
+		return nil
+	}
+	out := make([]*value.Message, len(ms))
+	for i := range ms {
+		out[i] = &ms[i]
+	}
+	return out
+}
+
+func ids(ms []*value.Message) string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, m.ID)
@@ -236,7 +254,7 @@ func ids(ms []value.Message) string {
 }
 
 func describe(v any) string {
-	if ms, ok := v.([]value.Message); ok {
+	if ms, ok := v.([]*value.Message); ok {
 		if ms == nil {
 			return "nil"
 		}
@@ -320,12 +338,22 @@ func FuzzStore(f *testing.F) {
 // the very same lists: a prompt pays for its result, not for the history.
 func TestChainsStayIndexed(t *testing.T) {
 	s := New()
+	byRecord, byTo, notFrom := helper(t, s, "byRecord"), helper(t, s, "byTo"), helper(t, s, "notFrom")
 	f := s.Funcs()
-	byRecord := f["byRecord"].(func(string, []value.Message) []value.Message)
-	byTo := f["byTo"].(func(string, []value.Message) []value.Message)
-	notFrom := f["notFrom"].(func(string, []value.Message) []value.Message)
-	inRound := f["inRound"].(func(int, []value.Message) []value.Message)
-	latest := f["latest"].(func([]value.Message) []value.Message)
+	inRound := func(r int, ms []*value.Message) []*value.Message {
+		out, err := f["inRound"].(func(int, value.MessageList) ([]*value.Message, error))(r, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	latest := func(ms []*value.Message) []*value.Message {
+		out, err := f["latest"].(func(value.MessageList) ([]*value.Message, error))(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
 	agents := []string{"a", "b", "c"}
 	for round := 1; round <= 50; round++ {
 		for i, a := range agents {
@@ -371,7 +399,7 @@ func TestTemplatesRenderAlike(t *testing.T) {
 	type data struct {
 		Agent          string
 		Round          int
-		History, Inbox []value.Message
+		History, Inbox []*value.Message
 	}
 	for i := range 400 {
 		c := &checker{prog: []byte{byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256)), byte(rng.UintN(256))}}
@@ -385,7 +413,7 @@ func TestTemplatesRenderAlike(t *testing.T) {
 		if err := bound.ExecuteTemplate(&got, "t", data{agent, round, history, inbox}); err != nil {
 			t.Fatal(err)
 		}
-		copied := data{agent, round, append([]value.Message(nil), history...), append([]value.Message(nil), inbox...)}
+		copied := data{agent, round, ptrs(values(history)), ptrs(values(inbox))}
 		if err := plain.ExecuteTemplate(&want, "t", copied); err != nil {
 			t.Fatal(err)
 		}
@@ -400,8 +428,7 @@ func TestTemplatesRenderAlike(t *testing.T) {
 // agents' views, and a slice handed out before still gets right answers.
 func TestRestrictionDropsListsOfTheRecord(t *testing.T) {
 	s := New()
-	byRecord := s.Funcs()["byRecord"].(func(string, []value.Message) []value.Message)
-	notFrom := s.Funcs()["notFrom"].(func(string, []value.Message) []value.Message)
+	byRecord, notFrom := helper(t, s, "byRecord"), helper(t, s, "notFrom")
 	for i := range 20 {
 		s.Append(value.Message{From: agentIDs[i%3], Record: "answer", Round: 1 + i/3})
 	}
@@ -419,4 +446,28 @@ func TestRestrictionDropsListsOfTheRecord(t *testing.T) {
 	if got := notFrom("a", byRecord("answer", before)); len(got) != 13 || got[12].From != "b" {
 		t.Fatalf("a history handed out before the whisper: %s", describe(got))
 	}
+}
+
+// helper is one of the store's filtering helpers of a string and a list.
+func helper(t testing.TB, s *Store, name string) func(string, []*value.Message) []*value.Message {
+	f := s.Funcs()[name].(func(string, value.MessageList) ([]*value.Message, error))
+	return func(arg string, ms []*value.Message) []*value.Message {
+		out, err := f(arg, ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+}
+
+// values copies the messages of ms; nil for nil.
+func values(ms []*value.Message) []value.Message {
+	if ms == nil {
+		return nil
+	}
+	out := make([]value.Message, len(ms))
+	for i, m := range ms {
+		out[i] = *m
+	}
+	return out
 }

@@ -288,3 +288,60 @@ func TestAppendUnsyncedWriteError(t *testing.T) {
 		t.Errorf("Close: err = %v, want %v", err, boom)
 	}
 }
+
+// TestSyncTo: SyncTo makes events appended without sync durable with one
+// fsync, does nothing when they already are, and concurrent callers whose
+// events an fsync under way covers wait for it instead of making their own.
+func TestSyncTo(t *testing.T) {
+	f := &fakeFile{}
+	w := newWriter("fake", f, Options{})
+	var seqs []int64
+	for i := range 3 {
+		seq, err := w.AppendSeq("model_response", fmt.Sprint(i), nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, seq)
+	}
+	if f.syncs != 0 {
+		t.Fatalf("%d fsyncs for appends without sync", f.syncs)
+	}
+	if err := w.SyncTo(seqs[1]); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.syncedEvents(t)); f.syncs != 1 || n != 3 {
+		t.Fatalf("after SyncTo: %d fsyncs, %d events durable; want 1 and 3 (an fsync covers every line written)", f.syncs, n)
+	}
+	if err := w.SyncTo(seqs[2]); err != nil || f.syncs != 1 {
+		t.Fatalf("SyncTo of a durable event: %v, %d fsyncs, want none more", err, f.syncs)
+	}
+
+	// An fsync under way covers the events written before it began.
+	f.started, f.release = make(chan struct{}), make(chan struct{})
+	seq, _ := w.AppendSeq("model_response", "late", nil, false)
+	first := make(chan error)
+	go func() { first <- w.SyncTo(seq) }()
+	<-f.started
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.SyncTo(seq); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	time.Sleep(10 * time.Millisecond) // let the others queue behind the fsync
+	f.release <- struct{}{}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if f.syncs != 2 {
+		t.Errorf("%d fsyncs in all, want 2: callers covered by an fsync under way made their own", f.syncs)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -33,6 +33,11 @@ type Options struct {
 	// Now supplies event times; nil means time.Now. Tests set it to make
 	// journals byte-for-byte reproducible.
 	Now func() time.Time
+	// FolderSynced is set by a caller that syncs the journal's folder
+	// itself, after Create and before relying on the journal's first
+	// events (as a run's start syncs its folder's files together):
+	// CreateWith then leaves the folder alone.
+	FolderSynced bool
 }
 
 // file is what the writer needs of an *os.File; tests substitute it to
@@ -89,7 +94,7 @@ func CreateWith(path string, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: create: %w", err)
 	}
-	if !opts.NoSync {
+	if !opts.NoSync && !opts.FolderSynced {
 		// The first event is only durable if the file's directory entry is.
 		if err := syncDir(filepath.Dir(path)); err != nil {
 			f.Close()
@@ -406,6 +411,31 @@ func (w *Writer) flushLocked(sync bool) {
 		w.written = upTo
 	}
 	w.cond.Broadcast()
+}
+
+// SyncTo returns once every event up to seq is durable (written, and
+// synced unless NoSync). Events appended without sync become durable with
+// the next synced append or SyncTo; an fsync already under way that covers
+// seq is waited for rather than repeated, so concurrent callers share one.
+func (w *Writer) SyncTo(seq int64) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seq = min(seq, w.seq)
+	for w.durable < seq && w.err == nil {
+		if w.closed && !w.flushing && len(w.pending) == 0 {
+			// Close syncs what is left; nothing more can be written.
+			return fmt.Errorf("journal %s: sync: %w", w.path, ErrClosed)
+		}
+		if w.flushing {
+			w.cond.Wait()
+			continue
+		}
+		w.flushLocked(true)
+	}
+	if w.durable < seq {
+		return w.err
+	}
+	return nil
 }
 
 // Close waits for queued events to be written, syncs lines written without

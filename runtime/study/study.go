@@ -138,6 +138,23 @@ type Options struct {
 	OnSweep func(c Cell, dir, what string)
 	// OnRun is told about each run as it finishes.
 	OnRun func(c Cell, done, total int, run sweep.Run)
+	// Sweeps, when set, makes the sweeps elsewhere (on Temporal); nil
+	// makes them here.
+	Sweeps Sweeper
+	// OnOpen, when set, is called with the study directory once it
+	// exists, before any sweep starts.
+	OnOpen func(dir string) error
+}
+
+// Sweeper makes a study's sweeps elsewhere (runtime/durable.Sweeps makes
+// them on Temporal).
+type Sweeper interface {
+	// Start submits the sweep so describes for plan and sets so.Start to
+	// follow its runs, so that sweep.Sweep records them.
+	Start(ctx context.Context, plan *spec.Plan, so *sweep.Options) error
+	// Resume returns how the runs of the sweep in dir are continued (its
+	// Resume and Start).
+	Resume(ctx context.Context, dir string) (sweep.ResumeOptions, error)
 }
 
 // DefaultDir is the directory of a study in a runs folder.
@@ -151,6 +168,11 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 	rec, err := openRecord(st, opts.Dir)
 	if err != nil {
 		return nil, err
+	}
+	if opts.OnOpen != nil {
+		if err := opts.OnOpen(opts.Dir); err != nil {
+			return nil, err
+		}
 	}
 	base := opts.Run
 	if base.Clients == nil {
@@ -188,7 +210,13 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			if opts.OnSweep != nil {
 				opts.OnSweep(c, dir, "resumed")
 			}
-			ro := sweep.ResumeOptions{Run: base, Parallel: f.Parallel, OnRun: onRun}
+			var ro sweep.ResumeOptions
+			if opts.Sweeps != nil {
+				if ro, err = opts.Sweeps.Resume(ctx, dir); err != nil {
+					return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
+				}
+			}
+			ro.Run, ro.Parallel, ro.OnRun = base, f.Parallel, onRun
 			sum, err = sweep.Resume(ctx, dir, opts.Registry, ro)
 		} else {
 			cr.Started = true
@@ -208,6 +236,11 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 				_ = writeRecord(opts.Dir, rec)
 				if opts.OnSweep != nil {
 					opts.OnSweep(c, dir, fmt.Sprintf("started (%d runs)", total))
+				}
+			}
+			if opts.Sweeps != nil {
+				if err := opts.Sweeps.Start(ctx, c.Plan, &so); err != nil {
+					return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
 				}
 			}
 			sum, err = sweep.Sweep(ctx, c.Plan, so)

@@ -109,6 +109,12 @@ type ResumeOptions struct {
 	Parallel int
 	// OnRun is told about each run as it finishes.
 	OnRun func(done, total int, run Run)
+	// Resume resumes the run in a directory and Start starts a run the
+	// sweep had not started (nil: runtime.Resume and runtime.Start;
+	// index is the run's place in the sweep, from 1). A sweep whose runs
+	// are made elsewhere (on Temporal) follows each of them through these.
+	Resume func(dir string, reg *spec.Registry, opts runtime.Options) (*runtime.Run, error)
+	Start  func(index int, plan *spec.Plan, opts runtime.Options) (*runtime.Run, error)
 }
 
 // Resume finishes a sweep that was killed or interrupted: every run that
@@ -177,7 +183,11 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 	run := func(ctx context.Context, i int) Run {
 		j, sr := rec.Jobs[i], sum.Runs[i]
 		if sr.Dir != "" {
-			r, err := runtime.Resume(sr.Dir, reg, withoutResumeFields(base))
+			resume := runtime.Resume
+			if opts.Resume != nil {
+				resume = opts.Resume
+			}
+			r, err := resume(sr.Dir, reg, withoutResumeFields(base))
 			if errors.Is(err, runtime.ErrCompleted) {
 				if res, m, ok := runtime.ResultOf(sr.Dir); ok {
 					sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
@@ -214,7 +224,11 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 		if j.Line > 0 {
 			o.Expected = j.Expected
 		}
-		r, err := runtime.Start(plan, o)
+		start := func(_ int, plan *spec.Plan, o runtime.Options) (*runtime.Run, error) { return runtime.Start(plan, o) }
+		if opts.Start != nil {
+			start = opts.Start
+		}
+		r, err := start(j.Index, plan, o)
 		if err != nil {
 			sr.Status, sr.Error = result.StatusFailed, err.Error()
 			return sr

@@ -147,10 +147,12 @@ type PromptBase struct {
 	Vars   map[string]any        `tmplkeys:"vars"`
 	Nodes  map[string]NodeResult `tmplkeys:"nodes"`
 	// History is every earlier message this agent may see, oldest first.
-	History []Message
+	// Its messages are shared with the run and other prompts: read them,
+	// never change them.
+	History []*Message
 	// Inbox is the messages addressed to this agent in the current round
 	// and goal.
-	Inbox []Message
+	Inbox []*Message
 }
 
 // promptBase lets BaseOf find the PromptBase a kind's prompt data embeds.

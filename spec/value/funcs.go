@@ -82,15 +82,47 @@ func defaultValue(def, v any) any {
 	return v
 }
 
+// List returns the messages a template gave a message helper: .History,
+// .Inbox and what helpers return are lists of pointers; a node's .Messages
+// is a list of messages, which the helpers read in place. ok is false for
+// anything else.
+func List(v any) (ms []*Message, ok bool) {
+	switch x := v.(type) {
+	case []*Message:
+		return x, true
+	case []Message:
+		if len(x) == 0 {
+			return nil, true
+		}
+		ms = make([]*Message, len(x))
+		for i := range x {
+			ms[i] = &x[i]
+		}
+		return ms, true
+	case nil:
+		return nil, true
+	}
+	return nil, false
+}
+
+// list is List for a helper, with its error.
+func list(helper string, v any) ([]*Message, error) {
+	ms, ok := List(v)
+	if !ok {
+		return nil, fmt.Errorf("%s: expected a list of messages (.History, .Inbox, a node's .Messages), got %T", helper, v)
+	}
+	return ms, nil
+}
+
 // filter returns the messages keep accepts, nil if none. Prompts filter the
 // whole history on every call, so it avoids copying: when the kept messages
 // are next to each other, as a round's or a node's usually are, it returns
 // them as a part of ms (capped, so appending to it copies); otherwise it
 // copies them into a slice of the right size.
-func filter(ms []Message, keep func(*Message) bool) []Message {
+func filter(ms []*Message, keep func(*Message) bool) []*Message {
 	n, first, last := 0, -1, -1
-	for i := range ms {
-		if keep(&ms[i]) {
+	for i, m := range ms {
+		if keep(m) {
 			if first < 0 {
 				first = i
 			}
@@ -104,44 +136,76 @@ func filter(ms []Message, keep func(*Message) bool) []Message {
 	if last-first+1 == n {
 		return ms[first : last+1 : last+1]
 	}
-	out := make([]Message, 0, n)
+	out := make([]*Message, 0, n)
 	for i := first; i <= last; i++ {
-		if keep(&ms[i]) {
+		if keep(ms[i]) {
 			out = append(out, ms[i])
 		}
 	}
 	return out
 }
 
-func ByRecord(record string, ms []Message) []Message {
-	return filter(ms, func(m *Message) bool { return m.Record == record })
+// filtering is a filtering helper over any list List accepts.
+func filtering(helper string, keep func(*Message) bool) func(any) ([]*Message, error) {
+	return func(v any) ([]*Message, error) {
+		ms, err := list(helper, v)
+		if err != nil {
+			return nil, err
+		}
+		return filter(ms, keep), nil
+	}
 }
 
-func ByFrom(agent string, ms []Message) []Message {
-	return filter(ms, func(m *Message) bool { return m.From == agent })
+// MessageList is what the message helpers take: a list of messages, as
+// .History, .Inbox and the helpers give them ([]*Message) or as a node's
+// .Messages holds them ([]Message). A type of its own, rather than any, so
+// that validate's template checker can refuse anything else where a list of
+// messages is wanted.
+type MessageList any
+
+// ByRecord keeps the messages of a record (the byRecord helper).
+func ByRecord(record string, ms MessageList) ([]*Message, error) {
+	return filtering("byRecord", func(m *Message) bool { return m.Record == record })(ms)
+}
+
+// ByFrom keeps the messages an agent wrote.
+func ByFrom(agent string, ms MessageList) ([]*Message, error) {
+	return filtering("byFrom", func(m *Message) bool { return m.From == agent })(ms)
 }
 
 // ByAuthors keeps the messages of these agents (say .Agent.Neighbours).
-func ByAuthors(agents []string, ms []Message) []Message {
-	return filter(ms, func(m *Message) bool { return slices.Contains(agents, m.From) })
+func ByAuthors(agents []string, ms MessageList) ([]*Message, error) {
+	return filtering("byAuthors", func(m *Message) bool { return slices.Contains(agents, m.From) })(ms)
 }
 
-func NotFrom(agent string, ms []Message) []Message {
-	return filter(ms, func(m *Message) bool { return m.From != agent })
+// NotFrom keeps the messages of every author but one.
+func NotFrom(agent string, ms MessageList) ([]*Message, error) {
+	return filtering("notFrom", func(m *Message) bool { return m.From != agent })(ms)
 }
 
-func ByTo(agent string, ms []Message) []Message {
-	return filter(ms, func(m *Message) bool { return m.To == agent })
+// ByTo keeps the messages addressed to an agent.
+func ByTo(agent string, ms MessageList) ([]*Message, error) {
+	return filtering("byTo", func(m *Message) bool { return m.To == agent })(ms)
 }
 
-func InRound(round int, ms []Message) []Message {
-	return filter(ms, func(m *Message) bool { return m.Round == round })
+// InRound keeps the messages of a round.
+func InRound(round int, ms MessageList) ([]*Message, error) {
+	return filtering("inRound", func(m *Message) bool { return m.Round == round })(ms)
 }
 
-// latestPerAuthor keeps each author's last message, in order of first appearance.
-func LatestPerAuthor(ms []Message) []Message {
+// LatestPerAuthor keeps each author's last message, in order of first
+// appearance (the latest helper).
+func LatestPerAuthor(v MessageList) ([]*Message, error) {
+	ms, err := list("latest", v)
+	if err != nil {
+		return nil, err
+	}
+	return latestPerAuthor(ms), nil
+}
+
+func latestPerAuthor(ms []*Message) []*Message {
 	idx := map[string]int{}
-	var out []Message
+	var out []*Message
 	for _, m := range ms {
 		if i, ok := idx[m.From]; ok {
 			out[i] = m
@@ -153,11 +217,39 @@ func LatestPerAuthor(ms []Message) []Message {
 	return out
 }
 
-func LastMessage(ms []Message) Message {
-	if len(ms) == 0 {
-		return Message{}
+// LatestOf is each author's latest message of a record, in order of the
+// authors' first message of it: the latest(record) of expressions.
+func LatestOf(ms []Message, record string) []Message {
+	idx := map[string]int{}
+	var out []Message
+	for _, m := range ms {
+		if m.Record != record {
+			continue
+		}
+		if i, ok := idx[m.From]; ok {
+			out[i] = m
+			continue
+		}
+		idx[m.From] = len(out)
+		out = append(out, m)
 	}
-	return ms[len(ms)-1]
+	return out
+}
+
+// LastMessage is the last message of a list, the zero message for none (the
+// last helper).
+func LastMessage(v MessageList) (Message, error) {
+	if x, ok := v.([]Message); ok {
+		if len(x) == 0 {
+			return Message{}, nil
+		}
+		return x[len(x)-1], nil
+	}
+	ms, err := list("last", v)
+	if err != nil || len(ms) == 0 {
+		return Message{}, err
+	}
+	return *ms[len(ms)-1], nil
 }
 
 func agentName(agents []AgentView, id string) string {
@@ -180,4 +272,10 @@ func fromJSON(s string) any {
 }
 
 // Count is the number of messages (the count helper).
-func Count(ms []Message) int { return len(ms) }
+func Count(v MessageList) (int, error) {
+	if x, ok := v.([]Message); ok {
+		return len(x), nil
+	}
+	ms, err := list("count", v)
+	return len(ms), err
+}

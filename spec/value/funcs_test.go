@@ -11,7 +11,7 @@ func TestTemplateFuncs(t *testing.T) {
 		Agent:  AgentView{ID: "a", Name: "Alice"},
 		Agents: []AgentView{{ID: "a", Name: "Alice"}, {ID: "b", Name: "Bob"}},
 		Round:  2,
-		History: []Message{
+		History: []*Message{
 			{From: "a", Record: "answer", Round: 1, Content: "A1"},
 			{From: "b", Record: "answer", Round: 1, Content: "B1", To: "a"},
 			{From: "b", Record: "critique", Round: 1, Content: "B says no"},
@@ -60,11 +60,11 @@ func TestTemplateFuncs(t *testing.T) {
 // none, and a result that shares the input (kept messages side by side) is
 // capped so that appending to it never overwrites the input.
 func TestFilter(t *testing.T) {
-	ms := []Message{
+	ms := []*Message{
 		{ID: "m1", Round: 1}, {ID: "m2", Round: 1}, {ID: "m3", Round: 2},
 		{ID: "m4", Round: 2}, {ID: "m5", Round: 1},
 	}
-	ids := func(ms []Message) string {
+	ids := func(ms []*Message) string {
 		var out []string
 		for _, m := range ms {
 			out = append(out, m.ID)
@@ -102,7 +102,7 @@ func TestFilter(t *testing.T) {
 				t.Errorf("result has cap %d > len %d: appending to it could overwrite messages", cap(got), len(got))
 			}
 			before := ids(ms)
-			_ = append(got, Message{ID: "new"})
+			_ = append(got, &Message{ID: "new"})
 			if ids(ms) != before {
 				t.Errorf("appending to the result changed the input: %s", ids(ms))
 			}
@@ -110,7 +110,7 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func indexOf(ms []Message, id string) int {
+func indexOf(ms []*Message, id string) int {
 	for i, m := range ms {
 		if m.ID == id {
 			return i

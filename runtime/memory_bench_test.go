@@ -1,0 +1,171 @@
+package runtime
+
+import (
+	"context"
+	"net/http"
+	"os"
+	goruntime "runtime"
+	"runtime/pprof"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/debate-runner/runner/runtime/launch"
+)
+
+// The benchmark and test in this file measure the memory a run keeps per
+// recorded message: the heap in use after a collection, once the run has
+// recorded n messages, less the heap in use before it started, over n. The
+// workloads are longRuns' (longrun_bench_test.go): a debate of 8 agents
+// reading the history through the template helpers, and a conversation
+// whose whispers and private thoughts give each agent its own view.
+
+// heapProbe takes the heap in use at the first call made once the run has
+// recorded at least each of its checkpoints, and the process CPU time and
+// the calls made until then.
+type heapProbe struct {
+	next     http.RoundTripper
+	at       []int      // checkpoints, ascending
+	recorded func() int // messages recorded so far; set once the run exists
+	profile  string     // if set, a heap profile is written here at the last checkpoint
+
+	mu    sync.Mutex
+	calls int
+	taken []heapPoint
+}
+
+type heapPoint struct {
+	messages int
+	heap     uint64 // HeapInuse after two collections
+	calls    int
+	cpu      time.Duration
+}
+
+// heapInUse collects twice (the first leaves pooled buffers for the next)
+// and returns HeapInuse.
+func heapInUse() uint64 {
+	goruntime.GC()
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
+func (p *heapProbe) RoundTrip(req *http.Request) (*http.Response, error) {
+	p.mu.Lock()
+	if len(p.taken) < len(p.at) {
+		if n := p.recorded(); n >= p.at[len(p.taken)] {
+			user, sys := cpuTime()
+			pt := heapPoint{messages: n, calls: p.calls, cpu: user + sys}
+			pt.heap = heapInUse()
+			p.taken = append(p.taken, pt)
+			if p.profile != "" && len(p.taken) == len(p.at) {
+				if f, err := os.Create(p.profile); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					_ = f.Close()
+				}
+			}
+		}
+	}
+	p.calls++
+	p.mu.Unlock()
+	return p.next.RoundTrip(req)
+}
+
+// memoryRun is what measureMemory measured of one run.
+type memoryRun struct {
+	before uint64 // heap in use before the run started executing
+	points []heapPoint
+}
+
+// perMessage is the heap the run kept per message at checkpoint i.
+func (m memoryRun) perMessage(i int) float64 {
+	p := m.points[i]
+	return (float64(p.heap) - float64(m.before)) / float64(p.messages)
+}
+
+// cpuPerCall is the process CPU time per call up to checkpoint i.
+func (m memoryRun) cpuPerCall(i int) float64 {
+	return float64(m.points[i].cpu.Nanoseconds()) / float64(m.points[i].calls)
+}
+
+// measureMemory runs a workload past the last of checkpoints and measures
+// the heap at each; the journal skips fsync (it keeps nothing in memory
+// either way). A short run of the workload goes first, so that what a
+// process makes once (the JSON encoders' caches, the kinds' schemas) is not
+// counted against the run measured.
+func measureMemory(t testing.TB, lr longRun, checkpoints []int, profile string) memoryRun {
+	t.Helper()
+	if checkpoints[0] > 100 {
+		measureMemory(t, lr, []int{100}, "")
+	}
+	last := checkpoints[len(checkpoints)-1]
+	text, sets := lr.spec(last + last/50 + 20)
+	plan := loadPlan(t, writeSpec(t, t.TempDir(), text))
+	p := &heapProbe{next: lr.transport(), at: checkpoints, profile: profile}
+	opts := Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: lr.inputs, Sets: sets}},
+		Settings: Settings{RunsDir: t.TempDir(), Getenv: envFor("http://127.0.0.1:1/v1")},
+		Seams:    Seams{HTTPClient: &http.Client{Transport: p}},
+	}
+	r := startNoSync(t, plan, opts)
+	h := &host{run: r}
+	p.recorded = func() int { return len(h.Messages()) }
+	before := heapInUse()
+	user, sys := cpuTime()
+	if _, err := r.Execute(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.taken) != len(checkpoints) {
+		t.Fatalf("%s: the run ended before %d messages", lr.name, last)
+	}
+	for i := range p.taken {
+		p.taken[i].cpu -= user + sys
+	}
+	return memoryRun{before: before, points: p.taken}
+}
+
+// BenchmarkMemoryPerMessage reports, per workload, the bytes of heap a run
+// keeps per recorded message at 1,000 and at 20,000 messages (B/msg@1k,
+// B/msg@20k: heap in use after collection, less the heap before the run,
+// over the messages), the bytes each message past the first thousand added
+// (B/msg-marginal), and the process CPU time per call over the run's first
+// 20,000 messages (cpu-ns/call). RUNNER_HEAPPROFILE=FILE writes a heap
+// profile at 20,000 messages of the last workload run.
+func BenchmarkMemoryPerMessage(b *testing.B) {
+	for _, lr := range longRuns {
+		b.Run(lr.name, func(b *testing.B) {
+			var m memoryRun
+			for b.Loop() {
+				m = measureMemory(b, lr, []int{1000, 20000}, os.Getenv("RUNNER_HEAPPROFILE"))
+			}
+			b.ReportMetric(m.perMessage(0), "B/msg@1k")
+			b.ReportMetric(m.perMessage(1), "B/msg@20k")
+			p0, p1 := m.points[0], m.points[1]
+			b.ReportMetric((float64(p1.heap)-float64(p0.heap))/float64(p1.messages-p0.messages), "B/msg-marginal")
+			b.ReportMetric(m.cpuPerCall(1), "cpu-ns/call")
+		})
+	}
+}
+
+// maxBytesPerMessage is the most heap a run may keep per recorded message.
+// A message's own content here is about 400 bytes; the rest is the record,
+// each agent's view of it, the indexes over them, and what the run keeps
+// for its result and report.
+const maxBytesPerMessage = 2560
+
+// TestMemoryPerMessage: after 2,000 messages a run keeps at most 2.5 KB of
+// heap per message, both for a debate and for a conversation in which each
+// agent sees its own part of the history.
+func TestMemoryPerMessage(t *testing.T) {
+	for _, lr := range longRuns {
+		t.Run(lr.name, func(t *testing.T) {
+			m := measureMemory(t, lr, []int{2000}, "")
+			got := m.perMessage(0)
+			t.Logf("%s: %.0f B kept per message at %d messages (heap %d B before the run, %d B after)", lr.name, got, m.points[0].messages, m.before, m.points[0].heap)
+			if got > maxBytesPerMessage {
+				t.Errorf("%s: the run keeps %.0f B per message at %d messages, more than %d", lr.name, got, m.points[0].messages, maxBytesPerMessage)
+			}
+		})
+	}
+}
