@@ -45,7 +45,7 @@ func complete(app *kong.Application, words []string, e *env) int {
 		words = []string{""}
 	}
 	// go test's -run before the word being completed reads as --run.
-	words = append(goTestFlags(words[:len(words)-1]), words[len(words)-1])
+	words = append(completion.GoTestFlags(words[:len(words)-1]), words[len(words)-1])
 	for _, c := range completion.Candidates(app, words, commandValues) {
 		fmt.Fprintln(e.stdout, c)
 	}

@@ -109,7 +109,7 @@ func run(args []string, e *env) int {
 			return exitcode.Usage
 		}
 	}
-	code, done := parseArgs(parser, goTestFlags(args), e)
+	code, done := parseArgs(parser, completion.GoTestFlags(args), e)
 	if done {
 		return code
 	}

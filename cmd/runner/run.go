@@ -98,9 +98,6 @@ func (c *runCmd) Run(e *env) error {
 	// as a local run does: it follows either alike.
 	var v *view.Running
 	if c.View {
-		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
-			return usageErrorf("--runs-dir %s: %v", c.RunsDir, err)
-		}
 		if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
 			return err
 		}
@@ -108,25 +105,19 @@ func (c *runCmd) Run(e *env) error {
 	}
 	if addr != "" {
 		err := c.runOnTemporal(e, plan, opts, addr, v)
-		if v != nil {
-			linger(e, v)
-		}
+		linger(e, v)
 		return err
 	}
 	if c.sweeping() {
 		err := c.sweep(e, plan, opts, v, nil)
-		if v != nil {
-			linger(e, v)
-		}
+		linger(e, v)
 		return err
 	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		return err
 	}
-	if v != nil {
-		show(e, v, "/run/"+filepath.Base(r.Dir), true)
-	}
+	show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	err = execute(e, r)
 	progress.Calls(e.teller(), r, c.Quiet)
 	if c.CSV != "" && r.Result() != nil {
@@ -134,9 +125,7 @@ func (c *runCmd) Run(e *env) error {
 			err = exitcode.With(exitcode.Failure, cerr)
 		}
 	}
-	if v != nil {
-		linger(e, v)
-	}
+	linger(e, v)
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
@@ -80,12 +81,7 @@ func (c *studyCmd) Run(e *env) error {
 			return err
 		}
 		defer cl.Close()
-		x := c.executor(cl, addr, 0)
-		so.Sweeps = durable.Sweeps{X: x, Registry: nodes.Registry()}
-		so.OnOpen = func(dir string) error {
-			return durable.WriteRecord(dir, durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, BuildID: Version()})
-		}
-		c.warnNoBuild(ctx, e, cl)
+		c.executor(cl, addr, 0).Study(ctx, &so, e.teller())
 	}
 	if !c.Quiet {
 		study.Tell(e.teller(), &so)

@@ -135,9 +135,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	}
 	x.WarnNoBuild(ctx, e.teller())
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, rec.WorkflowID))
-	if v != nil {
-		show(e, v, "/run/"+filepath.Base(r.Dir), true)
-	}
+	show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
 }
 

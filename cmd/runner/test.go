@@ -46,23 +46,3 @@ func (c *testCmd) Run(e *env) error {
 		Options: spectest.Options{Registry: nodes.Registry(), Update: c.Update, RunsDir: c.Keep, Version: Version()},
 	}.Execute(ctx, e.stdout, e.stderr)
 }
-
-// goTestFlags turns go test's single-dash -run into --run, so that the
-// habit of go test users works.
-func goTestFlags(args []string) []string {
-	if len(args) == 0 || args[0] != "test" {
-		return args
-	}
-	out := append([]string(nil), args...)
-	for i, a := range out {
-		switch {
-		case a == "--":
-			return out
-		case a == "-run":
-			out[i] = "--run"
-		case len(a) > 5 && a[:5] == "-run=":
-			out[i] = "-" + a
-		}
-	}
-	return out
-}

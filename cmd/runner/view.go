@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/progress"
@@ -33,16 +34,28 @@ func (c *viewCmd) Run(e *env) error {
 	return view.Serve(c.Dir, c.Addr, c.Open, e.getenv, nodes.Registry(), e.stderr)
 }
 
-// startView serves the view of root on addr ("" for the default), warning
-// on stderr when it is reachable from other machines.
+// startView serves the view of the runs folder root (made when missing)
+// on addr ("" for the default), warning on stderr when it is reachable
+// from other machines.
 func startView(e *env, root, addr string) (*view.Running, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, usageErrorf("--runs-dir %s: %v", root, err)
+	}
 	return view.Listen(root, addr, nodes.Registry(), func(msg string) { fmt.Fprintln(e.stderr, "runner: warning: "+msg) })
 }
 
-// show prints the address of a page of the view and opens it in a browser
-// when asked and possible.
-func show(e *env, v *view.Running, page string, open bool) { v.Show(e.stderr, e.getenv, page, open) }
+// show prints the address of a page of the view (v, nil for none) and
+// opens it in a browser when asked and possible.
+func show(e *env, v *view.Running, page string, open bool) {
+	if v != nil {
+		v.Show(e.stderr, e.getenv, page, open)
+	}
+}
 
-// linger keeps the view up after a run when someone is watching at a
-// terminal, until Ctrl-C; scripts go on at once.
-func linger(e *env, v *view.Running) { v.Linger(e.stderr, progress.IsTerminal(e.stderr)) }
+// linger keeps the view (v, nil for none) up after a run when someone is
+// watching at a terminal, until Ctrl-C; scripts go on at once.
+func linger(e *env, v *view.Running) {
+	if v != nil {
+		v.Linger(e.stderr, progress.IsTerminal(e.stderr))
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -95,4 +96,15 @@ func (rec Record) WarnOtherBuild(version string, t progress.Teller) {
 	if rec.BuildID != "" && rec.BuildID != version {
 		t.Warn(fmt.Sprintf("the run is made by workers of runner %s, the version that submitted it; this is runner %s, whose record of it differs if the two walk its flow differently", rec.BuildID, version))
 	}
+}
+
+// Study makes the sweeps of a study (so) on Temporal through x: the study
+// directory records where (temporal.json), so that a continued study goes
+// on there, and x warns when no worker of its build polls yet.
+func (x Executor) Study(ctx context.Context, so *study.Options, t progress.Teller) {
+	so.Sweeps = Sweeps{X: x, Registry: so.Registry}
+	so.OnOpen = func(dir string) error {
+		return WriteRecord(dir, Record{Address: x.Address, Namespace: x.Namespace, TaskQueue: x.TaskQueue, BuildID: x.Version})
+	}
+	x.WarnNoBuild(ctx, t)
 }
