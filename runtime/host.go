@@ -81,6 +81,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	call.BaseURL = r.bases[model.Endpoint.Name]
 	call.Sample = r.sampleKey(call.Key)
 	call.Resample = r.fresh[call.Key]
+	call.Scope = r.opts.CacheScope
 	call.Request = newRequest(model, &c)
 	for _, m := range c.Messages {
 		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: append([]kit.ToolCall(nil), m.ToolCalls...)})
@@ -254,8 +255,12 @@ type requestEvent struct {
 // content address (calls.RequestKey) with the endpoint's URL as the spec
 // writes it, so that the digest does not change when the run resumes
 // against another address of the same endpoint.
+//
+// A call of a cache scope has the scope in its digest, so that a compare
+// of two sweeps does not take requests only one of them could be served
+// for shared ones.
 func requestDigest(c *calls.Call) string {
-	return calls.RequestKey(c.Model, "", c.Request, c.Sample)
+	return calls.ScopedKey(calls.RequestKey(c.Model, "", c.Request, c.Sample), c.Scope)
 }
 
 // requestRecord is what the journal says of a call's request.

@@ -101,6 +101,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	}
 	opts.RunsDir = filepath.Dir(dir)
 	opts.Expected, opts.Sweep, opts.Sample = m.Expected, m.Sweep, m.Sample
+	opts.CacheScope = m.CacheScope
 	opts.DatasetLine, opts.SweepIndex, opts.ReplayFrom = m.DatasetLine, m.SweepIndex, m.ReplayedFrom
 	if opts.ContextDir == "" {
 		opts.ContextDir = m.ContextDir

@@ -82,6 +82,11 @@ type Place struct {
 	// cache key of calls at temperature > 0 so each repeat gets its own
 	// samples. 0 is the plain run.
 	Sample int
+	// CacheScope, when set, keeps the run's cache entries to runs of the
+	// same scope: a sweep with --own-samples gives its runs its id, so
+	// they are served neither another sweep's replies nor theirs to it
+	// (see calls.ScopedKey). Empty: identical requests are shared.
+	CacheScope string
 	// Expected is what the spec's score expression compares the outputs
 	// with (a dataset line's expected field); nil means no score.
 	Expected any
@@ -437,7 +442,7 @@ func (r *Run) buildManifest() result.Manifest {
 		TemplateSources: r.Plan.TemplateSources, Inputs: r.inputs, Vars: r.vars, Seed: r.seed,
 		RunnerVersion: r.opts.Version, Models: map[string]result.ModelInfo{}, Created: time.Now().UTC(),
 		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
-		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
+		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil, CacheScope: r.opts.CacheScope,
 		ModelOverrides: r.opts.Models,
 		Answers:        r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
 	}

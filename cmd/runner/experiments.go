@@ -27,6 +27,7 @@ type experimentFlags struct {
 	ReplayMissing string   `name:"replay-missing" enum:"error,live" default:"error" help:"What a call the recording lacks does: error, or live (call the model)."`
 	CacheDir      string   `name:"cache-dir" placeholder:"DIR" help:"Response cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
 	NoCache       bool     `name:"no-cache" help:"Neither read nor write the response cache: every call goes to the model."`
+	OwnSamples    bool     `name:"own-samples" help:"Keep a sweep's samples its own: no reply is shared through the cache with another sweep asking the same (default: shared, which pairs a comparison; see docs/experiments.md). A resume of the sweep still reuses its own calls."`
 	Matrix        []string `name:"matrix" sep:"none" placeholder:"NAME=V1,V2,..." help:"Sweep a var (or input) over values, or models as model=M1,M2 (model.NAME=... for model NAME); repeat the flag to run every combination."`
 	Repeat        int      `default:"1" placeholder:"N" help:"Run each combination N times, each with its own samples."`
 	Dataset       string   `placeholder:"FILE.jsonl" help:"Run once per line: a line's fields are inputs; its 'expected' (or 'answer') is scored with the spec's score. A .csv file's header row names the fields; gen:arithmetic?n=100&seed=1 generates Du et al.'s arithmetic items; hf:OWNER/NAME:CONFIG:SPLIT reads a Hugging Face dataset's JSONL/CSV files (downloaded once into the cache folder; ?input.NAME=COLUMN&expected=COLUMN&transform=number&n=N)."`
@@ -54,14 +55,17 @@ Experiments:
   runner run spec.yaml -i question=@q.txt --matrix max_rounds=1,2,3 --repeat 3
   runner run examples/reasoning-debate/spec.yaml --dataset examples/reasoning-debate/dataset.jsonl`
 
-// sweeping reports whether the flags ask for more than one run.
-func (c *runCmd) sweeping() bool {
-	return len(c.Matrix) > 0 || c.Dataset != "" || c.Repeat > 1
+// sweepFlags are the flags that make a sweep.
+func (c *runCmd) sweepFlags() sweep.Flags {
+	return sweep.Flags{Matrix: c.Matrix, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, OwnSamples: c.OwnSamples, FailUnder: c.FailUnder}
 }
+
+// sweeping reports whether the flags ask for more than one run.
+func (c *runCmd) sweeping() bool { return c.sweepFlags().Sweeping() }
 
 // experimentOptions adds the replay and the cache to a run's options.
 func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Options) error {
-	if err := sweep.CheckFlags(plan, c.Repeat, c.Parallel, c.Dataset, c.FailUnder); err != nil {
+	if err := c.sweepFlags().Check(plan); err != nil {
 		return err
 	}
 	if c.Replay != "" {
@@ -116,7 +120,7 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 
 // sweepOptions are the sweep the flags ask for, of runs with opts.
 func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
-	return sweep.NewOptions(opts, c.Matrix, c.Repeat, c.Dataset, c.Parallel)
+	return c.sweepFlags().Options(opts)
 }
 
 // telling tells the user about a sweep (see sweep.Telling).

@@ -39,6 +39,8 @@ type compareCmd struct {
 	JSON     bool     `name:"json" help:"For two sweeps over the same dataset: print the paired comparison as JSON."`
 	Seed     uint64   `name:"seed" default:"1" help:"Seed of the paired bootstrap (two sweeps over the same dataset)."`
 	Resample int      `name:"resamples" default:"10000" help:"Resamples of the paired bootstrap."`
+	Cell     string   `name:"cell" placeholder:"NAME=V,..." help:"For a --matrix sweep: the cell (one combination of its matrix values) the paired comparison takes of it, e.g. rounds=2; it applies to each matrix sweep compared."`
+	CellB    string   `name:"cell-b" placeholder:"NAME=V,..." help:"B's cell (the second sweep, or the --baseline), when it differs from --cell: two cells of one matrix sweep compare with A and B the same directory."`
 }
 
 func (compareCmd) Help() string {
@@ -71,6 +73,6 @@ Examples:
 
 func (c *compareCmd) Run(e *env) error {
 	return compare.Run(e.stdout, e.teller(), c.Runs, compare.Options{
-		CSV: c.CSV, JSON: c.JSON, Baseline: c.Baseline, Margin: c.Margin, MarginOn: c.MarginOn, Seed: c.Seed, Resamples: c.Resample,
+		CSV: c.CSV, JSON: c.JSON, Baseline: c.Baseline, Margin: c.Margin, MarginOn: c.MarginOn, Seed: c.Seed, Resamples: c.Resample, Cell: c.Cell, CellB: c.CellB,
 	})
 }

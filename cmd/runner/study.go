@@ -31,7 +31,7 @@ protocol's accuracy with its 95% interval, its difference from the baseline
 under the same model with a paired bootstrap interval and an exact McNemar
 p-value (Holm-adjusted across the comparisons), calls, tokens, cost, seconds
 and inconclusive runs. results.md, results.csv and results.json are written
-to the study directory.
+to the study directory; runner view STUDY_DIR shows the table with a chart.
 
 A killed study continues where it stopped: run the same command again (or
 runner resume STUDY_DIR, or runner study STUDY_DIR). Finished sweeps are

@@ -56,13 +56,28 @@ func Cached(cache Cache, flights *Flights, next Stage) Stage {
 // call (Resample > 0) has a key of its own at any temperature: it was asked
 // afresh because the reply to its request was unusable, so being served
 // that reply (or an earlier resample's) from the cache would be no new draw.
+//
+// A call with a Scope has a key of its own too: only calls of the same
+// scope share its reply (see ScopedKey).
 func CacheKey(c *Call) string {
-	key := RequestKey(c.Model, c.BaseURL, c.Request, c.Sample)
+	key := ScopedKey(RequestKey(c.Model, c.BaseURL, c.Request, c.Sample), c.Scope)
 	if c.Resample > 0 {
 		sum := sha256.Sum256([]byte(key + "\x00resample " + strconv.Itoa(c.Resample)))
 		key = hex.EncodeToString(sum[:])
 	}
 	return key
+}
+
+// ScopedKey is a request's key kept to a scope: a sweep that keeps its
+// samples its own is served only the replies to its own requests (a
+// resume of it among them), never those of another sweep asking the same,
+// whatever the temperature. An empty scope leaves the key as it is.
+func ScopedKey(key, scope string) string {
+	if scope == "" {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key + "\x00scope " + scope))
+	return hex.EncodeToString(sum[:])
 }
 
 // RequestKey is CacheKey from its parts.

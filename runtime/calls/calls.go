@@ -47,6 +47,10 @@ type Call struct {
 	// after `runner resume --resample` asked it afresh n times. A resample
 	// is a new draw however the request reads (see CacheKey).
 	Resample int
+	// Scope, when set, keeps the call's cache entry to callers of the same
+	// scope (a sweep with --own-samples): its key, at any temperature,
+	// differs from that of the same request asked elsewhere (see CacheKey).
+	Scope string
 	// OnRetry is told of each failed attempt that will be retried.
 	OnRetry func(llm.Attempt)
 	// OnNote is told what the client changed in the request because the

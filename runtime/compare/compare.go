@@ -31,6 +31,9 @@ type Options struct {
 	// Seed and Resamples are the paired bootstrap's.
 	Seed      uint64
 	Resamples int
+	// Cell chooses the cell of each matrix sweep the paired comparison
+	// takes (NAME=V,...), CellB B's when it differs.
+	Cell, CellB string
 }
 
 // Run compares the runs and sweeps of dirs (with the baseline first when
@@ -123,13 +126,14 @@ func (o Options) paired(args []string) (*paired.Result, error) {
 		return o.notPaired("give exactly two sweep directories")
 	}
 	var sums [2]*sweep.Summary
+	var err error
 	for i, arg := range args {
 		if _, err := os.Stat(filepath.Join(arg, "summary.json")); err != nil {
 			return o.notPaired(arg + " is not a sweep directory")
 		}
-		s, err := sweep.Load(arg)
-		if err != nil {
-			return nil, exitcode.With(exitcode.Failure, err)
+		s, lerr := sweep.Load(arg)
+		if lerr != nil {
+			return nil, exitcode.With(exitcode.Failure, lerr)
 		}
 		if s.Dataset == "" {
 			return o.notPaired(arg + " ran no dataset")
@@ -139,6 +143,9 @@ func (o Options) paired(args []string) (*paired.Result, error) {
 	a, b := sums[0], sums[1]
 	if o.Baseline != "" {
 		a, b = b, a
+	}
+	if a, b, err = o.cells(a, b); err != nil {
+		return nil, err
 	}
 	if o.Resamples < 1 {
 		return nil, exitcode.Errorf(exitcode.Usage, "--resamples %d: give at least 1", o.Resamples)
@@ -154,10 +161,49 @@ func (o Options) paired(args []string) (*paired.Result, error) {
 // unless a flag needs the paired comparison.
 func (o Options) notPaired(why string) (*paired.Result, error) {
 	switch {
+	case o.Cell != "" || o.CellB != "":
+		return nil, exitcode.Errorf(exitcode.Usage, "--cell chooses the matrix cell of a sweep a paired comparison takes: %s", why)
 	case o.JSON:
 		return nil, exitcode.Errorf(exitcode.Usage, "--json prints a paired comparison of two sweeps over the same dataset: %s", why)
 	case o.Baseline != "" && o.MarginOn == "lower":
 		return nil, exitcode.Errorf(exitcode.Usage, "--margin-on lower gates on the paired interval of two sweeps over the same dataset: %s", why)
 	}
 	return nil, nil
+}
+
+// cells takes the matrix cell --cell (and --cell-b) choose of each matrix
+// sweep: a paired comparison pairs one run per dataset line on each side,
+// never the runs of several cells mixed. A matrix sweep of several cells
+// without one chosen is a usage error that lists them.
+func (o Options) cells(a, b *sweep.Summary) (*sweep.Summary, *sweep.Summary, error) {
+	pick := func(s *sweep.Summary, flag, value string, mustMatrix bool) (*sweep.Summary, error) {
+		var cell map[string]string
+		if value != "" && (mustMatrix || len(s.Matrix) > 0) {
+			var err error
+			if cell, err = paired.ParseCell(value); err != nil {
+				return nil, exitcode.Errorf(exitcode.Usage, "%s %v", flag, err)
+			}
+		}
+		out, err := paired.SelectCell(s, cell)
+		if err != nil {
+			if value != "" {
+				return nil, exitcode.Errorf(exitcode.Usage, "%s %s: %v", flag, value, err)
+			}
+			return nil, exitcode.Errorf(exitcode.Usage, "%v", err)
+		}
+		return out, nil
+	}
+	if o.Cell != "" && len(a.Matrix) == 0 && len(b.Matrix) == 0 {
+		return nil, nil, exitcode.Errorf(exitcode.Usage, "--cell %s: neither sweep is a matrix sweep, so there is no cell to choose", o.Cell)
+	}
+	a, err := pick(a, "--cell", o.Cell, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	flag, value := "--cell", o.Cell
+	if o.CellB != "" {
+		flag, value = "--cell-b", o.CellB
+	}
+	b, err = pick(b, flag, value, o.CellB != "")
+	return a, b, err
 }

@@ -61,7 +61,7 @@ func (a *Activities) Call(ctx context.Context, in CallInput) (CallOutput, error)
 	)
 	call := &calls.Call{
 		Key: in.Key, Model: &spec.ModelPlan{Model: in.Request.Model, Endpoint: in.Endpoint},
-		BaseURL: base, Request: in.Request, Sample: in.Sample,
+		BaseURL: base, Request: in.Request, Sample: in.Sample, Scope: in.Scope,
 		OnRetry: func(at llm.Attempt) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -105,6 +105,12 @@ func (x Executor) StartRun(ctx context.Context, plan *spec.Plan, bundle *Bundle,
 // recorded from its child's history: the sweep directory, its runs and its
 // summary are a local sweep's.
 func (x Executor) StartSweep(ctx context.Context, plan *spec.Plan, bundle *Bundle, so sweep.Options) (string, func(int, *spec.Plan, runtime.Options) (*runtime.Run, error), error) {
+	if so.OwnSamples {
+		// The scope of a sweep's own samples is its directory's id, which
+		// exists only once the runs are submitted: refused rather than
+		// run with samples shared after all.
+		return "", nil, exitcode.Errorf(exitcode.Usage, "--own-samples is not offered with --temporal yet: run the sweep locally, or without --own-samples (its samples are then shared through the workers' caches)")
+	}
 	all, err := sweep.RunOptions(plan, so)
 	if err != nil {
 		return "", nil, err

@@ -38,6 +38,6 @@ func NewRunInput(plan *spec.Plan, bundle *Bundle, opts runtime.Options, runID, v
 	seed := v.Seed
 	return RunInput{
 		RunID: runID, Version: version, Bundle: bundle, Values: values, Seed: seed,
-		Sample: opts.Sample, Answers: opts.Answers, NoCache: opts.Cache == nil,
+		Sample: opts.Sample, Answers: opts.Answers, NoCache: opts.Cache == nil, CacheScope: opts.CacheScope,
 	}, nil
 }

@@ -64,6 +64,9 @@ type RunInput struct {
 	// NoCache keeps the workers' response caches out of the run.
 	NoCache bool       `json:"no_cache,omitempty"`
 	Calls   CallPolicy `json:"calls"`
+	// CacheScope keeps the run's entries in the workers' caches to its
+	// sweep (--own-samples; see runtime.Place.CacheScope).
+	CacheScope string `json:"cache_scope,omitempty"`
 }
 
 // CallPolicy is how the run's calls run as activities.
@@ -110,6 +113,8 @@ type CallInput struct {
 	// Sample distinguishes repeated samples in the cache key.
 	Sample  string `json:"sample,omitempty"`
 	NoCache bool   `json:"no_cache,omitempty"`
+	// Scope is the call's cache scope (calls.Call.Scope).
+	Scope string `json:"scope,omitempty"`
 }
 
 // CallOutput is a call's reply and what happened on the way.
@@ -167,7 +172,7 @@ func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
 	opts := runtime.Options{
 		Launch:   launch.Launch{Given: launch.Given{InputValues: values.Inputs, VarValues: values.Vars, Models: values.Models, Seed: &seed}},
 		Settings: runtime.Settings{Ask: wr.ask, Getenv: func(string) string { return "" }},
-		Place:    runtime.Place{Expected: values.Expected, Sample: in.Sample},
+		Place:    runtime.Place{Expected: values.Expected, Sample: in.Sample, CacheScope: in.CacheScope},
 	}
 	if in.Bundle.Context != nil {
 		opts.ContextSnapshot = in.Bundle.Context
@@ -280,7 +285,7 @@ func (wr *workflowRun) ask(ctx context.Context, q value.Question) (string, error
 // for SignalRetry and tries again under a new activity id.
 func (wr *workflowRun) call(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
 	wctx := workflowOf(ctx)
-	in := CallInput{Key: c.Key, Endpoint: c.Model.Endpoint, Request: c.Request, Sample: c.Sample, NoCache: wr.in.NoCache}
+	in := CallInput{Key: c.Key, Endpoint: c.Model.Endpoint, Request: c.Request, Sample: c.Sample, NoCache: wr.in.NoCache, Scope: c.Scope}
 	heartbeat := wr.in.Calls.Heartbeat
 	if heartbeat <= 0 {
 		heartbeat = DefaultHeartbeat

@@ -37,6 +37,9 @@ type Side struct {
 	Dir  string `json:"dir"`
 	ID   string `json:"id"`
 	Spec string `json:"spec"`
+	// Cell is the matrix cell the side takes of a matrix sweep
+	// (NAME=VALUE,...; see SelectCell), empty for a sweep without one.
+	Cell string `json:"cell,omitempty"`
 	// Runs are the sweep's runs; Items its distinct dataset items.
 	Runs  int `json:"runs"`
 	Items int `json:"items"`
@@ -57,6 +60,9 @@ type Side struct {
 	// other sweep sent to the endpoint.
 	CacheServed int `json:"cache_served"`
 	FromOther   int `json:"cache_served_from_other"`
+	// OwnSamples is set when the sweep kept its samples its own
+	// (--own-samples): it took no call from another sweep, nor gave one.
+	OwnSamples bool `json:"own_samples,omitempty"`
 }
 
 // Item is one dataset item (line and sample) and how each side did on it.
@@ -264,7 +270,7 @@ func byItem(s *sweep.Summary) (map[key]sweep.Run, error) {
 
 // side sums a sweep's figures per item.
 func side(s *sweep.Summary, items int) Side {
-	sd := Side{Dir: s.Dir, ID: s.ID, Spec: s.Spec, Runs: len(s.Runs), Items: items, SweepAccuracy: s.Accuracy, Priced: true}
+	sd := Side{Dir: s.Dir, ID: s.ID, Spec: s.Spec, Cell: cellOf(s), Runs: len(s.Runs), Items: items, SweepAccuracy: s.Accuracy, Priced: true}
 	finished := 0
 	for _, r := range s.Runs {
 		if r.Status == sweep.StatusPending {
@@ -367,6 +373,17 @@ func (res *Result) sharing(a, b *sweep.Summary) {
 	}
 	res.A.CacheServed, res.A.FromOther = count(ca, cb)
 	res.B.CacheServed, res.B.FromOther = count(cb, ca)
+	res.A.OwnSamples, res.B.OwnSamples = a.CacheScope != "", b.CacheScope != ""
+	if res.A.OwnSamples || res.B.OwnSamples {
+		which := "both sweeps kept their samples their own"
+		switch {
+		case !res.B.OwnSamples:
+			which = "A kept its samples its own"
+		case !res.A.OwnSamples:
+			which = "B kept its samples its own"
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("%s (--own-samples): no call was shared between the sweeps, so the two sides' replies are independent draws (no common random numbers)", which))
+	}
 	if res.A.FromOther+res.B.FromOther > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("the sweeps shared calls through the response cache: A took %d of its calls from requests B sent, B took %d from requests A sent. Identical requests get identical replies, so the shared items are answered alike on both sides (common random numbers): this pairs the comparison more tightly, and the calls were paid for once", res.A.FromOther, res.B.FromOther))
 	} else if res.A.CacheServed+res.B.CacheServed > 0 {

@@ -36,6 +36,9 @@ func (r *Result) Table() sweep.Table {
 	t := sweep.Table{Header: []string{"", "A: " + filepath.Base(r.A.Dir), "B: " + filepath.Base(r.B.Dir), "A/B"}, Whole: 3}
 	row := func(cells ...string) { t.Rows = append(t.Rows, cells) }
 	row("spec", r.A.Spec, r.B.Spec, "")
+	if r.A.Cell != "" || r.B.Cell != "" {
+		row("matrix cell", r.A.Cell, r.B.Cell, "")
+	}
 	row("items (paired)", fmt.Sprintf("%d (%d)", r.A.Items, r.Pairs), fmt.Sprintf("%d (%d)", r.B.Items, r.Pairs), "")
 	row("accuracy on the pairs (95% CI)", accCell(r.A.Accuracy), accCell(r.B.Accuracy), "")
 	row("cost per item", costCell(r.A), costCell(r.B), ratioCell(r.Ratios.Cost))
@@ -131,6 +134,7 @@ func (r *Result) CSV() string {
 	row := func(cells ...string) { t.Rows = append(t.Rows, cells) }
 	row("sweep", r.A.Dir, r.B.Dir, "")
 	row("spec", r.A.Spec, r.B.Spec, "")
+	row("cell", r.A.Cell, r.B.Cell, "")
 	row("items", fmt.Sprint(r.A.Items), fmt.Sprint(r.B.Items), "")
 	row("pairs", fmt.Sprint(r.Pairs), fmt.Sprint(r.Pairs), "")
 	if r.A.Accuracy != nil && r.B.Accuracy != nil {
@@ -160,6 +164,7 @@ func (r *Result) CSV() string {
 	row("seconds_per_item", g(r.A.SecondsPerItem), g(r.B.SecondsPerItem), g(r.Ratios.Seconds))
 	row("cache_served", fmt.Sprint(r.A.CacheServed), fmt.Sprint(r.B.CacheServed), "")
 	row("cache_served_from_other", fmt.Sprint(r.A.FromOther), fmt.Sprint(r.B.FromOther), "")
+	row("own_samples", fmt.Sprint(r.A.OwnSamples), fmt.Sprint(r.B.OwnSamples), "")
 	for _, it := range r.Unpaired {
 		row(fmt.Sprintf("unpaired line %d sample %d", it.Line, it.Sample), it.StatusA, it.StatusB, it.Unpaired)
 	}

@@ -68,6 +68,9 @@ type Manifest struct {
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Cache says whether responses could come from the response cache.
 	Cache bool `json:"cache,omitempty"`
+	// CacheScope is the scope the run's cache entries are kept to (a
+	// sweep's own samples); empty when they are shared.
+	CacheScope string `json:"cache_scope,omitempty"`
 	// ModelOverrides are the models the run put in place of the spec's
 	// (--model, --matrix model=...), by the spec's model name.
 	ModelOverrides map[string]string `json:"model_overrides,omitempty"`

@@ -45,6 +45,7 @@ type File struct {
 	Parallel    int         `yaml:"parallel" json:"parallel,omitempty"`
 	Resamples   int         `yaml:"resamples" json:"resamples,omitempty"`
 	Seed        uint64      `yaml:"seed" json:"seed,omitempty"`
+	OwnSamples  bool        `yaml:"own_samples" json:"own_samples,omitempty"`
 
 	// Path is the file's path; spec paths and a dataset file are relative
 	// to its folder.

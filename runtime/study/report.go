@@ -39,6 +39,9 @@ type Report struct {
 	Cost      float64 `json:"cost"`
 	Priced    bool    `json:"priced"`
 	Seconds   float64 `json:"seconds"`
+	// OwnSamples is set when each sweep kept its samples its own: no
+	// reply was shared between them through the cache.
+	OwnSamples bool `json:"own_samples,omitempty"`
 }
 
 // Row is one sweep of a study.
@@ -75,7 +78,7 @@ type Row struct {
 // report builds the table from the cells' sweeps.
 func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 	f := st.File
-	rep := &Report{Name: f.Name, Dataset: f.Dataset, Baseline: f.Baseline, Repeat: max(f.Repeat, 1), Resamples: f.Resamples, Seed: f.Seed, Adjustment: "holm", Priced: true}
+	rep := &Report{Name: f.Name, Dataset: f.Dataset, Baseline: f.Baseline, Repeat: max(f.Repeat, 1), Resamples: f.Resamples, Seed: f.Seed, Adjustment: "holm", Priced: true, OwnSamples: f.OwnSamples}
 	if rep.Resamples == 0 {
 		rep.Resamples = 10000
 	}
@@ -235,7 +238,11 @@ func (r *Report) Markdown() string {
 	} else {
 		fmt.Fprintf(&b, "Holm-adjusted across %d comparison (unchanged)\n", r.Comparisons)
 	}
-	fmt.Fprintf(&b, "- calls: the runs' calls; sent: those an endpoint answered, from the runs' journals (the rest came from the response cache, which serves identical requests across protocols)\n")
+	if r.OwnSamples {
+		fmt.Fprintf(&b, "- calls: the runs' calls; sent: those an endpoint answered, from the runs' journals (the rest came from the response cache; each sweep kept its samples its own, so none from another protocol's sweep)\n")
+	} else {
+		fmt.Fprintf(&b, "- calls: the runs' calls; sent: those an endpoint answered, from the runs' journals (the rest came from the response cache, which serves identical requests across protocols: common random numbers, see the notes)\n")
+	}
 	fmt.Fprintf(&b, "- Total: %d calls, %d sent, %d tokens, cost %s, %.1f s\n\n", r.Calls, r.SentCalls, r.Tokens, costCell(r.Cost, r.Priced), r.Seconds)
 	b.WriteString(r.Table().Markdown(80))
 	for _, n := range r.Notes {

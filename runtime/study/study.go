@@ -98,6 +98,9 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 	for _, e := range entries {
 		fmt.Fprintf(h, "\x00%s\x00%s", e.label, e.plan.Digest)
 	}
+	if f.OwnSamples {
+		h.Write([]byte("\x00own samples"))
+	}
 	st.Digest = hex.EncodeToString(h.Sum(nil))
 	for _, m := range models {
 		for _, e := range entries {
@@ -228,7 +231,7 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			if c.Model != "" {
 				o.Models = map[string]string{"default": c.Model}
 			}
-			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun}
+			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun, OwnSamples: f.OwnSamples}
 			so.OnStart = func(dir string, total int) {
 				cr.Sweep = filepath.Base(dir)
 				// A sweep started is recorded before its first run, so

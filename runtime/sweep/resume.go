@@ -40,6 +40,8 @@ type baseRecord struct {
 	Answers    map[string]string `json:"answers,omitempty"`
 	Budget     []string          `json:"budget,omitempty"`
 	LogPrompts bool              `json:"log_prompts,omitempty"`
+	// CacheScope keeps the runs' cache entries to the sweep (OwnSamples).
+	CacheScope string `json:"cache_scope,omitempty"`
 }
 
 // jobRecord is one run of the sweep.
@@ -65,7 +67,7 @@ func saveSweep(dir string, plan *spec.Plan, sum *Summary, base runtime.Options, 
 	}
 	rec := record{
 		Summary: sum, Libraries: libs,
-		Base: baseRecord{Sets: base.Sets, VarValues: base.VarValues, ContextDir: absPath(base.ContextDir), Answers: base.Answers, Budget: base.Budget, LogPrompts: base.LogPrompts},
+		Base: baseRecord{Sets: base.Sets, VarValues: base.VarValues, ContextDir: absPath(base.ContextDir), Answers: base.Answers, Budget: base.Budget, LogPrompts: base.LogPrompts, CacheScope: base.CacheScope},
 	}
 	for i, j := range jobs {
 		jr := jobRecord{Index: i + 1, Sets: j.sets, Inputs: j.inputs, Sample: j.sample, Seed: j.seed, Models: j.models}
@@ -157,6 +159,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 	base.Observer = nil
 	base.Sets, base.VarValues, base.LogPrompts = rec.Base.Sets, rec.Base.VarValues, rec.Base.LogPrompts
 	base.ContextDir, base.Answers = rec.Base.ContextDir, rec.Base.Answers
+	base.CacheScope = rec.Base.CacheScope
 	base.Budget = append(append([]string(nil), rec.Base.Budget...), opts.Run.Budget...)
 	if base.Clients == nil {
 		base.Clients = runtime.NewClientPool()

@@ -147,6 +147,12 @@ type Options struct {
 	// Parallel is how many runs go at once (default 4). Endpoint limits
 	// hold across all of them, as they share one client pool.
 	Parallel int
+	// OwnSamples keeps the sweep's samples its own: its calls' cache
+	// entries are keyed by the sweep's id (see runtime.Place.CacheScope),
+	// so no reply comes from another sweep's identical request, nor goes
+	// to one. Its runs still share calls among themselves, and a resume
+	// of the sweep is served the calls it made before.
+	OwnSamples bool
 	// OnRun, when set, is told about each run as it finishes (one at a time).
 	OnRun func(done, total int, run Run)
 	// OnStart, when set, is told the sweep directory and the number of runs
@@ -232,6 +238,9 @@ type Summary struct {
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
 	DurationMS    int64                 `json:"duration_ms"`
+	// CacheScope is set when the sweep kept its samples its own
+	// (--own-samples): its id, which its calls' cache keys carry.
+	CacheScope string `json:"cache_scope,omitempty"`
 }
 
 // CombinationAccuracy is the mean score of the runs of one combination of
@@ -320,6 +329,9 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		ID: id, Dir: dir, Spec: plan.Name, SpecPath: plan.Path, SpecDigest: plan.Digest, Created: time.Now().UTC(),
 		Matrix: opts.Matrix, Repeat: max(opts.Repeat, 1), Dataset: opts.Dataset, UnusedFields: unused,
 		Runs: make([]Run, len(jobs)),
+	}
+	if opts.OwnSamples {
+		base.CacheScope, sum.CacheScope = id, id
 	}
 	for i, job := range jobs {
 		sum.Runs[i] = pendingRun(i+1, job)

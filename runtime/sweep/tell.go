@@ -33,11 +33,29 @@ type Gate struct {
 	On, Over  string
 }
 
-// NewOptions are the options of a sweep of runs with opts that the flags
-// --matrix, --repeat, --dataset and --parallel ask for.
-func NewOptions(opts runtime.Options, matrix []string, repeat int, dataset string, parallel int) (Options, error) {
-	so := Options{Run: opts, Repeat: repeat, Dataset: dataset, Parallel: parallel}
-	for _, m := range matrix {
+// Flags are runner run's flags that make a sweep and check it.
+type Flags struct {
+	// Matrix are --matrix NAME=V1,V2,... flags (see ParseAxis).
+	Matrix   []string
+	Repeat   int
+	Dataset  string
+	Parallel int
+	// OwnSamples keeps the sweep's samples its own (Options.OwnSamples).
+	OwnSamples bool
+	// FailUnder is --fail-under, the accuracy the sweep must reach.
+	FailUnder *float64
+}
+
+// Sweeping reports whether the flags ask for more than one run.
+func (f Flags) Sweeping() bool {
+	return len(f.Matrix) > 0 || f.Dataset != "" || f.Repeat > 1
+}
+
+// Options are the options of the sweep the flags ask for, of runs with
+// opts.
+func (f Flags) Options(opts runtime.Options) (Options, error) {
+	so := Options{Run: opts, Repeat: f.Repeat, Dataset: f.Dataset, Parallel: f.Parallel, OwnSamples: f.OwnSamples}
+	for _, m := range f.Matrix {
 		a, err := ParseAxis(m)
 		if err != nil {
 			return so, err
@@ -149,23 +167,27 @@ func ListRuns(w io.Writer, dir string, given, csv bool) error {
 	return nil
 }
 
-// CheckFlags checks the sweep flags of a run of plan: the --repeat and
-// --parallel counts, and that --fail-under is an accuracy the sweep has.
-func CheckFlags(plan *spec.Plan, repeat, parallel int, dataset string, failUnder *float64) error {
-	if repeat < 1 {
-		return exitcode.Errorf(exitcode.Usage, "--repeat %d: give a count of at least 1", repeat)
+// Check checks the flags for a run of plan: the --repeat and --parallel
+// counts, --own-samples only with a sweep, and that --fail-under is an
+// accuracy the sweep has.
+func (f Flags) Check(plan *spec.Plan) error {
+	if f.Repeat < 1 {
+		return exitcode.Errorf(exitcode.Usage, "--repeat %d: give a count of at least 1", f.Repeat)
 	}
-	if parallel < 1 {
-		return exitcode.Errorf(exitcode.Usage, "--parallel %d: give a count of at least 1", parallel)
+	if f.Parallel < 1 {
+		return exitcode.Errorf(exitcode.Usage, "--parallel %d: give a count of at least 1", f.Parallel)
 	}
-	if failUnder == nil {
+	if f.OwnSamples && !f.Sweeping() {
+		return exitcode.Errorf(exitcode.Usage, "--own-samples keeps a sweep's samples its own; give --matrix, --repeat or --dataset")
+	}
+	if f.FailUnder == nil {
 		return nil
 	}
 	switch {
-	case dataset == "":
+	case f.Dataset == "":
 		return exitcode.Errorf(exitcode.Usage, "--fail-under gates the accuracy of a --dataset sweep; give --dataset")
-	case *failUnder < 0 || *failUnder > 1:
-		return exitcode.Errorf(exitcode.Usage, "--fail-under %g: give an accuracy between 0 and 1", *failUnder)
+	case *f.FailUnder < 0 || *f.FailUnder > 1:
+		return exitcode.Errorf(exitcode.Usage, "--fail-under %g: give an accuracy between 0 and 1", *f.FailUnder)
 	case plan.Score == nil:
 		return exitcode.Errorf(exitcode.Usage, "--fail-under: the spec has no score expression, so its runs have no accuracy")
 	}

@@ -103,8 +103,8 @@ func (r *Running) Stop() {
 }
 
 // PageOf is the root a directory given to runner view is served from and
-// the page it opens: a run or sweep directory opens its own page, with the
-// folder it is in as the root; a runs folder the list.
+// the page it opens: a run, sweep or study directory opens its own page,
+// with the folder it is in as the root; a runs folder the list.
 func PageOf(dir string) (root, page string, err error) {
 	if info, err := os.Stat(dir); err != nil {
 		return "", "", exitcode.Errorf(exitcode.Usage, "%s: %v", dir, args.UnwrapPathError(err))
@@ -115,13 +115,19 @@ func PageOf(dir string) (root, page string, err error) {
 	if err != nil {
 		return "", "", exitcode.Errorf(exitcode.Usage, "%s: %v", dir, err)
 	}
-	switch parent := filepath.Dir(abs); {
+	switch parent, grand := filepath.Dir(abs), filepath.Dir(filepath.Dir(abs)); {
+	case fileExists(filepath.Join(abs, "run.json")) && fileExists(filepath.Join(parent, "summary.json")) && fileExists(filepath.Join(grand, "study.json")):
+		return filepath.Dir(grand), "/run/" + filepath.Base(grand) + "/" + filepath.Base(parent) + "/" + filepath.Base(abs), nil
 	case fileExists(filepath.Join(abs, "run.json")) && fileExists(filepath.Join(parent, "summary.json")):
 		return filepath.Dir(parent), "/run/" + filepath.Base(parent) + "/" + filepath.Base(abs), nil
 	case fileExists(filepath.Join(abs, "run.json")):
 		return parent, "/run/" + filepath.Base(abs), nil
+	case fileExists(filepath.Join(abs, "summary.json")) && fileExists(filepath.Join(parent, "study.json")):
+		return filepath.Dir(parent), "/sweep/" + filepath.Base(parent) + "/" + filepath.Base(abs), nil
 	case fileExists(filepath.Join(abs, "summary.json")):
 		return parent, "/sweep/" + filepath.Base(abs), nil
+	case fileExists(filepath.Join(abs, "study.json")):
+		return parent, "/study/" + filepath.Base(abs), nil
 	}
 	return dir, "/", nil
 }

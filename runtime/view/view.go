@@ -97,6 +97,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/sweep", s.apiSweep)
 	mux.HandleFunc("GET /api/file", s.apiFile)
 	mux.HandleFunc("GET /api/call", s.apiCall)
+	mux.HandleFunc("GET /api/study", s.apiStudy)
+	mux.HandleFunc("GET /api/study/file", s.apiStudyFile)
 	return s.guard(mux)
 }
 
@@ -146,11 +148,12 @@ var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 // errNotFound is a run id that names no run inside the root.
 var errNotFound = errors.New("no such run")
 
-// resolve turns an id ("RUN" or "SWEEP/RUN") into its directory, which
-// must be inside the root, symbolic links followed.
+// resolve turns an id ("RUN" or "SWEEP/RUN", and in a study
+// "STUDY/SWEEP" or "STUDY/SWEEP/RUN") into its directory, which must be
+// inside the root, symbolic links followed.
 func (s *Server) resolve(id string) (string, error) {
 	parts := strings.Split(id, "/")
-	if id == "" || len(parts) > 2 {
+	if id == "" || len(parts) > 3 || (len(parts) == 3 && !s.isStudy(parts[0])) {
 		return "", errNotFound
 	}
 	for _, p := range parts {
@@ -194,7 +197,11 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	if sweeps == nil {
 		sweeps = []SweepInfo{}
 	}
-	writeJSON(w, map[string]any{"root": s.root, "runs": runs, "sweeps": sweeps})
+	studies := s.listStudies()
+	if studies == nil {
+		studies = []StudyInfo{}
+	}
+	writeJSON(w, map[string]any{"root": s.root, "runs": runs, "sweeps": sweeps, "studies": studies})
 }
 
 // AgentInfo is an agent as the page shows it.
@@ -310,7 +317,7 @@ func (s *Server) plan(dir string, m result.Manifest) (*spec.Plan, string) {
 func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 	id := r.URL.Query().Get("id")
 	dir, err := s.resolve(id)
-	if err != nil || strings.Contains(id, "/") {
+	if parts := strings.Split(id, "/"); err != nil || len(parts) > 2 || (len(parts) == 2 && !s.isStudy(parts[0])) {
 		http.Error(w, id+": no such sweep", http.StatusNotFound)
 		return
 	}

@@ -137,6 +137,7 @@
     try {
       if (path.startsWith("/run/")) await runPage(path.slice(5), params);
       else if (path.startsWith("/sweep/")) await sweepPage(path.slice(7), params);
+      else if (path.startsWith("/study/")) await studyPage(path.slice(7), params);
       else if (path.startsWith("/compare")) await comparePage(params);
       else if (path.startsWith("/call")) await callPage(params);
       else await runsPage(params);
@@ -172,7 +173,7 @@
       const spec = specSel.value, status = statusSel.value, q = text.value.toLowerCase();
       const rows = data.runs.filter(r => (!spec || r.spec === spec) && (!status || r.status === status) && (!q || r.id.toLowerCase().includes(q) || (r.first_output || "").toLowerCase().includes(q)));
       count.textContent = `${rows.length} of ${data.runs.length} runs`;
-      if (!rows.length) { body.replaceChildren(el("p", { class: "empty" }, data.runs.length ? "No run matches the filters." : `No runs in ${data.root} yet.`)); return; }
+      if (!rows.length) { body.replaceChildren(el("p", { class: "empty" }, data.runs.length ? "No run matches the filters." : (data.studies || []).length ? "No runs outside the studies above: a study's runs open from its page." : `No runs in ${data.root} yet.`)); return; }
       const cols = RUN_COLUMNS.filter(c => c.always || shown.has(c.key));
       body.replaceChildren(table(["", ...cols.map(c => c.label)],
         rows.map(r => [
@@ -199,6 +200,12 @@
     specSel.onchange = statusSel.onchange = onFilter;
     text.oninput = onFilter;
     const parts = [];
+    if ((data.studies || []).length) {
+      parts.push(el("div", { class: "card" }, el("h2", {}, "Studies"),
+        table(["study", "name", "dataset", "baseline", "sweeps", "table"],
+          data.studies.map(s => [el("a", { href: "#/study/" + s.id, class: "id" }, s.id), s.name, s.dataset, s.baseline, `${s.started} of ${s.cells}`, s.finished ? "written" : "not yet"]),
+          { num: [4], class: "studies" })));
+    }
     if (data.sweeps.length) {
       const pickedSweeps = new Set();
       const compareSweepsBtn = el("button", { id: "compare-sweeps", disabled: true, onclick: () => { const [a, b] = [...pickedSweeps]; go("/compare", new URLSearchParams({ a, b })); } }, "Compare the two selected sweeps");
@@ -250,7 +257,7 @@
   async function runPage(id, params) {
     const info = await api("/api/run?id=" + encodeURIComponent(id));
     const tab = params.get("tab") || "transcript";
-    setCrumbs(el("a", { href: "#/" }, "Runs"), ...(id.includes("/") ? [el("a", { href: "#/sweep/" + id.split("/")[0] }, id.split("/")[0])] : []), el("span", { class: "mono" }, id.split("/").pop()));
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...parentCrumbs(id, "run"), el("span", { class: "mono" }, id.split("/").pop()));
     document.title = `${info.manifest.spec_name} · runner view`;
     const st = newRunState(info);
     st.params = params;
@@ -796,7 +803,7 @@
       return;
     }
     const s = data.summary;
-    setCrumbs(el("a", { href: "#/" }, "Runs"), el("span", { class: "mono" }, id));
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...parentCrumbs(id, "sweep"), el("span", { class: "mono" }, id.split("/").pop()));
     document.title = `sweep ${s.spec} · runner view`;
     const saved = s.calls_without_cache ? 1 - s.calls_made / s.calls_without_cache : 0;
     const head = el("div", { class: "pagehead" }, el("div", {},
@@ -823,7 +830,7 @@
     const rows = s.runs.map((r, i) => {
       const rid = data.run_ids[i];
       return [rid ? el("input", { type: "checkbox", onchange: e => { e.target.checked ? selected.add(rid) : selected.delete(rid); compareBtn.disabled = selected.size !== 2; } }) : "",
-        r.index, rid ? el("a", { href: "#/run/" + rid, class: "runid" }, rid.split("/")[1]) : "(not started)", ...axes.map(a => (r.vars || {})[a] || ""),
+        r.index, rid ? el("a", { href: "#/run/" + rid, class: "runid" }, rid.split("/").pop()) : "(not started)", ...axes.map(a => (r.vars || {})[a] || ""),
         ...(s.dataset ? [r.line] : []), ...(s.repeat > 1 ? [r.sample] : []), badge(r.status),
         ...outputs.map(o => el("td", { class: "out", title: value((r.outputs || {})[o] ?? "") }, value((r.outputs || {})[o] ?? ""))),
         r.expected !== undefined ? value(r.expected) : "", r.score !== undefined && r.score !== null ? String(r.score) : "",
@@ -848,13 +855,56 @@
     shared: "an identical call in flight at the same time", replay: "a recorded run's reply (--replay)",
     journal: "this run's journal, recorded before a resume", placeholder: "a stand-in (dry run)",
   };
+  // The links to what holds a run or sweep: its sweep, and the study that
+  // holds the sweep (ids STUDY/SWEEP/RUN, SWEEP/RUN, STUDY/SWEEP).
+  function parentCrumbs(id, kind) {
+    const p = id.split("/");
+    p.pop();
+    if (kind === "sweep") return p.length ? [el("a", { href: "#/study/" + p[0] }, p[0])] : [];
+    if (p.length === 2) return [el("a", { href: "#/study/" + p[0] }, p[0]), el("a", { href: "#/sweep/" + p.join("/") }, p[1])];
+    return p.length ? [el("a", { href: "#/sweep/" + p[0] }, p[0])] : [];
+  }
+
+  // ---- a study ----
+  // The table and the chart are the study's report (results.json) as the
+  // server draws them: the same numbers as results.md and results.csv.
+  async function studyPage(id) {
+    const data = await api("/api/study?id=" + encodeURIComponent(id));
+    const st = data.state, rep = data.report;
+    setCrumbs(el("a", { href: "#/" }, "Runs"), el("span", { class: "mono" }, id));
+    document.title = `study ${st.name} · runner view`;
+    document.body.setAttribute("data-page", "study");
+    const links = el("div", { class: "links" }, (data.files || []).map(f => el("a", { href: `/api/study/file?id=${encodeURIComponent(id)}&name=${f}`, target: "_blank", rel: "noopener" }, f)));
+    const statsEl = el("div", { class: "stats" }, stat("dataset", st.dataset), stat("baseline", st.baseline), stat("sweeps", `${data.sweep_ids.filter(Boolean).length} of ${st.cells.length}`),
+      ...(rep ? [stat("comparisons (Holm)", rep.comparisons), stat("calls", num(rep.calls)), stat("sent", num(rep.sent_calls)), stat("tokens", num(rep.tokens)), stat("cost", cost(rep.cost, rep.priced) || "–"), stat("seconds", rep.seconds.toFixed(1))] : []));
+    const head = el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Study " + st.name), el("div", { class: "sub mono" }, id), statsEl), links);
+    const sweepLink = i => data.sweep_ids[i] ? el("a", { href: "#/sweep/" + data.sweep_ids[i], class: "id" }, data.sweep_ids[i].split("/").pop()) : "(not started)";
+    const cards = [];
+    if (!rep) {
+      cards.push(el("div", { class: "card", id: "study-pending" }, el("h2", {}, "Not finished"),
+        el("p", {}, data.report_error ? "The study's report cannot be read: " + data.report_error : "The study's table and chart are written when its last sweep ends. Continue a stopped study with: ", el("code", {}, "runner study " + id)),
+        table(["protocol", "model", "sweep"], st.cells.map((c, i) => [c.label + (c.baseline ? " (baseline)" : ""), c.model || "(spec's)", sweepLink(i)]))));
+    } else {
+      cards.push(el("div", { class: "card", id: "study-chart" }, el("h2", {}, "Accuracy and difference from " + rep.baseline),
+        el("div", { class: "chartbox", html: data.chart }),
+        el("p", { class: "note" }, `Bars are 95% intervals: Wilson's for accuracy, a paired bootstrap over items for the difference (${rep.resamples} resamples, seed ${rep.seed}); p is the exact McNemar test (paired t for graded scores), Holm-adjusted across ${rep.comparisons} comparison${rep.comparisons === 1 ? "" : "s"}.`)));
+      const nums = data.table.header.map((_, i) => i).filter(i => i === 2 || i >= 5);
+      cards.push(el("div", { class: "card" }, el("h2", {}, "Table"),
+        // A protocol's name opens its sweep.
+        table(data.table.header, data.table.rows.map((r, i) => [rep.rows[i].sweep ? el("a", { href: "#/sweep/" + id + "/" + rep.rows[i].sweep, title: "sweep " + rep.rows[i].sweep }, r[0]) : r[0], ...r.slice(1)]), { num: nums, class: "study" }),
+        ...(rep.notes || []).map(n => el("p", { class: "note" }, "Note: " + n))));
+    }
+    app.replaceChildren(head, ...cards);
+    app.classList.add("wide");
+  }
+
   async function callPage(params) {
     const run = params.get("run"), key = params.get("key");
     if (!run || !key) throw new Error("a call page needs a run and a call key: #/call?run=RUN&key=KEY");
     const data = await api("/api/call?" + new URLSearchParams({ id: run, key }));
     const c = data.call;
     document.body.setAttribute("data-page", "call");
-    setCrumbs(el("a", { href: "#/" }, "Runs"), ...(run.includes("/") ? [el("a", { href: "#/sweep/" + run.split("/")[0] }, run.split("/")[0])] : []),
+    setCrumbs(el("a", { href: "#/" }, "Runs"), ...parentCrumbs(run, "run"),
       el("a", { href: "#/run/" + run, class: "mono" }, run.split("/").pop()), el("a", { href: "#/run/" + run + "?tab=calls" }, "calls"), el("span", { class: "mono" }, key));
     document.title = `call ${key} · runner view`;
     const source = c.done ? c.source : (c.errors && c.errors.length ? "failed" : c.stopped ? "no reply" : "in flight");
@@ -975,7 +1025,11 @@
       const n = Math.max(xs.length, ys.length);
       for (let i = 0; i < n; i++) {
         const x = xs.length === 1 ? xs[0] : xs[i], y = ys.length === 1 ? ys[0] : ys[i];
-        items.push({ key: [k, ...[x, y].filter(Boolean).map(p => withVars ? "" : Object.entries(p.r.vars || {}).sort().map(([a, v]) => `${a}=${v}`).join(" ")).filter(Boolean)].join(" · "),
+        const cellOf = p => p && !withVars ? Object.entries(p.r.vars || {}).sort().map(([a, v]) => `${a}=${v}`).join(" ") : "";
+        items.push({ key: [k, ...[x, y].filter(Boolean).map(cellOf).filter(Boolean)].join(" · "),
+          // The matrix cell of each side, when the sweeps' matrices differ:
+          // pairs of different cells are tallied apart, never mixed.
+          cell: [cellOf(x), cellOf(y)].map((c, i) => c ? (i ? "B " : "A ") + c : "").filter(Boolean).join(", "),
           runs: [x ? x.r : null, y ? y.r : null], ids: [x ? x.id : null, y ? y.id : null] });
       }
     }
@@ -989,10 +1043,12 @@
       return el("span", {}, id ? el("a", { href: "#/run/" + id }, badge(label, sc === null ? r.status : sc >= 1 ? "completed" : "failed")) : badge(label),
         out ? el("span", { class: "note" }, " " + (out.length > 80 ? out.slice(0, 80) + "…" : out)) : null);
     };
-    const tally = { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 };
+    const tallies = new Map();
     const itemRows = items.map(it => {
       const [x, y] = it.runs.map(scoreOf);
       let cls = "";
+      if (!tallies.has(it.cell)) tallies.set(it.cell, { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 });
+      const tally = tallies.get(it.cell);
       if (!it.runs[0] || !it.runs[1]) tally.unpaired++;
       else if (x !== null && y !== null) {
         const ra = x >= 1, rb = y >= 1;
@@ -1001,9 +1057,17 @@
       const expected = (it.runs[0] || it.runs[1]).expected;
       return [it.key, expected !== undefined ? value(expected) : "", el("td", { class: cls }, outcome(it.runs[0], it.ids[0])), el("td", { class: cls }, outcome(it.runs[1], it.ids[1]))];
     });
-    const scored = tally.both + tally.onlyA + tally.onlyB + tally.neither;
+    const tallyText = tally => {
+      const scored = tally.both + tally.onlyA + tally.onlyB + tally.neither;
+      return scored ? `Of ${scored} pairs scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} runs have no counterpart.` : "") : "No item is scored in both sweeps (no score expression, or no expected values).";
+    };
+    const cellTallies = [...tallies].filter(([c]) => c);
+    const tallyEl = cellTallies.length
+      ? el("div", { id: "sweep-tally" }, el("p", { class: "note" }, "The sweeps' matrices differ, so each matrix cell is paired and tallied apart (runner compare A B --cell NAME=VALUE gives a cell's paired statistics):"),
+        el("ul", { class: "note" }, cellTallies.map(([c, t]) => el("li", { "data-cell": c }, el("b", {}, c), ": " + tallyText(t)))))
+      : el("p", { class: "note", id: "sweep-tally" }, tallyText(tallies.get("") || { both: 0, onlyA: 0, onlyB: 0, neither: 0, unpaired: 0 }) + " `runner compare A B` gives the paired statistics.");
     cards.push(el("div", { class: "card", id: "sweep-items" }, el("h2", {}, `Items (${items.length})`),
-      el("p", { class: "note", id: "sweep-tally" }, scored ? `Of ${scored} pairs scored in both: ${tally.both} right in both, ${tally.onlyA} right only in A, ${tally.onlyB} right only in B, ${tally.neither} right in neither.` + (tally.unpaired ? ` ${tally.unpaired} runs have no counterpart.` : "") + " `runner compare A B` gives the paired statistics." : "No item is scored in both sweeps (no score expression, or no expected values)."),
+      tallyEl,
       table(["item", "expected", "A", "B"], itemRows, { class: "diff items" })));
     app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Compare two sweeps"), el("div", { class: "sub" }, "Highlighted rows differ; items are paired by dataset line, sample and matrix values."))), ...cards);
   }
@@ -1014,7 +1078,8 @@
     if (!a || !b) throw new Error("compare needs two runs or two sweeps: #/compare?a=RUN&b=RUN or #/compare?a=SWEEP&b=SWEEP");
     // A sweep is a folder of runs with a summary.json; an id with a / is a
     // run of a sweep.
-    const sweepOf = id => id.includes("/") ? Promise.resolve(null) : api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null);
+    // A sweep of a study is STUDY/sweep-…; SWEEP/RUN is a run.
+    const sweepOf = id => !id.includes("/") || (id.split("/").length === 2 && id.split("/")[1].startsWith("sweep-")) ? api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null) : Promise.resolve(null);
     const [sa, sb] = await Promise.all([sweepOf(a), sweepOf(b)]);
     if (sa && sb) return compareSweeps(sa, sb);
     if (sa || sb) throw new Error(`${sa ? a : b} is a sweep and ${sa ? b : a} is not: compare two runs, or two sweeps.`);
