@@ -3,10 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"path/filepath"
-	"sort"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
@@ -34,59 +31,24 @@ type cacheDirFlag struct {
 	CacheDir string `name:"cache-dir" placeholder:"DIR" help:"Cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
 }
 
-// open opens the cache; an absent cache is reported, not created, so that
-// stats and clear leave no folder behind.
-func (f cacheDirFlag) open(e *env) (*cache.Store, error) {
-	return cache.OpenExisting(f.CacheDir, e.getenv)
-}
-
-func (f cacheDirFlag) dir(e *env) string {
-	if f.CacheDir != "" {
-		return f.CacheDir
-	}
-	d, _ := cache.DefaultDir(e.getenv)
-	return d
-}
-
 type cacheStatsCmd struct {
 	cacheDirFlag `embed:""`
 	JSON         bool `name:"json" help:"Print the statistics as JSON."`
 }
 
 func (c *cacheStatsCmd) Run(e *env) error {
-	st, err := c.open(e)
+	stats, err := cache.StatsAt(c.CacheDir, e.getenv)
 	if err != nil {
 		return err
-	}
-	stats := cache.Stats{Dir: c.dir(e), ByModel: map[string]cache.ModelStats{}}
-	if st != nil {
-		if stats, err = st.Stats(); err != nil {
-			return exitcode.With(exitcode.Failure, err)
-		}
 	}
 	if c.JSON {
 		data, _ := json.MarshalIndent(stats, "", "  ")
 		fmt.Fprintln(e.stdout, string(data))
 		return nil
 	}
-	abs, _ := filepath.Abs(stats.Dir)
-	fmt.Fprintf(e.stdout, "cache: %s\nentries: %d (%s)\n", abs, stats.Entries, sizeText(stats.Bytes))
-	if stats.Corrupt > 0 {
-		fmt.Fprintf(e.stdout, "unreadable entries: %d (never served; 'runner cache clear' removes them)\n", stats.Corrupt)
-	}
+	fmt.Fprint(e.stdout, stats.Text())
 	if stats.Entries > 0 {
-		fmt.Fprintf(e.stdout, "oldest: %s\nnewest: %s\n", stats.Oldest.Format("2006-01-02 15:04:05Z"), stats.Newest.Format("2006-01-02 15:04:05Z"))
-		t := sweep.Table{Header: []string{"model", "entries", "prompt tokens", "completion tokens"}}
-		models := make([]string, 0, len(stats.ByModel))
-		for m := range stats.ByModel {
-			models = append(models, m)
-		}
-		sort.Strings(models)
-		for _, m := range models {
-			ms := stats.ByModel[m]
-			t.Rows = append(t.Rows, []string{m, fmt.Sprint(ms.Entries), fmt.Sprint(ms.PromptTokens), fmt.Sprint(ms.CompletionTokens)})
-		}
-		fmt.Fprint(e.stdout, "\n"+t.Markdown(0))
+		fmt.Fprint(e.stdout, "\n"+sweep.Table{Header: cache.ModelsHeader, Rows: stats.ModelRows()}.Markdown(0))
 	}
 	return nil
 }
@@ -96,28 +58,10 @@ type cacheClearCmd struct {
 }
 
 func (c *cacheClearCmd) Run(e *env) error {
-	st, err := c.open(e)
+	n, dir, err := cache.ClearAt(c.CacheDir, e.getenv)
 	if err != nil {
 		return err
 	}
-	n := 0
-	if st != nil {
-		if n, err = st.Clear(); err != nil {
-			return exitcode.With(exitcode.Failure, err)
-		}
-	}
-	fmt.Fprintf(e.stdout, "removed %d cached responses from %s\n", n, c.dir(e))
+	fmt.Fprintf(e.stdout, "removed %d cached responses from %s\n", n, dir)
 	return nil
-}
-
-func sizeText(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"regexp"
-	"sort"
 
 	"github.com/alecthomas/kong"
 
@@ -47,7 +45,7 @@ func complete(app *kong.Application, words []string, e *env) int {
 		words = []string{""}
 	}
 	// go test's -run before the word being completed reads as --run.
-	words = append(goTestFlags(words[:len(words)-1]), words[len(words)-1])
+	words = append(completion.GoTestFlags(words[:len(words)-1]), words[len(words)-1])
 	for _, c := range completion.Candidates(app, words, commandValues) {
 		fmt.Fprintln(e.stdout, c)
 	}
@@ -59,28 +57,9 @@ func complete(app *kong.Application, words []string, e *env) int {
 func commandValues(f *kong.Flag, cur string, args []string) ([]string, bool) {
 	switch f.Name {
 	case "from":
-		var out []string
-		for _, s := range scaffold.Starts() {
-			out = append(out, s.Name)
-		}
-		return completion.Filter(out, cur), true
+		return completion.Filter(scaffold.Names(), cur), true
 	case "run":
-		files, err := spectest.Find(args)
-		if err != nil {
-			return nil, true
-		}
-		var out []string
-		for _, file := range files {
-			t, err := spectest.Load(file)
-			if err != nil {
-				continue
-			}
-			for _, c := range t.File.Cases {
-				out = append(out, regexp.QuoteMeta(spectest.CaseID(c.Name)))
-			}
-		}
-		sort.Strings(out)
-		return completion.Filter(out, cur), true
+		return completion.Filter(spectest.CaseIDs(args), cur), true
 	}
 	return nil, false
 }

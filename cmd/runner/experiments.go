@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/tracing"
@@ -58,32 +55,18 @@ Experiments:
   runner run spec.yaml -i question=@q.txt --matrix max_rounds=1,2,3 --repeat 3
   runner run examples/reasoning-debate/spec.yaml --dataset examples/reasoning-debate/dataset.jsonl`
 
-// sweeping reports whether the flags ask for more than one run.
-func (c *runCmd) sweeping() bool {
-	return len(c.Matrix) > 0 || c.Dataset != "" || c.Repeat > 1
+// sweepFlags are the flags that make a sweep.
+func (c *runCmd) sweepFlags() sweep.Flags {
+	return sweep.Flags{Matrix: c.Matrix, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, OwnSamples: c.OwnSamples, FailUnder: c.FailUnder}
 }
+
+// sweeping reports whether the flags ask for more than one run.
+func (c *runCmd) sweeping() bool { return c.sweepFlags().Sweeping() }
 
 // experimentOptions adds the replay and the cache to a run's options.
 func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Options) error {
-	if c.Repeat < 1 {
-		return usageErrorf("--repeat %d: give a count of at least 1", c.Repeat)
-	}
-	if c.Parallel < 1 {
-		return usageErrorf("--parallel %d: give a count of at least 1", c.Parallel)
-	}
-	if c.OwnSamples && !c.sweeping() {
-		return usageErrorf("--own-samples keeps a sweep's samples its own; give --matrix, --repeat or --dataset")
-	}
-	if c.FailUnder != nil {
-		if c.Dataset == "" {
-			return usageErrorf("--fail-under gates the accuracy of a --dataset sweep; give --dataset")
-		}
-		if *c.FailUnder < 0 || *c.FailUnder > 1 {
-			return usageErrorf("--fail-under %g: give an accuracy between 0 and 1", *c.FailUnder)
-		}
-		if plan.Score == nil {
-			return usageErrorf("--fail-under: the spec has no score expression, so its runs have no accuracy")
-		}
+	if err := c.sweepFlags().Check(plan); err != nil {
+		return err
 	}
 	if c.Replay != "" {
 		if c.sweeping() {
@@ -101,34 +84,21 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
 		return nil
 	}
-	st, err := openCache(e, c.CacheDir)
-	if err != nil {
-		return err
-	}
-	if st != nil {
-		opts.Cache = st
-	}
-	return nil
+	return openCache(e, c.CacheDir, &opts.Cache)
 }
 
 // openCache opens the response cache in dir, or in the default folder when
-// dir is empty (see cache.OpenFor), saying why there is none when it cannot.
-func openCache(e *env, dir string) (*cache.Store, error) {
+// dir is empty (see cache.OpenFor), into *into, saying why there is none
+// when it cannot.
+func openCache(e *env, dir string, into *calls.Cache) error {
 	st, warning, err := cache.OpenFor(dir, e.getenv)
 	if warning != nil {
-		e.say("warning", map[string]string{"message": "no response cache: " + warning.Error()}, "runner: warning: no response cache: "+warning.Error())
+		e.teller().Warn("no response cache: " + warning.Error())
 	}
-	return st, err
-}
-
-// reportCalls says where the calls of a run came from when not all went to
-// the model.
-func (c *runCmd) reportCalls(e *env, r *runtime.Run) {
-	cc := r.CallCounts()
-	if c.Quiet || cc.Total() == cc.Network {
-		return
+	if st != nil {
+		*into = st
 	}
-	e.say("calls", cc, cc.String())
+	return err
 }
 
 // dryRun prints the plan of a run without calling any model. Required
@@ -145,29 +115,17 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	if err != nil {
 		return err
 	}
-	if c.JSON {
-		data, err := json.MarshalIndent(rep, "", "  ")
-		if err != nil {
-			return exitcode.With(exitcode.Failure, err)
-		}
-		fmt.Fprintln(e.stdout, string(data))
-		return nil
-	}
-	rep.Write(e.stdout, !c.Quiet)
-	return nil
+	return rep.Print(e.stdout, c.JSON, c.Quiet)
 }
 
 // sweepOptions are the sweep the flags ask for, of runs with opts.
 func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
-	so := sweep.Options{Run: opts, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, OwnSamples: c.OwnSamples}
-	for _, m := range c.Matrix {
-		a, err := sweep.ParseAxis(m)
-		if err != nil {
-			return so, err
-		}
-		so.Matrix = append(so.Matrix, a)
-	}
-	return so, nil
+	return c.sweepFlags().Options(opts)
+}
+
+// telling tells the user about a sweep (see sweep.Telling).
+func (e *env) telling(quiet bool) sweep.Telling {
+	return sweep.Telling{Tell: e.teller(), Stdout: e.stdout, Quiet: quiet}
 }
 
 // sweep makes a sweep's runs, with start (nil: locally) starting each.
@@ -179,50 +137,24 @@ func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Ru
 	so.Start = start
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	t := e.telling(c.Quiet)
+	so.OnRun = t.OnRun()
 	so.OnStart = func(dir string, total int) {
-		if !c.Quiet {
-			e.say("sweep_started", map[string]any{"dir": dir, "runs": total}, fmt.Sprintf("sweep: %d runs in %s", total, dir))
-		}
+		t.Started(dir, total)
 		if v != nil {
 			// The sweep's page needs summary.json, written at its end;
 			// until then the list of runs shows its runs as they go.
 			show(e, v, "/?q="+filepath.Base(dir), true)
 		}
 	}
-	if !c.Quiet {
-		so.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
-		}
-	}
 	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
 	sum, err := sweep.Sweep(ctx, plan, so)
 	span.End(err)
-	if sum == nil {
-		return err
+	var gate *sweep.Gate
+	if c.FailUnder != nil {
+		gate = &sweep.Gate{Threshold: *c.FailUnder, On: c.FailUnderOn, Over: c.FailUnderOver}
 	}
-	sum.Write(e.stdout)
-	if len(sum.UnusedFields) > 0 {
-		msg := "dataset fields that are no input of the spec were ignored: " + strings.Join(sum.UnusedFields, ", ")
-		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
-	}
-	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
-	if c.CSV != "" {
-		if cerr := sum.AppendCSV(c.CSV); cerr != nil && err == nil {
-			err = cerr
-		}
-	}
-	if err = sum.Outcome(err); err != nil {
-		return err
-	}
-	if c.FailUnder == nil {
-		return sum.InconclusiveErr()
-	}
-	// The gate has counted the inconclusive runs as it was told to.
-	data, line, err := sum.Gate(*c.FailUnder, c.FailUnderOn, c.FailUnderOver)
-	if err == nil {
-		e.say("gate", data, line)
-	}
-	return err
+	return t.Done(sum, err, c.CSV, gate)
 }
 
 // resumeSweep finishes a sweep: every run that did not complete is
@@ -233,21 +165,9 @@ func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ro := sweep.ResumeOptions{Run: opts}
+	t := e.telling(c.Quiet)
+	ro := sweep.ResumeOptions{Run: opts, OnRun: t.OnRun()}
 	ro.Run.Spec, ro.Run.Ask = "", nil
-	if !c.Quiet {
-		ro.OnRun = func(done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
-		}
-	}
 	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
-	if sum == nil {
-		return err
-	}
-	sum.Write(e.stdout)
-	e.say("sweep_dir", map[string]string{"dir": sum.Dir}, "sweep: "+sum.Dir)
-	if err := sum.Outcome(err); err != nil {
-		return err
-	}
-	return sum.InconclusiveErr()
+	return t.Resumed(sum, err)
 }

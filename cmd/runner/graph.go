@@ -7,6 +7,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -25,7 +26,7 @@ Examples:
 }
 
 func (c *graphCmd) Run(e *env) error {
-	if err := checkSpecPath(c.File); err != nil {
+	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
 	plan, diags := spec.Load(c.File, nodes.Registry())

@@ -1,14 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"path/filepath"
-	"strconv"
-	"strings"
-
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/schemas"
@@ -38,17 +30,13 @@ Examples:
 }
 
 func (c *initCmd) Run(e *env) error {
-	starts := scaffold.Starts()
 	if c.List {
-		w := nameWidth(starts)
-		for _, s := range starts {
-			fmt.Fprintf(e.stdout, "%-*s  %s\n", w, s.Name, s.Description)
-		}
+		scaffold.List(e.stdout)
 		return nil
 	}
 	from := c.From
 	if c.Ask {
-		chosen, err := askStart(e, starts)
+		chosen, err := scaffold.Ask(e.stdin, e.stderr)
 		if err != nil {
 			return err
 		}
@@ -58,59 +46,9 @@ func (c *initCmd) Run(e *env) error {
 		From: from, KeepLibraries: c.KeepLibraries, Force: c.Force, Registry: nodes.Registry(),
 		Schemas: map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test},
 	})
-	var exists *scaffold.ExistsError
-	switch {
-	case errors.As(err, &exists):
-		return exitcode.With(exitcode.Usage, err)
-	case err != nil && strings.HasPrefix(err.Error(), "no starting point"):
-		return usageErrorf("--from %s: %v", from, err)
-	case err != nil:
-		return exitcode.With(exitcode.Failure, err)
+	if err != nil {
+		return err // a usage error (--from, files that exist) or a failure
 	}
-	fmt.Fprintf(e.stdout, "wrote a %s project in %s:\n", from, c.Dir)
-	for _, f := range files {
-		fmt.Fprintf(e.stdout, "  %s\n", filepath.FromSlash(f))
-	}
-	cd := ""
-	if c.Dir != "." {
-		cd = "  cd " + c.Dir + "\n"
-	}
-	fmt.Fprintf(e.stdout, `
-Next:
-%s  runner test                      # the spec's tests, offline
-  cp .env.example .env             # then set your API key in .env
-  runner run spec.yaml --dry-run   # what a run would send, and its cost
-`, cd)
+	scaffold.Told(e.stdout, from, c.Dir, files)
 	return nil
-}
-
-// nameWidth is the width of the longest starting point's name, so that
-// descriptions line up in a column.
-func nameWidth(starts []scaffold.Start) int {
-	w := 0
-	for _, s := range starts {
-		w = max(w, len(s.Name))
-	}
-	return w
-}
-
-// askStart asks which starting point to use.
-func askStart(e *env, starts []scaffold.Start) (string, error) {
-	w := nameWidth(starts)
-	for i, s := range starts {
-		fmt.Fprintf(e.stderr, "%2d. %-*s  %s\n", i+1, w, s.Name, s.Description)
-	}
-	fmt.Fprint(e.stderr, "Starting point (number or name): ")
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	if err != nil && line == "" {
-		return "", usageErrorf("--ask: no answer on stdin")
-	}
-	line = strings.TrimSpace(line)
-	if n, err := strconv.Atoi(line); err == nil {
-		if n < 1 || n > len(starts) {
-			return "", usageErrorf("--ask: %d is not on the list", n)
-		}
-		return starts[n-1].Name, nil
-	}
-	return line, nil
 }

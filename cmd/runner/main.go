@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"github.com/debate-runner/runner/internal/completion"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/tracing"
@@ -36,25 +35,10 @@ type env struct {
 
 // say writes a line for the user on stderr: text, or under --json the
 // same as a JSON line of the given type and data.
-func (e *env) say(typ string, data any, text string) {
-	if e.jsonLines {
-		progress.Line(e.stderr, typ, data)
-		return
-	}
-	fmt.Fprintln(e.stderr, text)
-}
+func (e *env) say(typ string, data any, text string) { e.teller().Say(typ, data, text) }
 
-// sayDiagnostics writes a spec's diagnostics: as text, or under --json one
-// JSON line each.
-func (e *env) sayDiagnostics(diags syntax.Diagnostics) {
-	if !e.jsonLines {
-		fmt.Fprint(e.stderr, diags.Format())
-		return
-	}
-	for _, d := range diags {
-		progress.Line(e.stderr, "diagnostic", d)
-	}
-}
+// teller is what the command tells its user on stderr with (see say).
+func (e *env) teller() progress.Teller { return progress.Teller{W: e.stderr, JSON: e.jsonLines} }
 
 type cli struct {
 	Validate   validateCmd   `cmd:"" help:"Check specs: schema, references, templates and expressions."`
@@ -120,12 +104,12 @@ func run(args []string, e *env) int {
 	}
 	if len(args) > 0 && args[0] == "help" {
 		var err error
-		if args, err = helpArgs(parser.Model, args[1:]); err != nil {
+		if args, err = completion.HelpArgs(parser.Model, args[1:], syntax.DidYouMean); err != nil {
 			fmt.Fprintf(e.stderr, "runner: %v\n", err)
 			return exitcode.Usage
 		}
 	}
-	code, done := parseArgs(parser, goTestFlags(args), e)
+	code, done := parseArgs(parser, completion.GoTestFlags(args), e)
 	if done {
 		return code
 	}
@@ -136,38 +120,6 @@ func run(args []string, e *env) int {
 }
 
 type exitSignal struct{}
-
-// helpArgs turns "runner help [COMMAND...]" into "runner [COMMAND...]
-// --help", as git and go read it; a COMMAND runner lacks is a usage error
-// with the near name.
-func helpArgs(app *kong.Application, words []string) ([]string, error) {
-	node := app.Node
-	for _, w := range words {
-		var names []string
-		var next *kong.Node
-		for _, child := range node.Children {
-			if child.Hidden {
-				continue
-			}
-			names = append(names, child.Name)
-			if child.Name == w || slices.Contains(child.Aliases, w) {
-				next = child
-			}
-		}
-		if next == nil {
-			what := "runner has no command"
-			if node != app.Node {
-				what = fmt.Sprintf("%q has no subcommand", node.FullPath())
-			}
-			if len(names) == 0 {
-				return nil, fmt.Errorf("help %s: %s %q; run 'runner help %s'", strings.Join(words, " "), what, w, strings.TrimPrefix(node.FullPath(), "runner "))
-			}
-			return nil, fmt.Errorf("help %s: %s %q%s; run 'runner help' for the list", strings.Join(words, " "), what, w, syntax.DidYouMean(w, names))
-		}
-		node = next
-	}
-	return append(append([]string(nil), words...), "--help"), nil
-}
 
 // parseArgs parses and runs, turning kong's exit calls (after --help) and
 // errors into exit codes.

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
-	"net/http"
 	"os/signal"
 	"syscall"
 
@@ -36,17 +33,5 @@ func (c *mcpDemoCmd) Run(e *env) error {
 		}
 		return err
 	}
-	ln, err := net.Listen("tcp", c.HTTP)
-	if err != nil {
-		return err
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcptest.Handler(mcptest.Options{}, ""))
-	fmt.Fprintf(e.stderr, "serving MCP at http://%s/mcp\n", ln.Addr())
-	srv := &http.Server{Handler: mux}
-	go func() { <-ctx.Done(); _ = srv.Close() }()
-	if err := srv.Serve(ln); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
+	return mcptest.ServeHTTP(ctx, c.HTTP, e.stderr)
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 
-	"github.com/debate-runner/runner/internal/exitcode"
-	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/schemas"
 )
 
@@ -56,17 +52,7 @@ func (c schemaCmd) Run(e *env) error {
 		if c.Result || c.Test || c.Study {
 			return usageErrorf("--write writes the schemas of specs and test files; it takes neither --result nor --test")
 		}
-		if err := os.MkdirAll(c.Dir, 0o755); err != nil {
-			return usageErrorf("--dir %s: %v", c.Dir, err)
-		}
-		for name, data := range map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test} {
-			p := filepath.Join(c.Dir, name)
-			if err := writeProjectFile(p, data); err != nil {
-				return exitcode.With(exitcode.Failure, err)
-			}
-			fmt.Fprintf(e.stderr, "wrote %s\n", p)
-		}
-		return nil
+		return scaffold.WriteSchemas(c.Dir, map[string][]byte{"spec.schema.json": schemas.Spec, "test.schema.json": schemas.Test}, e.stderr)
 	}
 	if c.Result && c.Test || c.Study && (c.Result || c.Test) {
 		return usageErrorf("--result, --test and --study: choose one")
@@ -96,21 +82,4 @@ Examples:
 func (versionCmd) Run(e *env) error {
 	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
 	return nil
-}
-
-func toJSON(v any) string {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(data)
-}
-
-// writeProjectFile writes a file of the user's project atomically, readable by all as
-// files in a repository are (rundir.WriteFile keeps run files private).
-func writeProjectFile(path string, data []byte) error {
-	if err := rundir.WriteFile(path, data); err != nil {
-		return err
-	}
-	return os.Chmod(path, 0o644)
 }

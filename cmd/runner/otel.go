@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"sync"
 
 	"github.com/debate-runner/runner/runtime/tracing"
 )
@@ -12,17 +11,7 @@ import (
 // tracing); the function it returns sends what is left and must run
 // before the command exits, however its run ended.
 func (e *env) startTracing() func() {
-	var mu sync.Mutex
-	p := tracing.Setup(tracing.Config{
-		Getenv:  e.getenv,
-		Version: Version(),
-		Warn: func(msg string) {
-			// Export failures are told from the exporter's goroutine.
-			mu.Lock()
-			defer mu.Unlock()
-			e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
-		},
-	})
+	p := tracing.Setup(tracing.Config{Getenv: e.getenv, Version: Version(), Warn: e.teller().Warn})
 	e.tracer = p.Tracer()
 	return func() {
 		_ = p.Shutdown(context.Background())

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -502,4 +504,13 @@ func TestResumeNeverLoopsBinary(t *testing.T) {
 	if code, out := exec1("resume", dir, "--resample", "-q"); code != exitcode.OK || srv.count() != n+1 || !strings.HasPrefix(out, "42\n") {
 		t.Fatalf("resume --resample: exit %d, %d requests\n%s", code, srv.count()-n, out)
 	}
+}
+
+// toJSON is v as indented JSON (for messages).
+func toJSON(v any) string {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
 }

@@ -2,23 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
-	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
@@ -27,8 +22,6 @@ import (
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
-	"github.com/debate-runner/runner/spec/syntax"
-	"gopkg.in/yaml.v3"
 )
 
 type runCmd struct {
@@ -75,11 +68,11 @@ Examples:
 
 func (c *runCmd) Run(e *env) error {
 	e.jsonLines = c.JSON && !c.DryRun
-	if err := checkSpecPath(c.File); err != nil {
+	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
 	plan, diags := spec.Load(c.File, nodes.Registry())
-	e.sayDiagnostics(diags)
+	e.teller().Diagnostics(diags)
 	if diags.HasErrors() {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))
 	}
@@ -90,8 +83,8 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if c.Context != "" && opts.ContextDir == "" && !declaresInput(plan, "context") {
-		return usageErrorf("--context %s: the spec declares no 'context' input to put the file's text in (give a folder to let tools read it)", c.Context)
+	if err := args.ContextFile(plan, c.Context, opts.ContextDir); err != nil {
+		return err
 	}
 	if err := c.experimentOptions(e, plan, &opts); err != nil {
 		return err
@@ -105,9 +98,6 @@ func (c *runCmd) Run(e *env) error {
 	// as a local run does: it follows either alike.
 	var v *view.Running
 	if c.View {
-		if err := os.MkdirAll(c.RunsDir, 0o755); err != nil {
-			return usageErrorf("--runs-dir %s: %v", c.RunsDir, err)
-		}
 		if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
 			return err
 		}
@@ -115,45 +105,28 @@ func (c *runCmd) Run(e *env) error {
 	}
 	if addr != "" {
 		err := c.runOnTemporal(e, plan, opts, addr, v)
-		if v != nil {
-			linger(e, v)
-		}
+		linger(e, v)
 		return err
 	}
 	if c.sweeping() {
 		err := c.sweep(e, plan, opts, v, nil)
-		if v != nil {
-			linger(e, v)
-		}
+		linger(e, v)
 		return err
 	}
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		return err
 	}
-	if v != nil {
-		show(e, v, "/run/"+filepath.Base(r.Dir), true)
-	}
+	show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	err = execute(e, r)
-	c.reportCalls(e, r)
+	progress.Calls(e.teller(), r, c.Quiet)
 	if c.CSV != "" && r.Result() != nil {
 		if cerr := result.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
 			err = exitcode.With(exitcode.Failure, cerr)
 		}
 	}
-	if v != nil {
-		linger(e, v)
-	}
+	linger(e, v)
 	return err
-}
-
-func declaresInput(plan *spec.Plan, name string) bool {
-	for _, in := range plan.Inputs {
-		if in.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *runCmd) options(e *env) (runtime.Options, error) {
@@ -166,14 +139,8 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		return opts, err
 	}
 	opts.Models = models
-	if c.Answers != "" {
-		a, err := runtime.ReadAnswers(c.Answers)
-		if err != nil {
-			return opts, err
-		}
-		opts.Answers = a
-	} else if progress.IsTerminal(e.stdin) {
-		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	if opts.Answers, opts.Ask, err = answers.Given(c.Answers, e.stdin, e.stderr, progress.IsTerminal(e.stdin)); err != nil {
+		return opts, err
 	}
 	dir, input, err := args.Context(c.Context)
 	if err != nil {
@@ -185,63 +152,14 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 	return opts, nil
 }
 
-// execute runs to the end and prints the first output and the run
-// directory; its error carries the run's exit code. Nothing it prints holds
-// the run's secrets.
+// execute runs to the end and tells the outcome (progress.Outcome); its
+// error carries the run's exit code.
 func execute(e *env, r *runtime.Run) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := r.Execute(e.traced(ctx))
-	if res != nil && len(res.OutputOrder) > 0 && result.Finished(res.Status) {
-		fmt.Fprintln(e.stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
-	}
-	e.say("run_dir", map[string]string{"dir": r.Dir}, "run: "+r.Dir)
-	if err != nil {
-		if errors.Is(err, kit.ErrWaiting) {
-			questions := filepath.Join(r.Dir, "questions.yaml")
-			resume := fmt.Sprintf("runner resume %s --answers %s", r.Dir, questions)
-			e.say("waiting", map[string]string{"questions": questions, "resume": resume},
-				fmt.Sprintf("waiting for answers: edit %s, then run: %s", questions, resume))
-			return told{err}
-		}
-		var be *calls.BudgetError
-		if errors.As(err, &be) {
-			resume := fmt.Sprintf("runner resume %s %s", r.Dir, be.Flag())
-			e.say("budget_exceeded", map[string]string{"error": r.Redact(err.Error()), "resume": resume},
-				fmt.Sprintf("runner: %s\nthe run stopped at its budget; to go on, raise it: %s", r.Redact(err.Error()), resume))
-			return told{err}
-		}
-		// A failure the journal would serve again is not advised to be
-		// resumed as it is: that resume would fail the same way.
-		if stuck := runtime.Stuck(r.Dir); stuck != nil {
-			return redactedError{fmt.Errorf("%w\nresuming the run as it is would fail the same way: it failed on what its journal holds.\n%s", err, stuck.Advice()), r}
-		}
-		return redactedError{fmt.Errorf("%w (resume with: runner resume %s)", err, r.Dir), r}
-	}
-	if res != nil && res.Status == result.StatusInconclusive {
-		why := r.Redact(res.Conclusion.Summary())
-		e.say("inconclusive", map[string]any{"conclusion": res.Conclusion},
-			fmt.Sprintf("runner: inconclusive: the run finished without reaching its purpose: %s (outputs written to %s)", why, filepath.Join(r.Dir, "result.json")))
-		return exitcode.With(exitcode.Inconclusive, errors.New(""))
-	}
-	return nil
+	return progress.Outcome(e.teller(), e.stdout, r, res, err)
 }
-
-// redactedError is an error whose text has the run's secrets redacted.
-type redactedError struct {
-	err error
-	run *runtime.Run
-}
-
-func (e redactedError) Error() string { return e.run.Redact(e.err.Error()) }
-func (e redactedError) Unwrap() error { return e.err }
-
-// told is an error the user has been told about already: it prints
-// nothing more, and the CLI exits with the code of the error it holds.
-type told struct{ err error }
-
-func (told) Error() string   { return "" }
-func (e told) Unwrap() error { return e.err }
 
 type resumeCmd struct {
 	Dir     string   `arg:"" name:"RUN_DIR" help:"Run directory (runs/<run-id>), a sweep directory (runs/sweep-<id>) or a study directory (runs/study-<name>)."`
@@ -289,7 +207,7 @@ Examples:
 
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
-	if err := checkRunDir(c.Dir); err != nil {
+	if err := args.RunDir(c.Dir); err != nil {
 		return err
 	}
 	opts := runtime.Options{
@@ -297,19 +215,12 @@ func (c *resumeCmd) Run(e *env) error {
 		Settings: runtime.Settings{Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), Version: Version()},
 		Resuming: runtime.Resuming{Spec: c.Spec, Resample: c.Resample},
 	}
-	if c.Context != "" {
-		if info, err := os.Stat(c.Context); err != nil || !info.IsDir() {
-			return usageErrorf("--context %s: give the context folder the run's tools read", c.Context)
-		}
+	if err := args.ContextDir(c.Context); err != nil {
+		return err
 	}
-	if c.Answers != "" {
-		a, err := runtime.ReadAnswers(c.Answers)
-		if err != nil {
-			return err
-		}
-		opts.Answers = a
-	} else if progress.IsTerminal(e.stdin) {
-		opts.Ask = answers.Terminal(e.stdin, e.stderr)
+	var err error
+	if opts.Answers, opts.Ask, err = answers.Given(c.Answers, e.stdin, e.stderr, progress.IsTerminal(e.stdin)); err != nil {
+		return err
 	}
 	if study.IsStudyDir(c.Dir) {
 		sc := studyCmd{File: c.Dir, Quiet: c.Quiet, Format: "md"}
@@ -332,79 +243,9 @@ func (c *resumeCmd) Run(e *env) error {
 	}
 	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
 	if err != nil {
-		var se *runtime.SpecError
-		if errors.As(err, &se) {
-			e.sayDiagnostics(se.Diags)
-			return exitcode.With(se.ExitCode(), fmt.Errorf("%s is invalid; the run was not resumed", se.Path))
-		}
-		return err
+		return progress.NotResumed(e.teller(), err)
 	}
 	err = execute(e, r)
-	(&runCmd{Quiet: c.Quiet}).reportCalls(e, r)
+	progress.Calls(e.teller(), r, c.Quiet)
 	return err
-}
-
-func formatOutput(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	}
-	return toJSON(v)
-}
-
-// checkRunDir makes resume's "not a directory" a usage error that says
-// what resume wants, and points a spec given by mistake at runner run.
-func checkRunDir(dir string) error {
-	info, err := os.Stat(dir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usageErrorf("resume %s: no such run directory; give a run's directory (runs/<run-id>), a sweep's or a study's (runner runs lists them)", dir)
-	case err != nil:
-		return usageErrorf("resume %s: %v", dir, errors.Unwrap(err))
-	case info.IsDir():
-		return nil
-	}
-	msg := fmt.Sprintf("resume %s: this is a file; resume continues a run from its directory (runs/<run-id>, a sweep's or a study's; runner runs lists them)", dir)
-	if looksLikeSpec(dir) {
-		msg += fmt.Sprintf(". To start a run of this spec: runner run %s", dir)
-	}
-	return usageErrorf("%s", msg)
-}
-
-// looksLikeSpec is whether a file is YAML whose top level has nodes:,
-// as every spec does.
-func looksLikeSpec(path string) bool {
-	ext := strings.ToLower(filepath.Ext(path))
-	if ext != ".yaml" && ext != ".yml" {
-		return false
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var top map[string]any
-	if yaml.Unmarshal(data, &top) != nil {
-		return false
-	}
-	_, ok := top["nodes"]
-	return ok
-}
-
-// checkSpecPath makes a spec path that names nothing (a typo) a usage
-// error with the near file, before it could read as an invalid spec; a
-// folder with a spec.yaml is pointed at it.
-func checkSpecPath(path string) error {
-	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return usageErrorf("%s: no such spec file%s", path, syntax.DidYouMeanPath(path, false))
-	case err == nil && info.IsDir():
-		if f, err := os.Stat(filepath.Join(path, "spec.yaml")); err == nil && f.Mode().IsRegular() {
-			return usageErrorf("%s is a folder; give its spec file: %s", path, filepath.Join(path, "spec.yaml"))
-		}
-		return usageErrorf("%s is a folder; give a spec file", path)
-	}
-	return nil
 }

@@ -1,16 +1,8 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-
-	"github.com/debate-runner/runner/runtime/paired"
+	"github.com/debate-runner/runner/runtime/compare"
 	"github.com/debate-runner/runner/runtime/sweep"
-	"github.com/debate-runner/runner/spec/syntax"
 )
 
 type runsCmd struct {
@@ -35,41 +27,7 @@ func (c *runsCmd) Run(e *env) error {
 	if !given {
 		c.Dir = "runs"
 	}
-	if info, err := os.Stat(c.Dir); err != nil || !info.IsDir() {
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && !given:
-			// A project before its first run: nothing to list is not a
-			// failure, as for an empty runs folder.
-			if c.CSV {
-				fmt.Fprint(e.stdout, sweep.RunsTable(nil).CSV())
-				return nil
-			}
-			fmt.Fprintln(e.stdout, "no runs yet: there is no runs folder here; runner run SPEC makes the first (runs/<run-id>), or give the runs folder: runner runs DIR")
-			return nil
-		case errors.Is(err, fs.ErrNotExist):
-			return usageErrorf("runs %s: no such folder%s", c.Dir, syntax.DidYouMeanPath(c.Dir, true))
-		case err == nil:
-			return usageErrorf("runs %s: this is a file; give the folder of the runs (runs, or the --runs-dir of runner run)", c.Dir)
-		}
-	}
-	runs, err := sweep.CollectRuns(c.Dir)
-	if err != nil {
-		return err
-	}
-	t := sweep.RunsTable(runs)
-	if c.CSV {
-		fmt.Fprint(e.stdout, t.CSV())
-		return nil
-	}
-	if len(runs) == 0 {
-		fmt.Fprintf(e.stdout, "no runs in %s\n", c.Dir)
-		return nil
-	}
-	fmt.Fprint(e.stdout, t.Markdown(60))
-	if builtin := sweep.BuiltinPrices(runs); builtin != "" {
-		fmt.Fprintln(e.stdout, "\n"+sweep.BuiltinPriceNote(builtin))
-	}
-	return nil
+	return sweep.ListRuns(e.stdout, c.Dir, given, c.CSV)
 }
 
 type compareCmd struct {
@@ -114,81 +72,7 @@ Examples:
 }
 
 func (c *compareCmd) Run(e *env) error {
-	args := c.Runs
-	if c.Baseline != "" {
-		if c.Margin < 0 {
-			return usageErrorf("--margin %g: give a margin of at least 0", c.Margin)
-		}
-		args = append([]string{c.Baseline}, without(c.Runs, c.Baseline)...)
-		if len(args) < 2 {
-			return usageErrorf("--baseline %s: give at least one other run or sweep to compare with it", c.Baseline)
-		}
-	}
-	pair, err := c.paired(args)
-	if err != nil {
-		return err
-	}
-	if pair != nil && (c.JSON || c.CSV) {
-		if c.JSON {
-			data, _ := json.MarshalIndent(pair, "", "  ")
-			fmt.Fprintln(e.stdout, string(data))
-		} else {
-			fmt.Fprint(e.stdout, pair.CSV())
-		}
-		if c.Baseline != "" {
-			return c.gate(e, args, pair)
-		}
-		return nil
-	}
-	if c.JSON {
-		return usageErrorf("--json: give two sweep directories over the same dataset")
-	}
-	runs, sweeps, err := sweep.Compared(args)
-	if err != nil {
-		return err
-	}
-	t := sweep.CompareTable(runs)
-	if c.CSV {
-		fmt.Fprint(e.stdout, t.CSV())
-		return nil
-	}
-	fmt.Fprint(e.stdout, t.Markdown(60))
-	if len(sweeps) > 0 {
-		st := sweep.SweepsTable(sweeps)
-		fmt.Fprint(e.stdout, "\n"+st.Markdown(0))
-	}
-	if pair != nil {
-		fmt.Fprint(e.stdout, "\n"+pair.Markdown())
-	}
-	if c.Baseline != "" {
-		return c.gate(e, args, pair)
-	}
-	return nil
-}
-
-func without(list []string, s string) []string {
-	var out []string
-	for _, x := range list {
-		if filepath.Clean(x) != filepath.Clean(s) {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-// gate compares every run or sweep with the baseline (args[0]) and fails
-// when one scores worse than it by more than the margin.
-func (c *compareCmd) gate(e *env, args []string, pair *paired.Result) error {
-	if c.MarginOn == "lower" {
-		data, line, err := pair.GateLower(args[0], args[1], c.Margin)
-		if err == nil {
-			e.say("gate", data, line)
-		}
-		return err
-	}
-	passed, err := sweep.ScoreGate(args[0], args[1:], c.Margin)
-	for _, p := range passed {
-		e.say("gate", p.Data, p.Text)
-	}
-	return err
+	return compare.Run(e.stdout, e.teller(), c.Runs, compare.Options{
+		CSV: c.CSV, JSON: c.JSON, Baseline: c.Baseline, Margin: c.Margin, MarginOn: c.MarginOn, Seed: c.Seed, Resamples: c.Resample, Cell: c.Cell, CellB: c.CellB,
+	})
 }

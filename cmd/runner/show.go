@@ -1,11 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
-
 	"github.com/debate-runner/runner/runtime/callview"
 )
 
@@ -34,46 +29,5 @@ Examples:
 }
 
 func (c *showCmd) Run(e *env) error {
-	dir := c.RunDir
-	if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
-		alt := filepath.Join(c.RunsDir, c.RunDir)
-		if _, err := os.Stat(filepath.Join(alt, "run.json")); err == nil {
-			dir = alt
-		}
-	}
-	run, err := callview.Read(dir)
-	if err != nil {
-		if errors.Is(err, callview.ErrNoRun) || errors.Is(err, os.ErrNotExist) {
-			return usageErrorf("%s: not a run directory (no run.json), nor a run id in %s; 'runner runs %s' lists the runs", c.RunDir, c.RunsDir, c.RunsDir)
-		}
-		return err
-	}
-	// A --replay run did not ask its replayed calls: their requests are
-	// the recording's, when it is still where the run found it.
-	if rec := run.RecordingDir("."); rec != "" {
-		if recorded, err := callview.Read(rec); err == nil {
-			run.FillFromRecording(recorded)
-		}
-	}
-	if c.Call == "" {
-		if c.JSON {
-			return writeJSONOut(e, map[string]any{"run_id": run.ID, "spec": run.Spec, "dir": run.Dir, "calls": run.Summaries()})
-		}
-		return callview.WriteList(e.stdout, run)
-	}
-	call, err := run.Find(c.Call)
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	if c.JSON {
-		return writeJSONOut(e, call)
-	}
-	return callview.Write(e.stdout, call)
-}
-
-func writeJSONOut(e *env, v any) error {
-	enc := json.NewEncoder(e.stdout)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return callview.Show(e.stdout, c.RunDir, c.RunsDir, c.Call, c.JSON)
 }

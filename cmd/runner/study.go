@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,7 +11,6 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/study"
-	"github.com/debate-runner/runner/runtime/sweep"
 )
 
 type studyCmd struct {
@@ -59,41 +55,14 @@ Examples:
 }
 
 func (c *studyCmd) Run(e *env) error {
-	path := c.File
-	dir := c.Dir
-	if study.IsStudyDir(path) {
-		if dir == "" {
-			dir = path
-		}
-		f, err := study.FileOf(path)
-		if err != nil {
-			return exitcode.With(exitcode.Failure, err)
-		}
-		path = f
-	}
-	f, err := study.Load(path)
+	st, dir, err := study.Open(c.File, c.Dir, c.RunsDir, nodes.Registry())
 	if err != nil {
-		var errs study.Errors
-		if errors.As(err, &errs) {
-			return exitcode.With(exitcode.InvalidSpec, err)
-		}
-		return usageErrorf("%s: %v", path, err)
-	}
-	st, err := study.Prepare(f, nodes.Registry())
-	if err != nil {
-		return exitcode.With(exitcode.InvalidSpec, err)
-	}
-	if dir == "" {
-		dir = study.DefaultDir(c.RunsDir, f)
+		return err
 	}
 	opts := runtime.Options{Settings: runtime.Settings{Getenv: e.getenv, Version: Version()}}
 	if !c.NoCache {
-		st, err := openCache(e, c.CacheDir)
-		if err != nil {
+		if err := openCache(e, c.CacheDir, &opts.Cache); err != nil {
 			return err
-		}
-		if st != nil {
-			opts.Cache = st
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -112,59 +81,11 @@ func (c *studyCmd) Run(e *env) error {
 			return err
 		}
 		defer cl.Close()
-		x := c.executor(cl, addr, 0)
-		so.Sweeps = durable.Sweeps{X: x, Registry: nodes.Registry()}
-		so.OnOpen = func(dir string) error {
-			return durable.WriteRecord(dir, durable.Record{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, BuildID: Version()})
-		}
-		c.warnNoBuild(ctx, e, cl)
+		c.executor(cl, addr, 0).Study(ctx, &so, e.teller())
 	}
 	if !c.Quiet {
-		so.OnSweep = func(cell study.Cell, d, what string) {
-			e.say("study_sweep", map[string]any{"protocol": cell.Label, "model": cell.Model, "dir": d, "what": what},
-				fmt.Sprintf("study: %s with %s: %s, %s", cell.Label, modelLabel(cell.Model), what, d))
-		}
-		so.OnRun = func(cell study.Cell, done, total int, r sweep.Run) {
-			e.say("sweep_run", map[string]any{"done": done, "total": total, "run": r},
-				fmt.Sprintf("[%s %s %d/%d] %s%s", cell.Label, modelLabel(cell.Model), done, total, r.Status, r.Describe()))
-		}
+		study.Tell(e.teller(), &so)
 	}
 	rep, err := study.Run(ctx, st, so)
-	if rep == nil {
-		if err != nil && ctx.Err() != nil {
-			return exitcode.With(exitcode.Failure, fmt.Errorf("study interrupted; continue it with: runner study %s", dir))
-		}
-		return exitcode.With(exitcode.Failure, err)
-	}
-	switch c.Format {
-	case "csv":
-		fmt.Fprint(e.stdout, rep.CSV())
-	case "json":
-		data, jerr := json.MarshalIndent(rep, "", "  ")
-		if jerr != nil {
-			return exitcode.With(exitcode.Failure, jerr)
-		}
-		fmt.Fprintln(e.stdout, string(data))
-	default:
-		fmt.Fprint(e.stdout, rep.Markdown())
-	}
-	e.say("study_dir", map[string]string{"dir": dir}, "study: "+dir)
-	if err != nil {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("%w; continue the study with: runner study %s", err, dir))
-	}
-	inconclusive := 0
-	for _, r := range rep.Rows {
-		inconclusive += r.Inconclusive
-	}
-	if inconclusive > 0 {
-		return exitcode.With(exitcode.Inconclusive, fmt.Errorf("%d run(s) of the study inconclusive (finished without reaching their purpose; counted wrong in the accuracy)", inconclusive))
-	}
-	return nil
-}
-
-func modelLabel(m string) string {
-	if m == "" {
-		return "the spec's model"
-	}
-	return m
+	return study.Done(ctx, e.stdout, e.teller(), rep, err, dir, c.Format)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,9 +10,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/worker"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
@@ -42,23 +39,13 @@ func (t *temporalFlags) address(e *env) string {
 	return e.getenv("RUNNER_TEMPORAL")
 }
 
-func (t *temporalFlags) connect(e *env, addr string) durable.Connect {
-	c := durable.Connect{
-		Address: addr, Namespace: t.Namespace, TLS: t.TLS, TLSCert: t.TLSCert, TLSKey: t.TLSKey, TLSCA: t.TLSCA,
-		TLSServerName: t.TLSServerName, Log: e.stderr,
-	}
+// dial connects to the Temporal frontend at addr.
+func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
+	c := durable.Connect{Address: addr, Namespace: t.Namespace, TLS: t.TLS, TLSCert: t.TLSCert, TLSKey: t.TLSKey, TLSCA: t.TLSCA, TLSServerName: t.TLSServerName, Log: e.stderr}
 	if t.APIKeyEnv != "" {
 		c.APIKey = e.getenv(t.APIKeyEnv)
 	}
-	return c
-}
-
-func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
-	c, err := durable.Dial(ctx, t.connect(e, addr))
-	if err != nil {
-		return nil, exitcode.With(exitcode.Failure, err)
-	}
-	return c, nil
+	return durable.Dial(ctx, c)
 }
 
 type workerCmd struct {
@@ -97,32 +84,14 @@ func (c *workerCmd) Run(e *env) error {
 		return err
 	}
 	defer cl.Close()
-	w := worker.New(cl, c.TaskQueue, durable.WorkerOptions(c.TaskQueue, Version()))
 	acts := &durable.Activities{Getenv: e.getenv}
 	if !c.NoCache {
-		st, err := openCache(e, c.CacheDir)
-		if err != nil {
+		if err := openCache(e, c.CacheDir, &acts.Cache); err != nil {
 			return err
 		}
-		if st != nil {
-			acts.Cache = st
-		}
 	}
-	if !c.LocalLimits {
-		acts.Gates = &durable.Gates{Client: cl, TaskQueue: c.TaskQueue}
-	}
-	durable.Register(w, &durable.Workflows{Registry: nodes.Registry()}, acts)
-	if err := w.Start(); err != nil {
-		return exitcode.With(exitcode.Failure, fmt.Errorf("starting the worker on task queue %s at %s: %w", c.TaskQueue, addr, err))
-	}
-	defer w.Stop()
-	if err := durable.Promote(ctx, cl, c.TaskQueue, Version()); err != nil {
-		return exitcode.With(exitcode.Failure, err)
-	}
-	e.say("worker", map[string]string{"address": addr, "namespace": c.Namespace, "task_queue": c.TaskQueue, "build_id": Version()},
-		fmt.Sprintf("worker: polling task queue %s of namespace %s at %s as build %s", c.TaskQueue, c.Namespace, addr, Version()))
-	<-ctx.Done()
-	return nil
+	return durable.Work(ctx, cl, durable.Worker{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Version: Version(),
+		Activities: acts, LocalLimits: c.LocalLimits, Registry: nodes.Registry()}, e.teller())
 }
 
 // executor submits runs to Temporal at addr through cl.
@@ -133,10 +102,9 @@ func (t *temporalFlags) executor(cl client.Client, addr string, heartbeat time.D
 // runOnTemporal submits a run to Temporal and records it here as it goes.
 // v, when not nil, is the view (--view) to show the run's page in.
 func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *view.Running) error {
-	if len(plan.MCPServers) > 0 {
-		// A workflow must not start processes or reach servers itself; MCP
-		// calls as activities are not built yet.
-		return exitcode.With(exitcode.Usage, errors.New("--temporal: runs on Temporal do not serve the tools of mcp_servers yet; run this spec without --temporal"))
+	bundle, err := durable.Submittable(plan, nodes.Registry(), &opts)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -145,13 +113,6 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		return err
 	}
 	defer cl.Close()
-	bundle, err := durable.NewBundle(plan, nodes.Registry(), opts.ContextDir)
-	if err != nil {
-		return exitcode.With(exitcode.Failure, err)
-	}
-	// The file tools run here too (the engine runs them between a call
-	// and the next); they must answer as on the workers.
-	opts.ContextSnapshot = bundle.Context
 	x := c.executor(cl, addr, c.Heartbeat)
 	if c.sweeping() {
 		so, err := c.sweepOptions(opts)
@@ -162,7 +123,7 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 		if err != nil {
 			return err
 		}
-		c.warnNoBuild(ctx, e, cl)
+		x.WarnNoBuild(ctx, e.teller())
 		if !c.Quiet {
 			e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
 		}
@@ -172,11 +133,9 @@ func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, ad
 	if err != nil {
 		return err
 	}
-	c.warnNoBuild(ctx, e, cl)
+	x.WarnNoBuild(ctx, e.teller())
 	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, rec.WorkflowID))
-	if v != nil {
-		show(e, v, "/run/"+filepath.Base(r.Dir), true)
-	}
+	show(e, v, "/run/"+filepath.Base(r.Dir), true)
 	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
 }
 
@@ -188,12 +147,8 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 	if c.Context != "" {
 		return usageErrorf("--context %s: the run is made on Temporal, whose workers read the context folder as it was when the run was submitted; drop --context", c.Context)
 	}
-	if rec.BuildID != "" && rec.BuildID != Version() {
-		msg := fmt.Sprintf("the run is made by workers of runner %s, the version that submitted it; this is runner %s, whose record of it differs if the two walk its flow differently", rec.BuildID, Version())
-		e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
-	}
-	tf := temporalFlags{Namespace: rec.Namespace, TaskQueue: rec.TaskQueue}
-	tf.APIKeyEnv = "TEMPORAL_API_KEY"
+	rec.WarnOtherBuild(Version(), e.teller())
+	tf := temporalFlags{Namespace: rec.Namespace, TaskQueue: rec.TaskQueue, APIKeyEnv: "TEMPORAL_API_KEY"}
 	cl, err := tf.dial(ctx, e, rec.Address)
 	if err != nil {
 		return err
@@ -205,22 +160,4 @@ func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Op
 		return err
 	}
 	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
-}
-
-// warnNoBuild says so when no worker of this build has polled the task
-// queue within a few seconds: the run waits for one, since a run goes to
-// workers of the runner version that submits it.
-func (t *temporalFlags) warnNoBuild(ctx context.Context, e *env, cl client.Client) {
-	for wait := 0; wait < 20; wait++ {
-		if ok, err := durable.HasBuild(ctx, cl, t.TaskQueue, Version()); err != nil || ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-	msg := fmt.Sprintf("no worker of runner %s has polled task queue %s yet: the run waits for one (a run goes to workers of the runner version that submits it)", Version(), t.TaskQueue)
-	e.say("warning", map[string]string{"message": msg}, "runner: warning: "+msg)
 }

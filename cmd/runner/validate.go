@@ -1,22 +1,8 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
-
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime/mcpclient"
-	"github.com/debate-runner/runner/runtime/spectest"
-	"github.com/debate-runner/runner/spec"
-	"github.com/debate-runner/runner/spec/syntax"
-	"gopkg.in/yaml.v3"
+	"github.com/debate-runner/runner/runtime/validate"
 )
 
 type validateCmd struct {
@@ -48,98 +34,5 @@ Examples:
 }
 
 func (c *validateCmd) Run(e *env) error {
-	bad := 0
-	var all syntax.Diagnostics
-	for _, f := range c.Files {
-		if isTestFile(f) {
-			diags := validateTestFile(f)
-			all = append(all, diags...)
-			if diags.HasErrors() {
-				bad++
-			}
-			if !c.JSON {
-				fmt.Fprint(e.stderr, diags.Format())
-				if !diags.HasErrors() && !c.Quiet {
-					fmt.Fprintf(e.stdout, "%s: ok (test file)\n", f)
-				}
-			}
-			continue
-		}
-		plan, diags := spec.Load(f, nodes.Registry())
-		if plan != nil && !diags.HasErrors() && len(plan.MCPServers) > 0 && !c.NoServers {
-			diags = append(diags, mcpclient.Check(context.Background(), plan, e.getenv, 20*time.Second)...)
-		}
-		all = append(all, diags...)
-		if diags.HasErrors() {
-			bad++
-		}
-		if !c.JSON {
-			fmt.Fprint(e.stderr, diags.Format())
-			if !diags.HasErrors() && !c.Quiet {
-				fmt.Fprintf(e.stdout, "%s: ok\n", f)
-			}
-		}
-	}
-	if c.JSON {
-		if all == nil {
-			all = syntax.Diagnostics{}
-		}
-		out, _ := json.MarshalIndent(all, "", "  ")
-		fmt.Fprintln(e.stdout, string(out))
-	}
-	if bad > 0 {
-		noun := "spec is"
-		if bad > 1 {
-			noun = "specs are"
-		}
-		return exitcode.With(exitcode.InvalidSpec, errors.New(fmt.Sprint(bad, " ", noun, " invalid")))
-	}
-	return nil
-}
-
-// isTestFile tells a spec test file from a spec the way runner test does:
-// by its name (NAME.test.yaml), or, for a test file named otherwise, by
-// its shape: a top-level mapping with cases: and no nodes:.
-func isTestFile(path string) bool {
-	base := filepath.Base(path)
-	if strings.HasSuffix(base, spectest.Suffix) || strings.HasSuffix(base, ".test.yml") {
-		return true
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var top map[string]any
-	if yaml.Unmarshal(data, &top) != nil {
-		return false
-	}
-	_, cases := top["cases"]
-	_, nodes := top["nodes"]
-	return cases && !nodes
-}
-
-// validateTestFile checks a test file against the test schema and that
-// the spec it tests exists, as diagnostics in validate's format.
-func validateTestFile(path string) syntax.Diagnostics {
-	t, err := spectest.Load(path)
-	if err != nil {
-		var errs spectest.Errors
-		var one *spectest.Error
-		switch {
-		case errors.As(err, &errs):
-		case errors.As(err, &one):
-			errs = spectest.Errors{one}
-		default:
-			return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
-		}
-		var ds syntax.Diagnostics
-		for _, e := range errs {
-			ds = append(ds, syntax.Diagnostic{File: e.Path, Pos: syntax.Pos{Line: e.Line, Col: e.Col}, Severity: syntax.Error, Message: e.Msg})
-		}
-		return ds
-	}
-	if _, err := os.Stat(t.SpecPath); err != nil {
-		return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: fmt.Sprintf("the spec it tests, %s, cannot be read: %v", t.SpecPath, errors.Unwrap(err))}}
-	}
-	return nil
+	return validate.Files(c.Files, validate.Options{Registry: nodes.Registry(), Getenv: e.getenv, JSON: c.JSON, Quiet: c.Quiet, NoServers: c.NoServers}, e.stdout, e.stderr)
 }

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/view"
@@ -35,53 +31,31 @@ Examples:
 }
 
 func (c *viewCmd) Run(e *env) error {
-	root, page, err := view.PageOf(c.Dir)
-	if err != nil {
-		return err
-	}
-	// Ctrl-C stops the view from the moment its address is printed.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	v, err := startView(e, root, c.Addr)
-	if err != nil {
-		return err
-	}
-	defer v.Stop()
-	show(e, v, page, c.Open)
-	fmt.Fprintln(e.stderr, "view: press Ctrl-C to stop")
-	select {
-	case <-ctx.Done():
-	case err := <-v.Failed():
-		return exitcode.With(exitcode.Failure, fmt.Errorf("view: %w", err))
-	}
-	return nil
+	return view.Serve(c.Dir, c.Addr, c.Open, e.getenv, nodes.Registry(), e.stderr)
 }
 
-// startView serves the view of root on addr ("" for the default), warning
-// on stderr when it is reachable from other machines.
+// startView serves the view of the runs folder root (made when missing)
+// on addr ("" for the default), warning on stderr when it is reachable
+// from other machines.
 func startView(e *env, root, addr string) (*view.Running, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, usageErrorf("--runs-dir %s: %v", root, err)
+	}
 	return view.Listen(root, addr, nodes.Registry(), func(msg string) { fmt.Fprintln(e.stderr, "runner: warning: "+msg) })
 }
 
-// show prints the address of a page of the view and opens it in a browser
-// when asked and possible.
+// show prints the address of a page of the view (v, nil for none) and
+// opens it in a browser when asked and possible.
 func show(e *env, v *view.Running, page string, open bool) {
-	url := v.URL(page)
-	if open && view.OpenBrowser(e.getenv, url) {
-		fmt.Fprintf(e.stderr, "view: %s (opened in your browser)\n", url)
-		return
+	if v != nil {
+		v.Show(e.stderr, e.getenv, page, open)
 	}
-	fmt.Fprintf(e.stderr, "view: %s\n", url)
 }
 
-// linger keeps the view up after a run when someone is watching at a
-// terminal, until Ctrl-C; scripts go on at once.
+// linger keeps the view (v, nil for none) up after a run when someone is
+// watching at a terminal, until Ctrl-C; scripts go on at once.
 func linger(e *env, v *view.Running) {
-	if !progress.IsTerminal(e.stderr) {
-		return
+	if v != nil {
+		v.Linger(e.stderr, progress.IsTerminal(e.stderr))
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	fmt.Fprintf(e.stderr, "view: still serving %s; press Ctrl-C to stop\n", v.Base)
-	<-ctx.Done()
 }

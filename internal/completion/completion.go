@@ -2,7 +2,9 @@
 // scripts for bash, zsh and fish, which ask runner itself what to offer
 // (runner __complete WORD...), and the candidates for a word read from the
 // CLI's kong model: commands, flags, enum values, the spec's input and var
-// names after --input and --set, and paths of the kind a flag takes.
+// names after --input and --set, and paths of the kind a flag takes; and
+// the command that runner help COMMAND... describes (HelpArgs), and go
+// test's -run read as runner test's --run (GoTestFlags).
 package completion
 
 import (

@@ -19,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/debate-runner/runner/examples"
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/templates"
@@ -92,7 +93,7 @@ type Options struct {
 func Write(dir string, opts Options) ([]string, error) {
 	from, err := Find(opts.From)
 	if err != nil {
-		return nil, err
+		return nil, exitcode.Errorf(exitcode.Usage, "--from %s: %v", opts.From, err)
 	}
 	files, err := projectFiles(from, opts)
 	if err != nil {
@@ -119,7 +120,7 @@ func Write(dir string, opts Options) ([]string, error) {
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
 		}
-		if err := writeFile(p, files[name]); err != nil {
+		if err := WriteFile(p, files[name]); err != nil {
 			return nil, err
 		}
 	}
@@ -128,13 +129,13 @@ func Write(dir string, opts Options) ([]string, error) {
 	if diags.HasErrors() {
 		return names, fmt.Errorf("the new spec does not validate (a bug in runner init; please report it):\n%s", diags.Errors().Format())
 	}
-	if err := writeFile(filepath.Join(dir, ".env.example"), envExample(plan)); err != nil {
+	if err := WriteFile(filepath.Join(dir, ".env.example"), envExample(plan)); err != nil {
 		return names, err
 	}
 	names = append(names, ".env.example")
 	ignore := filepath.Join(dir, ".gitignore")
 	if _, err := os.Stat(ignore); errors.Is(err, fs.ErrNotExist) {
-		if err := writeFile(ignore, []byte("# Run directories and secrets stay out of git.\nruns/\n.env\n")); err != nil {
+		if err := WriteFile(ignore, []byte("# Run directories and secrets stay out of git.\nruns/\n.env\n")); err != nil {
 			return names, err
 		}
 		names = append(names, ".gitignore")
@@ -148,6 +149,9 @@ type ExistsError struct {
 	Dir   string
 	Files []string
 }
+
+// ExitCode is a usage error's: the command line asks to overwrite.
+func (e *ExistsError) ExitCode() int { return exitcode.Usage }
 
 func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s already has %s; choose another folder or use --force to overwrite", e.Dir, strings.Join(e.Files, ", "))
@@ -404,9 +408,9 @@ func envRefs(s string) []string {
 	}
 }
 
-// writeFile writes a file of the user's project atomically, readable by all as
+// WriteFile writes a file of the user's project atomically, readable by all as
 // files in a repository are (rundir.WriteFile keeps run files private).
-func writeFile(path string, data []byte) error {
+func WriteFile(path string, data []byte) error {
 	if err := rundir.WriteFile(path, data); err != nil {
 		return err
 	}

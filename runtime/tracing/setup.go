@@ -34,7 +34,7 @@ type Config struct {
 	// Version is runner's version, for service.version.
 	Version string
 	// Warn is told, once, when spans cannot be sent, and of settings that
-	// turn tracing off. It may be called from any goroutine.
+	// turn tracing off, one message at a time, from any goroutine.
 	Warn func(msg string)
 }
 
@@ -56,9 +56,16 @@ type Provider struct {
 // run is never stopped for its traces.
 func Setup(cfg Config) *Provider {
 	get := cfg.Getenv
-	warn := cfg.Warn
-	if warn == nil {
-		warn = func(string) {}
+	warn := func(string) {}
+	if cfg.Warn != nil {
+		// Export failures are told from the exporter's goroutine: one
+		// warning at a time.
+		var mu sync.Mutex
+		warn = func(msg string) {
+			mu.Lock()
+			defer mu.Unlock()
+			cfg.Warn(msg)
+		}
 	}
 	if strings.EqualFold(strings.TrimSpace(get("OTEL_SDK_DISABLED")), "true") {
 		return nil

@@ -1,0 +1,77 @@
+// Package validate is runner validate: it checks specs (compiled, with
+// their MCP servers' tool lists) and spec test files (runtime/spectest)
+// without sending anything to a model, and reports every problem as a
+// diagnostic.
+package validate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime/mcpclient"
+	"github.com/debate-runner/runner/runtime/spectest"
+	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
+)
+
+// Options are validate's flags.
+type Options struct {
+	Registry *spec.Registry
+	// Getenv is the environment MCP servers are started or reached with.
+	Getenv func(string) string
+	// JSON prints every diagnostic as JSON on stdout instead of text on
+	// stderr; Quiet prints nothing for a valid file.
+	JSON, Quiet bool
+	// NoServers does not start the specs' MCP servers.
+	NoServers bool
+}
+
+// Files checks each file, a spec or a test file, printing its diagnostics
+// and "ok" lines; the error (exit 4) counts the invalid ones.
+func Files(files []string, o Options, stdout, stderr io.Writer) error {
+	bad := 0
+	var all syntax.Diagnostics
+	for _, f := range files {
+		var diags syntax.Diagnostics
+		ok := "ok"
+		if spectest.IsTestFile(f) {
+			diags, ok = spectest.Check(f), "ok (test file)"
+		} else {
+			var plan *spec.Plan
+			plan, diags = spec.Load(f, o.Registry)
+			if plan != nil && !diags.HasErrors() && len(plan.MCPServers) > 0 && !o.NoServers {
+				diags = append(diags, mcpclient.Check(context.Background(), plan, o.Getenv, 20*time.Second)...)
+			}
+		}
+		all = append(all, diags...)
+		if diags.HasErrors() {
+			bad++
+		}
+		if !o.JSON {
+			fmt.Fprint(stderr, diags.Format())
+			if !diags.HasErrors() && !o.Quiet {
+				fmt.Fprintf(stdout, "%s: %s\n", f, ok)
+			}
+		}
+	}
+	if o.JSON {
+		if all == nil {
+			all = syntax.Diagnostics{}
+		}
+		out, _ := json.MarshalIndent(all, "", "  ")
+		fmt.Fprintln(stdout, string(out))
+	}
+	if bad > 0 {
+		noun := "spec is"
+		if bad > 1 {
+			noun = "specs are"
+		}
+		return exitcode.With(exitcode.InvalidSpec, errors.New(fmt.Sprint(bad, " ", noun, " invalid")))
+	}
+	return nil
+}
