@@ -8,12 +8,10 @@ import (
 	"bytes"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -326,10 +324,7 @@ func (t *Test) script(c *Case) (scripted.Script, error) {
 	return s, nil
 }
 
-var (
-	yamlLine   = regexp.MustCompile(`line (\d+)`)
-	notAllowed = regexp.MustCompile(`^additionalProperties '([^']*)' not allowed`)
-)
+var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 func yamlErrorLine(err error) int {
 	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
@@ -342,107 +337,24 @@ func yamlErrorLine(err error) int {
 // validate checks a test file's YAML against the schema, reporting each
 // problem at the position of the value it is about.
 func validate(path string, doc *yaml.Node) Errors {
-	pos := map[string][2]int{}
-	v, err := yamljson.Convert(doc, "test files", pos)
+	problems, err := yamljson.Check(doc, "test files", compiledSchema(), nil)
 	if err != nil {
 		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
-	err = compiledSchema().Validate(v)
-	var ve *jsonschema.ValidationError
-	if err == nil || !errors.As(err, &ve) {
-		return nil
-	}
 	var errs Errors
-	seen := map[string]bool{}
-	for _, l := range leaves(ve) {
-		p, ok := pos[l.InstanceLocation]
-		// A property that is not allowed is shown where it is written.
-		if m := notAllowed.FindStringSubmatch(l.Message); m != nil {
-			if kp, ok := pos[l.InstanceLocation+"/"+m[1]]; ok {
-				p = kp
-			}
-		}
-		if !ok {
-			p = [2]int{doc.Line, doc.Column}
-		}
-		msg := l.Message
+	for _, pr := range problems {
+		msg := pr.Message
 		// `a: b` in a plain scalar is a mapping to YAML: an assertion
 		// comparing with a mapping literal, or a pattern with ": ".
 		if strings.HasSuffix(msg, "expected string, but got object") {
 			msg += ` (YAML reads a text holding ": " as a mapping; quote the text with ' or write it as a block after |)`
 		}
-		if l.InstanceLocation != "" {
-			msg = describe(l.InstanceLocation) + ": " + msg
+		if pr.Pointer != "" {
+			msg = yamljson.Describe(pr.Pointer) + ": " + msg
 		}
-		if seen[msg] {
-			continue
-		}
-		seen[msg] = true
-		errs = append(errs, &Error{Path: path, Line: p[0], Col: p[1], Msg: msg})
+		errs = append(errs, &Error{Path: path, Line: pr.Line, Col: pr.Col, Msg: msg})
 	}
-	sort.SliceStable(errs, func(i, j int) bool {
-		if errs[i].Line != errs[j].Line {
-			return errs[i].Line < errs[j].Line
-		}
-		return errs[i].Col < errs[j].Col
-	})
 	return errs
-}
-
-// leaves are the most specific failures: for a oneOf, those of the branch
-// that got furthest into the value.
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
-	}
-	var all []*jsonschema.ValidationError
-	for _, c := range ve.Causes {
-		all = append(all, leaves(c)...)
-	}
-	if strings.HasSuffix(ve.KeywordLocation, "/oneOf") {
-		deepest := 0
-		for _, l := range all {
-			deepest = max(deepest, strings.Count(l.InstanceLocation, "/"))
-		}
-		var keep []*jsonschema.ValidationError
-		for _, l := range all {
-			if strings.Count(l.InstanceLocation, "/") == deepest {
-				keep = append(keep, l)
-			}
-		}
-		// Of a string-or-mapping value that is neither, say only what the
-		// mapping lacks when it is a mapping.
-		if len(keep) > 1 {
-			var notType []*jsonschema.ValidationError
-			for _, l := range keep {
-				if !strings.HasSuffix(l.KeywordLocation, "/type") {
-					notType = append(notType, l)
-				}
-			}
-			if len(notType) > 0 {
-				keep = notType
-			}
-		}
-		return keep
-	}
-	return all
-}
-
-// describe names a JSON pointer for a message: cases[2].expect[0].
-func describe(ptr string) string {
-	var b strings.Builder
-	for _, part := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
-		if _, err := strconv.Atoi(part); err == nil {
-			b.WriteString("[" + part + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(part)
-	}
-	return b.String()
 }
 
 var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {

@@ -9,12 +9,10 @@ package study
 import (
 	"bytes"
 	_ "embed"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,10 +160,7 @@ func (f *File) DatasetSource() string {
 	return f.resolve(d)
 }
 
-var (
-	yamlLine   = regexp.MustCompile(`line (\d+)`)
-	notAllowed = regexp.MustCompile(`^additionalProperties '([^']*)' not allowed`)
-)
+var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
 	c := jsonschema.NewCompiler()
@@ -179,68 +174,17 @@ var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
 // validate checks a study file's YAML against the schema, reporting each
 // problem at the position of the value it is about.
 func validate(path string, doc *yaml.Node, pos map[string][2]int) Errors {
-	v, err := yamljson.Convert(doc, "study files", pos)
+	problems, err := yamljson.Check(doc, "study files", compiledSchema(), pos)
 	if err != nil {
 		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
-	err = compiledSchema().Validate(v)
-	var ve *jsonschema.ValidationError
-	if err == nil || !errors.As(err, &ve) {
-		return nil
-	}
 	var errs Errors
-	seen := map[string]bool{}
-	for _, l := range leaves(ve) {
-		p, ok := pos[l.InstanceLocation]
-		if m := notAllowed.FindStringSubmatch(l.Message); m != nil {
-			if kp, ok := pos[l.InstanceLocation+"/"+m[1]]; ok {
-				p = kp
-			}
+	for _, pr := range problems {
+		msg := pr.Message
+		if pr.Pointer != "" {
+			msg = yamljson.Describe(pr.Pointer) + ": " + msg
 		}
-		if !ok {
-			p = [2]int{doc.Line, doc.Column}
-		}
-		msg := l.Message
-		if l.InstanceLocation != "" {
-			msg = strings.ReplaceAll(strings.TrimPrefix(l.InstanceLocation, "/"), "/", ".") + ": " + msg
-		}
-		if seen[msg] {
-			continue
-		}
-		seen[msg] = true
-		errs = append(errs, &Error{Path: path, Line: p[0], Col: p[1], Msg: msg})
+		errs = append(errs, &Error{Path: path, Line: pr.Line, Col: pr.Col, Msg: msg})
 	}
-	sort.SliceStable(errs, func(i, j int) bool {
-		if errs[i].Line != errs[j].Line {
-			return errs[i].Line < errs[j].Line
-		}
-		return errs[i].Col < errs[j].Col
-	})
 	return errs
-}
-
-// leaves are the most specific failures: for a oneOf, those of the branch
-// that got furthest into the value.
-func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return []*jsonschema.ValidationError{ve}
-	}
-	var all []*jsonschema.ValidationError
-	for _, c := range ve.Causes {
-		all = append(all, leaves(c)...)
-	}
-	if strings.HasSuffix(ve.KeywordLocation, "/oneOf") {
-		deepest := 0
-		for _, l := range all {
-			deepest = max(deepest, strings.Count(l.InstanceLocation, "/"))
-		}
-		var keep []*jsonschema.ValidationError
-		for _, l := range all {
-			if strings.Count(l.InstanceLocation, "/") == deepest {
-				keep = append(keep, l)
-			}
-		}
-		return keep
-	}
-	return all
 }
