@@ -60,6 +60,20 @@ func TestEveryExampleCallShows(t *testing.T) {
 		if code != exitcode.OK {
 			t.Fatalf("runner show %s: exit %d", dir, code)
 		}
+		// Every call is read and written through callview, which the
+		// command calls; the command itself is run on a few calls of each
+		// run (the first, the last, the first with a parsed output and the
+		// first with repairs), as running it on each of some 1,650 calls
+		// re-reads the journal as often and took minutes under -race.
+		view, err := callview.Read(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		viaCLI := map[string]bool{}
+		if n := len(list.Calls); n > 0 {
+			viaCLI[list.Calls[0].Key], viaCLI[list.Calls[n-1].Key] = true, true
+		}
+		sawOutput, sawRepair := false, false
 		for _, s := range list.Calls {
 			if !want[s.Key] {
 				t.Errorf("%s: runner show lists %s, which the journal does not have", dir, s.Key)
@@ -68,49 +82,40 @@ func TestEveryExampleCallShows(t *testing.T) {
 				t.Errorf("%s: the text list lacks %s", dir, s.Key)
 			}
 			calls++
-			code, out, errOut := invoke(t, nil, "show", dir, s.Key, "--json")
-			if code != exitcode.OK {
-				t.Fatalf("runner show %s %s --json: exit %d: %s", dir, s.Key, code, errOut)
+			c, ok := view.Call(s.Key)
+			if !ok {
+				t.Fatalf("%s: callview has no call %s", dir, s.Key)
 			}
-			var c callview.Call
-			if err := json.Unmarshal([]byte(out), &c); err != nil {
-				t.Fatalf("runner show %s %s --json: %v", dir, s.Key, err)
+			if len(c.Output) > 0 && !sawOutput {
+				sawOutput, viaCLI[s.Key] = true, true
 			}
-			if c.Key != s.Key {
-				t.Errorf("runner show %s %s shows call %s", dir, s.Key, c.Key)
+			if len(c.Repairs) > 0 && !sawRepair {
+				sawRepair, viaCLI[s.Key] = true, true
 			}
-			if c.Requested {
-				if len(c.Messages) == 0 {
-					t.Errorf("%s %s: no messages", dir, s.Key)
-				}
-				for i, m := range c.Messages {
-					if m.TextFrom != "journal" || len(m.Text) != m.Chars {
-						t.Errorf("%s %s: message %d (%s, %d chars) has no logged text (from %q, %d chars)", dir, s.Key, i+1, m.Role, m.Chars, m.TextFrom, len(m.Text))
-					}
-				}
+			var b strings.Builder
+			if err := callview.Write(&b, c); err != nil {
+				t.Fatalf("%s %s: %v", dir, s.Key, err)
 			}
+			checkShownCall(t, dir, s.Key, c, b.String())
 			if len(c.Output) > 0 {
 				outputs++
 			}
 			repairs += len(c.Repairs)
-			code, out, errOut = invoke(t, nil, "show", dir, s.Key)
+		}
+		for key := range viaCLI {
+			code, out, errOut := invoke(t, nil, "show", dir, key, "--json")
 			if code != exitcode.OK {
-				t.Fatalf("runner show %s %s: exit %d: %s", dir, s.Key, code, errOut)
+				t.Fatalf("runner show %s %s --json: exit %d: %s", dir, key, code, errOut)
 			}
-			for _, part := range []string{"Call " + s.Key, "Messages sent", "Reply"} {
-				if !strings.Contains(out, part) {
-					t.Errorf("runner show %s %s lacks %q:\n%s", dir, s.Key, part, out)
-				}
+			var c callview.Call
+			if err := json.Unmarshal([]byte(out), &c); err != nil {
+				t.Fatalf("runner show %s %s --json: %v", dir, key, err)
 			}
-			if c.Done && c.Reply != "" {
-				first := strings.TrimSpace(strings.SplitN(strings.TrimSpace(c.Reply), "\n", 2)[0])
-				if !strings.Contains(out, first) {
-					t.Errorf("runner show %s %s does not print the reply %q", dir, s.Key, first)
-				}
+			code, out, errOut = invoke(t, nil, "show", dir, key)
+			if code != exitcode.OK {
+				t.Fatalf("runner show %s %s: exit %d: %s", dir, key, code, errOut)
 			}
-			if len(c.Output) > 0 && !strings.Contains(out, "Parsed output") {
-				t.Errorf("runner show %s %s does not print its parsed output", dir, s.Key)
-			}
+			checkShownCall(t, dir, key, &c, out)
 		}
 	}
 	if len(specs) < 15 {
@@ -120,6 +125,39 @@ func TestEveryExampleCallShows(t *testing.T) {
 		t.Errorf("%d calls shown, %d with a parsed output and %d repairs: the examples' tests have both", calls, outputs, repairs)
 	}
 	t.Logf("%d calls of %d runs of %d specs shown; %d with a parsed output, %d repairs", calls, len(runs), len(specs), outputs, repairs)
+}
+
+// checkShownCall checks one call as runner show gives it: c its JSON form,
+// text its text form.
+func checkShownCall(t *testing.T, dir, key string, c *callview.Call, text string) {
+	t.Helper()
+	if c.Key != key {
+		t.Errorf("runner show %s %s shows call %s", dir, key, c.Key)
+	}
+	if c.Requested {
+		if len(c.Messages) == 0 {
+			t.Errorf("%s %s: no messages", dir, key)
+		}
+		for i, m := range c.Messages {
+			if m.TextFrom != "journal" || len(m.Text) != m.Chars {
+				t.Errorf("%s %s: message %d (%s, %d chars) has no logged text (from %q, %d chars)", dir, key, i+1, m.Role, m.Chars, m.TextFrom, len(m.Text))
+			}
+		}
+	}
+	for _, part := range []string{"Call " + key, "Messages sent", "Reply"} {
+		if !strings.Contains(text, part) {
+			t.Errorf("runner show %s %s lacks %q:\n%s", dir, key, part, text)
+		}
+	}
+	if c.Done && c.Reply != "" {
+		first := strings.TrimSpace(strings.SplitN(strings.TrimSpace(c.Reply), "\n", 2)[0])
+		if !strings.Contains(text, first) {
+			t.Errorf("runner show %s %s does not print the reply %q", dir, key, first)
+		}
+	}
+	if len(c.Output) > 0 && !strings.Contains(text, "Parsed output") {
+		t.Errorf("runner show %s %s does not print its parsed output", dir, key)
+	}
 }
 
 func TestShowUsageErrors(t *testing.T) {
