@@ -76,6 +76,36 @@ func studyEnv(srv *llmtest.Server, cache string) []string {
 
 // journaledResponses counts the model responses that came from the
 // endpoint (not the cache) in the journals of every run under dir.
+// killStudyAt starts cmd with env and kills it with SIGKILL once srv has
+// had calls requests; it fails the test if the study ends first or the
+// calls do not come within wait.
+func killStudyAt(t *testing.T, cmd *exec.Cmd, env []string, srv *llmtest.Server, calls int, wait time.Duration) {
+	t.Helper()
+	cmd.Env = env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(wait)
+	for srv.Count() < calls {
+		select {
+		case err := <-exited:
+			t.Fatalf("the study ended before the kill: %v\n%s", err, out.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d calls within %v\n%s", srv.Count(), wait, out.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+}
+
 func journaledResponses(t *testing.T, dir string) int {
 	t.Helper()
 	n := 0
@@ -157,30 +187,7 @@ func TestStudyKilledAndContinued(t *testing.T) {
 	srv := llmtest.New(t, studyHandler(2*time.Millisecond))
 	cache := t.TempDir()
 	dir := filepath.Join(t.TempDir(), "study")
-	cmd = exec.Command(bin, "study", path, "--dir", dir, "-q")
-	cmd.Env = studyEnv(srv, cache)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for srv.Count() < refSrv.Count()/3 {
-		select {
-		case err := <-exited:
-			t.Fatalf("the study ended before the kill: %v\n%s", err, out.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d calls within 60 s\n%s", srv.Count(), out.String())
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	killStudyAt(t, exec.Command(bin, "study", path, "--dir", dir, "-q"), studyEnv(srv, cache), srv, refSrv.Count()/3, 60*time.Second)
 	asked := srv.Count()
 	journaled := journaledResponses(t, dir)
 	if _, err := os.Stat(filepath.Join(dir, "results.csv")); err == nil {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -68,30 +67,7 @@ resamples: 500
 	startWorker(t, bin, addr, "study", srv)
 	dir := filepath.Join(t.TempDir(), "study")
 	env := studyEnv(local, t.TempDir())
-	cmd = exec.Command(bin, "study", path, "--dir", dir, "-q", "--temporal", addr, "--task-queue", "study")
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for srv.Count() < refSrv.Count()/2 {
-		select {
-		case err := <-exited:
-			t.Fatalf("the study ended before the kill: %v\n%s", err, out.String())
-		case <-time.After(5 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d calls within 2 minutes\n%s", srv.Count(), out.String())
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-exited
+	killStudyAt(t, exec.Command(bin, "study", path, "--dir", dir, "-q", "--temporal", addr, "--task-queue", "study"), env, srv, refSrv.Count()/2, 2*time.Minute)
 	asked := srv.Count()
 	if _, ok, err := durable.ReadRecord(dir); err != nil || !ok {
 		t.Fatalf("the study directory does not record where the study is made: %v", err)

@@ -2,6 +2,7 @@ package yamljson
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -114,4 +115,30 @@ func Describe(ptr string) string {
 		b.WriteString(part)
 	}
 	return b.String()
+}
+
+// Error is a problem of a YAML file (a test file, a study file) at a
+// position; Line 0 is the file as a whole.
+type Error struct {
+	Path      string
+	Line, Col int
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d:%d: %s", e.Path, e.Line, e.Col, e.Msg)
+}
+
+// Errors are the problems of a file, one a line.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
 }

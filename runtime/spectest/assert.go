@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/expr-lang/expr"
@@ -138,11 +139,11 @@ func compile(path string, src Source) (*Assertion, error) {
 			line, col = src.at(fe.Line, fe.Column+1)
 			msg = fe.Message
 		}
-		return nil, &Error{Path: path, Line: line, Col: col, Msg: "assertion " + quote(src.Text) + ": " + msg}
+		return nil, &yamljson.Error{Path: path, Line: line, Col: col, Msg: "assertion " + quote(src.Text) + ": " + msg}
 	}
 	tree, err := parser.Parse(src.Text)
 	if err != nil {
-		return nil, &Error{Path: path, Line: src.Line, Col: src.Col, Msg: err.Error()}
+		return nil, &yamljson.Error{Path: path, Line: src.Line, Col: src.Col, Msg: err.Error()}
 	}
 	return &Assertion{Source: src, program: prog, tree: tree}, nil
 }

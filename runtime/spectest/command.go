@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec/syntax"
 )
@@ -130,12 +131,12 @@ func IsTestFile(path string) bool {
 func Check(path string) syntax.Diagnostics {
 	t, err := Load(path)
 	if err != nil {
-		var errs Errors
-		var one *Error
+		var errs yamljson.Errors
+		var one *yamljson.Error
 		switch {
 		case errors.As(err, &errs):
 		case errors.As(err, &one):
-			errs = Errors{one}
+			errs = yamljson.Errors{one}
 		default:
 			return syntax.Diagnostics{{File: path, Severity: syntax.Error, Message: err.Error()}}
 		}

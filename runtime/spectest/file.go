@@ -201,31 +201,6 @@ type Test struct {
 	File           File
 }
 
-// Error is a problem with a test file at a position.
-type Error struct {
-	Path      string
-	Line, Col int
-	Msg       string
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return fmt.Sprintf("%s: %s", e.Path, e.Msg)
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", e.Path, e.Line, e.Col, e.Msg)
-}
-
-// Errors are the problems of a test file.
-type Errors []*Error
-
-func (es Errors) Error() string {
-	parts := make([]string, len(es))
-	for i, e := range es {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "\n")
-}
-
 // maxFileBytes bounds a test file; scripts of long debates are large, but
 // not this large.
 const maxFileBytes = 16 << 20
@@ -237,14 +212,14 @@ func Load(path string) (*Test, error) {
 		return nil, err
 	}
 	if len(data) > maxFileBytes {
-		return nil, &Error{Path: path, Msg: fmt.Sprintf("the file is larger than %d MiB", maxFileBytes>>20)}
+		return nil, &yamljson.Error{Path: path, Msg: fmt.Sprintf("the file is larger than %d MiB", maxFileBytes>>20)}
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, &Error{Path: path, Line: yamlErrorLine(err), Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &yamljson.Error{Path: path, Line: yamlErrorLine(err), Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	if len(root.Content) == 0 {
-		return nil, &Error{Path: path, Msg: "the file is empty; it needs cases"}
+		return nil, &yamljson.Error{Path: path, Msg: "the file is empty; it needs cases"}
 	}
 	doc := root.Content[0]
 	if errs := validate(path, doc); len(errs) > 0 {
@@ -252,13 +227,13 @@ func Load(path string) (*Test, error) {
 	}
 	t := &Test{Path: path}
 	if err := doc.Decode(&t.File); err != nil {
-		return nil, &Error{Path: path, Line: yamlErrorLine(err), Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, &yamljson.Error{Path: path, Line: yamlErrorLine(err), Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	spec := t.File.Spec
 	if spec == "" {
 		base := filepath.Base(path)
 		if !strings.HasSuffix(base, Suffix) {
-			return nil, &Error{Path: path, Line: doc.Line, Col: doc.Column, Msg: "the file does not end in " + Suffix + ", so it must name its spec with spec:"}
+			return nil, &yamljson.Error{Path: path, Line: doc.Line, Col: doc.Column, Msg: "the file does not end in " + Suffix + ", so it must name its spec with spec:"}
 		}
 		spec = strings.TrimSuffix(base, Suffix) + ".yaml"
 	}
@@ -270,7 +245,7 @@ func Load(path string) (*Test, error) {
 	for i, c := range t.File.Cases {
 		id := CaseID(c.Name)
 		if j, dup := seen[id]; dup {
-			return nil, &Error{Path: path, Line: c.line, Col: c.col, Msg: fmt.Sprintf("case %q has the name of case %d (%q)", c.Name, j+1, t.File.Cases[j].Name)}
+			return nil, &yamljson.Error{Path: path, Line: c.line, Col: c.col, Msg: fmt.Sprintf("case %q has the name of case %d (%q)", c.Name, j+1, t.File.Cases[j].Name)}
 		}
 		seen[id] = i
 	}
@@ -289,7 +264,7 @@ func (t *Test) script(c *Case) (scripted.Script, error) {
 	if c.Strict != nil {
 		s.Strict = *c.Strict
 	}
-	var errs Errors
+	var errs yamljson.Errors
 	for _, list := range [][]Entry{c.Replies, t.File.Replies} {
 		for _, e := range list {
 			se := scripted.Entry{Where: fmt.Sprintf("%s:%d:%d", t.Path, e.line, e.col)}
@@ -303,7 +278,7 @@ func (t *Test) script(c *Case) (scripted.Script, error) {
 				}
 				re, err := regexp.Compile(p.src.Text)
 				if err != nil {
-					errs = append(errs, &Error{Path: t.Path, Line: p.src.Line, Col: p.src.Col, Msg: "invalid regular expression: " + err.Error()})
+					errs = append(errs, &yamljson.Error{Path: t.Path, Line: p.src.Line, Col: p.src.Col, Msg: "invalid regular expression: " + err.Error()})
 					continue
 				}
 				*p.re = re
@@ -336,12 +311,12 @@ func yamlErrorLine(err error) int {
 
 // validate checks a test file's YAML against the schema, reporting each
 // problem at the position of the value it is about.
-func validate(path string, doc *yaml.Node) Errors {
+func validate(path string, doc *yaml.Node) yamljson.Errors {
 	problems, err := yamljson.Check(doc, "test files", compiledSchema(), nil)
 	if err != nil {
-		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
+		return yamljson.Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
-	var errs Errors
+	var errs yamljson.Errors
 	for _, pr := range problems {
 		msg := pr.Message
 		// `a: b` in a plain scalar is a mapping to YAML: an assertion
@@ -352,7 +327,7 @@ func validate(path string, doc *yaml.Node) Errors {
 		if pr.Pointer != "" {
 			msg = yamljson.Describe(pr.Pointer) + ": " + msg
 		}
-		errs = append(errs, &Error{Path: path, Line: pr.Line, Col: pr.Col, Msg: msg})
+		errs = append(errs, &yamljson.Error{Path: path, Line: pr.Line, Col: pr.Col, Msg: msg})
 	}
 	return errs
 }

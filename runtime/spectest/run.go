@@ -18,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/launch"
@@ -381,19 +382,19 @@ func prepare(path string, reg *spec.Registry) (*fileTest, error) {
 		ep.RequestsPerMinute, ep.TokensPerMinute = 0, 0
 	}
 	ft := &fileTest{test: t, plan: plan}
-	var errs Errors
+	var errs yamljson.Errors
 	for i := range t.File.Cases {
 		c := &t.File.Cases[i]
 		ct := caseTest{c: c, id: CaseID(c.Name)}
 		s, err := t.script(c)
 		if err != nil {
-			errs = append(errs, err.(Errors)...)
+			errs = append(errs, err.(yamljson.Errors)...)
 		}
 		ct.script = s
 		for _, src := range c.Expect {
 			a, err := compile(path, src)
 			if err != nil {
-				errs = append(errs, err.(*Error))
+				errs = append(errs, err.(*yamljson.Error))
 				continue
 			}
 			ct.asserts = append(ct.asserts, a)

@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
@@ -33,7 +34,7 @@ func Open(path, dir, runsDir string, reg *spec.Registry) (*Study, string, error)
 	}
 	f, err := Load(path)
 	if err != nil {
-		var errs Errors
+		var errs yamljson.Errors
 		if errors.As(err, &errs) {
 			return nil, "", exitcode.With(exitcode.InvalidSpec, err)
 		}

@@ -74,31 +74,6 @@ func (s *SpecEntry) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// Error is a problem of a study file at a position.
-type Error struct {
-	Path      string
-	Line, Col int
-	Msg       string
-}
-
-func (e *Error) Error() string {
-	if e.Line == 0 {
-		return fmt.Sprintf("%s: %s", e.Path, e.Msg)
-	}
-	return fmt.Sprintf("%s:%d:%d: %s", e.Path, e.Line, e.Col, e.Msg)
-}
-
-// Errors are the problems of a study file.
-type Errors []*Error
-
-func (es Errors) Error() string {
-	parts := make([]string, len(es))
-	for i, e := range es {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "\n")
-}
-
 // Load reads and checks a study file against its schema; errors name
 // FILE:LINE:COL.
 func Load(path string) (*File, error) {
@@ -112,10 +87,10 @@ func Load(path string) (*File, error) {
 		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 			line, _ = strconv.Atoi(m[1])
 		}
-		return nil, Errors{{Path: path, Line: line, Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, yamljson.Errors{{Path: path, Line: line, Col: 1, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	if len(doc.Content) == 0 {
-		return nil, Errors{{Path: path, Msg: "the file is empty: a study names its version, name, dataset, specs and baseline"}}
+		return nil, yamljson.Errors{{Path: path, Msg: "the file is empty: a study names its version, name, dataset, specs and baseline"}}
 	}
 	pos := map[string][2]int{}
 	if errs := validate(path, &doc, pos); len(errs) > 0 {
@@ -123,7 +98,7 @@ func Load(path string) (*File, error) {
 	}
 	var f File
 	if err := doc.Decode(&f); err != nil {
-		return nil, Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
+		return nil, yamljson.Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
 	f.Path = path
 	for i := range f.Specs {
@@ -138,8 +113,8 @@ func Load(path string) (*File, error) {
 }
 
 // errorAt is an error of the file at a position.
-func (f *File) errorAt(p [2]int, format string, a ...any) *Error {
-	return &Error{Path: f.Path, Line: p[0], Col: p[1], Msg: fmt.Sprintf(format, a...)}
+func (f *File) errorAt(p [2]int, format string, a ...any) *yamljson.Error {
+	return &yamljson.Error{Path: f.Path, Line: p[0], Col: p[1], Msg: fmt.Sprintf(format, a...)}
 }
 
 // resolve is a path of the file, relative to the file's folder.
@@ -173,18 +148,18 @@ var compiledSchema = sync.OnceValue(func() *jsonschema.Schema {
 
 // validate checks a study file's YAML against the schema, reporting each
 // problem at the position of the value it is about.
-func validate(path string, doc *yaml.Node, pos map[string][2]int) Errors {
+func validate(path string, doc *yaml.Node, pos map[string][2]int) yamljson.Errors {
 	problems, err := yamljson.Check(doc, "study files", compiledSchema(), pos)
 	if err != nil {
-		return Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
+		return yamljson.Errors{{Path: path, Line: doc.Line, Col: doc.Column, Msg: err.Error()}}
 	}
-	var errs Errors
+	var errs yamljson.Errors
 	for _, pr := range problems {
 		msg := pr.Message
 		if pr.Pointer != "" {
 			msg = yamljson.Describe(pr.Pointer) + ": " + msg
 		}
-		errs = append(errs, &Error{Path: path, Line: pr.Line, Col: pr.Col, Msg: msg})
+		errs = append(errs, &yamljson.Error{Path: path, Line: pr.Line, Col: pr.Col, Msg: msg})
 	}
 	return errs
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -44,7 +45,7 @@ type Cell struct {
 // at the file's line.
 func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 	st := &Study{File: f}
-	var errs Errors
+	var errs yamljson.Errors
 	labels := map[string]bool{}
 	type entry struct {
 		label string
@@ -82,7 +83,7 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 		for _, e := range entries {
 			names = append(names, e.label)
 		}
-		return nil, Errors{f.errorAt(f.baselinePos, "baseline %q is none of the specs (their labels: %s)", f.Baseline, strings.Join(names, ", "))}
+		return nil, yamljson.Errors{f.errorAt(f.baselinePos, "baseline %q is none of the specs (their labels: %s)", f.Baseline, strings.Join(names, ", "))}
 	}
 	models := f.Models
 	if len(models) == 0 {
