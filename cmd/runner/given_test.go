@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/exitcode"
@@ -77,9 +76,7 @@ func contextFolder(t *testing.T) string {
 	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("the notes say 42"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(filepath.Join(dir, "pipe"), 0o644); err != nil {
-		t.Fatalf("making a FIFO: %v", err)
-	}
+	mkfifo(t, filepath.Join(dir, "pipe"))
 	return dir
 }
 

@@ -5,7 +5,6 @@ package main
 import (
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,9 +33,7 @@ outputs:
 func TestSpecialFilesAreRefused(t *testing.T) {
 	specPath := writeSpecFile(t, "spec.yaml", specialSpec)
 	fifo := filepath.Join(t.TempDir(), "pipe")
-	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
-		t.Fatalf("making a FIFO: %v", err)
-	}
+	mkfifo(t, fifo)
 	cases := []struct {
 		args []string
 		want string
