@@ -78,8 +78,9 @@ var prefixSeed = maphash.MakeSeed()
 type recentRequest struct {
 	group string
 	msgs  []signedMessage
-	// hashes are, per message, the hash of each whole block of its content
-	// and of what came before it, then the hash of the whole content.
+	// hashes are, per message longer than prefixExact, the hash of each
+	// whole block of its content, then the hash of the whole content (see
+	// blockHashes).
 	hashes []uint64
 	// raw are the messages themselves while the request is compared with
 	// the recent ones, nil once it is one of them.
@@ -90,37 +91,62 @@ type signedMessage struct {
 	role, name string
 	tools      bool
 	n          int    // the content's length
-	first      int    // the message's first hash in hashes; n/prefixBlock+1 of them
+	first      int    // the message's first hash in hashes, if it has any
 	text       string // the content's first prefixExact bytes
 }
 
 func signRequest(group string, msgs []kit.ChatMessage) recentRequest {
 	count := 0
 	for _, m := range msgs {
-		count += len(m.Content)/prefixBlock + 1
+		if len(m.Content) > prefixExact {
+			count += len(m.Content)/prefixBlock + 1
+		}
 	}
-	r := recentRequest{group: group, msgs: make([]signedMessage, len(msgs)), hashes: make([]uint64, 0, count)}
-	var h maphash.Hash
+	r := recentRequest{group: group, msgs: make([]signedMessage, len(msgs))}
+	if count > 0 {
+		r.hashes = make([]uint64, 0, count)
+	}
 	for i, m := range msgs {
 		r.msgs[i] = signedMessage{role: m.Role, name: m.Name, tools: len(m.ToolCalls) > 0, n: len(m.Content), first: len(r.hashes)}
 		if len(m.Content) <= prefixExact {
+			// Compared by its text only.
 			r.msgs[i].text = m.Content
-		} else {
-			// A copy: a slice would keep the whole prompt.
-			r.msgs[i].text = strings.Clone(m.Content[:prefixExact])
+			continue
 		}
-		h.SetSeed(prefixSeed)
-		c := m.Content
-		for len(c) >= prefixBlock {
-			h.WriteString(c[:prefixBlock])
-			c = c[prefixBlock:]
-			r.hashes = append(r.hashes, h.Sum64())
-		}
-		h.WriteString(c)
-		r.hashes = append(r.hashes, h.Sum64())
+		// A copy: a slice would keep the whole prompt.
+		r.msgs[i].text = strings.Clone(m.Content[:prefixExact])
+		var whole uint64
+		r.hashes, whole = blockHashes(r.hashes, m.Content)
+		r.hashes = append(r.hashes, whole)
 	}
 	return r
 }
+
+// blockHashes appends to hashes the hash of each whole block of s and
+// returns them and the hash of s, made from its blocks' hashes and of the
+// rest: the hash of a prefix of s can be made from s's block hashes.
+func blockHashes(hashes []uint64, s string) ([]uint64, uint64) {
+	var whole uint64
+	for len(s) >= prefixBlock {
+		h := maphash.String(prefixSeed, s[:prefixBlock])
+		hashes = append(hashes, h)
+		whole = fold(whole, h)
+		s = s[prefixBlock:]
+	}
+	return hashes, fold(whole, maphash.String(prefixSeed, s))
+}
+
+// wholeOf is the whole-content hash of s's first n bytes (n at most
+// len(s)), from s's block hashes.
+func wholeOf(blocks []uint64, s string, n int) uint64 {
+	var whole uint64
+	for _, h := range blocks[:n/prefixBlock] {
+		whole = fold(whole, h)
+	}
+	return fold(whole, maphash.String(prefixSeed, s[n/prefixBlock*prefixBlock:n]))
+}
+
+func fold(whole, h uint64) uint64 { return (whole ^ h) * 0x9e3779b97f4a7c15 }
 
 // sharedPrefix is the number of characters two requests share from their
 // start: whole messages of the same role and content, then the common
@@ -135,7 +161,7 @@ func sharedPrefix(a, b recentRequest) int {
 		}
 		n += len(x.role)
 		blocks := x.n / prefixBlock
-		if x.n == y.n && a.hashes[x.first+blocks] == b.hashes[y.first+blocks] && x.text == y.text {
+		if x.n == y.n && x.text == y.text && (x.n <= prefixExact || a.hashes[x.first+blocks] == b.hashes[y.first+blocks]) {
 			// The same content.
 			n += x.n
 			if x.name == y.name && !x.tools && !y.tools {
@@ -150,7 +176,8 @@ func sharedPrefix(a, b recentRequest) int {
 		if j < prefixExact || j == x.n || j == y.n {
 			return n + j
 		}
-		if x.n < y.n && b.raw != nil && maphash.String(prefixSeed, b.raw[i].Content[:x.n]) == a.hashes[x.first+blocks] {
+		// Both are longer than prefixExact, so hashed.
+		if x.n < y.n && b.raw != nil && wholeOf(b.hashes[y.first:], b.raw[i].Content, x.n) == a.hashes[x.first+blocks] {
 			// b's content goes on from the whole of a's.
 			return n + x.n
 		}
