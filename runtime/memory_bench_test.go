@@ -42,15 +42,9 @@ type heapPoint struct {
 	cpu      time.Duration
 }
 
-// heapInUse collects twice (the first leaves pooled buffers for the next)
-// and returns HeapInuse: the spans holding objects, whole, so also the free
-// room between the live objects of a span (see heapPoint.live).
-func heapInUse() uint64 {
-	inUse, _ := heapNow()
-	return inUse
-}
-
-// heapNow collects twice and returns HeapInuse and HeapAlloc.
+// heapNow collects twice (the first leaves pooled buffers for the next)
+// and returns HeapInuse, the spans holding objects, whole, so with the free
+// room between a span's live objects, and HeapAlloc, the live objects.
 func heapNow() (inUse, live uint64) {
 	goruntime.GC()
 	goruntime.GC()
