@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"hash/maphash"
 	"math"
 	"strings"
 
@@ -21,7 +22,8 @@ const prefixWindow = 8
 // cache, which matches requests by their leading bytes, can serve. It is
 // the prompt tokens in proportion to the characters repeated (roles and
 // contents, message by message, then the common start of the first message
-// that differs). Call with b.mu held; it remembers the request.
+// that differs; see prefixBlock). Call with b.mu held; it remembers the
+// request.
 func (b *usageBook) prefixTokens(agent, key string, msgs []kit.ChatMessage, promptTokens int) int {
 	if agent == "" || len(msgs) == 0 {
 		return 0
@@ -34,51 +36,158 @@ func (b *usageBook) prefixTokens(agent, key string, msgs []kit.ChatMessage, prom
 	for _, m := range msgs {
 		total += len(m.Role) + len(m.Content)
 	}
+	req := signRequest(group, msgs)
+	req.raw = msgs
 	shared := 0
 	for _, prev := range b.recent[agent] {
 		if prev.group != group {
-			shared = max(shared, sharedPrefix(prev.msgs, msgs))
+			shared = max(shared, sharedPrefix(prev, req))
 		}
 	}
-	recent := append(b.recent[agent], recentRequest{group: group, msgs: msgs})
-	if len(recent) > prefixWindow {
-		recent = recent[len(recent)-prefixWindow:]
+	req.raw = nil
+	recent := b.recent[agent]
+	if len(recent) == prefixWindow {
+		// Shifted in place: the window's array is the agent's for the run.
+		copy(recent, recent[1:])
+		recent = recent[:prefixWindow-1]
 	}
-	b.recent[agent] = recent
+	b.recent[agent] = append(recent, req)
 	if total == 0 {
 		return 0
 	}
 	return int(math.Round(float64(promptTokens) * float64(shared) / float64(total)))
 }
 
-// sharedPrefix is the number of characters two requests share from their
-// start: whole messages of the same role and content, then the common
-// start of the first that differs (when its role is the same).
-func sharedPrefix(a, b []kit.ChatMessage) int {
-	n := 0
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if a[i].Role != b[i].Role {
-			return n
-		}
-		n += len(a[i].Role)
-		if a[i].Content == b[i].Content && a[i].Name == b[i].Name && len(a[i].ToolCalls) == 0 && len(b[i].ToolCalls) == 0 {
-			n += len(a[i].Content)
-			continue
-		}
-		x, y := a[i].Content, b[i].Content
-		j := 0
-		for j < len(x) && j < len(y) && x[j] == y[j] {
-			j++
-		}
-		return n + j
-	}
-	return n
-}
+// A recent request keeps the first prefixExact bytes of each message's
+// content and hashes of the content in blocks of prefixBlock bytes, each
+// hash covering its block and all before it. Keeping whole prompts, 8 for
+// each agent, kept about 0.4 MB for a conversation of 8 agents, and as much
+// again of the heap in use, the prompts pinning spans otherwise filled with
+// the calls' garbage; this is a quarter of a long prompt's size. The common
+// start of two messages is exact when it is shorter than prefixExact or
+// the whole of the earlier message; else it is counted in whole blocks,
+// short by fewer than prefixBlock characters (8 tokens or so).
+const prefixBlock, prefixExact = 32, 512
 
-// recentRequest is one of an agent's recent requests.
+// prefixSeed seeds the hashes: they are compared within a process only.
+var prefixSeed = maphash.MakeSeed()
+
+// recentRequest is one of an agent's recent requests, as sharedPrefix
+// compares them: each message's role and name, whether it has tool calls,
+// and hashes of its content.
 type recentRequest struct {
 	group string
-	msgs  []kit.ChatMessage
+	msgs  []signedMessage
+	// hashes are, per message longer than prefixExact, the hash of each
+	// whole block of its content, then the hash of the whole content (see
+	// blockHashes).
+	hashes []uint64
+	// raw are the messages themselves while the request is compared with
+	// the recent ones, nil once it is one of them.
+	raw []kit.ChatMessage
+}
+
+type signedMessage struct {
+	role, name string
+	tools      bool
+	n          int    // the content's length
+	first      int    // the message's first hash in hashes, if it has any
+	text       string // the content's first prefixExact bytes
+}
+
+func signRequest(group string, msgs []kit.ChatMessage) recentRequest {
+	count := 0
+	for _, m := range msgs {
+		if len(m.Content) > prefixExact {
+			count += len(m.Content)/prefixBlock + 1
+		}
+	}
+	r := recentRequest{group: group, msgs: make([]signedMessage, len(msgs))}
+	if count > 0 {
+		r.hashes = make([]uint64, 0, count)
+	}
+	for i, m := range msgs {
+		r.msgs[i] = signedMessage{role: m.Role, name: m.Name, tools: len(m.ToolCalls) > 0, n: len(m.Content), first: len(r.hashes)}
+		if len(m.Content) <= prefixExact {
+			// Compared by its text only.
+			r.msgs[i].text = m.Content
+			continue
+		}
+		// A copy: a slice would keep the whole prompt.
+		r.msgs[i].text = strings.Clone(m.Content[:prefixExact])
+		var whole uint64
+		r.hashes, whole = blockHashes(r.hashes, m.Content)
+		r.hashes = append(r.hashes, whole)
+	}
+	return r
+}
+
+// blockHashes appends to hashes the hash of each whole block of s and
+// returns them and the hash of s, made from its blocks' hashes and of the
+// rest: the hash of a prefix of s can be made from s's block hashes.
+func blockHashes(hashes []uint64, s string) ([]uint64, uint64) {
+	var whole uint64
+	for len(s) >= prefixBlock {
+		h := maphash.String(prefixSeed, s[:prefixBlock])
+		hashes = append(hashes, h)
+		whole = fold(whole, h)
+		s = s[prefixBlock:]
+	}
+	return hashes, fold(whole, maphash.String(prefixSeed, s))
+}
+
+// wholeOf is the whole-content hash of s's first n bytes (n at most
+// len(s)), from s's block hashes.
+func wholeOf(blocks []uint64, s string, n int) uint64 {
+	var whole uint64
+	for _, h := range blocks[:n/prefixBlock] {
+		whole = fold(whole, h)
+	}
+	return fold(whole, maphash.String(prefixSeed, s[n/prefixBlock*prefixBlock:n]))
+}
+
+func fold(whole, h uint64) uint64 { return (whole ^ h) * 0x9e3779b97f4a7c15 }
+
+// sharedPrefix is the number of characters two requests share from their
+// start: whole messages of the same role and content, then the common
+// start of the first that differs (when its role is the same), in whole
+// blocks.
+func sharedPrefix(a, b recentRequest) int {
+	n := 0
+	for i := 0; i < len(a.msgs) && i < len(b.msgs); i++ {
+		x, y := a.msgs[i], b.msgs[i]
+		if x.role != y.role {
+			return n
+		}
+		n += len(x.role)
+		blocks := x.n / prefixBlock
+		if x.n == y.n && x.text == y.text && (x.n <= prefixExact || a.hashes[x.first+blocks] == b.hashes[y.first+blocks]) {
+			// The same content.
+			n += x.n
+			if x.name == y.name && !x.tools && !y.tools {
+				continue
+			}
+			return n
+		}
+		j := 0
+		for j < len(x.text) && j < len(y.text) && x.text[j] == y.text[j] {
+			j++
+		}
+		if j < prefixExact || j == x.n || j == y.n {
+			return n + j
+		}
+		// Both are longer than prefixExact, so hashed.
+		if x.n < y.n && b.raw != nil && wholeOf(b.hashes[y.first:], b.raw[i].Content, x.n) == a.hashes[x.first+blocks] {
+			// b's content goes on from the whole of a's.
+			return n + x.n
+		}
+		k := 0
+		for k < blocks && k < y.n/prefixBlock && a.hashes[x.first+k] == b.hashes[y.first+k] {
+			k++
+		}
+		return n + k*prefixBlock
+	}
+	return n
 }
 
 // callGroup is a call key without its last part (agent, target, sample)

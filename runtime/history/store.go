@@ -20,12 +20,11 @@ import (
 // Slices it returns are shared: read them, never change them.
 type Store struct {
 	mu sync.Mutex
-	// record is every message by value, for All.
+	// record is the one copy of every message, by value: All hands it out
+	// and every list points into it. When it is full it moves to an array
+	// twice its size and every list is pointed at the new array (see grow).
 	record []value.Message
-	// block holds the one copy of each message that lists point to: filled
-	// in order and never moved, a new block made when it is full.
-	block []value.Message
-	all   *list
+	all    *list
 	// restricted is set once a message is private or whispered; until then
 	// every agent sees every message (all), after it each agent has a view.
 	restricted bool
@@ -62,18 +61,11 @@ func Visible(m *value.Message, agent string) bool {
 func (s *Store) Append(m value.Message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.block) == cap(s.block) {
-		s.block = make([]value.Message, 0, min(maxBlock, max(minBlock, len(s.record))))
-	}
-	s.block = append(s.block, m)
-	p := &s.block[len(s.block)-1]
-	if n := len(s.record); n == cap(s.record) {
-		// Doubled rather than grown by a quarter, as lists are (see push).
-		grown := make([]value.Message, n, max(8, 2*n))
-		copy(grown, s.record)
-		s.record = grown
+	if len(s.record) == cap(s.record) {
+		s.grow()
 	}
 	s.record = append(s.record, m)
+	p := &s.record[len(s.record)-1]
 	s.add(s.all, p, -1)
 	if (m.Private || m.Whisper) && !s.restricted {
 		s.restricted = true
@@ -90,8 +82,76 @@ func (s *Store) Append(m value.Message) {
 	s.verdicts.add(p)
 }
 
-// Blocks of messages start small, for short runs, and grow to maxBlock.
-const minBlock, maxBlock = 16, 256
+// grow moves the record to an array twice its size (doubled rather than
+// grown by a quarter, as lists are: see push) and points every list at the
+// new array, each in an array of its own: arrays handed out are never
+// changed, so slices of them stay valid, pointing into the old record, which
+// lives on only as long as they do; the store's helpers answer them with
+// spec's (they are no longer in arrays). Before, lists pointed into blocks
+// of messages that never moved, a second copy of every message beside the
+// record; repointing costs each list's length once per doubling.
+func (s *Store) grow() {
+	n := len(s.record)
+	grown := make([]value.Message, n, max(8, 2*n))
+	copy(grown, s.record)
+	if n == 0 {
+		s.record = grown
+		return
+	}
+	old := s.all.msgs // every message in order: old[i] is &s.record[i]
+	moved := make([]*value.Message, len(old), cap(old))
+	for i := range moved {
+		moved[i] = &grown[i]
+	}
+	s.repoint(s.all, moved)
+	for _, v := range s.views {
+		// A view holds some of the messages, in order: find each in the
+		// whole record.
+		msgs := make([]*value.Message, len(v.msgs), cap(v.msgs))
+		j := 0
+		for i, m := range v.msgs {
+			for old[j] != m {
+				j++
+			}
+			msgs[i] = &grown[j]
+		}
+		s.repoint(v, msgs)
+	}
+	s.record = grown
+}
+
+// repoint gives l its messages in the grown record, msgs, and does the
+// same for the lists filtered from it, whose src give their places in l.
+func (s *Store) repoint(l *list, msgs []*value.Message) {
+	if len(l.msgs) > 0 {
+		delete(s.arrays, &l.msgs[0])
+	}
+	l.msgs = msgs
+	if len(msgs) > 0 {
+		s.arrays[&msgs[0]] = l
+	}
+	if l.authors != nil {
+		l.authors.cache, l.authors.cacheLen = nil, -1
+	}
+	from := func(c *list) {
+		if !c.ready {
+			return // positions only (src); nothing points into the record
+		}
+		cm := make([]*value.Message, len(c.msgs), cap(c.msgs))
+		for i, j := range c.src {
+			cm[i] = msgs[j]
+		}
+		s.repoint(c, cm)
+	}
+	for _, fam := range l.fams {
+		for _, c := range fam {
+			from(c)
+		}
+	}
+	for _, c := range l.others {
+		from(c)
+	}
+}
 
 // forget drops the lists filtered from l and l's index of authors.
 func (s *Store) forget(l *list) {
