@@ -88,6 +88,10 @@ type ChatMessage struct {
 	Name       string     `json:"name,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	// CacheSplit is where the message's stable start ends, when its
+	// template marked it with {{cacheBreak}} (0: not marked); the model
+	// call sets it from the mark (see value.SplitCacheBreak).
+	CacheSplit int `json:"cache_split,omitempty"`
 }
 
 // ToolCall is a function call a model asked for.

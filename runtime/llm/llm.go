@@ -152,6 +152,11 @@ type Message struct {
 	Name       string
 	ToolCallID string         // for Role "tool": the call being answered
 	ToolCalls  []kit.ToolCall // for Role "assistant": calls the model made earlier
+	// CacheSplit, when above 0 and below len(Content), is where the
+	// message's stable start ends ({{cacheBreak}} in its template): with
+	// CacheBreakpoints the message goes as two text parts, the first
+	// marked as a cache breakpoint. Without, it changes nothing.
+	CacheSplit int
 }
 
 // Tool is a function the model may call.

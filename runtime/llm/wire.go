@@ -91,21 +91,59 @@ type cacheControl struct {
 	Type string `json:"type"`
 }
 
+// ephemeral is the breakpoint a part carries: Anthropic's five-minute cache.
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// content is a message's text as parts: one, or two split at split.
+func (b breakpoint) content(text string, split int) []cachedPart {
+	end := func(on bool) *cacheControl {
+		if on {
+			return ephemeral
+		}
+		return nil
+	}
+	if !b.parts {
+		return []cachedPart{{Type: "text", Text: text, CacheControl: end(b.end)}}
+	}
+	return []cachedPart{
+		{Type: "text", Text: text[:split], CacheControl: end(b.split)},
+		{Type: "text", Text: text[split:], CacheControl: end(b.end)},
+	}
+}
+
+// breakpoint is where a message of a request with CacheBreakpoints
+// carries cache breakpoints: at its end, at its split (Message.CacheSplit),
+// and whether it is sent as two parts at all.
+type breakpoint struct {
+	end, split, parts bool
+}
+
 // cacheBreakpoints says which messages of a request with CacheBreakpoints
 // carry a breakpoint: the system prompt (the leading system messages'
 // last), the last message before the final user turn (where the previous
-// request of a thread ended, so it is read back from the cache), and the
-// last message (so the next request can read all of this one). That is at
-// most three, under Anthropic's four. Messages with tool calls or no text
-// carry none.
-func cacheBreakpoints(req *Request) map[int]bool {
+// request of a thread ended, so it is read back from the cache), the last
+// message (so the next request can read all of this one), and the last
+// message's split, where its template marked the end of its stable start
+// ({{cacheBreak}}). That is at most four, Anthropic's limit. Every message
+// with a split goes as two parts, so that an earlier turn of a thread is
+// sent as it was when it was last; only the last message's split is
+// marked. Messages with tool calls or no text carry none.
+func cacheBreakpoints(req *Request) map[int]breakpoint {
 	if !req.CacheBreakpoints || len(req.Messages) == 0 {
 		return nil
 	}
-	marks := map[int]bool{}
+	marks := map[int]breakpoint{}
+	plain := func(m Message) bool { return len(m.ToolCalls) == 0 && m.Content != "" }
 	mark := func(i int) {
-		if m := req.Messages[i]; len(m.ToolCalls) == 0 && m.Content != "" {
-			marks[i] = true
+		if m := req.Messages[i]; plain(m) {
+			b := marks[i]
+			b.end = true
+			marks[i] = b
+		}
+	}
+	for i, m := range req.Messages {
+		if plain(m) && m.CacheSplit > 0 && m.CacheSplit < len(m.Content) {
+			marks[i] = breakpoint{parts: true}
 		}
 	}
 	sys := -1
@@ -120,6 +158,10 @@ func cacheBreakpoints(req *Request) map[int]bool {
 	}
 	last := len(req.Messages) - 1
 	mark(last)
+	if b, ok := marks[last]; ok && b.parts {
+		b.split = true
+		marks[last] = b
+	}
 	for i := last - 1; i > sys; i-- {
 		if req.Messages[i].Role == "user" {
 			mark(i)
@@ -143,13 +185,8 @@ func encode(req *Request, sh shape) ([]byte, error) {
 	}
 	marks := cacheBreakpoints(req)
 	for i, m := range req.Messages {
-		if marks[i] {
-			w.Messages[i] = cachedMessage{
-				Role:       m.Role,
-				Content:    []cachedPart{{Type: "text", Text: m.Content, CacheControl: &cacheControl{Type: "ephemeral"}}},
-				Name:       m.Name,
-				ToolCallID: m.ToolCallID,
-			}
+		if b, ok := marks[i]; ok {
+			w.Messages[i] = cachedMessage{Role: m.Role, Content: b.content(m.Content, m.CacheSplit), Name: m.Name, ToolCallID: m.ToolCallID}
 			continue
 		}
 		w.Messages[i] = openai.ChatCompletionMessage{

@@ -36,6 +36,7 @@ func TemplateFuncs() template.FuncMap {
 		"last":      LastMessage,
 		"count":     Count,
 		"agentName": func(agents []AgentView, id string) string { return agentName(agents, id) },
+		CacheBreakFunc: cacheBreak,
 	}
 }
 
