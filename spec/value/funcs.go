@@ -10,34 +10,35 @@ import (
 
 // TemplateFuncs are the helpers every prompt template may call.
 func TemplateFuncs() template.FuncMap {
-	return template.FuncMap{
-		"upper":        strings.ToUpper,
-		"lower":        strings.ToLower,
-		"trim":         strings.TrimSpace,
-		"join":         func(sep string, items []string) string { return strings.Join(items, sep) },
-		"split":        func(sep, s string) []string { return strings.Split(s, sep) },
-		"contains":     func(sub, s string) bool { return strings.Contains(s, sub) },
-		"hasPrefix":    func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
-		"replace":      func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
-		"indent":       indent,
-		"truncate":     truncate,
-		"toJSON":       toJSON,
-		"fromJSON":     fromJSON,
-		"default":      defaultValue,
-		"add":          func(a, b int) int { return a + b },
-		"sub":          func(a, b int) int { return a - b },
-		"byRecord":     ByRecord,
-		"byFrom":       ByFrom,
-		"byAuthors":    ByAuthors,
-		"byTo":         ByTo,
-		"inRound":      InRound,
-		"notFrom":      NotFrom,
-		"latest":       LatestPerAuthor,
-		"last":         LastMessage,
-		"count":        Count,
-		"agentName":    func(agents []AgentView, id string) string { return agentName(agents, id) },
-		CacheBreakFunc: cacheBreak,
+	funcs := template.FuncMap{
+		"upper":     strings.ToUpper,
+		"lower":     strings.ToLower,
+		"trim":      strings.TrimSpace,
+		"join":      func(sep string, items []string) string { return strings.Join(items, sep) },
+		"split":     func(sep, s string) []string { return strings.Split(s, sep) },
+		"contains":  func(sub, s string) bool { return strings.Contains(s, sub) },
+		"hasPrefix": func(prefix, s string) bool { return strings.HasPrefix(s, prefix) },
+		"replace":   func(old, new, s string) string { return strings.ReplaceAll(s, old, new) },
+		"indent":    indent,
+		"truncate":  truncate,
+		"toJSON":    toJSON,
+		"fromJSON":  fromJSON,
+		"default":   defaultValue,
+		"add":       func(a, b int) int { return a + b },
+		"sub":       func(a, b int) int { return a - b },
+		"byRecord":  ByRecord,
+		"byFrom":    ByFrom,
+		"byAuthors": ByAuthors,
+		"byTo":      ByTo,
+		"inRound":   InRound,
+		"notFrom":   NotFrom,
+		"latest":    LatestPerAuthor,
+		"last":      LastMessage,
+		"count":     Count,
+		"agentName": func(agents []AgentView, id string) string { return agentName(agents, id) },
 	}
+	funcs[CacheBreakFunc] = cacheBreak
+	return funcs
 }
 
 func indent(n int, s string) string {
