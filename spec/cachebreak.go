@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"text/template/parse"
 
 	"github.com/debate-runner/runner/spec/value"
@@ -29,7 +30,7 @@ func (w *cacheBreakWalk) errorf(tree *parse.Tree, n parse.Node, format string, a
 		return
 	}
 	w.reported[loc] = true
-	w.c.errorf(tree, n, format, args...)
+	w.c.errs = append(w.c.errs, loc+": "+fmt.Sprintf(format, args...))
 }
 
 // template walks a called template with the marks made before it (count),
