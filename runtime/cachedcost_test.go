@@ -173,3 +173,116 @@ func TestPromptCacheBreakpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptCacheSplit: a prompt whose template marks its stable start with
+// {{cacheBreak}} goes, on a model with prompt_cache: breakpoints, as two
+// text parts, the first marked cache_control {type: ephemeral} in the
+// request's last message; an earlier turn of the thread keeps its two
+// parts, marked only at its end. Without breakpoints each request's body is
+// byte for byte what the same spec without {{cacheBreak}} sends.
+func TestPromptCacheSplit(t *testing.T) {
+	type part struct {
+		Type         string          `json:"type"`
+		Text         string          `json:"text"`
+		CacheControl json.RawMessage `json:"cache_control"`
+	}
+	// parts describes each message of a request body: "s" for a string,
+	// else its parts, "M" for one marked and "-" for one not.
+	parts := func(t *testing.T, body []byte) (string, []string) {
+		var req struct {
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			}
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		var shape []string
+		var texts []string
+		for _, m := range req.Messages {
+			var text string
+			if json.Unmarshal(m.Content, &text) == nil {
+				shape = append(shape, "s")
+				texts = append(texts, text)
+				continue
+			}
+			var ps []part
+			if err := json.Unmarshal(m.Content, &ps); err != nil {
+				t.Fatalf("content %s: %v", m.Content, err)
+			}
+			s, whole := "", ""
+			for _, p := range ps {
+				if p.Type != "text" || p.Text == "" {
+					t.Fatalf("part %+v", p)
+				}
+				switch string(p.CacheControl) {
+				case `{"type":"ephemeral"}`:
+					s += "M"
+				case "":
+					s += "-"
+				default:
+					t.Fatalf("cache_control %s", p.CacheControl)
+				}
+				whole += p.Text
+			}
+			shape = append(shape, s)
+			texts = append(texts, whole)
+		}
+		return strings.Join(shape, " "), texts
+	}
+	split := strings.Replace(breakpointsSpec, `answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}"`,
+		`answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}{{cacheBreak}}\nRound {{.Round}}: answer."`, 1)
+	if split == breakpointsSpec {
+		t.Fatal("the spec's template was not found")
+	}
+	plain := strings.Replace(split, "{{cacheBreak}}", "", 1)
+	run := func(text string) []llmtest.Request {
+		srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "reply " + callKey(r)} })
+		plan := loadPlan(t, writeSpec(t, t.TempDir(), text))
+		_, res, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep},
+			Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=" + strings.Repeat("the stable question ", 20)}}}})
+		if err != nil || res.Status != result.StatusCompleted {
+			t.Fatalf("status %v, error %v", res.Status, err)
+		}
+		reqs := srv.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests, want 2", len(reqs))
+		}
+		return reqs
+	}
+	off := func(s string) string { return strings.Replace(s, ", prompt_cache: breakpoints", "", 1) }
+
+	// Breakpoints on: round 1 is system, prompt; round 2 is system, round
+	// 1's prompt, its reply, the new prompt.
+	on := run(split)
+	want := []string{"M MM", "M -M s MM"}
+	for i, r := range on {
+		shape, texts := parts(t, r.Body)
+		if shape != want[i] {
+			t.Errorf("request %d: parts %q, want %q\n%s", i+1, shape, want[i], r.Body)
+		}
+		last := texts[len(texts)-1]
+		if strings.Contains(last, "\uFDD0") || !strings.HasSuffix(last, fmt.Sprintf("the stable question \nRound %d: answer.", i+1)) {
+			t.Errorf("request %d: the split prompt reads %q", i+1, last)
+		}
+	}
+	var first []part
+	var req struct{ Messages []struct{ Content json.RawMessage } }
+	if err := json.Unmarshal(on[1].Body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(req.Messages[3].Content, &first); err != nil || !strings.HasSuffix(first[0].Text, "the stable question ") || first[1].Text != "\nRound 2: answer." {
+		t.Errorf("round 2's prompt splits as %+v, want the split where {{cacheBreak}} stood", first)
+	}
+
+	// Breakpoints off: the same bytes as without {{cacheBreak}}.
+	got, base := run(off(split)), run(off(plain))
+	for i := range got {
+		if string(got[i].Body) != string(base[i].Body) {
+			t.Errorf("request %d without breakpoints differs from the spec without {{cacheBreak}}:\n%s\n%s", i+1, got[i].Body, base[i].Body)
+		}
+		if shape, _ := parts(t, got[i].Body); strings.Trim(shape, "s ") != "" {
+			t.Errorf("request %d without breakpoints sends parts: %s", i+1, shape)
+		}
+	}
+}
