@@ -267,7 +267,9 @@ func TestPromptCacheSplit(t *testing.T) {
 		}
 	}
 	var first []part
-	var req struct{ Messages []struct{ Content json.RawMessage } }
+	var req struct {
+		Messages []struct{ Content json.RawMessage }
+	}
 	if err := json.Unmarshal(on[1].Body, &req); err != nil {
 		t.Fatal(err)
 	}
