@@ -288,3 +288,60 @@ func TestPromptCacheSplit(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheWritesCostTheWritePrice: prompt tokens a provider reports as
+// written to its cache (OpenRouter's prompt_tokens_details.cache_write_tokens,
+// or cache_creation_input_tokens) cost the model's cache_write price in
+// result.json, report.md and budget.max_cost, in replies and streams alike.
+// Of each call's 1000 prompt tokens 800 are written at 1.25: a call costs
+// (200 x 1 + 800 x 1.25) / 1e6 = 0.0012, so max_cost 0.0024 admits two of
+// the three calls, where prompt prices alone (0.001 a call) admit all three.
+func TestCacheWritesCostTheWritePrice(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		creationField  bool
+		stream, budget bool
+	}{
+		{"cache_write_tokens", false, false, false},
+		{"cache_creation_input_tokens, streamed", true, true, false},
+		{"max_cost", false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+				return llmtest.Reply{Content: "ok", PromptTokens: 1000, CacheWriteTokens: 800, CacheCreationField: tc.creationField, CompletionTokens: 1}
+			})
+			text := strings.Replace(cachedCostSpec, "cached_prompt: 0.1,", "cached_prompt: 0.1, cache_write: 1.25,", 1)
+			text = strings.Replace(text, "budget: {max_cost: 0.001}", "budget: {max_cost: 1}", 1)
+			if tc.stream {
+				text = strings.Replace(text, "max_tokens: 1,", "max_tokens: 1, stream: true,", 1)
+			}
+			if tc.budget {
+				text = strings.Replace(text, "budget: {max_cost: 1}", "budget: {max_cost: 0.0024}", 1)
+			}
+			plan := loadPlan(t, writeSpec(t, t.TempDir(), text))
+			r, res, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep},
+				Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}}})
+			u := res.Usage.Total
+			if tc.budget {
+				var be *calls.BudgetError
+				if !errors.As(err, &be) || be.Limit != "max_cost" || u.Calls != 2 {
+					t.Fatalf("%d calls, error %v; want a max_cost stop after 2", u.Calls, err)
+				}
+				return
+			}
+			if err != nil || res.Status != result.StatusCompleted {
+				t.Fatalf("status %v, error %v", res.Status, err)
+			}
+			if u.Calls != 3 || u.CacheWriteTokens != 2400 || math.Abs(u.Cost-0.0036) > 1e-12 {
+				t.Errorf("usage: %d calls, %d cache-write tokens, cost %v; want 3 calls, 2400 written, cost 0.0036", u.Calls, u.CacheWriteTokens, u.Cost)
+			}
+			report, err := os.ReadFile(filepath.Join(r.Dir, "report.md"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(report), "2400 written to their caches") {
+				t.Errorf("report.md does not count the cache writes:\n%s", report)
+			}
+		})
+	}
+}

@@ -50,7 +50,7 @@ type usageKey struct {
 func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
 	cost, priced, builtin := 0.0, false, ""
 	if model != nil && model.Price != nil {
-		cost = model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
+		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 		priced, builtin = true, model.Price.Builtin
 	}
 	prefix := 0 // set below, under the lock
@@ -62,6 +62,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.PromptTokens += rep.PromptTokens
 		u.CompletionTokens += rep.CompletionTokens
 		u.CachedTokens += rep.CachedTokens
+		u.CacheWriteTokens += rep.CacheWriteTokens
 		u.PrefixTokens += prefix
 		if u.PromptTokens > 0 {
 			u.PrefixShare = math.Round(float64(u.PrefixTokens)/float64(u.PromptTokens)*10000) / 10000

@@ -166,6 +166,9 @@ type Reply struct {
 	// prompt cache (prompt_tokens_details.cached_tokens), part of
 	// PromptTokens.
 	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are the prompt tokens the provider wrote to its
+	// prompt cache, part of PromptTokens (not of CachedTokens).
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer.
 	UsageEstimated bool  `json:"usage_estimated,omitempty"`

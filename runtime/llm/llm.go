@@ -253,6 +253,11 @@ type Response struct {
 	// CachedTokens are the prompt tokens the provider served from its
 	// prompt cache (a part of PromptTokens), as it reported them.
 	CachedTokens int
+	// CacheWriteTokens are the prompt tokens the provider wrote to its
+	// prompt cache (a part of PromptTokens), as it reported them:
+	// OpenRouter's prompt_tokens_details.cache_write_tokens, or
+	// cache_creation_input_tokens as gateways in front of Anthropic send it.
+	CacheWriteTokens int
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer (see package tokens).
 	UsageEstimated bool

@@ -475,10 +475,49 @@ type completion struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// cacheWrites are the prompt tokens a provider says it wrote to its prompt
+// cache, in the fields OpenAI-compatible surfaces use for them: OpenRouter's
+// prompt_tokens_details.cache_write_tokens, and cache_creation_input_tokens
+// (Anthropic's own name, kept by gateways such as LiteLLM). OpenAI's own
+// API reports none: it does not bill writes.
+type cacheWrites struct {
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	PromptTokensDetails      *struct {
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// written is the tokens written, 0 when the usage says nothing of them.
+func (w *cacheWrites) written() int {
+	if w == nil {
+		return 0
+	}
+	if d := w.PromptTokensDetails; d != nil && d.CacheWriteTokens > 0 {
+		return d.CacheWriteTokens
+	}
+	return max(w.CacheCreationInputTokens, 0)
+}
+
+// usageWrites reads the cache writes of a reply's or event's usage member
+// (nil when there is none).
+func usageWrites(body []byte) *cacheWrites {
+	var env struct {
+		Usage *cacheWrites `json:"usage"`
+	}
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&env) != nil {
+		return nil
+	}
+	return env.Usage
+}
+
 // readCompletion decodes a non-streaming reply.
 func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 	var r completion
-	if err := json.NewDecoder(body).Decode(&r); err != nil {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return Response{}, fmt.Errorf("reading the response: %w", err)
+	}
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&r); err != nil {
 		return Response{}, fmt.Errorf("decoding the response: %w", err)
 	}
 	if len(r.Choices) == 0 {
@@ -496,6 +535,7 @@ func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 	if r.Usage != nil {
 		out.PromptTokens, out.CompletionTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 		out.CachedTokens = cachedTokens(r.Usage)
+		out.CacheWriteTokens = usageWrites(raw).written()
 	}
 	if len(ch.Message.ToolCalls) > 0 {
 		out.ToolCalls = make([]kit.ToolCall, len(ch.Message.ToolCalls))
@@ -563,6 +603,7 @@ func readStream(st *attemptState, r *bufio.Reader, onDelta func(string)) (Respon
 				out.PromptTokens = ch.Usage.PromptTokens
 				out.CompletionTokens = ch.Usage.CompletionTokens
 				out.CachedTokens = cachedTokens(ch.Usage)
+				out.CacheWriteTokens = usageWrites(data).written()
 			}
 			for _, c := range ch.Choices {
 				if c.Index != 0 {

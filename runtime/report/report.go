@@ -286,10 +286,13 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 	if date := u.Total.BuiltinPrices; date != "" {
 		d.w("\n\\* Cost at built-in list prices of %s (US dollars) for models the spec gives no price; declare `price:` on a model to override.\n", date)
 	}
-	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0) {
+	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0 || t.CacheWriteTokens > 0) {
 		d.w("\nPrompt prefix: %.1f%% of prompt tokens (%d of %d) repeat the start of the same agent's previous request, which a provider's prompt cache can serve", 100*float64(t.PrefixTokens)/float64(t.PromptTokens), t.PrefixTokens, t.PromptTokens)
 		if t.CachedTokens > 0 {
 			d.w("; the providers reported %d cached prompt tokens (%.1f%%)", t.CachedTokens, 100*float64(t.CachedTokens)/float64(t.PromptTokens))
+		}
+		if t.CacheWriteTokens > 0 {
+			d.w(" and %d written to their caches (%.1f%%, at the cache-write price)", t.CacheWriteTokens, 100*float64(t.CacheWriteTokens)/float64(t.PromptTokens))
 		}
 		d.w(".\n")
 	}

@@ -128,6 +128,9 @@ type PriceInfo struct {
 	// CachedPrompt is the price of prompt tokens served from a provider's
 	// prompt cache; nil means the prompt price.
 	CachedPrompt *float64 `json:"cached_prompt,omitempty"`
+	// CacheWrite is the price of prompt tokens written to a provider's
+	// prompt cache; nil means the prompt price.
+	CacheWrite *float64 `json:"cache_write,omitempty"`
 	// Builtin is the date of the built-in list price used for a model the
 	// spec gave no price.
 	Builtin string `json:"builtin,omitempty"`
@@ -135,7 +138,12 @@ type PriceInfo struct {
 
 // Cost is what a call with these token counts costs at these prices.
 func (p *PriceInfo) Cost(prompt, cached, completion int) float64 {
-	return (&syntax.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt}).Cost(prompt, cached, completion)
+	return p.CostWritten(prompt, cached, 0, completion)
+}
+
+// CostWritten is Cost with the prompt tokens written to the cache.
+func (p *PriceInfo) CostWritten(prompt, cached, written, completion int) float64 {
+	return (&syntax.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt, CacheWrite: p.CacheWrite}).CostWritten(prompt, cached, written, completion)
 }
 
 // Result is result.json. Its JSON Schema (Schema, `runner schema
@@ -232,7 +240,10 @@ type Usage struct {
 	CachedTokens int `json:"cached_tokens,omitempty" doc:"prompt tokens the providers served from their prompt caches (prompt_tokens_details.cached_tokens), priced at the model's cached_prompt price"`
 	// PrefixTokens are the prompt tokens that repeat the start of the same
 	// agent's previous request: what a provider's prompt cache can serve.
-	PrefixTokens int `json:"prefix_tokens,omitempty" doc:"prompt tokens that repeat the start of the same agent's previous request (what a provider's prompt cache can serve), counted in proportion to the characters repeated"`
+	// CacheWriteTokens are the prompt tokens providers wrote to their
+	// prompt caches, as they reported them.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty" doc:"prompt tokens the providers wrote to their prompt caches (prompt_tokens_details.cache_write_tokens, or cache_creation_input_tokens), priced at the model's cache_write price"`
+	PrefixTokens     int `json:"prefix_tokens,omitempty" doc:"prompt tokens that repeat the start of the same agent's previous request (what a provider's prompt cache can serve), counted in proportion to the characters repeated"`
 	// PrefixShare is PrefixTokens / PromptTokens.
 	PrefixShare float64 `json:"prefix_share,omitempty" doc:"prefix_tokens / prompt_tokens: the share of input tokens that repeat the same agent's previous request"`
 	// EstimatedCalls counts the calls whose server sent no usage: their
