@@ -132,7 +132,7 @@ func debateCost(t *testing.T, u runresult.UsageReport, models map[string]string)
 		if p == nil {
 			t.Fatalf("no built-in price for %q", models[name])
 		}
-		cached += p.Cost(mu.PromptTokens, mu.CachedTokens, mu.CompletionTokens)
+		cached += p.CostWritten(mu.PromptTokens, mu.CachedTokens, mu.CacheWriteTokens, mu.CompletionTokens)
 		uncached += p.Cost(mu.PromptTokens, 0, mu.CompletionTokens)
 	}
 	return cached, uncached
@@ -299,6 +299,22 @@ func TestDesignDebateCachedLayoutReplaysRecordings(t *testing.T) {
 				cached.Total.PromptTokens, 100*share(cached), c, cm, cs)
 			if share(cached) <= share(orig) || cs >= os {
 				t.Errorf("the cached layout serves %.3f of its input from the cache at $%.4f (claude-sonnet-4), the original %.3f at $%.4f", share(cached), cs, share(orig), os)
+			}
+
+			// Claude with prompt_cache: breakpoints, against a cache that
+			// follows Anthropic's rules: reads at 0.1x, writes at 1.25x.
+			sonnet := map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"}
+			ob := replayRecordingCache(t, file, config, problem, false, true)
+			cb := replayRecordingCache(t, file, config, problem, true, true)
+			obc, _ := debateCost(t, ob, sonnet)
+			cbc, _ := debateCost(t, cb, sonnet)
+			written := func(u runresult.UsageReport) float64 {
+				return float64(u.Total.CacheWriteTokens) / float64(u.Total.PromptTokens)
+			}
+			t.Logf("claude-sonnet-4, breakpoints, original layout: %d prompt tokens, %.1f%% read from the cache, %.1f%% written, $%.4f", ob.Total.PromptTokens, 100*share(ob), 100*written(ob), obc)
+			t.Logf("claude-sonnet-4, breakpoints, cached layout:   %d prompt tokens, %.1f%% read from the cache, %.1f%% written, $%.4f", cb.Total.PromptTokens, 100*share(cb), 100*written(cb), cbc)
+			if share(cb) <= share(ob) || cbc >= obc {
+				t.Errorf("with breakpoints the cached layout reads %.3f of its input from the cache at $%.4f, the original %.3f at $%.4f", share(cb), cbc, share(ob), obc)
 			}
 		})
 	}

@@ -178,7 +178,8 @@ func TestPromptCacheBreakpoints(t *testing.T) {
 // {{cacheBreak}} goes, on a model with prompt_cache: breakpoints, as two
 // text parts, the first marked cache_control {type: ephemeral} in the
 // request's last message; an earlier turn of the thread keeps its two
-// parts, marked only at its end. Without breakpoints each request's body is
+// parts, marked only at its end. Outside a thread the end of a request is
+// not marked. Without breakpoints each request's body is
 // byte for byte what the same spec without {{cacheBreak}} sends.
 func TestPromptCacheSplit(t *testing.T) {
 	type part struct {
@@ -275,6 +276,19 @@ func TestPromptCacheSplit(t *testing.T) {
 	}
 	if err := json.Unmarshal(req.Messages[3].Content, &first); err != nil || !strings.HasSuffix(first[0].Text, "the stable question ") || first[1].Text != "\nRound 2: answer." {
 		t.Errorf("round 2's prompt splits as %+v, want the split where {{cacheBreak}} stood", first)
+	}
+
+	// Without a thread nothing reads a request's end again: its split is
+	// marked, its end is not (a cache write costs more than the prompt).
+	for i, r := range run(strings.Replace(split, ", thread: t}", "}", 1)) {
+		if shape, _ := parts(t, r.Body); shape != "M M-" {
+			t.Errorf("request %d without a thread: parts %q, want \"M M-\"\n%s", i+1, shape, r.Body)
+		}
+	}
+	for i, r := range run(strings.Replace(plain, ", thread: t}", "}", 1)) {
+		if shape, _ := parts(t, r.Body); shape != "M s" {
+			t.Errorf("request %d without a thread or a split: parts %q, want only the system prompt marked\n%s", i+1, shape, r.Body)
+		}
 	}
 
 	// Breakpoints off: the same bytes as without {{cacheBreak}}.

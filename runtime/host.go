@@ -325,7 +325,7 @@ func newCallParams(req *llm.Request) callParams {
 func newRequest(model *spec.ModelPlan, c *kit.Call) llm.Request {
 	req := llm.Request{
 		Model: model.Model, Deployment: model.Deployment, MaxTokens: model.MaxTokens, TokenField: model.TokenField(),
-		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream, CacheBreakpoints: model.CacheBreakpoints,
+		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream, CacheBreakpoints: model.CacheBreakpoints, Continued: c.Continued,
 		Messages: make([]llm.Message, 0, len(c.Messages)),
 	}
 	if model.Endpoint != nil {

@@ -127,6 +127,9 @@ type Call struct {
 	SchemaName string
 	// Target is the agent whose message is being answered (each:), if any.
 	Target string
+	// Continued says the agent's next request extends this one (a turn of
+	// its thread), so a provider's cache should keep all of it.
+	Continued bool
 	// Shape says what a reply must look like to pass the node's checks, so
 	// that a stand-in reply (a dry run's placeholder) can be made that does.
 	Shape Shape

@@ -227,6 +227,9 @@ type Request struct {
 	// cache_control {type: ephemeral}, for providers that cache a prompt
 	// only where it is marked (see cacheBreakpoints).
 	CacheBreakpoints bool
+	// Continued says the next request extends this one (a thread's turn):
+	// with CacheBreakpoints the end of its last message is a breakpoint.
+	Continued bool
 	// Extra are more request fields, sent after the ones above (which
 	// they must not repeat): top_k, provider routing, chat_template_kwargs...
 	Extra []Field

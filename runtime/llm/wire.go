@@ -122,9 +122,13 @@ type breakpoint struct {
 // carry a breakpoint: the system prompt (the leading system messages'
 // last), the last message before the final user turn (where the previous
 // request of a thread ended, so it is read back from the cache), the last
-// message (so the next request can read all of this one), and the last
-// message's split, where its template marked the end of its stable start
-// ({{cacheBreak}}). That is at most four, Anthropic's limit. Every message
+// message when the next request extends this one (a thread's turn, or a
+// request already holding a reply: a tool round, a repair), so that it can
+// read all of this one, and the last message's split, where its template
+// marked the end of its stable start ({{cacheBreak}}). The end of a
+// one-off prompt is not marked: a cache write costs more than the prompt
+// price (Anthropic: 1.25x) and nothing would read it. That is at most four
+// breakpoints, Anthropic's limit. Every message
 // with a split goes as two parts, so that an earlier turn of a thread is
 // sent as it was when it was last; only the last message's split is
 // marked. Messages with tool calls or no text carry none.
@@ -157,7 +161,13 @@ func cacheBreakpoints(req *Request) map[int]breakpoint {
 		mark(sys)
 	}
 	last := len(req.Messages) - 1
-	mark(last)
+	continued := req.Continued
+	for _, m := range req.Messages {
+		continued = continued || m.Role == "assistant"
+	}
+	if continued {
+		mark(last)
+	}
 	if b, ok := marks[last]; ok && b.parts {
 		b.split = true
 		marks[last] = b
