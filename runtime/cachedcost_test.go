@@ -359,3 +359,79 @@ func TestCacheWritesCostTheWritePrice(t *testing.T) {
 		})
 	}
 }
+
+// cacheableSpec: Alice answers twice in a row (two rounds), then Bob once,
+// all on one model, every prompt starting with the question.
+const cacheableSpec = `version: 1
+name: cacheable
+inputs:
+  question: {required: true}
+models:
+  default: {model: m, price: {prompt: 1, completion: 0}}
+agents:
+  a: {name: Alice}
+  b: {name: Bob}
+templates:
+  define:
+    answer: "{{.Inputs.question}}\nKEY={{.Agent.ID}}/r{{.Round}}"
+nodes:
+  first: {kind: ask, agents: [a], template: answer}
+  second: {kind: ask, agents: [b], template: answer}
+flow:
+  - loop: {as: round, max: 2, do: [first]}
+  - second
+`
+
+// TestCacheableShare: the cacheable share counts the prompt tokens in a
+// start shared with an earlier request to the same model once that start
+// reaches 1,024 tokens: per agent with its own earlier requests (Alice's
+// second request; Bob has none), over the run with any agent's (Bob's
+// request shares Alice's start too). A shared start under the minimum
+// counts nothing, though prefix_tokens still counts it. report.md gives
+// both, per agent and for the run.
+func TestCacheableShare(t *testing.T) {
+	run := func(question string) (*Run, *result.Result) {
+		srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "ok"} })
+		plan := loadPlan(t, writeSpec(t, t.TempDir(), cacheableSpec))
+		r, res, err := execute(t, plan, Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep},
+			Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=" + question}}}})
+		if err != nil || res.Status != result.StatusCompleted {
+			t.Fatalf("status %v, error %v", res.Status, err)
+		}
+		return r, res
+	}
+	// The local server counts a token per 4 bytes of content: the question
+	// is 2,000 tokens, each request about 2,005.
+	r, res := run(strings.Repeat("word ", 1600))
+	u := res.Usage
+	a, b, total := u.ByAgent["a"], u.ByAgent["b"], u.Total
+	near := func(got, want int) bool { return got >= want-10 && got <= want+10 }
+	if a.Calls != 2 || b.Calls != 1 || !near(a.CacheableTokens, 2000) || b.CacheableTokens != 0 {
+		t.Errorf("same agent: Alice %d of %d tokens cacheable, Bob %d of %d; want about 2,000 (her second request's question) and 0", a.CacheableTokens, a.PromptTokens, b.CacheableTokens, b.PromptTokens)
+	}
+	if !near(b.RunCacheableTokens, 2000) || total.RunCacheableTokens != a.RunCacheableTokens+b.RunCacheableTokens || !near(total.RunCacheableTokens, 4000) {
+		t.Errorf("over the run: %d cacheable (Alice %d, Bob %d), want about 4,000: Bob's request shares Alice's start", total.RunCacheableTokens, a.RunCacheableTokens, b.RunCacheableTokens)
+	}
+	if want := math.Round(float64(total.RunCacheableTokens)/float64(total.PromptTokens)*10000) / 10000; total.RunCacheableShare != want || want < 0.6 {
+		t.Errorf("run cacheable share %v, want %v (about two thirds)", total.RunCacheableShare, want)
+	}
+	report, err := os.ReadFile(filepath.Join(r.Dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("| agent a | %d | %.1f%% (%d) | %.1f%% (%d) |", a.PromptTokens, 100*float64(a.CacheableTokens)/float64(a.PromptTokens), a.CacheableTokens, 100*float64(a.RunCacheableTokens)/float64(a.PromptTokens), a.RunCacheableTokens),
+		fmt.Sprintf("| agent b | %d | 0.0%% (0) | %.1f%% (%d) |", b.PromptTokens, 100*float64(b.RunCacheableTokens)/float64(b.PromptTokens), b.RunCacheableTokens),
+		fmt.Sprintf("| **run** | %d | %.1f%% (%d) | %.1f%% (%d) |", total.PromptTokens, 100*float64(total.CacheableTokens)/float64(total.PromptTokens), total.CacheableTokens, 100*float64(total.RunCacheableTokens)/float64(total.PromptTokens), total.RunCacheableTokens),
+	} {
+		if !strings.Contains(string(report), want) {
+			t.Errorf("report.md lacks %q:\n%s", want, report)
+		}
+	}
+
+	// A 500-token shared start is under the minimum.
+	_, res = run(strings.Repeat("word ", 400))
+	if tu := res.Usage.Total; tu.CacheableTokens != 0 || tu.RunCacheableTokens != 0 || tu.PrefixTokens == 0 {
+		t.Errorf("a 500-token shared start: %d cacheable, %d over the run, %d prefix tokens; want 0, 0 and some", tu.CacheableTokens, tu.RunCacheableTokens, tu.PrefixTokens)
+	}
+}

@@ -27,6 +27,8 @@ type usageBook struct {
 	report result.UsageReport
 	// recent are each agent's latest requests (see prefixTokens).
 	recent map[string][]recentRequest
+	// recentByModel are the latest requests to each model (see cacheable).
+	recentByModel map[string][]recentCall
 }
 
 func newUsageBook() *usageBook {
@@ -53,7 +55,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 		priced, builtin = true, model.Price.Builtin
 	}
-	prefix := 0 // set below, under the lock
+	prefix, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
 	one := func(u result.Usage) result.Usage {
 		if u.Calls == 0 {
 			u.Priced = true
@@ -64,8 +66,12 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.CachedTokens += rep.CachedTokens
 		u.CacheWriteTokens += rep.CacheWriteTokens
 		u.PrefixTokens += prefix
+		u.CacheableTokens += cacheAgent
+		u.RunCacheableTokens += cacheModel
 		if u.PromptTokens > 0 {
 			u.PrefixShare = math.Round(float64(u.PrefixTokens)/float64(u.PromptTokens)*10000) / 10000
+			u.CacheableShare = math.Round(float64(u.CacheableTokens)/float64(u.PromptTokens)*10000) / 10000
+			u.RunCacheableShare = math.Round(float64(u.RunCacheableTokens)/float64(u.PromptTokens)*10000) / 10000
 		}
 		if rep.UsageEstimated {
 			u.EstimatedCalls++
@@ -81,6 +87,13 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	prefix = b.prefixTokens(k.agent, k.call, request, rep.PromptTokens)
+	if model != nil {
+		id := model.Model
+		if model.Endpoint != nil {
+			id = model.Endpoint.Name + "|" + id
+		}
+		cacheAgent, cacheModel = b.cacheable(k.agent, id, k.call, request, rep.PromptTokens)
+	}
 	b.report.Total = one(b.report.Total)
 	b.report.ByNode[k.node] = one(b.report.ByNode[k.node])
 	if k.agent != "" {

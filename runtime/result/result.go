@@ -230,6 +230,12 @@ func (c *Conclusion) Short() string {
 	return "concluded is false"
 }
 
+// CacheMinTokens is the shortest shared start a provider's prompt cache
+// serves: OpenAI's 1,024 tokens, also Anthropic's minimum for Sonnet and
+// Opus (its Haiku models need 2,048). The cacheable share counts no
+// shorter one.
+const CacheMinTokens = 1024
+
 // Usage counts calls and tokens.
 type Usage struct {
 	Calls            int `json:"calls" doc:"model calls, including repairs and tool round trips"`
@@ -246,6 +252,13 @@ type Usage struct {
 	PrefixTokens     int `json:"prefix_tokens,omitempty" doc:"prompt tokens that repeat the start of the same agent's previous request (what a provider's prompt cache can serve), counted in proportion to the characters repeated"`
 	// PrefixShare is PrefixTokens / PromptTokens.
 	PrefixShare float64 `json:"prefix_share,omitempty" doc:"prefix_tokens / prompt_tokens: the share of input tokens that repeat the same agent's previous request"`
+	// CacheableTokens and RunCacheableTokens are the prompt tokens a
+	// provider's prompt cache could serve (see docs/runs.md, "Cacheable
+	// share").
+	CacheableTokens    int     `json:"cacheable_tokens,omitempty" doc:"prompt tokens that lie in a start the request shares with an earlier request of the same agent to the same model, counted when that start is at least 1,024 tokens (a provider's minimum)"`
+	CacheableShare     float64 `json:"cacheable_share,omitempty" doc:"cacheable_tokens / prompt_tokens"`
+	RunCacheableTokens int     `json:"run_cacheable_tokens,omitempty" doc:"prompt tokens that lie in a start the request shares with an earlier request of any agent to the same model, counted when that start is at least 1,024 tokens"`
+	RunCacheableShare  float64 `json:"run_cacheable_share,omitempty" doc:"run_cacheable_tokens / prompt_tokens"`
 	// EstimatedCalls counts the calls whose server sent no usage: their
 	// tokens (and so the cost) were counted with a tokenizer.
 	EstimatedCalls int     `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`
