@@ -3,8 +3,10 @@ package examples_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -300,6 +302,11 @@ func TestDesignDebateCachedLayoutReplaysRecordings(t *testing.T) {
 			if share(cached) <= share(orig) || cs >= os {
 				t.Errorf("the cached layout serves %.3f of its input from the cache at $%.4f (claude-sonnet-4), the original %.3f at $%.4f", share(cached), cs, share(orig), os)
 			}
+			checkCacheableShare(t, "original layout", orig)
+			checkCacheableShare(t, "cached layout", cached)
+			if cached.Total.RunCacheableShare <= orig.Total.RunCacheableShare {
+				t.Errorf("cacheable share over the run: %.3f in the cached layout, %.3f in the original", cached.Total.RunCacheableShare, orig.Total.RunCacheableShare)
+			}
 
 			// Claude with prompt_cache: breakpoints, against a cache that
 			// follows Anthropic's rules: reads at 0.1x, writes at 1.25x.
@@ -318,4 +325,27 @@ func TestDesignDebateCachedLayoutReplaysRecordings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkCacheableShare logs a run's cacheable share per agent and over the
+// run and checks they add up: every agent's tokens are counted, a start
+// shared with the same agent is one shared with some agent, and the run's
+// figures are the agents' sums.
+func checkCacheableShare(t *testing.T, name string, u runresult.UsageReport) {
+	t.Helper()
+	var parts []string
+	sumAgent, sumRun, prompt := 0, 0, 0
+	for _, a := range slices.Sorted(maps.Keys(u.ByAgent)) {
+		x := u.ByAgent[a]
+		if x.CacheableTokens > x.RunCacheableTokens || x.RunCacheableTokens > x.PromptTokens {
+			t.Errorf("%s, agent %s: %d cacheable with itself, %d with any agent, of %d", name, a, x.CacheableTokens, x.RunCacheableTokens, x.PromptTokens)
+		}
+		sumAgent, sumRun, prompt = sumAgent+x.CacheableTokens, sumRun+x.RunCacheableTokens, prompt+x.PromptTokens
+		parts = append(parts, fmt.Sprintf("%s %.1f%%/%.1f%%", a, 100*x.CacheableShare, 100*x.RunCacheableShare))
+	}
+	tot := u.Total
+	if sumAgent != tot.CacheableTokens || sumRun != tot.RunCacheableTokens || prompt != tot.PromptTokens {
+		t.Errorf("%s: the agents' cacheable tokens add up to %d and %d of %d, the run's are %d and %d of %d", name, sumAgent, sumRun, prompt, tot.CacheableTokens, tot.RunCacheableTokens, tot.PromptTokens)
+	}
+	t.Logf("%s: cacheable share with the same agent / any agent: run %.1f%%/%.1f%%; %s", name, 100*tot.CacheableShare, 100*tot.RunCacheableShare, strings.Join(parts, ", "))
 }
