@@ -155,8 +155,10 @@ type Message struct {
 	// CacheSplit, when above 0 and below len(Content), is where the
 	// message's stable start ends ({{cacheBreak}} in its template): with
 	// CacheBreakpoints the message goes as two text parts, the first
-	// marked as a cache breakpoint. Without, it changes nothing.
-	CacheSplit int
+	// marked as a cache breakpoint. Without, it changes nothing. It is not
+	// part of a request's key (calls.RequestKey): the reply does not
+	// depend on it.
+	CacheSplit int `json:"-"`
 }
 
 // Tool is a function the model may call.
