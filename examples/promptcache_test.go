@@ -65,7 +65,18 @@ type cacheMeasure struct {
 // measureDesignCache runs the design debate with sets and measures it.
 func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
 	t.Helper()
+	return measureDesignCacheWith(t, false, sets...)
+}
+
+// measureDesignCacheWith is measureDesignCache, with breakpoints on the
+// models (prompt_cache: breakpoints) and the server's prompt cache
+// following Anthropic's rules (llmtest.PromptCache.Breakpoints).
+func measureDesignCacheWith(t *testing.T, breakpoints bool, sets ...string) cacheMeasure {
+	t.Helper()
 	path := designSpec(t)
+	if breakpoints {
+		path = designSpec(t, withBreakpoints())
+	}
 	plan := loadVariant(t, path)
 	s := newScripted(plan)
 	s.override = func(c scriptedCall) (llmtest.Reply, bool) {
@@ -77,7 +88,7 @@ func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
 		head := fmt.Sprintf("%s of %s in round %d (%s).", strings.ToUpper(c.phase), c.agent, c.round, c.target)
 		return llmtest.Reply{Content: head + " " + filler(head, n), Delay: delay}, true
 	}
-	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true}
+	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true, Breakpoints: breakpoints}
 	srv := llmtest.New(t, pc.Wrap(func(r llmtest.Request) llmtest.Reply {
 		rep := s.handle(r)
 		if rep.Delay == 0 {
@@ -191,6 +202,21 @@ func TestDesignDebatePromptCache(t *testing.T) {
 				t.Logf("    %s: $%.4f per debate with cached prices, $%.4f without (%.2fx)", ps.name, with, without, with/without)
 			}
 		}
+		// Claude with breakpoints, against Anthropic's cache rules: reads
+		// at 0.1x the prompt price, writes at 1.25x.
+		sonnet := map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"}
+		var bcost [2]float64
+		for i, layout := range designLayouts {
+			m := measureDesignCacheWith(t, true, append([]string{"cached_layout=" + fmt.Sprint(layout == "cached")}, cfg.sets...)...)
+			bcost[i], _ = debateCost(t, m.usage, sonnet)
+			tu := m.usage.Total
+			t.Logf("%s, layout %s, claude-sonnet-4 with breakpoints: %d prompt tokens, %.1f%% read from the cache, %.1f%% written, $%.4f per debate",
+				cfg.name, layout, tu.PromptTokens, 100*float64(tu.CachedTokens)/float64(tu.PromptTokens), 100*float64(tu.CacheWriteTokens)/float64(tu.PromptTokens), bcost[i])
+		}
+		if bcost[1] >= bcost[0] {
+			t.Errorf("%s, claude-sonnet-4 with breakpoints: the cached layout costs %.4f, the original %.4f", cfg.name, bcost[1], bcost[0])
+		}
+
 		// The cached layout must serve a larger share from the cache and
 		// cost less at the cached prices of OpenAI's and Anthropic's
 		// models alike.
