@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
@@ -433,5 +436,65 @@ func TestCacheableShare(t *testing.T) {
 	_, res = run(strings.Repeat("word ", 400))
 	if tu := res.Usage.Total; tu.CacheableTokens != 0 || tu.RunCacheableTokens != 0 || tu.PrefixTokens == 0 {
 		t.Errorf("a 500-token shared start: %d cacheable, %d over the run, %d prefix tokens; want 0, 0 and some", tu.CacheableTokens, tu.RunCacheableTokens, tu.PrefixTokens)
+	}
+}
+
+// TestPromptCacheSplitResumes: a thread's turn keeps its split across a
+// resume (the journaled prompt holds the mark), so a resumed run sends its
+// later turns byte for byte as an uninterrupted run does, parts and
+// breakpoints included.
+func TestPromptCacheSplitResumes(t *testing.T) {
+	text := strings.Replace(breakpointsSpec, `answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}"`,
+		`answer: "KEY={{.Agent.ID}}/r{{.Round}}/answer\n{{.Inputs.question}}{{cacheBreak}}\nRound {{.Round}}."`, 1)
+	text = strings.Replace(text, "max: 2", "max: 3", 1)
+	reply := func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "reply " + callKey(r)} }
+	opts := func(url string) Options {
+		o := Options{Settings: Settings{Getenv: envFor(url)}, Seams: Seams{Sleep: noSleep},
+			Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=q"}}}}
+		o.RunsDir = t.TempDir()
+		return o
+	}
+	clean := llmtest.New(t, reply)
+	if _, res, err := execute(t, loadPlan(t, writeSpec(t, t.TempDir(), text)), opts(clean.URL)); err != nil || res.Status != result.StatusCompleted {
+		t.Fatalf("clean run: %v", err)
+	}
+
+	// The endpoint goes down after round 1.
+	var served atomic.Int64
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		if served.Add(1) > 1 {
+			return llmtest.Reply{Status: 503, ErrorMessage: "down"}
+		}
+		return reply(r)
+	})
+	r, _, err := execute(t, loadPlan(t, writeSpec(t, t.TempDir(), text)), opts(srv.URL))
+	if err == nil {
+		t.Fatal("the first attempt did not fail")
+	}
+	srv.SetHandler(reply)
+	first := srv.Count()
+	resumed, err := Resume(r.Dir, nodes.Registry(), Options{Settings: Settings{Getenv: envFor(srv.URL)}, Seams: Seams{Sleep: noSleep}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := resumed.Execute(context.Background()); err != nil || res.Status != result.StatusCompleted {
+		t.Fatalf("resume: %v", err)
+	}
+	want := map[string]string{}
+	for _, q := range clean.Requests() {
+		want[callKey(q)] = string(q.Body)
+	}
+	checked := 0
+	for _, q := range srv.Requests()[first:] {
+		checked++
+		if string(q.Body) != want[callKey(q)] {
+			t.Errorf("resumed request %s differs from the uninterrupted run's:\n%s\n%s", callKey(q), q.Body, want[callKey(q)])
+		}
+		if !strings.Contains(string(q.Body), `"text":"\nRound 1."`) {
+			t.Errorf("resumed request %s sends round 1's turn without its split: %s", callKey(q), q.Body)
+		}
+	}
+	if checked != 2 {
+		t.Errorf("%d resumed requests checked, want rounds 2 and 3", checked)
 	}
 }
