@@ -123,15 +123,15 @@ type breakpoint struct {
 // last), the last message before the final user turn (where the previous
 // request of a thread ended, so it is read back from the cache), the last
 // message when the next request extends this one (a thread's turn, or a
-// request already holding a reply: a tool round, a repair), so that it can
-// read all of this one, and the last message's split, where its template
-// marked the end of its stable start ({{cacheBreak}}). The end of a
-// one-off prompt is not marked: a cache write costs more than the prompt
-// price (Anthropic: 1.25x) and nothing would read it. That is at most four
-// breakpoints, Anthropic's limit. Every message
-// with a split goes as two parts, so that an earlier turn of a thread is
-// sent as it was when it was last; only the last message's split is
-// marked. Messages with tool calls or no text carry none.
+// tool round: the next round adds the tools' results), so that it can read
+// all of this one, and the last message's split, where its template marked
+// the end of its stable start ({{cacheBreak}}). The end of a one-off prompt
+// is not marked: a cache write costs more than the prompt price
+// (Anthropic: 1.25x) and nothing would read it. That is at most four
+// breakpoints, Anthropic's limit. Every message with a split goes as two
+// parts, so that an earlier turn of a thread is sent as it was when it was
+// last; only the last message's split is marked. Messages with tool calls
+// or no text carry none.
 func cacheBreakpoints(req *Request) map[int]breakpoint {
 	if !req.CacheBreakpoints || len(req.Messages) == 0 {
 		return nil
@@ -163,7 +163,7 @@ func cacheBreakpoints(req *Request) map[int]breakpoint {
 	last := len(req.Messages) - 1
 	continued := req.Continued
 	for _, m := range req.Messages {
-		continued = continued || m.Role == "assistant"
+		continued = continued || m.Role == "tool"
 	}
 	if continued {
 		mark(last)
