@@ -174,6 +174,16 @@ func withSummaries(overChars, maxChars int, measure ...string) specEdit {
 	}
 }
 
+// withBreakpoints sets prompt_cache: breakpoints on the debaters' and the
+// judge's models.
+func withBreakpoints() specEdit {
+	return func(t *testing.T, root *yaml.Node) {
+		models := yamlPath(t, root, "models")
+		setYAML(t, models, "default", "{model: gpt-4o-mini, temperature: 0.5, prompt_cache: breakpoints}")
+		setYAML(t, models, "judge", "{model: gpt-4o, temperature: 0.2, prompt_cache: breakpoints}")
+	}
+}
+
 // withoutSummaries drops history summaries.
 func withoutSummaries() specEdit {
 	return func(t *testing.T, root *yaml.Node) { deleteYAML(root, "history") }
@@ -685,6 +695,13 @@ func replayRecording(t *testing.T, file, configFile, problem string) {
 // cached one, and returns the run's usage; the server's prompt cache
 // follows OpenAI's rules (see TestDesignDebatePromptCache).
 func replayRecordingIn(t *testing.T, file, configFile, problem string, cached bool) runresult.UsageReport {
+	return replayRecordingCache(t, file, configFile, problem, cached, false)
+}
+
+// replayRecordingCache is replayRecordingIn, with breakpoints on the
+// models (prompt_cache: breakpoints) and the local server's prompt cache
+// following Anthropic's rules rather than OpenAI's.
+func replayRecordingCache(t *testing.T, file, configFile, problem string, cached, breakpoints bool) runresult.UsageReport {
 	var rec dlState
 	readJSONFile(t, file, &rec)
 	var cfg dlConfig
@@ -715,6 +732,10 @@ func replayRecordingIn(t *testing.T, file, configFile, problem string, cached bo
 	p := newReplayer(&rec, byName, len(agents))
 	p.cached = cached
 	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true}
+	if breakpoints {
+		edits = append(edits, withBreakpoints())
+		pc = &llmtest.PromptCache{MinTokens: 1024, Settled: true, Breakpoints: true}
+	}
 	srv := llmtest.New(t, pc.Wrap(func(r llmtest.Request) llmtest.Reply {
 		// As long as a call is being answered its prompt is not cached:
 		// the calls of a node, in flight together, do not serve each other.
@@ -758,7 +779,7 @@ func replayRecordingIn(t *testing.T, file, configFile, problem string, cached bo
 	if !(ours <= original && original <= serial) {
 		t.Errorf("schedule: serial %d ms, original %d ms, ours %d ms: not in order", serial, original, ours)
 	}
-	if cached {
+	if cached || breakpoints {
 		return res.Usage
 	}
 	t.Logf("%d agents, %d rounds: %d calls made, %d recorded (+%d follow-up clarify calls that asked nothing); "+

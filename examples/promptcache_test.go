@@ -3,8 +3,10 @@ package examples_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -63,7 +65,18 @@ type cacheMeasure struct {
 // measureDesignCache runs the design debate with sets and measures it.
 func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
 	t.Helper()
+	return measureDesignCacheWith(t, false, sets...)
+}
+
+// measureDesignCacheWith is measureDesignCache, with breakpoints on the
+// models (prompt_cache: breakpoints) and the server's prompt cache
+// following Anthropic's rules (llmtest.PromptCache.Breakpoints).
+func measureDesignCacheWith(t *testing.T, breakpoints bool, sets ...string) cacheMeasure {
+	t.Helper()
 	path := designSpec(t)
+	if breakpoints {
+		path = designSpec(t, withBreakpoints())
+	}
 	plan := loadVariant(t, path)
 	s := newScripted(plan)
 	s.override = func(c scriptedCall) (llmtest.Reply, bool) {
@@ -75,7 +88,7 @@ func measureDesignCache(t *testing.T, sets ...string) cacheMeasure {
 		head := fmt.Sprintf("%s of %s in round %d (%s).", strings.ToUpper(c.phase), c.agent, c.round, c.target)
 		return llmtest.Reply{Content: head + " " + filler(head, n), Delay: delay}, true
 	}
-	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true}
+	pc := &llmtest.PromptCache{MinTokens: 1024, Step: 128, Settled: true, Breakpoints: breakpoints}
 	srv := llmtest.New(t, pc.Wrap(func(r llmtest.Request) llmtest.Reply {
 		rep := s.handle(r)
 		if rep.Delay == 0 {
@@ -132,7 +145,7 @@ func debateCost(t *testing.T, u runresult.UsageReport, models map[string]string)
 		if p == nil {
 			t.Fatalf("no built-in price for %q", models[name])
 		}
-		cached += p.Cost(mu.PromptTokens, mu.CachedTokens, mu.CompletionTokens)
+		cached += p.CostWritten(mu.PromptTokens, mu.CachedTokens, mu.CacheWriteTokens, mu.CompletionTokens)
 		uncached += p.Cost(mu.PromptTokens, 0, mu.CompletionTokens)
 	}
 	return cached, uncached
@@ -189,6 +202,21 @@ func TestDesignDebatePromptCache(t *testing.T) {
 				t.Logf("    %s: $%.4f per debate with cached prices, $%.4f without (%.2fx)", ps.name, with, without, with/without)
 			}
 		}
+		// Claude with breakpoints, against Anthropic's cache rules: reads
+		// at 0.1x the prompt price, writes at 1.25x.
+		sonnet := map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"}
+		var bcost [2]float64
+		for i, layout := range designLayouts {
+			m := measureDesignCacheWith(t, true, append([]string{"cached_layout=" + fmt.Sprint(layout == "cached")}, cfg.sets...)...)
+			bcost[i], _ = debateCost(t, m.usage, sonnet)
+			tu := m.usage.Total
+			t.Logf("%s, layout %s, claude-sonnet-4 with breakpoints: %d prompt tokens, %.1f%% read from the cache, %.1f%% written, $%.4f per debate",
+				cfg.name, layout, tu.PromptTokens, 100*float64(tu.CachedTokens)/float64(tu.PromptTokens), 100*float64(tu.CacheWriteTokens)/float64(tu.PromptTokens), bcost[i])
+		}
+		if bcost[1] >= bcost[0] {
+			t.Errorf("%s, claude-sonnet-4 with breakpoints: the cached layout costs %.4f, the original %.4f", cfg.name, bcost[1], bcost[0])
+		}
+
 		// The cached layout must serve a larger share from the cache and
 		// cost less at the cached prices of OpenAI's and Anthropic's
 		// models alike.
@@ -300,6 +328,50 @@ func TestDesignDebateCachedLayoutReplaysRecordings(t *testing.T) {
 			if share(cached) <= share(orig) || cs >= os {
 				t.Errorf("the cached layout serves %.3f of its input from the cache at $%.4f (claude-sonnet-4), the original %.3f at $%.4f", share(cached), cs, share(orig), os)
 			}
+			checkCacheableShare(t, "original layout", orig)
+			checkCacheableShare(t, "cached layout", cached)
+			if cached.Total.RunCacheableShare <= orig.Total.RunCacheableShare {
+				t.Errorf("cacheable share over the run: %.3f in the cached layout, %.3f in the original", cached.Total.RunCacheableShare, orig.Total.RunCacheableShare)
+			}
+
+			// Claude with prompt_cache: breakpoints, against a cache that
+			// follows Anthropic's rules: reads at 0.1x, writes at 1.25x.
+			sonnet := map[string]string{"default": "claude-sonnet-4", "judge": "claude-sonnet-4"}
+			ob := replayRecordingCache(t, file, config, problem, false, true)
+			cb := replayRecordingCache(t, file, config, problem, true, true)
+			obc, _ := debateCost(t, ob, sonnet)
+			cbc, _ := debateCost(t, cb, sonnet)
+			written := func(u runresult.UsageReport) float64 {
+				return float64(u.Total.CacheWriteTokens) / float64(u.Total.PromptTokens)
+			}
+			t.Logf("claude-sonnet-4, breakpoints, original layout: %d prompt tokens, %.1f%% read from the cache, %.1f%% written, $%.4f", ob.Total.PromptTokens, 100*share(ob), 100*written(ob), obc)
+			t.Logf("claude-sonnet-4, breakpoints, cached layout:   %d prompt tokens, %.1f%% read from the cache, %.1f%% written, $%.4f", cb.Total.PromptTokens, 100*share(cb), 100*written(cb), cbc)
+			if share(cb) <= share(ob) || cbc >= obc {
+				t.Errorf("with breakpoints the cached layout reads %.3f of its input from the cache at $%.4f, the original %.3f at $%.4f", share(cb), cbc, share(ob), obc)
+			}
 		})
 	}
+}
+
+// checkCacheableShare logs a run's cacheable share per agent and over the
+// run and checks they add up: every agent's tokens are counted, a start
+// shared with the same agent is one shared with some agent, and the run's
+// figures are the agents' sums.
+func checkCacheableShare(t *testing.T, name string, u runresult.UsageReport) {
+	t.Helper()
+	var parts []string
+	sumAgent, sumRun, prompt := 0, 0, 0
+	for _, a := range slices.Sorted(maps.Keys(u.ByAgent)) {
+		x := u.ByAgent[a]
+		if x.CacheableTokens > x.RunCacheableTokens || x.RunCacheableTokens > x.PromptTokens {
+			t.Errorf("%s, agent %s: %d cacheable with itself, %d with any agent, of %d", name, a, x.CacheableTokens, x.RunCacheableTokens, x.PromptTokens)
+		}
+		sumAgent, sumRun, prompt = sumAgent+x.CacheableTokens, sumRun+x.RunCacheableTokens, prompt+x.PromptTokens
+		parts = append(parts, fmt.Sprintf("%s %.1f%%/%.1f%%", a, 100*x.CacheableShare, 100*x.RunCacheableShare))
+	}
+	tot := u.Total
+	if sumAgent != tot.CacheableTokens || sumRun != tot.RunCacheableTokens || prompt != tot.PromptTokens {
+		t.Errorf("%s: the agents' cacheable tokens add up to %d and %d of %d, the run's are %d and %d of %d", name, sumAgent, sumRun, prompt, tot.CacheableTokens, tot.RunCacheableTokens, tot.PromptTokens)
+	}
+	t.Logf("%s: cacheable share with the same agent / any agent: run %.1f%%/%.1f%%; %s", name, 100*tot.CacheableShare, 100*tot.RunCacheableShare, strings.Join(parts, ", "))
 }

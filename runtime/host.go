@@ -74,6 +74,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if model == nil {
 		model = c.Agent.Model
 	}
+	c.Messages = splitCacheBreaks(c.Messages)
 	call := &calls.Call{Key: h.prefix + "/" + c.Key, Node: h.node.ID, Model: model, Kit: c, Round: h.scope.Round, Goal: h.scope.Goal.ID}
 	if c.Agent != nil {
 		call.Agent = c.Agent.ID
@@ -84,7 +85,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	call.Scope = r.opts.CacheScope
 	call.Request = newRequest(model, &c)
 	for _, m := range c.Messages {
-		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: append([]kit.ToolCall(nil), m.ToolCalls...)})
+		call.Request.Messages = append(call.Request.Messages, llm.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: append([]kit.ToolCall(nil), m.ToolCalls...), CacheSplit: m.CacheSplit})
 	}
 	for _, t := range c.Tools {
 		call.Request.Tools = append(call.Request.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
@@ -324,7 +325,7 @@ func newCallParams(req *llm.Request) callParams {
 func newRequest(model *spec.ModelPlan, c *kit.Call) llm.Request {
 	req := llm.Request{
 		Model: model.Model, Deployment: model.Deployment, MaxTokens: model.MaxTokens, TokenField: model.TokenField(),
-		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream, CacheBreakpoints: model.CacheBreakpoints,
+		ReasoningEffort: model.ReasoningEffort, Stream: model.Stream, CacheBreakpoints: model.CacheBreakpoints, Continued: c.Continued,
 		Messages: make([]llm.Message, 0, len(c.Messages)),
 	}
 	if model.Endpoint != nil {
@@ -461,7 +462,7 @@ func (h *host) Render(name string, data any) (string, error) {
 		return "", h.renderError(name, err)
 	}
 	hint.Store(int64(b.Len()))
-	return b.String(), nil
+	return value.SealCacheBreaks(b.String()), nil
 }
 
 // renderError says which node's template failed. A value the guard found
@@ -603,6 +604,9 @@ func (h *host) record(msgs []value.Message) []value.Message {
 	msgs = append([]value.Message(nil), msgs...)
 	for i := range msgs {
 		m := &msgs[i]
+		// A cache split marks a prompt; a recorded text (an interjection
+		// rendered from a template) keeps none.
+		m.Content, _ = value.SplitCacheBreak(m.Content)
 		if m.Node == "" {
 			m.Node = h.node.ID
 		}
@@ -772,7 +776,7 @@ func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
 		return "", h.renderError(name, err)
 	}
 	d.renderedPrompt(name, agent, b.Len(), seen)
-	return b.String(), nil
+	return value.SealCacheBreaks(b.String()), nil
 }
 
 func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
@@ -798,3 +802,25 @@ func (h *host) Parallel(ctx context.Context, n int, f func(ctx context.Context, 
 // ContextSnapshot implements tools.SnapshotHost: the snapshot of the
 // context directory the run reads, if it was given one.
 func (h *host) ContextSnapshot() *tools.Snapshot { return h.run.opts.ContextSnapshot }
+
+// splitCacheBreaks takes the {{cacheBreak}} marks out of a call's messages,
+// noting where each message's stable start ends (kit.ChatMessage.CacheSplit),
+// so that the journal, digests, caches and every count see the text as sent
+// without breakpoints. The caller's slice is left as it was.
+func splitCacheBreaks(msgs []kit.ChatMessage) []kit.ChatMessage {
+	var out []kit.ChatMessage
+	for i, m := range msgs {
+		text, at := value.SplitCacheBreak(m.Content)
+		if at < 0 {
+			continue
+		}
+		if out == nil {
+			out = append([]kit.ChatMessage(nil), msgs...)
+		}
+		out[i].Content, out[i].CacheSplit = text, at
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}

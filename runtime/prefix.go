@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // prefixWindow is how many of an agent's latest requests a new request is
@@ -13,6 +14,65 @@ import (
 // "the previous request" is the closest of the last few, not only the
 // very last one started.
 const prefixWindow = 8
+
+// modelWindow is how many of the run's latest requests to a model a new
+// request is compared with for the cacheable share over the run.
+const modelWindow = 32
+
+// cacheable are a request's prompt tokens that lie in a start it shares
+// with an earlier request, from when such a start is long enough for a
+// provider's cache (result.CacheMinTokens): agent with one of the same agent's,
+// model with one of any agent's to the same model (endpoint and model
+// name), leaving out those of the same call group (they are sent at the
+// same time: none is earlier). Call with b.mu held; it remembers the
+// request.
+func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, promptTokens int) (byAgent, byModel int) {
+	if model == "" || len(msgs) == 0 || promptTokens <= 0 {
+		return 0, 0
+	}
+	if b.recentByModel == nil {
+		b.recentByModel = map[string][]recentCall{}
+	}
+	group := callGroup(key)
+	total := 0
+	for _, m := range msgs {
+		total += len(m.Role) + len(m.Content)
+	}
+	sharedAgent, sharedModel := 0, 0
+	for _, prev := range b.recentByModel[model] {
+		if prev.group == group {
+			continue
+		}
+		n := sharedPrefix(prev.msgs, msgs)
+		sharedModel = max(sharedModel, n)
+		if prev.agent == agent && agent != "" {
+			sharedAgent = max(sharedAgent, n)
+		}
+	}
+	recent := append(b.recentByModel[model], recentCall{recentRequest: recentRequest{group: group, msgs: msgs}, agent: agent})
+	if len(recent) > modelWindow {
+		recent = recent[len(recent)-modelWindow:]
+	}
+	b.recentByModel[model] = recent
+	tokens := func(shared int) int {
+		if total == 0 {
+			return 0
+		}
+		n := int(math.Round(float64(promptTokens) * float64(shared) / float64(total)))
+		if n < result.CacheMinTokens {
+			return 0
+		}
+		return n
+	}
+	return tokens(sharedAgent), tokens(sharedModel)
+}
+
+// recentCall is one of the run's recent requests to a model, with its
+// agent.
+type recentCall struct {
+	recentRequest
+	agent string
+}
 
 // prefixTokens is how many of a request's prompt tokens repeat, from the
 // start, one of the agent's recent requests (leaving out those of the same

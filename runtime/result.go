@@ -27,6 +27,8 @@ type usageBook struct {
 	report result.UsageReport
 	// recent are each agent's latest requests (see prefixTokens).
 	recent map[string][]recentRequest
+	// recentByModel are the latest requests to each model (see cacheable).
+	recentByModel map[string][]recentCall
 }
 
 func newUsageBook() *usageBook {
@@ -50,10 +52,10 @@ type usageKey struct {
 func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
 	cost, priced, builtin := 0.0, false, ""
 	if model != nil && model.Price != nil {
-		cost = model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
+		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 		priced, builtin = true, model.Price.Builtin
 	}
-	prefix := 0 // set below, under the lock
+	prefix, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
 	one := func(u result.Usage) result.Usage {
 		if u.Calls == 0 {
 			u.Priced = true
@@ -62,9 +64,14 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.PromptTokens += rep.PromptTokens
 		u.CompletionTokens += rep.CompletionTokens
 		u.CachedTokens += rep.CachedTokens
+		u.CacheWriteTokens += rep.CacheWriteTokens
 		u.PrefixTokens += prefix
+		u.CacheableTokens += cacheAgent
+		u.RunCacheableTokens += cacheModel
 		if u.PromptTokens > 0 {
 			u.PrefixShare = math.Round(float64(u.PrefixTokens)/float64(u.PromptTokens)*10000) / 10000
+			u.CacheableShare = math.Round(float64(u.CacheableTokens)/float64(u.PromptTokens)*10000) / 10000
+			u.RunCacheableShare = math.Round(float64(u.RunCacheableTokens)/float64(u.PromptTokens)*10000) / 10000
 		}
 		if rep.UsageEstimated {
 			u.EstimatedCalls++
@@ -80,6 +87,13 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	prefix = b.prefixTokens(k.agent, k.call, request, rep.PromptTokens)
+	if model != nil {
+		id := model.Model
+		if model.Endpoint != nil {
+			id = model.Endpoint.Name + "|" + id
+		}
+		cacheAgent, cacheModel = b.cacheable(k.agent, id, k.call, request, rep.PromptTokens)
+	}
 	b.report.Total = one(b.report.Total)
 	b.report.ByNode[k.node] = one(b.report.ByNode[k.node])
 	if k.agent != "" {

@@ -465,7 +465,7 @@ func (r *Run) buildManifest() result.Manifest {
 			mi.Extra = calls.ExtraObject(fields)
 		}
 		if mp.Price != nil {
-			mi.Price = &result.PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt, Builtin: mp.Price.Builtin}
+			mi.Price = &result.PriceInfo{Prompt: mp.Price.Prompt, Completion: mp.Price.Completion, CachedPrompt: mp.Price.CachedPrompt, CacheWrite: mp.Price.CacheWrite, Builtin: mp.Price.Builtin}
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL

@@ -14,8 +14,9 @@ const BuiltinPricesDate = "2025-08-15"
 
 // builtinPrices are list prices of common models by the name their
 // provider knows them by, with the price of prompt tokens served from the
-// provider's prompt cache where the provider publishes one (Anthropic's
-// cache reads; its cache writes, 1.25x the prompt price, are not counted).
+// provider's prompt cache where the provider publishes one, and for
+// Anthropic's models the price of a cache write (five-minute cache: 1.25x
+// the prompt price), counted where the provider reports the tokens written.
 // Gemini's are for prompts up to 200,000 tokens. Only prices we are sure
 // of are here; a model not listed has no built-in price.
 var builtinPrices = map[string]syntax.Price{}
@@ -25,6 +26,10 @@ func init() {
 		p := syntax.Price{Prompt: prompt, Completion: completion}
 		if cached >= 0 {
 			p.CachedPrompt = &cached
+		}
+		if strings.HasPrefix(names[0], "claude-") {
+			write := prompt * 1.25 // Anthropic's five-minute cache write
+			p.CacheWrite = &write
 		}
 		for _, n := range names {
 			builtinPrices[n] = p
@@ -74,6 +79,10 @@ func BuiltinPrice(model string) *syntax.Price {
 	if p.CachedPrompt != nil {
 		cached := *p.CachedPrompt
 		p.CachedPrompt = &cached // the table stays as it is
+	}
+	if p.CacheWrite != nil {
+		write := *p.CacheWrite
+		p.CacheWrite = &write
 	}
 	p.Builtin = BuiltinPricesDate
 	return &p

@@ -12,8 +12,19 @@ func TestBuiltinPrice(t *testing.T) {
 	if q := BuiltinPrice("openai/GPT-4o-mini"); q == nil || q.Prompt != 0.15 {
 		t.Errorf("a gateway's name: %+v", q)
 	}
-	if q := BuiltinPrice("anthropic/claude-sonnet-4"); q == nil || q.Prompt != 3 || *q.CachedPrompt != 0.30 {
+	if q := BuiltinPrice("anthropic/claude-sonnet-4"); q == nil || q.Prompt != 3 || *q.CachedPrompt != 0.30 || q.CacheWrite == nil || *q.CacheWrite != 3.75 {
 		t.Errorf("claude-sonnet-4: %+v", q)
+	}
+	// Anthropic's models price a cache write (1.25x the prompt); OpenAI's
+	// bill none, so theirs is the prompt price.
+	if q := BuiltinPrice("claude-3-5-haiku-20241022"); q.CacheWrite == nil || *q.CacheWrite != 1 {
+		t.Errorf("claude-3-5-haiku: %+v", q)
+	}
+	if p.CacheWrite != nil || p.CostWritten(1000, 0, 1000, 0) != p.Cost(1000, 0, 0) {
+		t.Errorf("gpt-4o-mini has a cache-write price: %+v", p)
+	}
+	if q := BuiltinPrice("claude-sonnet-4"); q.CostWritten(1000, 500, 400, 0) != (100*3+500*0.30+400*3.75)/1e6 {
+		t.Errorf("claude-sonnet-4: 1000 prompt tokens, 500 read, 400 written cost %v", q.CostWritten(1000, 500, 400, 0))
 	}
 	// A later model of a family is not priced as an earlier one.
 	for _, name := range []string{"qwen2.5:7b", "gpt-4o-2024-05-13", "claude-opus-4-5", ""} {

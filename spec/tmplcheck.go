@@ -61,6 +61,7 @@ func (c *templateChecker) check(name string, root reflect.Type) ([]string, []tmp
 	c.errs, c.reads = nil, nil
 	c.seen = map[string]bool{}
 	c.walkTemplate(name, tmplType{t: root})
+	c.checkCacheBreaks(name)
 	return c.errs, c.reads
 }
 

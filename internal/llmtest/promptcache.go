@@ -25,26 +25,39 @@ type PromptCache struct {
 	// requests sent at the same time do not serve each other. A reply's
 	// Delay is then waited out before the prompt counts as cached.
 	Settled bool
+	// Breakpoints follows Anthropic's rules instead of matching any shared
+	// start: only a request's start up to a cache_control breakpoint is
+	// cached, and the tokens written to the cache are reported too
+	// (Reply.CacheWriteTokens; see measureBreakpoints). Step is not used.
+	Breakpoints bool
 
-	mu           sync.Mutex
-	seen         [][]byte
-	cached, sent int
+	mu                    sync.Mutex
+	seen                  [][]byte
+	entries               []string
+	cached, sent, written int
 }
 
 // Usage counts a request and returns its prompt and cached tokens; set
 // them on the Reply (PromptTokens, CachedTokens). The request is
 // remembered at once (see Settled).
 func (p *PromptCache) Usage(r Request) (prompt, cached int) {
-	prompt, cached = p.measure(r)
+	prompt, cached, _ = p.measure(r)
 	p.remember(r)
 	return prompt, cached
 }
 
 // measure counts a request against the requests remembered so far.
-func (p *PromptCache) measure(r Request) (prompt, cached int) {
+func (p *PromptCache) measure(r Request) (prompt, cached, written int) {
 	msgs := r.Fields["messages"]
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Breakpoints {
+		prompt, cached, written = p.measureBreakpoints(r)
+		p.cached += cached
+		p.sent += prompt
+		p.written += written
+		return prompt, cached, written
+	}
 	best := 0
 	for _, s := range p.seen {
 		n := 0
@@ -62,13 +75,25 @@ func (p *PromptCache) measure(r Request) (prompt, cached int) {
 	}
 	p.cached += cached
 	p.sent += prompt
-	return prompt, cached
+	return prompt, cached, 0
 }
 
 func (p *PromptCache) remember(r Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Breakpoints {
+		p.rememberBreakpoints(r)
+		return
+	}
 	p.seen = append(p.seen, r.Fields["messages"])
+}
+
+// Written is the prompt tokens of every request counted that were written
+// to the cache (Breakpoints only).
+func (p *PromptCache) Written() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.written
 }
 
 // Totals are the prompt and cached tokens of every request counted.
@@ -83,12 +108,13 @@ func (p *PromptCache) Wrap(h Handler) Handler {
 	return func(r Request) Reply {
 		if !p.Settled {
 			rep := h(r)
-			rep.PromptTokens, rep.CachedTokens = p.Usage(r)
+			rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens = p.measure(r)
+			p.remember(r)
 			return rep
 		}
-		prompt, cached := p.measure(r)
+		prompt, cached, written := p.measure(r)
 		rep := h(r)
-		rep.PromptTokens, rep.CachedTokens = prompt, cached
+		rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens = prompt, cached, written
 		// The reply's delay is the provider's processing: the prompt is
 		// cached when it is answered.
 		time.Sleep(rep.Delay)

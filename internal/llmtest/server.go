@@ -86,6 +86,13 @@ type Reply struct {
 	// CachedTokens, when set, is reported as
 	// usage.prompt_tokens_details.cached_tokens.
 	CachedTokens int
+	// CacheWriteTokens, when set, is reported as the prompt tokens written
+	// to the prompt cache: OpenRouter's
+	// usage.prompt_tokens_details.cache_write_tokens, or with
+	// CacheCreationField usage.cache_creation_input_tokens (Anthropic's
+	// name, as gateways such as LiteLLM pass it on).
+	CacheWriteTokens   int
+	CacheCreationField bool
 	// Status, when non-zero and not 200, answers an OpenAI-style error body.
 	Status       int
 	ErrorMessage string // defaults to http.StatusText(Status)
@@ -535,10 +542,12 @@ type wireUsage struct {
 	CompletionTokens    int                `json:"completion_tokens"`
 	TotalTokens         int                `json:"total_tokens"`
 	PromptTokensDetails *wireTokensDetails `json:"prompt_tokens_details,omitempty"`
+	CacheCreation       int                `json:"cache_creation_input_tokens,omitempty"`
 }
 
 type wireTokensDetails struct {
-	CachedTokens int `json:"cached_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 func newCompletion(req Request, rep Reply) completion {
@@ -582,8 +591,14 @@ func newCompletion(req Request, rep Reply) completion {
 		c.usage.CompletionTokens = roughTokens(len(generated))
 	}
 	c.usage.TotalTokens = c.usage.PromptTokens + c.usage.CompletionTokens
-	if rep.CachedTokens > 0 {
+	if rep.CachedTokens > 0 || rep.CacheWriteTokens > 0 && !rep.CacheCreationField {
 		c.usage.PromptTokensDetails = &wireTokensDetails{CachedTokens: rep.CachedTokens}
+		if !rep.CacheCreationField {
+			c.usage.PromptTokensDetails.CacheWriteTokens = rep.CacheWriteTokens
+		}
+	}
+	if rep.CacheCreationField {
+		c.usage.CacheCreation = rep.CacheWriteTokens
 	}
 	return c
 }

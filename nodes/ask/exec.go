@@ -398,7 +398,7 @@ func ask(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *Config, t ta
 	}
 	call := kit.Call{
 		Key: key, Node: node.ID, Agent: t.agent, Model: model,
-		Messages: req.Messages, Target: to,
+		Messages: req.Messages, Target: to, Continued: req.Continued(),
 		JSONMode: cfg.Output.Format == FormatJSON,
 	}
 	if call.JSONMode {

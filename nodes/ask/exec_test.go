@@ -223,7 +223,7 @@ func TestCarryOver(t *testing.T) {
 	}
 	for _, c := range h.calls {
 		if c.Agent.ID == "arch" && !strings.Contains(c.Messages[len(c.Messages)-1].Content, `own: "arch proposed"`) {
-			t.Errorf("arch's prompt does not see its own proposal: %q", c.Messages)
+			t.Errorf("arch's prompt does not see its own proposal: %+v", c.Messages)
 		}
 	}
 }

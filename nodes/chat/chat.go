@@ -255,6 +255,10 @@ type Request struct {
 	prompt   string
 }
 
+// Continued says the request is a turn of a thread, which the agent's next
+// turn extends.
+func (r *Request) Continued() bool { return r.thread != nil }
+
 // Done adds the turn to the agent's thread (if the node keeps one): the
 // prompt as sent and the reply.
 func (r *Request) Done(reply string) {

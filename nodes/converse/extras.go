@@ -57,7 +57,7 @@ func (s *state) complete(ctx context.Context, agent *spec.AgentPlan, data *Promp
 	if err != nil {
 		return kit.Reply{}, nil, err
 	}
-	call.Messages = req.Messages
+	call.Messages, call.Continued = req.Messages, req.Continued()
 	names := tools.Merge(agent.Tools, s.cfg.Tools)
 	if len(names) == 0 {
 		rep, err := s.h.Complete(ctx, call)

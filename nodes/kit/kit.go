@@ -88,6 +88,10 @@ type ChatMessage struct {
 	Name       string     `json:"name,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	// CacheSplit is where the message's stable start ends, when its
+	// template marked it with {{cacheBreak}} (0: not marked); the model
+	// call sets it from the mark (see value.SplitCacheBreak).
+	CacheSplit int `json:"cache_split,omitempty"`
 }
 
 // ToolCall is a function call a model asked for.
@@ -123,6 +127,9 @@ type Call struct {
 	SchemaName string
 	// Target is the agent whose message is being answered (each:), if any.
 	Target string
+	// Continued says the agent's next request extends this one (a turn of
+	// its thread), so a provider's cache should keep all of it.
+	Continued bool
 	// Shape says what a reply must look like to pass the node's checks, so
 	// that a stand-in reply (a dry run's placeholder) can be made that does.
 	Shape Shape
@@ -162,6 +169,9 @@ type Reply struct {
 	// prompt cache (prompt_tokens_details.cached_tokens), part of
 	// PromptTokens.
 	CachedTokens int `json:"cached_tokens,omitempty"`
+	// CacheWriteTokens are the prompt tokens the provider wrote to its
+	// prompt cache, part of PromptTokens (not of CachedTokens).
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer.
 	UsageEstimated bool  `json:"usage_estimated,omitempty"`

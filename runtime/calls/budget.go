@@ -120,18 +120,24 @@ func Actual(c *Call, rep kit.Reply) Spend {
 	p, q := int64(rep.PromptTokens), int64(rep.CompletionTokens)
 	cost := 0.0
 	if c.Model != nil && c.Model.Price != nil {
-		cost = c.Model.Price.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
+		cost = c.Model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 	}
 	return Spend{Calls: 1, Tokens: p + q, Cost: cost}
 }
 
 // price is what a call of these token counts may cost, none of its prompt
-// served from a cache (an estimate cannot know what will be).
+// served from a cache (an estimate cannot know what will be) and, on a
+// model that places cache breakpoints, all of it written to the cache when
+// a write costs more than the prompt price.
 func price(c *Call, prompt, completion int64) float64 {
 	if c.Model == nil || c.Model.Price == nil {
 		return 0
 	}
-	return c.Model.Price.Cost(int(prompt), 0, int(completion))
+	written := 0
+	if p := c.Model.Price; c.Model.CacheBreakpoints && p.CacheWrite != nil && *p.CacheWrite > p.Prompt {
+		written = int(prompt)
+	}
+	return c.Model.Price.CostWritten(int(prompt), 0, written, int(completion))
 }
 
 // admit reserves a call's estimate, or says which limit it could pass.

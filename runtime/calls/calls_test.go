@@ -268,3 +268,16 @@ func TestSend(t *testing.T) {
 		t.Errorf("sent = %d, want 2", sent.Load())
 	}
 }
+
+// TestRequestKeyIgnoresCacheSplit: where a message's cache split falls
+// changes the wire form with breakpoints, not the reply, so a request's
+// key (response cache, resume) is that of the same text without it, as
+// before splits existed.
+func TestRequestKeyIgnoresCacheSplit(t *testing.T) {
+	req := llm.Request{Model: "m", Messages: []llm.Message{{Role: "user", Content: "stable part, then the task"}}}
+	plain := RequestKey(nil, "http://x", req, "")
+	req.Messages[0].CacheSplit = len("stable part")
+	if got := RequestKey(nil, "http://x", req, ""); got != plain {
+		t.Errorf("a cache split changes the request key: %s, %s", got, plain)
+	}
+}

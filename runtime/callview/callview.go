@@ -130,6 +130,7 @@ type Call struct {
 	PromptTokens     int     `json:"prompt_tokens"`
 	CompletionTokens int     `json:"completion_tokens"`
 	CachedTokens     int     `json:"cached_tokens"`
+	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
 	UsageEstimated   bool    `json:"usage_estimated,omitempty"`
 	LatencyMS        int64   `json:"latency_ms"`
 	Attempts         int     `json:"attempts"`
@@ -326,6 +327,7 @@ func (b *builder) event(ev journal.Event) {
 			PromptTokens     int        `json:"prompt_tokens"`
 			CompletionTokens int        `json:"completion_tokens"`
 			CachedTokens     int        `json:"cached_tokens"`
+			CacheWriteTokens int        `json:"cache_write_tokens"`
 			UsageEstimated   bool       `json:"usage_estimated"`
 			LatencyMS        int64      `json:"latency_ms"`
 			Attempts         int        `json:"attempts"`
@@ -338,6 +340,7 @@ func (b *builder) event(ev journal.Event) {
 		c.Reply, c.ToolCalls, c.Finish, c.ReplyModel = d.Content, d.ToolCalls, d.FinishReason, d.Model
 		c.PromptTokens, c.CompletionTokens, c.CachedTokens, c.UsageEstimated = d.PromptTokens, d.CompletionTokens, d.CachedTokens, d.UsageEstimated
 		c.LatencyMS, c.Attempts, c.Source = d.LatencyMS, d.Attempts, d.Source
+		c.CacheWriteTokens = d.CacheWriteTokens
 		if c.Source == "" {
 			c.Source = "network"
 		}
@@ -508,7 +511,7 @@ func (b *builder) finish(oneModel bool, m result.Manifest) {
 			price = only
 		}
 		if price != nil && c.Done {
-			c.Cost, c.Priced = price.Cost(c.PromptTokens, c.CachedTokens, c.CompletionTokens), true
+			c.Cost, c.Priced = price.CostWritten(c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens), true
 		}
 		for _, r := range c.Repairs {
 			if n := b.known(r.Next); n != nil {

@@ -70,6 +70,9 @@ func Write(w io.Writer, c *Call) error {
 	row("source", sourceText(c))
 	if c.Done {
 		tok := fmt.Sprintf("%d prompt (%d cached), %d completion", c.PromptTokens, c.CachedTokens, c.CompletionTokens)
+		if c.CacheWriteTokens > 0 {
+			tok = fmt.Sprintf("%d prompt (%d cached, %d written to the cache), %d completion", c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens)
+		}
 		if c.UsageEstimated {
 			tok += " (estimated: the endpoint sent no usage)"
 		}

@@ -152,6 +152,13 @@ type Message struct {
 	Name       string
 	ToolCallID string         // for Role "tool": the call being answered
 	ToolCalls  []kit.ToolCall // for Role "assistant": calls the model made earlier
+	// CacheSplit, when above 0 and below len(Content), is where the
+	// message's stable start ends ({{cacheBreak}} in its template): with
+	// CacheBreakpoints the message goes as two text parts, the first
+	// marked as a cache breakpoint. Without, it changes nothing. It is not
+	// part of a request's key (calls.RequestKey): the reply does not
+	// depend on it.
+	CacheSplit int `json:"-"`
 }
 
 // Tool is a function the model may call.
@@ -222,6 +229,9 @@ type Request struct {
 	// cache_control {type: ephemeral}, for providers that cache a prompt
 	// only where it is marked (see cacheBreakpoints).
 	CacheBreakpoints bool
+	// Continued says the next request extends this one (a thread's turn):
+	// with CacheBreakpoints the end of its last message is a breakpoint.
+	Continued bool
 	// Extra are more request fields, sent after the ones above (which
 	// they must not repeat): top_k, provider routing, chat_template_kwargs...
 	Extra []Field
@@ -248,6 +258,11 @@ type Response struct {
 	// CachedTokens are the prompt tokens the provider served from its
 	// prompt cache (a part of PromptTokens), as it reported them.
 	CachedTokens int
+	// CacheWriteTokens are the prompt tokens the provider wrote to its
+	// prompt cache (a part of PromptTokens), as it reported them:
+	// OpenRouter's prompt_tokens_details.cache_write_tokens, or
+	// cache_creation_input_tokens as gateways in front of Anthropic send it.
+	CacheWriteTokens int
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer (see package tokens).
 	UsageEstimated bool

@@ -91,21 +91,63 @@ type cacheControl struct {
 	Type string `json:"type"`
 }
 
+// ephemeral is the breakpoint a part carries: Anthropic's five-minute cache.
+var ephemeral = &cacheControl{Type: "ephemeral"}
+
+// content is a message's text as parts: one, or two split at split.
+func (b breakpoint) content(text string, split int) []cachedPart {
+	end := func(on bool) *cacheControl {
+		if on {
+			return ephemeral
+		}
+		return nil
+	}
+	if !b.parts {
+		return []cachedPart{{Type: "text", Text: text, CacheControl: end(b.end)}}
+	}
+	return []cachedPart{
+		{Type: "text", Text: text[:split], CacheControl: end(b.split)},
+		{Type: "text", Text: text[split:], CacheControl: end(b.end)},
+	}
+}
+
+// breakpoint is where a message of a request with CacheBreakpoints
+// carries cache breakpoints: at its end, at its split (Message.CacheSplit),
+// and whether it is sent as two parts at all.
+type breakpoint struct {
+	end, split, parts bool
+}
+
 // cacheBreakpoints says which messages of a request with CacheBreakpoints
 // carry a breakpoint: the system prompt (the leading system messages'
 // last), the last message before the final user turn (where the previous
-// request of a thread ended, so it is read back from the cache), and the
-// last message (so the next request can read all of this one). That is at
-// most three, under Anthropic's four. Messages with tool calls or no text
-// carry none.
-func cacheBreakpoints(req *Request) map[int]bool {
+// request of a thread ended, so it is read back from the cache), the last
+// message when the next request extends this one (a thread's turn, or a
+// tool round: the next round adds the tools' results), so that it can read
+// all of this one, and the last message's split, where its template marked
+// the end of its stable start ({{cacheBreak}}). The end of a one-off prompt
+// is not marked: a cache write costs more than the prompt price
+// (Anthropic: 1.25x) and nothing would read it. That is at most four
+// breakpoints, Anthropic's limit. Every message with a split goes as two
+// parts, so that an earlier turn of a thread is sent as it was when it was
+// last; only the last message's split is marked. Messages with tool calls
+// or no text carry none.
+func cacheBreakpoints(req *Request) map[int]breakpoint {
 	if !req.CacheBreakpoints || len(req.Messages) == 0 {
 		return nil
 	}
-	marks := map[int]bool{}
+	marks := map[int]breakpoint{}
+	plain := func(m Message) bool { return len(m.ToolCalls) == 0 && m.Content != "" }
 	mark := func(i int) {
-		if m := req.Messages[i]; len(m.ToolCalls) == 0 && m.Content != "" {
-			marks[i] = true
+		if m := req.Messages[i]; plain(m) {
+			b := marks[i]
+			b.end = true
+			marks[i] = b
+		}
+	}
+	for i, m := range req.Messages {
+		if plain(m) && m.CacheSplit > 0 && m.CacheSplit < len(m.Content) {
+			marks[i] = breakpoint{parts: true}
 		}
 	}
 	sys := -1
@@ -119,7 +161,17 @@ func cacheBreakpoints(req *Request) map[int]bool {
 		mark(sys)
 	}
 	last := len(req.Messages) - 1
-	mark(last)
+	continued := req.Continued
+	for _, m := range req.Messages {
+		continued = continued || m.Role == "tool"
+	}
+	if continued {
+		mark(last)
+	}
+	if b, ok := marks[last]; ok && b.parts {
+		b.split = true
+		marks[last] = b
+	}
 	for i := last - 1; i > sys; i-- {
 		if req.Messages[i].Role == "user" {
 			mark(i)
@@ -143,13 +195,8 @@ func encode(req *Request, sh shape) ([]byte, error) {
 	}
 	marks := cacheBreakpoints(req)
 	for i, m := range req.Messages {
-		if marks[i] {
-			w.Messages[i] = cachedMessage{
-				Role:       m.Role,
-				Content:    []cachedPart{{Type: "text", Text: m.Content, CacheControl: &cacheControl{Type: "ephemeral"}}},
-				Name:       m.Name,
-				ToolCallID: m.ToolCallID,
-			}
+		if b, ok := marks[i]; ok {
+			w.Messages[i] = cachedMessage{Role: m.Role, Content: b.content(m.Content, m.CacheSplit), Name: m.Name, ToolCallID: m.ToolCallID}
 			continue
 		}
 		w.Messages[i] = openai.ChatCompletionMessage{
@@ -438,10 +485,49 @@ type completion struct {
 	Error json.RawMessage `json:"error"`
 }
 
+// cacheWrites are the prompt tokens a provider says it wrote to its prompt
+// cache, in the fields OpenAI-compatible surfaces use for them: OpenRouter's
+// prompt_tokens_details.cache_write_tokens, and cache_creation_input_tokens
+// (Anthropic's own name, kept by gateways such as LiteLLM). OpenAI's own
+// API reports none: it does not bill writes.
+type cacheWrites struct {
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+	PromptTokensDetails      *struct {
+		CacheWriteTokens int `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// written is the tokens written, 0 when the usage says nothing of them.
+func (w *cacheWrites) written() int {
+	if w == nil {
+		return 0
+	}
+	if d := w.PromptTokensDetails; d != nil && d.CacheWriteTokens > 0 {
+		return d.CacheWriteTokens
+	}
+	return max(w.CacheCreationInputTokens, 0)
+}
+
+// usageWrites reads the cache writes of a reply's or event's usage member
+// (nil when there is none).
+func usageWrites(body []byte) *cacheWrites {
+	var env struct {
+		Usage *cacheWrites `json:"usage"`
+	}
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&env) != nil {
+		return nil
+	}
+	return env.Usage
+}
+
 // readCompletion decodes a non-streaming reply.
 func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 	var r completion
-	if err := json.NewDecoder(body).Decode(&r); err != nil {
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return Response{}, fmt.Errorf("reading the response: %w", err)
+	}
+	if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&r); err != nil {
 		return Response{}, fmt.Errorf("decoding the response: %w", err)
 	}
 	if len(r.Choices) == 0 {
@@ -459,6 +545,7 @@ func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 	if r.Usage != nil {
 		out.PromptTokens, out.CompletionTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
 		out.CachedTokens = cachedTokens(r.Usage)
+		out.CacheWriteTokens = usageWrites(raw).written()
 	}
 	if len(ch.Message.ToolCalls) > 0 {
 		out.ToolCalls = make([]kit.ToolCall, len(ch.Message.ToolCalls))
@@ -526,6 +613,7 @@ func readStream(st *attemptState, r *bufio.Reader, onDelta func(string)) (Respon
 				out.PromptTokens = ch.Usage.PromptTokens
 				out.CompletionTokens = ch.Usage.CompletionTokens
 				out.CachedTokens = cachedTokens(ch.Usage)
+				out.CacheWriteTokens = usageWrites(data).written()
 			}
 			for _, c := range ch.Choices {
 				if c.Index != 0 {

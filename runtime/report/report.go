@@ -286,13 +286,17 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 	if date := u.Total.BuiltinPrices; date != "" {
 		d.w("\n\\* Cost at built-in list prices of %s (US dollars) for models the spec gives no price; declare `price:` on a model to override.\n", date)
 	}
-	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0) {
+	if t := u.Total; t.PromptTokens > 0 && (t.PrefixTokens > 0 || t.CachedTokens > 0 || t.CacheWriteTokens > 0) {
 		d.w("\nPrompt prefix: %.1f%% of prompt tokens (%d of %d) repeat the start of the same agent's previous request, which a provider's prompt cache can serve", 100*float64(t.PrefixTokens)/float64(t.PromptTokens), t.PrefixTokens, t.PromptTokens)
 		if t.CachedTokens > 0 {
 			d.w("; the providers reported %d cached prompt tokens (%.1f%%)", t.CachedTokens, 100*float64(t.CachedTokens)/float64(t.PromptTokens))
 		}
+		if t.CacheWriteTokens > 0 {
+			d.w(" and %d written to their caches (%.1f%%, at the cache-write price)", t.CacheWriteTokens, 100*float64(t.CacheWriteTokens)/float64(t.PromptTokens))
+		}
 		d.w(".\n")
 	}
+	d.cacheable(plan, u)
 	if n := u.Total.EstimatedCalls; n > 0 {
 		d.w("\n~ estimated: the server sent no token usage for %d of %d calls; their tokens were counted with a tokenizer.\n", n, u.Total.Calls)
 	}
@@ -351,4 +355,31 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// cacheable writes the cacheable share of the prompt tokens, per agent and
+// over the run (docs/runs.md, "Cacheable share"), when some are.
+func (d *doc) cacheable(plan *spec.Plan, u result.UsageReport) {
+	t := u.Total
+	if t.PromptTokens == 0 || t.RunCacheableTokens == 0 && t.CacheableTokens == 0 {
+		return
+	}
+	share := func(n, of int) string {
+		if of == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f%% (%d)", 100*float64(n)/float64(of), n)
+	}
+	mark := ""
+	if t.EstimatedCalls > 0 {
+		mark = "~"
+	}
+	d.w("\nCacheable share: prompt tokens in a start shared with an earlier request to the same model, of at least %d tokens (what a provider's prompt cache can serve).\n\n", result.CacheMinTokens)
+	d.w("| scope | prompt tokens | shared with the same agent | shared with any agent |\n| --- | --- | --- | --- |\n")
+	for _, a := range plan.Agents {
+		if x, ok := u.ByAgent[a.ID]; ok {
+			d.w("| agent %s | %s%d | %s%s | %s%s |\n", a.ID, mark, x.PromptTokens, mark, share(x.CacheableTokens, x.PromptTokens), mark, share(x.RunCacheableTokens, x.PromptTokens))
+		}
+	}
+	d.w("| **run** | %s%d | %s%s | %s%s |\n", mark, t.PromptTokens, mark, share(t.CacheableTokens, t.PromptTokens), mark, share(t.RunCacheableTokens, t.PromptTokens))
 }

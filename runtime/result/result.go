@@ -128,6 +128,9 @@ type PriceInfo struct {
 	// CachedPrompt is the price of prompt tokens served from a provider's
 	// prompt cache; nil means the prompt price.
 	CachedPrompt *float64 `json:"cached_prompt,omitempty"`
+	// CacheWrite is the price of prompt tokens written to a provider's
+	// prompt cache; nil means the prompt price.
+	CacheWrite *float64 `json:"cache_write,omitempty"`
 	// Builtin is the date of the built-in list price used for a model the
 	// spec gave no price.
 	Builtin string `json:"builtin,omitempty"`
@@ -135,7 +138,12 @@ type PriceInfo struct {
 
 // Cost is what a call with these token counts costs at these prices.
 func (p *PriceInfo) Cost(prompt, cached, completion int) float64 {
-	return (&syntax.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt}).Cost(prompt, cached, completion)
+	return p.CostWritten(prompt, cached, 0, completion)
+}
+
+// CostWritten is Cost with the prompt tokens written to the cache.
+func (p *PriceInfo) CostWritten(prompt, cached, written, completion int) float64 {
+	return (&syntax.Price{Prompt: p.Prompt, Completion: p.Completion, CachedPrompt: p.CachedPrompt, CacheWrite: p.CacheWrite}).CostWritten(prompt, cached, written, completion)
 }
 
 // Result is result.json. Its JSON Schema (Schema, `runner schema
@@ -222,6 +230,12 @@ func (c *Conclusion) Short() string {
 	return "concluded is false"
 }
 
+// CacheMinTokens is the shortest shared start a provider's prompt cache
+// serves: OpenAI's 1,024 tokens, also Anthropic's minimum for Sonnet and
+// Opus (its Haiku models need 2,048). The cacheable share counts no
+// shorter one.
+const CacheMinTokens = 1024
+
 // Usage counts calls and tokens.
 type Usage struct {
 	Calls            int `json:"calls" doc:"model calls, including repairs and tool round trips"`
@@ -232,9 +246,19 @@ type Usage struct {
 	CachedTokens int `json:"cached_tokens,omitempty" doc:"prompt tokens the providers served from their prompt caches (prompt_tokens_details.cached_tokens), priced at the model's cached_prompt price"`
 	// PrefixTokens are the prompt tokens that repeat the start of the same
 	// agent's previous request: what a provider's prompt cache can serve.
-	PrefixTokens int `json:"prefix_tokens,omitempty" doc:"prompt tokens that repeat the start of the same agent's previous request (what a provider's prompt cache can serve), counted in proportion to the characters repeated"`
+	// CacheWriteTokens are the prompt tokens providers wrote to their
+	// prompt caches, as they reported them.
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty" doc:"prompt tokens the providers wrote to their prompt caches (prompt_tokens_details.cache_write_tokens, or cache_creation_input_tokens), priced at the model's cache_write price"`
+	PrefixTokens     int `json:"prefix_tokens,omitempty" doc:"prompt tokens that repeat the start of the same agent's previous request (what a provider's prompt cache can serve), counted in proportion to the characters repeated"`
 	// PrefixShare is PrefixTokens / PromptTokens.
 	PrefixShare float64 `json:"prefix_share,omitempty" doc:"prefix_tokens / prompt_tokens: the share of input tokens that repeat the same agent's previous request"`
+	// CacheableTokens and RunCacheableTokens are the prompt tokens a
+	// provider's prompt cache could serve (see docs/runs.md, "Cacheable
+	// share").
+	CacheableTokens    int     `json:"cacheable_tokens,omitempty" doc:"prompt tokens that lie in a start the request shares with an earlier request of the same agent to the same model, counted when that start is at least 1,024 tokens (a provider's minimum)"`
+	CacheableShare     float64 `json:"cacheable_share,omitempty" doc:"cacheable_tokens / prompt_tokens"`
+	RunCacheableTokens int     `json:"run_cacheable_tokens,omitempty" doc:"prompt tokens that lie in a start the request shares with an earlier request of any agent to the same model, counted when that start is at least 1,024 tokens"`
+	RunCacheableShare  float64 `json:"run_cacheable_share,omitempty" doc:"run_cacheable_tokens / prompt_tokens"`
 	// EstimatedCalls counts the calls whose server sent no usage: their
 	// tokens (and so the cost) were counted with a tokenizer.
 	EstimatedCalls int     `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`

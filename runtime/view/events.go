@@ -200,6 +200,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			PromptTokens     int               `json:"prompt_tokens"`
 			CompletionTokens int               `json:"completion_tokens"`
 			CachedTokens     int               `json:"cached_tokens"`
+			CacheWriteTokens int               `json:"cache_write_tokens"`
 			LatencyMS        int64             `json:"latency_ms"`
 			Attempts         int               `json:"attempts"`
 			Source           string            `json:"source"`
@@ -215,7 +216,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c.CachedTokens = rep.CachedTokens
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
 		if p := n.prices[c.Model]; p != nil {
-			c.Cost = p.Cost(rep.PromptTokens, rep.CachedTokens, rep.CompletionTokens)
+			c.Cost = p.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 			c.Priced, c.BuiltinPrice = true, p.Builtin
 		}
 		out.Data = c

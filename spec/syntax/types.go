@@ -291,6 +291,10 @@ type Price struct {
 	// CachedPrompt is the price of prompt tokens the provider served from
 	// its prompt cache; nil means the prompt price.
 	CachedPrompt *float64 `yaml:"cached_prompt"`
+	// CacheWrite is the price of prompt tokens the provider wrote to its
+	// prompt cache (Anthropic's cache writes, 1.25x the prompt price for
+	// its five-minute cache); nil means the prompt price.
+	CacheWrite *float64 `yaml:"cache_write"`
 	// Builtin is BuiltinPricesDate when the price is the built-in list
 	// price of a model the spec gives no price (see BuiltinPrice).
 	Builtin string `yaml:"-"`
@@ -299,12 +303,22 @@ type Price struct {
 // Cost is what a call with these token counts costs; cached are the prompt
 // tokens the provider served from its cache (a part of prompt).
 func (p *Price) Cost(prompt, cached, completion int) float64 {
-	cachedPrice := p.Prompt
+	return p.CostWritten(prompt, cached, 0, completion)
+}
+
+// CostWritten is Cost with written, the prompt tokens the provider wrote to
+// its cache (a part of prompt, apart from cached), at the cache_write price.
+func (p *Price) CostWritten(prompt, cached, written, completion int) float64 {
+	cachedPrice, writePrice := p.Prompt, p.Prompt
 	if p.CachedPrompt != nil {
 		cachedPrice = *p.CachedPrompt
 	}
+	if p.CacheWrite != nil {
+		writePrice = *p.CacheWrite
+	}
 	cached = min(max(cached, 0), prompt)
-	return (float64(prompt-cached)*p.Prompt + float64(cached)*cachedPrice + float64(completion)*p.Completion) / 1e6
+	written = min(max(written, 0), prompt-cached)
+	return (float64(prompt-cached-written)*p.Prompt + float64(cached)*cachedPrice + float64(written)*writePrice + float64(completion)*p.Completion) / 1e6
 }
 
 // UnmarshalYAML accepts the string shorthand.

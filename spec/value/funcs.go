@@ -10,7 +10,7 @@ import (
 
 // TemplateFuncs are the helpers every prompt template may call.
 func TemplateFuncs() template.FuncMap {
-	return template.FuncMap{
+	funcs := template.FuncMap{
 		"upper":     strings.ToUpper,
 		"lower":     strings.ToLower,
 		"trim":      strings.TrimSpace,
@@ -37,6 +37,8 @@ func TemplateFuncs() template.FuncMap {
 		"count":     Count,
 		"agentName": func(agents []AgentView, id string) string { return agentName(agents, id) },
 	}
+	funcs[CacheBreakFunc] = cacheBreak
+	return funcs
 }
 
 func indent(n int, s string) string {
