@@ -38,22 +38,27 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 	for _, m := range msgs {
 		total += len(m.Role) + len(m.Content)
 	}
+	req := signRequest(group, msgs)
+	req.raw = msgs
 	sharedAgent, sharedModel := 0, 0
 	for _, prev := range b.recentByModel[model] {
 		if prev.group == group {
 			continue
 		}
-		n := sharedPrefix(prev.msgs, msgs)
+		n := sharedPrefix(prev.recentRequest, req)
 		sharedModel = max(sharedModel, n)
 		if prev.agent == agent && agent != "" {
 			sharedAgent = max(sharedAgent, n)
 		}
 	}
-	recent := append(b.recentByModel[model], recentCall{recentRequest: recentRequest{group: group, msgs: msgs}, agent: agent})
-	if len(recent) > modelWindow {
-		recent = recent[len(recent)-modelWindow:]
+	req.raw = nil
+	recent := b.recentByModel[model]
+	if len(recent) == modelWindow {
+		// Shifted in place: the window's array is the model's for the run.
+		copy(recent, recent[1:])
+		recent = recent[:modelWindow-1]
 	}
-	b.recentByModel[model] = recent
+	b.recentByModel[model] = append(recent, recentCall{recentRequest: req, agent: agent})
 	tokens := func(shared int) int {
 		if total == 0 {
 			return 0

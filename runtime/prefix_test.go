@@ -94,7 +94,7 @@ func TestSharedPrefixFromHashes(t *testing.T) {
 		}
 		exact++
 		if got != want {
-			t.Fatalf("requests sharing %d characters counted as sharing %d\n%q\n%q", want, got, a, b)
+			t.Fatalf("requests sharing %d characters counted as sharing %d\n%+v\n%+v", want, got, a, b)
 		}
 	}
 	if long == 0 || exact == 0 {
