@@ -156,6 +156,8 @@ models:
 		b.ReportMetric(p.dispatch, name+"-dispatch-ms")
 		b.ReportMetric(p.inActivity, name+"-in-activity-ms")
 		b.ReportMetric(p.between, name+"-between-calls-ms")
+		b.ReportMetric(p.runMS, name+"-run-ms")
+		line += fmt.Sprintf("\n  per run: %.0f ms from its start to its end (%d rounds of %v), %.1f workflow tasks; %.0f%% of the calls made as local activities", p.runMS, rounds, latency, p.tasks, 100*p.local)
 		b.Logf("%s\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start; gate: %d workflow tasks for %d calls",
 			line, p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun, p.events, p.historyKB, p.childGap, p.gateTasks, calls)
 	}
@@ -186,6 +188,9 @@ type profile struct {
 	firstRun float64
 	// gateTasks: the gates' workflow tasks.
 	gateTasks int
+	// local: the share of calls made as local activities; runMS: a run
+	// workflow from its start to its end; tasks: its workflow tasks.
+	local, runMS, tasks float64
 }
 
 func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency time.Duration) profile {
@@ -199,7 +204,7 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	defer c.Close()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	var p profile
-	var nCalls, nBetween, nTasks int
+	var nCalls, nBetween, nTasks, nLocal int
 	for i := 1; i <= runs; i++ {
 		evs := historyOf(ctx, b, c, durable.ChildID(sweepID, i), "")
 		p.events += float64(len(evs))
@@ -241,7 +246,14 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 				p.inActivity += ms(at.Sub(started[a.ScheduledEventId]) - latency)
 				nCalls++
 				lastDone = at
+			case ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
+				// A call made as a local activity: no dispatch, and its
+				// times are not in the history.
+				nLocal++
 			}
+		}
+		if len(evs) > 0 {
+			p.runMS += ms(evs[len(evs)-1].GetEventTime().AsTime().Sub(evs[0].GetEventTime().AsTime()))
 		}
 	}
 	var completed time.Time
@@ -277,6 +289,9 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	p.events /= float64(runs)
 	p.historyKB /= float64(runs)
 	p.childGap /= float64(max(gaps, 1))
+	p.local = float64(nLocal) / float64(max(nLocal+nCalls, 1))
+	p.runMS /= float64(runs)
+	p.tasks = float64(nTasks)/float64(runs) + 1
 	p.taskWait /= float64(max(nTasks, 1))
 	p.taskRun /= float64(max(nTasks, 1))
 	p.firstRun /= float64(runs)

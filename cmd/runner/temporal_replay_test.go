@@ -19,9 +19,10 @@ import (
 	"github.com/debate-runner/runner/runtime/durable"
 )
 
-// replayHistoryFile is the recorded run history runtime/durable's
-// TestReplayRecordedRunHistory replays without a server.
-const replayHistoryFile = "../../runtime/durable/testdata/run-history.json"
+// replayHistoryFile is the newest recorded run history runtime/durable's
+// TestReplayRecordedRunHistory replays without a server (calls as local
+// activities); the older ones stay as they were recorded.
+const replayHistoryFile = "../../runtime/durable/testdata/run-history-local.json"
 
 // replaySpec is small, so its history is, yet has agents asked at once
 // (workflow coroutines) and a node that reads their answers.

@@ -125,6 +125,7 @@ func activityWorkers(t *testing.T, addr, dir string) []string {
 	}
 	defer c.Close()
 	var ids []string
+	var task string
 	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
@@ -133,6 +134,14 @@ func activityWorkers(t *testing.T, addr, dir string) []string {
 		}
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
 			ids = append(ids, a.Identity)
+		}
+		// A call made as a local activity is made by the worker whose
+		// workflow task records it.
+		if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+			task = a.Identity
+		}
+		if a := ev.GetMarkerRecordedEventAttributes(); a != nil && a.MarkerName == "LocalActivity" {
+			ids = append(ids, task)
 		}
 	}
 	return ids
@@ -159,16 +168,20 @@ func TestTemporalRunSurvivesAKilledWorker(t *testing.T) {
 	}
 	want := e2eOutcome(t, runDirFrom(t, stderr))
 
-	srv := llmtest.New(t, e2eAnswers(150*time.Millisecond))
+	// Slow enough that the run's workflow task records replies (every
+	// 1.6 s with a 2 s heartbeat) well before its last call.
+	srv := llmtest.New(t, e2eAnswers(400*time.Millisecond))
 	const queue = "runner-test"
 	w1, out1 := startWorker(t, bin, addr, queue, srv)
-	_, out2 := startWorker(t, bin, addr, queue, srv)
 	runs := t.TempDir()
 	client, out, exited := startRunner(t, bin, srv, "run", spec, "-i", "question=q", "--runs-dir", runs, "-q",
 		"--temporal", addr, "--task-queue", queue, "--temporal-heartbeat", "2s")
 	defer func() { _ = client.Process.Kill() }()
 	dir := waitForResponses(t, runs, 10, exited, out)
 	completed := e2eResponded(t, dir)
+	// The run's calls are local activities of the worker that runs its
+	// workflow: worker 1, the only one until now.
+	_, out2 := startWorker(t, bin, addr, queue, srv)
 	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
