@@ -97,6 +97,7 @@ models:
 			return rep
 		})
 		runsDir := b.TempDir()
+		var started []*syncBuffer
 		args := []string{"run", spec, "--dataset", dataset, "--runs-dir", runsDir, "-q", "--no-cache", "--parallel", strconv.Itoa(parallel)}
 		if workers > 0 {
 			queue := fmt.Sprintf("bench-%d", workers)
@@ -104,6 +105,8 @@ models:
 			for range workers {
 				cmd := exec.Command(bin, append([]string{"worker", "--temporal", addr, "--task-queue", queue}, strings.Fields(os.Getenv("RUNNER_BENCH_WORKER_ARGS"))...)...)
 				cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey, "RUNNER_CACHE_DIR="+b.TempDir())
+				out := &syncBuffer{}
+				cmd.Stdout, cmd.Stderr = out, out
 				if err := cmd.Start(); err != nil {
 					b.Fatal(err)
 				}
@@ -111,7 +114,14 @@ models:
 					_ = cmd.Process.Kill()
 					_ = cmd.Wait()
 				})
+				started = append(started, out)
 			}
+		}
+		// Workers of a deployment run before the sweeps they take: the
+		// clock starts once they poll, as the local sweep's starts with
+		// nothing to wait for.
+		for _, out := range started {
+			waitForOutput(b, out, "polling task queue")
 		}
 		start := time.Now()
 		var stdout, stderr strings.Builder
@@ -158,8 +168,14 @@ models:
 		b.ReportMetric(p.between, name+"-between-calls-ms")
 		b.ReportMetric(p.runMS, name+"-run-ms")
 		line += fmt.Sprintf("\n  per run: %.0f ms from its start to its end (%d rounds of %v), %.1f workflow tasks; %.0f%% of the calls made as local activities", p.runMS, rounds, latency, p.tasks, 100*p.local)
-		b.Logf("%s\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start; gate: %d workflow tasks for %d calls",
-			line, p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun, p.events, p.historyKB, p.childGap, p.gateTasks, calls)
+		if p.local < 1 {
+			line += fmt.Sprintf("\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)",
+				p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun)
+		}
+		b.Logf("%s\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start\n  sweep workflow: %.2fs from its start to its end, %.2fs from its start to the gate's; gate: %d workflow tasks for %d calls; workflow tasks failed or timed out: %d in gates, %d in runs",
+			line, p.events, p.historyKB, p.childGap, p.sweepS, p.toGateS, p.gateTasks, calls, p.gateFailed, p.runFailed)
+		b.ReportMetric(float64(p.gateFailed+p.runFailed), name+"-failed-tasks")
+		b.Logf("start-up (ms from the sweep's start): %s", p.startup)
 	}
 }
 
@@ -191,6 +207,14 @@ type profile struct {
 	// local: the share of calls made as local activities; runMS: a run
 	// workflow from its start to its end; tasks: its workflow tasks.
 	local, runMS, tasks float64
+	// sweepS: the sweep workflow from its start to its end; toGateS: from
+	// its start to the first gate's.
+	sweepS, toGateS float64
+	// gateFailed, runFailed: workflow tasks that failed or timed out
+	// (temporalio/temporal#7741 fails a gate's).
+	gateFailed, runFailed int
+	// startup: when the sweep's and its first run's first events came.
+	startup string
 }
 
 func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency time.Duration) profile {
@@ -205,8 +229,12 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	var p profile
 	var nCalls, nBetween, nTasks, nLocal int
+	var run1 []*historypb.HistoryEvent
 	for i := 1; i <= runs; i++ {
 		evs := historyOf(ctx, b, c, durable.ChildID(sweepID, i), "")
+		if i == 1 {
+			run1 = evs
+		}
 		p.events += float64(len(evs))
 		for _, ev := range evs {
 			p.historyKB += float64(proto.Size(ev)) / 1024
@@ -246,6 +274,8 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 				p.inActivity += ms(at.Sub(started[a.ScheduledEventId]) - latency)
 				nCalls++
 				lastDone = at
+			case ev.GetWorkflowTaskFailedEventAttributes() != nil || ev.GetWorkflowTaskTimedOutEventAttributes() != nil:
+				p.runFailed++
 			case ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
 				// A call made as a local activity: no dispatch, and its
 				// times are not in the history.
@@ -258,7 +288,26 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	}
 	var completed time.Time
 	var gaps int
-	for _, ev := range historyOf(ctx, b, c, sweepID, "") {
+	sweepEvs := historyOf(ctx, b, c, sweepID, "")
+	var sweepStart time.Time
+	if len(sweepEvs) > 0 {
+		sweepStart = sweepEvs[0].GetEventTime().AsTime()
+		p.sweepS = sweepEvs[len(sweepEvs)-1].GetEventTime().AsTime().Sub(sweepStart).Seconds()
+	}
+	// The start-up: milestones of the sweep's first workflow task and of
+	// its first run's, from the sweep's start.
+	since := func(label string, evs []*historypb.HistoryEvent, first int) string {
+		var parts []string
+		for j, ev := range evs {
+			if j > first+3 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f", strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), ms(ev.GetEventTime().AsTime().Sub(sweepStart))))
+		}
+		return label + ": " + strings.Join(parts, ", ")
+	}
+	p.startup = since("sweep", sweepEvs, 0) + "\n    " + since("run 1", run1, 0)
+	for _, ev := range sweepEvs {
 		at := ev.GetEventTime().AsTime()
 		if ev.GetChildWorkflowExecutionCompletedEventAttributes() != nil {
 			completed = at
@@ -277,9 +326,17 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	}
 	for _, e := range resp.Executions {
 		evs := historyOf(ctx, b, c, e.Execution.WorkflowId, e.Execution.RunId)
+		if len(evs) > 0 {
+			if d := evs[0].GetEventTime().AsTime().Sub(sweepStart).Seconds(); p.toGateS == 0 || d < p.toGateS {
+				p.toGateS = d
+			}
+		}
 		for _, ev := range evs {
 			if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
 				p.gateTasks++
+			}
+			if ev.GetWorkflowTaskFailedEventAttributes() != nil || ev.GetWorkflowTaskTimedOutEventAttributes() != nil {
+				p.gateFailed++
 			}
 		}
 	}
