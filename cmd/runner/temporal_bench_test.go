@@ -90,6 +90,10 @@ models:
 	critical := time.Duration((runs+parallel-1)/parallel*rounds) * latency
 	// sweep runs the sweep with workers on Temporal (0: locally) and
 	// returns its wall time and, on Temporal, the sweep workflow's id.
+	var start time.Time // of the last sweep
+	// recorded: when the last sweep's client recorded each run, by its
+	// workflow id.
+	var recorded, following map[string]time.Time
 	sweep := func(b *testing.B, workers int) (time.Duration, string) {
 		srv := llmtest.New(b, func(r llmtest.Request) llmtest.Reply {
 			rep := solver(r)
@@ -123,7 +127,7 @@ models:
 		for _, out := range started {
 			waitForOutput(b, out, "polling task queue")
 		}
-		start := time.Now()
+		start = time.Now()
 		var stdout, stderr strings.Builder
 		vars := e2eEnv(srv)
 		code := run(args, &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(k string) string { return vars[k] }})
@@ -141,6 +145,17 @@ models:
 		rec, _, err := durable.ReadRecord(filepath.Dir(recs[0]))
 		if err != nil || rec.Sweep == "" {
 			b.Fatalf("%s names no sweep: %v", recs[0], err)
+		}
+		// When the client finished recording each run (its result.json).
+		recorded, following = map[string]time.Time{}, map[string]time.Time{}
+		for _, f := range recs {
+			r, _, err := durable.ReadRecord(filepath.Dir(f))
+			if st, serr := os.Stat(filepath.Join(filepath.Dir(f), "result.json")); err == nil && serr == nil {
+				recorded[r.WorkflowID] = st.ModTime()
+			}
+			if st, serr := os.Stat(f); err == nil && serr == nil {
+				following[r.WorkflowID] = st.ModTime()
+			}
 		}
 		return wall, rec.Sweep
 	}
@@ -163,6 +178,26 @@ models:
 		}
 		prev = wall
 		p := sweepProfile(b, addr, fmt.Sprintf("bench-%d", workers), id, runs, latency)
+		p.submitS = p.sweepStart.Sub(start).Seconds()
+		var lag, lastLag, followLag, inClient float64
+		for i := 1; i <= runs; i++ {
+			if at, ok := following[durable.ChildID(id, i)]; ok && !p.began[i].IsZero() {
+				followLag += float64(at.Sub(p.began[i])) / float64(time.Millisecond) / float64(runs)
+				if end, ok := recorded[durable.ChildID(id, i)]; ok {
+					from := at
+					if p.ended[i].After(from) {
+						from = p.ended[i]
+					}
+					inClient += float64(end.Sub(from)) / float64(time.Millisecond) / float64(runs)
+				}
+			}
+			if at, ok := recorded[durable.ChildID(id, i)]; ok && !p.ended[i].IsZero() {
+				d := float64(at.Sub(p.ended[i])) / float64(time.Millisecond)
+				lag += d / float64(runs)
+				lastLag = max(lastLag, d)
+			}
+		}
+		line += fmt.Sprintf("\n  client: a run followed %.0f ms after its workflow's start, recorded %.0f ms after its end (at most %.0f ms; %.0f ms after the later of its end and the client's following it); the sweep ended %.2fs after the client's start", followLag, lag, lastLag, inClient, p.sweepStart.Add(time.Duration(p.sweepS*float64(time.Second))).Sub(start).Seconds())
 		b.ReportMetric(p.dispatch, name+"-dispatch-ms")
 		b.ReportMetric(p.inActivity, name+"-in-activity-ms")
 		b.ReportMetric(p.between, name+"-between-calls-ms")
@@ -172,8 +207,8 @@ models:
 			line += fmt.Sprintf("\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)",
 				p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun)
 		}
-		b.Logf("%s\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start\n  sweep workflow: %.2fs from its start to its end, %.2fs from its start to the gate's; gate: %d workflow tasks for %d calls; workflow tasks failed or timed out: %d in gates, %d in runs",
-			line, p.events, p.historyKB, p.childGap, p.sweepS, p.toGateS, p.gateTasks, calls, p.gateFailed, p.runFailed)
+		b.Logf("%s\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start\n  sweep workflow: %.2fs from the client's start to its start, %.2fs from its start to its end, %.2fs from its start to the gate's; gate: %d workflow tasks for %d calls; workflow tasks failed or timed out: %d in gates, %d in runs",
+			line, p.events, p.historyKB, p.childGap, p.submitS, p.sweepS, p.toGateS, p.gateTasks, calls, p.gateFailed, p.runFailed)
 		b.ReportMetric(float64(p.gateFailed+p.runFailed), name+"-failed-tasks")
 		b.Logf("start-up (ms from the sweep's start): %s", p.startup)
 	}
@@ -215,6 +250,12 @@ type profile struct {
 	gateFailed, runFailed int
 	// startup: when the sweep's and its first run's first events came.
 	startup string
+	// sweepStart: the sweep workflow's start; submitS: from the client's
+	// start to it.
+	sweepStart time.Time
+	submitS    float64
+	// ended: when each run workflow ended (by index from 1).
+	ended, began map[int]time.Time
 }
 
 func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency time.Duration) profile {
@@ -283,6 +324,11 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 			}
 		}
 		if len(evs) > 0 {
+			if p.ended == nil {
+				p.ended, p.began = map[int]time.Time{}, map[int]time.Time{}
+			}
+			p.began[i] = evs[0].GetEventTime().AsTime()
+			p.ended[i] = evs[len(evs)-1].GetEventTime().AsTime()
 			p.runMS += ms(evs[len(evs)-1].GetEventTime().AsTime().Sub(evs[0].GetEventTime().AsTime()))
 		}
 	}
@@ -292,6 +338,7 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	var sweepStart time.Time
 	if len(sweepEvs) > 0 {
 		sweepStart = sweepEvs[0].GetEventTime().AsTime()
+		p.sweepStart = sweepStart
 		p.sweepS = sweepEvs[len(sweepEvs)-1].GetEventTime().AsTime().Sub(sweepStart).Seconds()
 	}
 	// The start-up: milestones of the sweep's first workflow task and of
