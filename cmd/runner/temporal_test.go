@@ -148,10 +148,11 @@ func activityWorkers(t *testing.T, addr, dir string) []string {
 }
 
 // TestTemporalRunSurvivesAKilledWorker runs the debate spec on a real
-// Temporal development server with two workers, SIGKILLs one of them in
-// the middle of the run, and checks that the run directory the submitting
-// client wrote holds the outputs and messages of a local run, and that no
-// call that had completed was sent again.
+// Temporal development server, SIGKILLs the worker that runs it in the
+// middle of the run, a second worker having started, and checks that the
+// run directory the submitting client wrote holds the outputs and messages
+// of a local run, and that no call the client had recorded (the history
+// had) was sent again.
 func TestTemporalRunSurvivesAKilledWorker(t *testing.T) {
 	bin := runnerBinary(t)
 	addr := devServer(t)
