@@ -44,7 +44,7 @@ type runCmd struct {
 
 	experimentFlags `embed:""`
 	temporalFlags   `embed:"" group:"Temporal (docs/scaling-out.md)"`
-	Heartbeat       time.Duration `name:"temporal-heartbeat" default:"30s" placeholder:"DURATION" group:"Temporal (docs/scaling-out.md)" help:"How long a call may go without news from its worker before another worker makes it: what a lost worker costs."`
+	Heartbeat       time.Duration `name:"temporal-heartbeat" default:"30s" placeholder:"DURATION" group:"Temporal (docs/scaling-out.md)" help:"How long a lost worker's calls wait before another worker makes them (at most 10s): what a lost worker costs."`
 }
 
 func (runCmd) Help() string {

@@ -90,6 +90,10 @@ models:
 	critical := time.Duration((runs+parallel-1)/parallel*rounds) * latency
 	// sweep runs the sweep with workers on Temporal (0: locally) and
 	// returns its wall time and, on Temporal, the sweep workflow's id.
+	var start time.Time // of the last sweep
+	// recorded: when the last sweep's client recorded each run, by its
+	// workflow id.
+	var recorded, following map[string]time.Time
 	sweep := func(b *testing.B, workers int) (time.Duration, string) {
 		srv := llmtest.New(b, func(r llmtest.Request) llmtest.Reply {
 			rep := solver(r)
@@ -97,6 +101,7 @@ models:
 			return rep
 		})
 		runsDir := b.TempDir()
+		var started []*syncBuffer
 		args := []string{"run", spec, "--dataset", dataset, "--runs-dir", runsDir, "-q", "--no-cache", "--parallel", strconv.Itoa(parallel)}
 		if workers > 0 {
 			queue := fmt.Sprintf("bench-%d", workers)
@@ -104,6 +109,8 @@ models:
 			for range workers {
 				cmd := exec.Command(bin, append([]string{"worker", "--temporal", addr, "--task-queue", queue}, strings.Fields(os.Getenv("RUNNER_BENCH_WORKER_ARGS"))...)...)
 				cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey, "RUNNER_CACHE_DIR="+b.TempDir())
+				out := &syncBuffer{}
+				cmd.Stdout, cmd.Stderr = out, out
 				if err := cmd.Start(); err != nil {
 					b.Fatal(err)
 				}
@@ -111,9 +118,16 @@ models:
 					_ = cmd.Process.Kill()
 					_ = cmd.Wait()
 				})
+				started = append(started, out)
 			}
 		}
-		start := time.Now()
+		// Workers of a deployment run before the sweeps they take: the
+		// clock starts once they poll, as the local sweep's starts with
+		// nothing to wait for.
+		for _, out := range started {
+			waitForOutput(b, out, "polling task queue")
+		}
+		start = time.Now()
 		var stdout, stderr strings.Builder
 		vars := e2eEnv(srv)
 		code := run(args, &env{stdout: &stdout, stderr: &stderr, stdin: strings.NewReader(""), getenv: func(k string) string { return vars[k] }})
@@ -131,6 +145,17 @@ models:
 		rec, _, err := durable.ReadRecord(filepath.Dir(recs[0]))
 		if err != nil || rec.Sweep == "" {
 			b.Fatalf("%s names no sweep: %v", recs[0], err)
+		}
+		// When the client finished recording each run (its result.json).
+		recorded, following = map[string]time.Time{}, map[string]time.Time{}
+		for _, f := range recs {
+			r, _, err := durable.ReadRecord(filepath.Dir(f))
+			if st, serr := os.Stat(filepath.Join(filepath.Dir(f), "result.json")); err == nil && serr == nil {
+				recorded[r.WorkflowID] = st.ModTime()
+			}
+			if st, serr := os.Stat(f); err == nil && serr == nil {
+				following[r.WorkflowID] = st.ModTime()
+			}
 		}
 		return wall, rec.Sweep
 	}
@@ -153,11 +178,39 @@ models:
 		}
 		prev = wall
 		p := sweepProfile(b, addr, fmt.Sprintf("bench-%d", workers), id, runs, latency)
+		p.submitS = p.sweepStart.Sub(start).Seconds()
+		var lag, lastLag, followLag, inClient float64
+		for i := 1; i <= runs; i++ {
+			if at, ok := following[durable.ChildID(id, i)]; ok && !p.began[i].IsZero() {
+				followLag += float64(at.Sub(p.began[i])) / float64(time.Millisecond) / float64(runs)
+				if end, ok := recorded[durable.ChildID(id, i)]; ok {
+					from := at
+					if p.ended[i].After(from) {
+						from = p.ended[i]
+					}
+					inClient += float64(end.Sub(from)) / float64(time.Millisecond) / float64(runs)
+				}
+			}
+			if at, ok := recorded[durable.ChildID(id, i)]; ok && !p.ended[i].IsZero() {
+				d := float64(at.Sub(p.ended[i])) / float64(time.Millisecond)
+				lag += d / float64(runs)
+				lastLag = max(lastLag, d)
+			}
+		}
+		line += fmt.Sprintf("\n  client: a run followed %.0f ms after its workflow's start, recorded %.0f ms after its end (at most %.0f ms; %.0f ms after the later of its end and the client's following it); the sweep ended %.2fs after the client's start", followLag, lag, lastLag, inClient, p.sweepStart.Add(time.Duration(p.sweepS*float64(time.Second))).Sub(start).Seconds())
 		b.ReportMetric(p.dispatch, name+"-dispatch-ms")
 		b.ReportMetric(p.inActivity, name+"-in-activity-ms")
 		b.ReportMetric(p.between, name+"-between-calls-ms")
-		b.Logf("%s\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start; gate: %d workflow tasks for %d calls",
-			line, p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun, p.events, p.historyKB, p.childGap, p.gateTasks, calls)
+		b.ReportMetric(p.runMS, name+"-run-ms")
+		line += fmt.Sprintf("\n  per run: %.0f ms from its start to its end (%d rounds of %v), %.1f workflow tasks; %.0f%% of the calls made as local activities", p.runMS, rounds, latency, p.tasks, 100*p.local)
+		if p.local < 1 {
+			line += fmt.Sprintf("\n  per call: %.1f ms from scheduled to started, %.1f ms in the activity beyond the endpoint's latency; %.1f ms from a round's last reply to the next round's first call (a workflow task: %.1f ms dispatch, %.1f ms on the worker; a run's first: %.1f ms)",
+				p.dispatch, p.inActivity, p.between, p.taskWait, p.taskRun, p.firstRun)
+		}
+		b.Logf("%s\n  per run: %.0f history events, %.1f KB; %.1f ms between a run's end and the next run's start\n  sweep workflow: %.2fs from the client's start to its start, %.2fs from its start to its end, %.2fs from its start to the gate's; gate: %d workflow tasks for %d calls; workflow tasks failed or timed out: %d in gates, %d in runs",
+			line, p.events, p.historyKB, p.childGap, p.submitS, p.sweepS, p.toGateS, p.gateTasks, calls, p.gateFailed, p.runFailed)
+		b.ReportMetric(float64(p.gateFailed+p.runFailed), name+"-failed-tasks")
+		b.Logf("start-up (ms from the sweep's start): %s", p.startup)
 	}
 }
 
@@ -186,6 +239,23 @@ type profile struct {
 	firstRun float64
 	// gateTasks: the gates' workflow tasks.
 	gateTasks int
+	// local: the share of calls made as local activities; runMS: a run
+	// workflow from its start to its end; tasks: its workflow tasks.
+	local, runMS, tasks float64
+	// sweepS: the sweep workflow from its start to its end; toGateS: from
+	// its start to the first gate's.
+	sweepS, toGateS float64
+	// gateFailed, runFailed: workflow tasks that failed or timed out
+	// (temporalio/temporal#7741 fails a gate's).
+	gateFailed, runFailed int
+	// startup: when the sweep's and its first run's first events came.
+	startup string
+	// sweepStart: the sweep workflow's start; submitS: from the client's
+	// start to it.
+	sweepStart time.Time
+	submitS    float64
+	// ended: when each run workflow ended (by index from 1).
+	ended, began map[int]time.Time
 }
 
 func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency time.Duration) profile {
@@ -199,9 +269,13 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	defer c.Close()
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	var p profile
-	var nCalls, nBetween, nTasks int
+	var nCalls, nBetween, nTasks, nLocal int
+	var run1 []*historypb.HistoryEvent
 	for i := 1; i <= runs; i++ {
 		evs := historyOf(ctx, b, c, durable.ChildID(sweepID, i), "")
+		if i == 1 {
+			run1 = evs
+		}
 		p.events += float64(len(evs))
 		for _, ev := range evs {
 			p.historyKB += float64(proto.Size(ev)) / 1024
@@ -241,12 +315,46 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 				p.inActivity += ms(at.Sub(started[a.ScheduledEventId]) - latency)
 				nCalls++
 				lastDone = at
+			case ev.GetWorkflowTaskFailedEventAttributes() != nil || ev.GetWorkflowTaskTimedOutEventAttributes() != nil:
+				p.runFailed++
+			case ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
+				// A call made as a local activity: no dispatch, and its
+				// times are not in the history.
+				nLocal++
 			}
+		}
+		if len(evs) > 0 {
+			if p.ended == nil {
+				p.ended, p.began = map[int]time.Time{}, map[int]time.Time{}
+			}
+			p.began[i] = evs[0].GetEventTime().AsTime()
+			p.ended[i] = evs[len(evs)-1].GetEventTime().AsTime()
+			p.runMS += ms(evs[len(evs)-1].GetEventTime().AsTime().Sub(evs[0].GetEventTime().AsTime()))
 		}
 	}
 	var completed time.Time
 	var gaps int
-	for _, ev := range historyOf(ctx, b, c, sweepID, "") {
+	sweepEvs := historyOf(ctx, b, c, sweepID, "")
+	var sweepStart time.Time
+	if len(sweepEvs) > 0 {
+		sweepStart = sweepEvs[0].GetEventTime().AsTime()
+		p.sweepStart = sweepStart
+		p.sweepS = sweepEvs[len(sweepEvs)-1].GetEventTime().AsTime().Sub(sweepStart).Seconds()
+	}
+	// The start-up: milestones of the sweep's first workflow task and of
+	// its first run's, from the sweep's start.
+	since := func(label string, evs []*historypb.HistoryEvent, first int) string {
+		var parts []string
+		for j, ev := range evs {
+			if j > first+3 {
+				break
+			}
+			parts = append(parts, fmt.Sprintf("%s %.0f", strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_"), ms(ev.GetEventTime().AsTime().Sub(sweepStart))))
+		}
+		return label + ": " + strings.Join(parts, ", ")
+	}
+	p.startup = since("sweep", sweepEvs, 0) + "\n    " + since("run 1", run1, 0)
+	for _, ev := range sweepEvs {
 		at := ev.GetEventTime().AsTime()
 		if ev.GetChildWorkflowExecutionCompletedEventAttributes() != nil {
 			completed = at
@@ -265,9 +373,17 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	}
 	for _, e := range resp.Executions {
 		evs := historyOf(ctx, b, c, e.Execution.WorkflowId, e.Execution.RunId)
+		if len(evs) > 0 {
+			if d := evs[0].GetEventTime().AsTime().Sub(sweepStart).Seconds(); p.toGateS == 0 || d < p.toGateS {
+				p.toGateS = d
+			}
+		}
 		for _, ev := range evs {
 			if ev.GetWorkflowTaskCompletedEventAttributes() != nil {
 				p.gateTasks++
+			}
+			if ev.GetWorkflowTaskFailedEventAttributes() != nil || ev.GetWorkflowTaskTimedOutEventAttributes() != nil {
+				p.gateFailed++
 			}
 		}
 	}
@@ -277,6 +393,9 @@ func sweepProfile(b *testing.B, addr, queue, sweepID string, runs int, latency t
 	p.events /= float64(runs)
 	p.historyKB /= float64(runs)
 	p.childGap /= float64(max(gaps, 1))
+	p.local = float64(nLocal) / float64(max(nLocal+nCalls, 1))
+	p.runMS /= float64(runs)
+	p.tasks = float64(nTasks)/float64(runs) + 1
 	p.taskWait /= float64(max(nTasks, 1))
 	p.taskRun /= float64(max(nTasks, 1))
 	p.firstRun /= float64(runs)

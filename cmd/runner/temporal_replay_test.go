@@ -19,9 +19,10 @@ import (
 	"github.com/debate-runner/runner/runtime/durable"
 )
 
-// replayHistoryFile is the recorded run history runtime/durable's
-// TestReplayRecordedRunHistory replays without a server.
-const replayHistoryFile = "../../runtime/durable/testdata/run-history.json"
+// replayHistoryFile is the newest recorded run history runtime/durable's
+// TestReplayRecordedRunHistory replays without a server (calls as local
+// activities); the older ones stay as they were recorded.
+const replayHistoryFile = "../../runtime/durable/testdata/run-history-local.json"
 
 // replaySpec is small, so its history is, yet has agents asked at once
 // (workflow coroutines) and a node that reads their answers.
@@ -109,4 +110,62 @@ func TestTemporalReplayHistory(t *testing.T) {
 	if err := r.ReplayWorkflowHistory(nil, &h); err != nil {
 		t.Fatalf("replaying the history of workflow %s: %v", rec.WorkflowID, err)
 	}
+}
+
+// TestTemporalCallLongerThanItsWorkflowTask: a run's calls are local
+// activities inside its workflow task, whose timeout is the heartbeat (1 s
+// here). Calls of 2.5 s outlast it: the worker reports the task while they
+// go (every 0.8 s), the task never times out, and no call is made twice.
+func TestTemporalCallLongerThanItsWorkflowTask(t *testing.T) {
+	bin := runnerBinary(t)
+	addr := devServer(t)
+	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "seen: " + r.LastUser(), Delay: 2500 * time.Millisecond}
+	})
+	const queue = "runner-test-long-call"
+	startWorker(t, bin, addr, queue, srv)
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(replaySpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := invoke(t, e2eEnv(srv), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q",
+		"--temporal", addr, "--task-queue", queue, "--no-cache", "--temporal-heartbeat", "1s")
+	if code != exitcode.OK {
+		t.Fatalf("run: exit %d\n%s", code, stderr)
+	}
+	if srv.Count() != 3 {
+		t.Errorf("the endpoint saw %d requests for 3 calls", srv.Count())
+	}
+	rec, ok, err := durable.ReadRecord(runDirFrom(t, stderr))
+	if err != nil || !ok {
+		t.Fatalf("no %s: %v", durable.RecordFile, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var completed, timedOut, markers int
+	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
+			completed++
+		case ev.GetWorkflowTaskTimedOutEventAttributes() != nil || ev.GetWorkflowTaskFailedEventAttributes() != nil:
+			timedOut++
+		case ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity":
+			markers++
+		}
+	}
+	// Two rounds of 2.5 s: the task reported at least four times.
+	if completed < 4 || timedOut != 0 || markers != 3 {
+		t.Errorf("the run's history has %d workflow tasks completed, %d timed out or failed, %d calls; want at least 4, none, 3", completed, timedOut, markers)
+	}
+	t.Logf("%d workflow tasks completed for 3 calls in two rounds of 2.5 s", completed)
 }

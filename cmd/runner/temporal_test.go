@@ -125,6 +125,7 @@ func activityWorkers(t *testing.T, addr, dir string) []string {
 	}
 	defer c.Close()
 	var ids []string
+	var task string
 	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {
 		ev, err := it.Next()
@@ -134,15 +135,24 @@ func activityWorkers(t *testing.T, addr, dir string) []string {
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
 			ids = append(ids, a.Identity)
 		}
+		// A call made as a local activity is made by the worker whose
+		// workflow task records it.
+		if a := ev.GetWorkflowTaskCompletedEventAttributes(); a != nil {
+			task = a.Identity
+		}
+		if a := ev.GetMarkerRecordedEventAttributes(); a != nil && a.MarkerName == "LocalActivity" {
+			ids = append(ids, task)
+		}
 	}
 	return ids
 }
 
 // TestTemporalRunSurvivesAKilledWorker runs the debate spec on a real
-// Temporal development server with two workers, SIGKILLs one of them in
-// the middle of the run, and checks that the run directory the submitting
-// client wrote holds the outputs and messages of a local run, and that no
-// call that had completed was sent again.
+// Temporal development server, SIGKILLs the worker that runs it in the
+// middle of the run, a second worker having started, and checks that the
+// run directory the submitting client wrote holds the outputs and messages
+// of a local run, and that no call the client had recorded (the history
+// had) was sent again.
 func TestTemporalRunSurvivesAKilledWorker(t *testing.T) {
 	bin := runnerBinary(t)
 	addr := devServer(t)
@@ -159,16 +169,20 @@ func TestTemporalRunSurvivesAKilledWorker(t *testing.T) {
 	}
 	want := e2eOutcome(t, runDirFrom(t, stderr))
 
-	srv := llmtest.New(t, e2eAnswers(150*time.Millisecond))
+	// Slow enough that the run's workflow task records replies (every
+	// 1.6 s with a 2 s heartbeat) well before its last call.
+	srv := llmtest.New(t, e2eAnswers(400*time.Millisecond))
 	const queue = "runner-test"
 	w1, out1 := startWorker(t, bin, addr, queue, srv)
-	_, out2 := startWorker(t, bin, addr, queue, srv)
 	runs := t.TempDir()
 	client, out, exited := startRunner(t, bin, srv, "run", spec, "-i", "question=q", "--runs-dir", runs, "-q",
 		"--temporal", addr, "--task-queue", queue, "--temporal-heartbeat", "2s")
 	defer func() { _ = client.Process.Kill() }()
 	dir := waitForResponses(t, runs, 10, exited, out)
 	completed := e2eResponded(t, dir)
+	// The run's calls are local activities of the worker that runs its
+	// workflow: worker 1, the only one until now.
+	_, out2 := startWorker(t, bin, addr, queue, srv)
 	if err := w1.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ func historyTasks(t *testing.T, addr, workflowID string) []workflowTask {
 }
 
 // waitForOutput waits until a process's output contains s.
-func waitForOutput(t *testing.T, out *syncBuffer, s string) {
+func waitForOutput(t testing.TB, out *syncBuffer, s string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(out.String(), s) {

@@ -96,6 +96,20 @@ func (a *Activities) Call(ctx context.Context, in CallInput) (CallOutput, error)
 	return out, nil
 }
 
+// CallLocal is Call as a local activity of the run workflow: a failure
+// that is not retried comes back as CallOutput.Failed, so that the history
+// names its call (a local activity's marker carries its result, not its
+// id). Other errors are retried as the workflow's retry policy says.
+func (a *Activities) CallLocal(ctx context.Context, in CallInput) (CallOutput, error) {
+	out, err := a.Call(ctx, in)
+	var app *temporal.ApplicationError
+	if err != nil && errors.As(err, &app) && (app.Type() == ErrTypeEndpoint || app.Type() == ErrTypeWorker) {
+		return CallOutput{Key: in.Key, Failed: app.Message()}, nil
+	}
+	out.Key = in.Key
+	return out, err
+}
+
 // heartbeat tells Temporal the call is alive until the returned function
 // is called: a worker that dies stops, and the call goes to another.
 func heartbeat(ctx context.Context) (stop func()) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -80,6 +81,17 @@ func Promote(ctx context.Context, cl client.Client, taskQueue, buildID string) e
 // HasBuild reports whether a worker of build buildID has polled
 // taskQueue: a run pinned to a build no worker runs waits until one does.
 func HasBuild(ctx context.Context, cl client.Client, taskQueue, buildID string) (bool, error) {
+	// A worker polling now says so at once; the deployment's record of
+	// its versions can lag seconds behind its first poll (measured: up to
+	// 5 s on a busy dev server, while the client waited to follow its
+	// runs), and still knows a version whose workers are between polls.
+	if q, err := cl.DescribeTaskQueue(ctx, taskQueue, enumspb.TASK_QUEUE_TYPE_WORKFLOW); err == nil {
+		for _, p := range q.GetPollers() {
+			if d := p.GetDeploymentOptions(); d.GetBuildId() == buildID && d.GetDeploymentName() == DeploymentName(taskQueue) {
+				return true, nil
+			}
+		}
+	}
 	h := cl.WorkerDeploymentClient().GetHandle(DeploymentName(taskQueue))
 	_, err := h.DescribeVersion(ctx, client.WorkerDeploymentDescribeVersionOptions{BuildID: buildID})
 	var notFound *serviceerror.NotFound

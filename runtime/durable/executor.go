@@ -80,7 +80,9 @@ func (x Executor) StartRun(ctx context.Context, plan *spec.Plan, bundle *Bundle,
 		return nil, Record{}, err
 	}
 	in.Calls.Heartbeat = x.Heartbeat
-	if _, err := x.Client.ExecuteWorkflow(ctx, StartOptions(id, x.TaskQueue, x.Version), RunWorkflowName, in); err != nil {
+	so := StartOptions(id, x.TaskQueue, x.Version)
+	so.WorkflowTaskTimeout = TaskTimeout(x.Heartbeat)
+	if _, err := x.Client.ExecuteWorkflow(ctx, so, RunWorkflowName, in); err != nil {
 		return nil, Record{}, exitcode.With(exitcode.Failure, fmt.Errorf("submitting the run to Temporal at %s: %w", x.Address, err))
 	}
 	rec := Record{Address: x.Address, Namespace: x.Namespace, TaskQueue: x.TaskQueue, WorkflowID: id, BuildID: x.Version}

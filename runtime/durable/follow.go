@@ -26,6 +26,14 @@ import (
 // its journal, result.json and report.md are a local run's, made of the
 // workers' replies, and the progress display follows the workers live.
 
+// The marker the Go SDK records for a local activity, and the name of its
+// result among the marker's details: part of the history format the SDK
+// replays, so stable across its versions.
+const (
+	localActivityMarker       = "LocalActivity"
+	localActivityMarkerResult = "result"
+)
+
 // Follower answers a local run's calls from a run workflow's history (it
 // is the run's Options.Remote).
 type Follower struct {
@@ -97,6 +105,27 @@ func (f *Follower) read(ctx context.Context) {
 				}
 				f.done[key] = out
 				delete(f.failed, key)
+			case *historypb.HistoryEvent_MarkerRecordedEventAttributes:
+				// A call made as a local activity (runLocalCalls): its
+				// result names it. Other markers (versions) and a local
+				// activity that failed without a result (cancelled) tell
+				// nothing of a call.
+				m := a.MarkerRecordedEventAttributes
+				res, ok := m.GetDetails()[localActivityMarkerResult]
+				if m.GetMarkerName() != localActivityMarker || !ok {
+					return
+				}
+				var out CallOutput
+				if err := dc.FromPayloads(res, &out); err != nil || out.Key == "" {
+					f.readErr = fmt.Errorf("decoding a call's reply in the history of workflow %s (event %d): %v", f.id, ev.EventId, err)
+					return
+				}
+				if out.Failed != "" {
+					f.failed[out.Key] = out.Failed
+					return
+				}
+				f.done[out.Key] = out
+				delete(f.failed, out.Key)
 			case *historypb.HistoryEvent_ActivityTaskFailedEventAttributes:
 				key := f.scheduled[a.ActivityTaskFailedEventAttributes.ScheduledEventId]
 				f.failed[key] = a.ActivityTaskFailedEventAttributes.GetFailure().GetMessage()

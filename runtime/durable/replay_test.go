@@ -11,10 +11,12 @@ import (
 	"github.com/debate-runner/runner/nodes"
 )
 
-// recordedHistory is a completed run workflow's history recorded on a
-// Temporal development server (cmd/runner TestTemporalReplayHistory with
-// RUNNER_UPDATE_HISTORY=1 records it again).
-const recordedHistory = "testdata/run-history.json"
+// recordedHistories are completed run workflows' histories recorded on a
+// Temporal development server: one whose calls are activities, one whose
+// calls are local activities (runLocalCalls; cmd/runner
+// TestTemporalReplayHistory with RUNNER_UPDATE_HISTORY=1 records the
+// newest again).
+var recordedHistories = []string{"testdata/run-history.json", "testdata/run-history-local.json"}
 
 // recordedGateHistories are gates' histories, recorded as recordedHistory
 // is (cmd/runner TestTemporalReplayGateHistory): one of a gate of the token
@@ -22,9 +24,9 @@ const recordedHistory = "testdata/run-history.json"
 // version of the gate is recorded into a new file; the old ones stay.
 var recordedGateHistories = []string{"testdata/gate-history.json", "testdata/gate-history-ahead.json"}
 
-func replay(t *testing.T, run any) error {
+func replay(t *testing.T, file string, run any) error {
 	t.Helper()
-	return replayFile(t, recordedHistory, RunWorkflowName, run)
+	return replayFile(t, file, RunWorkflowName, run)
 }
 
 func replayFile(t *testing.T, file, name string, wf any) error {
@@ -49,8 +51,10 @@ func replayFile(t *testing.T, file, name string, wf any) error {
 // workflow code that decides differently on replay within one build.
 func TestReplayRecordedRunHistory(t *testing.T) {
 	wf := &Workflows{Registry: nodes.Registry()}
-	if err := replay(t, wf.Run); err != nil {
-		t.Fatalf("the recorded run no longer replays on this workflow code: %v", err)
+	for _, file := range recordedHistories {
+		if err := replay(t, file, wf.Run); err != nil {
+			t.Fatalf("the recorded run %s no longer replays on this workflow code: %v", file, err)
+		}
 	}
 }
 
@@ -63,10 +67,12 @@ func TestReplayNoticesOtherCommands(t *testing.T) {
 		}
 		return RunOutcome{}, nil
 	}
-	err := replay(t, other)
-	// TMPRL1100 is the SDK's code for nondeterminism.
-	if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
-		t.Fatalf("a workflow that sleeps instead of calling replayed as %v; want a nondeterminism error", err)
+	for _, file := range recordedHistories {
+		err := replay(t, file, other)
+		// TMPRL1100 is the SDK's code for nondeterminism.
+		if err == nil || !strings.Contains(err.Error(), "TMPRL1100") {
+			t.Fatalf("a workflow that sleeps instead of calling replayed %s as %v; want a nondeterminism error", file, err)
+		}
 	}
 }
 

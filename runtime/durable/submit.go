@@ -19,6 +19,7 @@ func Register(r worker.Registry, wf *Workflows, acts *Activities) {
 	r.RegisterWorkflowWithOptions(wf.Sweep, workflow.RegisterOptions{Name: SweepWorkflowName, VersioningBehavior: pinned})
 	r.RegisterWorkflowWithOptions(wf.Gate, workflow.RegisterOptions{Name: GateWorkflowName, VersioningBehavior: upgrade})
 	r.RegisterActivityWithOptions(acts.Call, activity.RegisterOptions{Name: CallActivityName})
+	r.RegisterActivityWithOptions(acts.CallLocal, activity.RegisterOptions{Name: CallLocalActivityName})
 }
 
 // NewRunInput is what a run of plan with opts is submitted as: inputs and

@@ -44,7 +44,10 @@ func (w *Workflows) Sweep(ctx workflow.Context, in SweepInput) (SweepOutcome, er
 			run := in.Runs[next]
 			run.Bundle = in.Bundle
 			next++
-			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: ChildID(id, next)})
+			// The run's calls are local activities (runLocalCalls): its
+			// workflow task timeout is how soon they go to another
+			// worker when its own is lost.
+			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: ChildID(id, next), WorkflowTaskTimeout: TaskTimeout(run.Calls.Heartbeat)})
 			f := workflow.ExecuteChildWorkflow(cctx, RunWorkflowName, run)
 			running++
 			sel.AddFuture(f, func(f workflow.Future) {

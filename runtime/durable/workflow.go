@@ -30,6 +30,9 @@ const (
 	SweepWorkflowName = "runner.Sweep"
 	GateWorkflowName  = "runner.Gate"
 	CallActivityName  = "runner.Call"
+	// CallLocalActivityName is the call as a local activity (see
+	// runLocalCalls).
+	CallLocalActivityName = "runner.CallLocal"
 	// SignalAnswers carries answers to clarifying questions (by question
 	// id); SignalRetry tells a run whose call failed to try it again.
 	SignalAnswers = "runner.answers"
@@ -82,6 +85,35 @@ type CallPolicy struct {
 // DefaultHeartbeat is CallPolicy.Heartbeat's default.
 const DefaultHeartbeat = 30 * time.Second
 
+// runLocalCalls is the change from each call an activity the server
+// dispatches to any worker (a round trip through the server for each call,
+// 80 to 120 ms on a loaded dev server, and another for the workflow task
+// that takes its reply) to calls made as local activities by the worker
+// that runs the workflow: their replies go back to the workflow within the
+// same workflow task, and are recorded in the history when the task
+// completes or heartbeats (every 0.8 of TaskTimeout). A worker lost makes
+// its workflow task time out (TaskTimeout): another worker replays the
+// history and makes the calls not yet recorded again, as a normal
+// activity's retry makes a call again. Calls sent to another task queue
+// (CallPolicy.TaskQueue) stay activities. Runs are pinned to the build
+// that started them; the version keeps recorded histories replaying.
+const runLocalCalls = "local-calls"
+
+// MaxTaskTimeout bounds a run's workflow task timeout (TaskTimeout).
+const MaxTaskTimeout = 10 * time.Second
+
+// TaskTimeout is the workflow task timeout of a run whose calls have the
+// heartbeat given (0: DefaultHeartbeat): as long, at most MaxTaskTimeout
+// and at least a second. A run's calls are local activities, so this is
+// how long a lost worker's calls wait before another worker makes them,
+// and how often (0.8 of it) the replies of calls in flight are recorded.
+func TaskTimeout(heartbeat time.Duration) time.Duration {
+	if heartbeat <= 0 {
+		heartbeat = DefaultHeartbeat
+	}
+	return min(max(heartbeat, time.Second), MaxTaskTimeout)
+}
+
 // RunOutcome is what a run workflow returns: enough for its client to
 // check that the run it recorded is the run the workers made.
 type RunOutcome struct {
@@ -119,6 +151,9 @@ type CallInput struct {
 
 // CallOutput is a call's reply and what happened on the way.
 type CallOutput struct {
+	// Key is the call's (local activities, whose ids the history does not
+	// name by key).
+	Key    string    `json:"key,omitempty"`
 	Reply  kit.Reply `json:"reply"`
 	Source string    `json:"source,omitempty"`
 	// Retries are the attempts that failed and were retried.
@@ -126,6 +161,10 @@ type CallOutput struct {
 	// Notes say what the client changed in the request because the
 	// endpoint refused it.
 	Notes []string `json:"notes,omitempty"`
+	// Failed says why the call failed and will not be retried (a local
+	// activity returns its failure as a result, keyed, for the client
+	// that follows the history).
+	Failed string `json:"failed,omitempty"`
 }
 
 // Retry is a failed attempt that was retried.
@@ -161,6 +200,7 @@ func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
 		return RunOutcome{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeWorker, nil)
 	}
 	wr := &workflowRun{in: in, answers: map[string]string{}}
+	wr.local = workflow.GetVersion(ctx, runLocalCalls, workflow.DefaultVersion, 1) == 1 && in.Calls.TaskQueue == ""
 	for k, v := range in.Answers {
 		wr.answers[k] = v
 	}
@@ -219,7 +259,9 @@ type workflowRun struct {
 	answers map[string]string
 	// retries counts SignalRetry signals; a failed call waits for it to
 	// grow.
-	retries   int
+	retries int
+	// local says calls are local activities (runLocalCalls).
+	local     bool
 	done      int
 	inFlight  int
 	failed    map[string]bool
@@ -281,8 +323,9 @@ func (wr *workflowRun) ask(ctx context.Context, q value.Question) (string, error
 	return wr.answers[q.ID], nil
 }
 
-// call makes a model call as an activity named by its key. A failure waits
-// for SignalRetry and tries again under a new activity id.
+// call makes a model call as a local activity (runLocalCalls) or as an
+// activity named by its key. A failure waits for SignalRetry and tries
+// again (an activity under a new id).
 func (wr *workflowRun) call(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
 	wctx := workflowOf(ctx)
 	in := CallInput{Key: c.Key, Endpoint: c.Model.Endpoint, Request: c.Request, Sample: c.Sample, NoCache: wr.in.NoCache, Scope: c.Scope}
@@ -295,24 +338,33 @@ func (wr *workflowRun) call(ctx context.Context, c *calls.Call) (kit.Reply, call
 		if attempt > 1 {
 			id = fmt.Sprintf("%s (retry %d)", c.Key, attempt-1)
 		}
-		actx := workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
-			ActivityID: id, TaskQueue: wr.in.Calls.TaskQueue,
-			// The call's own limits bound it (timeouts, retries with
-			// backoff, waits for the endpoint's shared limits); this only
-			// catches a call that hangs despite them.
-			StartToCloseTimeout: 6 * time.Hour,
-			HeartbeatTimeout:    heartbeat,
-			RetryPolicy: &temporal.RetryPolicy{
-				// Our retry policy (llm.Client: backoff with jitter,
-				// Retry-After, which errors to retry) runs inside the
-				// activity; Temporal retries what a lost worker left.
-				InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-				NonRetryableErrorTypes: []string{ErrTypeEndpoint, ErrTypeWorker},
-			},
-		})
+		// The call's own limits bound it (timeouts, retries with backoff,
+		// waits for the endpoint's shared limits); the timeout only
+		// catches a call that hangs despite them. Our retry policy
+		// (llm.Client: backoff with jitter, Retry-After, which errors to
+		// retry) runs inside the activity; Temporal retries what a lost
+		// worker left.
+		retry := &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+			NonRetryableErrorTypes: []string{ErrTypeEndpoint, ErrTypeWorker},
+		}
+		var f workflow.Future
+		if wr.local {
+			lctx := workflow.WithLocalActivityOptions(wctx, workflow.LocalActivityOptions{StartToCloseTimeout: 6 * time.Hour, RetryPolicy: retry})
+			f = workflow.ExecuteLocalActivity(lctx, CallLocalActivityName, in)
+		} else {
+			actx := workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
+				ActivityID: id, TaskQueue: wr.in.Calls.TaskQueue,
+				StartToCloseTimeout: 6 * time.Hour, HeartbeatTimeout: heartbeat, RetryPolicy: retry,
+			})
+			f = workflow.ExecuteActivity(actx, CallActivityName, in)
+		}
 		wr.inFlight++
 		var out CallOutput
-		err := workflow.ExecuteActivity(actx, CallActivityName, in).Get(wctx, &out)
+		err := f.Get(wctx, &out)
+		if err == nil && out.Failed != "" {
+			err = errors.New(out.Failed)
+		}
 		wr.inFlight--
 		if err == nil {
 			wr.done++

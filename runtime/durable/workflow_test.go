@@ -6,9 +6,12 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/debate-runner/runner/internal/llmtest"
@@ -231,6 +234,40 @@ func TestSweepWorkflowRunsEachChild(t *testing.T) {
 		}
 		if n != 6 {
 			t.Errorf("question %q was asked in %d calls, want 6", q, n)
+		}
+	}
+}
+
+// TestRunCallsAreLocalActivities: a run's calls are local activities of
+// the worker that runs it (runLocalCalls), none an activity the server
+// dispatches.
+func TestRunCallsAreLocalActivities(t *testing.T) {
+	plan := runtest.RoundsPlan(t, "0")
+	seed := int64(42)
+	opts := runtime.Options{
+		Launch: launch.Launch{Given: launch.Given{Inputs: []string{"question=What is 3+4?"}, Sets: []string{"max_rounds=3"}, Seed: &seed}},
+	}
+	var local, remote atomic.Int64
+	out, _ := runWorkflow(t, plan, runtest.AnswerSeven, opts, func(env *testsuite.TestWorkflowEnvironment) {
+		env.SetOnLocalActivityStartedListener(func(*activity.Info, context.Context, []any) { local.Add(1) })
+		env.SetOnActivityStartedListener(func(*activity.Info, context.Context, converter.EncodedValues) { remote.Add(1) })
+	})
+	if out.Status != result.StatusCompleted || out.Calls != 9 {
+		t.Fatalf("workflow run ended %s with %d calls: %s", out.Status, out.Calls, out.Error)
+	}
+	if local.Load() != 9 || remote.Load() != 0 {
+		t.Errorf("%d calls made as local activities, %d as activities; want 9 and 0", local.Load(), remote.Load())
+	}
+}
+
+// TestTaskTimeout: a run's workflow task timeout is its calls' heartbeat,
+// between a second and MaxTaskTimeout.
+func TestTaskTimeout(t *testing.T) {
+	for _, c := range []struct{ heartbeat, want time.Duration }{
+		{0, MaxTaskTimeout}, {2 * time.Second, 2 * time.Second}, {100 * time.Millisecond, time.Second}, {DefaultHeartbeat, MaxTaskTimeout},
+	} {
+		if got := TaskTimeout(c.heartbeat); got != c.want {
+			t.Errorf("TaskTimeout(%v) = %v, want %v", c.heartbeat, got, c.want)
 		}
 	}
 }
