@@ -67,15 +67,27 @@ func (r *eventLog) durableForCall() error {
 // killed process) and becomes durable with the next sync; that keeps an
 // fsync per event off the critical path between dependent calls.
 //
-// A model response, paid for, is durable before the run makes its next
-// model call (see durableForCall) and before the run ends or waits (its
-// last event is synced), rather than as it arrives: the replies of a wave
-// of concurrent calls then share the one fsync the next wave's first call
-// makes, where syncing each on arrival took two (the replies that arrived
-// while the first reply's fsync ran waited for it, then for their own).
-// The journal is written in order and an fsync covers every line before
-// it, so a machine crash can lose only its last lines: replies no later
-// call was made from, which a resume asks for again.
+// A model response, paid for, is durable before the reply of any later
+// model call is journaled (see durableForCall and durableWhileSent) and
+// before the run ends or waits (its last event is synced), rather than as
+// it arrives: the replies of a wave of concurrent calls then share the one
+// fsync the next wave's first call starts, where syncing each on arrival
+// took two. That fsync runs while the next call is on its way, not before
+// it is sent: a reply takes far longer than an fsync, and the next wave
+// would otherwise wait for the disk on every step of a debate.
+//
+// What a crash can lose: a killed process loses nothing, since every line
+// is written before its effect is reported, synced or not. A machine crash
+// loses at most the journal's last lines, never one in the middle: the
+// journal is written in order and an fsync covers every line before it.
+// Those lines are replies no later journaled reply was made from, which a
+// resume asks for again; the calls in flight at the crash are lost with
+// their replies, as they are whenever a machine stops mid-call, and may
+// include calls made from those replies. A resume makes them again from
+// the replies it gets, so the journal never holds a reply made from one it
+// lost; the response cache, keyed by the whole request, cannot serve a
+// reply to a request that a lost reply shaped unless that reply comes
+// back the same.
 var syncedEvents = map[event.Type]bool{event.RunStarted: true, event.RunResumed: true, event.RunFinished: true, event.Answer: true, event.ToolCall: true}
 
 // neverRepeated are the event types a resumed run always writes: the run's
