@@ -145,7 +145,7 @@ func designWall(t testing.TB, latency time.Duration) wallTimes {
 			Sets:   designSets,
 			Seed:   &seed,
 		}},
-		Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: serverEnv(srv)},
+		Settings: runtime.Settings{RunsDir: t.TempDir(), Getenv: serverEnv(srv), EarlyCalls: true}, // as runner run
 	}
 	t0 := time.Now()
 	plan, diags := spec.Load("design-debate/spec.yaml", nodes.Registry())

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -57,5 +59,61 @@ func TestReplyDurableBeforeLaterReply(t *testing.T) {
 	}
 	if checked < debateCalls/2 {
 		t.Errorf("checked %d replies made after earlier ones, want most of the %d calls", checked, debateCalls)
+	}
+}
+
+// TestEarlyCallsWaitForFolder checks a run whose first calls go out while
+// its folder is made durable (Settings.EarlyCalls): no reply is journaled
+// before the folder is in place under its name, and the run ends with its
+// folder whole and no staging folder left.
+func TestEarlyCallsWaitForFolder(t *testing.T) {
+	srv := llmtest.New(t, keyed(answerOf))
+	opts := debateOpts(srv.URL)
+	opts.RunsDir = t.TempDir()
+	opts.EarlyCalls = true
+	var (
+		mu      sync.Mutex
+		dir     string
+		replies int
+	)
+	opts.Observer = func(n Notice) {
+		if n.Event == nil || n.Event.Type != event.ModelResponse {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		replies++
+		if _, err := os.Stat(filepath.Join(dir, "run.json")); err != nil {
+			t.Errorf("reply of %s journaled before the run's folder was in place: %v", n.Event.Key, err)
+		}
+	}
+	r, err := Start(loadPlan(t, "testdata/debate.yaml"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	dir = r.Dir
+	mu.Unlock()
+	res, err := r.Execute(t.Context())
+	if err != nil || res.Status != "completed" {
+		t.Fatalf("run ended %v, %v", res, err)
+	}
+	if replies != debateCalls {
+		t.Errorf("%d replies journaled, want %d", replies, debateCalls)
+	}
+	entries, err := os.ReadDir(opts.RunsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Name() != filepath.Base(r.Dir) {
+		t.Errorf("runs folder holds %v, want only %s", entries, filepath.Base(r.Dir))
+	}
+	for _, f := range []string{"run.json", "spec.yaml", "journal.jsonl", "result.json", "report.md"} {
+		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(eventsOf(readEvents(t, r.Dir), event.ModelResponse)); n != debateCalls {
+		t.Errorf("journal holds %d replies, want %d", n, debateCalls)
 	}
 }

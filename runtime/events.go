@@ -32,6 +32,23 @@ type eventLog struct {
 	// responded is the Seq of the latest model response journaled, which
 	// the next model call waits to be durable.
 	responded atomic.Int64
+	// published, when set, is closed once a new run's folder is durable
+	// under its name (see Start): until then no event is, synced or not,
+	// and publishErr says why it never became so.
+	published  chan struct{}
+	publishErr error
+}
+
+// waitPublished returns once the run's folder is durable under its name.
+func (r *eventLog) waitPublished() error {
+	if r.published == nil {
+		return nil
+	}
+	<-r.published
+	if r.publishErr != nil {
+		return fmt.Errorf("setting up the run's folder: %w", r.publishErr)
+	}
+	return nil
 }
 
 // noteResponse remembers the Seq of a journaled model response.
@@ -50,6 +67,9 @@ func (r *eventLog) noteResponse(typ event.Type, seq int64) {
 // durableForCall makes every model response journaled so far durable; a
 // model call waits for it before it is sent.
 func (r *eventLog) durableForCall() error {
+	if err := r.waitPublished(); err != nil {
+		return err
+	}
 	seq := r.responded.Load()
 	if r.journal == nil || seq == 0 {
 		return nil
@@ -135,6 +155,9 @@ func (r *eventLog) eventSynced(typ event.Type, key string, data any, sync bool) 
 			return fmt.Errorf("journal: %w", err)
 		}
 		r.noteResponse(typ, seq)
+		if sync {
+			return r.waitPublished()
+		}
 		return nil
 	}
 	write := r.journal.AppendUnsynced
@@ -146,6 +169,11 @@ func (r *eventLog) eventSynced(typ event.Type, key string, data any, sync bool) 
 		return fmt.Errorf("journal: %w", err)
 	}
 	r.noteResponse(typ, ev.Seq)
+	if sync {
+		if err := r.waitPublished(); err != nil {
+			return err
+		}
+	}
 	r.notify(ev)
 	return nil
 }
@@ -179,6 +207,11 @@ func (r *eventLog) events(entries []journal.Entry) error {
 	evs, err := r.journal.AppendBatch(entries, sync)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
+	}
+	if sync {
+		if err := r.waitPublished(); err != nil {
+			return err
+		}
 	}
 	if r.observer != nil {
 		for _, ev := range evs {

@@ -28,6 +28,8 @@ type batchFile struct {
 	tmp  string // the temporary file renamed to path, "" when written in place
 	data []byte
 	out  *os.File // open between write and sync
+	// written is set once write succeeded (see Write).
+	written bool
 }
 
 // Stage queues data to be written to path in place. Use it only in a
@@ -51,6 +53,23 @@ func (b *Batch) Replace(path string, data []byte) {
 // must be durable with them (a journal's first lines).
 func (b *Batch) Also(fn func() error) { b.also = append(b.also, fn) }
 
+// Write writes the queued files not written yet and leaves them open for
+// Sync, so that a caller can go on while they are synced. On an error the
+// temporary files are removed; files written in place may remain.
+func (b *Batch) Write() error {
+	errs := make([]error, len(b.files))
+	for i := range b.files {
+		if !b.files[i].written {
+			errs[i] = b.files[i].write()
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		b.files.discard()
+		return err
+	}
+	return nil
+}
+
 // Sync writes the queued files, syncs them all at once, renames the
 // replaced ones into place and syncs their folders. The folders of files
 // written in place are synced with the files, since their entries exist
@@ -64,7 +83,9 @@ func (b *Batch) Sync() error {
 	// covers the entries of the files written in place.
 	errs := make([]error, len(files))
 	for i := range files {
-		errs[i] = files[i].write()
+		if !files[i].written {
+			errs[i] = files[i].write()
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		files.discard()
@@ -173,8 +194,10 @@ func (f *batchFile) write() error {
 	if _, err = f.out.Write(f.data); err != nil {
 		f.out.Close()
 		f.out = nil
+		return err
 	}
-	return err
+	f.written = true
+	return nil
 }
 
 // sync syncs and closes a written file.
