@@ -37,6 +37,7 @@ type eventLog struct {
 	// and publishErr says why it never became so.
 	published  chan struct{}
 	publishErr error
+	staging    string // the folder's hidden name until then
 }
 
 // waitPublished returns once the run's folder is durable under its name.

@@ -258,15 +258,17 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 		r.warnUnpricedBudget(budget)
 		return r, nil
 	}
-	// The folder's files are written; syncing them and renaming the folder
-	// into place take a few fsyncs, tens of milliseconds on a busy disk,
-	// which the run's first calls need not wait for: the calls go out
-	// meanwhile, and their replies, like every synced event, wait for the
-	// folder to be durable under its name (waitPublished). A process
-	// killed or a machine stopped before that leaves the hidden folder, as
-	// a run killed while setting up always did, and loses the calls in
-	// flight, as a kill loses them at any time.
-	r.published = make(chan struct{})
+	// Writing the folder's files (some 40 with the libraries' copies),
+	// syncing them and renaming the folder into place take tens of
+	// milliseconds on a busy disk, which the run's first calls need not
+	// wait for: the calls go out meanwhile, and their replies, like every
+	// synced event, wait for the folder to be durable under its name
+	// (waitPublished). A process killed or a machine stopped before that
+	// leaves the hidden folder, as a run killed while setting up always
+	// did, and loses the calls in flight, as a kill loses them at any
+	// time. When the folder cannot be set up, the run fails with why and
+	// removes it (see Execute).
+	r.published, r.staging = make(chan struct{}), staging
 	go func() {
 		defer close(r.published)
 		if err := files.Sync(); err != nil {
@@ -282,7 +284,7 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 
 // setUp fills a new run's directory: lock, manifest, the spec and its
 // libraries, and the journal with the run's start. It returns the batch
-// that makes them durable, written and not synced yet.
+// that writes the files and makes them durable with the journal's start.
 func (r *Run) setUp(budget *spec.BudgetPlan) (*rundir.Batch, error) {
 	plan := r.Plan
 	lock, err := rundir.TakeLock(r.Dir)
@@ -322,9 +324,6 @@ func (r *Run) setUp(budget *spec.BudgetPlan) (*rundir.Batch, error) {
 	}
 	files.Folder(r.Dir)
 	files.Also(func() error { return j.SyncTo(j.Seq()) })
-	if err := files.Write(); err != nil {
-		return nil, err
-	}
 	return &files, nil
 }
 
@@ -641,6 +640,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	}
 	if r.lock != nil {
 		_ = r.lock.Unlock()
+	}
+	if r.publishErr != nil {
+		_ = os.RemoveAll(r.staging) // never set up whole: nothing to resume
 	}
 	r.endRunSpan(span, res, runErr)
 	return res, runErr

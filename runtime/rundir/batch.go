@@ -28,8 +28,6 @@ type batchFile struct {
 	tmp  string // the temporary file renamed to path, "" when written in place
 	data []byte
 	out  *os.File // open between write and sync
-	// written is set once write succeeded (see Write).
-	written bool
 }
 
 // Stage queues data to be written to path in place. Use it only in a
@@ -53,23 +51,6 @@ func (b *Batch) Replace(path string, data []byte) {
 // must be durable with them (a journal's first lines).
 func (b *Batch) Also(fn func() error) { b.also = append(b.also, fn) }
 
-// Write writes the queued files not written yet and leaves them open for
-// Sync, so that a caller can go on while they are synced. On an error the
-// temporary files are removed; files written in place may remain.
-func (b *Batch) Write() error {
-	errs := make([]error, len(b.files))
-	for i := range b.files {
-		if !b.files[i].written {
-			errs[i] = b.files[i].write()
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		b.files.discard()
-		return err
-	}
-	return nil
-}
-
 // Sync writes the queued files, syncs them all at once, renames the
 // replaced ones into place and syncs their folders. The folders of files
 // written in place are synced with the files, since their entries exist
@@ -83,9 +64,7 @@ func (b *Batch) Sync() error {
 	// covers the entries of the files written in place.
 	errs := make([]error, len(files))
 	for i := range files {
-		if !files[i].written {
-			errs[i] = files[i].write()
-		}
+		errs[i] = files[i].write()
 	}
 	if err := errors.Join(errs...); err != nil {
 		files.discard()
@@ -194,10 +173,8 @@ func (f *batchFile) write() error {
 	if _, err = f.out.Write(f.data); err != nil {
 		f.out.Close()
 		f.out = nil
-		return err
 	}
-	f.written = true
-	return nil
+	return err
 }
 
 // sync syncs and closes a written file.
