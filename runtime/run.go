@@ -552,6 +552,7 @@ func (r *Run) warn(format string, args ...any) {
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
 	defer r.closeMCP()
+	defer r.pool.cacheWrites.wait() // the run's replies are in the cache when it returns
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
