@@ -112,20 +112,24 @@ func (c *callSpans) time(t testing.TB, w *wallTimes, latency time.Duration, t0, 
 	}
 	sort.Slice(spans, func(i, j int) bool { return spans[i].in.Before(spans[j].in) })
 	w.calls = len(spans)
-	// A call that arrives more than half a latency after its wave's first
-	// starts the next wave.
-	var first, last time.Time
+	// A call that arrives after a reply of its wave was sent was made from
+	// it, so it starts the next wave (on a loaded machine the calls of one
+	// wave may arrive tens of milliseconds apart).
+	var first, last, firstOut time.Time
 	for i, s := range spans {
-		if i == 0 || s.in.Sub(first) > latency/2 {
+		if i == 0 || s.in.After(firstOut) {
 			if i > 0 {
 				w.between += s.in.Sub(last)
 				w.spread += last.Sub(first) - latency
 			}
 			w.waves++
-			first = s.in
+			first, firstOut = s.in, s.out
 		}
 		if s.out.After(last) {
 			last = s.out
+		}
+		if s.out.Before(firstOut) {
+			firstOut = s.out
 		}
 	}
 	w.spread += last.Sub(first) - latency
