@@ -32,6 +32,24 @@ type eventLog struct {
 	// responded is the Seq of the latest model response journaled, which
 	// the next model call waits to be durable.
 	responded atomic.Int64
+	// published, when set, is closed once a new run's folder is durable
+	// under its name (see Start): until then no event is, synced or not,
+	// and publishErr says why it never became so.
+	published  chan struct{}
+	publishErr error
+	staging    string // the folder's hidden name until then
+}
+
+// waitPublished returns once the run's folder is durable under its name.
+func (r *eventLog) waitPublished() error {
+	if r.published == nil {
+		return nil
+	}
+	<-r.published
+	if r.publishErr != nil {
+		return fmt.Errorf("setting up the run's folder: %w", r.publishErr)
+	}
+	return nil
 }
 
 // noteResponse remembers the Seq of a journaled model response.
@@ -50,6 +68,9 @@ func (r *eventLog) noteResponse(typ event.Type, seq int64) {
 // durableForCall makes every model response journaled so far durable; a
 // model call waits for it before it is sent.
 func (r *eventLog) durableForCall() error {
+	if err := r.waitPublished(); err != nil {
+		return err
+	}
 	seq := r.responded.Load()
 	if r.journal == nil || seq == 0 {
 		return nil
@@ -67,15 +88,27 @@ func (r *eventLog) durableForCall() error {
 // killed process) and becomes durable with the next sync; that keeps an
 // fsync per event off the critical path between dependent calls.
 //
-// A model response, paid for, is durable before the run makes its next
-// model call (see durableForCall) and before the run ends or waits (its
-// last event is synced), rather than as it arrives: the replies of a wave
-// of concurrent calls then share the one fsync the next wave's first call
-// makes, where syncing each on arrival took two (the replies that arrived
-// while the first reply's fsync ran waited for it, then for their own).
-// The journal is written in order and an fsync covers every line before
-// it, so a machine crash can lose only its last lines: replies no later
-// call was made from, which a resume asks for again.
+// A model response, paid for, is durable before the reply of any later
+// model call is journaled (see durableForCall and durableWhileSent) and
+// before the run ends or waits (its last event is synced), rather than as
+// it arrives: the replies of a wave of concurrent calls then share the one
+// fsync the next wave's first call starts, where syncing each on arrival
+// took two. That fsync runs while the next call is on its way, not before
+// it is sent: a reply takes far longer than an fsync, and the next wave
+// would otherwise wait for the disk on every step of a debate.
+//
+// What a crash can lose: a killed process loses nothing, since every line
+// is written before its effect is reported, synced or not. A machine crash
+// loses at most the journal's last lines, never one in the middle: the
+// journal is written in order and an fsync covers every line before it.
+// Those lines are replies no later journaled reply was made from, which a
+// resume asks for again; the calls in flight at the crash are lost with
+// their replies, as they are whenever a machine stops mid-call, and may
+// include calls made from those replies. A resume makes them again from
+// the replies it gets, so the journal never holds a reply made from one it
+// lost; the response cache, keyed by the whole request, cannot serve a
+// reply to a request that a lost reply shaped unless that reply comes
+// back the same.
 var syncedEvents = map[event.Type]bool{event.RunStarted: true, event.RunResumed: true, event.RunFinished: true, event.Answer: true, event.ToolCall: true}
 
 // neverRepeated are the event types a resumed run always writes: the run's
@@ -123,6 +156,9 @@ func (r *eventLog) eventSynced(typ event.Type, key string, data any, sync bool) 
 			return fmt.Errorf("journal: %w", err)
 		}
 		r.noteResponse(typ, seq)
+		if sync {
+			return r.waitPublished()
+		}
 		return nil
 	}
 	write := r.journal.AppendUnsynced
@@ -134,6 +170,11 @@ func (r *eventLog) eventSynced(typ event.Type, key string, data any, sync bool) 
 		return fmt.Errorf("journal: %w", err)
 	}
 	r.noteResponse(typ, ev.Seq)
+	if sync {
+		if err := r.waitPublished(); err != nil {
+			return err
+		}
+	}
 	r.notify(ev)
 	return nil
 }
@@ -167,6 +208,11 @@ func (r *eventLog) events(entries []journal.Entry) error {
 	evs, err := r.journal.AppendBatch(entries, sync)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
+	}
+	if sync {
+		if err := r.waitPublished(); err != nil {
+			return err
+		}
 	}
 	if r.observer != nil {
 		for _, ev := range evs {

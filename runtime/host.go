@@ -187,12 +187,23 @@ func (r *Run) journalRequest(c *calls.Call) error {
 			ev.Tools[i] = t.Name
 		}
 	}
-	if err := r.event(event.ModelRequest, c.Key, ev); err != nil {
-		return err
-	}
-	// The replies this call may have been made from are durable before it
-	// goes out (see syncedEvents).
-	return r.durableForCall()
+	return r.event(event.ModelRequest, c.Key, ev)
+}
+
+// durableWhileSent sends a call while the replies it may have been made
+// from become durable, and hands its reply on only once they are (see
+// syncedEvents): the fsync no longer holds up every wave of calls, and no
+// reply is journaled before those it may have been made from are durable.
+func (r *Run) durableWhileSent(next calls.Stage) calls.Stage {
+	return calls.StageFunc(func(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
+		synced := make(chan error, 1)
+		go func() { synced <- r.durableForCall() }()
+		rep, src, err := next.Complete(ctx, c)
+		if serr := <-synced; serr != nil {
+			return kit.Reply{}, calls.Network, serr
+		}
+		return rep, src, err
+	})
 }
 
 // buildChain composes the run's call stages: replies recorded in its own
@@ -211,12 +222,12 @@ func (r *Run) buildChain() calls.Stage {
 	// journal, a recording or the cache cost nothing more.
 	live = calls.Limited(r.budget, live)
 	if r.opts.Cache != nil {
-		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red}, &r.pool.flights, live)
+		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red, writes: &r.pool.cacheWrites}, &r.pool.flights, live)
 	}
 	if r.opts.Remote != nil {
 		live = r.opts.Remote // made elsewhere, with the cache there
 	}
-	live = calls.Before(r.journalRequest, live)
+	live = calls.Before(r.journalRequest, r.durableWhileSent(live))
 	chain := live
 	if r.opts.Replay != nil {
 		var next calls.Stage

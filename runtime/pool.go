@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm"
 )
@@ -21,7 +22,51 @@ type ClientPool struct {
 	clients map[string]*llm.Client
 	flights calls.Flights
 	sent    atomic.Int64
+	// cacheWrites are the replies on their way into the response cache.
+	cacheWrites writeBehind
 }
+
+// writeBehind stores replies in the response cache off the calls' way: a
+// reply goes on to the run at once while a goroutine writes its entry (a
+// folder, a file and a rename, milliseconds on a busy disk, on the path
+// from one wave of a debate to the next). Until the entry is on disk the
+// pool serves it from memory, so an identical call of any run of the pool
+// that comes after the reply finds it, as it found the entry written before
+// its flight ended. A run waits for the writes before Execute returns.
+type writeBehind struct {
+	mu      sync.Mutex
+	pending map[string]kit.Reply
+	wg      sync.WaitGroup
+}
+
+// put stores rep under key in cache, in the background.
+func (w *writeBehind) put(cache calls.Cache, key string, rep kit.Reply) {
+	w.mu.Lock()
+	if w.pending == nil {
+		w.pending = map[string]kit.Reply{}
+	}
+	w.pending[key] = rep
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		cache.Put(key, rep)
+		w.mu.Lock()
+		delete(w.pending, key)
+		w.mu.Unlock()
+	}()
+}
+
+// get returns a reply not yet written.
+func (w *writeBehind) get(key string) (kit.Reply, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rep, ok := w.pending[key]
+	return rep, ok
+}
+
+// wait returns once every reply put is written.
+func (w *writeBehind) wait() { w.wg.Wait() }
 
 // NewClientPool returns an empty pool.
 func NewClientPool() *ClientPool {

@@ -97,13 +97,22 @@ func (r *Run) redactNotice(n Notice) Notice {
 	return n
 }
 
-// redactingCache keeps secrets out of cache entries.
+// redactingCache keeps secrets out of cache entries, and writes them in
+// the background (see writeBehind).
 type redactingCache struct {
 	calls.Cache
-	red *journal.Redactor
+	red    *journal.Redactor
+	writes *writeBehind
+}
+
+func (c redactingCache) Get(key string) (kit.Reply, bool) {
+	if rep, ok := c.writes.get(key); ok {
+		return rep, true
+	}
+	return c.Cache.Get(key)
 }
 
 func (c redactingCache) Put(key string, rep kit.Reply) {
 	_ = redactValue(c.red, &rep)
-	c.Cache.Put(key, rep)
+	c.writes.put(c.Cache, key, rep)
 }

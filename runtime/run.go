@@ -70,6 +70,12 @@ type Settings struct {
 	LogPrompts bool
 	// Version is the runner version recorded in the run.
 	Version string
+	// EarlyCalls lets a new run's first calls go out while its folder is
+	// made durable, which Start otherwise waits for: the folder may appear
+	// under Run.Dir a few milliseconds after Start returns (its calls'
+	// replies wait for it). For a caller that writes nothing into the
+	// folder itself before Execute.
+	EarlyCalls bool
 }
 
 // Place is where a run stands in a sweep.
@@ -226,32 +232,64 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.ID, r.Dir = id, staging
-	if err := r.setUp(budget); err != nil {
+	files, err := r.setUp(budget)
+	if err != nil {
 		if r.journal != nil {
 			_ = r.journal.Close()
 		}
-		_ = r.lock.Unlock()
+		if r.lock != nil {
+			_ = r.lock.Unlock()
+		}
 		_ = os.RemoveAll(staging)
 		return nil, err
 	}
-	if err := rundir.Publish(staging, final); err != nil {
-		_ = r.journal.Close()
-		_ = r.lock.Unlock()
-		_ = os.RemoveAll(staging)
-		return nil, err
+	if !opts.EarlyCalls {
+		err := files.Sync()
+		if err == nil {
+			err = rundir.Publish(staging, final)
+		}
+		if err != nil {
+			_ = r.journal.Close()
+			_ = r.lock.Unlock()
+			_ = os.RemoveAll(staging)
+			return nil, err
+		}
+		r.Dir = final
+		r.warnUnpricedBudget(budget)
+		return r, nil
 	}
+	// Writing the folder's files (some 40 with the libraries' copies),
+	// syncing them and renaming the folder into place take tens of
+	// milliseconds on a busy disk, which the run's first calls need not
+	// wait for: the calls go out meanwhile, and their replies, like every
+	// synced event, wait for the folder to be durable under its name
+	// (waitPublished). A process killed or a machine stopped before that
+	// leaves the hidden folder, as a run killed while setting up always
+	// did, and loses the calls in flight, as a kill loses them at any
+	// time. When the folder cannot be set up, the run fails with why and
+	// removes it (see Execute).
+	r.published, r.staging = make(chan struct{}), staging
+	go func() {
+		defer close(r.published)
+		if err := files.Sync(); err != nil {
+			r.publishErr = err
+			return
+		}
+		r.publishErr = rundir.Publish(staging, final)
+	}()
 	r.Dir = final
 	r.warnUnpricedBudget(budget)
 	return r, nil
 }
 
 // setUp fills a new run's directory: lock, manifest, the spec and its
-// libraries, and the journal with the run's start.
-func (r *Run) setUp(budget *spec.BudgetPlan) error {
+// libraries, and the journal with the run's start. It returns the batch
+// that writes the files and makes them durable with the journal's start.
+func (r *Run) setUp(budget *spec.BudgetPlan) (*rundir.Batch, error) {
 	plan := r.Plan
 	lock, err := rundir.TakeLock(r.Dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.lock = lock
 	// The folder is not published yet: its files are written in place and
@@ -259,19 +297,19 @@ func (r *Run) setUp(budget *spec.BudgetPlan) error {
 	var files rundir.Batch
 	libs, err := saveLibraries(r.Dir, plan, &files, files.Stage)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.manifest = r.buildManifest()
 	r.manifest.Libraries, r.manifest.Budget = libs, budget
 	manifest, err := r.jsonFile(r.manifest)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
 	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
 	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red, FolderSynced: true})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.journal = j
 	// The run's start is durable with the folder's files and entries, in
@@ -282,11 +320,11 @@ func (r *Run) setUp(budget *spec.BudgetPlan) error {
 		"template_sources": plan.TemplateSources,
 	}, false)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	files.Folder(r.Dir)
 	files.Also(func() error { return j.SyncTo(j.Seq()) })
-	return files.Sync()
+	return &files, nil
 }
 
 // warnUnpricedBudget warns when a cost limit cannot see some calls' cost.
@@ -514,10 +552,15 @@ func (r *Run) warn(format string, args ...any) {
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
 	defer r.closeMCP()
+	defer r.pool.cacheWrites.wait() // the run's replies are in the cache when it returns
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
 		runErr = ErrInterrupted
+	}
+	// A run that made no call may end before its folder is in place.
+	if err := r.waitPublished(); err != nil && runErr == nil {
+		runErr = err
 	}
 	if r.dry != nil {
 		return r.finishDry(runErr, started)
@@ -598,6 +641,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	}
 	if r.lock != nil {
 		_ = r.lock.Unlock()
+	}
+	if r.publishErr != nil {
+		_ = os.RemoveAll(r.staging) // never set up whole: nothing to resume
 	}
 	r.endRunSpan(span, res, runErr)
 	return res, runErr

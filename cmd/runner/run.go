@@ -113,6 +113,10 @@ func (c *runCmd) Run(e *env) error {
 		linger(e, v)
 		return err
 	}
+	// Nothing here writes into the run's folder, so its first calls need
+	// not wait for it to be durable; the view, though, shows the run as
+	// soon as it starts.
+	opts.EarlyCalls = v == nil
 	r, err := runtime.Start(plan, opts)
 	if err != nil {
 		return err

@@ -153,6 +153,14 @@ func newWriter(path string, f file, opts Options) *Writer {
 // zero if the journal was intact or the writer came from Create.
 func (w *Writer) Truncated() int64 { return w.truncated }
 
+// Durable returns the Seq up to which every event is durable: written and
+// synced (written only, with NoSync).
+func (w *Writer) Durable() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.durable
+}
+
 // Seq returns the last Seq assigned, which for a writer from OpenAppend
 // starts at the last event already in the journal.
 func (w *Writer) Seq() int64 {
