@@ -1,13 +1,16 @@
 package runtime
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime/rundir"
 )
 
 // TestReplyDurableBeforeLaterReply checks what a machine crash may lose
@@ -115,5 +118,51 @@ func TestEarlyCallsWaitForFolder(t *testing.T) {
 	}
 	if n := len(eventsOf(readEvents(t, r.Dir), event.ModelResponse)); n != debateCalls {
 		t.Errorf("journal holds %d replies, want %d", n, debateCalls)
+	}
+}
+
+// TestEarlyCallsFolderNotSetUp: when a new run's folder cannot be put in
+// place while its first calls are out, the run fails saying why, journals
+// no reply, and leaves nothing in the runs folder (there is nothing to
+// resume), not even the hidden folder.
+func TestEarlyCallsFolderNotSetUp(t *testing.T) {
+	srv := llmtest.New(t, keyed(answerOf))
+	opts := debateOpts(srv.URL)
+	opts.RunsDir = t.TempDir()
+	opts.EarlyCalls = true
+	failed := errors.New("no space left on device")
+	publish = func(staging, final string) error { return failed }
+	t.Cleanup(func() { publish = rundir.Publish })
+	var mu sync.Mutex
+	var replies int
+	opts.Observer = func(n Notice) {
+		if n.Event != nil && n.Event.Type == event.ModelResponse {
+			mu.Lock()
+			replies++
+			mu.Unlock()
+		}
+	}
+	r, err := Start(loadPlan(t, "testdata/debate.yaml"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Execute(t.Context())
+	if !errors.Is(err, failed) || !strings.Contains(err.Error(), "setting up the run's folder") {
+		t.Fatalf("run ended with %v, want it to say its folder was not set up", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if replies != 0 {
+		t.Errorf("%d replies told as journaled in a folder never set up", replies)
+	}
+	entries, err := os.ReadDir(opts.RunsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("runs folder holds %v, want nothing", entries)
+	}
+	if r.Dir != "" {
+		t.Errorf("the run names %s as its folder, which does not exist", r.Dir)
 	}
 }

@@ -74,7 +74,8 @@ type Settings struct {
 	// made durable, which Start otherwise waits for: the folder may appear
 	// under Run.Dir a few milliseconds after Start returns (its calls'
 	// replies wait for it). For a caller that writes nothing into the
-	// folder itself before Execute.
+	// folder itself before Execute. If the folder cannot be put in place,
+	// Execute fails saying why, removes it and empties Run.Dir.
 	EarlyCalls bool
 }
 
@@ -275,12 +276,15 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 			r.publishErr = err
 			return
 		}
-		r.publishErr = rundir.Publish(staging, final)
+		r.publishErr = publish(staging, final)
 	}()
 	r.Dir = final
 	r.warnUnpricedBudget(budget)
 	return r, nil
 }
+
+// publish renames a new run's folder into place; tests make it fail.
+var publish = rundir.Publish
 
 // setUp fills a new run's directory: lock, manifest, the spec and its
 // libraries, and the journal with the run's start. It returns the batch
@@ -643,7 +647,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		_ = r.lock.Unlock()
 	}
 	if r.publishErr != nil {
-		_ = os.RemoveAll(r.staging) // never set up whole: nothing to resume
+		// Never set up whole: nothing to show or resume.
+		_ = os.RemoveAll(r.staging)
+		r.Dir = ""
 	}
 	r.endRunSpan(span, res, runErr)
 	return res, runErr

@@ -25,6 +25,11 @@ func Outcome(t Teller, stdout io.Writer, r *runtime.Run, res *result.Result, err
 	if res != nil && len(res.OutputOrder) > 0 && result.Finished(res.Status) {
 		fmt.Fprintln(stdout, formatOutput(res.Outputs[res.OutputOrder[0]]))
 	}
+	if err != nil && r.Dir == "" {
+		// Its folder was never set up (see runtime.Settings.EarlyCalls):
+		// there is nothing to show or resume.
+		return redactedError{fmt.Errorf("%w (nothing of the run was kept)", err), r}
+	}
 	t.Say("run_dir", map[string]string{"dir": r.Dir}, "run: "+r.Dir)
 	if err != nil {
 		if errors.Is(err, kit.ErrWaiting) {
