@@ -222,7 +222,7 @@ func (r *Run) buildChain() calls.Stage {
 	// journal, a recording or the cache cost nothing more.
 	live = calls.Limited(r.budget, live)
 	if r.opts.Cache != nil {
-		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red, writes: &r.pool.cacheWrites}, &r.pool.flights, live)
+		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red, writes: &r.pool.cacheWrites, run: &r.cacheWrites}, &r.pool.flights, live)
 	}
 	if r.opts.Remote != nil {
 		live = r.opts.Remote // made elsewhere, with the cache there

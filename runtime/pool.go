@@ -32,27 +32,41 @@ type ClientPool struct {
 // from one wave of a debate to the next). Until the entry is on disk the
 // pool serves it from memory, so an identical call of any run of the pool
 // that comes after the reply finds it, as it found the entry written before
-// its flight ended. A run waits for the writes before Execute returns.
+// its flight ended. A run waits for its writes before Execute returns.
 type writeBehind struct {
 	mu      sync.Mutex
-	pending map[string]kit.Reply
-	wg      sync.WaitGroup
+	pending map[string]pendingWrite
+	seq     uint64
 }
 
-// put stores rep under key in cache, in the background.
-func (w *writeBehind) put(cache calls.Cache, key string, rep kit.Reply) {
+// pendingWrite is a reply on its way into the cache; seq tells a later
+// write of the same key from it.
+type pendingWrite struct {
+	rep kit.Reply
+	seq uint64
+}
+
+// put stores rep under key in cache, in the background; run counts the
+// write among the run's own, which the run waits for (the pool is shared
+// by the runs of a sweep, each waiting for its own writes only).
+func (w *writeBehind) put(cache calls.Cache, key string, rep kit.Reply, run *sync.WaitGroup) {
 	w.mu.Lock()
 	if w.pending == nil {
-		w.pending = map[string]kit.Reply{}
+		w.pending = map[string]pendingWrite{}
 	}
-	w.pending[key] = rep
+	w.seq++
+	seq := w.seq
+	w.pending[key] = pendingWrite{rep, seq}
 	w.mu.Unlock()
-	w.wg.Add(1)
+	run.Add(1)
 	go func() {
-		defer w.wg.Done()
+		defer run.Done()
 		cache.Put(key, rep)
 		w.mu.Lock()
-		delete(w.pending, key)
+		if w.pending[key].seq == seq {
+			// Not put again meanwhile: that write still has it to serve.
+			delete(w.pending, key)
+		}
 		w.mu.Unlock()
 	}()
 }
@@ -61,12 +75,9 @@ func (w *writeBehind) put(cache calls.Cache, key string, rep kit.Reply) {
 func (w *writeBehind) get(key string) (kit.Reply, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rep, ok := w.pending[key]
-	return rep, ok
+	p, ok := w.pending[key]
+	return p.rep, ok
 }
-
-// wait returns once every reply put is written.
-func (w *writeBehind) wait() { w.wg.Wait() }
 
 // NewClientPool returns an empty pool.
 func NewClientPool() *ClientPool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -103,6 +104,8 @@ type redactingCache struct {
 	calls.Cache
 	red    *journal.Redactor
 	writes *writeBehind
+	// run counts the run's own writes, which Execute waits for.
+	run *sync.WaitGroup
 }
 
 func (c redactingCache) Get(key string) (kit.Reply, bool) {
@@ -114,5 +117,5 @@ func (c redactingCache) Get(key string) (kit.Reply, bool) {
 
 func (c redactingCache) Put(key string, rep kit.Reply) {
 	_ = redactValue(c.red, &rep)
-	c.writes.put(c.Cache, key, rep)
+	c.writes.put(c.Cache, key, rep, c.run)
 }

@@ -167,6 +167,9 @@ type Run struct {
 	// renderSizes holds the last output size per template name
 	// (*atomic.Int64), to size the next rendering.
 	renderSizes sync.Map
+	// cacheWrites are the run's replies on their way into the response
+	// cache (see writeBehind).
+	cacheWrites sync.WaitGroup
 	lock        *rundir.Lock
 	result      *result.Result
 	// dry is set for a dry run (see NewDry), emb for an embedded one (see
@@ -556,7 +559,7 @@ func (r *Run) warn(format string, args ...any) {
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
 	defer r.closeMCP()
-	defer r.pool.cacheWrites.wait() // the run's replies are in the cache when it returns
+	defer r.cacheWrites.Wait() // the run's replies are in the cache when it returns
 	ctx, span := r.traceRun(ctx)
 	runErr := r.runSteps(calls.WithRoot(ctx), r.Plan.Flow, &frame{scope: kit.Scope{Key: "-"}})
 	if runErr != nil && ctx.Err() != nil && errors.Is(runErr, context.Canceled) {

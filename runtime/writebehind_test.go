@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -35,7 +36,8 @@ func (c *slowCache) Put(key string, rep kit.Reply) {
 func TestWriteBehind(t *testing.T) {
 	slow := &slowCache{entries: map[string]kit.Reply{}, release: make(chan struct{})}
 	var w writeBehind
-	c := redactingCache{Cache: slow, writes: &w}
+	var run sync.WaitGroup
+	c := redactingCache{Cache: slow, writes: &w, run: &run}
 	c.Put("k1", kit.Reply{Content: "one"})
 	if rep, ok := c.Get("k1"); !ok || rep.Content != "one" {
 		t.Fatalf("a reply being written: got %q, %v", rep.Content, ok)
@@ -45,7 +47,7 @@ func TestWriteBehind(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() {
-		w.wait()
+		run.Wait()
 		close(done)
 	}()
 	select {
@@ -60,5 +62,61 @@ func TestWriteBehind(t *testing.T) {
 	}
 	if _, ok := w.get("k1"); ok {
 		t.Error("the written reply is still held in memory")
+	}
+}
+
+// TestWriteBehindSharedByRuns: the runs of a sweep share the pool's
+// writes; each waits for its own only, while the others go on putting
+// (one wait group for the pool panicked: "WaitGroup is reused before
+// previous Wait has returned").
+func TestWriteBehindSharedByRuns(t *testing.T) {
+	var w writeBehind
+	cache := &slowCache{entries: map[string]kit.Reply{}, release: make(chan struct{})}
+	close(cache.release)
+	var runs sync.WaitGroup
+	for r := range 4 {
+		runs.Add(1)
+		go func() {
+			defer runs.Done()
+			for i := range 200 {
+				var run sync.WaitGroup
+				c := redactingCache{Cache: cache, writes: &w, run: &run}
+				key := fmt.Sprintf("r%d/%d", r, i)
+				c.Put(key, kit.Reply{Content: key})
+				run.Wait()
+				if rep, ok := cache.Get(key); !ok || rep.Content != key {
+					t.Errorf("after its run's wait, %s holds %q, %v", key, rep.Content, ok)
+					return
+				}
+			}
+		}()
+	}
+	runs.Wait()
+}
+
+// TestWriteBehindSameKeyTwice: while a second write of a key is on its
+// way, the first one's end does not take the reply out of memory.
+func TestWriteBehindSameKeyTwice(t *testing.T) {
+	var w writeBehind
+	first := &slowCache{entries: map[string]kit.Reply{}, release: make(chan struct{})}
+	second := &slowCache{entries: map[string]kit.Reply{}, release: make(chan struct{})}
+	var run sync.WaitGroup
+	redactingCache{Cache: first, writes: &w, run: &run}.Put("k", kit.Reply{Content: "one"})
+	redactingCache{Cache: second, writes: &w, run: &run}.Put("k", kit.Reply{Content: "two"})
+	close(first.release)
+	for {
+		if _, ok := first.Get("k"); ok {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond) // the first write's goroutine takes its lock after Put
+	if rep, ok := w.get("k"); !ok || rep.Content != "two" {
+		t.Errorf("with the second write on its way, memory holds %q, %v; want two", rep.Content, ok)
+	}
+	close(second.release)
+	run.Wait()
+	if _, ok := w.get("k"); ok {
+		t.Error("both written, the reply is still held in memory")
 	}
 }
