@@ -34,12 +34,7 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		b.recentByModel = map[string][]recentCall{}
 	}
 	group := callGroup(key)
-	total := 0
-	for _, m := range msgs {
-		total += len(m.Role) + len(m.Content)
-	}
-	req := signRequest(group, msgs)
-	req.raw = msgs
+	req, total := comparing(group, msgs)
 	sharedAgent, sharedModel := 0, 0
 	for _, prev := range b.recentByModel[model] {
 		if prev.group == group {
@@ -97,12 +92,7 @@ func (b *usageBook) prefixTokens(agent, key string, msgs []kit.ChatMessage, prom
 		b.recent = map[string][]recentRequest{}
 	}
 	group := callGroup(key)
-	total := 0
-	for _, m := range msgs {
-		total += len(m.Role) + len(m.Content)
-	}
-	req := signRequest(group, msgs)
-	req.raw = msgs
+	req, total := comparing(group, msgs)
 	shared := 0
 	for _, prev := range b.recent[agent] {
 		if prev.group != group {
@@ -158,6 +148,19 @@ type signedMessage struct {
 	n          int    // the content's length
 	first      int    // the message's first hash in hashes, if it has any
 	text       string // the content's first prefixExact bytes
+}
+
+// comparing is a request signed to be compared with recent ones, its
+// messages still at hand (raw), and its size in characters (roles and
+// contents) that shared prefixes are a part of.
+func comparing(group string, msgs []kit.ChatMessage) (recentRequest, int) {
+	total := 0
+	for _, m := range msgs {
+		total += len(m.Role) + len(m.Content)
+	}
+	req := signRequest(group, msgs)
+	req.raw = msgs
+	return req, total
 }
 
 func signRequest(group string, msgs []kit.ChatMessage) recentRequest {

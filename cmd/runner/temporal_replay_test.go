@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -68,31 +65,13 @@ func TestTemporalReplayHistory(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("run: exit %d\n%s", code, stderr)
 	}
-	rec, ok, err := durable.ReadRecord(runDirFrom(t, stderr))
-	if err != nil || !ok {
-		t.Fatalf("no %s: %v", durable.RecordFile, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var h historypb.History
-	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Events = append(h.Events, ev)
-	}
+	dir := runDirFrom(t, stderr)
+	h := runHistory(t, addr, dir)
 	if len(h.Events) == 0 || h.Events[len(h.Events)-1].GetWorkflowExecutionCompletedEventAttributes() == nil {
-		t.Fatalf("workflow %s has not completed: %d events", rec.WorkflowID, len(h.Events))
+		t.Fatalf("the workflow of %s has not completed: %d events", dir, len(h.Events))
 	}
 	if os.Getenv("RUNNER_UPDATE_HISTORY") != "" {
-		data, err := protojson.MarshalOptions{Multiline: true}.Marshal(&h)
+		data, err := protojson.MarshalOptions{Multiline: true}.Marshal(h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,8 +86,8 @@ func TestTemporalReplayHistory(t *testing.T) {
 	}
 	wf := &durable.Workflows{Registry: nodes.Registry()}
 	r.RegisterWorkflowWithOptions(wf.Run, workflow.RegisterOptions{Name: durable.RunWorkflowName})
-	if err := r.ReplayWorkflowHistory(nil, &h); err != nil {
-		t.Fatalf("replaying the history of workflow %s: %v", rec.WorkflowID, err)
+	if err := r.ReplayWorkflowHistory(nil, h); err != nil {
+		t.Fatalf("replaying the history of the workflow of %s: %v", dir, err)
 	}
 }
 
@@ -136,24 +115,8 @@ func TestTemporalCallLongerThanItsWorkflowTask(t *testing.T) {
 	if srv.Count() != 3 {
 		t.Errorf("the endpoint saw %d requests for 3 calls", srv.Count())
 	}
-	rec, ok, err := durable.ReadRecord(runDirFrom(t, stderr))
-	if err != nil || !ok {
-		t.Fatalf("no %s: %v", durable.RecordFile, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	var completed, timedOut, markers int
-	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range runHistory(t, addr, runDirFrom(t, stderr)).Events {
 		switch {
 		case ev.GetWorkflowTaskCompletedEventAttributes() != nil:
 			completed++

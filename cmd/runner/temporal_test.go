@@ -18,6 +18,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/llmtest"
@@ -113,25 +114,9 @@ func startWorker(t testing.TB, bin, addr, queue string, srv *llmtest.Server) (*e
 // of the run in dir, from its workflow's history.
 func activityWorkers(t *testing.T, addr, dir string) []string {
 	t.Helper()
-	rec, ok, err := durable.ReadRecord(dir)
-	if err != nil || !ok {
-		t.Fatalf("%s has no %s: %v", dir, durable.RecordFile, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	var ids []string
 	var task string
-	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, ev := range runHistory(t, addr, dir).Events {
 		if a := ev.GetActivityTaskStartedEventAttributes(); a != nil {
 			ids = append(ids, a.Identity)
 		}
@@ -145,6 +130,33 @@ func activityWorkers(t *testing.T, addr, dir string) []string {
 		}
 	}
 	return ids
+}
+
+// runHistory is the whole history of the workflow of the run in dir, as
+// the dev server at addr has it.
+func runHistory(t *testing.T, addr, dir string) *historypb.History {
+	t.Helper()
+	rec, ok, err := durable.ReadRecord(dir)
+	if err != nil || !ok {
+		t.Fatalf("%s has no %s: %v", dir, durable.RecordFile, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := durable.Dial(ctx, durable.Connect{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var h historypb.History
+	it := c.GetWorkflowHistory(ctx, rec.WorkflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	return &h
 }
 
 // TestTemporalRunSurvivesAKilledWorker runs the debate spec on a real
