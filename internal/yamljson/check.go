@@ -3,6 +3,7 @@ package yamljson
 import (
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -97,6 +98,21 @@ func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
 		return notType
 	}
 	return keep
+}
+
+// TopKeys reads the YAML file at path and gives the keys of its top-level
+// mapping; ok is false for a file that cannot be read or is not a YAML
+// mapping (how runner tells specs, test files and study files apart when
+// their names do not).
+func TopKeys(path string) (keys map[string]any, ok bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	if yaml.Unmarshal(data, &keys) != nil || keys == nil {
+		return nil, false
+	}
+	return keys, true
 }
 
 // Describe names a JSON pointer for a message: /cases/2/expect/0 is

@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/spec/syntax"
 )
@@ -59,15 +58,11 @@ func looksLikeSpec(path string) bool {
 	if ext != ".yaml" && ext != ".yml" {
 		return false
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
+	top, ok := yamljson.TopKeys(path)
+	if !ok {
 		return false
 	}
-	var top map[string]any
-	if yaml.Unmarshal(data, &top) != nil {
-		return false
-	}
-	_, ok := top["nodes"]
+	_, ok = top["nodes"]
 	return ok
 }
 

@@ -13,8 +13,6 @@ import (
 	"sort"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/runtime/rundir"
@@ -113,12 +111,8 @@ func IsTestFile(path string) bool {
 	if strings.HasSuffix(base, Suffix) || strings.HasSuffix(base, ".test.yml") {
 		return true
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return false
-	}
-	var top map[string]any
-	if yaml.Unmarshal(data, &top) != nil {
+	top, ok := yamljson.TopKeys(path)
+	if !ok {
 		return false
 	}
 	_, cases := top["cases"]

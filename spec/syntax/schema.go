@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/internal/yamljson"
+
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"gopkg.in/yaml.v3"
 )
@@ -432,19 +434,7 @@ func DescribePointer(ptr string) string {
 	if ptr == "" {
 		return "the spec"
 	}
-	var b strings.Builder
-	for _, seg := range strings.Split(ptr[1:], "/") {
-		seg = unescapePointer(seg)
-		if _, err := strconv.Atoi(seg); err == nil {
-			b.WriteString("[" + seg + "]")
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(seg)
-	}
-	return b.String()
+	return yamljson.Describe(ptr)
 }
 
 // allowedProperties finds the properties a schema location allows, for
