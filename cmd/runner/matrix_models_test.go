@@ -74,8 +74,6 @@ func TestMatrixOverModels(t *testing.T) {
 // TestMatrixOverReplicas: an agent declared with replicas: vars.n is n
 // agents, so --matrix n=2,4 sweeps the number of debaters.
 func TestMatrixOverReplicas(t *testing.T) {
-	srv := llmtest.New(t, solver)
-	spec := filepath.Join(t.TempDir(), "spec.yaml")
 	text := `version: 1
 name: replicas
 vars: {n: 3}
@@ -92,16 +90,7 @@ nodes:
     output: {format: regex, pattern: '\\boxed\{([^}]*)\}'}
 flow: [answer]
 `
-	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runs := t.TempDir()
-	_, _ = mustRun(t, live(srv), "run", spec, "--runs-dir", runs, "--matrix", "n=2,4", "--no-cache")
-	var who []string
-	for _, r := range srv.Requests() {
-		who = append(who, strings.SplitN(r.LastUser(), ":", 2)[0])
-	}
-	sort.Strings(who)
+	_, _, who := sweepAsks(t, text, "n=2,4", asker)
 	if got := strings.Join(who, " "); got != "solver_1 solver_1 solver_2 solver_2 solver_3 solver_4" {
 		t.Errorf("calls from %s, want solver_1..2 and solver_1..4", got)
 	}
@@ -111,8 +100,6 @@ flow: [answer]
 // is swept by naming panels: each run calls its panel's models, one agent
 // per model, and the sweep's usage counts each model apart.
 func TestMatrixOverPanels(t *testing.T) {
-	srv := llmtest.New(t, solver)
-	spec := filepath.Join(t.TempDir(), "spec.yaml")
 	text := `version: 1
 name: panels
 vars:
@@ -133,18 +120,32 @@ nodes:
     output: {format: regex, pattern: '\\boxed\{([^}]*)\}'}
 flow: [answer]
 `
-	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runs := t.TempDir()
-	_, _ = mustRun(t, live(srv), "run", spec, "--runs-dir", runs, "--matrix", "panel=two,three", "--no-cache")
-	var who []string
-	for _, r := range srv.Requests() {
-		who = append(who, r.Model+"="+strings.SplitN(r.LastUser(), ":", 2)[0])
-	}
-	sort.Strings(who)
+	_, _, who := sweepAsks(t, text, "panel=two,three", func(r llmtest.Request) string { return r.Model + "=" + asker(r) })
 	want := "m-a=solver_1 1 solver_1 m-b=solver_2 2 solver_2 m-c=solver_1 1 solver_1 m-c=solver_2 2 solver_2 m-d=solver_3 3 Dee"
 	if got := strings.Join(who, " "); got != want {
 		t.Errorf("calls %s, want %s", got, want)
 	}
 }
+
+// sweepAsks writes text as a spec, sweeps it with --matrix matrix against
+// a server answering solver's way, and gives the server, the spec's path,
+// and what who says of each request the sweep made, sorted.
+func sweepAsks(t *testing.T, text, matrix string, who func(llmtest.Request) string) (*llmtest.Server, string, []string) {
+	t.Helper()
+	srv := llmtest.New(t, solver)
+	spec := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = mustRun(t, live(srv), "run", spec, "--runs-dir", t.TempDir(), "--matrix", matrix, "--no-cache")
+	var asks []string
+	for _, r := range srv.Requests() {
+		asks = append(asks, who(r))
+	}
+	sort.Strings(asks)
+	return srv, spec, asks
+}
+
+// asker is the part of a request's last message before its first colon:
+// the asking agent, as the sweeps' prompts begin.
+func asker(r llmtest.Request) string { return strings.SplitN(r.LastUser(), ":", 2)[0] }

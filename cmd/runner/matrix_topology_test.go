@@ -1,21 +1,14 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
-
-	"github.com/debate-runner/runner/internal/llmtest"
 )
 
 // TestMatrixOverTopologies: a topology from a var (topology: {from: ...})
 // is swept by --matrix: each run's agents hear the neighbours of its own
 // shape; a value that is no topology is refused before any call.
 func TestMatrixOverTopologies(t *testing.T) {
-	srv := llmtest.New(t, solver)
-	spec := filepath.Join(t.TempDir(), "spec.yaml")
 	text := `version: 1
 name: shapes
 vars: {shape: ring}
@@ -32,16 +25,7 @@ nodes:
     output: {format: regex, pattern: '\\boxed\{([^}]*)\}'}
 flow: [answer]
 `
-	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runs := t.TempDir()
-	_, _ = mustRun(t, live(srv), "run", spec, "--runs-dir", runs, "--matrix", "shape=ring,star", "--no-cache")
-	var heard []string
-	for _, r := range srv.Requests() {
-		heard = append(heard, strings.SplitN(r.LastUser(), ":", 2)[0])
-	}
-	sort.Strings(heard)
+	srv, spec, heard := sweepAsks(t, text, "shape=ring,star", asker)
 	want := []string{
 		"solver_1 hears solver_2 solver_3 solver_4", // star
 		"solver_1 hears solver_4 solver_2",          // ring
@@ -56,7 +40,7 @@ flow: [answer]
 		t.Errorf("calls:\n%s\nwant:\n%s", got, strings.Join(want, "\n"))
 	}
 	before := srv.Count()
-	code, _, stderr := invoke(t, live(srv), "run", spec, "--runs-dir", runs, "--set", "shape=hexagon", "--no-cache")
+	code, _, stderr := invoke(t, live(srv), "run", spec, "--runs-dir", t.TempDir(), "--set", "shape=hexagon", "--no-cache")
 	if code != 2 || !strings.Contains(stderr, `unknown topology "hexagon"`) || srv.Count() != before {
 		t.Errorf("--set shape=hexagon: exit %d, %d calls:\n%s", code, srv.Count()-before, stderr)
 	}
