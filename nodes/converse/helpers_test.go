@@ -8,9 +8,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/debate-runner/runner/internal/event"
@@ -274,4 +276,35 @@ func (o outcome) readFile(t testing.TB, name string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// failThenResume runs plan against good, except that every call from the
+// failAt-th on fails until the run has failed; then it resumes the run
+// against good and checks it completes. It gives the failed run, the
+// resumed run's result and how many requests the server had before the
+// resume.
+func failThenResume(t testing.TB, plan *spec.Plan, good llmtest.Handler, failAt int) (outcome, *result.Result, int) {
+	t.Helper()
+	var broken atomic.Bool
+	broken.Store(true)
+	o := execute(t, plan, func(r llmtest.Request) llmtest.Reply {
+		if broken.Load() && r.N >= failAt {
+			return llmtest.Reply{Status: 400, ErrorMessage: "bad request"}
+		}
+		return good(r)
+	}, flags{Seed: 1})
+	if o.err == nil {
+		t.Fatal("the run with a failing endpoint completed")
+	}
+	broken.Store(false)
+	before := o.srv.Count()
+	r, err := runtime.Resume(o.run.Dir, nodes.Registry(), runtime.Options{Settings: runtime.Settings{Getenv: envFor(o.srv.URL)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Execute(context.Background())
+	if err != nil || res.Status != result.StatusCompleted {
+		t.Fatalf("resumed run: %v (status %s)", err, res.Status)
+	}
+	return o, res, before
 }

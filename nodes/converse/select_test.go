@@ -1,7 +1,6 @@
 package converse_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -11,10 +10,8 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/launch"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/spec/draw"
@@ -247,31 +244,7 @@ func TestSelectorResume(t *testing.T) {
 		var log []selection
 		var mu sync.Mutex
 		good := selectorHandler(t, plan, pick, &log, &mu)
-		broken := true
-		o := execute(t, plan, func(r llmtest.Request) llmtest.Reply {
-			mu.Lock()
-			b := broken
-			mu.Unlock()
-			if b && r.N >= failAt {
-				return llmtest.Reply{Status: 400, ErrorMessage: "bad request"}
-			}
-			return good(r)
-		}, flags{Seed: 1})
-		if o.err == nil {
-			t.Fatal("the run with a failing endpoint completed")
-		}
-		mu.Lock()
-		broken = false
-		mu.Unlock()
-		before := o.srv.Count()
-		r, err := runtime.Resume(o.run.Dir, nodes.Registry(), runtime.Options{Settings: runtime.Settings{Getenv: envFor(o.srv.URL)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := r.Execute(context.Background())
-		if err != nil || res.Status != result.StatusCompleted {
-			t.Fatalf("resumed run: %v (status %s)", err, res.Status)
-		}
+		o, res, before := failThenResume(t, plan, good, failAt)
 		if got, want := o.srv.Count()-before, 9-(failAt-1); got != want {
 			t.Errorf("fail at %d: the resumed run made %d calls, want %d", failAt, got, want)
 		}

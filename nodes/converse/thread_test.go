@@ -2,18 +2,13 @@ package converse_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -131,31 +126,7 @@ func threadResume(t *testing.T, failAt int) {
 
 	cache := &llmtest.PromptCache{}
 	good := threadReplyRejected(t, plan, cache)
-	var mu sync.Mutex
-	broken := true
-	o := execute(t, plan, func(r llmtest.Request) llmtest.Reply {
-		mu.Lock()
-		defer mu.Unlock()
-		if broken && r.N >= failAt {
-			return llmtest.Reply{Status: 400, ErrorMessage: "bad request"}
-		}
-		return good(r)
-	}, flags{Seed: 1})
-	if o.err == nil {
-		t.Fatal("the run with a failing endpoint completed")
-	}
-	mu.Lock()
-	broken = false
-	mu.Unlock()
-	before := len(o.srv.Requests())
-	r, err := runtime.Resume(o.run.Dir, nodes.Registry(), runtime.Options{Settings: runtime.Settings{Getenv: envFor(o.srv.URL)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := r.Execute(context.Background())
-	if err != nil || res.Status != result.StatusCompleted {
-		t.Fatalf("resumed run: %v (status %s)", err, res.Status)
-	}
+	o, _, before := failThenResume(t, plan, good, failAt)
 	got := o.srv.Requests()[before:]
 	if len(got) != len(want)-(failAt-1) {
 		t.Fatalf("the resumed run made %d calls, want %d", len(got), len(want)-(failAt-1))
