@@ -197,18 +197,9 @@ func TestZshCompletesInATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket := fmt.Sprintf("runner-zsh-%d", os.Getpid())
-	tm := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-L", socket, "-f", os.DevNull}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	tm := tmuxServer(t, tmux, "zsh")
 	shell := fmt.Sprintf("env -i PATH=%s:/usr/bin:/bin HOME=%s ZDOTDIR=%s TERM=xterm %s -i", filepath.Dir(bin), home, home, zsh)
 	tm("new-session", "-d", "-s", "z", "-x", "200", "-y", "20", "-c", wd, shell)
-	defer exec.Command(tmux, "-L", socket, "kill-server").Run()
 	screen := func() string { return tm("capture-pane", "-t", "z", "-p") }
 	// Generous bounds: compinit scans every completion function, which
 	// takes seconds on a busy machine.

@@ -128,20 +128,11 @@ func TestCtrlCAtATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := llmtest.New(t, e2eAnswers(150*time.Millisecond))
-	socket := fmt.Sprintf("runner-ctrlc-%d", os.Getpid())
-	tm := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-L", socket, "-f", os.DevNull}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	tm := tmuxServer(t, tmux, "ctrlc")
 	runs := t.TempDir()
 	shell := fmt.Sprintf("env OPENAI_BASE_URL=%s OPENAI_API_KEY=%s RUNNER_CACHE_DIR=%s %s run %s -i question=q --runs-dir %s --no-cache; echo EXIT=$?; sleep 60",
 		srv.URL, e2eKey, t.TempDir(), bin, spec, runs)
 	tm("new-session", "-d", "-s", "ctrlc", "-x", "80", "-y", "30", shell)
-	t.Cleanup(func() { _ = exec.Command(tmux, "-L", socket, "kill-server").Run() })
 
 	deadline := time.Now().Add(60 * time.Second)
 	var dir string

@@ -52,19 +52,10 @@ func TestLiveLineUnderTmux(t *testing.T) {
 		return llmtest.Reply{Content: "a design", Delay: 150 * time.Millisecond}
 	})
 	spec := writeSpecFile(t, "spec.yaml", liveSpec)
-	socket := fmt.Sprintf("runner-test-%d", os.Getpid())
-	run := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command(tmux, append([]string{"-L", socket, "-f", os.DevNull}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	run := tmuxServer(t, tmux, "test")
 	shell := fmt.Sprintf("env OPENAI_BASE_URL=%s OPENAI_API_KEY=sk-tmux RUNNER_CACHE_DIR=%s %s run %s --runs-dir %s --no-cache; echo EXIT=$?; sleep 60",
 		srv.URL, t.TempDir(), bin, spec, t.TempDir())
 	run("new-session", "-d", "-s", "live", "-x", "80", "-y", "30", shell)
-	t.Cleanup(func() { _ = exec.Command(tmux, "-L", socket, "kill-server").Run() })
 
 	sawLive := false
 	var final string
@@ -101,5 +92,23 @@ func TestLiveLineUnderTmux(t *testing.T) {
 	}
 	if len(lines) != 3 || lines[0] != "3" || !strings.HasPrefix(lines[1], "run: ") || lines[2] != "EXIT=0" {
 		t.Errorf("after the run the screen holds\n%s\nwant the output, the run directory and EXIT=0", strings.Join(lines, "\n"))
+	}
+}
+
+// tmuxServer starts nothing yet: it gives a function that runs a tmux
+// command on a server of the test's own (socket runner-NAME-PID, no
+// configuration), failing the test when tmux fails, and kills that server
+// when the test ends.
+func tmuxServer(t *testing.T, tmux, name string) func(args ...string) string {
+	t.Helper()
+	socket := fmt.Sprintf("runner-%s-%d", name, os.Getpid())
+	t.Cleanup(func() { _ = exec.Command(tmux, "-L", socket, "kill-server").Run() })
+	return func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(tmux, append([]string{"-L", socket, "-f", os.DevNull}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }
