@@ -498,7 +498,15 @@ func TestResumeFailedRun(t *testing.T) {
 func startRunner(t *testing.T, bin string, srv *llmtest.Server, args ...string) (*exec.Cmd, *bytes.Buffer, chan error) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey)
+	out, exited := started(t, cmd, append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY="+e2eKey))
+	return cmd, out, exited
+}
+
+// started starts cmd with env, its stdout and stderr into one buffer, and
+// gives the buffer and a channel that receives what its Wait returns.
+func started(t *testing.T, cmd *exec.Cmd, env []string) (*bytes.Buffer, chan error) {
+	t.Helper()
+	cmd.Env = env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -506,7 +514,7 @@ func startRunner(t *testing.T, bin string, srv *llmtest.Server, args ...string) 
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	return cmd, &out, exited
+	return &out, exited
 }
 
 // waitForResponses waits until the only run directory under runs has at

@@ -74,21 +74,12 @@ func studyEnv(srv *llmtest.Server, cache string) []string {
 	return append(os.Environ(), "OPENAI_BASE_URL="+srv.URL, "OPENAI_API_KEY=sk-study-test", "RUNNER_CACHE_DIR="+cache)
 }
 
-// journaledResponses counts the model responses that came from the
-// endpoint (not the cache) in the journals of every run under dir.
 // killStudyAt starts cmd with env and kills it with SIGKILL once srv has
 // had calls requests; it fails the test if the study ends first or the
 // calls do not come within wait.
 func killStudyAt(t *testing.T, cmd *exec.Cmd, env []string, srv *llmtest.Server, calls int, wait time.Duration) {
 	t.Helper()
-	cmd.Env = env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	out, exited := started(t, cmd, env)
 	deadline := time.Now().Add(wait)
 	for srv.Count() < calls {
 		select {
@@ -106,6 +97,8 @@ func killStudyAt(t *testing.T, cmd *exec.Cmd, env []string, srv *llmtest.Server,
 	<-exited
 }
 
+// journaledResponses counts the model responses that came from the
+// endpoint (not the cache) in the journals of every run under dir.
 func journaledResponses(t *testing.T, dir string) int {
 	t.Helper()
 	n := 0
