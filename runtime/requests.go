@@ -1,0 +1,152 @@
+// This file journals a call's request (the model_request event) and
+// tells a resume whether a journaled reply still answers it.
+
+package runtime
+
+import (
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/digest"
+	"github.com/debate-runner/runner/runtime/llm"
+)
+
+// journalRequest journals a call's request once no recorded reply answers
+// it: model, parameters, prompt sizes and digests (and texts with
+// --log-prompts).
+func (r *Run) journalRequest(c *calls.Call) error {
+	promptChars := 0
+	for _, m := range c.Kit.Messages {
+		promptChars += len(m.Content)
+	}
+	model := c.Model
+	ev := requestEvent{
+		Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Model: model.Model, ModelName: model.Name,
+		Endpoint: model.Endpoint.Name, Params: newCallParams(&c.Request), PromptDigest: digest.Prompt(c.Kit.Messages),
+		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages), RequestDigest: requestDigest(c),
+		Resample: c.Resample,
+	}
+	if len(c.Kit.Tools) > 0 {
+		ev.Tools = make([]string, len(c.Kit.Tools))
+		for i, t := range c.Kit.Tools {
+			ev.Tools[i] = t.Name
+		}
+	}
+	return r.event(event.ModelRequest, c.Key, ev)
+}
+
+// requestEvent is the payload of a model_request event. Its fields are in
+// the order of their JSON names, which is how the journal wrote these events
+// when they were maps; a struct spares a map and its sorting per call.
+type requestEvent struct {
+	Agent        string           `json:"agent"`
+	Endpoint     string           `json:"endpoint"`
+	Messages     []journalMessage `json:"messages"`
+	Model        string           `json:"model"`
+	ModelName    string           `json:"model_name"`
+	Node         string           `json:"node"`
+	Params       callParams       `json:"params"`
+	PromptChars  int              `json:"prompt_chars"`
+	PromptDigest string           `json:"prompt_digest"`
+	// RequestDigest identifies the whole request (see requestDigest).
+	RequestDigest string `json:"request_digest,omitempty"`
+	// Resample is the call's resample number (resume --resample), 0 for
+	// its first sample.
+	Resample int      `json:"resample,omitempty"`
+	Target   string   `json:"target"`
+	Tools    []string `json:"tools,omitempty"`
+}
+
+// requestDigest identifies what a call asks of its model: the request's
+// content address (calls.RequestKey) with the endpoint's URL as the spec
+// writes it, so that the digest does not change when the run resumes
+// against another address of the same endpoint.
+//
+// A call of a cache scope has the scope in its digest, so that a compare
+// of two sweeps does not take requests only one of them could be served
+// for shared ones.
+func requestDigest(c *calls.Call) string {
+	return calls.ScopedKey(calls.RequestKey(c.Model, "", c.Request, c.Sample), c.Scope)
+}
+
+// requestRecord is what the journal says of a call's request.
+type requestRecord struct {
+	Digest string `json:"request_digest"`
+	Prompt string `json:"prompt_digest"`
+}
+
+// sameRequest reports whether a call asks what the journaled call of its
+// key asked, so that the journaled reply answers it. A call whose request
+// changed (a resume with a fixed spec) is made again, with a warning that
+// says why. Journals without request digests are trusted by key.
+func (r *Run) sameRequest(c *calls.Call) bool {
+	rec, ok := r.requests[c.Key]
+	if !ok || rec.Digest == "" || rec.Digest == requestDigest(c) {
+		return true
+	}
+	why := "its parameters, reply format or tools changed"
+	if rec.Prompt != digest.Prompt(c.Kit.Messages) {
+		why = "its prompt changed"
+	}
+	r.warn("model call %s is made again: %s since its reply was journaled", c.Key, why)
+	return false
+}
+
+// callParams are the parameters a call was made with; unset ones are left
+// out. Fields are in JSON name order, as for requestEvent.
+type callParams struct {
+	Deployment      string          `json:"deployment,omitempty"`
+	Extra           json.RawMessage `json:"extra,omitempty"`
+	JSONMode        bool            `json:"json_mode,omitempty"`
+	JSONSchema      bool            `json:"json_schema,omitempty"`
+	MaxTokens       *int            `json:"max_tokens,omitempty"`
+	ReasoningEffort string          `json:"reasoning_effort,omitempty"`
+	Seed            *int            `json:"seed,omitempty"`
+	Stream          bool            `json:"stream,omitempty"`
+	Temperature     *float64        `json:"temperature,omitempty"`
+	TopP            *float64        `json:"top_p,omitempty"`
+}
+
+// newCallParams describes what req asks of the model.
+func newCallParams(req *llm.Request) callParams {
+	p := callParams{
+		Temperature: req.Temperature, TopP: req.TopP, Seed: req.Seed, Stream: req.Stream,
+		JSONMode: req.JSON != nil, JSONSchema: req.JSON != nil && len(req.JSON.Schema) > 0,
+		Deployment: req.Deployment, ReasoningEffort: req.ReasoningEffort, Extra: calls.ExtraObject(req.Extra),
+	}
+	if req.MaxTokens > 0 {
+		n := req.MaxTokens
+		p.MaxTokens = &n
+	}
+	return p
+}
+
+// journalMessage is a prompt message as the journal stores it: role, size
+// and digest, plus the text when prompts are logged.
+type journalMessage struct {
+	Role    string `json:"role"`
+	Chars   int    `json:"chars"`
+	Digest  string `json:"digest"`
+	Content string `json:"content,omitempty"`
+	// Name, ToolCallID and ToolCalls are journaled whatever --log-prompts
+	// says: they are short, and a call's page shows who spoke and which
+	// tools were asked for and answered.
+	Name       string         `json:"name,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+	ToolCalls  []kit.ToolCall `json:"tool_calls,omitempty"`
+}
+
+func (r *Run) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
+	out := make([]journalMessage, len(ms))
+	for i, m := range ms {
+		sum := digest.Strings(m.Content)
+		out[i] = journalMessage{Role: m.Role, Chars: len(m.Content), Digest: hex.EncodeToString(sum[:8]), Name: m.Name, ToolCallID: m.ToolCallID, ToolCalls: m.ToolCalls}
+		if r.opts.LogPrompts {
+			out[i].Content = m.Content
+		}
+	}
+	return out
+}
