@@ -102,6 +102,7 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	opts.RunsDir = filepath.Dir(dir)
 	opts.Expected, opts.Sweep, opts.Sample = m.Expected, m.Sweep, m.Sample
 	opts.CacheScope = m.CacheScope
+	opts.Flags = m.Flags
 	opts.DatasetLine, opts.SweepIndex, opts.ReplayFrom = m.DatasetLine, m.SweepIndex, m.ReplayedFrom
 	if opts.ContextDir == "" {
 		opts.ContextDir = m.ContextDir
@@ -132,17 +133,11 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 			}
 		}
 	}
-	if err := r.connect(); err != nil {
-		return nil, err
+	var spent map[string]calls.Spend
+	if budget != nil {
+		spent = prior.spent(plan)
 	}
-	r.budget = newBudget(budget)
-	if r.budget != nil {
-		for node, s := range prior.spent(plan) {
-			r.budget.Add(node, s)
-		}
-	}
-	r.chain = r.buildChain()
-	if err := r.loadReplayTools(); err != nil {
+	if err := r.setUpCalls(budget, spent); err != nil {
 		return nil, err
 	}
 	// What the run now goes on with is what run.json says, for the next

@@ -42,12 +42,13 @@ import (
 
 // Options configure a run: what it is given (launch.Launch, the same for
 // every way a run is made), the settings of the command that makes it,
-// its place in a sweep, the parts supplied from outside (by tests, a
-// sweep, Temporal), and how a resume goes on.
+// its place in a sweep, the parts the executor that makes it wires in (a
+// sweep, Temporal), the seams tests replace, and how a resume goes on.
 type Options struct {
 	launch.Launch
 	Settings
 	Place
+	Wiring
 	Seams
 	Resuming
 }
@@ -64,10 +65,6 @@ type Settings struct {
 	Observer func(Notice)
 	// Ask, when set, is asked for answers that Answers lacks (a terminal).
 	Ask func(ctx context.Context, q value.Question) (string, error)
-	// LogPrompts writes full prompt texts into the journal's model_request
-	// events; otherwise only their digests and sizes are written, which keeps
-	// the journal linear in the size of the debate.
-	LogPrompts bool
 	// Version is the runner version recorded in the run.
 	Version string
 	// EarlyCalls lets a new run's first calls go out while its folder is
@@ -99,13 +96,18 @@ type Place struct {
 	Expected any
 }
 
-// Seams are parts of a run supplied from outside: by tests, by a sweep
-// whose runs share them, by Temporal, whose workers make the calls.
+// Seams are what tests put in place of the network and the clock.
 type Seams struct {
 	// HTTPClient is used for all endpoints (tests); nil means the default.
 	HTTPClient *http.Client
 	// Sleep replaces time.Sleep in retries (tests).
 	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Wiring are the parts of a run the executor that makes it supplies: a
+// sweep whose runs share endpoint clients, Temporal, whose workers make
+// the calls and hold the context folder's snapshot.
+type Wiring struct {
 	// Clients, when set, is the pool of endpoint clients to use; runs that
 	// share one share endpoint limits and identical in-flight calls (a
 	// sweep). nil gives the run a pool of its own.
@@ -220,12 +222,7 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	opts.ContextDir = absPath(opts.ContextDir)
 	r := newPrepared(v, opts)
 	budget := v.Budget
-	if err := r.connect(); err != nil {
-		return nil, err
-	}
-	r.budget = newBudget(budget)
-	r.chain = r.buildChain()
-	if err := r.loadReplayTools(); err != nil {
+	if err := r.setUpCalls(budget, nil); err != nil {
 		return nil, err
 	}
 	// The directory is set up under a hidden name and appears whole, with
@@ -284,6 +281,25 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 	r.Dir = final
 	r.warnUnpricedBudget(budget)
 	return r, nil
+}
+
+// setUpCalls is the one set-up of the path a run's calls take, for a new
+// run and a resumed one alike: the endpoints' clients (each key checked),
+// the budget with what earlier attempts spent (by node; nil for a new
+// run), the chain of call stages, and the tool results of the recording a
+// replay is served from.
+func (r *Run) setUpCalls(budget *spec.BudgetPlan, spent map[string]calls.Spend) error {
+	if err := r.connect(); err != nil {
+		return err
+	}
+	r.budget = newBudget(budget)
+	if r.budget != nil {
+		for node, s := range spent {
+			r.budget.Add(node, s)
+		}
+	}
+	r.chain = r.buildChain()
+	return r.loadReplayTools()
 }
 
 // publish renames a new run's folder into place; tests make it fail.
@@ -488,8 +504,8 @@ func (r *Run) buildManifest() result.Manifest {
 		RunnerVersion: r.opts.Version, Models: map[string]result.ModelInfo{}, Created: time.Now().UTC(),
 		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
 		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil, CacheScope: r.opts.CacheScope,
-		ModelOverrides: r.opts.Models,
-		Answers:        r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
+		ModelOverrides: r.opts.Models, Flags: r.opts.Flags,
+		Answers: r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion

@@ -18,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
@@ -25,22 +26,23 @@ import (
 )
 
 type runCmd struct {
-	File      string   `arg:"" name:"FILE" help:"Spec file."`
-	Input     []string `short:"i" name:"input" sep:"none" placeholder:"NAME=VALUE|NAME=@PATH" help:"Give an input (repeatable). @PATH reads a file."`
-	Set       []string `short:"s" name:"set" sep:"none" placeholder:"NAME=VALUE" help:"Override a var (repeatable); the value must have the var's type."`
-	Model     []string `name:"model" sep:"none" placeholder:"[NAME=]MODEL" help:"Use MODEL in place of the spec's model NAME (default: the model named default), repeatable: another model the spec declares, or a model id its endpoint knows."`
-	RunsDir   string   `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Where run directories are created."`
-	Seed      *int64   `help:"Seed for random choices (speaker order...)."`
-	Answers   string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions (question id: answer)."`
-	Quiet     bool     `short:"q" help:"No progress on stderr."`
-	Verbose   bool     `short:"v" help:"Progress as plain lines even on a terminal."`
-	JSON      bool     `name:"json" help:"Print journal events to stderr as JSON lines as they happen."`
-	LogPrompt bool     `name:"log-prompts" help:"Write full prompt texts into the journal (by default only digests and sizes)."`
-	Context   string   `placeholder:"FILE|DIR" help:"A file: its text becomes the spec's 'context' input. A folder: agents' read_file and list_files tools may read it."`
-	CSV       string   `name:"csv" placeholder:"FILE" help:"Append a row with the run's outputs to this CSV file (header written when new)."`
-	View      bool     `name:"view" help:"Serve the web view of the runs directory and open the new run's page in a browser (on a terminal it keeps serving after the run, until Ctrl-C)."`
-	ViewAddr  string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
-	Budget    []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
+	File    string   `arg:"" name:"FILE" help:"Spec file."`
+	Input   []string `short:"i" name:"input" sep:"none" placeholder:"NAME=VALUE|NAME=@PATH" help:"Give an input (repeatable). @PATH reads a file."`
+	Set     []string `short:"s" name:"set" sep:"none" placeholder:"NAME=VALUE" help:"Override a var (repeatable); the value must have the var's type."`
+	Model   []string `name:"model" sep:"none" placeholder:"[NAME=]MODEL" help:"Use MODEL in place of the spec's model NAME (default: the model named default), repeatable: another model the spec declares, or a model id its endpoint knows."`
+	RunsDir string   `name:"runs-dir" default:"runs" placeholder:"DIR" help:"Where run directories are created."`
+	Seed    *int64   `help:"Seed for random choices (speaker order...)."`
+	Answers string   `placeholder:"FILE" help:"YAML file of answers to clarifying questions (question id: answer)."`
+	Quiet   bool     `short:"q" help:"No progress on stderr."`
+	Verbose bool     `short:"v" help:"Progress as plain lines even on a terminal."`
+	JSON    bool     `name:"json" help:"Print journal events to stderr as JSON lines as they happen."`
+	// Flags are the flags that change a run, declared once in runflags.
+	runflags.Flags `embed:""`
+	Context        string   `placeholder:"FILE|DIR" help:"A file: its text becomes the spec's 'context' input. A folder: agents' read_file and list_files tools may read it."`
+	CSV            string   `name:"csv" placeholder:"FILE" help:"Append a row with the run's outputs to this CSV file (header written when new)."`
+	View           bool     `name:"view" help:"Serve the web view of the runs directory and open the new run's page in a browser (on a terminal it keeps serving after the run, until Ctrl-C)."`
+	ViewAddr       string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
+	Budget         []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
 
 	experimentFlags `embed:""`
 	temporalFlags   `embed:"" group:"Temporal (docs/scaling-out.md)"`
@@ -135,8 +137,8 @@ func (c *runCmd) Run(e *env) error {
 
 func (c *runCmd) options(e *env) (runtime.Options, error) {
 	opts := runtime.Options{
-		Launch:   launch.Launch{Given: launch.Given{Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Budget: c.Budget}},
-		Settings: runtime.Settings{RunsDir: c.RunsDir, Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), LogPrompts: c.LogPrompt, Version: Version()},
+		Launch:   launch.Launch{Given: launch.Given{Inputs: c.Input, Sets: c.Set, Seed: c.Seed, Budget: c.Budget}, Flags: c.Flags},
+		Settings: runtime.Settings{RunsDir: c.RunsDir, Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), Version: Version()},
 	}
 	models, err := args.Models(c.Model)
 	if err != nil {

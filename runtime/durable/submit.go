@@ -40,5 +40,6 @@ func NewRunInput(plan *spec.Plan, bundle *Bundle, opts runtime.Options, runID, v
 	return RunInput{
 		RunID: runID, Version: version, Bundle: bundle, Values: values, Seed: seed,
 		Sample: opts.Sample, Answers: opts.Answers, NoCache: opts.Cache == nil, CacheScope: opts.CacheScope,
+		Flags: opts.Flags,
 	}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -70,6 +71,25 @@ type RunInput struct {
 	// CacheScope keeps the run's entries in the workers' caches to its
 	// sweep (--own-samples; see runtime.Place.CacheScope).
 	CacheScope string `json:"cache_scope,omitempty"`
+	// Flags are the run's flags (runflags.Flags), each under its own key.
+	runflags.Flags
+}
+
+// Options are the options the workflow runs the engine with: what the run
+// was submitted with (its values decoded), with no environment here (the
+// workers make the calls) and ask answering its questions.
+func (in RunInput) Options(values Values, ask func(context.Context, value.Question) (string, error)) runtime.Options {
+	seed := in.Seed
+	opts := runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{InputValues: values.Inputs, VarValues: values.Vars, Models: values.Models, Seed: &seed}, Flags: in.Flags},
+		Settings: runtime.Settings{Ask: ask, Getenv: func(string) string { return "" }},
+		Place:    runtime.Place{Expected: values.Expected, Sample: in.Sample, CacheScope: in.CacheScope},
+	}
+	if in.Bundle != nil && in.Bundle.Context != nil {
+		opts.ContextSnapshot = in.Bundle.Context
+		opts.ContextDir = "context" // the snapshot answers; a name says there is one
+	}
+	return opts
 }
 
 // CallPolicy is how the run's calls run as activities.
@@ -208,17 +228,7 @@ func (w *Workflows) Run(ctx workflow.Context, in RunInput) (RunOutcome, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, wr.status); err != nil {
 		return RunOutcome{}, err
 	}
-	seed := in.Seed
-	opts := runtime.Options{
-		Launch:   launch.Launch{Given: launch.Given{InputValues: values.Inputs, VarValues: values.Vars, Models: values.Models, Seed: &seed}},
-		Settings: runtime.Settings{Ask: wr.ask, Getenv: func(string) string { return "" }},
-		Place:    runtime.Place{Expected: values.Expected, Sample: in.Sample, CacheScope: in.CacheScope},
-	}
-	if in.Bundle.Context != nil {
-		opts.ContextSnapshot = in.Bundle.Context
-		opts.ContextDir = "context" // the snapshot answers; a name says there is one
-	}
-	r, err := runtime.NewEmbedded(plan, opts, runtime.Embedded{
+	r, err := runtime.NewEmbedded(plan, in.Options(values, wr.ask), runtime.Embedded{
 		ID: in.RunID, Stage: calls.StageFunc(wr.call), Parallel: parallel, Await: await,
 		Now: func() time.Time { return workflow.Now(ctx) },
 	})

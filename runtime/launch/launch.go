@@ -16,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -23,6 +24,9 @@ import (
 // its context folder, the response cache and the recording it replays.
 type Launch struct {
 	Given
+	// Flags are the flags that change the run (runflags.Flags: declared
+	// there once, carried by every way a run is made and resumed).
+	runflags.Flags
 	// Answers are answers to clarifying questions by question id.
 	Answers map[string]string
 	// ContextDir is the folder read_file and list_files may read.

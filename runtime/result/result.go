@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -95,6 +96,8 @@ type Manifest struct {
 	// when it ended; absent while it runs, after a kill, and while a
 	// resume runs.
 	Status string `json:"status,omitempty"`
+	// Flags are the run's flags (runflags.Flags), each under its own key.
+	runflags.Flags
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).

@@ -24,6 +24,7 @@ import (
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/runtime/scripted"
 	"github.com/debate-runner/runner/spec"
 )
@@ -436,13 +437,13 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 	}
 	tr := scripted.New(ct.script)
 	ro := runtime.Options{
-		Launch: launch.Launch{Given: launch.Given{InputValues: merge(ft.test.File.Inputs, c.Inputs), VarValues: merge(ft.test.File.Vars, c.Vars), Seed: c.Seed}, Answers: c.Answers},
-		Settings: runtime.Settings{RunsDir: dir, Getenv: testGetenv, Version: opts.Version,
+		Launch: launch.Launch{Given: launch.Given{InputValues: merge(ft.test.File.Inputs, c.Inputs), VarValues: merge(ft.test.File.Vars, c.Vars), Seed: c.Seed}, Answers: c.Answers,
 			// A kept run directory is there to be looked at: its journal
 			// has the prompts' texts, so `runner show` and the view's call
 			// page show every message a call sent.
-			LogPrompts: opts.RunsDir != ""},
-		Seams: runtime.Seams{HTTPClient: &http.Client{Transport: tr}, Sleep: noSleep},
+			Flags: runflags.Flags{LogPrompts: opts.RunsDir != ""}},
+		Settings: runtime.Settings{RunsDir: dir, Getenv: testGetenv, Version: opts.Version},
+		Seams:    runtime.Seams{HTTPClient: &http.Client{Transport: tr}, Sleep: noSleep},
 	}
 	if ro.Answers == nil {
 		ro.Answers = map[string]string{}

@@ -14,6 +14,7 @@ import (
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -39,9 +40,10 @@ type baseRecord struct {
 	ContextDir string            `json:"context_dir,omitempty"`
 	Answers    map[string]string `json:"answers,omitempty"`
 	Budget     []string          `json:"budget,omitempty"`
-	LogPrompts bool              `json:"log_prompts,omitempty"`
 	// CacheScope keeps the runs' cache entries to the sweep (OwnSamples).
 	CacheScope string `json:"cache_scope,omitempty"`
+	// Flags are the runs' flags (runflags.Flags), each under its own key.
+	runflags.Flags
 }
 
 // jobRecord is one run of the sweep.
@@ -67,7 +69,7 @@ func saveSweep(dir string, plan *spec.Plan, sum *Summary, base runtime.Options, 
 	}
 	rec := record{
 		Summary: sum, Libraries: libs,
-		Base: baseRecord{Sets: base.Sets, VarValues: base.VarValues, ContextDir: absPath(base.ContextDir), Answers: base.Answers, Budget: base.Budget, LogPrompts: base.LogPrompts, CacheScope: base.CacheScope},
+		Base: baseRecord{Sets: base.Sets, VarValues: base.VarValues, ContextDir: absPath(base.ContextDir), Answers: base.Answers, Budget: base.Budget, CacheScope: base.CacheScope, Flags: base.Flags},
 	}
 	for i, j := range jobs {
 		jr := jobRecord{Index: i + 1, Sets: j.sets, Inputs: j.inputs, Sample: j.sample, Seed: j.seed, Models: j.models}
@@ -157,7 +159,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 	base.Sweep = sum.ID
 	base.Ask = nil
 	base.Observer = nil
-	base.Sets, base.VarValues, base.LogPrompts = rec.Base.Sets, rec.Base.VarValues, rec.Base.LogPrompts
+	base.Sets, base.VarValues, base.Flags = rec.Base.Sets, rec.Base.VarValues, rec.Base.Flags
 	base.ContextDir, base.Answers = rec.Base.ContextDir, rec.Base.Answers
 	base.CacheScope = rec.Base.CacheScope
 	base.Budget = append(append([]string(nil), rec.Base.Budget...), opts.Run.Budget...)

@@ -1,0 +1,186 @@
+// Package executor is every way a run is made behind one interface: a run
+// here (local), a dry run (dry), a run on Temporal (temporal). Each takes
+// one prepared launch value (Launch: the plan, what the run is given and
+// the settings it is made with, the sweep its flags ask for) and returns
+// the same handle (Handle: the run's directory, its page in the view, and
+// the way to its end, which tells its outcome). Sweeps run over the
+// executor that makes their runs. The commands choose an executor by name
+// from the registry (Registry), and resume asks the registry which
+// executor owns a directory (ForDir): no command branches on how a run is
+// made.
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/runtime/sweep"
+	"github.com/debate-runner/runner/spec"
+)
+
+// Launch is one prepared launch: everything an executor needs to make a
+// run (or a sweep of runs) and to tell its user how it went.
+type Launch struct {
+	// Plan is the spec's plan.
+	Plan *spec.Plan
+	// Registry is the node kinds a spec is compiled with (a resume
+	// compiles the run's saved spec).
+	Registry *spec.Registry
+	// Run is what the run is given (inputs, vars, answers, context, the
+	// run's flags, cache, recording) and the settings it is made with;
+	// a resume's Resuming says how it goes on.
+	Run runtime.Options
+	// Sweep are the flags that make a sweep (none: one run), and Gate
+	// its --fail-under.
+	Sweep sweep.Flags
+	Gate  *sweep.Gate
+	// AllPrompts keeps every call's prompt in a dry run's report.
+	AllPrompts bool
+	// Temporal is where runs go on Temporal (the temporal executor).
+	Temporal Temporal
+	// Out is where the run's user is told what happens.
+	Out Out
+}
+
+// Temporal says where the temporal executor submits runs.
+type Temporal struct {
+	durable.Connect
+	TaskQueue string
+	// Heartbeat is how long a lost worker's calls wait.
+	Heartbeat time.Duration
+	// Version is the runner version the workers must run.
+	Version string
+}
+
+// Out is where a run's user is told what happens.
+type Out struct {
+	Tell   progress.Teller
+	Stdout io.Writer
+	// Quiet leaves out progress; JSON prints a dry run's report as JSON.
+	Quiet, JSON bool
+	// CSV is a file a run appends its outputs to (a sweep, its rows).
+	CSV string
+	// Show, when set, shows a page of the view (--view) as the run starts.
+	Show func(page string)
+}
+
+func (o Out) show(page string) {
+	if o.Show != nil {
+		o.Show(page)
+	}
+}
+
+// Capabilities are what an executor can do, as data: commands ask them,
+// never the executor's type.
+type Capabilities struct {
+	// Records: the run leaves a run directory (with its journal, result
+	// and reports); a command then opens the response cache, loads a
+	// recording, traces and serves the view for it.
+	Records bool
+	// Sweeps: --matrix, --repeat and --dataset run over the executor.
+	Sweeps bool
+	// Replays: a recorded run's replies can serve the run (--replay).
+	Replays bool
+	// Resumes: the executor continues runs it made (see Executor.Owns).
+	Resumes bool
+}
+
+// Handle is a started run, sweep or dry run.
+type Handle interface {
+	// Dir is the run's (or sweep's) directory; "" when it leaves none.
+	Dir() string
+	// Wait makes the run to its end and tells its outcome (the first
+	// output on stdout, where its directory is, what to do next); the
+	// error carries the exit code.
+	Wait(ctx context.Context) error
+}
+
+// Executor is one way of making runs.
+type Executor interface {
+	Capabilities() Capabilities
+	// Validate refuses, before anything starts, a launch the executor
+	// cannot make (a usage error naming the flag).
+	Validate(l *Launch) error
+	// Start starts the run (or the sweep Launch.Sweep asks for).
+	Start(ctx context.Context, l *Launch) (Handle, error)
+	// Owns reports whether dir is a run (or sweep) this executor
+	// continues; Resume continues it, going on as l.Run.Resuming says.
+	Owns(dir string) (bool, error)
+	Resume(ctx context.Context, dir string, l *Launch) (Handle, error)
+}
+
+// Def is an executor in the registry: its name and its factory.
+type Def struct {
+	Name string
+	New  func() Executor
+}
+
+// Registry is every executor, one line each. A resume asks them in this
+// order which one owns a directory.
+func Registry() []Def {
+	return []Def{
+		{Name: "temporal", New: func() Executor { return temporal{} }},
+		{Name: "dry", New: func() Executor { return dry{} }},
+		{Name: "local", New: func() Executor { return local{} }},
+	}
+}
+
+// Names are the registered executors' names.
+func Names() []string {
+	var out []string
+	for _, d := range Registry() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// Lookup is the executor registered under name.
+func Lookup(name string) (Executor, error) {
+	i := slices.IndexFunc(Registry(), func(d Def) bool { return d.Name == name })
+	if i < 0 {
+		return nil, exitcode.Errorf(exitcode.Usage, "no executor %q (there are %s)", name, strings.Join(Names(), ", "))
+	}
+	return Registry()[i].New(), nil
+}
+
+// ForDir is the name and executor of the first registered executor that
+// resumes and owns dir.
+func ForDir(dir string) (string, Executor, error) {
+	for _, d := range Registry() {
+		x := d.New()
+		if !x.Capabilities().Resumes {
+			continue
+		}
+		ok, err := x.Owns(dir)
+		if err != nil {
+			return "", nil, err
+		}
+		if ok {
+			return d.Name, x, nil
+		}
+	}
+	return "", nil, fmt.Errorf("%s: no executor continues it", dir)
+}
+
+// Validate checks a launch as x checks it, then against what x can do.
+func Validate(name string, x Executor, l *Launch) error {
+	if err := x.Validate(l); err != nil {
+		return err
+	}
+	caps := x.Capabilities()
+	if l.Sweep.Sweeping() && !caps.Sweeps {
+		return exitcode.Errorf(exitcode.Usage, "--matrix, --repeat and --dataset sweep runs, which the %s executor does not make", name)
+	}
+	if l.Run.ReplayFrom != "" && !caps.Replays {
+		return exitcode.Errorf(exitcode.Usage, "--replay serves a recorded run, which the %s executor does not make", name)
+	}
+	return nil
+}
