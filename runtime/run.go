@@ -37,6 +37,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/rundir"
+	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -696,6 +697,10 @@ func (r *Run) evalOutputs() (map[string]any, error) {
 
 // Result is the result of Execute, or nil before it finished.
 func (r *Run) Result() *result.Result { return r.result }
+
+// Flags are the run's flags (runflags.Flags): those it was given, or on
+// resume those its run.json kept.
+func (r *Run) Flags() runflags.Flags { return r.opts.Flags }
 
 // Values are the inputs and vars the run was prepared with.
 func (r *Run) Values() (inputs, vars map[string]any) { return r.inputs, r.vars }

@@ -1,20 +1,10 @@
 package main
 
 import (
-	"context"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"syscall"
-
-	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/calls"
-	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/sweep"
-	"github.com/debate-runner/runner/runtime/tracing"
-	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -99,75 +89,4 @@ func openCache(e *env, dir string, into *calls.Cache) error {
 		*into = st
 	}
 	return err
-}
-
-// dryRun prints the plan of a run without calling any model. Required
-// inputs that are not given stand as placeholders.
-func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
-	if c.sweeping() || c.Replay != "" {
-		return usageErrorf("--dry-run plans one run; it cannot be combined with --matrix, --repeat, --dataset or --replay")
-	}
-	opts, err := c.options(e)
-	if err != nil {
-		return err
-	}
-	rep, err := dryrun.Run(plan, dryrun.Options{Given: opts.Given, Placeholders: true, AllPrompts: c.AllPrompts})
-	if err != nil {
-		return err
-	}
-	return rep.Print(e.stdout, c.JSON, c.Quiet)
-}
-
-// sweepOptions are the sweep the flags ask for, of runs with opts.
-func (c *runCmd) sweepOptions(opts runtime.Options) (sweep.Options, error) {
-	return c.sweepFlags().Options(opts)
-}
-
-// telling tells the user about a sweep (see sweep.Telling).
-func (e *env) telling(quiet bool) sweep.Telling {
-	return sweep.Telling{Tell: e.teller(), Stdout: e.stdout, Quiet: quiet}
-}
-
-// sweep makes a sweep's runs, with start (nil: locally) starting each.
-func (c *runCmd) sweep(e *env, plan *spec.Plan, opts runtime.Options, v *view.Running, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) error {
-	so, err := c.sweepOptions(opts)
-	if err != nil {
-		return err
-	}
-	so.Start = start
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	t := e.telling(c.Quiet)
-	so.OnRun = t.OnRun()
-	so.OnStart = func(dir string, total int) {
-		t.Started(dir, total)
-		if v != nil {
-			// The sweep's page needs summary.json, written at its end;
-			// until then the list of runs shows its runs as they go.
-			show(e, v, "/?q="+filepath.Base(dir), true)
-		}
-	}
-	ctx, span := tracing.StartSweep(e.traced(ctx), plan.Name)
-	sum, err := sweep.Sweep(ctx, plan, so)
-	span.End(err)
-	var gate *sweep.Gate
-	if c.FailUnder != nil {
-		gate = &sweep.Gate{Threshold: *c.FailUnder, On: c.FailUnderOn, Over: c.FailUnderOver}
-	}
-	return t.Done(sum, err, c.CSV, gate)
-}
-
-// resumeSweep finishes a sweep: every run that did not complete is
-// resumed or started, and the summary is written.
-func (c *resumeCmd) resumeSweep(e *env, opts runtime.Options) error {
-	if c.Spec != "" {
-		return usageErrorf("--spec %s: a sweep resumes with the spec it started with; resume its runs one by one to change it", c.Spec)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	t := e.telling(c.Quiet)
-	ro := sweep.ResumeOptions{Run: opts, OnRun: t.OnRun()}
-	ro.Run.Spec, ro.Run.Ask = "", nil
-	sum, err := sweep.Resume(ctx, c.Dir, nodes.Registry(), ro)
-	return t.Resumed(sum, err)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -14,10 +13,9 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
-	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/executor"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
-	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -78,61 +76,73 @@ func (c *runCmd) Run(e *env) error {
 	if diags.HasErrors() {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))
 	}
-	if c.DryRun {
-		return c.dryRun(e, plan)
-	}
-	opts, err := c.options(e)
+	name := c.executorName(e)
+	x, err := executor.Lookup(name)
 	if err != nil {
 		return err
 	}
-	if err := args.ContextFile(plan, c.Context, opts.ContextDir); err != nil {
+	l := &executor.Launch{Plan: plan, Registry: nodes.Registry(), Sweep: c.sweepFlags(), AllPrompts: c.AllPrompts,
+		Temporal: c.temporal(e, c.address(e), c.Heartbeat), Out: c.out(e)}
+	if c.FailUnder != nil {
+		l.Gate = &sweep.Gate{Threshold: *c.FailUnder, On: c.FailUnderOn, Over: c.FailUnderOver}
+	}
+	l.Run.ReplayFrom = c.Replay
+	if err := executor.Validate(name, x, l); err != nil {
 		return err
 	}
-	if err := c.experimentOptions(e, plan, &opts); err != nil {
+	if l.Run, err = c.options(e); err != nil {
 		return err
 	}
-	defer e.startTracing()()
-	addr := c.address(e)
-	if addr != "" && opts.Replay != nil {
-		return usageErrorf("--temporal: a replay sends nothing; drop --temporal")
-	}
-	// The view serves the runs folder, which a run on Temporal writes here
-	// as a local run does: it follows either alike.
+	// A run that leaves a directory gets the cache, the recording, its
+	// trace and the view; a dry run none of them.
 	var v *view.Running
-	if c.View {
-		if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
+	if x.Capabilities().Records {
+		if err := args.ContextFile(plan, c.Context, l.Run.ContextDir); err != nil {
 			return err
 		}
-		defer v.Stop()
-	}
-	if addr != "" {
-		err := c.runOnTemporal(e, plan, opts, addr, v)
-		linger(e, v)
-		return err
-	}
-	if c.sweeping() {
-		err := c.sweep(e, plan, opts, v, nil)
-		linger(e, v)
-		return err
+		if err := c.experimentOptions(e, plan, &l.Run); err != nil {
+			return err
+		}
+		defer e.startTracing()()
+		// The view serves the runs folder, which a run on Temporal writes
+		// here as a local run does: it follows either alike.
+		if c.View {
+			if v, err = startView(e, c.RunsDir, c.ViewAddr); err != nil {
+				return err
+			}
+			defer v.Stop()
+			l.Out.Show = func(page string) { show(e, v, page, true) }
+		}
 	}
 	// Nothing here writes into the run's folder, so its first calls need
 	// not wait for it to be durable; the view, though, shows the run as
 	// soon as it starts.
-	opts.EarlyCalls = v == nil
-	r, err := runtime.Start(plan, opts)
+	l.Run.EarlyCalls = v == nil
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := x.Start(e.traced(ctx), l)
 	if err != nil {
 		return err
 	}
-	show(e, v, "/run/"+filepath.Base(r.Dir), true)
-	err = execute(e, r)
-	progress.Calls(e.teller(), r, c.Quiet)
-	if c.CSV != "" && r.Result() != nil {
-		if cerr := result.AppendCSV(c.CSV, r.Result()); cerr != nil && err == nil {
-			err = exitcode.With(exitcode.Failure, cerr)
-		}
-	}
+	err = h.Wait(e.traced(ctx))
 	linger(e, v)
 	return err
+}
+
+// executorName is the executor (executor.Registry) the flags choose.
+func (c *runCmd) executorName(e *env) string {
+	switch {
+	case c.DryRun:
+		return "dry"
+	case c.address(e) != "":
+		return "temporal"
+	}
+	return "local"
+}
+
+// out is where a run tells its user what happens.
+func (c *runCmd) out(e *env) executor.Out {
+	return executor.Out{Tell: e.teller(), Stdout: e.stdout, Quiet: c.Quiet, JSON: c.JSON, CSV: c.CSV}
 }
 
 func (c *runCmd) options(e *env) (runtime.Options, error) {
@@ -156,15 +166,6 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		opts.Inputs = append(opts.Inputs, input)
 	}
 	return opts, nil
-}
-
-// execute runs to the end and tells the outcome (progress.Outcome); its
-// error carries the run's exit code.
-func execute(e *env, r *runtime.Run) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := r.Execute(e.traced(ctx))
-	return progress.Outcome(e.teller(), e.stdout, r, res, err)
 }
 
 type resumeCmd struct {
@@ -229,29 +230,23 @@ func (c *resumeCmd) Run(e *env) error {
 		return err
 	}
 	if study.IsStudyDir(c.Dir) {
+		// A study goes on as the command that makes it.
 		sc := studyCmd{File: c.Dir, Quiet: c.Quiet, Format: "md"}
 		return sc.Run(e)
 	}
-	if sweep.IsSweepDir(c.Dir) {
-		if c.Resample {
-			return usageErrorf("--resample asks one run's failed calls afresh; give the directory of a failed run of the sweep (runner resume runs/sweep-<id>/<run> --resample), then resume the sweep")
-		}
-		return c.resumeSweep(e, opts)
-	}
-	defer e.startTracing()()
-	if rec, ok, err := durable.ReadRecord(c.Dir); err != nil {
-		return err
-	} else if ok {
-		if c.Resample {
-			return usageErrorf("--resample: the run is made on Temporal, whose workers try its failed calls again on resume; drop --resample")
-		}
-		return c.resumeOnTemporal(e, rec, opts)
-	}
-	r, err := runtime.Resume(c.Dir, nodes.Registry(), opts)
+	_, x, err := executor.ForDir(c.Dir)
 	if err != nil {
-		return progress.NotResumed(e.teller(), err)
+		return err
 	}
-	err = execute(e, r)
-	progress.Calls(e.teller(), r, c.Quiet)
-	return err
+	l := &executor.Launch{Registry: nodes.Registry(), Run: opts,
+		Temporal: temporalFlags{APIKeyEnv: "TEMPORAL_API_KEY"}.temporal(e, "", 0),
+		Out:      executor.Out{Tell: e.teller(), Stdout: e.stdout, Quiet: c.Quiet}}
+	defer e.startTracing()()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	h, err := x.Resume(ctx, c.Dir, l)
+	if err != nil {
+		return err
+	}
+	return h.Wait(e.traced(ctx))
 }

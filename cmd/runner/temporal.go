@@ -2,20 +2,16 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
 
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
-	"github.com/debate-runner/runner/runtime/view"
-	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/runtime/executor"
 )
 
 // temporalFlags say where runs are made when they go to Temporal.
@@ -39,13 +35,23 @@ func (t *temporalFlags) address(e *env) string {
 	return e.getenv("RUNNER_TEMPORAL")
 }
 
-// dial connects to the Temporal frontend at addr.
-func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
+// connect is how to reach the Temporal frontend at addr.
+func (t temporalFlags) connect(e *env, addr string) durable.Connect {
 	c := durable.Connect{Address: addr, Namespace: t.Namespace, TLS: t.TLS, TLSCert: t.TLSCert, TLSKey: t.TLSKey, TLSCA: t.TLSCA, TLSServerName: t.TLSServerName, Log: e.stderr}
 	if t.APIKeyEnv != "" {
 		c.APIKey = e.getenv(t.APIKeyEnv)
 	}
-	return durable.Dial(ctx, c)
+	return c
+}
+
+// dial connects to the Temporal frontend at addr.
+func (t *temporalFlags) dial(ctx context.Context, e *env, addr string) (client.Client, error) {
+	return durable.Dial(ctx, t.connect(e, addr))
+}
+
+// temporal is where the temporal executor submits runs.
+func (t temporalFlags) temporal(e *env, addr string, heartbeat time.Duration) executor.Temporal {
+	return executor.Temporal{Connect: t.connect(e, addr), TaskQueue: t.TaskQueue, Heartbeat: heartbeat, Version: Version()}
 }
 
 type workerCmd struct {
@@ -97,67 +103,4 @@ func (c *workerCmd) Run(e *env) error {
 // executor submits runs to Temporal at addr through cl.
 func (t *temporalFlags) executor(cl client.Client, addr string, heartbeat time.Duration) durable.Executor {
 	return durable.Executor{Client: cl, Address: addr, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Heartbeat: heartbeat, Version: Version()}
-}
-
-// runOnTemporal submits a run to Temporal and records it here as it goes.
-// v, when not nil, is the view (--view) to show the run's page in.
-func (c *runCmd) runOnTemporal(e *env, plan *spec.Plan, opts runtime.Options, addr string, v *view.Running) error {
-	bundle, err := durable.Submittable(plan, nodes.Registry(), &opts)
-	if err != nil {
-		return err
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	cl, err := c.dial(ctx, e, addr)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	x := c.executor(cl, addr, c.Heartbeat)
-	if c.sweeping() {
-		so, err := c.sweepOptions(opts)
-		if err != nil {
-			return err
-		}
-		id, start, err := x.StartSweep(ctx, plan, bundle, so)
-		if err != nil {
-			return err
-		}
-		x.WarnNoBuild(ctx, e.teller())
-		if !c.Quiet {
-			e.say("temporal", map[string]string{"address": addr, "workflow_id": id}, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, id))
-		}
-		return c.sweep(e, plan, opts, v, start)
-	}
-	r, rec, err := x.StartRun(ctx, plan, bundle, opts)
-	if err != nil {
-		return err
-	}
-	x.WarnNoBuild(ctx, e.teller())
-	e.say("temporal", rec, fmt.Sprintf("submitted to Temporal at %s as workflow %s", addr, rec.WorkflowID))
-	show(e, v, "/run/"+filepath.Base(r.Dir), true)
-	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
-}
-
-// resumeOnTemporal follows a run submitted to Temporal again: answers are
-// passed on, failed calls tried again, and the run directory completed.
-func (c *resumeCmd) resumeOnTemporal(e *env, rec durable.Record, opts runtime.Options) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if c.Context != "" {
-		return usageErrorf("--context %s: the run is made on Temporal, whose workers read the context folder as it was when the run was submitted; drop --context", c.Context)
-	}
-	rec.WarnOtherBuild(Version(), e.teller())
-	tf := temporalFlags{Namespace: rec.Namespace, TaskQueue: rec.TaskQueue, APIKeyEnv: "TEMPORAL_API_KEY"}
-	cl, err := tf.dial(ctx, e, rec.Address)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	x := tf.executor(cl, rec.Address, 0)
-	r, err := x.Resume(ctx, c.Dir, rec, nodes.Registry(), opts)
-	if err != nil {
-		return err
-	}
-	return x.Verify(ctx, rec.WorkflowID, r, execute(e, r))
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/dryrun"
+	"github.com/debate-runner/runner/runtime/result"
 )
 
 // dry plans a run without calling a model (--dry-run): the engine's dry
@@ -33,6 +34,8 @@ func (dry) Resume(context.Context, string, *Launch) (Handle, error) {
 type dryHandle struct{ l *Launch }
 
 func (dryHandle) Dir() string { return "" }
+
+func (dryHandle) Result() *result.Result { return nil }
 
 func (h dryHandle) Wait(context.Context) error {
 	l := h.l

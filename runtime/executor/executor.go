@@ -22,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
 	"github.com/debate-runner/runner/runtime/progress"
+	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
@@ -60,7 +61,9 @@ type Temporal struct {
 	Version string
 }
 
-// Out is where a run's user is told what happens.
+// Out is where a run's user is told what happens. With no Stdout, a run
+// tells nothing, and its handle's Wait returns the run's own error (a
+// caller that reads the result itself: runner test's cases).
 type Out struct {
 	Tell   progress.Teller
 	Stdout io.Writer
@@ -97,6 +100,9 @@ type Capabilities struct {
 type Handle interface {
 	// Dir is the run's (or sweep's) directory; "" when it leaves none.
 	Dir() string
+	// Result is the run's result once Wait returned; nil before, and for
+	// a sweep or a dry run.
+	Result() *result.Result
 	// Wait makes the run to its end and tells its outcome (the first
 	// output on stdout, where its directory is, what to do next); the
 	// error carries the exit code.

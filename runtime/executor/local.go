@@ -27,12 +27,7 @@ func (local) Start(ctx context.Context, l *Launch) (Handle, error) {
 	if l.Sweep.Sweeping() {
 		return startSweep(l, nil)
 	}
-	opts := l.Run
-	// Nothing writes into the run's folder before Execute here, so its
-	// first calls need not wait for it to be durable; the view, though,
-	// shows the run as soon as it starts.
-	opts.EarlyCalls = l.Out.Show == nil
-	r, err := runtime.Start(l.Plan, opts)
+	r, err := runtime.Start(l.Plan, l.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -71,8 +66,13 @@ type runHandle struct {
 
 func (h *runHandle) Dir() string { return h.r.Dir }
 
+func (h *runHandle) Result() *result.Result { return h.r.Result() }
+
 func (h *runHandle) Wait(ctx context.Context) error {
 	res, err := h.r.Execute(ctx)
+	if h.out.Stdout == nil {
+		return err // no one to tell: the run's own error
+	}
 	err = progress.Outcome(h.out.Tell, h.out.Stdout, h.r, res, err)
 	if h.verify != nil {
 		return h.verify(ctx, h.r, err)
@@ -96,6 +96,8 @@ type sweepHandle struct {
 
 func (h *sweepHandle) Dir() string { return h.dir }
 
+func (h *sweepHandle) Result() *result.Result { return nil }
+
 // startSweep is the sweep l asks for, its runs started by start (nil:
 // here).
 func startSweep(l *Launch, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) (*sweepHandle, error) {
@@ -104,6 +106,8 @@ func startSweep(l *Launch, start func(int, *spec.Plan, runtime.Options) (*runtim
 		return nil, err
 	}
 	so.Start = start
+	// A sweep's runs wait for their folders, as they always did.
+	so.Run.EarlyCalls = false
 	return &sweepHandle{l: l, so: so}, nil
 }
 
@@ -145,6 +149,8 @@ type resumedSweep struct {
 }
 
 func (h *resumedSweep) Dir() string { return h.dir }
+
+func (h *resumedSweep) Result() *result.Result { return nil }
 
 func (h *resumedSweep) Wait(ctx context.Context) error {
 	t := telling(h.l.Out)

@@ -41,6 +41,8 @@ func dial(ctx context.Context, t Temporal) (client.Client, durable.Executor, err
 
 func (temporal) Start(ctx context.Context, l *Launch) (Handle, error) {
 	opts := l.Run
+	// The run's folder gets the workflow's record before its calls.
+	opts.EarlyCalls = false
 	bundle, err := durable.Submittable(l.Plan, l.Registry, &opts)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/yamljson"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/executor"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
@@ -448,20 +449,28 @@ func (ft *fileTest) run(ctx context.Context, ct *caseTest, dir string, opts Opti
 	if ro.Answers == nil {
 		ro.Answers = map[string]string{}
 	}
-	r, err := runtime.Start(ft.plan, ro)
+	// A case is a run like any other, made by the local executor; it
+	// tells no one (no Out): the case's checks read its result.
+	x, err := executor.Lookup("local")
+	if err != nil {
+		fail(Failure{Where: where, Message: err.Error()})
+		return res
+	}
+	h, err := x.Start(ctx, &executor.Launch{Plan: ft.plan, Run: ro})
 	if err != nil {
 		fail(Failure{Where: where, Message: "the run did not start: " + err.Error()})
 		return res
 	}
 	if opts.RunsDir != "" {
-		res.RunDir = r.Dir
+		res.RunDir = h.Dir()
 	}
-	out, runErr := r.Execute(ctx)
+	runErr := h.Wait(ctx)
+	out := h.Result()
 	if out == nil {
 		fail(Failure{Where: where, Message: fmt.Sprintf("the run did not finish: %v", runErr)})
 		return res
 	}
-	events, err := journal.Read(filepath.Join(r.Dir, "journal.jsonl"))
+	events, err := journal.Read(filepath.Join(h.Dir(), "journal.jsonl"))
 	if err != nil {
 		fail(Failure{Where: where, Message: "reading the run's journal: " + err.Error()})
 		return res
