@@ -100,10 +100,8 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 		return nil, err
 	}
 	opts.RunsDir = filepath.Dir(dir)
-	opts.Expected, opts.Sweep, opts.Sample = m.Expected, m.Sweep, m.Sample
-	opts.CacheScope = m.CacheScope
-	opts.Flags = m.Flags
-	opts.DatasetLine, opts.SweepIndex, opts.ReplayFrom = m.DatasetLine, m.SweepIndex, m.ReplayedFrom
+	// What run.json keeps of the launch, taken back whole.
+	opts.Place, opts.Flags, opts.ReplayFrom = m.Place, m.Flags, m.ReplayedFrom
 	if opts.ContextDir == "" {
 		opts.ContextDir = m.ContextDir
 	} else {

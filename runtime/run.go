@@ -48,7 +48,8 @@ import (
 type Options struct {
 	launch.Launch
 	Settings
-	Place
+	// Place is where the run stands in a sweep (run.json keeps it).
+	result.Place
 	Wiring
 	Seams
 	Resuming
@@ -75,26 +76,6 @@ type Settings struct {
 	// folder itself before Execute. If the folder cannot be put in place,
 	// Execute fails saying why, removes it and empties Run.Dir.
 	EarlyCalls bool
-}
-
-// Place is where a run stands in a sweep.
-type Place struct {
-	// Sweep is the id of the sweep the run belongs to, for run.json.
-	Sweep string
-	// DatasetLine and SweepIndex place a run of a sweep, for run.json.
-	DatasetLine, SweepIndex int
-	// Sample is the sample index of a repeated run (--repeat): it enters the
-	// cache key of calls at temperature > 0 so each repeat gets its own
-	// samples. 0 is the plain run.
-	Sample int
-	// CacheScope, when set, keeps the run's cache entries to runs of the
-	// same scope: a sweep with --own-samples gives its runs its id, so
-	// they are served neither another sweep's replies nor theirs to it
-	// (see calls.ScopedKey). Empty: identical requests are shared.
-	CacheScope string
-	// Expected is what the spec's score expression compares the outputs
-	// with (a dataset line's expected field); nil means no score.
-	Expected any
 }
 
 // Seams are what tests put in place of the network and the clock.
@@ -503,10 +484,10 @@ func (r *Run) buildManifest() result.Manifest {
 		RunID: r.ID, SpecPath: specPath, SpecName: r.Plan.Name, SpecDigest: r.Plan.Digest,
 		TemplateSources: r.Plan.TemplateSources, Inputs: r.inputs, Vars: r.vars, Seed: r.seed,
 		RunnerVersion: r.opts.Version, Models: map[string]result.ModelInfo{}, Created: time.Now().UTC(),
-		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, Sample: r.opts.Sample, Expected: r.opts.Expected,
-		Sweep: r.opts.Sweep, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil, CacheScope: r.opts.CacheScope,
-		ModelOverrides: r.opts.Models, Flags: r.opts.Flags,
-		Answers: r.opts.Answers, ContextDir: r.opts.ContextDir, DatasetLine: r.opts.DatasetLine, SweepIndex: r.opts.SweepIndex,
+		Platform: goruntime.GOOS + "/" + goruntime.GOARCH, ReplayedFrom: r.opts.ReplayFrom, Cache: r.opts.Cache != nil,
+		ModelOverrides: r.opts.Models, Answers: r.opts.Answers, ContextDir: r.opts.ContextDir,
+		// What the launch says of the run's place and flags, whole.
+		Place: r.opts.Place, Flags: r.opts.Flags,
 	}
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion

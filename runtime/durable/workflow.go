@@ -69,7 +69,7 @@ type RunInput struct {
 	NoCache bool       `json:"no_cache,omitempty"`
 	Calls   CallPolicy `json:"calls"`
 	// CacheScope keeps the run's entries in the workers' caches to its
-	// sweep (--own-samples; see runtime.Place.CacheScope).
+	// sweep (--own-samples; see result.Place.CacheScope).
 	CacheScope string `json:"cache_scope,omitempty"`
 	// Flags are the run's flags (runflags.Flags), each under its own key.
 	runflags.Flags
@@ -83,7 +83,7 @@ func (in RunInput) Options(values Values, ask func(context.Context, value.Questi
 	opts := runtime.Options{
 		Launch:   launch.Launch{Given: launch.Given{InputValues: values.Inputs, VarValues: values.Vars, Models: values.Models, Seed: &seed}, Flags: in.Flags},
 		Settings: runtime.Settings{Ask: ask, Getenv: func(string) string { return "" }},
-		Place:    runtime.Place{Expected: values.Expected, Sample: in.Sample, CacheScope: in.CacheScope},
+		Place:    result.Place{Expected: values.Expected, Sample: in.Sample, CacheScope: in.CacheScope},
 	}
 	if in.Bundle != nil && in.Bundle.Context != nil {
 		opts.ContextSnapshot = in.Bundle.Context

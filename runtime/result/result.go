@@ -59,19 +59,10 @@ type Manifest struct {
 	Platform        string                         `json:"platform,omitempty"`
 	Models          map[string]ModelInfo           `json:"models"`
 	Created         time.Time                      `json:"created"`
-	// Sample is the sample index of a repeated run (part of cache keys).
-	Sample int `json:"sample,omitempty"`
-	// Expected is the value the score compared the outputs with.
-	Expected any `json:"expected,omitempty"`
-	// Sweep is the id of the sweep the run belongs to.
-	Sweep string `json:"sweep,omitempty"`
 	// ReplayedFrom is the recording the run's calls were served from.
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Cache says whether responses could come from the response cache.
 	Cache bool `json:"cache,omitempty"`
-	// CacheScope is the scope the run's cache entries are kept to (a
-	// sweep's own samples); empty when they are shared.
-	CacheScope string `json:"cache_scope,omitempty"`
 	// ModelOverrides are the models the run put in place of the spec's
 	// (--model, --matrix model=...), by the spec's model name.
 	ModelOverrides map[string]string `json:"model_overrides,omitempty"`
@@ -84,11 +75,6 @@ type Manifest struct {
 	// uses: folders of the run directory by the name the spec gives the
 	// library. A resume compiles the spec with them.
 	Libraries map[string]string `json:"libraries,omitempty"`
-	// DatasetLine is the dataset line (1-based) the run's inputs and
-	// expected value come from.
-	DatasetLine int `json:"dataset_line,omitempty"`
-	// SweepIndex is the run's number in its sweep (1-based).
-	SweepIndex int `json:"sweep_index,omitempty"`
 	// Budget is what the run may spend, from the spec and --budget.
 	Budget *spec.BudgetPlan `json:"budget,omitempty"`
 	// Status is how the run's last attempt ended (result.json's status:
@@ -96,8 +82,35 @@ type Manifest struct {
 	// when it ended; absent while it runs, after a kill, and while a
 	// resume runs.
 	Status string `json:"status,omitempty"`
+	// Place is where the run stands in a sweep, each under its own key.
+	Place
 	// Flags are the run's flags (runflags.Flags), each under its own key.
 	runflags.Flags
+}
+
+// Place is where a run stands in a sweep: a run is given it (runtime's
+// options embed it), run.json keeps it (Manifest embeds it), and a resume
+// takes it back whole.
+type Place struct {
+	// Sample is the sample index of a repeated run (--repeat): it enters
+	// the cache key of calls at temperature > 0 so each repeat gets its
+	// own samples. 0 is the plain run.
+	Sample int `json:"sample,omitempty"`
+	// Expected is what the spec's score expression compares the outputs
+	// with (a dataset line's expected field); nil means no score.
+	Expected any `json:"expected,omitempty"`
+	// Sweep is the id of the sweep the run belongs to.
+	Sweep string `json:"sweep,omitempty"`
+	// CacheScope, when set, keeps the run's cache entries to runs of the
+	// same scope: a sweep with --own-samples gives its runs its id, so
+	// they are served neither another sweep's replies nor theirs to it
+	// (see calls.ScopedKey). Empty: identical requests are shared.
+	CacheScope string `json:"cache_scope,omitempty"`
+	// DatasetLine is the dataset line (1-based) the run's inputs and
+	// expected value come from.
+	DatasetLine int `json:"dataset_line,omitempty"`
+	// SweepIndex is the run's number in its sweep (1-based).
+	SweepIndex int `json:"sweep_index,omitempty"`
 }
 
 // ModelInfo records a model's parameters in the manifest (never keys).

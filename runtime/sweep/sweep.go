@@ -148,7 +148,7 @@ type Options struct {
 	// hold across all of them, as they share one client pool.
 	Parallel int
 	// OwnSamples keeps the sweep's samples its own: its calls' cache
-	// entries are keyed by the sweep's id (see runtime.Place.CacheScope),
+	// entries are keyed by the sweep's id (see result.Place.CacheScope),
 	// so no reply comes from another sweep's identical request, nor goes
 	// to one. Its runs still share calls among themselves, and a resume
 	// of the sweep is served the calls it made before.
