@@ -17,7 +17,6 @@ import (
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/runflags"
-	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
@@ -229,17 +228,12 @@ func (c *resumeCmd) Run(e *env) error {
 	if opts.Answers, opts.Ask, err = answers.Given(c.Answers, e.stdin, e.stderr, progress.IsTerminal(e.stdin)); err != nil {
 		return err
 	}
-	if study.IsStudyDir(c.Dir) {
-		// A study goes on as the command that makes it.
-		sc := studyCmd{File: c.Dir, Quiet: c.Quiet, Format: "md"}
-		return sc.Run(e)
-	}
 	_, x, err := executor.ForDir(c.Dir)
 	if err != nil {
 		return err
 	}
 	l := &executor.Launch{Registry: nodes.Registry(), Run: opts,
-		Temporal: temporalFlags{APIKeyEnv: "TEMPORAL_API_KEY"}.temporal(e, "", 0),
+		Temporal: temporalFlags{APIKeyEnv: "TEMPORAL_API_KEY"}.temporal(e, e.getenv("RUNNER_TEMPORAL"), 0),
 		Out:      executor.Out{Tell: e.teller(), Stdout: e.stdout, Quiet: c.Quiet}}
 	defer e.startTracing()()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

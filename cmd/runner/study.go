@@ -6,11 +6,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/runtime/durable"
-	"github.com/debate-runner/runner/runtime/study"
+	"github.com/debate-runner/runner/runtime/executor"
 )
 
 type studyCmd struct {
@@ -55,37 +53,23 @@ Examples:
 }
 
 func (c *studyCmd) Run(e *env) error {
-	st, dir, err := study.Open(c.File, c.Dir, c.RunsDir, nodes.Registry())
+	x, err := executor.Lookup("study")
 	if err != nil {
 		return err
 	}
-	opts := runtime.Options{Settings: runtime.Settings{Getenv: e.getenv, Version: Version()}}
-	if !c.NoCache {
-		if err := openCache(e, c.CacheDir, &opts.Cache); err != nil {
-			return err
-		}
+	l := &executor.Launch{Registry: nodes.Registry(),
+		Run:      runtime.Options{Settings: runtime.Settings{Getenv: e.getenv, Version: Version()}},
+		Study:    executor.Study{File: c.File, Dir: c.Dir, RunsDir: c.RunsDir, CacheDir: c.CacheDir, NoCache: c.NoCache, Format: c.Format},
+		Temporal: c.temporal(e, c.address(e), 0),
+		Out:      executor.Out{Tell: e.teller(), Stdout: e.stdout, Quiet: c.Quiet}}
+	if err := executor.Validate("study", x, l); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	so := study.Options{Run: opts, Dir: dir, Registry: nodes.Registry()}
-	addr := c.address(e)
-	if rec, ok, err := durable.ReadRecord(dir); err != nil {
-		return exitcode.With(exitcode.Failure, err)
-	} else if ok && addr == "" {
-		// Made on Temporal: it goes on there.
-		addr, c.Namespace, c.TaskQueue = rec.Address, rec.Namespace, rec.TaskQueue
+	h, err := x.Start(ctx, l)
+	if err != nil {
+		return err
 	}
-	if addr != "" {
-		cl, err := c.dial(ctx, e, addr)
-		if err != nil {
-			return err
-		}
-		defer cl.Close()
-		c.executor(cl, addr, 0).Study(ctx, &so, e.teller())
-	}
-	if !c.Quiet {
-		study.Tell(e.teller(), &so)
-	}
-	rep, err := study.Run(ctx, st, so)
-	return study.Done(ctx, e.stdout, e.teller(), rep, err, dir, c.Format)
+	return h.Wait(ctx)
 }

@@ -99,8 +99,3 @@ func (c *workerCmd) Run(e *env) error {
 	return durable.Work(ctx, cl, durable.Worker{Address: addr, Namespace: c.Namespace, TaskQueue: c.TaskQueue, Version: Version(),
 		Activities: acts, LocalLimits: c.LocalLimits, Registry: nodes.Registry()}, e.teller())
 }
-
-// executor submits runs to Temporal at addr through cl.
-func (t *temporalFlags) executor(cl client.Client, addr string, heartbeat time.Duration) durable.Executor {
-	return durable.Executor{Client: cl, Address: addr, Namespace: t.Namespace, TaskQueue: t.TaskQueue, Heartbeat: heartbeat, Version: Version()}
-}

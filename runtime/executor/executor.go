@@ -45,6 +45,8 @@ type Launch struct {
 	Gate  *sweep.Gate
 	// AllPrompts keeps every call's prompt in a dry run's report.
 	AllPrompts bool
+	// Study is the study the study executor makes.
+	Study Study
 	// Temporal is where runs go on Temporal (the temporal executor).
 	Temporal Temporal
 	// Out is where the run's user is told what happens.
@@ -133,6 +135,7 @@ type Def struct {
 // order which one owns a directory.
 func Registry() []Def {
 	return []Def{
+		{Name: "study", New: func() Executor { return studies{} }},
 		{Name: "temporal", New: func() Executor { return temporal{} }},
 		{Name: "dry", New: func() Executor { return dry{} }},
 		{Name: "local", New: func() Executor { return local{} }},
