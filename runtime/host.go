@@ -16,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/digest"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/result"
@@ -261,3 +262,12 @@ func (h *host) Parallel(ctx context.Context, n int, f func(ctx context.Context, 
 // ContextSnapshot implements tools.SnapshotHost: the snapshot of the
 // context directory the run reads, if it was given one.
 func (h *host) ContextSnapshot() *tools.Snapshot { return h.run.opts.ContextSnapshot }
+
+// noteText remembers that a text is already in the journal, so a message
+// with the same content refers to it instead of repeating it.
+func (r *Run) noteText(s string) {
+	sum := digest.Strings(s)
+	r.mu.Lock()
+	r.seenText[sum] = true
+	r.mu.Unlock()
+}

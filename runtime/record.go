@@ -16,15 +16,6 @@ import (
 	"github.com/debate-runner/runner/spec/value"
 )
 
-// noteText remembers that a text is already in the journal, so a message
-// with the same content refers to it instead of repeating it.
-func (r *Run) noteText(s string) {
-	sum := digest.Strings(s)
-	r.mu.Lock()
-	r.seenText[sum] = true
-	r.mu.Unlock()
-}
-
 // messagesSoFar returns the messages recorded so far without copying them:
 // the slice is capped at its length, so appending to it copies, and the run
 // never changes a recorded message. It is never nil. Call with r.mu held.

@@ -101,8 +101,6 @@ func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
 	return value.SealCacheBreaks(b.String()), nil
 }
 
-func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
-
 // avgMessageSize is the average size of a recorded message as prompts show
 // it: its content and some framing (author, record).
 func (r *Run) avgMessageSize() int {

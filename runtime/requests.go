@@ -72,12 +72,6 @@ func requestDigest(c *calls.Call) string {
 	return calls.ScopedKey(calls.RequestKey(c.Model, "", c.Request, c.Sample), c.Scope)
 }
 
-// requestRecord is what the journal says of a call's request.
-type requestRecord struct {
-	Digest string `json:"request_digest"`
-	Prompt string `json:"prompt_digest"`
-}
-
 // sameRequest reports whether a call asks what the journaled call of its
 // key asked, so that the journaled reply answers it. A call whose request
 // changed (a resume with a fixed spec) is made again, with a warning that

@@ -694,3 +694,12 @@ func (r *Run) Outputs() []string {
 	}
 	return out
 }
+
+// firstLineOf is the first line of an error, for a warning or a note.
+func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
+
+// requestRecord is what the journal says of a call's request.
+type requestRecord struct {
+	Digest string `json:"request_digest"`
+	Prompt string `json:"prompt_digest"`
+}
