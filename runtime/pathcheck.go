@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -87,14 +88,14 @@ func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
 			d.File = plan.Path
 		}
 		if short != nil && long != nil {
-			d.Message = fmt.Sprintf("%s %s (the run would fail there, after the calls before it)", f.msg, f.where())
+			d.Message = fmt.Sprintf("%s (%s; a run would fail there, after the calls before it)", f.msg, f.where())
 		} else {
 			which := "the shortest"
 			if f == long {
 				which = "the longest"
 			}
 			d.Severity = syntax.Warning
-			d.Message = fmt.Sprintf("%s %s, when models reply with %s lists their schemas allow: it depends only on the replies; guard it (test the length first: {{if gt (len X) N}} in a template, len(x) > n ? ... : ... in an expression, a default with ??) or bound the list in its schema (minItems, maxItems)",
+			d.Message = fmt.Sprintf("%s (%s, when models reply with %s lists their schemas allow): it depends only on the replies; guard it (test the length first: {{if gt (len X) N}} in a template, len(x) > n ? ... : ... in an expression, a default with ??) or bound the list in its schema (minItems, maxItems)",
 				f.msg, f.where(), which)
 		}
 		if f.file == "" || f.file == plan.Path {
@@ -227,8 +228,15 @@ func (pc *pathCheck) walk(forced map[string]int, long bool) *pathWalk {
 	}
 	env := r.env(kit.Scope{})
 	for _, o := range r.Plan.Outputs {
-		if _, err := evalProgram(o.Program, env); err != nil {
-			w.fail("", o.Program.Pos, fmt.Sprintf("output %q (%s): %v", o.Name, o.Program.Source, err), "")
+		v, err := evalProgram(o.Program, env)
+		if err == nil {
+			err = spec.CheckFinite(o.Program, "the value", v)
+		}
+		if err == nil {
+			_, err = json.Marshal(jsonable(v))
+		}
+		if err != nil {
+			w.fail("", o.Program.Pos, fmt.Sprintf("output %q (%s): %v", o.Name, o.Program.Source, firstLineOf(err)), "")
 			return w
 		}
 	}
@@ -275,9 +283,11 @@ func (w *pathWalk) fail(file string, pos syntax.Pos, msg, scope string) {
 		return
 	}
 	var path []string
+	seen := map[string]bool{}
 	for _, c := range w.met {
-		if c.n > 1 {
-			path = append(path, w.describe(c))
+		if d := w.describe(c); c.n > 1 && !seen[d] {
+			seen[d] = true
+			path = append(path, d)
 		}
 	}
 	w.failure = &pathFailure{file: file, pos: pos, msg: msg, scope: scope, path: path, pc: w.pc}
@@ -388,7 +398,9 @@ func (w *pathWalk) foreach(s *spec.FlowStep, items []any, err error) ([]any, err
 		return items, nil
 	}
 	if len(items) == 0 {
+		// The replies made it empty: a path of its own, the only one.
 		w.pc.canBeEmpty[s.Path] = true
+		w.met = append(w.met, pathChoice{step: s.Path, n: 2, made: 1})
 		return items, nil
 	}
 	if w.pc.canBeEmpty[s.Path] && w.choose(s, 2) == 1 {
@@ -425,6 +437,13 @@ func (w *pathWalk) node(n *spec.NodePlan, h *host) nodeWatch {
 }
 
 func (p pathNode) ended(ctx context.Context, res value.NodeResult, err error) (value.NodeResult, error) {
+	if err == nil {
+		// The journal writes the node's output as JSON.
+		if _, jerr := json.Marshal(res.Output); jerr != nil {
+			p.w.fail("", p.node.Pos, fmt.Sprintf("node %q: its output cannot be written as JSON: %v", p.node.ID, jerr), p.h.scope.Key)
+			return res, jerr
+		}
+	}
 	if err == nil || errors.Is(err, errBudget) || budgetStop(err) || errors.Is(err, kit.ErrWaiting) || ctx.Err() != nil {
 		return res, err
 	}
@@ -434,4 +453,15 @@ func (p pathNode) ended(ctx context.Context, res value.NodeResult, err error) (v
 	}
 	p.w.fail("", p.node.Pos, firstLineOf(err), p.h.scope.Key)
 	return res, err
+}
+
+// Load compiles the spec file at path and, when it compiles, checks its
+// paths (CheckPaths): the one check every way of starting a run goes
+// through (run, validate, resume --spec, test, sweeps, studies, Temporal).
+func Load(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
+	plan, diags := spec.Load(path, reg)
+	if plan == nil || diags.HasErrors() {
+		return plan, diags
+	}
+	return plan, append(diags, CheckPaths(plan)...)
 }

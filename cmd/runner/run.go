@@ -21,7 +21,6 @@ import (
 	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
-	"github.com/debate-runner/runner/spec"
 )
 
 type runCmd struct {
@@ -71,7 +70,7 @@ func (c *runCmd) Run(e *env) error {
 	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
-	plan, diags := spec.Load(c.File, nodes.Registry())
+	plan, diags := runtime.Load(c.File, nodes.Registry())
 	e.teller().Diagnostics(diags)
 	if diags.HasErrors() {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))
