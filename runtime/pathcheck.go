@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -52,14 +53,16 @@ func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
 	}
 	pc := &pathCheck{plan: plan, canBeEmpty: map[string]bool{}, kinds: map[string]string{}}
 	pc.namesOf(plan.Flow)
-	profiles := []bool{false, true}
+	// The profiles: every reply shortest, every reply longest, and each
+	// node's replies shortest or longest as a choice of the path.
+	profiles := []replyProfile{shortest, longest, mixed}
 	found := make([]map[string]*pathFailure, len(profiles))
 	var order []string
-	for i, long := range profiles {
+	for i, profile := range profiles {
 		found[i] = map[string]*pathFailure{}
 		forced := map[string]int{}
 		for n := 0; n < maxCheckedPaths; n++ {
-			walk := pc.walk(forced, long)
+			walk := pc.walk(forced, profile)
 			if f := walk.failure; f != nil {
 				k := f.key()
 				if _, seen := found[i][k]; !seen {
@@ -78,10 +81,13 @@ func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
 	}
 	var diags syntax.Diagnostics
 	for _, k := range order {
-		short, long := found[0][k], found[1][k]
+		short, long, mix := found[0][k], found[1][k], found[2][k]
 		f := short
 		if f == nil {
 			f = long
+		}
+		if f == nil {
+			f = mix
 		}
 		d := syntax.Diagnostic{File: f.file, Pos: f.pos, Severity: syntax.Error}
 		if d.File == "" {
@@ -90,12 +96,15 @@ func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
 		if short != nil && long != nil {
 			d.Message = fmt.Sprintf("%s (%s; a run would fail there, after the calls before it)", f.msg, f.where())
 		} else {
-			which := "the shortest"
-			if f == long {
-				which = "the longest"
+			which := "when models reply with the shortest lists their schemas allow"
+			switch f {
+			case long:
+				which = "when models reply with the longest lists their schemas allow"
+			case mix:
+				which = "for some lengths of the lists models reply with"
 			}
 			d.Severity = syntax.Warning
-			d.Message = fmt.Sprintf("%s (%s, when models reply with %s lists their schemas allow): it depends only on the replies; guard it (test the length first: {{if gt (len X) N}} in a template, len(x) > n ? ... : ... in an expression, a default with ??) or bound the list in its schema (minItems, maxItems)",
+			d.Message = fmt.Sprintf("%s (%s, %s): it depends only on the replies; guard it (test the length first: {{if gt (len X) N}} in a template, len(x) > n ? ... : ... in an expression, a default with ??) or bound the list in its schema (minItems, maxItems)",
 				f.msg, f.where(), which)
 		}
 		if f.file == "" || f.file == plan.Path {
@@ -186,6 +195,7 @@ type pathWalk struct {
 	run    *Run
 	forced map[string]int
 	// met are the choices this walk met, in order.
+	mu      sync.Mutex // the choices, which concurrent calls make too
 	met     []pathChoice
 	chosen  map[string]int
 	failure *pathFailure
@@ -198,7 +208,18 @@ type pathChoice struct {
 
 // walk runs the plan along the path forced gives (steps not in it take
 // their first choice).
-func (pc *pathCheck) walk(forced map[string]int, long bool) *pathWalk {
+// replyProfile is how long the stand-in replies' lists are.
+type replyProfile int
+
+const (
+	shortest replyProfile = iota
+	longest
+	// mixed: each node's replies shortest or longest, a choice of the
+	// path (for nodes whose replies differ).
+	mixed
+)
+
+func (pc *pathCheck) walk(forced map[string]int, profile replyProfile) *pathWalk {
 	plan := *pc.plan
 	plan.Budget.MaxEvaluations = min(pc.plan.Budget.Evaluations(), pathEvaluationBound)
 	w := &pathWalk{pc: pc, forced: forced, chosen: map[string]int{}}
@@ -208,7 +229,7 @@ func (pc *pathCheck) walk(forced map[string]int, long bool) *pathWalk {
 			given.InputValues[in.Name] = "<input " + in.Name + ">"
 		}
 	}
-	stage := standIns{long: long}
+	stage := standIns{profile: profile, w: w}
 	r, err := newDetached(&plan, Options{Launch: launch.Launch{Given: given}}, stage)
 	if err != nil {
 		w.failure = &pathFailure{file: pc.plan.Path, pos: syntax.Pos{Line: 1, Col: 1}, msg: firstLineOf(err), pc: pc}
@@ -245,13 +266,20 @@ func (pc *pathCheck) walk(forced map[string]int, long bool) *pathWalk {
 
 // standIns answer a path check's calls with stand-ins (calls.StandIn),
 // without counting tokens as a dry run's placeholders do.
-type standIns struct{ long bool }
+type standIns struct {
+	profile replyProfile
+	w       *pathWalk
+}
 
 func (s standIns) Complete(_ context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
 	label := "reply to " + c.Key
 	text := calls.StandIn(c.Kit.Shape, label)
-	if s.long {
-		text = calls.StandInLong(c.Kit.Shape, label)
+	switch long := calls.StandInLong(c.Kit.Shape, label); {
+	case long == text:
+	case s.profile == longest:
+		text = long
+	case s.profile == mixed && s.w.chooseKey("reply:"+c.Node, 2) == 1:
+		text = long
 	}
 	return kit.Reply{Content: text, UsageEstimated: true, Attempts: 1}, calls.Placeholder, nil
 }
@@ -279,12 +307,17 @@ func positionIn(err error, file string) syntax.Pos {
 
 // fail keeps the walk's first failure.
 func (w *pathWalk) fail(file string, pos syntax.Pos, msg, scope string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.failure != nil {
 		return
 	}
 	var path []string
 	seen := map[string]bool{}
 	for _, c := range w.met {
+		if st := w.stepAt(c.step); st != nil && st.Kind == spec.StepLoop && c.made == 0 && inFirstRound(scope, st.As) {
+			continue // round 1 runs however the loop ends
+		}
 		if d := w.describe(c); c.n > 1 && !seen[d] {
 			seen[d] = true
 			path = append(path, d)
@@ -293,8 +326,25 @@ func (w *pathWalk) fail(file string, pos syntax.Pos, msg, scope string) {
 	w.failure = &pathFailure{file: file, pos: pos, msg: msg, scope: scope, path: path, pc: w.pc}
 }
 
+// inFirstRound reports whether a scope key is in round 1 of loop as.
+func inFirstRound(scope, as string) bool {
+	for _, p := range strings.Split(scope, "/") {
+		p, _, _ = strings.Cut(p, "#")
+		if p == as+"=1" {
+			return true
+		}
+	}
+	return false
+}
+
 // describe names a choice made.
 func (w *pathWalk) describe(c pathChoice) string {
+	if node, ok := strings.CutPrefix(c.step, "reply:"); ok {
+		if c.made == 1 {
+			return fmt.Sprintf("when node %q replies with the longest lists its schema allows", node)
+		}
+		return fmt.Sprintf("when node %q replies with the shortest lists its schema allows", node)
+	}
 	s := w.stepAt(c.step)
 	if s == nil {
 		return ""
@@ -338,16 +388,22 @@ func (w *pathWalk) stepAt(path string) *spec.FlowStep {
 
 // choose makes the walk's choice among n at step s: the same at every
 // occurrence of the step, the forced one or the first.
-func (w *pathWalk) choose(s *spec.FlowStep, n int) int {
-	if c, ok := w.chosen[s.Path]; ok {
+func (w *pathWalk) choose(s *spec.FlowStep, n int) int { return w.chooseKey(s.Path, n) }
+
+// chooseKey is choose for a choice named key: a step's path, or "reply:"
+// and a node's id for the length of its replies' lists.
+func (w *pathWalk) chooseKey(key string, n int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.chosen[key]; ok {
 		return c
 	}
-	c := w.forced[s.Path]
+	c := w.forced[key]
 	if c >= n {
 		c = 0
 	}
-	w.chosen[s.Path] = c
-	w.met = append(w.met, pathChoice{step: s.Path, n: n, made: c})
+	w.chosen[key] = c
+	w.met = append(w.met, pathChoice{step: key, n: n, made: c})
 	return c
 }
 
@@ -400,7 +456,9 @@ func (w *pathWalk) foreach(s *spec.FlowStep, items []any, err error) ([]any, err
 	if len(items) == 0 {
 		// The replies made it empty: a path of its own, the only one.
 		w.pc.canBeEmpty[s.Path] = true
+		w.mu.Lock()
 		w.met = append(w.met, pathChoice{step: s.Path, n: 2, made: 1})
+		w.mu.Unlock()
 		return items, nil
 	}
 	if w.pc.canBeEmpty[s.Path] && w.choose(s, 2) == 1 {
