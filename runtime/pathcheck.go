@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -40,6 +41,7 @@ import (
 const (
 	maxCheckedPaths     = 32
 	pathCallBudget      = 400
+	checkCallBudget     = 1000 // all walks of a check together
 	pathRenderBudget    = 2 << 20
 	pathEvaluationBound = 2000
 )
@@ -60,9 +62,15 @@ func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
 	var order []string
 	for i, profile := range profiles {
 		found[i] = map[string]*pathFailure{}
+		if profile == mixed && !pc.varies.Load() {
+			continue // every reply the same in both: nothing to mix
+		}
 		forced := map[string]int{}
-		for n := 0; n < maxCheckedPaths; n++ {
+		for n := 0; n < maxCheckedPaths && pc.calls < checkCallBudget; n++ {
 			walk := pc.walk(forced, profile)
+			if walk.dryState != nil {
+				pc.calls += walk.dryState.calls.Load()
+			}
 			if f := walk.failure; f != nil {
 				k := f.key()
 				if _, seen := found[i][k]; !seen {
@@ -132,6 +140,10 @@ type pathCheck struct {
 	canBeEmpty map[string]bool
 	// kinds are the loop and foreach variables' steps: "loop" or "foreach".
 	kinds map[string]string
+	// calls are the calls the walks simulated so far.
+	calls int64
+	// varies is set once a call's shortest and longest replies differed.
+	varies atomic.Bool
 }
 
 func (pc *pathCheck) namesOf(steps []*spec.FlowStep) {
@@ -236,7 +248,7 @@ func (pc *pathCheck) walk(forced map[string]int, profile replyProfile) *pathWalk
 		return w
 	}
 	r.ID = "path-check"
-	r.dry = &dryState{Dry: Dry{Stage: stage, CallBudget: pathCallBudget, RenderBudget: pathRenderBudget}, plan: r.Plan, noted: map[string]bool{}, sizes: map[string][2]int{}}
+	r.dry = &dryState{Dry: Dry{Stage: stage, CallBudget: int(min(pathCallBudget, checkCallBudget-pc.calls)), RenderBudget: pathRenderBudget}, plan: r.Plan, noted: map[string]bool{}, sizes: map[string][2]int{}}
 	w.dryState, w.run = r.dry, r
 	r.walk = w
 	_, err = r.Execute(context.Background())
@@ -274,7 +286,11 @@ type standIns struct {
 func (s standIns) Complete(_ context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
 	label := "reply to " + c.Key
 	text := calls.StandIn(c.Kit.Shape, label)
-	switch long := calls.StandInLong(c.Kit.Shape, label); {
+	long := calls.StandInLong(c.Kit.Shape, label)
+	if long != text {
+		s.w.pc.varies.Store(true)
+	}
+	switch {
 	case long == text:
 	case s.profile == longest:
 		text = long
