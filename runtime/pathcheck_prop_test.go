@@ -26,14 +26,14 @@ import (
 // "yes" or all "no" in a run (its script), so the runs over every script
 // walk every path the path check walks.
 type flowGen struct {
-	rnd                  *rand.Rand
-	nodes, templates     []string
-	gates, says, calcs   int
-	lists                int
-	loops, foreachs      int
-	listLen              int
-	scope                []string // loop and foreach variables in scope
-	depth, steps, budget int
+	rnd                *rand.Rand
+	nodes, templates   []string
+	gates, says, calcs int
+	lists              int
+	loops, foreachs    int
+	listLen            int
+	scope              []string // loop and foreach variables in scope
+	depth, budget      int
 }
 
 func (g *flowGen) risky(inTemplate bool) string {
