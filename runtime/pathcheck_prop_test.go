@@ -277,7 +277,7 @@ func TestPathCheckMatchesRuns(t *testing.T) {
 		}
 		check(t, filepath.Base(f), string(data), strings.Count(string(data), "KEY=gate_"), strings.Count(string(data), "KEY=list_"))
 	}
-	n := 150
+	n := 100
 	if testing.Short() {
 		n = 40
 	}
