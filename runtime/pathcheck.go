@@ -68,6 +68,9 @@ func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
 		forced := map[string]int{}
 		for n := 0; n < maxCheckedPaths && pc.calls < checkCallBudget; n++ {
 			walk := pc.walk(forced, profile)
+			if walk.unprepared {
+				return nil
+			}
 			if walk.dryState != nil {
 				pc.calls += walk.dryState.calls.Load()
 			}
@@ -207,10 +210,12 @@ type pathWalk struct {
 	run    *Run
 	forced map[string]int
 	// met are the choices this walk met, in order.
-	mu      sync.Mutex // the choices, which concurrent calls make too
-	met     []pathChoice
-	chosen  map[string]int
-	failure *pathFailure
+	// unprepared is set when the run's values could not be prepared.
+	unprepared bool
+	mu         sync.Mutex // the choices, which concurrent calls make too
+	met        []pathChoice
+	chosen     map[string]int
+	failure    *pathFailure
 }
 
 type pathChoice struct {
@@ -238,13 +243,19 @@ func (pc *pathCheck) walk(forced map[string]int, profile replyProfile) *pathWalk
 	given := launch.Given{InputValues: map[string]any{}}
 	for _, in := range plan.Inputs {
 		if in.Required && !in.HasDefault {
-			given.InputValues[in.Name] = "<input " + in.Name + ">"
+			v := "<input " + in.Name + ">"
+			if in.MaxChars > 0 && len([]rune(v)) > in.MaxChars {
+				v = string([]rune(v)[:in.MaxChars])
+			}
+			given.InputValues[in.Name] = v
 		}
 	}
 	stage := standIns{profile: profile, w: w}
 	r, err := newDetached(&plan, Options{Launch: launch.Launch{Given: given}}, stage)
 	if err != nil {
-		w.failure = &pathFailure{file: pc.plan.Path, pos: syntax.Pos{Line: 1, Col: 1}, msg: firstLineOf(err), pc: pc}
+		// The plan's values cannot be prepared without the run's own (a
+		// run reports that itself): nothing to walk.
+		w.unprepared = true
 		return w
 	}
 	r.ID = "path-check"
