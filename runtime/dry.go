@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 // Dry makes a run a dry run: the real flow walker and node kinds, but every
@@ -46,8 +48,12 @@ var errBudget = errors.New("the dry run's budget of simulated calls is spent")
 // dryState is what a dry run keeps beside the run.
 type dryState struct {
 	Dry
+	plan     *spec.Plan
 	rendered atomic.Int64
 	calls    atomic.Int64
+	// stopped is the bound on evaluations (budget.max_evaluations) that
+	// stopped the walk, as a real run stops there, or "".
+	stopped string
 	// extrapolated are calls counted without being simulated.
 	extrapolated atomic.Int64
 	mu           sync.Mutex
@@ -75,7 +81,8 @@ func NewDry(plan *spec.Plan, opts Options, dry Dry) (*Run, error) {
 		dry.CallBudget = 20000
 	}
 	r.ID = "dry-run"
-	r.dry = &dryState{Dry: dry, noted: map[string]bool{}, sizes: map[string][2]int{}}
+	r.dry = &dryState{Dry: dry, plan: r.Plan, noted: map[string]bool{}, sizes: map[string][2]int{}}
+	r.walk = r.dry
 	return r, nil
 }
 
@@ -127,6 +134,16 @@ func (r *Run) Extrapolated() int {
 	return int(r.dry.extrapolated.Load())
 }
 
+// StoppedBy is, for a dry run whose walk stopped at the bound on
+// evaluations (budget.max_evaluations) as a real run would, the error that
+// run would stop with; "" otherwise.
+func (r *Run) StoppedBy() string {
+	if r.dry == nil {
+		return ""
+	}
+	return r.dry.stopped
+}
+
 // estimate stands in for a prompt once the render budget is spent: the size
 // of the agent's last prompt of this template rendered in full, grown by
 // the messages it can see now beyond those it could see then, at the
@@ -154,6 +171,13 @@ func (d *dryState) renderedPrompt(template, agent string, chars, seen int) {
 // finished (the rest was extrapolated), outputs that cannot be computed
 // from stand-ins are noted, and nothing is written.
 func (r *Run) finishDry(runErr error, started time.Time) (*result.Result, error) {
+	var be *calls.BudgetError
+	if errors.As(runErr, &be) && be.Limit == "max_evaluations" {
+		// A real run stops there (budget_exceeded): the dry run reports
+		// the walk up to it.
+		r.dry.stopped = be.Error()
+		runErr = nil
+	}
 	if errors.Is(runErr, errBudget) {
 		r.dry.note("the dry run stopped after simulating %d calls; the conversations, loops and foreach steps it was in are extrapolated, and nodes after that point are not counted", r.dry.calls.Load())
 		runErr = nil
@@ -213,4 +237,125 @@ func (t *dryTurns) extrapolated(now int64, max int) int64 {
 		return 0
 	}
 	return extrapolate(t.start, t.done, now, t.turn+1, max)
+}
+
+// A dry run observes the flow walker (walkObserver): loops run to their
+// max, until is evaluated and ignored, a foreach whose list is not known
+// before the run is walked once, both branches of an if that reads what
+// the run recorded are walked, and what a spent call budget cut short is
+// extrapolated.
+
+// dryLoop follows a loop's or foreach's iterations: the worst-case calls
+// when it began and after its last whole iteration; cut short by the call
+// budget in iteration i, the iterations left of n are extrapolated.
+type dryLoop struct {
+	d           *dryState
+	n           int
+	start, done int64
+}
+
+func (d *dryState) span(n int) *dryLoop {
+	w := d.worst()
+	return &dryLoop{d: d, n: n, start: w, done: w}
+}
+
+func (l *dryLoop) iterated(i int, err error) {
+	switch {
+	case err == nil:
+		l.done = l.d.worst()
+	case errors.Is(err, errBudget):
+		l.d.extrapolated.Add(extrapolate(l.start, l.done, l.d.worst(), i, l.n))
+	}
+}
+
+func (d *dryState) loop(_ *spec.FlowStep, max int) (int, walkSpan) { return max, d.span(max) }
+
+func (d *dryState) until(s *spec.FlowStep, _, max int, holds func() (any, error)) (bool, error) {
+	if _, err := holds(); err != nil {
+		d.note("%s: loop until (%s) cannot be evaluated on stand-in replies (%v)", posString(d.plan, s.Pos), s.Until.Source, err)
+	}
+	d.note("the loop at %s counts all %d iterations; until (%s) may end it earlier", posString(d.plan, s.Pos), max, s.Until.Source)
+	return false, nil
+}
+
+func (d *dryState) foreach(s *spec.FlowStep, items []any, err error) ([]any, error) {
+	if err != nil {
+		d.note("foreach at %s: its list (%s) is not known before the run (%v); counted once", posString(d.plan, s.Pos), s.In.Source, err)
+		return []any{nil}, nil
+	}
+	return items, nil
+}
+
+func (d *dryState) items(_ *spec.FlowStep, n int) walkSpan { return d.span(n) }
+
+func (d *dryState) oneByOne() bool { return true }
+
+func (d *dryState) branches(s *spec.FlowStep, cond func() (any, error)) ([]bool, error) {
+	if s.Cond.ReadsRun {
+		// What the replies would decide: the worst case takes both.
+		d.note("if at %s (%s) depends on replies; both branches are counted", posString(d.plan, s.Pos), s.Cond.Source)
+		return []bool{true, false}, nil
+	}
+	v, err := cond()
+	if err != nil {
+		return nil, fmt.Errorf("%s: if (%s): %w", posString(d.plan, s.Pos), s.Cond.Source, err)
+	}
+	b, _ := v.(bool)
+	return []bool{b}, nil
+}
+
+// dryNode watches one execution of a node in a dry run.
+type dryNode struct {
+	d    *dryState
+	node *spec.NodePlan
+	h    *host
+}
+
+func (d *dryState) node(n *spec.NodePlan, h *host) nodeWatch {
+	if _, ok := n.Config.(kit.TurnBounded); ok {
+		w := d.worst()
+		h.turns = &dryTurns{start: w, done: w}
+	}
+	return dryNode{d: d, node: n, h: h}
+}
+
+func (w dryNode) ended(ctx context.Context, res value.NodeResult, err error) (value.NodeResult, error) {
+	if w.h.turns != nil && errors.Is(err, errBudget) {
+		// Cut short by the call budget: the turns left are counted at
+		// the pace of those taken.
+		w.d.extrapolated.Add(w.h.turns.extrapolated(w.d.worst(), w.node.Config.(kit.TurnBounded).TurnBound()))
+	}
+	if err != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && !budgetStop(err) && ctx.Err() == nil && !isRenderError(err) {
+		// Stand-in replies can fail a check no real reply would (a rule on
+		// the content, say); the worst case goes on without the node's
+		// result.
+		w.d.note("node %q did not finish on stand-in replies (%v); its calls so far are counted", w.node.ID, firstLineOf(err))
+		return value.NodeResult{}, nil
+	}
+	return res, err
+}
+
+func (d *dryState) call() error {
+	if d.spent() {
+		return errBudget
+	}
+	d.calls.Add(1)
+	return nil
+}
+
+// extrapolate counts the calls of a loop's iterations a dry run did not
+// simulate: cut short in iteration i of max, the loop had made done-start
+// calls in its i-1 whole iterations and now-done in the one cut short. The
+// iterations left go at the pace of the whole ones (or of the one cut
+// short, when it was the first), less what the one cut short has made.
+func extrapolate(start, done, now int64, i, max int) int64 {
+	if i == 1 {
+		return (now - start) * int64(max-1)
+	}
+	per := float64(done-start) / float64(i-1)
+	left := per*float64(max-i+1) - float64(now-done)
+	if left < 0 {
+		return 0
+	}
+	return int64(left + 0.5)
 }

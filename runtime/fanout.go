@@ -225,7 +225,7 @@ func (r *Run) fanOut(ctx context.Context, s *spec.FlowStep, f *frame, scopes []*
 		sc.it = its[i]
 	}
 	var err error
-	if r.dry != nil || r.emb != nil {
+	if r.observer().oneByOne() || r.emb != nil {
 		err = r.fanOneByOne(ctx, s, scopes)
 	} else {
 		err = r.fanConcurrently(ctx, s, scopes)
@@ -242,25 +242,20 @@ func (r *Run) fanOut(ctx context.Context, s *spec.FlowStep, f *frame, scopes []*
 // fanOneByOne runs the iterations of a concurrent foreach one after the
 // other; a dry run cut short by its call budget extrapolates the rest.
 func (r *Run) fanOneByOne(ctx context.Context, s *spec.FlowStep, scopes []*frame) error {
-	var start, done int64
-	if r.dry != nil {
-		start = r.dry.worst()
-		done = start
-	}
+	span := r.observer().items(s, len(scopes))
 	for i, f := range scopes {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": f.scope.Key})
-		if err := r.runSteps(ctx, s.Do, f); err != nil {
-			if r.dry != nil && errors.Is(err, errBudget) {
-				r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i+1, len(scopes)))
-			}
+		if err := r.countIteration(s); err != nil {
 			return err
 		}
-		if r.dry != nil {
-			done = r.dry.worst()
+		_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": f.scope.Key})
+		if err := r.runSteps(ctx, s.Do, f); err != nil {
+			span.iterated(i+1, err)
+			return err
 		}
+		span.iterated(i+1, nil)
 	}
 	return nil
 }
@@ -279,6 +274,14 @@ func (r *Run) fanConcurrently(ctx context.Context, s *spec.FlowStep, scopes []*f
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil || stop.Load() {
+			break
+		}
+		if err := r.countIteration(s); err != nil {
+			errs[i] = err
+			failed.Do(func() {
+				first = i
+				stop.Store(true)
+			})
 			break
 		}
 		wg.Add(1)

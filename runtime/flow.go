@@ -12,6 +12,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -69,53 +70,42 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			max = n
 		}
-		var start, done int64 // worst-case calls when the loop began, and after its last whole iteration
-		if r.dry != nil {
-			start = r.dry.worst()
-			done = start
-		}
-		for i := 1; i <= max; i++ {
+		obs := r.observer()
+		n, span := obs.loop(s, max)
+		for i := 1; i <= n; i++ {
+			if err := r.countIteration(s); err != nil {
+				return err
+			}
 			inner := f.with(s.As, i, fmt.Sprintf("%s=%d", s.As, i))
 			inner.scope.Round = i
 			if err := r.runSteps(ctx, s.Do, inner); err != nil {
-				if r.dry != nil && errors.Is(err, errBudget) {
-					r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i, max))
-				}
+				span.iterated(i, err)
 				return err
 			}
-			if r.dry != nil {
-				done = r.dry.worst()
+			span.iterated(i, nil)
+			if s.Until == nil {
+				continue
 			}
-			if s.Until != nil && r.dry != nil {
-				if _, err := evalProgram(s.Until, r.envIn(inner)); err != nil {
-					r.dry.note("%s: loop until (%s) cannot be evaluated on stand-in replies (%v)", posString(r.Plan, s.Pos), s.Until.Source, err)
-				}
-				r.dry.note("the loop at %s counts all %d iterations; until (%s) may end it earlier", posString(r.Plan, s.Pos), max, s.Until.Source)
-			} else if s.Until != nil {
-				v, err := evalProgram(s.Until, r.envIn(inner))
-				if err != nil {
-					return fmt.Errorf("%s: loop until (%s): %w", posString(r.Plan, s.Pos), s.Until.Source, err)
-				}
-				if b, _ := v.(bool); b {
-					_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": i, "reason": "until"})
-					return nil
-				}
+			stop, err := obs.until(s, i, max, func() (any, error) { return evalProgram(s.Until, r.envIn(inner)) })
+			if err != nil {
+				return err
+			}
+			if stop {
+				_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": i, "reason": "until"})
+				return nil
 			}
 		}
-		_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": max, "reason": "max"})
+		_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": n, "reason": "max"})
 		return nil
 	case spec.StepForeach:
+		obs := r.observer()
 		v, err := evalProgram(s.In, r.envIn(f))
 		var items []any
 		if err == nil {
 			items, err = toList(v)
 		}
-		if err != nil && r.dry != nil {
-			r.dry.note("foreach at %s: its list (%s) is not known before the run (%v); counted once", posString(r.Plan, s.Pos), s.In.Source, err)
-			items, err = []any{nil}, nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: foreach in (%s): %w", posString(r.Plan, s.Pos), s.In.Source, err)
+		if items, err = obs.foreach(s, items, err); err != nil {
+			return err
 		}
 		scopes := make([]*frame, len(items))
 		for i, item := range items {
@@ -134,43 +124,65 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		if s.Concurrency > 1 && len(items) > 1 {
 			return r.fanOut(ctx, s, f, scopes)
 		}
-		var start, done int64 // worst-case calls when the foreach began, and after its last whole iteration
-		if r.dry != nil {
-			start = r.dry.worst()
-			done = start
-		}
+		span := obs.items(s, len(items))
 		for i, inner := range scopes {
-			_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
-			if err := r.runSteps(ctx, s.Do, inner); err != nil {
-				if r.dry != nil && errors.Is(err, errBudget) {
-					r.dry.extrapolated.Add(extrapolate(start, done, r.dry.worst(), i+1, len(items)))
-				}
+			if err := r.countIteration(s); err != nil {
 				return err
 			}
-			if r.dry != nil {
-				done = r.dry.worst()
+			_ = r.event(event.ForeachItem, s.Path, map[string]any{"as": s.As, "index": i + 1, "scope": inner.scope.Key})
+			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+				span.iterated(i+1, err)
+				return err
 			}
+			span.iterated(i+1, nil)
 		}
 		return nil
 	case spec.StepIf:
-		if r.dry != nil && s.Cond.ReadsRun {
-			// What the replies would decide: the worst case takes both.
-			r.dry.note("if at %s (%s) depends on replies; both branches are counted", posString(r.Plan, s.Pos), s.Cond.Source)
-			if err := r.runSteps(ctx, s.Do, f); err != nil {
+		taken, err := r.observer().branches(s, func() (any, error) { return evalProgram(s.Cond, r.envIn(f)) })
+		if err != nil {
+			return err
+		}
+		for _, do := range taken {
+			steps := s.Else
+			if do {
+				steps = s.Do
+			}
+			if err := r.runSteps(ctx, steps, f); err != nil {
 				return err
 			}
-			return r.runSteps(ctx, s.Else, f)
 		}
-		v, err := evalProgram(s.Cond, r.envIn(f))
-		if err != nil {
-			return fmt.Errorf("%s: if (%s): %w", posString(r.Plan, s.Pos), s.Cond.Source, err)
-		}
-		if b, _ := v.(bool); b {
-			return r.runSteps(ctx, s.Do, f)
-		}
-		return r.runSteps(ctx, s.Else, f)
+		return nil
 	}
 	return nil
+}
+
+// countIteration counts an iteration of a loop or foreach against the
+// run's bound on evaluations (budget.max_evaluations): a loop whose
+// iterations execute no node (an if that skips them) is bounded too, and
+// stops the run as a spent budget does.
+func (r *Run) countIteration(s *spec.FlowStep) error {
+	r.mu.Lock()
+	r.iterations++
+	n := r.iterations
+	r.mu.Unlock()
+	if limit := r.Plan.Budget.Evaluations(); n > limit {
+		return &calls.BudgetError{Key: "the " + stepWord(s) + " at " + posString(r.Plan, s.Pos) + ": its next iteration", Scope: "run", Limit: "max_evaluations",
+			Max: float64(limit), Spent: float64(limit), Next: 1, Of: "loop and foreach iterations"}
+	}
+	return nil
+}
+
+// stepWord names a step's kind as the spec writes it.
+func stepWord(s *spec.FlowStep) string {
+	switch s.Kind {
+	case spec.StepLoop:
+		return "loop"
+	case spec.StepForeach:
+		return "foreach"
+	case spec.StepIf:
+		return "if"
+	}
+	return "node"
 }
 
 // execNode executes one node in a scope and stores its result.
@@ -187,19 +199,14 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	evals := r.evaluations
 	r.mu.Unlock()
 	if limit := r.Plan.Budget.Evaluations(); evals > limit {
-		return value.NodeResult{}, fmt.Errorf("node %q: the run has executed %d nodes, the most budget.max_evaluations allows (default %d): a loop that runs away (a large max, an until that never holds)? Raise the bound in the spec if the run needs more, and resume with --spec",
-			node.ID, limit, spec.DefaultMaxEvaluations)
+		return value.NodeResult{}, &calls.BudgetError{Key: fmt.Sprintf("node %q", node.ID), Scope: "run", Limit: "max_evaluations", Max: float64(limit), Spent: float64(limit), Next: 1, Of: "nodes"}
 	}
 	scopeKey := f.scope.Key
 	if occ > 1 {
 		scopeKey = fmt.Sprintf("%s#%d", scopeKey, occ)
 	}
 	h := &host{run: r, node: node, scope: f.scope, prefix: node.ID + "/" + scopeKey, frame: f, ctx: ctx}
-	tb, turnBounded := node.Config.(kit.TurnBounded)
-	if r.dry != nil && turnBounded {
-		w := r.dry.worst()
-		h.turns = &dryTurns{start: w, done: w}
-	}
+	watch := r.observer().node(node, h)
 	if err := r.event(event.NodeStarted, h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
 		return value.NodeResult{}, err
 	}
@@ -221,18 +228,7 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	if e := (*spec.NonFiniteError)(nil); errors.As(err, &e) && e.File == "" {
 		e.File = r.Plan.Path
 	}
-	if h.turns != nil && errors.Is(err, errBudget) {
-		// Cut short by the call budget: the turns left are counted at
-		// the pace of those taken.
-		r.dry.extrapolated.Add(h.turns.extrapolated(r.dry.worst(), tb.TurnBound()))
-	}
-	if err != nil && r.dry != nil && !errors.Is(err, errBudget) && !errors.Is(err, spec.ErrRunaway) && ctx.Err() == nil && !isRenderError(err) {
-		// Stand-in replies can fail a check no real reply would (a rule on
-		// the content, say); the worst case goes on without the node's
-		// result.
-		r.dry.note("node %q did not finish on stand-in replies (%v); its calls so far are counted", node.ID, firstLineOf(err))
-		return value.NodeResult{}, nil
-	}
+	res, err = watch.ended(ctx, res, err)
 	if err != nil {
 		if !errors.Is(err, kit.ErrWaiting) {
 			_ = r.event(event.NodeFailed, h.prefix, map[string]any{"node": node.ID, "error": err.Error()})
@@ -326,21 +322,4 @@ func toList(v any) ([]any, error) {
 		return nil, nil
 	}
 	return nil, fmt.Errorf("expected a list, got %T", v)
-}
-
-// extrapolate counts the calls of a loop's iterations a dry run did not
-// simulate: cut short in iteration i of max, the loop had made done-start
-// calls in its i-1 whole iterations and now-done in the one cut short. The
-// iterations left go at the pace of the whole ones (or of the one cut
-// short, when it was the first), less what the one cut short has made.
-func extrapolate(start, done, now int64, i, max int) int64 {
-	if i == 1 {
-		return (now - start) * int64(max-1)
-	}
-	per := float64(done-start) / float64(i-1)
-	left := per*float64(max-i+1) - float64(now-done)
-	if left < 0 {
-		return 0
-	}
-	return int64(left + 0.5)
 }

@@ -87,11 +87,8 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		_ = r.event(event.Retry, call.Key, map[string]any{"attempt": a.N, "status": a.Status, "error": a.Err.Error(), "wait_ms": a.Wait.Milliseconds()})
 	}
 	call.OnNote = func(note string) { r.warn("%s", note) }
-	if r.dry != nil {
-		if r.dry.spent() {
-			return kit.Reply{}, errBudget
-		}
-		r.dry.calls.Add(1)
+	if err := r.observer().call(); err != nil {
+		return kit.Reply{}, err
 	}
 	rep, source, err := r.chain.Complete(calls.WithCall(ctx, call), call)
 	if err != nil {

@@ -220,7 +220,7 @@ type replacedSpec struct{ digest, savedAs string }
 // copy with its saved libraries, or the fixed spec file given.
 func resumePlan(dir string, m result.Manifest, reg *spec.Registry, fixed string) (*spec.Plan, *replacedSpec, error) {
 	if fixed != "" {
-		plan, diags := spec.Load(fixed, reg)
+		plan, diags := Load(fixed, reg)
 		if diags.HasErrors() {
 			return nil, nil, &SpecError{Path: fixed, Diags: diags}
 		}

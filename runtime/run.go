@@ -159,7 +159,9 @@ type Run struct {
 	// dry is set for a dry run (see NewDry), emb for an embedded one (see
 	// NewEmbedded).
 	dry *dryState
-	emb *Embedded
+	// walk observes the flow walker (see walkObserver); nil: the run's own.
+	walk walkObserver
+	emb  *Embedded
 	// threads are the agents' chat threads (see kit.Thread).
 	threads threads
 	// red keeps the endpoints' secrets out of what the run writes.

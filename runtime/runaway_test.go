@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime/result"
 )
@@ -26,19 +27,20 @@ outputs:
 budget: {max_evaluations: %d}
 `
 
-// TestMaxEvaluationsStopsAndResumes: a run that executes more nodes than
-// budget.max_evaluations fails naming the bound, with its records written,
-// and a resume with a spec that raises the bound finishes it.
+// TestMaxEvaluationsStopsAndResumes: a run that executes more nodes (or
+// loop iterations) than budget.max_evaluations stops on its budget naming
+// the bound, with its records written, and a resume with a spec that
+// raises the bound finishes it.
 func TestMaxEvaluationsStopsAndResumes(t *testing.T) {
 	path := writeSpec(t, t.TempDir(), fmt.Sprintf(evalSpec, 10))
 	r, res, err := execute(t, loadPlan(t, path), Options{})
-	if err == nil || !strings.Contains(err.Error(), "executed 10 nodes, the most budget.max_evaluations allows") {
+	if err == nil || !strings.Contains(err.Error(), "executed 10 loop and foreach iterations, the most budget.max_evaluations allows") || exitcode.Of(err) != exitcode.Budget {
 		t.Fatalf("err = %v", err)
 	}
-	if res.Status != result.StatusFailed {
+	if res.Status != result.StatusBudget {
 		t.Fatalf("status %s", res.Status)
 	}
-	if errs := eventsOf(readEvents(t, r.Dir), "error"); len(errs) != 1 {
+	if errs := eventsOf(readEvents(t, r.Dir), "budget_exceeded"); len(errs) != 1 {
 		t.Errorf("journal error events: %v", errs)
 	}
 	fixed := filepath.Join(t.TempDir(), "fixed.yaml")

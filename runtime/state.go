@@ -36,9 +36,11 @@ type runState struct {
 	occurrences map[string]int
 	// evaluations counts node executions, against the plan's bound.
 	evaluations int
-	warnings    []string
-	warnedOnce  map[string]bool
-	waiting     []value.Question
+	// iterations counts loop and foreach iterations, against the same.
+	iterations int
+	warnings   []string
+	warnedOnce map[string]bool
+	waiting    []value.Question
 	// answered are the questions answered in this attempt; questions.yaml
 	// keeps them so that resuming with it answers every question again.
 	answered   []value.Question

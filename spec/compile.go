@@ -139,6 +139,7 @@ func compileInto(r *syntax.Reporter, path string, data []byte, reg *Registry, op
 	if c.plan.Templates != nil {
 		boundRanges(c.plan.Templates)
 	}
+	c.plan.templateAt = c.templatePosition
 	return c.plan
 }
 
@@ -816,6 +817,25 @@ func (c *compiler) templateError(name string, err error) {
 }
 
 func (c *compiler) reportTemplateProblem(name string, line, col int, msg string, ref syntax.Pos) {
+	file, pos, ok := c.templatePosition(name, line, col)
+	switch {
+	case !ok:
+		c.r.Errorf(ref, "template %s: %s", name, msg)
+	case file != "":
+		d := syntax.Diagnostic{File: file, Pos: pos, Severity: syntax.Error, Message: fmt.Sprintf("template %s: %s", name, msg)}
+		if ref.Line > 0 {
+			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.Src.Name, ref.Line, ref.Col)
+		}
+		c.r.Keep(d)
+	default:
+		c.r.Errorf(pos, "template %s: %s", name, msg)
+	}
+}
+
+// templatePosition is where line and column of template name are: in a
+// file of its own (file set), or in the spec (file ""); ok is false for a
+// template the compiler did not read.
+func (c *compiler) templatePosition(name string, line, col int) (file string, pos syntax.Pos, ok bool) {
 	if col < 1 {
 		col = 1
 	}
@@ -825,32 +845,26 @@ func (c *compiler) reportTemplateProblem(name string, line, col int, msg string,
 	}
 	o, ok := c.origins[name]
 	if !ok {
-		c.r.Errorf(ref, "template %s: %s", name, msg)
-		return
+		return "", syntax.Pos{}, false
 	}
 	if o.file != "" {
-		d := syntax.Diagnostic{File: o.file, Pos: syntax.Pos{Line: line, Col: col}, Severity: syntax.Error, Message: fmt.Sprintf("template %s: %s", name, msg)}
 		if line == 0 {
-			d.Pos = syntax.Pos{Line: 1, Col: 1}
+			return o.file, syntax.Pos{Line: 1, Col: 1}, true
 		}
-		if ref.Line > 0 {
-			d.Message += fmt.Sprintf(" (used at %s:%d:%d)", c.r.Src.Name, ref.Line, ref.Col)
-		}
-		c.r.Keep(d)
-		return
+		return o.file, syntax.Pos{Line: line, Col: col}, true
 	}
 	// define: a block scalar starts on the line after its key.
 	if last := strings.Count(strings.TrimRight(c.sources[name], "\n"), "\n") + 1; line > last && c.sources[name] != "" {
 		line, col = last, 1
 	}
-	pos := syntax.Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
+	pos = syntax.Pos{Line: o.lineBase + line, Col: c.indentOf(o.lineBase+line) + col}
 	if o.inline && line == 1 {
 		pos.Col = o.col + col - 1
 	}
 	if line == 0 || pos.Line > len(c.r.Src.Lines) {
 		pos = o.pos
 	}
-	c.r.Errorf(pos, "template %s: %s", name, msg)
+	return "", pos, true
 }
 
 // mappingValue returns the value of key in mapping n, or nil.

@@ -18,6 +18,9 @@ import (
 // every expression compiled. The runtime executes a Plan and never looks at
 // YAML again.
 type Plan struct {
+	// templateAt places a template's line and column (see TemplateErrorAt).
+	templateAt func(name string, line, col int) (string, syntax.Pos, bool)
+
 	File   *syntax.File
 	Path   string
 	Source []byte

@@ -135,10 +135,11 @@ func TestResumeWithFixedSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A second node whose template fails when rendered: index out of range.
+	// A second node whose template fails when rendered on this run's input
+	// ("q"): index out of range. (Not on every input: validate accepts it.)
 	broken := strings.Replace(string(base), "flow: [answer]", `  final: {kind: ask, agents: [a], template: final, record: final}
 flow: [answer, final]`, 1)
-	broken = strings.Replace(broken, "    answer: ", "    final: \"KEY=a/r0/final {{index .Inputs.question 99}}\"\n    answer: ", 1)
+	broken = strings.Replace(broken, "    answer: ", "    final: \"KEY=a/r0/final {{index .Inputs.question 5}}\"\n    answer: ", 1)
 	dir := t.TempDir()
 	brokenPath := filepath.Join(dir, "spec.yaml")
 	if err := os.WriteFile(brokenPath, []byte(broken), 0o644); err != nil {
@@ -156,7 +157,7 @@ flow: [answer, final]`, 1)
 	}
 
 	// Without --spec the run keeps its own copy, even after the file is fixed.
-	fixed := strings.Replace(broken, "{{index .Inputs.question 99}}", "{{index .Inputs.question 0}}", 1)
+	fixed := strings.Replace(broken, "{{index .Inputs.question 5}}", "{{index .Inputs.question 0}}", 1)
 	if err := os.WriteFile(brokenPath, []byte(fixed), 0o644); err != nil {
 		t.Fatal(err)
 	}

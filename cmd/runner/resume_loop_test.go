@@ -307,7 +307,9 @@ func TestResumeAfterEndpointFailureStillResumes(t *testing.T) {
 func TestResumeOutputExpressionDeadEnd(t *testing.T) {
 	srv := newLoopServer(t)
 	srv.good = true
-	bad := strings.Replace(loopSpec, `answer: latest("judge")[0].output.answer`, `answer: latest("judge")[0].output.answer + 1`, 1)
+	// It fails on the judge's answer "42" (too short), not on every reply:
+	// validate accepts it.
+	bad := strings.Replace(loopSpec, `answer: latest("judge")[0].output.answer`, `answer: latest("judge")[0].output.answer[5]`, 1)
 	spec := writeSpec(t, bad)
 	code, _, stderr := invoke(t, e2eEnv(srv.Server), "run", spec, "-i", "question=q", "--runs-dir", t.TempDir(), "-q")
 	if code != exitcode.Failure {

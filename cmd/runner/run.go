@@ -19,7 +19,6 @@ import (
 	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
-	"github.com/debate-runner/runner/spec"
 )
 
 type runCmd struct {
@@ -70,7 +69,7 @@ func (c *runCmd) Run(e *env) error {
 	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
-	plan, diags := spec.Load(c.File, nodes.Registry())
+	plan, diags := runtime.Load(c.File, nodes.Registry())
 	e.teller().Diagnostics(diags)
 	if diags.HasErrors() {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))

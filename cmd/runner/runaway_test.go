@@ -48,16 +48,19 @@ flow: [n]
 `
 
 // TestRunawayEvaluationStops: a compute loop with a huge max and a template
-// ranging over a huge number neither hang nor fill the disk: the run and
-// the dry run stop within seconds with an error naming the bound (exit 1),
-// and a range over a literal number past the bound is refused by validate.
+// ranging over a huge number neither hang nor fill the disk. The loop stops
+// within seconds at its budget, naming the bound (exit 6), and the dry run
+// reports that a real run stops there (exit 0); the template fails on
+// every path, so validate refuses it at its position before anything runs
+// (exit 4), as it refuses a range over a literal number past the bound.
 func TestRunawayEvaluationStops(t *testing.T) {
 	srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "ok"} })
 	cases := []struct {
 		name, spec, want string
+		run, dry         int
 	}{
-		{"compute loop", computeLoopSpec, "budget.max_evaluations"},
-		{"template range", templateRangeSpec, "range over 2000000000: a template ranges over at most 10000"},
+		{"compute loop", computeLoopSpec, "budget.max_evaluations", exitcode.Budget, 0},
+		{"template range", templateRangeSpec, "spec.yaml:7:18: error: node \"n\": executing \"t/a\" at <rangeBound>: error calling rangeBound: range over 2000000000: a template ranges over at most 10000", exitcode.InvalidSpec, exitcode.InvalidSpec},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,12 +72,16 @@ func TestRunawayEvaluationStops(t *testing.T) {
 					args = []string{"run", specPath, "--dry-run"}
 				}
 				start := time.Now()
-				code, _, stderr := invoke(t, e2eEnv(srv), args...)
+				code, stdout, stderr := invoke(t, e2eEnv(srv), args...)
 				if took := time.Since(start); took > 60*time.Second {
 					t.Errorf("dry=%v took %v", dry, took)
 				}
-				if code != exitcode.Failure || !strings.Contains(stderr, tc.want) {
-					t.Errorf("dry=%v: exit %d, stderr %q; want exit %d naming %q", dry, code, stderr, exitcode.Failure, tc.want)
+				want := tc.run
+				if dry {
+					want = tc.dry
+				}
+				if code != want || !strings.Contains(stdout+stderr, tc.want) {
+					t.Errorf("dry=%v: exit %d, stdout %q, stderr %q; want exit %d naming %q", dry, code, stdout, stderr, want, tc.want)
 				}
 				if dry {
 					continue

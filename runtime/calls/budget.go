@@ -72,9 +72,16 @@ type BudgetError struct {
 	// was stopped, with Next the call's own estimate.
 	Scope, Limit     string
 	Max, Spent, Next float64
+	// Of is what max_evaluations counted ("nodes", "loop and foreach
+	// iterations"); Key then names what was not begun.
+	Of string
 }
 
 func (e *BudgetError) Error() string {
+	if e.Limit == "max_evaluations" {
+		return fmt.Sprintf("budget: %s was not begun: the run has executed %s %s, the most budget.max_evaluations allows (default %d): a loop that runs away (a large max, an until that never holds)? Raise the bound in the spec if the run needs more, and resume with --spec",
+			e.Key, num(e.Max), e.Of, spec.DefaultMaxEvaluations)
+	}
 	if e.Limit == "max_tool_calls" {
 		who := e.Scope
 		if who == "run" {
@@ -92,6 +99,9 @@ func (e *BudgetError) ExitCode() int { return exitcode.Budget }
 
 // Flag is the --budget flag that raises the limit the call stopped at.
 func (e *BudgetError) Flag() string {
+	if e.Limit == "max_evaluations" {
+		return "--spec FIXED.yaml (budget.max_evaluations raised)"
+	}
 	name := map[string]string{"max_calls": "calls", "max_tokens": "tokens", "max_cost": "cost", "max_tool_calls": "tool_calls"}[e.Limit]
 	if node, ok := strings.CutPrefix(e.Scope, "node "); ok {
 		name = node + "." + name

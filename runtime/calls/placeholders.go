@@ -27,6 +27,9 @@ type Placeholders struct {
 	// a server that sees only requests (an end-to-end test serving the
 	// real binary) can then answer each with the dry run's stand-in.
 	ByPrompt bool
+	// Long answers with lists as long as their schemas allow (up to three
+	// items; see StandInLong), not as short.
+	Long bool
 
 	mu        sync.Mutex
 	answered  []Answered
@@ -80,7 +83,7 @@ func (p *Placeholders) Complete(_ context.Context, c *Call) (kit.Reply, Source, 
 	if p.ByPrompt {
 		label = "reply to " + promptLabel(c.Kit.Messages)
 	}
-	text := StandIn(c.Kit.Shape, label)
+	text := standIn(c.Kit.Shape, label, p.Long)
 	model := c.Model
 	reply := p.ReplyTokens
 	if reply <= 0 {

@@ -17,6 +17,17 @@ import (
 // 2") is the text it puts where a model would write prose, so that a prompt
 // quoting the reply shows what it stands for.
 func StandIn(shape kit.Shape, label string) string {
+	return standIn(shape, label, false)
+}
+
+// StandInLong is StandIn with every list as long as its schema allows, up
+// to three items, rather than as short: the other end of the replies a
+// schema accepts.
+func StandInLong(shape kit.Shape, label string) string {
+	return standIn(shape, label, true)
+}
+
+func standIn(shape kit.Shape, label string, long bool) string {
 	text := "<" + label + ">"
 	switch shape.Format {
 	case "json":
@@ -24,7 +35,7 @@ func StandIn(shape kit.Shape, label string) string {
 		if len(shape.Schema) > 0 {
 			_ = json.Unmarshal(shape.Schema, &schema)
 		}
-		g := jsonGen{root: schema}
+		g := jsonGen{root: schema, long: long}
 		v := g.value(schema, text, 0)
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
@@ -60,7 +71,11 @@ func StandIn(shape kit.Shape, label string) string {
 const maxStandInDepth = 12
 
 // jsonGen makes values a schema accepts; root resolves local $refs.
-type jsonGen struct{ root any }
+type jsonGen struct {
+	root any
+	// long makes lists up to three items long, not as short as allowed.
+	long bool
+}
 
 // resolve follows a local reference ("#/$defs/name", "#/definitions/x").
 func (g jsonGen) resolve(ref string) any {
@@ -205,6 +220,12 @@ func (g jsonGen) value(schema any, text string, depth int) any {
 		n := 0
 		if m, ok := s["minItems"].(float64); ok {
 			n = int(m)
+		}
+		if g.long && n < 3 {
+			n = 3
+			if m, ok := s["maxItems"].(float64); ok && int(m) < n {
+				n = max(int(m), 0)
+			}
 		}
 		out := make([]any, n)
 		for i := range out {

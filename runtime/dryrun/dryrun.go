@@ -301,6 +301,9 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.OverBudget = overBudget(rep, budget)
+	if stop := r.StoppedBy(); stop != "" {
+		rep.OverBudget = append(rep.OverBudget, "the run: "+stop)
+	}
 	if len(placeholders) > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("input(s) %s not given: a placeholder stands in, so prompt sizes leave them out", strings.Join(placeholders, ", ")))
 	}

@@ -375,7 +375,7 @@ func prepare(path string, reg *spec.Registry) (*fileTest, error) {
 	if err != nil {
 		return nil, err
 	}
-	plan, diags := spec.Load(t.SpecPath, reg)
+	plan, diags := runtime.Load(t.SpecPath, reg)
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("the spec %s is invalid:\n%s", t.SpecPath, strings.TrimRight(diags.Errors().Format(), "\n"))
 	}

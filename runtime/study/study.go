@@ -55,7 +55,7 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 	var entries []entry
 	for i, e := range f.Specs {
 		path := f.resolve(e.Path)
-		plan, diags := spec.Load(path, reg)
+		plan, diags := runtime.Load(path, reg)
 		if diags.HasErrors() {
 			errs = append(errs, f.errorAt(f.specPos[i], "spec %s is invalid:\n%s", e.Path, strings.TrimRight(diags.Format(), "\n")))
 			continue

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/exitcode"
+	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/mcpclient"
 	"github.com/debate-runner/runner/runtime/spectest"
 	"github.com/debate-runner/runner/spec"
@@ -29,6 +30,8 @@ type Options struct {
 	JSON, Quiet bool
 	// NoServers does not start the specs' MCP servers.
 	NoServers bool
+	// Strict makes warnings errors: a file with any is invalid.
+	Strict bool
 }
 
 // Files checks each file, a spec or a test file, printing its diagnostics
@@ -43,9 +46,17 @@ func Files(files []string, o Options, stdout, stderr io.Writer) error {
 			diags, ok = spectest.Check(f), "ok (test file)"
 		} else {
 			var plan *spec.Plan
-			plan, diags = spec.Load(f, o.Registry)
+			plan, diags = runtime.Load(f, o.Registry)
 			if plan != nil && !diags.HasErrors() && len(plan.MCPServers) > 0 && !o.NoServers {
 				diags = append(diags, mcpclient.Check(context.Background(), plan, o.Getenv, 20*time.Second)...)
+			}
+		}
+		if o.Strict {
+			for i := range diags {
+				if diags[i].Severity == syntax.Warning {
+					diags[i].Severity = syntax.Error
+					diags[i].Message += " (--strict)"
+				}
 			}
 		}
 		all = append(all, diags...)

@@ -1,0 +1,552 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/launch"
+	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
+	"github.com/debate-runner/runner/spec/value"
+)
+
+// What static types cannot decide (how long a list is, which round a
+// template renders in, whether a division's divisor is 0, whether free text
+// converts to a number) CheckPaths decides by running the plan, as a dry
+// run does (the real flow walker and node kinds, stand-in replies shaped by
+// the schemas, no model called), along every path of its flow: each loop
+// whose until reads the run both ending after its first round and running
+// to its max, each if whose condition reads the run both taken and not,
+// each foreach over a list from replies also empty when the replies can
+// make it so. Choices are made per flow step: a path is one choice at each.
+// Every path is walked twice, with the shortest replies the schemas allow
+// and with the longest (lists of up to three items).
+//
+// What fails on some path whatever the replies is an error at its position,
+// with the path named; what fails on one reply profile and not the other
+// depends only on what a model replies, and is a warning naming the guard
+// to add.
+
+// Bounds of a path check: paths per reply profile, and per path the
+// calls, prompt bytes and node executions it simulates.
+const (
+	maxCheckedPaths     = 32
+	pathCallBudget      = 400
+	checkCallBudget     = 1000 // all walks of a check together
+	pathRenderBudget    = 2 << 20
+	pathEvaluationBound = 2000
+)
+
+// CheckPaths walks plan's flow along its paths (see above) and reports
+// what fails on them. Required inputs without a default get a stand-in
+// text, as a dry run's placeholders.
+func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
+	if plan == nil || len(plan.Flow) == 0 {
+		return nil
+	}
+	pc := &pathCheck{plan: plan, canBeEmpty: map[string]bool{}, kinds: map[string]string{}}
+	pc.namesOf(plan.Flow)
+	// The profiles: every reply shortest, every reply longest, and each
+	// node's replies shortest or longest as a choice of the path.
+	profiles := []replyProfile{shortest, longest, mixed}
+	found := make([]map[string]*pathFailure, len(profiles))
+	var order []string
+	for i, profile := range profiles {
+		found[i] = map[string]*pathFailure{}
+		if profile == mixed && !pc.varies.Load() {
+			continue // every reply the same in both: nothing to mix
+		}
+		forced := map[string]int{}
+		for n := 0; n < maxCheckedPaths && pc.calls < checkCallBudget; n++ {
+			walk := pc.walk(forced, profile)
+			if walk.unprepared {
+				return nil
+			}
+			if walk.dryState != nil {
+				pc.calls += walk.dryState.calls.Load()
+			}
+			if f := walk.failure; f != nil {
+				k := f.key()
+				if _, seen := found[i][k]; !seen {
+					found[i][k] = f
+					if !containsKey(order, k) {
+						order = append(order, k)
+					}
+				}
+			}
+			next, ok := walk.next()
+			if !ok {
+				break
+			}
+			forced = next
+		}
+	}
+	var diags syntax.Diagnostics
+	for _, k := range order {
+		short, long, mix := found[0][k], found[1][k], found[2][k]
+		f := short
+		if f == nil {
+			f = long
+		}
+		if f == nil {
+			f = mix
+		}
+		d := syntax.Diagnostic{File: f.file, Pos: f.pos, Severity: syntax.Error}
+		if d.File == "" {
+			d.File = plan.Path
+		}
+		if short != nil && long != nil {
+			d.Message = fmt.Sprintf("%s (%s; a run would fail there, after the calls before it)", f.msg, f.where())
+		} else {
+			which := "when models reply with the shortest lists their schemas allow"
+			switch f {
+			case long:
+				which = "when models reply with the longest lists their schemas allow"
+			case mix:
+				which = "for some lengths of the lists models reply with"
+			}
+			d.Severity = syntax.Warning
+			d.Message = fmt.Sprintf("%s (%s, %s): it depends only on the replies; guard it (test the length first: {{if gt (len X) N}} in a template, len(x) > n ? ... : ... in an expression, a default with ??) or bound the list in its schema (minItems, maxItems)",
+				f.msg, f.where(), which)
+		}
+		if f.file == "" || f.file == plan.Path {
+			d.Snippet = plan.Snippet(f.pos)
+		}
+		diags = append(diags, d)
+	}
+	return diags
+}
+
+func containsKey(list []string, k string) bool {
+	for _, s := range list {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// pathCheck is what the walks of one plan share.
+type pathCheck struct {
+	plan *spec.Plan
+	// canBeEmpty are the foreach steps (by path) over a list from replies
+	// that the shortest replies made empty.
+	canBeEmpty map[string]bool
+	// kinds are the loop and foreach variables' steps: "loop" or "foreach".
+	kinds map[string]string
+	// calls are the calls the walks simulated so far.
+	calls int64
+	// varies is set once a call's shortest and longest replies differed.
+	varies atomic.Bool
+}
+
+func (pc *pathCheck) namesOf(steps []*spec.FlowStep) {
+	for _, s := range steps {
+		switch s.Kind {
+		case spec.StepLoop:
+			pc.kinds[s.As] = "loop"
+		case spec.StepForeach:
+			pc.kinds[s.As] = "foreach"
+		}
+		pc.namesOf(s.Do)
+		pc.namesOf(s.Else)
+	}
+}
+
+// pathFailure is what failed on a path, where, and on which path.
+type pathFailure struct {
+	file  string
+	pos   syntax.Pos
+	msg   string
+	scope string   // the scope key of the node or step that failed
+	path  []string // the path's choices, described
+	pc    *pathCheck
+}
+
+func (f *pathFailure) key() string {
+	return fmt.Sprintf("%s:%d:%d:%s", f.file, f.pos.Line, f.pos.Col, f.msg)
+}
+
+// where names the path: the rounds and items the failure is in, and the
+// choices that led there.
+func (f *pathFailure) where() string {
+	var parts []string
+	if f.scope != "" && f.scope != "-" {
+		for _, p := range strings.Split(f.scope, "/") {
+			p, _, _ = strings.Cut(p, "#")
+			as, v, ok := strings.Cut(p, "=")
+			if !ok {
+				continue
+			}
+			switch f.pc.kinds[as] {
+			case "loop":
+				parts = append(parts, fmt.Sprintf("in round %s of loop `%s`", v, as))
+			case "foreach":
+				parts = append(parts, fmt.Sprintf("in item %s of foreach `%s`", v, as))
+			}
+		}
+	}
+	parts = append(parts, f.path...)
+	if len(parts) == 0 {
+		return "on every path of the flow"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// pathWalk observes one walk of the flow along one path: a dry run's
+// accounting, with the choices the path makes.
+type pathWalk struct {
+	*dryState
+	pc     *pathCheck
+	run    *Run
+	forced map[string]int
+	// met are the choices this walk met, in order.
+	// unprepared is set when the run's values could not be prepared.
+	unprepared bool
+	mu         sync.Mutex // the choices, which concurrent calls make too
+	met        []pathChoice
+	chosen     map[string]int
+	failure    *pathFailure
+}
+
+type pathChoice struct {
+	step    string
+	n, made int
+}
+
+// walk runs the plan along the path forced gives (steps not in it take
+// their first choice).
+// replyProfile is how long the stand-in replies' lists are.
+type replyProfile int
+
+const (
+	shortest replyProfile = iota
+	longest
+	// mixed: each node's replies shortest or longest, a choice of the
+	// path (for nodes whose replies differ).
+	mixed
+)
+
+func (pc *pathCheck) walk(forced map[string]int, profile replyProfile) *pathWalk {
+	plan := *pc.plan
+	plan.Budget.MaxEvaluations = min(pc.plan.Budget.Evaluations(), pathEvaluationBound)
+	w := &pathWalk{pc: pc, forced: forced, chosen: map[string]int{}}
+	given := launch.Given{InputValues: map[string]any{}}
+	for _, in := range plan.Inputs {
+		if in.Required && !in.HasDefault {
+			v := "<input " + in.Name + ">"
+			if in.MaxChars > 0 && len([]rune(v)) > in.MaxChars {
+				v = string([]rune(v)[:in.MaxChars])
+			}
+			given.InputValues[in.Name] = v
+		}
+	}
+	stage := standIns{profile: profile, w: w}
+	r, err := newDetached(&plan, Options{Launch: launch.Launch{Given: given}}, stage)
+	if err != nil {
+		// The plan's values cannot be prepared without the run's own (a
+		// run reports that itself): nothing to walk.
+		w.unprepared = true
+		return w
+	}
+	r.ID = "path-check"
+	r.dry = &dryState{Dry: Dry{Stage: stage, CallBudget: int(min(pathCallBudget, checkCallBudget-pc.calls)), RenderBudget: pathRenderBudget}, plan: r.Plan, noted: map[string]bool{}, sizes: map[string][2]int{}}
+	w.dryState, w.run = r.dry, r
+	r.walk = w
+	_, err = r.Execute(context.Background())
+	if w.failure != nil || w.ended(err) {
+		return w
+	}
+	if err != nil {
+		w.fail(pc.plan.Path, positionIn(err, pc.plan.Path), firstLineOf(err), "")
+		return w
+	}
+	env := r.env(kit.Scope{})
+	for _, o := range r.Plan.Outputs {
+		v, err := evalProgram(o.Program, env)
+		if err == nil {
+			err = spec.CheckFinite(o.Program, "the value", v)
+		}
+		if err == nil {
+			_, err = json.Marshal(jsonable(v))
+		}
+		if err != nil {
+			w.fail("", o.Program.Pos, fmt.Sprintf("output %q (%s): %v", o.Name, o.Program.Source, firstLineOf(err)), "")
+			return w
+		}
+	}
+	return w
+}
+
+// standIns answer a path check's calls with stand-ins (calls.StandIn),
+// without counting tokens as a dry run's placeholders do.
+type standIns struct {
+	profile replyProfile
+	w       *pathWalk
+}
+
+func (s standIns) Complete(_ context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
+	label := "reply to " + c.Key
+	text := calls.StandIn(c.Kit.Shape, label)
+	long := calls.StandInLong(c.Kit.Shape, label)
+	if long != text {
+		s.w.pc.varies.Store(true)
+	}
+	switch {
+	case long == text:
+	case s.profile == longest:
+		text = long
+	case s.profile == mixed && s.w.chooseKey("reply:"+c.Node, 2) == 1:
+		text = long
+	}
+	return kit.Reply{Content: text, UsageEstimated: true, Attempts: 1}, calls.Placeholder, nil
+}
+
+// ended reports whether err ends a walk without failing it: a bound of the
+// check or of the run's budget.
+func (w *pathWalk) ended(err error) bool {
+	return err == nil && (w.dryState.stopped != "" || w.dryState.spent()) || errors.Is(err, errBudget) || budgetStop(err) || errors.Is(err, kit.ErrWaiting)
+}
+
+var posPattern = regexp.MustCompile(`:(\d+):(\d+):`)
+
+// positionIn finds a FILE:LINE:COL position of file in an error's text.
+func positionIn(err error, file string) syntax.Pos {
+	msg := err.Error()
+	if i := strings.Index(msg, file+":"); i >= 0 {
+		if m := posPattern.FindStringSubmatch(msg[i+len(file):]); m != nil {
+			l, _ := strconv.Atoi(m[1])
+			c, _ := strconv.Atoi(m[2])
+			return syntax.Pos{Line: l, Col: c}
+		}
+	}
+	return syntax.Pos{Line: 1, Col: 1}
+}
+
+// fail keeps the walk's first failure.
+func (w *pathWalk) fail(file string, pos syntax.Pos, msg, scope string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.failure != nil {
+		return
+	}
+	var path []string
+	seen := map[string]bool{}
+	for _, c := range w.met {
+		if st := w.stepAt(c.step); st != nil && st.Kind == spec.StepLoop && c.made == 0 && inFirstRound(scope, st.As) {
+			continue // round 1 runs however the loop ends
+		}
+		if d := w.describe(c); c.n > 1 && !seen[d] {
+			seen[d] = true
+			path = append(path, d)
+		}
+	}
+	w.failure = &pathFailure{file: file, pos: pos, msg: msg, scope: scope, path: path, pc: w.pc}
+}
+
+// inFirstRound reports whether a scope key is in round 1 of loop as.
+func inFirstRound(scope, as string) bool {
+	for _, p := range strings.Split(scope, "/") {
+		p, _, _ = strings.Cut(p, "#")
+		if p == as+"=1" {
+			return true
+		}
+	}
+	return false
+}
+
+// describe names a choice made.
+func (w *pathWalk) describe(c pathChoice) string {
+	if node, ok := strings.CutPrefix(c.step, "reply:"); ok {
+		if c.made == 1 {
+			return fmt.Sprintf("when node %q replies with the longest lists its schema allows", node)
+		}
+		return fmt.Sprintf("when node %q replies with the shortest lists its schema allows", node)
+	}
+	s := w.stepAt(c.step)
+	if s == nil {
+		return ""
+	}
+	at := fmt.Sprintf("%d:%d", s.Pos.Line, s.Pos.Col)
+	switch s.Kind {
+	case spec.StepLoop:
+		if c.made == 1 {
+			return fmt.Sprintf("when loop `%s` (%s) ends after its first round", s.As, at)
+		}
+		return fmt.Sprintf("when loop `%s` (%s) runs to its max", s.As, at)
+	case spec.StepForeach:
+		return fmt.Sprintf("when foreach `%s` (%s) is empty", s.As, at)
+	case spec.StepIf:
+		if c.made == 0 {
+			return fmt.Sprintf("when the if at %s (%s) is taken", at, s.Cond.Source)
+		}
+		return fmt.Sprintf("when the if at %s (%s) is not taken", at, s.Cond.Source)
+	}
+	return ""
+}
+
+func (w *pathWalk) stepAt(path string) *spec.FlowStep {
+	var find func([]*spec.FlowStep) *spec.FlowStep
+	find = func(steps []*spec.FlowStep) *spec.FlowStep {
+		for _, s := range steps {
+			if s.Path == path {
+				return s
+			}
+			if f := find(s.Do); f != nil {
+				return f
+			}
+			if f := find(s.Else); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	return find(w.pc.plan.Flow)
+}
+
+// choose makes the walk's choice among n at step s: the same at every
+// occurrence of the step, the forced one or the first.
+func (w *pathWalk) choose(s *spec.FlowStep, n int) int { return w.chooseKey(s.Path, n) }
+
+// chooseKey is choose for a choice named key: a step's path, or "reply:"
+// and a node's id for the length of its replies' lists.
+func (w *pathWalk) chooseKey(key string, n int) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if c, ok := w.chosen[key]; ok {
+		return c
+	}
+	c := w.forced[key]
+	if c >= n {
+		c = 0
+	}
+	w.chosen[key] = c
+	w.met = append(w.met, pathChoice{step: key, n: n, made: c})
+	return c
+}
+
+// next is the path after this walk's, depth first: the last choice met
+// that has another option takes it, the choices after it their first.
+func (w *pathWalk) next() (map[string]int, bool) {
+	for j := len(w.met) - 1; j >= 0; j-- {
+		if w.met[j].made+1 < w.met[j].n {
+			out := map[string]int{}
+			for _, c := range w.met[:j] {
+				out[c.step] = c.made
+			}
+			out[w.met[j].step] = w.met[j].made + 1
+			return out, true
+		}
+	}
+	return nil, false
+}
+
+func (w *pathWalk) loop(s *spec.FlowStep, max int) (int, walkSpan) {
+	if s.Until != nil && s.Until.ReadsRun && max > 1 {
+		if w.choose(s, 2) == 1 {
+			return 1, noSpan{}
+		}
+	}
+	return max, noSpan{}
+}
+
+func (w *pathWalk) until(s *spec.FlowStep, i, max int, holds func() (any, error)) (bool, error) {
+	v, err := holds()
+	if err != nil {
+		w.fail("", s.Until.Pos, fmt.Sprintf("loop until (%s): %v", s.Until.Source, err), "")
+		return false, err
+	}
+	if s.Until.ReadsRun {
+		return false, nil // the path's choice of rounds (see loop)
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
+
+func (w *pathWalk) foreach(s *spec.FlowStep, items []any, err error) ([]any, error) {
+	if err != nil {
+		w.fail("", s.In.Pos, fmt.Sprintf("foreach in (%s): %v", s.In.Source, err), "")
+		return nil, err
+	}
+	if !s.In.ReadsRun {
+		return items, nil
+	}
+	if len(items) == 0 {
+		// The replies made it empty: a path of its own, the only one.
+		w.pc.canBeEmpty[s.Path] = true
+		w.mu.Lock()
+		w.met = append(w.met, pathChoice{step: s.Path, n: 2, made: 1})
+		w.mu.Unlock()
+		return items, nil
+	}
+	if w.pc.canBeEmpty[s.Path] && w.choose(s, 2) == 1 {
+		return nil, nil
+	}
+	return items, nil
+}
+
+func (w *pathWalk) items(*spec.FlowStep, int) walkSpan { return noSpan{} }
+
+func (w *pathWalk) branches(s *spec.FlowStep, cond func() (any, error)) ([]bool, error) {
+	v, err := cond()
+	if err != nil {
+		w.fail("", s.Cond.Pos, fmt.Sprintf("if (%s): %v", s.Cond.Source, err), "")
+		return nil, err
+	}
+	if s.Cond.ReadsRun {
+		return []bool{w.choose(s, 2) == 0}, nil
+	}
+	b, _ := v.(bool)
+	return []bool{b}, nil
+}
+
+// pathNode watches a node on a path: any failure but a bound ends the walk.
+type pathNode struct {
+	nodeWatch
+	w    *pathWalk
+	node *spec.NodePlan
+	h    *host
+}
+
+func (w *pathWalk) node(n *spec.NodePlan, h *host) nodeWatch {
+	return pathNode{nodeWatch: w.dryState.node(n, h), w: w, node: n, h: h}
+}
+
+func (p pathNode) ended(ctx context.Context, res value.NodeResult, err error) (value.NodeResult, error) {
+	if err == nil {
+		// The journal writes the node's output as JSON.
+		if _, jerr := json.Marshal(res.Output); jerr != nil {
+			p.w.fail("", p.node.Pos, fmt.Sprintf("node %q: its output cannot be written as JSON: %v", p.node.ID, jerr), p.h.scope.Key)
+			return res, jerr
+		}
+	}
+	if err == nil || errors.Is(err, errBudget) || budgetStop(err) || errors.Is(err, kit.ErrWaiting) || ctx.Err() != nil {
+		return res, err
+	}
+	if file, pos, msg, ok := p.w.pc.plan.TemplateErrorAt(err); ok {
+		p.w.fail(file, pos, fmt.Sprintf("node %q: %s", p.node.ID, msg), p.h.scope.Key)
+		return res, err
+	}
+	p.w.fail("", p.node.Pos, firstLineOf(err), p.h.scope.Key)
+	return res, err
+}
+
+// Load compiles the spec file at path and, when it compiles, checks its
+// paths (CheckPaths): the one check every way of starting a run goes
+// through (run, validate, resume --spec, test, sweeps, studies, Temporal).
+func Load(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
+	plan, diags := spec.Load(path, reg)
+	if plan == nil || diags.HasErrors() {
+		return plan, diags
+	}
+	return plan, append(diags, CheckPaths(plan)...)
+}
