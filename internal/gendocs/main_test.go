@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/providers"
 )
 
 // TestNodeKindsPageIsGenerated fails when a kind's schema or manual.md
@@ -100,5 +101,26 @@ func TestGenerateNeedsEachKindsSection(t *testing.T) {
 	}
 	if _, err := generate(root); err == nil || !strings.Contains(err.Error(), "the kind compute, its section of docs/node-kinds.md") {
 		t.Errorf("generate without compute's manual.md: err = %v", err)
+	}
+}
+
+// TestProviderKindsTableIsGenerated holds docs/providers.md's table of
+// provider kinds to the registered kinds: one row each, as generated.
+func TestProviderKindsTableIsGenerated(t *testing.T) {
+	data, err := os.ReadFile("../../" + providersPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := renderProviders(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(data) {
+		t.Errorf("the table of provider kinds in %s is stale: run `go generate ./docs`", providersPage)
+	}
+	for _, p := range providers.Kinds() {
+		if !strings.Contains(want, "| `"+p.Name()+"` |") {
+			t.Errorf("no row of provider kind %s", p.Name())
+		}
 	}
 }
