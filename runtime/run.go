@@ -479,6 +479,24 @@ func (r *Run) connect() error {
 	return nil
 }
 
+// warnSimulated says, once, that the run's replies are made by a simulated
+// model (the offline provider kind) rather than asked of a model: progress,
+// result.json, the reports and the view all show the warning.
+func (r *Run) warnSimulated() {
+	if r.dry != nil {
+		return
+	}
+	var names []string
+	for _, m := range usedModels(r.Plan) {
+		if llm.Simulated(m.Endpoint) {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) > 0 {
+		r.warnOnce("simulated", "simulated run: the replies of model %s are made by runner's offline model (kind offline), not by a language model; its calls are not priced", strings.Join(names, ", "))
+	}
+}
+
 // isLocal reports whether an endpoint at base runs on this machine, by
 // its provider kind (nil: any OpenAI-compatible server).
 func isLocal(p llm.Protocol, base string) bool {
@@ -572,6 +590,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
+	r.warnSimulated()
 	defer r.closeMCP()
 	defer r.cacheWrites.Wait() // the run's replies are in the cache when it returns
 	ctx, span := r.traceRun(ctx)

@@ -41,6 +41,7 @@ type runCmd struct {
 	View      bool     `name:"view" help:"Serve the web view of the runs directory and open the new run's page in a browser (on a terminal it keeps serving after the run, until Ctrl-C)."`
 	ViewAddr  string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
 	Budget    []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
+	Offline   bool     `name:"offline" help:"Answer every model call with runner's simulated offline model: no key, no server, no network; replies shaped like each node expects and marked simulated, never priced (docs/providers.md#provider-kinds)."`
 
 	experimentFlags `embed:""`
 	temporalFlags   `embed:"" group:"Temporal (docs/scaling-out.md)"`
@@ -82,6 +83,14 @@ func (c *runCmd) Run(e *env) error {
 	opts, err := c.options(e)
 	if err != nil {
 		return err
+	}
+	if c.Offline {
+		if len(c.Model) > 0 {
+			return usageErrorf("--offline puts the offline model in place of every model; drop --model")
+		}
+		if opts.Models, err = args.Offline(plan); err != nil {
+			return err
+		}
 	}
 	if err := args.ContextFile(plan, c.Context, opts.ContextDir); err != nil {
 		return err

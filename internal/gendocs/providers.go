@@ -31,7 +31,6 @@ func providerTable() string {
 	return b.String()
 }
 
-
 // renderProviders puts the table of provider kinds into the page's text,
 // between its markers.
 func renderProviders(text string) (string, error) {

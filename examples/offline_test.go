@@ -1,0 +1,191 @@
+package examples_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/debate-runner/runner/runtime/result"
+)
+
+// offlineEnv is the environment of a user with no key and no server: the
+// variables that would point runner at a model are gone.
+func offlineEnv(home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "OTEL_") || name == "HOME" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "HOME="+home)
+}
+
+// shellWords splits a command line as sh would for the README's commands:
+// words separated by spaces, single or double quotes around a word's part.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var (
+		out   []string
+		word  strings.Builder
+		quote rune
+		have  bool
+	)
+	for _, r := range line {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			word.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, have = r, true
+		case r == ' ' || r == '\t':
+			if have {
+				out = append(out, word.String())
+				word.Reset()
+				have = false
+			}
+		default:
+			word.WriteRune(r)
+			have = true
+		}
+	}
+	if quote != 0 {
+		t.Fatalf("unclosed quote in %q", line)
+	}
+	if have {
+		out = append(out, word.String())
+	}
+	return out
+}
+
+// quickStart is the README's quick start: the first `runner run` line of
+// the first sh block of its Quick start section.
+func quickStart(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Quick start\n")
+	if !ok {
+		t.Fatal("README.md has no Quick start section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, ok := strings.Cut(section, "```sh\n")
+	if !ok {
+		t.Fatal("README.md's Quick start has no sh block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, "runner run ") {
+			return shellWords(t, line)[1:]
+		}
+	}
+	t.Fatalf("README.md's first quick start block has no `runner run` line:\n%s", block)
+	return nil
+}
+
+// runOffline runs the binary in a fresh folder beside a link to the
+// examples, as a user on a fresh clone would, and returns the exit code,
+// stdout, stderr and the one run directory it left.
+func runOffline(t *testing.T, args ...string) (int, string, string, string) {
+	t.Helper()
+	bin := runnerBinary(t)
+	dir := t.TempDir()
+	here, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(here, filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = offlineEnv(t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	code := 0
+	if err := cmd.Run(); err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatal(err)
+		}
+		code = ee.ExitCode()
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*", "result.json"))
+	run := ""
+	if len(runs) == 1 {
+		run = filepath.Dir(runs[0])
+	}
+	return code, stdout.String(), stderr.String(), run
+}
+
+// readResult reads a run's result.json and run.json.
+func readResult(t *testing.T, run string) (map[string]any, result.Manifest) {
+	t.Helper()
+	var res map[string]any
+	data, err := os.ReadFile(filepath.Join(run, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	var m result.Manifest
+	data, err = os.ReadFile(filepath.Join(run, "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	return res, m
+}
+
+// TestOfflineQuickStart runs exactly the README's quick start command,
+// with no key and no server: it prints the run's output, leaves a run
+// directory whose result is completed, unpriced and marked simulated.
+func TestOfflineQuickStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	args := quickStart(t)
+	if !strings.Contains(strings.Join(args, " "), "--offline") {
+		t.Fatalf("the README's quick start %q does not run offline", args)
+	}
+	code, stdout, stderr, run := runOffline(t, args...)
+	if code != 0 {
+		t.Fatalf("runner %s: exit %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	if strings.TrimSpace(stdout) == "" || !strings.Contains(stdout, "[simulated]") {
+		t.Errorf("stdout %q: want the run's first output, a simulated reply", stdout)
+	}
+	if run == "" {
+		t.Fatalf("no run directory under runs/; stderr:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, filepath.Base(run)) || !strings.Contains(stderr, "simulated run") {
+		t.Errorf("stderr does not name the run directory %s and say it is simulated:\n%s", filepath.Base(run), stderr)
+	}
+	res, m := readResult(t, run)
+	if res["status"] != "completed" {
+		t.Errorf("status %v, want completed", res["status"])
+	}
+	if outs, _ := res["outputs"].(map[string]any); len(outs) == 0 {
+		t.Errorf("result.json has no outputs: %v", res["outputs"])
+	}
+	total, _ := res["usage"].(map[string]any)["total"].(map[string]any)
+	if total["priced"] != false || total["cost"] != nil && total["cost"] != 0.0 {
+		t.Errorf("usage total %v: want unpriced, no cost", total)
+	}
+	for name, mi := range m.Models {
+		if !mi.Simulated || mi.Kind != "offline" || mi.Price != nil {
+			t.Errorf("run.json model %s: %+v; want kind offline, simulated, no price", name, mi)
+		}
+	}
+}
