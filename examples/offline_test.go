@@ -96,7 +96,6 @@ func quickStart(t *testing.T) []string {
 // stdout, stderr and the one run directory it left.
 func runOffline(t *testing.T, args ...string) (int, string, string, string) {
 	t.Helper()
-	bin := runnerBinary(t)
 	dir := t.TempDir()
 	here, err := filepath.Abs(".")
 	if err != nil {
@@ -105,6 +104,13 @@ func runOffline(t *testing.T, args ...string) (int, string, string, string) {
 	if err := os.Symlink(here, filepath.Join(dir, "examples")); err != nil {
 		t.Fatal(err)
 	}
+	return runIn(t, dir, args...)
+}
+
+// runIn runs the binary in dir (see runOffline).
+func runIn(t *testing.T, dir string, args ...string) (int, string, string, string) {
+	t.Helper()
+	bin := runnerBinary(t)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = offlineEnv(t.TempDir())
@@ -187,5 +193,51 @@ func TestOfflineQuickStart(t *testing.T) {
 		if !mi.Simulated || mi.Kind != "offline" || mi.Price != nil {
 			t.Errorf("run.json model %s: %+v; want kind offline, simulated, no price", name, mi)
 		}
+	}
+}
+
+// TestEveryExampleRunsOffline runs every example's spec with --offline
+// through the binary, each required input given a text: each ends
+// completed (exit 0) or inconclusive (exit 8), and every model it used is
+// the simulated one.
+func TestEveryExampleRunsOffline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	for _, name := range examples(t) {
+		t.Run(name, func(t *testing.T) {
+			plan := load(t, name)
+			args := []string{"run", "examples/" + name + "/spec.yaml", "--offline", "-q"}
+			for _, in := range plan.Inputs {
+				if in.Required && !in.HasDefault {
+					args = append(args, "-i", in.Name+"=an offline test of "+in.Name)
+				}
+			}
+			code, _, stderr, run := runOffline(t, args...)
+			if run == "" {
+				t.Fatalf("exit %d and no run directory:\n%s", code, stderr)
+			}
+			res, m := readResult(t, run)
+			for i := 0; i < 6 && res["status"] == "waiting"; i++ {
+				// A clarify node asked: resume with its questions left
+				// unanswered ("not applicable"), from the journal.
+				answers := filepath.Join(run, "questions.yaml")
+				code, _, stderr, _ = runIn(t, filepath.Dir(filepath.Dir(run)), "resume", run, "--answers", answers, "-q")
+				res, m = readResult(t, run)
+			}
+			for model, mi := range m.Models {
+				if !mi.Simulated {
+					t.Errorf("model %s of the run is not the offline model: %+v", model, mi)
+				}
+			}
+			switch res["status"] {
+			case "completed", "inconclusive":
+				if want := map[any]int{"completed": 0, "inconclusive": 8}[res["status"]]; code != want {
+					t.Errorf("status %v but exit %d, want %d:\n%s", res["status"], code, want, stderr)
+				}
+			default:
+				t.Errorf("status %v (exit %d), want completed or inconclusive:\n%s", res["status"], code, stderr)
+			}
+		})
 	}
 }

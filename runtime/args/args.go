@@ -381,10 +381,14 @@ func Offline(plan *spec.Plan) (map[string]string, error) {
 	if !ok || m.Endpoint == nil || m.Endpoint.Kind != name {
 		return nil, &FlagError{Flag: "--offline", Err: fmt.Errorf("the spec declares its own model or endpoint named %q, which --offline would use in place of the offline model; rename it", name)}
 	}
-	out := map[string]string{}
-	for n := range plan.Models {
-		if n != name {
-			out[n] = name
+	// The models the spec declares, and the implicit default; a panel's
+	// model ids are copies of one of them, made after the overrides.
+	out := map[string]string{"default": name}
+	if plan.File != nil {
+		for _, k := range plan.File.Models.Keys {
+			if k.V != name {
+				out[k.V] = name
+			}
 		}
 	}
 	return out, nil
