@@ -242,7 +242,9 @@ func (c *compiler) deploymentKinds() []string {
 }
 
 // unpriced reports whether the calls of an endpoint are never priced at a
-// model's list price: its kind's (a simulated model).
+// model's list price: its kind's (a simulated model), or a server on this
+// machine (its base URL as written is local by its kind's rule), whose
+// calls cost nothing unless the model declares a price.
 func (c *compiler) unpriced(ep *EndpointPlan) bool {
 	if ep == nil {
 		return false
@@ -251,8 +253,10 @@ func (c *compiler) unpriced(ep *EndpointPlan) bool {
 	if !ok {
 		return false
 	}
-	u, ok := p.(Unpriced)
-	return ok && u.Unpriced()
+	if u, ok := p.(Unpriced); ok && u.Unpriced() {
+		return true
+	}
+	return !ep.FromEnv && ep.BaseURL != "" && !strings.Contains(ep.BaseURL, "${") && p.Local(ep.BaseURL)
 }
 
 // requestFields converts extra: to JSON, refusing fields runner sets itself.

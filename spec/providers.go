@@ -29,6 +29,10 @@ type Provider interface {
 	Doc() ProviderDoc
 	// Check reports what an endpoint of this kind cannot work with.
 	Check(e *EndpointCheck)
+	// Local reports whether the endpoint at base (as written, ${NAME}
+	// references not expanded) runs on this machine: it needs no key, and
+	// its models get no built-in list price.
+	Local(base string) bool
 }
 
 // ProviderDoc is a provider kind's row in the table of kinds in

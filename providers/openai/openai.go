@@ -23,8 +23,9 @@ func (Kind) Description() string {
 	return "BASE/chat/completions with a Bearer key (OpenAI, OpenRouter, Azure /openai/v1, Ollama, vLLM, LM Studio, llama.cpp)."
 }
 
-// Settings implements spec.Provider: none of its own.
-func (Kind) Settings() []byte { return nil }
+// Settings implements spec.Provider: none of its own, and base_url
+// required.
+func (Kind) Settings() []byte { return []byte(`{"required": ["base_url"]}`) }
 
 // Doc implements spec.Provider.
 func (Kind) Doc() spec.ProviderDoc {

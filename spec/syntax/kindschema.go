@@ -91,11 +91,13 @@ func (r *Schema) endpointSchema(defs map[string]any) error {
 	props := ep["properties"].(map[string]any)
 	enum := make([]any, len(r.providers))
 	var desc []string
+	var branches []any
 	for i, p := range r.providers {
 		enum[i] = p.Name()
 		desc = append(desc, p.Name()+": "+p.Description())
 		var frag struct {
 			Properties map[string]any `json:"properties"`
+			Required   []any          `json:"required"`
 		}
 		if s := p.Settings(); len(s) > 0 {
 			dec := json.NewDecoder(bytes.NewReader(s))
@@ -110,6 +112,19 @@ func (r *Schema) endpointSchema(defs map[string]any) error {
 			}
 			props[name] = s
 		}
+		if len(frag.Required) > 0 {
+			// The first kind is that of an endpoint without kind:, which
+			// the condition (kind absent, or this kind) holds for.
+			cond := map[string]any{"properties": map[string]any{"kind": map[string]any{"const": p.Name()}}}
+			if i > 0 {
+				cond["required"] = []any{"kind"}
+			}
+			branches = append(branches, map[string]any{"if": cond, "then": map[string]any{"required": frag.Required}})
+		}
+	}
+	delete(ep, "required")
+	if len(branches) > 0 {
+		ep["allOf"] = branches
 	}
 	kind := map[string]any{"type": "string", "description": "The endpoint's provider kind."}
 	if len(enum) > 0 {
