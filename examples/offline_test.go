@@ -2,6 +2,7 @@ package examples_test
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -18,7 +19,7 @@ func offlineEnv(home string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "OTEL_") || name == "HOME" {
+		if strings.HasPrefix(name, "OPENAI_") || strings.HasPrefix(name, "OTEL_") || name == "HOME" || name == "XDG_CACHE_HOME" || name == "RUNNER_CACHE_DIR" {
 			continue
 		}
 		env = append(env, kv)
@@ -239,5 +240,118 @@ func TestEveryExampleRunsOffline(t *testing.T) {
 				t.Errorf("status %v (exit %d), want completed or inconclusive:\n%s", res["status"], code, stderr)
 			}
 		})
+	}
+}
+
+// journalSources counts a run's journaled replies by where they came from
+// ("" for the endpoint itself).
+func journalSources(t *testing.T, run string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(run, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var ev struct {
+			Type string `json:"type"`
+			Data struct {
+				Source string `json:"source"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		if ev.Type == "model_response" {
+			out[ev.Data.Source]++
+		}
+	}
+	return out
+}
+
+// runDirs lists the run directories under dir/runs, oldest first.
+func runDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	runs, err := filepath.Glob(filepath.Join(dir, "runs", "*", "run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range runs {
+		runs[i] = filepath.Dir(runs[i])
+	}
+	return runs
+}
+
+// TestOfflineIsAProviderLikeAnyOther drives the offline model through the
+// binary as any endpoint is driven: its replies are journaled, the same
+// run again gets the same outputs from the response cache, a replay of
+// the run serves every call from the recording, a budget stops it (exit
+// 6) and resume finishes it from its journal without asking again what
+// was answered (each call asked once in all).
+func TestOfflineIsAProviderLikeAnyOther(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	dir := t.TempDir()
+	here, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(here, filepath.Join(dir, "examples")); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache")
+	base := []string{"run", "examples/reasoning-debate/spec.yaml", "--offline", "-q", "-i", "question=What is 12+7*3?", "--cache-dir", cache}
+
+	code, first, stderr, _ := runIn(t, dir, base...)
+	if code != 0 {
+		t.Fatalf("first run: exit %d\n%s", code, stderr)
+	}
+	runs := runDirs(t, dir)
+	a := runs[0]
+	if src := journalSources(t, a); src[""] == 0 || len(src) != 1 {
+		t.Errorf("first run's replies by source %v, want all from the offline model", src)
+	}
+	resA, _ := readResult(t, a)
+
+	code, second, stderr, _ := runIn(t, dir, base...)
+	if code != 0 || second != first {
+		t.Fatalf("second run: exit %d, output %q, want %q\n%s", code, second, first, stderr)
+	}
+	b := runDirs(t, dir)[1]
+	if src := journalSources(t, b); src["cache"] == 0 || len(src) != 1 {
+		t.Errorf("second run's replies by source %v, want all from the cache", src)
+	}
+
+	code, replayed, stderr, _ := runIn(t, dir, "run", "examples/reasoning-debate/spec.yaml", "-q", "--replay", a)
+	if code != 0 || replayed != first {
+		t.Fatalf("replay: exit %d, output %q, want %q\n%s", code, replayed, first, stderr)
+	}
+	c := runDirs(t, dir)[2]
+	if src := journalSources(t, c); src["replay"] == 0 || len(src) != 1 {
+		t.Errorf("replay's replies by source %v, want all replayed", src)
+	}
+
+	code, _, stderr, _ = runIn(t, dir, append(base, "--no-cache", "--budget", "calls=2")...)
+	if code != 6 {
+		t.Fatalf("run with a budget of 2 calls: exit %d, want 6\n%s", code, stderr)
+	}
+	d := runDirs(t, dir)[3]
+	if res, _ := readResult(t, d); res["status"] != "budget_exceeded" {
+		t.Errorf("budget run's status %v", res["status"])
+	}
+	stopped := journalSources(t, d)[""]
+	code, resumed, stderr, _ := runIn(t, dir, "resume", d, "-q", "--budget", "calls=100")
+	if code != 0 || resumed != first {
+		t.Fatalf("resume: exit %d, output %q, want %q\n%s", code, resumed, first, stderr)
+	}
+	resD, _ := readResult(t, d)
+	if resD["status"] != "completed" || fmt.Sprint(resD["outputs"]) != fmt.Sprint(resA["outputs"]) {
+		t.Errorf("resumed run: status %v, outputs %v; want completed with the first run's %v", resD["status"], resD["outputs"], resA["outputs"])
+	}
+	// Each call is asked once: the replies journaled before the stop
+	// serve the resumed run, and only the rest are asked.
+	if src, want := journalSources(t, d), journalSources(t, a)[""]; stopped != 2 || src[""] != want || len(src) != 1 {
+		t.Errorf("resumed run's replies by source %v (%d before the stop): want %d, each asked once", src, stopped, want)
 	}
 }
