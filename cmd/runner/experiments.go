@@ -111,6 +111,9 @@ func (c *runCmd) dryRun(e *env, plan *spec.Plan) error {
 	if err != nil {
 		return err
 	}
+	if err := c.offline(plan, &opts); err != nil {
+		return err
+	}
 	rep, err := dryrun.Run(plan, dryrun.Options{Given: opts.Given, Placeholders: true, AllPrompts: c.AllPrompts})
 	if err != nil {
 		return err

@@ -84,13 +84,8 @@ func (c *runCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if c.Offline {
-		if len(c.Model) > 0 {
-			return usageErrorf("--offline puts the offline model in place of every model; drop --model")
-		}
-		if opts.Models, err = args.Offline(plan); err != nil {
-			return err
-		}
+	if err := c.offline(plan, &opts); err != nil {
+		return err
 	}
 	if err := args.ContextFile(plan, c.Context, opts.ContextDir); err != nil {
 		return err
@@ -163,6 +158,19 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		opts.Inputs = append(opts.Inputs, input)
 	}
 	return opts, nil
+}
+
+// offline puts the offline model in place of every model with --offline.
+func (c *runCmd) offline(plan *spec.Plan, opts *runtime.Options) error {
+	if !c.Offline {
+		return nil
+	}
+	if len(c.Model) > 0 {
+		return usageErrorf("--offline puts the offline model in place of every model; drop --model")
+	}
+	models, err := args.Offline(plan)
+	opts.Models = models
+	return err
 }
 
 // execute runs to the end and tells the outcome (progress.Outcome); its
