@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -121,6 +123,43 @@ func TestProviderKindsTableIsGenerated(t *testing.T) {
 	for _, p := range providers.Kinds() {
 		if !strings.Contains(want, "| `"+p.Name()+"` |") {
 			t.Errorf("no row of provider kind %s", p.Name())
+		}
+	}
+}
+
+// TestProviderKindsNameTestsThatExist: every test a provider kind's row
+// names is a test function of the repository.
+func TestProviderKindsNameTestsThatExist(t *testing.T) {
+	var sources strings.Builder
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			sources.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := sources.String()
+	for _, p := range providers.Kinds() {
+		names := regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(p.Doc().Test, -1)
+		if len(names) == 0 {
+			t.Errorf("provider kind %s names no test", p.Name())
+		}
+		for _, n := range names {
+			if !strings.Contains(all, "func "+n[1]+"(") {
+				t.Errorf("provider kind %s names %s, which is no test", p.Name(), n[1])
+			}
 		}
 	}
 }
