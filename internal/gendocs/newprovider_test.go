@@ -41,7 +41,7 @@ func (Kind) Name() string        { return "echo" }
 func (Kind) Description() string { return "answers with its prefix and the last message." }
 func (Kind) Settings() []byte    { return settings }
 func (Kind) Doc() spec.ProviderDoc {
-	return spec.ProviderDoc{Speaks: "nothing", Settings: "prefix", Test: "none"}
+	return spec.ProviderDoc{Speaks: "nothing", Settings: "prefix", Test: "` + "`TestNewProviderTouchesItsPackageTheRegistryAndGeneratedFiles`" + `"}
 }
 func (Kind) Check(e *spec.EndpointCheck) {
 	if _, ok := e.Settings["prefix"]; !ok {
