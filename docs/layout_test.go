@@ -99,6 +99,10 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 		if strings.HasPrefix(p, "nodes/") && slices.Contains(pkgs["nodes"], p) {
 			listed = true
 		}
+		// So are the provider kinds, below providers/.
+		if strings.HasPrefix(p, "providers/") && slices.Contains(pkgs["providers"], p) {
+			listed = true
+		}
 		if !listed {
 			t.Errorf("docs/layout.md does not list the package %s (a row of its own, or `name` in the row of its folder)", p)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/debate-runner/runner/nodes/compute"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/providers"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -31,12 +32,17 @@ func Registry() *spec.Registry { return registry }
 
 var registry = NewRegistry(Kinds()...)
 
-// NewRegistry returns a registry of the given kinds, for tools and tests
-// that want only some of them.
+// NewRegistry returns a registry of the given kinds (and every provider
+// kind of package providers), for tools and tests that want only some of
+// them.
 func NewRegistry(kinds ...kit.Kind) *spec.Registry {
 	out := make([]spec.Kind, len(kinds))
 	for i, k := range kinds {
 		out[i] = k
 	}
-	return spec.NewRegistry(out...)
+	var provs []spec.Provider
+	for _, p := range providers.Kinds() {
+		provs = append(provs, p)
+	}
+	return spec.NewRegistry(out...).WithProviders(provs...)
 }

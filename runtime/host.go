@@ -147,7 +147,10 @@ func (r *Run) noteResample(c *calls.Call, source calls.Source) {
 // usage the server did not report, a reply cut off at the token limit.
 func (r *Run) warnAboutReply(c *calls.Call, rep kit.Reply) {
 	model := c.Model
-	if rep.UsageEstimated {
+	if rep.UsageError != "" {
+		r.warn("model call %s: endpoint %q sent usage that was not counted (%s); the reply is kept and its tokens are counted with the tokenizer, marked as estimated", c.Key, model.Endpoint.Name, rep.UsageError)
+	}
+	if rep.UsageEstimated && rep.UsageError == "" {
 		r.warnOnce("usage:"+model.Endpoint.Name, "endpoint %q sent no token usage; tokens and cost of its calls are counted with the %s tokenizer and marked as estimated",
 			model.Endpoint.Name, tokens.EncodingFor(model.Model))
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -94,7 +96,10 @@ func (p *ClientPool) Sent() int64 { return p.sent.Load() }
 // digest.
 func (p *ClientPool) client(ep llm.Endpoint) *llm.Client {
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00", ep.Kind, ep.APIVersion, ep.KeyHeader, ep.APIKey)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", ep, ep.KeyHeader, ep.APIKey)
+	for _, k := range slices.Sorted(maps.Keys(ep.Settings)) {
+		fmt.Fprintf(h, "%s=%s\x00", k, ep.Settings[k])
+	}
 	names := make([]string, 0, len(ep.Headers))
 	for k := range ep.Headers {
 		names = append(names, k)

@@ -434,11 +434,15 @@ func (r *Run) connect() error {
 		if err != nil {
 			return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
 		}
+		proto, err := llm.ProtocolOf(ep)
+		if err != nil {
+			return err
+		}
 		key := ""
 		if ep.APIKeyEnv != "" {
 			key = r.getenv(ep.APIKeyEnv)
 		}
-		if key == "" && !llm.IsLocal(base) {
+		if key == "" && !isLocal(proto, base) {
 			return &args.FlagError{
 				Flag: "environment variable " + ep.APIKeyEnv,
 				Err:  fmt.Errorf("endpoint %q (%s) needs an API key: set %s (or put it in a .env file next to the spec)", ep.Name, base, ep.APIKeyEnv),
@@ -466,13 +470,40 @@ func (r *Run) connect() error {
 		r.bases[ep.Name] = base
 		r.red = journal.NewRedactor(r.secrets...)
 		r.clients[ep.Name] = r.pool.client(llm.Endpoint{
-			Name: ep.Name, Kind: llm.Kind(ep.Kind), BaseURL: base, APIVersion: ep.APIVersion, APIKey: key, KeyHeader: ep.APIKeyHeader,
+			Name: ep.Name, Provider: proto, BaseURL: base, Settings: ep.Settings, APIKey: key, KeyHeader: ep.APIKeyHeader,
 			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
 			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, MaxRetryWait: ep.MaxRetryWait, Headers: headers,
 			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
 		})
 	}
 	return nil
+}
+
+// warnSimulated says, once, that the run's replies are made by a simulated
+// model (the offline provider kind) rather than asked of a model: progress,
+// result.json, the reports and the view all show the warning.
+func (r *Run) warnSimulated() {
+	if r.dry != nil {
+		return
+	}
+	var names []string
+	for _, m := range usedModels(r.Plan) {
+		if llm.Simulated(m.Endpoint) {
+			names = append(names, m.Name)
+		}
+	}
+	if len(names) > 0 {
+		r.warnOnce("simulated", "simulated run: the replies of model %s are made by runner's offline model (kind offline), not by a language model; its calls are not priced", strings.Join(names, ", "))
+	}
+}
+
+// isLocal reports whether an endpoint at base runs on this machine, by
+// its provider kind (nil: any OpenAI-compatible server).
+func isLocal(p llm.Protocol, base string) bool {
+	if p == nil {
+		return llm.IsLocal(base)
+	}
+	return p.Local(base)
 }
 
 func (r *Run) buildManifest() result.Manifest {
@@ -514,9 +545,10 @@ func (r *Run) buildManifest() result.Manifest {
 		}
 		if mp.Endpoint != nil {
 			mi.Endpoint, mi.BaseURL = mp.Endpoint.Name, mp.Endpoint.BaseURL
-			if mp.Endpoint.Kind == spec.EndpointAzure {
-				mi.Kind, mi.APIVersion = mp.Endpoint.Kind, mp.Endpoint.APIVersion
+			if mp.Endpoint.Kind != r.Plan.Registry.DefaultProvider() {
+				mi.Kind, mi.APIVersion = mp.Endpoint.Kind, mp.Endpoint.Settings["api_version"]
 			}
+			mi.Simulated = llm.Simulated(mp.Endpoint)
 			// A URL written with ${NAME} is recorded as written: what the
 			// environment gave it may be a secret.
 			if b := r.bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
@@ -558,6 +590,7 @@ func (r *Run) warn(format string, args ...any) {
 // when err is not nil.
 func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	started := r.now()
+	r.warnSimulated()
 	defer r.closeMCP()
 	defer r.cacheWrites.Wait() // the run's replies are in the cache when it returns
 	ctx, span := r.traceRun(ctx)

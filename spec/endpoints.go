@@ -13,12 +13,6 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// Endpoint kinds.
-const (
-	EndpointOpenAI = "openai"
-	EndpointAzure  = "azure"
-)
-
 // managedFields are the request fields runner sets itself; extra may not
 // set them, so that what a spec says in one place cannot be contradicted in
 // another. Each maps to where the spec sets it, if anywhere.
@@ -78,7 +72,8 @@ func (c *compiler) checkEnvRefs(s syntax.Str, what string) {
 }
 
 func (c *compiler) endpointsAndModels() {
-	def := &EndpointPlan{Name: "default", Kind: EndpointOpenAI, BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY", FromEnv: true, Timeout: 120 * time.Second, MaxRetries: 4}
+	def := &EndpointPlan{Name: "default", Kind: c.reg.DefaultProvider(), BaseURL: "https://api.openai.com/v1", APIKeyEnv: "OPENAI_API_KEY", FromEnv: true, Timeout: 120 * time.Second, MaxRetries: 4}
+	def.Provider, _ = c.reg.Provider(def.Kind)
 	c.plan.Endpoints["default"] = def
 	defaultTimeout := 120 * time.Second
 	defaultRetries := 4
@@ -95,7 +90,7 @@ func (c *compiler) endpointsAndModels() {
 	for _, k := range c.file.Endpoints.Keys {
 		e := c.file.Endpoints.Values[k.V]
 		ep := &EndpointPlan{
-			Name: k.V, Kind: EndpointOpenAI, BaseURL: strings.TrimRight(e.BaseURL.V, "/"), APIVersion: e.APIVersion.V,
+			Name: k.V, Kind: c.reg.DefaultProvider(), BaseURL: strings.TrimRight(e.BaseURL.V, "/"),
 			APIKeyEnv: e.APIKeyEnv, APIKeyHeader: e.APIKeyHeader.V,
 			MaxConcurrency: e.MaxConcurrency, RequestsPerMinute: e.RequestsPerMinute, TokensPerMinute: e.TokensPerMinute,
 			Timeout: defaultTimeout, MaxRetries: defaultRetries,
@@ -103,6 +98,12 @@ func (c *compiler) endpointsAndModels() {
 		}
 		if e.Kind.Set {
 			ep.Kind = e.Kind.V
+		}
+		if len(e.Settings) > 0 {
+			ep.Settings = map[string]string{}
+			for name, v := range e.Settings {
+				ep.Settings[name] = v.V
+			}
 		}
 		if e.Timeout.Set {
 			d, err := time.ParseDuration(e.Timeout.V)
@@ -159,11 +160,11 @@ func (c *compiler) endpointsAndModels() {
 			c.r.Errorf(m.Endpoint.Pos, "model %q uses unknown endpoint %q%s", k.V, epName, syntax.DidYouMean(epName, names))
 		}
 		mp.Endpoint = ep
-		if m.Deployment.Set && ep != nil && ep.Kind != EndpointAzure {
-			c.r.Errorf(m.Deployment.Pos, "model %q: deployment applies only to endpoints of kind azure (endpoint %q is %s); on other endpoints the model name is what the server knows", k.V, ep.Name, ep.Kind)
+		if m.Deployment.Set && ep != nil && !c.takesDeployments(ep.Kind) {
+			c.r.Errorf(m.Deployment.Pos, "model %q: deployment applies only to endpoints of kind %s (endpoint %q is %s); on other endpoints the model name is what the server knows", k.V, strings.Join(c.deploymentKinds(), " or "), ep.Name, ep.Kind)
 		}
 		mp.Extra = c.requestFields(m.Extra, fmt.Sprintf("model %q", k.V))
-		if mp.Price == nil {
+		if mp.Price == nil && !c.unpriced(ep) {
 			mp.Price = BuiltinPrice(m.Model)
 		}
 		c.plan.Models[k.V] = mp
@@ -173,6 +174,25 @@ func (c *compiler) endpointsAndModels() {
 		// declares one: prompts must never reach a host the user did not
 		// name, billed to a key they did not give for it.
 		c.plan.Models["default"] = &ModelPlan{Name: "default", Model: "gpt-4o-mini", Endpoint: c.plan.Endpoints["default"], Price: BuiltinPrice("gpt-4o-mini")}
+	}
+	// A kind every spec may use without declaring it (the offline model)
+	// is an endpoint and a model of its name, unless the spec uses the
+	// name: `runner run --offline` puts that model in place of every other.
+	for _, p := range c.reg.Providers() {
+		b, ok := p.(Builtin)
+		if !ok || !b.Builtin() {
+			continue
+		}
+		name := p.Name()
+		if _, taken := c.plan.Endpoints[name]; taken {
+			continue
+		}
+		if _, taken := c.plan.Models[name]; taken {
+			continue
+		}
+		ep := &EndpointPlan{Name: name, Kind: name, Provider: p, Timeout: defaultTimeout}
+		c.plan.Endpoints[name] = ep
+		c.plan.Models[name] = &ModelPlan{Name: name, Model: name, Endpoint: ep}
 	}
 }
 
@@ -193,23 +213,50 @@ func (c *compiler) checkEndpoint(k syntax.Str, e *syntax.Endpoint, ep *EndpointP
 		c.r.Errorf(e.BaseURL.Pos, "%s: base_url %q is not an http:// or https:// URL", who, e.BaseURL.V)
 		return
 	}
-	switch {
-	case ep.Kind == EndpointAzure && !e.APIVersion.Set:
-		c.r.Errorf(k.Pos, "%s: kind azure needs api_version (e.g. api_version: 2024-10-21)", who)
-	case ep.Kind != EndpointAzure && e.APIVersion.Set:
-		c.r.Errorf(e.APIVersion.Pos, "%s: api_version applies only to kind azure (Azure's /openai/v1 surface needs none)", who)
+	if !e.BaseURL.Set || strings.HasPrefix(ep.BaseURL, "${") {
+		u = nil
 	}
-	if u == nil {
-		return
+	c.checkProvider(k, e, ep, u)
+}
+
+// takesDeployments reports whether models of endpoints of the kind may
+// name a deployment.
+func (c *compiler) takesDeployments(kind string) bool {
+	p, ok := c.reg.Provider(kind)
+	if !ok {
+		return true // the unknown kind is reported
 	}
-	switch {
-	case ep.Kind == EndpointAzure && strings.Contains(u.Path, "/deployments/"):
-		c.r.Errorf(e.BaseURL.Pos, "%s: for kind azure, base_url is the resource (https://NAME.openai.azure.com); the deployment is the model's deployment (or its model)", who)
-	case ep.Kind == EndpointAzure && u.RawQuery != "":
-		c.r.Errorf(e.BaseURL.Pos, "%s: for kind azure, give the api-version as api_version, not in base_url", who)
-	case ep.Kind != EndpointAzure && (strings.Contains(u.Path, "/openai/deployments/") || u.Query().Has("api-version")):
-		c.r.Warnf(e.BaseURL.Pos, "%s: this looks like a classic Azure OpenAI URL; use kind: azure with the resource URL as base_url, api_version, and the deployment on the model", who)
+	d, ok := p.(DeploymentTaker)
+	return ok && d.TakesDeployments()
+}
+
+// deploymentKinds are the provider kinds whose models take a deployment.
+func (c *compiler) deploymentKinds() []string {
+	var out []string
+	for _, p := range c.reg.Providers() {
+		if c.takesDeployments(p.Name()) {
+			out = append(out, p.Name())
+		}
 	}
+	return out
+}
+
+// unpriced reports whether the calls of an endpoint are never priced at a
+// model's list price: its kind's (a simulated model), or a server on this
+// machine (its base URL as written is local by its kind's rule), whose
+// calls cost nothing unless the model declares a price.
+func (c *compiler) unpriced(ep *EndpointPlan) bool {
+	if ep == nil {
+		return false
+	}
+	p, ok := c.reg.Provider(ep.Kind)
+	if !ok {
+		return false
+	}
+	if u, ok := p.(Unpriced); ok && u.Unpriced() {
+		return true
+	}
+	return !ep.FromEnv && ep.BaseURL != "" && !strings.Contains(ep.BaseURL, "${") && p.Local(ep.BaseURL)
 }
 
 // requestFields converts extra: to JSON, refusing fields runner sets itself.

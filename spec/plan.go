@@ -110,15 +110,19 @@ type VarPlan struct {
 // EndpointPlan is a resolved endpoint.
 type EndpointPlan struct {
 	Name string
-	// Kind is "openai" (BASE/chat/completions, Bearer key) or "azure"
-	// (Azure OpenAI's classic deployment URLs, api-key header).
+	// Kind is the endpoint's provider kind (see Provider): "openai" when
+	// the spec names none.
 	Kind string
+	// Provider is that kind, from the registry the plan was compiled
+	// with (nil when it has none of that name, which is reported).
+	Provider Provider `json:"-"`
 	// BaseURL is as written, without a trailing slash; ${NAME} references
 	// are expanded from the environment when a run connects.
 	BaseURL string
-	// APIVersion is Azure's api-version.
-	APIVersion string
-	APIKeyEnv  string
+	// Settings are the settings only the endpoint's kind takes (azure's
+	// api_version), as written.
+	Settings  map[string]string
+	APIKeyEnv string
 	// APIKeyHeader is the header the key goes in; "" is the kind's own
 	// (Authorization: Bearer, or api-key for azure).
 	APIKeyHeader string

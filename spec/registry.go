@@ -47,12 +47,14 @@ type Kind interface {
 // Registry is the set of node kinds a loader accepts. It is a value so that
 // tests can build one with only the kinds they need.
 type Registry struct {
-	kinds  []Kind
-	byName map[string]Kind
-	schema *syntax.Schema
+	kinds     []Kind
+	byName    map[string]Kind
+	providers []Provider
+	schema    *syntax.Schema
 }
 
-// NewRegistry returns a registry of the given kinds, in that order.
+// NewRegistry returns a registry of the given node kinds, in that order,
+// and no provider kinds (see WithProviders).
 func NewRegistry(kinds ...Kind) *Registry {
 	r := &Registry{byName: map[string]Kind{}}
 	for _, k := range kinds {
@@ -62,8 +64,22 @@ func NewRegistry(kinds ...Kind) *Registry {
 		r.kinds = append(r.kinds, k)
 		r.byName[k.Name()] = k
 	}
-	r.schema = syntax.NewSchema(kinds...)
+	r.schema = syntax.NewSchema(kinds, r.providers)
 	return r
+}
+
+// WithProviders returns the registry with these provider kinds, in that
+// order, the first the kind of an endpoint that names none.
+func (r *Registry) WithProviders(providers ...Provider) *Registry {
+	out := &Registry{kinds: r.kinds, byName: r.byName}
+	for _, p := range providers {
+		if _, dup := out.Provider(p.Name()); dup {
+			panic(fmt.Sprintf("spec: provider kind %q registered twice", p.Name()))
+		}
+		out.providers = append(out.providers, p)
+	}
+	out.schema = syntax.NewSchema(out.kinds, out.providers)
+	return out
 }
 
 // Lookup returns the kind with that name.

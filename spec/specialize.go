@@ -159,7 +159,7 @@ func (c *compiler) overrideModels() {
 			continue
 		}
 		mp.Model = value
-		if mp.Price == nil || mp.Price.Builtin != "" {
+		if (mp.Price == nil || mp.Price.Builtin != "") && !c.unpriced(mp.Endpoint) {
 			mp.Price = BuiltinPrice(value) // a built-in price follows the model
 		}
 	}

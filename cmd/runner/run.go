@@ -19,6 +19,7 @@ import (
 	"github.com/debate-runner/runner/runtime/runflags"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
+	"github.com/debate-runner/runner/spec"
 )
 
 type runCmd struct {
@@ -39,6 +40,7 @@ type runCmd struct {
 	View           bool     `name:"view" help:"Serve the web view of the runs directory and open the new run's page in a browser (on a terminal it keeps serving after the run, until Ctrl-C)."`
 	ViewAddr       string   `name:"view-addr" placeholder:"HOST:PORT" help:"Address of the view with --view (default 127.0.0.1:8642, or a free port)."`
 	Budget         []string `name:"budget" sep:"none" placeholder:"LIMIT=VALUE" help:"Limit what the run may spend (repeatable): cost=5, calls=500, tokens=2e6, or NODE.calls=100 for one node. Overrides the spec's budget:; the run stops (exit 6) before a call that could pass it."`
+	Offline        bool     `name:"offline" help:"Answer every model call with runner's simulated offline model: no key, no server, no network; replies shaped like each node expects and marked simulated, never priced (docs/providers.md#provider-kinds)."`
 
 	experimentFlags `embed:""`
 	temporalFlags   `embed:"" group:"Temporal (docs/scaling-out.md)"`
@@ -89,6 +91,9 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	if l.Run, err = c.options(e); err != nil {
+		return err
+	}
+	if err := c.offline(plan, &l.Run); err != nil {
 		return err
 	}
 	// A run that leaves a directory gets the cache, the recording, its
@@ -164,6 +169,19 @@ func (c *runCmd) options(e *env) (runtime.Options, error) {
 		opts.Inputs = append(opts.Inputs, input)
 	}
 	return opts, nil
+}
+
+// offline puts the offline model in place of every model with --offline.
+func (c *runCmd) offline(plan *spec.Plan, opts *runtime.Options) error {
+	if !c.Offline {
+		return nil
+	}
+	if len(c.Model) > 0 {
+		return usageErrorf("--offline puts the offline model in place of every model; drop --model")
+	}
+	models, err := args.Offline(plan)
+	opts.Models = models
+	return err
 }
 
 type resumeCmd struct {

@@ -1,4 +1,5 @@
-// Command gendocs writes docs/node-kinds.md, the manual's page of node
+// Command gendocs writes the table of provider kinds in docs/providers.md
+// from the kinds providers/registry.go lists, and docs/node-kinds.md, the manual's page of node
 // kinds, from the kinds themselves: each registered kind's section is its
 // package's manual.md (nodes/KIND/manual.md; the chat keys' section is
 // nodes/chat/manual.md, after the last kind that takes them), in the order
@@ -41,10 +42,28 @@ func main() {
 			err = os.WriteFile(path, []byte(text), 0o644)
 		}
 	}
+	if err == nil {
+		err = writeProviders(*root)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "gendocs:", err)
 		os.Exit(1)
 	}
+}
+
+// writeProviders brings the table of provider kinds in docs/providers.md
+// up to date.
+func writeProviders(root string) error {
+	path := filepath.Join(root, providersPage)
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	text, err := renderProviders(string(old))
+	if err != nil || text == string(old) {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 const endMarker = "<!-- end of generated table -->"

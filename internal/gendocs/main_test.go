@@ -2,10 +2,13 @@ package main
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/providers"
 )
 
 // TestNodeKindsPageIsGenerated fails when a kind's schema or manual.md
@@ -100,5 +103,63 @@ func TestGenerateNeedsEachKindsSection(t *testing.T) {
 	}
 	if _, err := generate(root); err == nil || !strings.Contains(err.Error(), "the kind compute, its section of docs/node-kinds.md") {
 		t.Errorf("generate without compute's manual.md: err = %v", err)
+	}
+}
+
+// TestProviderKindsTableIsGenerated holds docs/providers.md's table of
+// provider kinds to the registered kinds: one row each, as generated.
+func TestProviderKindsTableIsGenerated(t *testing.T) {
+	data, err := os.ReadFile("../../" + providersPage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := renderProviders(string(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(data) {
+		t.Errorf("the table of provider kinds in %s is stale: run `go generate ./docs`", providersPage)
+	}
+	for _, p := range providers.Kinds() {
+		if !strings.Contains(want, "| `"+p.Name()+"` |") {
+			t.Errorf("no row of provider kind %s", p.Name())
+		}
+	}
+}
+
+// TestProviderKindsNameTestsThatExist: every test a provider kind's row
+// names is a test function of the repository.
+func TestProviderKindsNameTestsThatExist(t *testing.T) {
+	var sources strings.Builder
+	err := filepath.WalkDir("../..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			sources.Write(data)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := sources.String()
+	for _, p := range providers.Kinds() {
+		names := regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(p.Doc().Test, -1)
+		if len(names) == 0 {
+			t.Errorf("provider kind %s names no test", p.Name())
+		}
+		for _, n := range names {
+			if !strings.Contains(all, "func "+n[1]+"(") {
+				t.Errorf("provider kind %s names %s, which is no test", p.Name(), n[1])
+			}
+		}
 	}
 }

@@ -93,6 +93,10 @@ type Reply struct {
 	// name, as gateways such as LiteLLM pass it on).
 	CacheWriteTokens   int
 	CacheCreationField bool
+	// Usage, when set, is sent verbatim as the reply's usage member (in
+	// the usage chunk of a stream), in place of the counts above: usage as
+	// servers send it wrongly (counts as floats or strings, negative).
+	Usage json.RawMessage
 	// Status, when non-zero and not 200, answers an OpenAI-style error body.
 	Status       int
 	ErrorMessage string // defaults to http.StatusText(Status)
@@ -534,7 +538,8 @@ type completion struct {
 	created                    int64
 	toolCalls                  []kit.ToolCall
 	usage                      wireUsage
-	noUsage                    bool // the server reports no usage
+	rawUsage                   json.RawMessage // sent in place of usage
+	noUsage                    bool            // the server reports no usage
 }
 
 type wireUsage struct {
@@ -600,7 +605,17 @@ func newCompletion(req Request, rep Reply) completion {
 	if rep.CacheCreationField {
 		c.usage.CacheCreation = rep.CacheWriteTokens
 	}
+	c.rawUsage = rep.Usage
 	return c
+}
+
+// usageMember is the usage the completion sends.
+func (c completion) usageMember() any {
+	if c.rawUsage != nil {
+		return c.rawUsage
+	}
+	usage := c.usage
+	return &usage
 }
 
 // roughTokens approximates a token count as a quarter of the byte length,
@@ -627,7 +642,7 @@ type wireCompletion struct {
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
 	Choices []wireChoice `json:"choices"`
-	Usage   *wireUsage   `json:"usage,omitempty"`
+	Usage   any          `json:"usage,omitempty"`
 }
 
 func (c completion) message() wireCompletion {
@@ -648,8 +663,7 @@ func (c completion) message() wireCompletion {
 		Choices: []wireChoice{{Message: msg, FinishReason: c.finish}},
 	}
 	if !c.noUsage {
-		usage := c.usage
-		out.Usage = &usage
+		out.Usage = c.usageMember()
 	}
 	return out
 }
@@ -672,7 +686,7 @@ type wireChunk struct {
 	Created int64             `json:"created"`
 	Model   string            `json:"model"`
 	Choices []wireChunkChoice `json:"choices"`
-	Usage   *wireUsage        `json:"usage,omitempty"`
+	Usage   any               `json:"usage,omitempty"`
 }
 
 // chunks lays out the completion as OpenAI streams it: a role delta, content
@@ -704,10 +718,9 @@ func (c completion) chunks(includeUsage bool) []wireChunk {
 	finish := c.finish
 	out = append(out, chunk(wireDelta{}, &finish))
 	if includeUsage && !c.noUsage {
-		usage := c.usage
 		out = append(out, wireChunk{
 			ID: c.id, Object: "chat.completion.chunk", Created: c.created, Model: c.model,
-			Choices: []wireChunkChoice{}, Usage: &usage,
+			Choices: []wireChunkChoice{}, Usage: c.usageMember(),
 		})
 	}
 	return out

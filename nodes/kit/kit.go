@@ -174,9 +174,15 @@ type Reply struct {
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 	// UsageEstimated is set when the server reported no usage and the
 	// token counts were computed with a tokenizer.
-	UsageEstimated bool  `json:"usage_estimated,omitempty"`
-	LatencyMS      int64 `json:"latency_ms"`
-	Attempts       int   `json:"attempts"`
+	UsageEstimated bool `json:"usage_estimated,omitempty"`
+	// UsageError says why the usage the endpoint sent was not read (not a
+	// count, negative, beyond any context), and UsageRaw is that usage as
+	// sent: the reply is kept, its tokens counted with a tokenizer
+	// (UsageEstimated).
+	UsageError string          `json:"usage_error,omitempty"`
+	UsageRaw   json.RawMessage `json:"usage_raw,omitempty"`
+	LatencyMS  int64           `json:"latency_ms"`
+	Attempts   int             `json:"attempts"`
 	// Replayed is set when the reply came from a journal, not the network.
 	Replayed bool `json:"-"`
 }

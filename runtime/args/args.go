@@ -372,6 +372,28 @@ func Models(flags []string) (map[string]string, error) {
 	return out, nil
 }
 
+// Offline is what --offline gives a run: every model of the plan replaced
+// by the built-in offline model (the provider kind offline), as model
+// overrides, so that run.json records them and resume and sweeps keep them.
+func Offline(plan *spec.Plan) (map[string]string, error) {
+	const name = "offline"
+	m, ok := plan.Models[name]
+	if !ok || m.Endpoint == nil || m.Endpoint.Kind != name {
+		return nil, &FlagError{Flag: "--offline", Err: fmt.Errorf("the spec declares its own model or endpoint named %q, which --offline would use in place of the offline model; rename it", name)}
+	}
+	// The models the spec declares, and the implicit default; a panel's
+	// model ids are copies of one of them, made after the overrides.
+	out := map[string]string{"default": name}
+	if plan.File != nil {
+		for _, k := range plan.File.Models.Keys {
+			if k.V != name {
+				out[k.V] = name
+			}
+		}
+	}
+	return out, nil
+}
+
 // Context reads --context PATH: a folder is the one the run's file tools
 // may read (dir), a file's text the spec's 'context' input (an --input
 // flag, input).

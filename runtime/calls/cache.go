@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -85,6 +87,12 @@ func RequestKey(model *spec.ModelPlan, baseURL string, req llm.Request, sampleKe
 	endpoint := ""
 	if model != nil && model.Endpoint != nil {
 		endpoint = model.Endpoint.Name
+		// The settings of the endpoint's kind (azure's api_version, the
+		// offline model's seed) change its replies; endpoints without
+		// any keep the keys of earlier versions.
+		for _, k := range slices.Sorted(maps.Keys(model.Endpoint.Settings)) {
+			endpoint += "\x00" + k + "=" + model.Endpoint.Settings[k]
+		}
 		if baseURL == "" {
 			baseURL = model.Endpoint.BaseURL
 		}

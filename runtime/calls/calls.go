@@ -184,6 +184,7 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 		rep := kit.Reply{
 			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, CachedTokens: resp.CachedTokens, CacheWriteTokens: resp.CacheWriteTokens, UsageEstimated: resp.UsageEstimated,
+			UsageError: resp.UsageError, UsageRaw: resp.UsageRaw,
 			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
 		}
 		if rep.LatencyMS == 0 {

@@ -151,11 +151,15 @@ func (a *Activities) client(ep *spec.EndpointPlan) (*llm.Client, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("endpoint %q base_url %s on this worker: %w", ep.Name, ep.BaseURL, err)
 	}
+	proto, err := llm.ProtocolOf(ep)
+	if err != nil {
+		return nil, "", err
+	}
 	key := ""
 	if ep.APIKeyEnv != "" {
 		key = getenv(ep.APIKeyEnv)
 	}
-	if key == "" && !llm.IsLocal(base) {
+	if key == "" && !(proto == nil && llm.IsLocal(base) || proto != nil && proto.Local(base)) {
 		return nil, "", fmt.Errorf("endpoint %q (%s) needs an API key: set %s in the environment of the workers", ep.Name, base, ep.APIKeyEnv)
 	}
 	var headers map[string]string
@@ -165,7 +169,7 @@ func (a *Activities) client(ep *spec.EndpointPlan) (*llm.Client, string, error) 
 	}
 	sort.Strings(names)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", ep.Name, ep.Kind, base, ep.APIVersion, ep.APIKeyHeader, key)
+	fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00", ep.Name, ep.Kind, base, settingsText(ep.Settings), ep.APIKeyHeader, key)
 	for _, name := range names {
 		v, err := spec.ExpandEnv(ep.Headers[name], getenv)
 		if err != nil {
@@ -186,7 +190,7 @@ func (a *Activities) client(ep *spec.EndpointPlan) (*llm.Client, string, error) 
 		return c, base, nil
 	}
 	le := llm.Endpoint{
-		Name: ep.Name, Kind: llm.Kind(ep.Kind), BaseURL: base, APIVersion: ep.APIVersion, APIKey: key, KeyHeader: ep.APIKeyHeader,
+		Name: ep.Name, Provider: proto, BaseURL: base, Settings: ep.Settings, APIKey: key, KeyHeader: ep.APIKeyHeader,
 		MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
 		Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, Headers: headers, HTTPClient: a.HTTPClient,
 	}
@@ -206,6 +210,20 @@ func (a *Activities) client(ep *spec.EndpointPlan) (*llm.Client, string, error) 
 	c := llm.New(le)
 	a.clients[id] = c
 	return c, base, nil
+}
+
+// settingsText is an endpoint's kind's settings as one text, in order.
+func settingsText(s map[string]string) string {
+	names := make([]string, 0, len(s))
+	for k := range s {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, "%s=%s\x00", k, s[k])
+	}
+	return b.String()
 }
 
 func keyDigest(key string) string {

@@ -211,26 +211,14 @@ func formatName(f openai.ChatCompletionResponseFormatType) string {
 	return "response_format " + string(f)
 }
 
-// hint says what to check after a failure, when the error suggests it.
+// hint says what to check after a failure, when the error suggests it:
+// the provider kind's hint first, then what any endpoint may be told.
 func (c *Client) hint(req *Request, st *attemptState, err error) string {
-	base := c.base.String()
-	noV1 := c.kind == KindOpenAI && !strings.HasSuffix(c.base.Path, "/v1")
 	msg := strings.ToLower(errorMessage(err))
-	switch {
-	case noV1 && (st.status == http.StatusNotFound || st.status == http.StatusMethodNotAllowed || strings.Contains(msg, "unexpected endpoint")):
-		return fmt.Sprintf("the base URL %s does not end in /v1, where OpenAI-compatible servers answer; try %s/v1", base, base)
-	case c.kind == KindAzure && st.status == http.StatusNotFound:
-		deployment := req.Deployment
-		if deployment == "" {
-			deployment = req.Model
-		}
-		return fmt.Sprintf("Azure found no deployment %q at %s with api-version %s: check the deployment name (the model's deployment, else its model) and api_version", deployment, base, c.version)
-	case st.status == http.StatusUnauthorized || st.status == http.StatusForbidden:
-		if c.kind == KindAzure || c.keyHeader != "Authorization" {
-			return fmt.Sprintf("check the API key (sent in the %s header)", c.keyHeader)
-		}
-		return "check the API key"
-	case st.status == http.StatusBadRequest && (strings.Contains(msg, "temperature") || strings.Contains(msg, "top_p") || strings.Contains(msg, "seed")) && refusal(msg):
+	if h := c.provider.Hint(Failure{Base: c.base, Settings: c.settings, KeyHeader: c.keyHeader, Request: req, Status: st.status, Message: msg}); h != "" {
+		return h
+	}
+	if st.status == http.StatusBadRequest && (strings.Contains(msg, "temperature") || strings.Contains(msg, "top_p") || strings.Contains(msg, "seed")) && refusal(msg) {
 		return "this model takes no such sampling parameter: remove it from the model, or list it under omit"
 	}
 	return ""

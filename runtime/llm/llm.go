@@ -29,7 +29,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -49,32 +48,19 @@ const (
 	DefaultCompletionEstimate = 512
 )
 
-// Kind is the URL layout and authentication an endpoint speaks.
-type Kind string
-
-// Endpoint kinds.
-const (
-	// KindOpenAI is BASE/chat/completions with "Authorization: Bearer KEY":
-	// OpenAI, OpenRouter, Azure's /openai/v1, Ollama, vLLM, LM Studio,
-	// llama.cpp and gateways.
-	KindOpenAI Kind = "openai"
-	// KindAzure is Azure OpenAI's classic surface:
-	// BASE/openai/deployments/DEPLOYMENT/chat/completions?api-version=V
-	// with an "api-key: KEY" header.
-	KindAzure Kind = "azure"
-)
-
 // Endpoint describes one OpenAI-compatible server and the limits the client
 // must keep towards it.
 type Endpoint struct {
 	Name    string
 	BaseURL string // e.g. https://api.openai.com/v1 or http://localhost:11434/v1
-	// Kind is KindOpenAI when empty.
-	Kind Kind
-	// APIVersion is the api-version query parameter of KindAzure.
-	APIVersion string
-	// APIKey is sent as "Authorization: Bearer <key>" (KindOpenAI) or as
-	// "api-key: <key>" (KindAzure), or in the header KeyHeader names. It is
+	// Provider is the endpoint's provider kind (a Provider); nil means
+	// ChatCompletions as OpenAI speaks it.
+	Provider Protocol `json:"-"`
+	// Settings are the settings only the provider kind takes (azure's
+	// api_version).
+	Settings map[string]string
+	// APIKey is sent in the provider kind's key header (a Bearer token,
+	// azure's api-key), or in the header KeyHeader names. It is
 	// never logged and never put into errors or events; empty sends no key
 	// (see IsLocal).
 	APIKey string `json:"-"`
@@ -134,9 +120,9 @@ func (e Endpoint) String() string {
 	if e.APIKey != "" {
 		key = "set"
 	}
-	kind := e.Kind
-	if kind == "" {
-		kind = KindOpenAI
+	kind := "openai"
+	if p, ok := e.Provider.(interface{ Name() string }); ok {
+		kind = p.Name()
 	}
 	return fmt.Sprintf("llm.Endpoint{Name:%q Kind:%s BaseURL:%q APIKey:%s MaxConcurrency:%d RequestsPerMinute:%d TokensPerMinute:%d Timeout:%s MaxRetries:%d}",
 		e.Name, kind, e.BaseURL, key, e.MaxConcurrency, e.RequestsPerMinute, e.TokensPerMinute, e.Timeout, e.MaxRetries)
@@ -210,7 +196,8 @@ type Field struct {
 // Request is one chat completion to perform.
 type Request struct {
 	Model string
-	// Deployment is the Azure deployment (KindAzure); "" means Model.
+	// Deployment is the deployment the model is served from, for kinds
+	// that take one (azure); "" means Model.
 	Deployment  string
 	Messages    []Message
 	Temperature *float64 // nil leaves the server default
@@ -263,10 +250,16 @@ type Response struct {
 	// OpenRouter's prompt_tokens_details.cache_write_tokens, or
 	// cache_creation_input_tokens as gateways in front of Anthropic send it.
 	CacheWriteTokens int
-	// UsageEstimated is set when the server reported no usage and the
-	// token counts were computed with a tokenizer (see package tokens).
+	// UsageEstimated is set when the server reported no usage, or usage
+	// that could not be read, and the token counts were computed with a
+	// tokenizer (see package tokens).
 	UsageEstimated bool
-	Latency        time.Duration // of the successful attempt
+	// UsageError says why the usage the server sent was not read (not a
+	// count, negative, beyond any context), and UsageRaw is that usage as
+	// sent; the reply is kept all the same.
+	UsageError string
+	UsageRaw   json.RawMessage
+	Latency    time.Duration // of the successful attempt
 	// Attempts counts the requests sent: 1, plus retries, plus the
 	// requests sent again with a changed shape (see Adapted).
 	Attempts int
@@ -290,9 +283,9 @@ type Attempt struct {
 // concurrent use; its limits are shared by all callers.
 type Client struct {
 	name      string
-	kind      Kind
+	provider  Protocol
+	settings  map[string]string
 	base      *url.URL
-	version   string
 	key       string
 	keyHeader string
 	headers   map[string]string
@@ -317,27 +310,24 @@ type Client struct {
 // that is not an absolute http(s) URL is reported by every Complete call.
 func New(ep Endpoint) *Client {
 	c := &Client{
-		name:    ep.Name,
-		kind:    ep.Kind,
-		version: ep.APIVersion,
-		key:     ep.APIKey,
-		headers: ep.Headers,
-		timeout: ep.Timeout,
-		retries: max(ep.MaxRetries, 0),
-		maxWait: ep.MaxRetryWait,
-		backoff: [2]time.Duration{ep.BackoffBase, ep.BackoffMax},
-		sleep:   ep.Sleep,
-		rand:    ep.Rand,
+		name:     ep.Name,
+		provider: ep.Provider,
+		settings: ep.Settings,
+		key:      ep.APIKey,
+		headers:  ep.Headers,
+		timeout:  ep.Timeout,
+		retries:  max(ep.MaxRetries, 0),
+		maxWait:  ep.MaxRetryWait,
+		backoff:  [2]time.Duration{ep.BackoffBase, ep.BackoffMax},
+		sleep:    ep.Sleep,
+		rand:     ep.Rand,
 	}
-	if c.kind == "" {
-		c.kind = KindOpenAI
+	if c.provider == nil {
+		c.provider = ChatCompletions{}
 	}
 	c.keyHeader = ep.KeyHeader
 	if c.keyHeader == "" {
-		c.keyHeader = "Authorization"
-		if c.kind == KindAzure {
-			c.keyHeader = "api-key"
-		}
+		c.keyHeader = c.provider.KeyHeader()
 	}
 	if ep.APIKey != "" {
 		c.secrets = append(c.secrets, ep.APIKey)
@@ -374,26 +364,13 @@ func New(ep Endpoint) *Client {
 	if ep.RequestsPerMinute > 0 || ep.TokensPerMinute > 0 {
 		c.rate = &rateLimiter{rpm: max(ep.RequestsPerMinute, 0), tpm: max(ep.TokensPerMinute, 0)}
 	}
-	u, err := url.Parse(ep.BaseURL)
-	switch {
-	case err != nil:
-		c.urlErr = fmt.Errorf("invalid base URL: %w", err)
-	case (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		c.urlErr = fmt.Errorf("base URL %q is not an absolute http(s) URL", ep.BaseURL)
-	case c.kind == KindAzure && c.version == "":
-		c.urlErr = fmt.Errorf("azure endpoint %q has no api-version", ep.Name)
-	case c.kind != KindOpenAI && c.kind != KindAzure:
-		c.urlErr = fmt.Errorf("unknown endpoint kind %q", c.kind)
-	default:
-		u.Path = strings.TrimRight(u.Path, "/")
-		u.RawPath = ""
-		if c.kind == KindAzure {
-			u.Path = strings.TrimSuffix(u.Path, "/openai")
-		}
-		c.base = u
-	}
+	c.base, c.urlErr = c.provider.Base(ep.BaseURL, ep.Settings)
 
 	c.http = ep.HTTPClient
+	if t := c.provider.Transport(); t != nil {
+		// The kind answers in-process: no test's client stands in for it.
+		c.http = &http.Client{Transport: t}
+	}
 	if c.http == nil {
 		// The default transport keeps only two idle connections per host,
 		// which would make every burst of concurrent calls redial.
@@ -427,11 +404,11 @@ func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt
 		if err != nil {
 			return Response{}, c.failWaiting(&req, n-1, last, err)
 		}
-		st := &attemptState{}
+		st := &attemptState{usage: c.provider.Usage}
 		resp, err := c.attempt(ctx, st, &req, sh)
 		leave()
 		if err == nil {
-			if resp.PromptTokens == 0 && resp.CompletionTokens == 0 {
+			if resp.PromptTokens == 0 && resp.CompletionTokens == 0 || resp.UsageError != "" {
 				estimateUsage(&req, &resp)
 			}
 			c.settleTokens(cost, resp.PromptTokens+resp.CompletionTokens)
@@ -439,7 +416,7 @@ func (c *Client) Complete(ctx context.Context, req Request, onRetry func(Attempt
 			resp.Adapted = adapted
 			return resp, nil
 		}
-		retryable := st.retryable(ctx, err) // on the original chain, before redaction
+		retryable := st.retryable(ctx, err, c.provider.Retryable) // on the original chain, before redaction
 		err = c.redact(err)
 		if ctx.Err() != nil {
 			return Response{}, c.fail(&req, n, st.status, false, cancelled(ctx, err))

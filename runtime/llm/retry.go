@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"math"
 	"net"
@@ -21,11 +22,14 @@ type attemptState struct {
 	retryAfter time.Duration // server-requested wait, 0 if none
 	final      bool          // an error in a 2xx body that a retry cannot fix
 	err        error         // redacted error of the attempt, kept for later failures
+	// usage reads a reply's usage member (the provider kind's).
+	usage func(json.RawMessage) (Usage, error)
 }
 
-// retryable classifies the attempt's error. parent is the caller's context:
-// once it is done nothing is retried.
-func (st *attemptState) retryable(parent context.Context, err error) bool {
+// retryable classifies the attempt's error, an error status by the
+// provider kind's status classes. parent is the caller's context: once it
+// is done nothing is retried.
+func (st *attemptState) retryable(parent context.Context, err error, status func(int) bool) bool {
 	switch {
 	case parent.Err() != nil:
 		return false
@@ -36,7 +40,7 @@ func (st *attemptState) retryable(parent context.Context, err error) bool {
 	case st.final:
 		return false
 	case st.status >= 400:
-		return retryableStatus(st.status)
+		return status(st.status)
 	case st.status > 0:
 		// A success status with an unusable body (malformed JSON, no
 		// choices, cut stream, attempt timeout while reading) is transient.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -305,32 +304,13 @@ func toOpenAICalls(calls []kit.ToolCall) []openai.ToolCall {
 	return out
 }
 
-// chatURL is where a request goes: BASE/chat/completions, or Azure's
-// deployment path with its api-version. A query in the base URL is kept.
-func (c *Client) chatURL(req *Request) string {
-	u := *c.base
-	if c.kind == KindAzure {
-		deployment := req.Deployment
-		if deployment == "" {
-			deployment = req.Model
-		}
-		u.Path += "/openai/deployments/" + url.PathEscape(deployment) + "/chat/completions"
-		q := u.Query()
-		q.Set("api-version", c.version)
-		u.RawQuery = q.Encode()
-		return u.String()
-	}
-	u.Path += "/chat/completions"
-	return u.String()
-}
-
 // send makes one HTTP exchange and decodes its reply.
 func (c *Client) send(ctx context.Context, st *attemptState, req *Request, sh shape) (Response, error) {
 	body, err := encode(req, sh)
 	if err != nil {
 		return Response{}, err
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.chatURL(req), bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.provider.URL(*c.base, c.settings, req), bytes.NewReader(body))
 	if err != nil {
 		return Response{}, err
 	}
@@ -358,7 +338,7 @@ func (c *Client) send(ctx context.Context, st *attemptState, req *Request, sh sh
 	}
 	defer resp.Body.Close()
 	st.status = resp.StatusCode
-	st.retryAfter = retryAfter(resp.Header, time.Now())
+	st.retryAfter = c.provider.RetryAfter(resp.Header, time.Now())
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Response{}, errorFrom(resp)
 	}
@@ -481,43 +461,28 @@ func bodyError(st *attemptState, raw json.RawMessage) error {
 // usage can be told from one that used no tokens.
 type completion struct {
 	openai.ChatCompletionResponse
-	Usage *openai.Usage   `json:"usage"`
+	Usage json.RawMessage `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
-// cacheWrites are the prompt tokens a provider says it wrote to its prompt
-// cache, in the fields OpenAI-compatible surfaces use for them: OpenRouter's
-// prompt_tokens_details.cache_write_tokens, and cache_creation_input_tokens
-// (Anthropic's own name, kept by gateways such as LiteLLM). OpenAI's own
-// API reports none: it does not bill writes.
-type cacheWrites struct {
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	PromptTokensDetails      *struct {
-		CacheWriteTokens int `json:"cache_write_tokens"`
-	} `json:"prompt_tokens_details"`
-}
-
-// written is the tokens written, 0 when the usage says nothing of them.
-func (w *cacheWrites) written() int {
-	if w == nil {
-		return 0
+// setUsage puts a reply's usage member into out, read by the provider
+// kind; usage that cannot be read is kept as sent, with why, and the reply
+// with it (its tokens are then counted with a tokenizer). Absent or null
+// usage leaves out as it is.
+func (st *attemptState) setUsage(out *Response, raw json.RawMessage) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return
 	}
-	if d := w.PromptTokensDetails; d != nil && d.CacheWriteTokens > 0 {
-		return d.CacheWriteTokens
+	u, err := st.usage(raw)
+	if err != nil {
+		out.PromptTokens, out.CompletionTokens, out.CachedTokens, out.CacheWriteTokens = 0, 0, 0, 0
+		out.UsageError = err.Error()
+		out.UsageRaw = append(json.RawMessage(nil), raw...)
+		return
 	}
-	return max(w.CacheCreationInputTokens, 0)
-}
-
-// usageWrites reads the cache writes of a reply's or event's usage member
-// (nil when there is none).
-func usageWrites(body []byte) *cacheWrites {
-	var env struct {
-		Usage *cacheWrites `json:"usage"`
-	}
-	if json.NewDecoder(bytes.NewReader(body)).Decode(&env) != nil {
-		return nil
-	}
-	return env.Usage
+	out.UsageError, out.UsageRaw = "", nil
+	out.PromptTokens, out.CompletionTokens = u.PromptTokens, u.CompletionTokens
+	out.CachedTokens, out.CacheWriteTokens = u.CachedTokens, u.CacheWriteTokens
 }
 
 // readCompletion decodes a non-streaming reply.
@@ -542,11 +507,7 @@ func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 		FinishReason: string(ch.FinishReason),
 		Model:        r.Model,
 	}
-	if r.Usage != nil {
-		out.PromptTokens, out.CompletionTokens = r.Usage.PromptTokens, r.Usage.CompletionTokens
-		out.CachedTokens = cachedTokens(r.Usage)
-		out.CacheWriteTokens = usageWrites(raw).written()
-	}
+	st.setUsage(&out, r.Usage)
 	if len(ch.Message.ToolCalls) > 0 {
 		out.ToolCalls = make([]kit.ToolCall, len(ch.Message.ToolCalls))
 		for i, tc := range ch.Message.ToolCalls {
@@ -559,6 +520,7 @@ func readCompletion(st *attemptState, body io.Reader) (Response, error) {
 // chunk is one streamed event.
 type chunk struct {
 	openai.ChatCompletionStreamResponse
+	Usage json.RawMessage `json:"usage"`
 	Error json.RawMessage `json:"error"`
 }
 
@@ -609,12 +571,7 @@ func readStream(st *attemptState, r *bufio.Reader, onDelta func(string)) (Respon
 			if ch.Model != "" {
 				out.Model = ch.Model
 			}
-			if ch.Usage != nil {
-				out.PromptTokens = ch.Usage.PromptTokens
-				out.CompletionTokens = ch.Usage.CompletionTokens
-				out.CachedTokens = cachedTokens(ch.Usage)
-				out.CacheWriteTokens = usageWrites(data).written()
-			}
+			st.setUsage(&out, ch.Usage)
 			for _, c := range ch.Choices {
 				if c.Index != 0 {
 					continue // only one choice is ever requested
@@ -694,13 +651,4 @@ func mergeCallDelta(calls []partialCall, d openai.ToolCall) []partialCall {
 	}
 	p.Arguments += d.Function.Arguments
 	return calls
-}
-
-// cachedTokens are the prompt tokens the provider served from its prompt
-// cache (prompt_tokens_details.cached_tokens), 0 when it does not say.
-func cachedTokens(u *openai.Usage) int {
-	if u.PromptTokensDetails == nil {
-		return 0
-	}
-	return u.PromptTokensDetails.CachedTokens
 }

@@ -33,6 +33,9 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 		d.w("%s\n\n", Block(plan.File.Description, 1))
 	}
 	d.w("- Run: `%s`\n- Status: **%s**\n", res.RunID, res.Status)
+	if sim := simulatedModels(m); len(sim) > 0 {
+		d.w("- Simulated: **yes**: the replies of %s were made by runner's offline model, not by a language model, and are not priced\n", strings.Join(sim, ", "))
+	}
 	if res.Error != "" {
 		d.w("- Error: %s\n", Inline(res.Error))
 	}
@@ -382,4 +385,17 @@ func (d *doc) cacheable(plan *spec.Plan, u result.UsageReport) {
 		}
 	}
 	d.w("| **run** | %s%d | %s%s | %s%s |\n", mark, t.PromptTokens, mark, share(t.CacheableTokens, t.PromptTokens), mark, share(t.RunCacheableTokens, t.PromptTokens))
+}
+
+// simulatedModels are the run's models whose replies runner made (the
+// offline provider kind), by name.
+func simulatedModels(m result.Manifest) []string {
+	var out []string
+	for name, mi := range m.Models {
+		if mi.Simulated {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

@@ -120,6 +120,9 @@ type ModelInfo struct {
 	BaseURL    string `json:"base_url"`
 	Kind       string `json:"kind,omitempty"`
 	APIVersion string `json:"api_version,omitempty"`
+	// Simulated is set for a model whose replies runner made instead of a
+	// model (the offline provider kind): none of its replies is a model's.
+	Simulated  bool   `json:"simulated,omitempty"`
 	Deployment string `json:"deployment,omitempty"`
 	// MaxTokensField is the token-limit field asked for ("" picks by model
 	// name); the client may learn another from the endpoint's refusal.

@@ -204,8 +204,8 @@ var providers = []struct{ suffix, name string }{
 }
 
 // providerName is the gen_ai.provider.name of an endpoint: a known
-// provider by its host, Azure by the endpoint's kind, and otherwise
-// "openai", the API every endpoint of runner's speaks.
+// provider by its host, and otherwise its provider kind's name for it
+// ("openai" for a kind that gives none).
 func providerName(ep *spec.EndpointPlan, base string) string {
 	if u, err := url.Parse(base); err == nil {
 		host := strings.ToLower(u.Hostname())
@@ -218,8 +218,10 @@ func providerName(ep *spec.EndpointPlan, base string) string {
 			return "openrouter"
 		}
 	}
-	if ep.Kind == spec.EndpointAzure {
-		return "azure.ai.openai"
+	if ep.Provider != nil {
+		if name := ep.Provider.Doc().GenAIName; name != "" {
+			return name
+		}
 	}
 	return "openai"
 }

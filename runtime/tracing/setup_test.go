@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/debate-runner/runner/internal/otlptest"
+	"github.com/debate-runner/runner/providers/azure"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -109,7 +110,7 @@ func TestProviderName(t *testing.T) {
 			t.Errorf("%s: %s, want %s", base, got, want)
 		}
 	}
-	if got := providerName(&spec.EndpointPlan{Kind: spec.EndpointAzure}, "https://gateway.example.com"); got != "azure.ai.openai" {
+	if got := providerName(&spec.EndpointPlan{Kind: "azure", Provider: azure.Kind{}}, "https://gateway.example.com"); got != "azure.ai.openai" {
 		t.Errorf("azure kind: %s", got)
 	}
 }

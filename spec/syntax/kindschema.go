@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
@@ -20,10 +21,22 @@ type KindSchema interface {
 	Schema() []byte
 }
 
-// Schema is the JSON Schema of a spec for a set of node kinds: the base
-// schema with one definition per kind, built and compiled once.
+// ProviderSchema is what the schema of a spec needs of a provider kind:
+// its name, its one-line description and the JSON Schema fragment of the
+// endpoint settings only it takes.
+type ProviderSchema interface {
+	Name() string
+	Description() string
+	Settings() []byte
+}
+
+// Schema is the JSON Schema of a spec for a set of node kinds and provider
+// kinds: the base schema with one definition per node kind, and the
+// endpoint's kinds and settings from the provider kinds, built and
+// compiled once.
 type Schema struct {
-	kinds []KindSchema
+	kinds     []KindSchema
+	providers []ProviderSchema
 
 	once     sync.Once
 	schema   []byte
@@ -32,13 +45,93 @@ type Schema struct {
 	err      error
 }
 
-// NewSchema returns the schema of a spec whose nodes are of these kinds.
-func NewSchema[K KindSchema](kinds ...K) *Schema {
+// NewSchema returns the schema of a spec whose nodes are of these kinds
+// and whose endpoints are of these provider kinds.
+func NewSchema[K KindSchema, P ProviderSchema](kinds []K, providers []P) *Schema {
 	s := &Schema{}
 	for _, k := range kinds {
 		s.kinds = append(s.kinds, k)
 	}
+	for _, p := range providers {
+		s.providers = append(s.providers, p)
+	}
 	return s
+}
+
+// FragmentProperties are the names of the properties of a schema fragment
+// ({"properties": {...}}), sorted; none when it has none or is not JSON.
+func FragmentProperties(frag []byte) []string {
+	var f struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if len(frag) == 0 || json.Unmarshal(frag, &f) != nil {
+		return nil
+	}
+	return SortedKeys(f.Properties)
+}
+
+// SortedKeys are a map's keys, sorted.
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// endpointSchema puts the provider kinds into the endpoint's definition:
+// the enum of `kind:` with each kind's description, and each kind's own
+// settings beside the settings every endpoint has.
+func (r *Schema) endpointSchema(defs map[string]any) error {
+	ep, ok := defs["endpoint"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("base schema: no endpoint definition")
+	}
+	props := ep["properties"].(map[string]any)
+	enum := make([]any, len(r.providers))
+	var desc []string
+	var branches []any
+	for i, p := range r.providers {
+		enum[i] = p.Name()
+		desc = append(desc, p.Name()+": "+p.Description())
+		var frag struct {
+			Properties map[string]any `json:"properties"`
+			Required   []any          `json:"required"`
+		}
+		if s := p.Settings(); len(s) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(s))
+			dec.UseNumber()
+			if err := dec.Decode(&frag); err != nil {
+				return fmt.Errorf("endpoint settings of provider kind %q: %w", p.Name(), err)
+			}
+		}
+		for name, s := range frag.Properties {
+			if _, dup := props[name]; dup {
+				return fmt.Errorf("provider kind %q declares endpoint setting %q, which another kind or every endpoint has", p.Name(), name)
+			}
+			props[name] = s
+		}
+		if len(frag.Required) > 0 {
+			// The first kind is that of an endpoint without kind:, which
+			// the condition (kind absent, or this kind) holds for.
+			cond := map[string]any{"properties": map[string]any{"kind": map[string]any{"const": p.Name()}}}
+			if i > 0 {
+				cond["required"] = []any{"kind"}
+			}
+			branches = append(branches, map[string]any{"if": cond, "then": map[string]any{"required": frag.Required}})
+		}
+	}
+	delete(ep, "required")
+	if len(branches) > 0 {
+		ep["allOf"] = branches
+	}
+	kind := map[string]any{"type": "string", "description": "The endpoint's provider kind."}
+	if len(enum) > 0 {
+		kind["enum"], kind["description"] = enum, strings.Join(desc, " ")
+	}
+	props["kind"] = kind
+	return nil
 }
 
 // JSON is the schema's text (what `runner schema` prints and what
@@ -67,6 +160,10 @@ func (r *Schema) build() {
 			return
 		}
 		defs := base["$defs"].(map[string]any)
+		if err := r.endpointSchema(defs); err != nil {
+			r.err = err
+			return
+		}
 		names := make([]string, len(r.kinds))
 		for i, k := range r.kinds {
 			names[i] = k.Name()

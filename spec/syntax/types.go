@@ -236,7 +236,6 @@ type Input struct {
 type Endpoint struct {
 	Kind              Str               `yaml:"kind"`
 	BaseURL           Str               `yaml:"base_url"`
-	APIVersion        Str               `yaml:"api_version"`
 	APIKeyEnv         string            `yaml:"api_key_env"`
 	APIKeyHeader      Str               `yaml:"api_key_header"`
 	MaxConcurrency    int               `yaml:"max_concurrency"`
@@ -250,6 +249,9 @@ type Endpoint struct {
 	MaxTokensField    Str               `yaml:"max_tokens_field"`
 	StreamUsage       *bool             `yaml:"stream_usage"`
 	Extra             Map[RequestField] `yaml:"extra"`
+	// Settings are the settings only the endpoint's provider kind takes
+	// (api_version for azure), by name; the schema says which.
+	Settings map[string]Str `yaml:",inline"`
 }
 
 // Model is a named model configuration. A plain string is shorthand for

@@ -280,7 +280,7 @@
     const links = el("div", { class: "links" }, (info.files || []).map(f => el("a", { href: `/api/file?id=${encodeURIComponent(id)}&name=${f}`, target: "_blank", rel: "noopener" }, f)));
     app.replaceChildren(
       el("div", { class: "pagehead" },
-        el("div", {}, el("h1", {}, info.manifest.spec_name, " ", statusEl), el("div", { class: "sub mono" }, id), info.description ? el("div", { class: "sub" }, info.description) : null, statsEl),
+        el("div", {}, el("h1", {}, info.manifest.spec_name, " ", statusEl, Object.values(info.manifest.models || {}).some(mi => mi.simulated) ? [" ", el("span", { class: "badge simulated", title: "replies made by runner's offline model, not by a language model; not priced" }, "simulated")] : null), el("div", { class: "sub mono" }, id), info.description ? el("div", { class: "sub" }, info.description) : null, statsEl),
         links),
       el("div", { class: "grid two" },
         el("div", { class: "card" }, el("h2", {}, "Flow"), flow, now),
@@ -542,7 +542,7 @@
     add("seed", m.seed);
     for (const [k, v] of Object.entries(m.vars || {})) add("var " + k, value(v));
     for (const [k, v] of Object.entries(m.inputs || {})) add("input " + k, String(value(v)).slice(0, 240) + (String(value(v)).length > 240 ? "…" : ""));
-    add("models", Object.entries(m.models || {}).map(([n, mi]) => `${n}: ${mi.model}` + (mi.temperature !== undefined ? ` (t=${mi.temperature})` : "")).join("; "));
+    add("models", Object.entries(m.models || {}).map(([n, mi]) => `${n}: ${mi.model}` + (mi.simulated ? " (simulated)" : "") + (mi.temperature !== undefined ? ` (t=${mi.temperature})` : "")).join("; "));
     add("runner", m.runner_version);
     if (m.replayed_from) add("replayed from", m.replayed_from);
     out.push(kv);
