@@ -41,6 +41,8 @@ func (e *env) say(typ string, data any, text string) { e.teller().Say(typ, data,
 func (e *env) teller() progress.Teller { return progress.Teller{W: e.stderr, JSON: e.jsonLines} }
 
 type cli struct {
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the runner version, commit, spec language and Go version (as runner version does)."`
+
 	Validate   validateCmd   `cmd:"" help:"Check specs: schema, references, templates and expressions."`
 	Run        runCmd        `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
 	Resume     resumeCmd     `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
@@ -94,6 +96,7 @@ func run(args []string, e *env) int {
 		kong.Writers(e.stdout, e.stderr),
 		kong.Exit(func(code int) { exitCode = code; panic(exitSignal{}) }),
 		kong.BindTo(e, (*env)(nil)),
+		kong.Vars{"version": versionText()},
 	)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "runner:", err)

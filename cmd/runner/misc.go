@@ -1,9 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
-	"runtime/debug"
 
+	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/scaffold"
 	"github.com/debate-runner/runner/schemas"
 )
@@ -13,13 +14,14 @@ var version = ""
 
 // Version returns the runner version: the build's, or the module's.
 func Version() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
+	buildinfo.Override = version
+	return buildinfo.Version()
+}
+
+// versionText is what `runner version` and `runner --version` print.
+func versionText() string {
+	buildinfo.Override = version
+	return buildinfo.Read().String()
 }
 
 type schemaCmd struct {
@@ -70,16 +72,33 @@ func (c schemaCmd) Run(e *env) error {
 	return err
 }
 
-type versionCmd struct{}
-
-func (versionCmd) Help() string {
-	return `Prints the runner version and the spec language version it reads.
-
-Examples:
-  runner version`
+type versionCmd struct {
+	JSON bool `name:"json" help:"Print the same as one JSON object."`
 }
 
-func (versionCmd) Run(e *env) error {
-	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
-	return nil
+func (versionCmd) Help() string {
+	return `Prints the runner version (the module's, or devel for a build from a work
+tree), the commit it was built from, the spec language version it reads and
+the Go version that built it. 'runner --version' prints the same. Every run
+records the version and commit in run.json and result.json; CHANGELOG.md
+says what each release changed and how to keep the old behaviour.
+
+Examples:
+  runner version
+  runner --version
+  runner version --json`
+}
+
+func (c versionCmd) Run(e *env) error {
+	if c.JSON {
+		buildinfo.Override = version
+		data, err := json.Marshal(buildinfo.Read())
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
+		return err
+	}
+	_, err := fmt.Fprintln(e.stdout, versionText())
+	return err
 }
