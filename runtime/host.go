@@ -23,6 +23,7 @@ import (
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/result"
@@ -234,11 +235,11 @@ func (r *Run) buildChain() calls.Stage {
 		if r.opts.ReplayMissingLive {
 			next = live
 		}
-		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
+		chain = r.replayDrift(calls.Recorded(r.opts.Replay, calls.FromReplay, next))
 	}
 	// Tracing goes first, so calls answered from the journal get a span too.
 	chain = r.leftOut(chain)
-	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
+	return tracing.Calls(r.journalDrift(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain)), func(s string) string { return r.red.Redact(s) })
 }
 
 // requestEvent is the payload of a model_request event. Its fields are in
@@ -279,6 +280,8 @@ func requestDigest(c *calls.Call) string {
 type requestRecord struct {
 	Digest string `json:"request_digest"`
 	Prompt string `json:"prompt_digest"`
+	// Messages say which message of a changed prompt differs first.
+	Messages []launch.RecordedMessage `json:"messages"`
 }
 
 // sameRequest reports whether a call asks what the journaled call of its
@@ -292,7 +295,7 @@ func (r *Run) sameRequest(c *calls.Call) bool {
 	}
 	why := "its parameters, reply format or tools changed"
 	if rec.Prompt != promptDigest(c.Kit.Messages) {
-		why = "its prompt changed"
+		why = "its prompt changed (" + strings.TrimPrefix(firstMessageDrift(c.Kit.Messages, rec.Messages), "its prompt differs from the recorded one ") + ")"
 	}
 	r.warn("model call %s is made again: %s since its reply was journaled", c.Key, why)
 	return false

@@ -37,7 +37,8 @@ var ErrCompleted = errors.New("the run already completed; nothing to resume")
 // The run continues with the spec and template libraries it started with
 // (its copies), whatever became of the files since; opts.Spec names a
 // fixed spec to continue with instead. A run that completed but whose
-// result.json or reports are missing is resumed to write them.
+// result.json is missing is resumed to write it and its reports; one whose
+// result.json is there is refused (a *CompletedError) and left as it is.
 func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if rundir.IsStaging(dir) {
 		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
@@ -75,8 +76,12 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	if prior.completed && outputsWritten(dir) {
-		return nil, ErrCompleted
+	if prior.completed {
+		// A result.json that is there is never rewritten: the run ended,
+		// perhaps under another runner whose rules it was judged by.
+		if res, err := result.Read(dir); err == nil {
+			return nil, completedError(dir, m, res)
+		}
 	}
 	plan, replaced, err := resumePlan(dir, m, reg, opts.Spec)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/debate-runner/runner/spec/value"
 
+	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/launch"
@@ -494,6 +495,7 @@ func (r *Run) buildManifest() result.Manifest {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion
 	}
+	m.RunnerCommit, m.BuiltIns = buildinfo.Read().CommitLabel(), r.Plan.BuiltIns
 	for _, mp := range usedModels(r.Plan) {
 		mi := result.ModelInfo{
 			Model: mp.Model, Deployment: mp.Deployment, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream,

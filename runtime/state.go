@@ -37,8 +37,11 @@ type runState struct {
 	// evaluations counts node executions, against the plan's bound.
 	evaluations int
 	warnings    []string
-	warnedOnce  map[string]bool
-	waiting     []value.Question
+	// drifted are the calls served from a recording or the journal
+	// although their request changed (see noteDrift).
+	drifted    []string
+	warnedOnce map[string]bool
+	waiting    []value.Question
 	// answered are the questions answered in this attempt; questions.yaml
 	// keeps them so that resuming with it answers every question again.
 	answered   []value.Question

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/scaffold"
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/migrate"
 	"github.com/debate-runner/runner/schemas"
 )
 
@@ -13,16 +12,7 @@ import (
 var version = ""
 
 // Version returns the runner version: the build's, or the module's.
-func Version() string {
-	buildinfo.Override = version
-	return buildinfo.Version()
-}
-
-// versionText is what `runner version` and `runner --version` print.
-func versionText() string {
-	buildinfo.Override = version
-	return buildinfo.Read().String()
-}
+func Version() string { return buildinfo.With(version).Version }
 
 type schemaCmd struct {
 	Result bool   `name:"result" help:"Print the schema of result.json instead."`
@@ -76,29 +66,19 @@ type versionCmd struct {
 	JSON bool `name:"json" help:"Print the same as one JSON object."`
 }
 
-func (versionCmd) Help() string {
-	return `Prints the runner version (the module's, or devel for a build from a work
-tree), the commit it was built from, the spec language version it reads and
-the Go version that built it. 'runner --version' prints the same. Every run
-records the version and commit in run.json and result.json; CHANGELOG.md
-says what each release changed and how to keep the old behaviour.
+func (versionCmd) Help() string { return buildinfo.Help }
 
-Examples:
-  runner version
-  runner --version
-  runner version --json`
+func (c versionCmd) Run(e *env) error { return buildinfo.Write(e.stdout, version, c.JSON) }
+
+type migrateCmd struct {
+	Files  []string `arg:"" name:"FILE" help:"Spec files to rewrite in place." type:"path"`
+	Check  bool     `name:"check" help:"Change nothing: say what would change, exit 1 when a file would."`
+	Stdout bool     `name:"stdout" help:"Print the rewritten spec (one FILE) instead of writing it."`
+	Pin    []string `name:"pin" sep:"none" placeholder:"NAME@N" help:"Pin library NAME to version N instead of today's (the version the spec was written against; see CHANGELOG.md). Repeatable."`
 }
 
-func (c versionCmd) Run(e *env) error {
-	if c.JSON {
-		buildinfo.Override = version
-		data, err := json.Marshal(buildinfo.Read())
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(e.stdout, "%s\n", data)
-		return err
-	}
-	_, err := fmt.Fprintln(e.stdout, versionText())
-	return err
+func (migrateCmd) Help() string { return migrate.Help }
+
+func (c migrateCmd) Run(e *env) error {
+	return migrate.Command(c.Files, c.Pin, migrate.Flags{Check: c.Check, Stdout: c.Stdout}, nodes.Registry(), e.stdout, e.stderr)
 }

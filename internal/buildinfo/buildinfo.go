@@ -5,7 +5,9 @@
 package buildinfo
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -95,4 +97,39 @@ func (in Info) String() string {
 	fmt.Fprintf(&b, "spec language: %d\n", in.SpecLanguage)
 	fmt.Fprintf(&b, "go: %s %s", in.Go, in.Platform)
 	return b.String()
+}
+
+// With is Read with the version override (main's -X main.version) set.
+func With(override string) Info {
+	if override != "" {
+		Override = override
+	}
+	return Read()
+}
+
+// Help is `runner version`'s help.
+const Help = `Prints the runner version (the module's, or devel for a build from a work
+tree), the commit it was built from, the spec language version it reads and
+the Go version that built it. 'runner --version' prints the same. Every run
+records the version and commit in run.json; CHANGELOG.md says what each
+release changed and how to keep the old behaviour.
+
+Examples:
+  runner version
+  runner --version
+  runner version --json`
+
+// Write prints the build's info as text, or as one JSON object.
+func Write(w io.Writer, override string, asJSON bool) error {
+	in := With(override)
+	if !asJSON {
+		_, err := fmt.Fprintln(w, in.String())
+		return err
+	}
+	data, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
 }
