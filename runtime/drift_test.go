@@ -155,7 +155,7 @@ func TestResumeOfACompletedRunRefusesAndWritesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"report.md", "report.html"} {
+	for _, name := range []string{"report.md", "report.html", ".lock"} {
 		if err := os.Remove(filepath.Join(r.Dir, name)); err != nil {
 			t.Fatal(err)
 		}

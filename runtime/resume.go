@@ -54,6 +54,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	}
 	// The lock comes first: what the journal says is only true while no
 	// other process appends to it.
+	_, noLock := os.Stat(filepath.Join(dir, ".lock"))
 	lock, err := rundir.TakeLock(dir)
 	if err != nil {
 		return nil, err
@@ -61,6 +62,11 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r, err := resumeLocked(dir, reg, opts)
 	if err != nil {
 		_ = lock.Unlock()
+		if noLock != nil && errors.Is(err, ErrCompleted) {
+			// A run of a runner from before locks: refused, it is left
+			// without a file it did not have.
+			_ = os.Remove(filepath.Join(dir, ".lock"))
+		}
 		return nil, err
 	}
 	r.lock = lock

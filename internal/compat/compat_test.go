@@ -254,8 +254,9 @@ func librariesAt(t *testing.T, root string) map[string]int {
 
 // TestCompatRecord writes the corpus from the repository's history.
 func TestCompatRecord(t *testing.T) {
-	if os.Getenv("RUNNER_COMPAT_RECORD") != "1" {
-		t.Skip("writes the compatibility corpus from git history; set RUNNER_COMPAT_RECORD=1")
+	mode := os.Getenv("RUNNER_COMPAT_RECORD")
+	if mode != "1" && mode != "runs" {
+		t.Skip("writes the compatibility corpus from git history; set RUNNER_COMPAT_RECORD=1 (or =runs for the old run directories alone)")
 	}
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
@@ -277,7 +278,13 @@ func TestCompatRecord(t *testing.T) {
 				t.Fatalf("go build at %s: %v\n%s", commit, err, out)
 			}
 			dest := filepath.Join(compatDir, commit)
-			if err := os.RemoveAll(dest); err != nil {
+			if err := recordOldRun(t, bin, wt, dest); err != nil {
+				t.Fatal(err)
+			}
+			if mode == "runs" {
+				return
+			}
+			if err := os.RemoveAll(filepath.Join(dest, "examples")); err != nil {
 				t.Fatal(err)
 			}
 			if err := copyTree(filepath.Join(wt, "examples"), filepath.Join(dest, "examples")); err != nil {
@@ -308,6 +315,29 @@ func TestCompatRecord(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oldRunSpec is the example whose run directory the corpus keeps for each
+// commit, as that commit's runner left it.
+const oldRunSpec = "reasoning-debate/spec.yaml"
+
+// recordOldRun runs the commit's oldRunSpec with its runner and keeps the
+// run directory in dest/run.
+func recordOldRun(t *testing.T, bin, wt, dest string) error {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "examples")
+	if err := copyTree(filepath.Join(wt, "examples"), root); err != nil {
+		return err
+	}
+	runCompat(t, bin, root, oldRunSpec, compatInputs(t, root, oldRunSpec))
+	runs, err := filepath.Glob(filepath.Join(root, filepath.Dir(oldRunSpec), "runs", "*"))
+	if err != nil || len(runs) != 1 {
+		return fmt.Errorf("%s left %d run directories (%v)", oldRunSpec, len(runs), err)
+	}
+	if err := os.RemoveAll(filepath.Join(dest, "run")); err != nil {
+		return err
+	}
+	return copyTree(runs[0], filepath.Join(dest, "run"))
 }
 
 // usedLibraries are the built-in libraries a spec names, with the version
@@ -566,4 +596,84 @@ func TestMain(m *testing.M) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// TestCompatOldRuns: the run directory each earlier runner left (for the
+// reasoning debate) still works with today's runner: show lists its calls,
+// resume refuses the completed run and writes nothing, and a replay of it
+// by the spec of its commit ends as it did, warning only if its prompts
+// changed.
+func TestCompatOldRuns(t *testing.T) {
+	bin := runnerBinary(t)
+	dirs, err := filepath.Glob(filepath.Join(compatDir, "*", "run"))
+	if err != nil || len(dirs) < 3 {
+		t.Fatalf("%d old run directories in the corpus (%v), want one per commit", len(dirs), err)
+	}
+	for _, saved := range dirs {
+		commit := filepath.Base(filepath.Dir(saved))
+		t.Run(commit, func(t *testing.T) {
+			tmp := t.TempDir()
+			dir := filepath.Join(tmp, "run")
+			if err := copyTree(saved, dir); err != nil {
+				t.Fatal(err)
+			}
+			before := readTree(t, dir)
+			run := func(args ...string) (int, string, string) {
+				cmd := exec.Command(bin, args...)
+				cmd.Dir = tmp
+				cmd.Env = []string{"HOME=" + tmp, "PATH=" + os.Getenv("PATH"), "RUNNER_CACHE_DIR=" + t.TempDir()}
+				var stdout, stderr bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				err := cmd.Run()
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					return ee.ExitCode(), stdout.String(), stderr.String()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				return 0, stdout.String(), stderr.String()
+			}
+			if code, out, stderr := run("show", dir); code != 0 || !strings.Contains(out, "answer/round=1/a") {
+				t.Errorf("show: exit %d\n%s%s", code, out, stderr)
+			}
+			if code, _, stderr := run("resume", dir); code != 1 || !strings.Contains(stderr, "already completed") || !strings.Contains(stderr, "nothing in "+dir+" was changed") {
+				t.Errorf("resume of the completed run: exit %d\n%s", code, stderr)
+			}
+			after := readTree(t, dir)
+			for name, data := range before {
+				if after[name] != data {
+					t.Errorf("%s changed", name)
+				}
+			}
+			if len(after) != len(before) {
+				t.Errorf("%d files before, %d after", len(before), len(after))
+			}
+			spec := filepath.Join(tmp, "examples")
+			if err := copyTree(filepath.Join(compatDir, commit, "examples"), spec); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run("run", filepath.Join(spec, oldRunSpec), "--replay", dir, "--runs-dir", filepath.Join(tmp, "runs"), "--strict")
+			if code != 0 {
+				t.Errorf("strict replay by the spec of %s: exit %d\n%s", commit, code, stderr)
+			}
+		})
+	}
+}
+
+func readTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		out[p] = string(data)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
