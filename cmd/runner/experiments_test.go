@@ -332,7 +332,7 @@ func TestReplayWithChangedPrompts(t *testing.T) {
 		t.Errorf("changed_prompts = %v, want all %d calls", res["changed_prompts"], srv.Count())
 	}
 	code, _, stderr := invoke(t, map[string]string{}, "run", debateSpec, "--replay", dir, "-i", other, "--strict", "--runs-dir", runs, "-q")
-	if code != exitcode.Failure || !strings.Contains(stderr, "--strict refuses a recorded reply for a changed request") {
+	if code != exitcode.Failure || !strings.Contains(stderr, "--strict serves a recorded reply only for the request it was recorded for") {
 		t.Errorf("--strict: exit %d\n%s", code, stderr)
 	}
 	// reasoning@1 renders this debate's prompts as reasoning@2 does (its
