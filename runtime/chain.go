@@ -59,11 +59,11 @@ func (r *Run) buildChain() calls.Stage {
 		if r.opts.ReplayMissingLive {
 			next = live
 		}
-		chain = calls.Recorded(r.opts.Replay, calls.FromReplay, next)
+		chain = r.replayDrift(calls.Recorded(r.opts.Replay, calls.FromReplay, next))
 	}
 	// Tracing goes first, so calls answered from the journal get a span too.
 	chain = r.leftOut(chain)
-	return tracing.Calls(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain), func(s string) string { return r.red.Redact(s) })
+	return tracing.Calls(r.journalDrift(calls.RecordedIf(r.recorded, calls.FromJournal, r.sameRequest, chain)), func(s string) string { return r.red.Redact(s) })
 }
 
 // newRequest is the request for a call: the model's parameters (less those

@@ -106,6 +106,9 @@ func LoadRecording(path string, missingLive bool) (launch.Recording, result.Mani
 	if rec.ReplayThreads, err = LoadReplayThreads(path); err != nil {
 		return rec, result.Manifest{}, false, err
 	}
+	if rec.ReplayRequests, err = LoadReplayRequests(path); err != nil {
+		return rec, result.Manifest{}, false, err
+	}
 	dir := path
 	if info, err := os.Stat(path); err == nil && !info.IsDir() {
 		dir = filepath.Dir(path)

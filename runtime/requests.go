@@ -6,6 +6,7 @@ package runtime
 import (
 	"encoding/hex"
 	"encoding/json"
+	"strings"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
@@ -83,7 +84,7 @@ func (r *Run) sameRequest(c *calls.Call) bool {
 	}
 	why := "its parameters, reply format or tools changed"
 	if rec.Prompt != digest.Prompt(c.Kit.Messages) {
-		why = "its prompt changed"
+		why = "its prompt changed (" + strings.TrimPrefix(firstMessageDrift(c.Kit.Messages, rec.Messages), "its prompt differs from the recorded one ") + ")"
 	}
 	r.warn("model call %s is made again: %s since its reply was journaled", c.Key, why)
 	return false

@@ -192,6 +192,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	r.mu.Lock()
 	msgs := r.messagesSoFar()
 	warnings := append([]string(nil), r.warnings...)
+	drifted := append([]string(nil), r.drifted...)
 	rejections := append([]result.Rejection(nil), r.rejections...)
 	absent := append([]result.Absence(nil), r.absences...)
 	r.mu.Unlock()
@@ -202,7 +203,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
 		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(), Rejections: rejections, Absent: absent,
-		Warnings: warnings, DurationMS: d.Milliseconds(),
+		Warnings: warnings, DurationMS: d.Milliseconds(), ChangedPrompts: drifted,
 	}
 	if res.Messages == nil {
 		res.Messages = []value.Message{}

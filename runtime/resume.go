@@ -37,7 +37,8 @@ var ErrCompleted = errors.New("the run already completed; nothing to resume")
 // The run continues with the spec and template libraries it started with
 // (its copies), whatever became of the files since; opts.Spec names a
 // fixed spec to continue with instead. A run that completed but whose
-// result.json or reports are missing is resumed to write them.
+// result.json is missing is resumed to write it and its reports; one whose
+// result.json is there is refused (a *CompletedError) and left as it is.
 func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if rundir.IsStaging(dir) {
 		return nil, &args.FlagError{Flag: "RUN_DIR", Err: fmt.Errorf("%s is a run that was killed while its directory was being set up, before any model call; nothing can be resumed from it: start the run again (and delete the folder)", dir)}
@@ -53,6 +54,7 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	}
 	// The lock comes first: what the journal says is only true while no
 	// other process appends to it.
+	_, noLock := os.Stat(filepath.Join(dir, ".lock"))
 	lock, err := rundir.TakeLock(dir)
 	if err != nil {
 		return nil, err
@@ -60,6 +62,11 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r, err := resumeLocked(dir, reg, opts)
 	if err != nil {
 		_ = lock.Unlock()
+		if noLock != nil && errors.Is(err, ErrCompleted) {
+			// A run of a runner from before locks: refused, it is left
+			// without a file it did not have.
+			_ = os.Remove(filepath.Join(dir, ".lock"))
+		}
 		return nil, err
 	}
 	r.lock = lock
@@ -75,8 +82,12 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
 	}
-	if prior.completed && outputsWritten(dir) {
-		return nil, ErrCompleted
+	if prior.completed {
+		// A result.json that is there is never rewritten: the run ended,
+		// perhaps under another runner whose rules it was judged by.
+		if res, err := result.Read(dir); err == nil {
+			return nil, completedError(dir, m, res)
+		}
 	}
 	plan, replaced, err := resumePlan(dir, m, reg, opts.Spec)
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/debate-runner/runner/spec/value"
 
+	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/launch"
@@ -525,6 +526,7 @@ func (r *Run) buildManifest() result.Manifest {
 	if info, ok := debug.ReadBuildInfo(); ok {
 		m.GoVersion = info.GoVersion
 	}
+	m.RunnerCommit, m.BuiltIns = buildinfo.Read().CommitLabel(), r.Plan.BuiltIns
 	for _, mp := range usedModels(r.Plan) {
 		mi := result.ModelInfo{
 			Model: mp.Model, Deployment: mp.Deployment, Temperature: mp.Temperature, TopP: mp.TopP, MaxTokens: mp.MaxTokens, Seed: mp.Seed, Stream: mp.Stream,
@@ -737,4 +739,6 @@ func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)
 type requestRecord struct {
 	Digest string `json:"request_digest"`
 	Prompt string `json:"prompt_digest"`
+	// Messages say which message of a changed prompt differs first.
+	Messages []launch.RecordedMessage `json:"messages"`
 }

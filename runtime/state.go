@@ -39,6 +39,9 @@ type runState struct {
 	// iterations counts loop and foreach iterations, against the same.
 	iterations int
 	warnings   []string
+	// drifted are the calls served from a recording or the journal
+	// although their request changed (see noteDrift).
+	drifted    []string
 	warnedOnce map[string]bool
 	waiting    []value.Question
 	// answered are the questions answered in this attempt; questions.yaml

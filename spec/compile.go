@@ -470,10 +470,8 @@ func (c *compiler) loadLibrary(use syntax.Str) {
 		c.loadSaved(use, fsys)
 		return
 	}
-	if templates.Has(name) {
-		if c.claimLibrary(use, name, "library:"+name) {
-			c.loadFS(use, templates.FS(), name, name, "library:"+name, "templates/"+name)
-		}
+	if base, v, pinned, ok := templates.Split(name); templates.Has(base) {
+		c.loadBuiltIn(use, base, v, pinned, ok)
 		return
 	}
 	dir := name
@@ -512,7 +510,9 @@ func (c *compiler) loadLibrary(use syntax.Str) {
 func (c *compiler) loadSaved(use syntax.Str, fsys fs.FS) {
 	name := use.V
 	lib, origin := name, "library:"+name
-	if !templates.Has(name) {
+	if base, _, _, _ := templates.Split(name); templates.Has(base) {
+		lib = base
+	} else {
 		dir := name
 		if !filepath.IsAbs(dir) {
 			dir = filepath.Join(c.dir, dir)
@@ -641,7 +641,10 @@ func (c *compiler) loadFS(use syntax.Str, fsys fs.FS, root, lib, origin, display
 			name := lib + "/" + stem
 			embedded := strings.HasPrefix(origin, "library:") && c.saved[use.V] == nil
 			c.plan.SchemaDocs[name] = data
-			if sch, ok := embeddedSchemas.Load(name); ok && embedded {
+			// Versions of a library have schemas of one name: the cache
+			// keys them by version too.
+			cacheKey := origin + "\x00" + name
+			if sch, ok := embeddedSchemas.Load(cacheKey); ok && embedded {
 				c.plan.Schemas[name] = sch.(*jsonschema.Schema)
 				continue
 			}
@@ -659,7 +662,7 @@ func (c *compiler) loadFS(use syntax.Str, fsys fs.FS, root, lib, origin, display
 				continue
 			}
 			if embedded {
-				embeddedSchemas.Store(name, sch)
+				embeddedSchemas.Store(cacheKey, sch)
 			}
 			c.plan.Schemas[name] = sch
 		}
@@ -930,6 +933,9 @@ func (c *compiler) templateExists(s syntax.Str) string {
 		}
 		sort.Strings(names)
 		hint := syntax.DidYouMean(s.V, names)
+		if r, lib, ok := c.removedTemplate(s.V); ok {
+			hint = fmt.Sprintf(": version %d of %s removed it; %s (or pin %s, which still has it)", r.In, lib, r.Successor, templates.Ref(lib, r.In-1))
+		}
 		if hint == "" && len(c.file.Templates.Use) == 0 && strings.Contains(s.V, "/") {
 			hint = fmt.Sprintf(" (add `templates: {use: [%s]}`?)", strings.SplitN(s.V, "/", 2)[0])
 		}

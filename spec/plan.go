@@ -52,6 +52,9 @@ type Plan struct {
 	TemplateSources map[string]TemplateSource
 	// Libraries are the template libraries the spec used, with their files.
 	Libraries []*Library
+	// BuiltIns are the versions of built-in template libraries the spec
+	// resolved to, in the order it uses them.
+	BuiltIns []BuiltIn
 	// Budget is what a run may spend (budget:).
 	Budget BudgetPlan
 	// MCPServers are the MCP servers of mcp_servers:, by name, and

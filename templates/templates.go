@@ -23,7 +23,7 @@ func Libraries() []string {
 	entries, _ := fs.ReadDir(files, ".")
 	var out []string
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() && e.Name() != "history" {
 			out = append(out, e.Name())
 		}
 	}
@@ -34,5 +34,5 @@ func Libraries() []string {
 // Has reports whether an embedded library of that name exists.
 func Has(name string) bool {
 	info, err := fs.Stat(files, name)
-	return err == nil && info.IsDir() && !strings.Contains(name, "/")
+	return err == nil && info.IsDir() && !strings.Contains(name, "/") && name != "history" && name != "."
 }

@@ -583,8 +583,13 @@ func TestVersion(t *testing.T) {
 	if code != exitcode.OK {
 		t.Fatalf("exit %d\nstderr:\n%s", code, stderr)
 	}
-	if !regexp.MustCompile(`^runner \S+`).MatchString(stdout) || strings.Count(stdout, "\n") != 1 {
-		t.Errorf("stdout = %q, want one line starting with \"runner VERSION\"", stdout)
+	if !regexp.MustCompile(`^runner \S+\ncommit: \S+.*\nspec language: 1\ngo: go\S+ \S+/\S+\n$`).MatchString(stdout) {
+		t.Errorf("stdout = %q, want the version, commit, spec language and Go version", stdout)
+	}
+	// --version says the same as the command.
+	code, flag, stderr := invoke(t, nil, "--version")
+	if code != exitcode.OK || flag != stdout {
+		t.Errorf("runner --version: exit %d, stdout %q (want %q)\nstderr:\n%s", code, flag, stdout, stderr)
 	}
 }
 
@@ -612,6 +617,8 @@ func TestBinary(t *testing.T) {
 	}{
 		{nil, exitcode.OK, "Usage: runner", ""},
 		{[]string{"version"}, exitcode.OK, "runner ", ""},
+		{[]string{"--version"}, exitcode.OK, "\nspec language: 1\ngo: go1.", ""},
+		{[]string{"version", "--json"}, exitcode.OK, `"spec_language":1`, ""},
 		{[]string{"validate", reasoningSpec}, exitcode.OK, reasoningSpec + ": ok", ""},
 		{[]string{"validate", bad}, exitcode.InvalidSpec, "", bad + ":4:22: error: "},
 		{[]string{"graph", bad}, exitcode.InvalidSpec, "", bad + ":4:22: error: "},

@@ -15,6 +15,7 @@ type experimentFlags struct {
 	AllPrompts    bool     `name:"all-prompts" help:"With --dry-run: print every call's prompt, not only each node's first round."`
 	Replay        string   `placeholder:"JOURNAL|RUN_DIR" help:"Serve every model call from a recorded run: no network, no API key. Inputs, vars and seed default to the recording's."`
 	ReplayMissing string   `name:"replay-missing" enum:"error,live" default:"error" help:"What a call the recording lacks does: error, or live (call the model)."`
+	Strict        bool     `name:"strict" help:"With --replay: fail at the first call whose request differs from the recorded one (a newer runner, a changed template) instead of serving the recorded reply with a warning."`
 	CacheDir      string   `name:"cache-dir" placeholder:"DIR" help:"Response cache directory (default: $RUNNER_CACHE_DIR, else runner/ in the user cache directory)."`
 	NoCache       bool     `name:"no-cache" help:"Neither read nor write the response cache: every call goes to the model."`
 	OwnSamples    bool     `name:"own-samples" help:"Keep a sweep's samples its own: no reply is shared through the cache with another sweep asking the same (default: shared, which pairs a comparison; see docs/experiments.md). A resume of the sweep still reuses its own calls."`
@@ -67,9 +68,13 @@ func (c *runCmd) experimentOptions(e *env, plan *spec.Plan, opts *runtime.Option
 			return err
 		}
 		opts.Recording = rec
+		opts.Strict = c.Strict
 		if ok {
 			opts.DefaultTo(plan, m)
 		}
+	}
+	if c.Strict && c.Replay == "" {
+		return usageErrorf("--strict compares a replay's requests with the recording's; it needs --replay")
 	}
 	if c.NoCache || opts.Replay != nil && !opts.ReplayMissingLive {
 		return nil

@@ -310,3 +310,45 @@ func TestExperimentUsageErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayWithChangedPrompts: a recording replayed with prompts that
+// differ (here another question; a newer runner or a changed template does
+// the same) is served with a warning for each call naming the first message
+// that differs, and result.json lists the calls in changed_prompts;
+// --strict fails (exit 1) and names the call. The spec pinned to another
+// version of its library whose prompts render the same replays silently.
+func TestReplayWithChangedPrompts(t *testing.T) {
+	srv := llmtest.New(t, solver)
+	runs := t.TempDir()
+	_, stderr := mustRun(t, live(srv), "run", debateSpec, "-i", "question=What is 2+3*4?", "--runs-dir", runs, "-q")
+	dir := runDirFrom(t, stderr)
+	other := "question=What is 2+3*5?"
+	_, stderr = mustRun(t, map[string]string{}, "run", debateSpec, "--replay", dir, "-i", other, "--runs-dir", runs)
+	if !regexp.MustCompile(`model call answer/round=1/a is served from the recording although its prompt differs from the recorded one from message \d+ \(user`).MatchString(stderr) {
+		t.Errorf("no warning naming the call and its message:\n%s", stderr)
+	}
+	res := readResult(t, runDirFrom(t, stderr))
+	if changed, _ := res["changed_prompts"].([]any); len(changed) != srv.Count() {
+		t.Errorf("changed_prompts = %v, want all %d calls", res["changed_prompts"], srv.Count())
+	}
+	code, _, stderr := invoke(t, map[string]string{}, "run", debateSpec, "--replay", dir, "-i", other, "--strict", "--runs-dir", runs, "-q")
+	if code != exitcode.Failure || !strings.Contains(stderr, "--strict serves a recorded reply only for the request it was recorded for") {
+		t.Errorf("--strict: exit %d\n%s", code, stderr)
+	}
+	// reasoning@1 renders this debate's prompts as reasoning@2 does (its
+	// change is in comments and empty cases): a strict replay passes.
+	data, err := os.ReadFile(debateSpec)
+	if err != nil || !bytes.Contains(data, []byte("use: [reasoning@2]")) {
+		t.Fatalf("%s does not pin reasoning@2 (%v)", debateSpec, err)
+	}
+	older := filepath.Join(t.TempDir(), "spec.yaml")
+	if err := os.WriteFile(older, bytes.Replace(data, []byte("use: [reasoning@2]"), []byte("use: [reasoning@1]"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr := mustRun(t, map[string]string{}, "run", older, "--replay", dir, "--strict", "--runs-dir", runs); strings.Contains(stderr, "differs") {
+		t.Errorf("an unchanged replay warned:\n%s", stderr)
+	}
+	if code, _, stderr := invoke(t, map[string]string{}, "run", debateSpec, "--strict", "-i", "question=x", "--runs-dir", runs); code != exitcode.Usage || !strings.Contains(stderr, "--strict") {
+		t.Errorf("--strict without --replay: exit %d\n%s", code, stderr)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/alecthomas/kong"
 
+	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/completion"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/progress"
@@ -41,6 +42,8 @@ func (e *env) say(typ string, data any, text string) { e.teller().Say(typ, data,
 func (e *env) teller() progress.Teller { return progress.Teller{W: e.stderr, JSON: e.jsonLines} }
 
 type cli struct {
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the runner version, commit, spec language and Go version (as runner version does)."`
+
 	Validate   validateCmd   `cmd:"" help:"Check specs: schema, references, templates and expressions."`
 	Run        runCmd        `cmd:"" help:"Run a debate spec against an OpenAI-compatible endpoint."`
 	Resume     resumeCmd     `cmd:"" help:"Continue a killed, failed or waiting run from its journal."`
@@ -54,6 +57,7 @@ type cli struct {
 	Init       initCmd       `cmd:"" help:"Start a project: a working spec, its test, .env.example and the schemas."`
 	Graph      graphCmd      `cmd:"" help:"Draw the compiled flow of a spec (Mermaid or Graphviz dot)."`
 	Schema     schemaCmd     `cmd:"" help:"Print the JSON Schema of spec files (for editors)."`
+	Migrate    migrateCmd    `cmd:"" help:"Pin a spec's built-in template libraries to versions, so it means the same with later runners."`
 	Version    versionCmd    `cmd:"" help:"Print the runner version."`
 	Worker     workerCmd     `cmd:"" help:"Make runs submitted to Temporal (runner run --temporal): a worker of a Temporal cluster."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
@@ -94,6 +98,7 @@ func run(args []string, e *env) int {
 		kong.Writers(e.stdout, e.stderr),
 		kong.Exit(func(code int) { exitCode = code; panic(exitSignal{}) }),
 		kong.BindTo(e, (*env)(nil)),
+		kong.Vars{"version": buildinfo.With(version).String()},
 	)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "runner:", err)

@@ -1,10 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"runtime/debug"
-
+	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/scaffold"
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/migrate"
 	"github.com/debate-runner/runner/schemas"
 )
 
@@ -12,15 +12,7 @@ import (
 var version = ""
 
 // Version returns the runner version: the build's, or the module's.
-func Version() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-		return info.Main.Version
-	}
-	return "devel"
-}
+func Version() string { return buildinfo.With(version).Version }
 
 type schemaCmd struct {
 	Result bool   `name:"result" help:"Print the schema of result.json instead."`
@@ -70,16 +62,23 @@ func (c schemaCmd) Run(e *env) error {
 	return err
 }
 
-type versionCmd struct{}
-
-func (versionCmd) Help() string {
-	return `Prints the runner version and the spec language version it reads.
-
-Examples:
-  runner version`
+type versionCmd struct {
+	JSON bool `name:"json" help:"Print the same as one JSON object."`
 }
 
-func (versionCmd) Run(e *env) error {
-	fmt.Fprintf(e.stdout, "runner %s (spec language version 1)\n", Version())
-	return nil
+func (versionCmd) Help() string { return buildinfo.Help }
+
+func (c versionCmd) Run(e *env) error { return buildinfo.Write(e.stdout, version, c.JSON) }
+
+type migrateCmd struct {
+	Files  []string `arg:"" name:"FILE" help:"Spec files to rewrite in place." type:"path"`
+	Check  bool     `name:"check" help:"Change nothing: say what would change, exit 1 when a file would."`
+	Stdout bool     `name:"stdout" help:"Print the rewritten spec (one FILE) instead of writing it."`
+	Pin    []string `name:"pin" sep:"none" placeholder:"NAME@N" help:"Pin library NAME to version N instead of today's (the version the spec was written against; see CHANGELOG.md). Repeatable."`
+}
+
+func (migrateCmd) Help() string { return migrate.Help }
+
+func (c migrateCmd) Run(e *env) error {
+	return migrate.Command(c.Files, c.Pin, migrate.Flags{Check: c.Check, Stdout: c.Stdout}, nodes.Registry(), e.stdout, e.stderr)
 }

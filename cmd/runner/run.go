@@ -72,6 +72,9 @@ func (c *runCmd) Run(e *env) error {
 		return err
 	}
 	plan, diags := runtime.Load(c.File, nodes.Registry())
+	if plan != nil && !diags.HasErrors() {
+		diags = append(diags, spec.UnpinnedLibraries(plan)...)
+	}
 	e.teller().Diagnostics(diags)
 	if diags.HasErrors() {
 		return exitcode.With(exitcode.InvalidSpec, fmt.Errorf("%s is invalid; nothing was run", c.File))
@@ -193,6 +196,7 @@ type resumeCmd struct {
 	Quiet   bool     `short:"q" help:"No progress on stderr."`
 	Verbose bool     `short:"v" help:"Progress as plain lines even on a terminal."`
 	JSON    bool     `name:"json" help:"Print journal events to stderr as JSON lines."`
+	Strict  bool     `name:"strict" help:"Fail at the first journaled call whose request differs from the one it was journaled for (a newer runner, a changed template) instead of making it again with a warning."`
 
 	// Resample is the way on for a run that failed on a journaled reply.
 	Resample bool `name:"resample" help:"Ask the journaled calls of the node that failed the run (the failing agent's calls with their repairs; when an output or condition failed, the calls whose replies gave way to a fallback) afresh, as a new sample, instead of serving their replies from the journal again; every other journaled call is still served from the journal."`
@@ -238,6 +242,7 @@ func (c *resumeCmd) Run(e *env) error {
 		Settings: runtime.Settings{Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), Version: Version()},
 		Resuming: runtime.Resuming{Spec: c.Spec, Resample: c.Resample},
 	}
+	opts.Strict = c.Strict
 	if err := args.ContextDir(c.Context); err != nil {
 		return err
 	}

@@ -225,16 +225,26 @@ func projectFiles(from string, opts Options) (map[string][]byte, error) {
 			files[name] = localPaths(data, from)
 		}
 	}
-	for lib := range libs {
-		err := fs.WalkDir(templates.FS(), lib, func(p string, d fs.DirEntry, err error) error {
+	for ref := range libs {
+		// The version the example names (its newest when unpinned) is
+		// what the project gets a copy of.
+		lib, v, pinned, _ := templates.Split(ref)
+		if !pinned {
+			v = templates.Newest(lib)
+		}
+		fsys, err := templates.VersionFS(lib, v)
+		if err != nil {
+			return nil, err
+		}
+		err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
-			data, err := fs.ReadFile(templates.FS(), p)
+			data, err := fs.ReadFile(fsys, p)
 			if err != nil {
 				return err
 			}
-			files["templates/"+p] = data
+			files["templates/"+lib+"/"+p] = data
 			return nil
 		})
 		if err != nil {
@@ -323,7 +333,8 @@ func ejectLibraries(data []byte) ([]byte, []string, error) {
 	// From the last to the first, so that earlier positions hold.
 	for i := len(uses) - 1; i >= 0; i-- {
 		n := uses[i]
-		if n.Kind != yaml.ScalarNode || !templates.Has(n.Value) || n.Line < 1 || n.Line > len(lines) {
+		base, _, _, ok := templates.Split(n.Value)
+		if n.Kind != yaml.ScalarNode || !ok || !templates.Has(base) || n.Line < 1 || n.Line > len(lines) {
 			continue
 		}
 		line := lines[n.Line-1]
@@ -335,7 +346,7 @@ func ejectLibraries(data []byte) ([]byte, []string, error) {
 		if end > len(line) || line[start:end] != n.Value {
 			return nil, nil, fmt.Errorf("cannot find template library %q at line %d of the spec", n.Value, n.Line)
 		}
-		lines[n.Line-1] = line[:start] + "templates/" + n.Value + line[end:]
+		lines[n.Line-1] = line[:start] + "templates/" + base + line[end:]
 		libs = append(libs, n.Value)
 	}
 	sort.Strings(libs)

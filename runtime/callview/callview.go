@@ -163,9 +163,12 @@ type Run struct {
 	Spec string `json:"spec"`
 	// ReplayedFrom is the recording a --replay run was served from, as
 	// it was given (a run directory or its journal).
-	ReplayedFrom string  `json:"replayed_from,omitempty"`
-	Calls        []*Call `json:"calls"`
-	byKey        map[string]*Call
+	ReplayedFrom string `json:"replayed_from,omitempty"`
+	// Provenance names the runner, spec digest and built-in library
+	// versions that made the run (result.Manifest.Provenance).
+	Provenance string  `json:"provenance,omitempty"`
+	Calls      []*Call `json:"calls"`
+	byKey      map[string]*Call
 }
 
 // Unanswered says why a call without a reply has none: "failed" (its
@@ -200,7 +203,7 @@ func Read(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Run{Dir: dir, ID: m.RunID, Spec: m.SpecName, ReplayedFrom: m.ReplayedFrom, byKey: map[string]*Call{}}
+	r := &Run{Dir: dir, ID: m.RunID, Spec: m.SpecName, ReplayedFrom: m.ReplayedFrom, Provenance: m.Provenance(), byKey: map[string]*Call{}}
 	prices := map[string]*result.PriceInfo{}
 	for name, mi := range m.Models {
 		prices[name] = mi.Price

@@ -11,7 +11,11 @@ import (
 
 // WriteList prints a run's calls as a table, one line each.
 func WriteList(w io.Writer, r *Run) error {
-	fmt.Fprintf(w, "%s (%s): %d calls\n\n", r.ID, r.Spec, len(r.Calls))
+	fmt.Fprintf(w, "%s (%s): %d calls\n", r.ID, r.Spec, len(r.Calls))
+	if r.Provenance != "" {
+		fmt.Fprintf(w, "made by %s\n", r.Provenance)
+	}
+	fmt.Fprintln(w)
 	if len(r.Calls) == 0 {
 		_, err := fmt.Fprintln(w, "The run made no model calls.")
 		return err

@@ -71,6 +71,31 @@ type Recording struct {
 	// ReplayThreads are the prompts of thread turns of the recording,
 	// which the run's threads are rebuilt from.
 	ReplayThreads map[string][]string
+	// ReplayRequests are the recording's requests by call key (what its
+	// journal says of each), which every served call's request is
+	// compared with: a call whose request differs is served with a
+	// warning naming it and the first message that differs.
+	ReplayRequests map[string]RecordedRequest
+	// Strict fails a replay, or a resume, at the first call whose request
+	// differs from the recorded one, instead of warning.
+	Strict bool
+}
+
+// RecordedRequest is what a journal says of a call's request: its digest,
+// its prompt's, and each message's role, size and digest (and text, when
+// the run logged prompts).
+type RecordedRequest struct {
+	Digest   string            `json:"request_digest"`
+	Prompt   string            `json:"prompt_digest"`
+	Messages []RecordedMessage `json:"messages"`
+}
+
+// RecordedMessage is a message of a RecordedRequest.
+type RecordedMessage struct {
+	Role    string `json:"role"`
+	Chars   int    `json:"chars"`
+	Digest  string `json:"digest"`
+	Content string `json:"content,omitempty"`
 }
 
 // Values are a run's values prepared: what every executor runs with.

@@ -55,10 +55,17 @@ type Manifest struct {
 	Vars            map[string]any                 `json:"vars"`
 	Seed            int64                          `json:"seed"`
 	RunnerVersion   string                         `json:"runner_version"`
-	GoVersion       string                         `json:"go_version"`
-	Platform        string                         `json:"platform,omitempty"`
-	Models          map[string]ModelInfo           `json:"models"`
-	Created         time.Time                      `json:"created"`
+	// RunnerCommit is the commit the runner was built from ("" when the
+	// build recorded none), with "+modified" for a tree with changes.
+	RunnerCommit string `json:"runner_commit,omitempty"`
+	// BuiltIns are the versions of built-in template libraries the spec
+	// resolved to, with their digests (absent in runs from before
+	// versions: their template_sources still give each template's digest).
+	BuiltIns  []spec.BuiltIn       `json:"built_ins,omitempty"`
+	GoVersion string               `json:"go_version"`
+	Platform  string               `json:"platform,omitempty"`
+	Models    map[string]ModelInfo `json:"models"`
+	Created   time.Time            `json:"created"`
 	// ReplayedFrom is the recording the run's calls were served from.
 	ReplayedFrom string `json:"replayed_from,omitempty"`
 	// Cache says whether responses could come from the response cache.
@@ -185,10 +192,12 @@ type Result struct {
 	Usage         UsageReport          `json:"usage" doc:"calls, tokens, latency and cost"`
 	// Expected and Score are set when the run was given an expected value
 	// (a dataset line) and the spec has a score expression.
-	Expected   any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
-	Score      *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0); 0 for an inconclusive run (an answer not reached counts as wrong)"`
-	Warnings   []string `json:"warnings,omitempty" doc:"problems that did not stop the run"`
-	DurationMS int64    `json:"duration_ms" doc:"wall time of the run (of its last attempt when resumed), in milliseconds"`
+	Expected any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
+	Score    *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0); 0 for an inconclusive run (an answer not reached counts as wrong)"`
+	Warnings []string `json:"warnings,omitempty" doc:"problems that did not stop the run"`
+	// ChangedPrompts marks a run replayed with changed prompts.
+	ChangedPrompts []string `json:"changed_prompts,omitempty" doc:"calls served from a recording (--replay) although their request differs from the recorded one: the run was replayed with changed prompts, and these replies answered other requests"`
+	DurationMS     int64    `json:"duration_ms" doc:"wall time of the run (of its last attempt when resumed), in milliseconds"`
 }
 
 // Conclusion says whether a run that ran to its end reached its purpose
@@ -453,4 +462,42 @@ func Read(dir string) (*Result, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, "result.json"), err)
 	}
 	return &res, nil
+}
+
+// Provenance is one line naming what made a run: the runner's version and
+// commit, the spec's digest and the built-in library versions it used.
+func (m Manifest) Provenance() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "runner %s", orUnknown(m.RunnerVersion))
+	if m.RunnerCommit != "" {
+		c := m.RunnerCommit
+		if len(c) > 12 && !strings.HasSuffix(c, "+modified") {
+			c = c[:12]
+		}
+		fmt.Fprintf(&b, " (commit %s)", c)
+	}
+	d := m.SpecDigest
+	if len(d) > 12 {
+		d = d[:12]
+	}
+	fmt.Fprintf(&b, ", spec sha256 %s", orUnknown(d))
+	if len(m.BuiltIns) > 0 {
+		var libs []string
+		for _, l := range m.BuiltIns {
+			s := l.Ref() + " " + l.Digest
+			if !l.Pinned {
+				s += " (unpinned)"
+			}
+			libs = append(libs, s)
+		}
+		fmt.Fprintf(&b, ", built-ins %s", strings.Join(libs, ", "))
+	}
+	return b.String()
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
 }

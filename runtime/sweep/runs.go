@@ -233,11 +233,11 @@ func CompareTable(runs []RunDir) Table {
 // RunsTable lists runs as runner runs shows them: id, spec, status,
 // rounds and goals, calls, tokens, cost, duration and the first output.
 func RunsTable(runs []RunDir) Table {
-	t := Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output"}, Whole: 1}
+	t := Table{Header: []string{"id", "spec", "status", "rounds", "goals", "calls", "tokens", "cost", "seconds", "first output", "runner"}, Whole: 1}
 	for _, r := range runs {
 		row := []string{r.Label, r.Manifest.SpecName}
 		if r.Result == nil {
-			row = append(row, "incomplete", "", "", "", "", "", "", "")
+			row = append(row, "incomplete", "", "", "", "", "", "", "", madeBy(r.Manifest))
 		} else {
 			rounds, goals := roundsAndGoals(r.Result)
 			u := r.Result.Usage.Total
@@ -247,11 +247,31 @@ func RunsTable(runs []RunDir) Table {
 			}
 			row = append(row, status, countText(rounds), countText(goals), fmt.Sprint(u.Calls),
 				fmt.Sprint(u.PromptTokens+u.CompletionTokens), FormatCost(u),
-				fmt.Sprintf("%.1f", float64(r.Result.DurationMS)/1000), firstOutput(r.Result))
+				fmt.Sprintf("%.1f", float64(r.Result.DurationMS)/1000), firstOutput(r.Result), madeBy(r.Manifest))
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// madeBy names the runner that made a run: its version, the start of its
+// commit, and the built-in library versions the spec resolved to (marked
+// * when the spec did not pin them). runner show prints the whole of it.
+func madeBy(m result.Manifest) string {
+	s := m.RunnerVersion
+	if c := m.RunnerCommit; c != "" {
+		if len(c) > 7 {
+			c = c[:7]
+		}
+		s += " " + c
+	}
+	for _, b := range m.BuiltIns {
+		s += " " + b.Ref()
+		if !b.Pinned {
+			s += "*"
+		}
+	}
+	return strings.TrimSpace(s)
 }
 
 // BuiltinPrices is the date of the built-in list prices some of runs'

@@ -47,6 +47,9 @@ func Files(files []string, o Options, stdout, stderr io.Writer) error {
 		} else {
 			var plan *spec.Plan
 			plan, diags = runtime.Load(f, o.Registry)
+			if plan != nil && !diags.HasErrors() {
+				diags = append(diags, spec.UnpinnedLibraries(plan)...)
+			}
 			if plan != nil && !diags.HasErrors() && len(plan.MCPServers) > 0 && !o.NoServers {
 				diags = append(diags, mcpclient.Check(context.Background(), plan, o.Getenv, 20*time.Second)...)
 			}
