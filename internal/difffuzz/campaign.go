@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -275,4 +276,47 @@ func (r *Report) Save(dir string) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+var (
+	quoted   = regexp.MustCompile(`"[^"]*"`)
+	numbers  = regexp.MustCompile(`-?\d+(\.\d+)?`)
+	diagHead = regexp.MustCompile(`^[^ ]*:\d+:\d+: error: `)
+	tmplName = regexp.MustCompile(`template fuzz/[^:]*: `)
+)
+
+// reason is the gist of a refusal's first error: its message with names,
+// numbers and quoted text taken out, so refusals alike count together.
+func reason(errs []string) string {
+	if len(errs) == 0 {
+		return "(none)"
+	}
+	m := diagHead.ReplaceAllString(errs[0], "")
+	m = tmplName.ReplaceAllString(m, "")
+	m = quoted.ReplaceAllString(m, `"_"`)
+	m = numbers.ReplaceAllString(m, "N")
+	return oneLine(m, 160)
+}
+
+// FalseRefusalReasons counts the false refusals by the gist of their
+// refusal, most first.
+func (r *Report) FalseRefusalReasons() string {
+	counts := map[string]int{}
+	for _, f := range r.FalseRefusals {
+		counts[reason(f.Verdict.Errors)]++
+	}
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range counts {
+		all = append(all, kv{k, n})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n || all[i].n == all[j].n && all[i].k < all[j].k })
+	var b strings.Builder
+	for _, x := range all {
+		fmt.Fprintf(&b, "%4d  %s\n", x.n, x.k)
+	}
+	return b.String()
 }

@@ -190,7 +190,7 @@ func (c *Checker) Check(m Mutant, checksOff bool) (v Verdict) {
 		for _, d := range diags.Errors() {
 			line := d.String()
 			v.Errors = append(v.Errors, strings.ReplaceAll(line, filepath.Dir(path)+string(filepath.Separator), ""))
-			if d.Pos.Line == 0 {
+			if d.Pos.Line == 0 || d.File == "" {
 				v.Unplaced = append(v.Unplaced, d.Message)
 			}
 		}
@@ -209,8 +209,14 @@ func (c *Checker) Check(m Mutant, checksOff bool) (v Verdict) {
 		v.Panic = "the seed does not load: " + err.Error()
 		return v
 	}
-	v.Baseline = c.seedRuns(seed)
 	v.Runs = c.runAll(plan, seed.Inputs)
+	for _, o := range v.Runs {
+		if !o.ok() {
+			// only a failure asks whether the seed fails alike
+			v.Baseline = c.seedRuns(seed)
+			break
+		}
+	}
 	return v
 }
 

@@ -2,6 +2,7 @@ package difffuzz
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
 )
 
 func TestMain(m *testing.M) {
@@ -139,6 +143,9 @@ func TestDifferential(t *testing.T) {
 	if det := rep.Details(); det != "" {
 		t.Logf("findings:\n%s", det)
 	}
+	if len(rep.FalseRefusals) > 0 {
+		t.Logf("false refusals by the gist of their refusal:\n%s", rep.FalseRefusalReasons())
+	}
 	if dir := os.Getenv("RUNNER_FUZZ_SAVE"); dir != "" {
 		k, err := rep.Save(dir)
 		if err != nil {
@@ -166,6 +173,7 @@ func TestRegressions(t *testing.T) {
 		files, _ := filepath.Glob(filepath.Join("testdata", "regress", sub, "*.yaml"))
 		for _, path := range files {
 			t.Run(sub+"/"+filepath.Base(path), func(t *testing.T) {
+				t.Parallel()
 				m, found, err := ReadCase(path)
 				if err != nil {
 					t.Fatal(err)
@@ -213,12 +221,15 @@ func fuzzing() bool {
 // are logged.
 func FuzzValidateAgainstRun(f *testing.F) {
 	setup(f)
-	for i := range seeds {
-		f.Add(uint16(i), uint8(i%len(Grammars)), int64(i))
+	// three seeds per grammar, spread over the examples: the short
+	// corpus; fuzzing reaches every seed through seedIndex
+	for i := 0; i < 3*len(Grammars); i++ {
+		f.Add(uint16(i*7%len(seeds)), uint8(i%len(Grammars)), int64(i))
 	}
 	e := enforced(f)
 	strict := fuzzing()
 	f.Fuzz(func(t *testing.T, seedIndex uint16, grammar uint8, choices int64) {
+		t.Parallel() // the pool's workers check two at once
 		s := seeds[int(seedIndex)%len(seeds)]
 		g := Grammars[int(grammar)%len(Grammars)]
 		m, ok := gen.Mutate(rand.New(rand.NewSource(choices)), s, g)
@@ -288,5 +299,52 @@ func TestGrammarsFromCode(t *testing.T) {
 	}
 	if len(kindKeywords()["converse"]) == 0 {
 		t.Error("no keywords read from the converse kind's schema")
+	}
+}
+
+// TestRepliesFitTheirSchemas: under every profile, the reply made for a
+// JSON output fits its schema, for every schema the seeds declare (their
+// libraries' named ones and their nodes' inline ones), so a run failing
+// on a reply is the spec's doing, not the generator's.
+func TestRepliesFitTheirSchemas(t *testing.T) {
+	setup(t)
+	checked := 0
+	for _, s := range seeds {
+		docs := map[string][]byte{}
+		for name, raw := range s.plan.SchemaDocs {
+			docs[name] = raw
+		}
+		ns := mapGet(s.doc.Content[0], "nodes")
+		for _, id := range keys(ns) {
+			if sn := mapGet(mapGet(mapGet(ns, id), "output"), "schema"); sn != nil {
+				var v any
+				if err := sn.Decode(&v); err == nil {
+					raw, _ := json.Marshal(v)
+					docs["node "+id] = raw
+				}
+			}
+		}
+		for name, raw := range docs {
+			sch, err := spec.CompileJSONSchema(name, raw)
+			if err != nil {
+				continue
+			}
+			for _, p := range Profiles {
+				g := &replyGen{p: p}
+				reply := g.Reply(kit.Shape{Format: "json", Schema: raw}, "x")
+				var v any
+				if err := json.Unmarshal([]byte(reply), &v); err != nil {
+					t.Errorf("%s %s %s: not JSON: %s", s.Rel, name, p, reply)
+					continue
+				}
+				if err := sch.Validate(v); err != nil {
+					t.Errorf("%s %s under %s: %s does not fit: %v", s.Rel, name, p, oneLine(reply, 300), err)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d replies checked: the seeds' schemas were not found", checked)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/scripted"
@@ -229,6 +231,25 @@ func (g *replyGen) value(schema any, label string, depth int) any {
 			}
 		}
 		return g.value(merged, label, depth+1)
+	}
+	if cond, ok := s["if"]; ok && (s["then"] != nil || s["else"] != nil) {
+		// a conditional schema: the value made without it, then the
+		// branch its condition takes for that value merged in
+		base := map[string]any{}
+		for k, v := range s {
+			if k != "if" && k != "then" && k != "else" {
+				base[k] = v
+			}
+		}
+		v := g.value(base, label, depth+1)
+		branch := s["else"]
+		if holds(cond, v) {
+			branch = s["then"]
+		}
+		if b, ok := branch.(map[string]any); ok {
+			return g.value(mergeSchema(base, b), label, depth+1)
+		}
+		return v
 	}
 	typ := schemaType(s)
 	switch typ {
@@ -496,4 +517,64 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	t.calls++
 	t.mu.Unlock()
 	return scripted.New(scripted.Script{Entries: []scripted.Entry{{Replies: []scripted.Reply{{Content: content}}, Always: true}}}).RoundTrip(req)
+}
+
+// holds says whether v satisfies schema (a condition's: if).
+func holds(schema, v any) bool {
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return false
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("cond.json", strings.NewReader(string(raw))); err != nil {
+		return false
+	}
+	sch, err := c.Compile("cond.json")
+	if err != nil {
+		return false
+	}
+	data, _ := json.Marshal(v)
+	var x any
+	if json.Unmarshal(data, &x) != nil {
+		return false
+	}
+	return sch.Validate(x) == nil
+}
+
+// mergeSchema is a with b's keywords over it, properties merged one by
+// one.
+func mergeSchema(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if k == "properties" {
+			pa, _ := a["properties"].(map[string]any)
+			pb, _ := v.(map[string]any)
+			props := map[string]any{}
+			for n, x := range pa {
+				props[n] = x
+			}
+			for n, x := range pb {
+				xa, okA := pa[n].(map[string]any)
+				xb, okB := x.(map[string]any)
+				if okA && okB {
+					props[n] = mergeSchema(xa, xb)
+				} else {
+					props[n] = x
+				}
+			}
+			out[k] = props
+			continue
+		}
+		if k == "required" {
+			ra, _ := a["required"].([]any)
+			rb, _ := v.([]any)
+			out[k] = append(append([]any{}, ra...), rb...)
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
