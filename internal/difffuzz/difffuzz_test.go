@@ -348,3 +348,49 @@ func TestRepliesFitTheirSchemas(t *testing.T) {
 		t.Errorf("only %d replies checked: the seeds' schemas were not found", checked)
 	}
 }
+
+// TestSeedsRun: every seed, unchanged, is accepted and ends well under
+// the typical profile, so the runs the fuzzer makes are runs and not
+// failures at their start that every mutant would share (and that would
+// hide its own).
+func TestSeedsRun(t *testing.T) {
+	setup(t)
+	for _, s := range seeds {
+		t.Run(s.Rel, func(t *testing.T) {
+			t.Parallel()
+			v, err := pool.Check(Mutant{Seed: s.Rel, Grammar: "templates", Text: string(s.Text)}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Refused || len(v.Runs) == 0 {
+				t.Fatalf("the seed is refused or did not run: %v %s", v.Errors, v.Panic)
+			}
+			for _, o := range v.Runs {
+				if o.Profile == Typical && !o.ok() {
+					if knownCase(t, s.Text) {
+						t.Skipf("known finding (a regression case under testdata/regress/known): the seed itself ends %s: %s", o.Status, o.Error)
+					}
+					t.Errorf("under the typical profile the seed ends %s: %s", o.Status, o.Error)
+				}
+				if o.Profile == Typical && o.Calls == 0 && len(s.plan.UsedModels) > 0 {
+					t.Errorf("under the typical profile the seed made no model call")
+				}
+			}
+		})
+	}
+}
+
+// knownCase says whether a known regression case is this spec text.
+func knownCase(t *testing.T, text []byte) bool {
+	files, _ := filepath.Glob(filepath.Join("testdata", "regress", "known", "*.yaml"))
+	for _, f := range files {
+		m, _, err := ReadCase(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(m.Text, string(text)) {
+			return true
+		}
+	}
+	return false
+}

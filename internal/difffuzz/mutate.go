@@ -70,6 +70,10 @@ func LoadSeed(root, path string) (*Seed, error) {
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s does not validate: %s", path, diags.Format())
 	}
+	if len(plan.MCPServers) > 0 {
+		// its servers are commands (runner mcpdemo) a test binary is not
+		return nil, fmt.Errorf("%s starts MCP servers, which the fuzzer's workers cannot be", path)
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
 		return nil, fmt.Errorf("%s: %v", path, err)
