@@ -84,7 +84,12 @@ func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
 			i := c.mutants
 			c.mutants++
 			seed := c.Seeds[i%len(c.Seeds)]
-			grammar := Grammars[(i/len(c.Seeds))%len(Grammars)]
+			// every grammar in turn, and the seeds in turn: with a number of
+			// seeds prime to 4, every pair comes round
+			grammar := Grammars[i%len(Grammars)]
+			if len(c.Seeds)%len(Grammars) == 0 {
+				grammar = Grammars[(i+i/len(c.Seeds))%len(Grammars)]
+			}
 			if m, ok := c.Gen.Mutate(rng, seed, grammar); ok {
 				return m, true
 			}
@@ -264,7 +269,9 @@ func (r *Report) Save(dir string) (int, error) {
 	}
 	n := 0
 	for _, f := range r.Findings {
-		sum := sha256.Sum256([]byte(f.Mutant.Text))
+		// one case per grammar, class, seed and gist of the failure:
+		// the same failure found again is not written again
+		sum := sha256.Sum256([]byte(f.Mutant.Seed + "\x00" + reason([]string{f.Detail})))
 		name := fmt.Sprintf("%s-%s-%s.yaml", f.Mutant.Grammar, f.Class, hex.EncodeToString(sum[:6]))
 		p := filepath.Join(dir, name)
 		if _, err := os.Stat(p); err == nil {

@@ -141,7 +141,7 @@ func NewChecker(root, work string) (*Checker, error) {
 			return nil, err
 		}
 	}
-	return &Checker{Root: root, work: work, RunTimeout: 10 * time.Second, baseline: map[string][]Outcome{}}, nil
+	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}}, nil
 }
 
 func copyTree(src, dst string) error {

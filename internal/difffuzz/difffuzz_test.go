@@ -58,7 +58,7 @@ func setup(t testing.TB) {
 			return
 		}
 		gen = NewGenerator()
-		timeout := 10 * time.Second
+		timeout := 60 * time.Second
 		if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
 			timeout = d
 		}
@@ -177,6 +177,9 @@ func TestRegressions(t *testing.T) {
 				m, found, err := ReadCase(path)
 				if err != nil {
 					t.Fatal(err)
+				}
+				if sub == "known" && os.Getenv("RUNNER_FUZZ_KNOWN") == "" {
+					t.Skipf("known failure, not fixed yet (RUNNER_FUZZ_KNOWN=1 checks it again): %s", oneLine(found, 300))
 				}
 				v, err := pool.Check(m, false)
 				if err != nil {

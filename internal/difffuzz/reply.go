@@ -50,6 +50,8 @@ type replyGen struct {
 	p    Profile
 	root any
 	n    int // counts replies, so texts differ
+	// alt shifts which alternative of an anyOf or oneOf is taken.
+	alt int
 }
 
 // text is prose of the profile's length.
@@ -60,7 +62,7 @@ func (g *replyGen) text(label string) string {
 	case Empty:
 		return ""
 	case Maximal:
-		return strings.Repeat(fmt.Sprintf("Point %d on %s: a long argument, with numbers 12, -3.5 and 1e9, and {braces} <tags> \"quotes\".\n", g.n, label), 24)
+		return strings.Repeat(fmt.Sprintf("Point %d on %s: a long argument, with numbers 12, -3.5 and 1e9, and {braces} <tags> \"quotes\".\n", g.n, label), 10)
 	case Boundary:
 		return "0"
 	}
@@ -76,13 +78,7 @@ func (g *replyGen) Reply(shape kit.Shape, label string) string {
 		if len(shape.Schema) > 0 {
 			_ = json.Unmarshal(shape.Schema, &schema)
 		}
-		g.root = schema
-		v := g.value(schema, label, 0)
-		data, err := json.Marshal(v)
-		if err != nil {
-			return "{}"
-		}
-		return string(data)
+		return g.fitting(schema, shape.Schema, label)
 	case "tags":
 		var b strings.Builder
 		for _, t := range shape.Tags {
@@ -106,6 +102,36 @@ func (g *replyGen) Reply(shape kit.Shape, label string) string {
 		return b.String()
 	}
 	return g.text(label)
+}
+
+// fitting is the profile's value for schema when it fits the schema;
+// else the first that fits of other choices of alternatives and then of
+// the other profiles' values (a schema whose keywords meet in ways the
+// generator does not follow); else the profile's value, which may be
+// what no reply can satisfy.
+func (g *replyGen) fitting(schema any, raw json.RawMessage, label string) string {
+	encode := func(v any) string {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return "{}"
+		}
+		return string(data)
+	}
+	g.root = schema
+	first := encode(g.value(schema, label, 0))
+	if len(raw) == 0 || holds(schema, json.RawMessage(first)) {
+		return first
+	}
+	for _, p := range append([]Profile{g.p}, Profiles...) {
+		for alt := 0; alt < 3; alt++ {
+			o := &replyGen{p: p, root: schema, n: g.n, alt: alt}
+			c := encode(o.value(schema, label, 0))
+			if holds(schema, json.RawMessage(c)) {
+				return c
+			}
+		}
+	}
+	return first
 }
 
 // match writes a string re matches, choosing as the profile does.
@@ -180,8 +206,15 @@ func (g *replyGen) value(schema any, label string, depth int) any {
 		return g.text(label)
 	}
 	if ref, ok := s["$ref"].(string); ok {
-		if t := g.resolve(ref); t != nil {
-			return g.value(t, label, depth+1)
+		if t, ok := g.resolve(ref).(map[string]any); ok {
+			// the target with the keywords beside $ref over it
+			rest := map[string]any{}
+			for k, v := range s {
+				if k != "$ref" {
+					rest[k] = v
+				}
+			}
+			return g.value(mergeSchema(t, rest), label, depth+1)
 		}
 	}
 	if c, ok := s["const"]; ok {
@@ -198,10 +231,11 @@ func (g *replyGen) value(schema any, label string, depth int) any {
 	}
 	for _, key := range []string{"anyOf", "oneOf"} {
 		if alts, ok := s[key].([]any); ok && len(alts) > 0 {
-			alt := alts[0]
+			i := 0
 			if g.p == Maximal || g.p == Boundary {
-				alt = alts[len(alts)-1]
+				i = len(alts) - 1
 			}
+			alt := alts[(i+g.alt)%len(alts)]
 			merged := map[string]any{}
 			for k, v := range s {
 				if k != key {
@@ -525,15 +559,14 @@ func holds(schema, v any) bool {
 	if err != nil {
 		return false
 	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("cond.json", strings.NewReader(string(raw))); err != nil {
-		return false
-	}
-	sch, err := c.Compile("cond.json")
+	sch, err := compiled(string(raw))
 	if err != nil {
 		return false
 	}
-	data, _ := json.Marshal(v)
+	data, ok := v.(json.RawMessage)
+	if !ok {
+		data, _ = json.Marshal(v)
+	}
 	var x any
 	if json.Unmarshal(data, &x) != nil {
 		return false
@@ -577,4 +610,31 @@ func mergeSchema(a, b map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+var (
+	schemaMu    sync.Mutex
+	schemaCache = map[string]*jsonschema.Schema{}
+)
+
+// compiled is the schema of that text, compiled once.
+func compiled(text string) (*jsonschema.Schema, error) {
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	if s, ok := schemaCache[text]; ok {
+		return s, nil
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", strings.NewReader(text)); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile("schema.json")
+	if err != nil {
+		return nil, err
+	}
+	if len(schemaCache) > 4096 {
+		schemaCache = map[string]*jsonschema.Schema{}
+	}
+	schemaCache[text] = s
+	return s, nil
 }
