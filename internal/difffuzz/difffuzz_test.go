@@ -62,7 +62,7 @@ func setup(t testing.TB) {
 		if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
 			timeout = d
 		}
-		pool = NewPool(os.Args[0], []string{"-test.run=^$"}, parallel(), timeout)
+		pool = NewPool(os.Args[0], []string{"-test.run=^$"}, parallel(), timeout*raceSlowdown)
 	})
 	if setupErr != nil {
 		t.Fatal(setupErr)

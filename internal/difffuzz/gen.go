@@ -8,8 +8,20 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/spec"
 )
+
+// kindExprNames are the names node kinds add to their expressions'
+// environment (from the kinds' own samples of it).
+func kindExprNames() []string {
+	var out []string
+	for k := range converse.RuleSample() {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 // scope is what a seed spec declares, for generated terms to name: its
 // inputs, vars, nodes (with their output types and prompt data types),
@@ -431,7 +443,13 @@ func (g *exprGen) path() string {
 		}
 		return "verdicts"
 	case 10:
-		return pick(g.r, exprScopeNames())
+		name := pick(g.r, exprScopeNames())
+		if g.r.Intn(2) == 0 {
+			// the names a kind adds where its expressions run (a
+			// conversation's participants, turn, speakers...)
+			name = pick(g.r, kindExprNames())
+		}
+		return name + pick(g.r, []string{"", "[0]", "[5]", "[-1]", "[0].id", "[2].id", ".id"})
 	case 11:
 		if g.inClosure {
 			return pick(g.r, []string{"#", "#.content", "#.output", "#.from", "#index", ".content"})

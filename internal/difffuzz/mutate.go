@@ -517,7 +517,44 @@ func (g *Generator) keywordValue(r *rand.Rand, seed *Seed, kw keyword, eg *exprG
 		}
 		return scalar(pick(r, list))
 	case "array":
+		if items, ok := kw.schema["items"].(map[string]any); ok && r.Intn(2) == 0 {
+			seq := seqNode()
+			for i := 0; i < 1+r.Intn(2); i++ {
+				if v := g.keywordValue(r, seed, keyword{name: kw.name, schema: items}, eg); v != nil {
+					seq.Content = append(seq.Content, v)
+				}
+			}
+			return seq
+		}
 		return seqOf(pick(r, [][]string{s.agents, s.records, {"search_history"}, {}})...)
+	case "object":
+		// its required properties and some others, each from its schema
+		props, _ := kw.schema["properties"].(map[string]any)
+		required := map[string]bool{}
+		if req, ok := kw.schema["required"].([]any); ok {
+			for _, x := range req {
+				required[fmt.Sprint(x)] = true
+			}
+		}
+		names := make([]string, 0, len(props))
+		for k := range props {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		m := mapping()
+		for _, k := range names {
+			ps, ok := props[k].(map[string]any)
+			if !ok || (!required[k] && r.Intn(2) == 0) {
+				continue
+			}
+			if v := g.keywordValue(r, seed, keyword{name: k, schema: ps}, eg); v != nil {
+				mapSet(m, k, v)
+			}
+		}
+		if len(m.Content) == 0 {
+			return nil
+		}
+		return m
 	}
 	return nil
 }
