@@ -62,10 +62,10 @@ type Campaign struct {
 	Parallel int
 	// FalseRefusals runs refused mutants with checks off (one in
 	// FalseRefusalEvery of them; 0 or 1: all).
-	FalseRefusals      bool
-	FalseRefusalEvery  int
-	Log                func(format string, args ...any)
-	mutants, checkedAt int
+	FalseRefusals     bool
+	FalseRefusalEvery int
+	Log               func(format string, args ...any)
+	mutants           int
 }
 
 // Run checks mutants until n are generated (n > 0) or the time is up.
