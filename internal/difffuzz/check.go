@@ -169,7 +169,8 @@ func copyTree(src, dst string) error {
 // every node kind) and runs it under every profile when accepted, or,
 // with checksOff, when refused too (compiled with the checks' errors
 // ignored, see compileUnchecked).
-func (c *Checker) Check(m Mutant, checksOff bool) (v Verdict) {
+// Only, when not empty, are the profiles to run (default: every one).
+func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 	seedPath := filepath.Join(c.work, filepath.FromSlash(m.Seed))
 	c.mu.Lock()
 	c.n++
@@ -209,7 +210,7 @@ func (c *Checker) Check(m Mutant, checksOff bool) (v Verdict) {
 		v.Panic = "the seed does not load: " + err.Error()
 		return v
 	}
-	v.Runs = c.runAll(plan, seed.Inputs)
+	v.Runs = c.runAll(plan, seed.Inputs, only)
 	for _, o := range v.Runs {
 		if !o.ok() {
 			// only a failure asks whether the seed fails alike
@@ -228,16 +229,20 @@ func (c *Checker) seedRuns(seed *Seed) []Outcome {
 	if ok {
 		return b
 	}
-	b = c.runAll(seed.plan, seed.Inputs)
+	b = c.runAll(seed.plan, seed.Inputs, nil)
 	c.mu.Lock()
 	c.baseline[seed.Rel] = b
 	c.mu.Unlock()
 	return b
 }
 
-func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any) []Outcome {
+func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile) []Outcome {
 	var out []Outcome
-	for _, p := range Profiles {
+	profiles := Profiles
+	if len(only) > 0 {
+		profiles = only
+	}
+	for _, p := range profiles {
 		o := c.run(plan, inputs, p)
 		out = append(out, o)
 		if o.Status == "hang" {

@@ -112,13 +112,13 @@ func violation(c Class) bool {
 }
 
 // TestDifferential is the fuzzer's run: a short deterministic one by
-// default (RUNNER_FUZZ_N mutants, 40 when unset), or a timed one with
+// default (RUNNER_FUZZ_N mutants, 24 when unset), or a timed one with
 // RUNNER_FUZZ_TIME (e.g. 10m, 1h), which also estimates false refusals.
 // It prints the counts per grammar and every finding; RUNNER_FUZZ_SAVE
 // names a folder to write the findings into as regression cases.
 func TestDifferential(t *testing.T) {
 	setup(t)
-	n, d := 40, time.Duration(0)
+	n, d := 24, time.Duration(0)
 	if v, err := strconv.Atoi(os.Getenv("RUNNER_FUZZ_N")); err == nil {
 		n = v
 	}
@@ -361,7 +361,7 @@ func TestSeedsRun(t *testing.T) {
 	for _, s := range seeds {
 		t.Run(s.Rel, func(t *testing.T) {
 			t.Parallel()
-			v, err := pool.Check(Mutant{Seed: s.Rel, Grammar: "templates", Text: string(s.Text)}, false)
+			v, err := pool.Check(Mutant{Seed: s.Rel, Grammar: "templates", Text: string(s.Text)}, false, Typical)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -170,6 +170,9 @@ func NewGenerator() *Generator {
 // change (now and then two) that applies; false when none applied after
 // some tries.
 func (g *Generator) Mutate(r *rand.Rand, seed *Seed, grammar string) (Mutant, bool) {
+	// a copy numbers its new names from the random source: a mutant is
+	// the same for the same source, and mutants are made concurrently
+	g = &Generator{tfuncs: g.tfuncs, efuncs: g.efuncs, kinds: g.kinds, steps: g.steps, skw: g.skw, skwMap: g.skwMap, n: r.Intn(1 << 20)}
 	for try := 0; try < 20; try++ {
 		doc := clone(seed.doc)
 		var whats []string

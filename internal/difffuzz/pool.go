@@ -24,8 +24,9 @@ import (
 const WorkerEnv = "RUNNER_DIFFFUZZ_WORKER"
 
 type job struct {
-	Mutant    Mutant `json:"mutant"`
-	ChecksOff bool   `json:"checks_off"`
+	Mutant    Mutant    `json:"mutant"`
+	ChecksOff bool      `json:"checks_off"`
+	Only      []Profile `json:"only,omitempty"`
 }
 
 // ServeWorker reads jobs on stdin and writes their verdicts, one JSON
@@ -59,7 +60,7 @@ func ServeWorker() error {
 		if err := json.Unmarshal(in.Bytes(), &j); err != nil {
 			return err
 		}
-		if err := enc.Encode(c.Check(j.Mutant, j.ChecksOff)); err != nil {
+		if err := enc.Encode(c.Check(j.Mutant, j.ChecksOff, j.Only...)); err != nil {
 			return err
 		}
 	}
@@ -148,8 +149,8 @@ func (p *Pool) Close() {
 	p.all = nil
 }
 
-// Check checks a mutant in a worker.
-func (p *Pool) Check(m Mutant, checksOff bool) (Verdict, error) {
+// Check checks a mutant in a worker, under every profile or those only.
+func (p *Pool) Check(m Mutant, checksOff bool, only ...Profile) (Verdict, error) {
 	w := <-p.idle
 	if w == nil {
 		var err error
@@ -158,7 +159,7 @@ func (p *Pool) Check(m Mutant, checksOff bool) (Verdict, error) {
 			return Verdict{}, err
 		}
 	}
-	data, _ := json.Marshal(job{Mutant: m, ChecksOff: checksOff})
+	data, _ := json.Marshal(job{Mutant: m, ChecksOff: checksOff, Only: only})
 	type answer struct {
 		v   Verdict
 		err error
