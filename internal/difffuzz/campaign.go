@@ -1,0 +1,329 @@
+package difffuzz
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+)
+
+// Counts are one grammar's numbers.
+type Counts struct {
+	Generated, Refused, RefusedNoPlace, Accepted, AcceptedThenFailing, ReplyFailing, Hangs, Panics int
+	// CheckedOff are the refused mutants run with checks off;
+	// FalseRefusals those of them that ended well under every profile.
+	CheckedOff, FalseRefusals int
+}
+
+// Finding is a mutant that broke the property (or a false refusal).
+type Finding struct {
+	Mutant  Mutant
+	Class   Class
+	Detail  string
+	Verdict Verdict
+}
+
+// Report is a campaign's numbers and findings.
+type Report struct {
+	mu        sync.Mutex
+	ByGrammar map[string]*Counts
+	Findings  []Finding
+	// FalseRefusals are refused mutants that ran well with checks off.
+	FalseRefusals []Finding
+	Elapsed       time.Duration
+}
+
+func newReport() *Report {
+	r := &Report{ByGrammar: map[string]*Counts{}}
+	for _, g := range Grammars {
+		r.ByGrammar[g] = &Counts{}
+	}
+	return r
+}
+
+// Failures counts the findings that break the property.
+func (r *Report) Failures() int { return len(r.Findings) }
+
+// Campaign is a run of the fuzzer.
+type Campaign struct {
+	Gen   *Generator
+	Seeds []*Seed
+	Pool  *Pool
+	// Rand seeds the mutants; Parallel is how many are checked at once.
+	Seed     int64
+	Parallel int
+	// FalseRefusals runs refused mutants with checks off (one in
+	// FalseRefusalEvery of them; 0 or 1: all).
+	FalseRefusals     bool
+	FalseRefusalEvery int
+	Log               func(format string, args ...any)
+	mutants           int
+}
+
+// Run checks mutants until n are generated (n > 0) or the time is up.
+func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
+	rep := newReport()
+	start := time.Now()
+	rng := rand.New(rand.NewSource(c.Seed))
+	var gmu sync.Mutex
+	next := func() (Mutant, bool) {
+		gmu.Lock()
+		defer gmu.Unlock()
+		if (n > 0 && c.mutants >= n) || (d > 0 && time.Since(start) > d) {
+			return Mutant{}, false
+		}
+		for {
+			i := c.mutants
+			c.mutants++
+			seed := c.Seeds[i%len(c.Seeds)]
+			// every grammar in turn, and the seeds in turn: with a number of
+			// seeds prime to 4, every pair comes round
+			grammar := Grammars[i%len(Grammars)]
+			if len(c.Seeds)%len(Grammars) == 0 {
+				grammar = Grammars[(i+i/len(c.Seeds))%len(Grammars)]
+			}
+			if m, ok := c.Gen.Mutate(rng, seed, grammar); ok {
+				return m, true
+			}
+			if n > 0 && c.mutants >= n {
+				return Mutant{}, false
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	var firstErr error
+	par := max(c.Parallel, 1)
+	refusedSeen := 0
+	for w := 0; w < par; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, ok := next()
+				if !ok {
+					return
+				}
+				v, err := c.Pool.Check(m, false)
+				if err != nil {
+					rep.mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					rep.mu.Unlock()
+					return
+				}
+				class := v.Classify()
+				rep.add(m, v, class)
+				if class == ClassRefused && c.FalseRefusals {
+					rep.mu.Lock()
+					refusedSeen++
+					take := c.FalseRefusalEvery <= 1 || refusedSeen%c.FalseRefusalEvery == 0
+					rep.mu.Unlock()
+					if take {
+						off, err := c.Pool.Check(m, true)
+						if err == nil {
+							rep.addUnchecked(m, off)
+						}
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	rep.Elapsed = time.Since(start)
+	return rep, firstErr
+}
+
+func (r *Report) add(m Mutant, v Verdict, class Class) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.ByGrammar[m.Grammar]
+	c.Generated++
+	detail := ""
+	switch class {
+	case ClassRefused:
+		c.Refused++
+		return
+	case ClassRefusedNoPlace:
+		c.Refused++
+		c.RefusedNoPlace++
+		detail = "refused without a position: " + strings.Join(v.Unplaced, "; ")
+	case ClassAccepted:
+		c.Accepted++
+		return
+	case ClassSpecFailure:
+		c.Accepted++
+		c.AcceptedThenFailing++
+		f := v.FirstFailure()
+		detail = fmt.Sprintf("every profile fails (%s: %s)", f.Status, f.Error)
+	case ClassReplyFailure:
+		c.Accepted++
+		c.ReplyFailing++
+		f := v.FirstFailure()
+		detail = fmt.Sprintf("fails under %s only (%s: %s)", failingProfiles(v), f.Status, f.Error)
+	case ClassHang:
+		c.Hangs++
+		if !v.Refused {
+			c.Accepted++
+		}
+		detail = "hang"
+		for _, o := range v.Runs {
+			if o.Status == "hang" {
+				detail = fmt.Sprintf("hang under %s: %s", o.Profile, o.Error)
+			}
+		}
+	case ClassPanic:
+		c.Panics++
+		detail = v.Panic
+		if detail == "" {
+			detail = v.FirstFailure().Error
+		}
+	}
+	r.Findings = append(r.Findings, Finding{Mutant: m, Class: class, Detail: detail, Verdict: v})
+}
+
+func failingProfiles(v Verdict) string {
+	var out []string
+	for i, o := range v.Runs {
+		if !o.ok() && (i >= len(v.Baseline) || v.Baseline[i].ok()) {
+			out = append(out, string(o.Profile))
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+func (r *Report) addUnchecked(m Mutant, v Verdict) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.ByGrammar[m.Grammar]
+	if v.Unchecked != "" || v.Panic != "" || len(v.Runs) == 0 {
+		return
+	}
+	c.CheckedOff++
+	for i, o := range v.Runs {
+		if !o.ok() && (i >= len(v.Baseline) || v.Baseline[i].ok()) {
+			return
+		}
+	}
+	c.FalseRefusals++
+	r.FalseRefusals = append(r.FalseRefusals, Finding{Mutant: m, Class: "false-refusal", Detail: strings.Join(v.Errors, "; "), Verdict: v})
+}
+
+// Table prints the counts per grammar.
+func (r *Report) Table() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\t")
+	var t Counts
+	for _, g := range Grammars {
+		c := r.ByGrammar[g]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals)
+		t.Generated += c.Generated
+		t.Refused += c.Refused
+		t.RefusedNoPlace += c.RefusedNoPlace
+		t.Accepted += c.Accepted
+		t.AcceptedThenFailing += c.AcceptedThenFailing
+		t.ReplyFailing += c.ReplyFailing
+		t.Hangs += c.Hangs
+		t.Panics += c.Panics
+		t.CheckedOff += c.CheckedOff
+		t.FalseRefusals += c.FalseRefusals
+	}
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals)
+	_ = tw.Flush()
+	return b.String()
+}
+
+// Details lists the findings, one paragraph each, sorted by class.
+func (r *Report) Details() string {
+	all := append(append([]Finding{}, r.Findings...), r.FalseRefusals...)
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Class < all[j].Class })
+	var b strings.Builder
+	for _, f := range all {
+		fmt.Fprintf(&b, "- [%s] %s %s: %s\n    %s\n", f.Class, f.Mutant.Grammar, f.Mutant.Seed, oneLine(f.Mutant.What, 300), oneLine(f.Detail, 400))
+	}
+	return b.String()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "..."
+	}
+	return s
+}
+
+// Save writes each finding as a regression case into dir (named by its
+// text's digest, so a case found twice is written once).
+func (r *Report) Save(dir string) (int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, f := range r.Findings {
+		// one case per grammar, class, seed and gist of the failure:
+		// the same failure found again is not written again
+		sum := sha256.Sum256([]byte(f.Mutant.Seed + "\x00" + reason([]string{f.Detail})))
+		name := fmt.Sprintf("%s-%s-%s.yaml", f.Mutant.Grammar, f.Class, hex.EncodeToString(sum[:6]))
+		p := filepath.Join(dir, name)
+		if _, err := os.Stat(p); err == nil {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(FormatCase(f)), 0o644); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+var (
+	quoted   = regexp.MustCompile(`"[^"]*"`)
+	numbers  = regexp.MustCompile(`-?\d+(\.\d+)?`)
+	diagHead = regexp.MustCompile(`^[^ ]*:\d+:\d+: error: `)
+	tmplName = regexp.MustCompile(`template fuzz/[^:]*: `)
+)
+
+// reason is the gist of a refusal's first error: its message with names,
+// numbers and quoted text taken out, so refusals alike count together.
+func reason(errs []string) string {
+	if len(errs) == 0 {
+		return "(none)"
+	}
+	m := diagHead.ReplaceAllString(errs[0], "")
+	m = tmplName.ReplaceAllString(m, "")
+	m = quoted.ReplaceAllString(m, `"_"`)
+	m = numbers.ReplaceAllString(m, "N")
+	return oneLine(m, 160)
+}
+
+// FalseRefusalReasons counts the false refusals by the gist of their
+// refusal, most first.
+func (r *Report) FalseRefusalReasons() string {
+	counts := map[string]int{}
+	for _, f := range r.FalseRefusals {
+		counts[reason(f.Verdict.Errors)]++
+	}
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range counts {
+		all = append(all, kv{k, n})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n || all[i].n == all[j].n && all[i].k < all[j].k })
+	var b strings.Builder
+	for _, x := range all {
+		fmt.Fprintf(&b, "%4d  %s\n", x.n, x.k)
+	}
+	return b.String()
+}

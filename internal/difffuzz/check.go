@@ -1,0 +1,360 @@
+package difffuzz
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/launch"
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
+	"github.com/debate-runner/runner/spec/value"
+)
+
+// Outcome is how a run of a mutant under one profile ended.
+type Outcome struct {
+	Profile Profile `json:"profile"`
+	// Status is the run's status (completed, inconclusive, waiting,
+	// budget_exceeded, failed), "start" when it did not start, "hang"
+	// when it did not end within the run timeout.
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"`
+	Calls  int    `json:"calls"`
+}
+
+// ok: an ending an accepted spec may have.
+func (o Outcome) ok() bool {
+	switch o.Status {
+	case result.StatusCompleted, result.StatusInconclusive, result.StatusWaiting, result.StatusBudget:
+		return true
+	}
+	return false
+}
+
+// Verdict is what checking a mutant found.
+type Verdict struct {
+	Refused bool `json:"refused"`
+	// Errors are the refusal's error diagnostics, formatted; Unplaced
+	// those without a line.
+	Errors   []string `json:"errors,omitempty"`
+	Unplaced []string `json:"unplaced,omitempty"`
+	// Runs are its runs, one per profile (for a refused mutant, only when
+	// checks were off); Baseline the seed's own runs under each profile.
+	Runs     []Outcome `json:"runs,omitempty"`
+	Baseline []Outcome `json:"baseline,omitempty"`
+	// Panic is a panic of validate (spec.Load).
+	Panic string `json:"panic,omitempty"`
+	// Unchecked is set when a refused mutant could not be compiled with
+	// checks off.
+	Unchecked string `json:"unchecked,omitempty"`
+}
+
+// Class is what a verdict means for the property.
+type Class string
+
+// The classes of verdicts.
+const (
+	ClassRefused        Class = "refused"          // refused at a position
+	ClassRefusedNoPlace Class = "refused-no-place" // refused without file:line:col: a failure
+	ClassAccepted       Class = "accepted"         // accepted, every profile ended well
+	ClassSpecFailure    Class = "accepted-then-failing"
+	ClassReplyFailure   Class = "accepted-reply-failing" // fails under some profiles only: depends on replies
+	ClassHang           Class = "hang"
+	ClassPanic          Class = "panic"
+)
+
+// Classify says what a verdict means. A run failure under a profile the
+// seed itself fails under is not the mutant's.
+func (v Verdict) Classify() Class {
+	if v.Panic != "" {
+		return ClassPanic
+	}
+	if v.Refused {
+		if len(v.Unplaced) > 0 {
+			return ClassRefusedNoPlace
+		}
+		return ClassRefused
+	}
+	failed, okRuns := 0, 0
+	for i, o := range v.Runs {
+		if o.Status == "hang" {
+			return ClassHang
+		}
+		if strings.HasPrefix(o.Error, "panic:") {
+			return ClassPanic
+		}
+		if o.ok() {
+			okRuns++
+			continue
+		}
+		if i < len(v.Baseline) && !v.Baseline[i].ok() {
+			continue
+		}
+		failed++
+	}
+	switch {
+	case failed == 0:
+		return ClassAccepted
+	case okRuns > 0:
+		return ClassReplyFailure
+	}
+	return ClassSpecFailure
+}
+
+// FirstFailure is the first run failure not the seed's, for reports.
+func (v Verdict) FirstFailure() Outcome {
+	for i, o := range v.Runs {
+		if !o.ok() && (i >= len(v.Baseline) || v.Baseline[i].ok()) {
+			return o
+		}
+	}
+	return Outcome{}
+}
+
+// Checker checks mutants in this process: it keeps a copy of the seeds'
+// folders (mutants are written beside their seeds' copies, to find the
+// same libraries and data files) and the seeds' own runs.
+type Checker struct {
+	Root       string
+	work       string
+	RunTimeout time.Duration
+	mu         sync.Mutex
+	baseline   map[string][]Outcome
+	n          int
+}
+
+// NewChecker copies the folders seeds live in under work.
+func NewChecker(root, work string) (*Checker, error) {
+	for _, dir := range []string{"examples", "spec/testdata/graph", "runtime/testdata"} {
+		if err := copyTree(filepath.Join(root, dir), filepath.Join(work, dir)); err != nil {
+			return nil, err
+		}
+	}
+	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}}, nil
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// Check validates the mutant as `runner validate` does (runtime.Load with
+// every node kind) and runs it under every profile when accepted, or,
+// with checksOff, when refused too (compiled with the checks' errors
+// ignored, see compileUnchecked).
+// Only, when not empty, are the profiles to run (default: every one).
+func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
+	seedPath := filepath.Join(c.work, filepath.FromSlash(m.Seed))
+	c.mu.Lock()
+	c.n++
+	path := filepath.Join(filepath.Dir(seedPath), fmt.Sprintf("fuzz-mutant-%d-%d.yaml", os.Getpid(), c.n))
+	c.mu.Unlock()
+	if err := os.WriteFile(path, []byte(m.Text), 0o644); err != nil {
+		v.Panic = "writing the mutant: " + err.Error()
+		return v
+	}
+	defer os.Remove(path)
+	plan, diags, panicked := load(path)
+	if panicked != "" {
+		v.Panic = panicked
+		return v
+	}
+	if diags.HasErrors() {
+		v.Refused = true
+		for _, d := range diags.Errors() {
+			line := d.String()
+			v.Errors = append(v.Errors, strings.ReplaceAll(line, filepath.Dir(path)+string(filepath.Separator), ""))
+			if d.Pos.Line == 0 || d.File == "" {
+				v.Unplaced = append(v.Unplaced, d.Message)
+			}
+		}
+		if !checksOff {
+			return v
+		}
+		var err error
+		plan, err = compileUnchecked(path, []byte(m.Text))
+		if err != nil {
+			v.Unchecked = err.Error()
+			return v
+		}
+	}
+	seed, err := LoadSeed(c.work, seedPath)
+	if err != nil {
+		v.Panic = "the seed does not load: " + err.Error()
+		return v
+	}
+	v.Runs = c.runAll(plan, seed.Inputs, only)
+	for _, o := range v.Runs {
+		if !o.ok() {
+			// only a failure asks whether the seed fails alike
+			v.Baseline = c.seedRuns(seed)
+			break
+		}
+	}
+	return v
+}
+
+// seedRuns are the seed's own runs under every profile, run once.
+func (c *Checker) seedRuns(seed *Seed) []Outcome {
+	c.mu.Lock()
+	b, ok := c.baseline[seed.Rel]
+	c.mu.Unlock()
+	if ok {
+		return b
+	}
+	b = c.runAll(seed.plan, seed.Inputs, nil)
+	c.mu.Lock()
+	c.baseline[seed.Rel] = b
+	c.mu.Unlock()
+	return b
+}
+
+func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile) []Outcome {
+	var out []Outcome
+	profiles := Profiles
+	if len(only) > 0 {
+		profiles = only
+	}
+	for _, p := range profiles {
+		o := c.run(plan, inputs, p)
+		out = append(out, o)
+		if o.Status == "hang" {
+			break // one is enough, and each costs the timeout
+		}
+	}
+	return out
+}
+
+// load is runtime.Load (compile, then the path check), with a panic caught and told.
+func load(path string) (plan *spec.Plan, diags syntax.Diagnostics, panicked string) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = fmt.Sprintf("panic: %v", r)
+		}
+	}()
+	plan, diags = runtime.Load(path, nodes.Registry())
+	return plan, diags, ""
+}
+
+// testGetenv gives every variable a spec reads a placeholder (endpoints
+// need keys to start; nothing reaches a network).
+func testGetenv(name string) string {
+	switch {
+	case name == "OPENAI_BASE_URL":
+		return ""
+	case strings.Contains(name, "URL"):
+		return "http://difffuzz.invalid"
+	}
+	return "difffuzz-placeholder-key"
+}
+
+// run runs plan once under profile p against replies of that profile.
+func (c *Checker) run(plan *spec.Plan, inputs map[string]any, p Profile) (o Outcome) {
+	o.Profile = p
+	defer func() {
+		if r := recover(); r != nil {
+			o.Status, o.Error = result.StatusFailed, fmt.Sprintf("panic: %v", r)
+		}
+	}()
+	for _, ep := range plan.Endpoints {
+		ep.RequestsPerMinute, ep.TokensPerMinute = 0, 0
+	}
+	dir, err := os.MkdirTemp(c.work, "runs-")
+	if err != nil {
+		return Outcome{Profile: p, Status: "start", Error: err.Error()}
+	}
+	defer os.RemoveAll(dir)
+	tr := &transport{gen: &replyGen{p: p}}
+	ro := runtime.Options{
+		Launch: launch.Launch{Given: launch.Given{InputValues: inputs, Budget: []string{"calls=200"}}, Answers: map[string]string{}},
+		Settings: runtime.Settings{RunsDir: dir, Getenv: testGetenv,
+			// clarifying questions are answered as the profile replies
+			Ask: func(_ context.Context, q value.Question) (string, error) {
+				return tr.answer(q.Question), nil
+			}},
+		Seams: runtime.Seams{HTTPClient: &http.Client{Transport: tr},
+			Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }},
+	}
+	r, err := runtime.Start(plan, ro)
+	if err != nil {
+		return Outcome{Profile: p, Status: "start", Error: scrub(err.Error(), dir)}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.RunTimeout)
+	defer cancel()
+	type done struct {
+		res *result.Result
+		err error
+	}
+	ch := make(chan done, 1)
+	go func() {
+		defer func() {
+			if rec := recover(); rec != nil {
+				ch <- done{err: fmt.Errorf("panic: %v", rec)}
+			}
+		}()
+		res, err := r.Execute(ctx)
+		ch <- done{res, err}
+	}()
+	select {
+	case d := <-ch:
+		o.Calls = tr.count()
+		switch {
+		case d.res != nil:
+			o.Status = d.res.Status
+			if d.res.Error != "" {
+				o.Error = d.res.Error
+			} else if d.err != nil && d.res.Status != result.StatusCompleted {
+				o.Error = d.err.Error()
+			}
+		case errors.Is(d.err, context.DeadlineExceeded):
+			o.Status, o.Error = "hang", "no end within "+c.RunTimeout.String()
+		default:
+			o.Status = result.StatusFailed
+			if d.err != nil {
+				o.Error = d.err.Error()
+			}
+		}
+		if errors.Is(d.err, context.DeadlineExceeded) || ctx.Err() != nil {
+			o.Status, o.Error = "hang", "no end within "+c.RunTimeout.String()
+		}
+	case <-time.After(c.RunTimeout + 5*time.Second):
+		o.Status, o.Error = "hang", "no end within "+c.RunTimeout.String()+", and the cancelled run went on"
+	}
+	o.Error = scrub(scrub(o.Error, dir), c.work)
+	return o
+}
+
+var mutantName = regexp.MustCompile(`fuzz-mutant-\d+-\d+\.yaml`)
+
+// scrub takes run-specific paths out of a message.
+func scrub(msg, dir string) string {
+	msg = strings.ReplaceAll(msg, dir+string(filepath.Separator), "")
+	return mutantName.ReplaceAllString(msg, "MUTANT.yaml")
+}

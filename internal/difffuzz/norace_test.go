@@ -1,0 +1,5 @@
+//go:build !race
+
+package difffuzz
+
+const raceSlowdown = 1

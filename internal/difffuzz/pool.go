@@ -1,0 +1,231 @@
+package difffuzz
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The checks run in worker processes (the test binary started again with
+// WorkerEnv set): a panic in one of the engine's goroutines, or a run that
+// ignores its cancelled context, ends or stalls the worker, not the fuzzer,
+// which counts it as a panic or a hang and starts another worker.
+
+// WorkerEnv, set in a test binary's environment, makes it a worker:
+// TestMain calls ServeWorker instead of running tests.
+const WorkerEnv = "RUNNER_DIFFFUZZ_WORKER"
+
+type job struct {
+	Mutant    Mutant    `json:"mutant"`
+	ChecksOff bool      `json:"checks_off"`
+	Only      []Profile `json:"only,omitempty"`
+}
+
+// ServeWorker reads jobs on stdin and writes their verdicts, one JSON
+// line each, to file descriptor 3; it returns when stdin ends.
+func ServeWorker() error {
+	root, err := Root()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "difffuzz-worker-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	c, err := NewChecker(root, work)
+	if err != nil {
+		return err
+	}
+	if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
+		c.RunTimeout = d
+	}
+	if err := checkSeam(root); err == nil {
+		seamChecked = true
+	}
+	out := os.NewFile(3, "verdicts")
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 16<<20)
+	enc := json.NewEncoder(out)
+	for in.Scan() {
+		var j job
+		if err := json.Unmarshal(in.Bytes(), &j); err != nil {
+			return err
+		}
+		if err := enc.Encode(c.Check(j.Mutant, j.ChecksOff, j.Only...)); err != nil {
+			return err
+		}
+	}
+	return in.Err()
+}
+
+// Pool hands mutants to worker processes.
+type Pool struct {
+	// Bin is the program to start as a worker (the test binary) with
+	// Args.
+	Bin  string
+	Args []string
+	// RunTimeout is each run's; a worker that does not answer within
+	// the time its runs may take is a hang.
+	RunTimeout time.Duration
+	idle       chan *worker
+	mu         sync.Mutex
+	all        []*worker
+}
+
+type worker struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	outF   *os.File
+	stderr *tailBuffer
+}
+
+// NewPool starts no worker yet; n may run at once.
+func NewPool(bin string, args []string, n int, runTimeout time.Duration) *Pool {
+	p := &Pool{Bin: bin, Args: args, RunTimeout: runTimeout, idle: make(chan *worker, n)}
+	for i := 0; i < n; i++ {
+		p.idle <- nil
+	}
+	return p
+}
+
+func (p *Pool) start() (*worker, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(p.Bin, p.Args...)
+	cmd.Env = append(os.Environ(), WorkerEnv+"=1", "RUNNER_FUZZ_RUN_TIMEOUT="+p.RunTimeout.String())
+	cmd.ExtraFiles = []*os.File{w}
+	tb := &tailBuffer{}
+	cmd.Stderr = tb
+	cmd.Stdout = tb
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	w.Close()
+	wk := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(r, 1<<20), outF: r, stderr: tb}
+	p.mu.Lock()
+	p.all = append(p.all, wk)
+	p.mu.Unlock()
+	return wk, nil
+}
+
+func (w *worker) kill() {
+	_ = w.cmd.Process.Kill()
+	_ = w.in.Close()
+	_ = w.cmd.Wait()
+	_ = w.outF.Close()
+}
+
+// Close ends every worker.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.all {
+		_ = w.in.Close()
+		done := make(chan struct{})
+		go func() { _ = w.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = w.cmd.Process.Kill()
+		}
+		_ = w.outF.Close()
+	}
+	p.all = nil
+}
+
+// Check checks a mutant in a worker, under every profile or those only.
+func (p *Pool) Check(m Mutant, checksOff bool, only ...Profile) (Verdict, error) {
+	w := <-p.idle
+	if w == nil {
+		var err error
+		if w, err = p.start(); err != nil {
+			p.idle <- nil
+			return Verdict{}, err
+		}
+	}
+	data, _ := json.Marshal(job{Mutant: m, ChecksOff: checksOff, Only: only})
+	type answer struct {
+		v   Verdict
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := w.out.ReadBytes('\n')
+		if err != nil {
+			ch <- answer{err: err}
+			return
+		}
+		var v Verdict
+		ch <- answer{v: v, err: json.Unmarshal(line, &v)}
+	}()
+	if _, err := w.in.Write(append(data, '\n')); err != nil {
+		w.kill()
+		p.idle <- nil
+		return Verdict{Panic: "the worker ended: " + w.stderr.String()}, nil
+	}
+	// the seed's runs and the mutant's, each within the run timeout
+	deadline := time.Duration(2*len(Profiles)+2)*(p.RunTimeout+5*time.Second) + 20*time.Second
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			w.kill()
+			p.idle <- nil
+			if errors.Is(a.err, io.EOF) {
+				return Verdict{Panic: "the worker died: " + w.stderr.String()}, nil
+			}
+			return Verdict{}, a.err
+		}
+		p.idle <- w
+		return a.v, nil
+	case <-time.After(deadline):
+		w.kill()
+		p.idle <- nil
+		return Verdict{Runs: []Outcome{{Status: "hang", Error: fmt.Sprintf("the worker gave no verdict within %s", deadline)}}}, nil
+	}
+}
+
+// tailBuffer keeps the last 8 KB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf.Write(b)
+	if t.buf.Len() > 16<<10 {
+		keep := t.buf.Bytes()[t.buf.Len()-8<<10:]
+		t.buf = *bytes.NewBuffer(append([]byte(nil), keep...))
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.buf.String()
+	if i := strings.Index(s, "panic:"); i >= 0 {
+		s = s[i:]
+	}
+	if len(s) > 3000 {
+		s = s[:3000]
+	}
+	return s
+}
