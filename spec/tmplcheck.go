@@ -22,6 +22,21 @@ type tmplType struct {
 	what string
 	// replyKeys: a map whose keys a model's reply decides (Message.Fields).
 	replyKeys bool
+	// elem is the declared type of the items of a list, or of the values of
+	// a map, whose Go type holds any (a var's default [1, 2] is a []any of
+	// whole numbers); nil when the items differ or are not known.
+	elem *tmplType
+	// vals are the declared types of a map's values by key (a var whose
+	// default is a mapping).
+	vals map[string]tmplType
+	// konst is the value of a constant (int64, float64, string, bool), folded
+	// through variables and add/sub, so that argument domains and bounds
+	// can be checked; nil when not constant.
+	konst any
+	// isNil: the nil constant.
+	isNil bool
+	// method: the value comes from a method, which may take arguments.
+	method bool
 }
 
 func (tt tmplType) unknown() bool { return tt.t == nil }
@@ -212,10 +227,10 @@ func rangeTypes(pt tmplType) (elem, key tmplType) {
 	}
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		return tmplType{t: t.Elem()}, tmplType{t: reflect.TypeOf(0)}
+		return pt.itemType(), tmplType{t: reflect.TypeOf(0)}
 	case reflect.Map:
-		return tmplType{t: t.Elem()}, tmplType{t: t.Key()}
-	case reflect.Int:
+		return pt.itemType(), tmplType{t: t.Key()}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return tmplType{t: t}, tmplType{}
 	}
 	return tmplType{}, tmplType{}
@@ -226,6 +241,12 @@ func (c *templateChecker) pipe(tree *parse.Tree, p *parse.PipeNode, dot tmplType
 	t := c.pipeNoDecl(tree, p, dot, vars)
 	if p != nil {
 		for _, d := range p.Decl {
+			if p.IsAssign {
+				// $x = ...: the variable of an outer scope changes, maybe
+				// only on some paths; its old constant no longer holds.
+				assignVar(*vars, d.Ident[0], t)
+				continue
+			}
 			(*vars)[len(*vars)-1][d.Ident[0]] = t
 		}
 	}
@@ -264,12 +285,16 @@ func (c *templateChecker) command(tree *parse.Tree, cmd *parse.CommandNode, dot 
 	}
 	if len(cmd.Args) > 0 {
 		if id, ok := cmd.Args[0].(*parse.IdentifierNode); ok {
+			nodes := cmd.Args[1:]
 			if piped != nil {
 				args = append(args, *piped)
 			}
-			c.checkCall(tree, cmd, id.Ident, args, cmd.Args[1:], piped != nil)
-			return c.funcResult(id.Ident)
+			if !c.checkCall(tree, cmd, id.Ident, args, nodes, piped != nil) {
+				return tmplType{}
+			}
+			return c.callResult(id.Ident, args, nodes)
 		}
+		c.checkNonFunction(tree, cmd, result, len(cmd.Args)-1, piped != nil)
 	}
 	return result
 }
@@ -286,7 +311,13 @@ var builtinArity = map[string][2]int{
 // checkCall checks a function call's number of arguments and, where both
 // are known, their types: a wrong call fails when the prompt is rendered,
 // which may be after many paid calls.
-func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) {
+func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) bool {
+	before := len(c.errs)
+	c.checkCallArgs(tree, cmd, name, args, nodes, piped)
+	return len(c.errs) == before
+}
+
+func (c *templateChecker) checkCallArgs(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) {
 	got := len(args)
 	plural := func(n int) string {
 		if n == 1 {
@@ -316,7 +347,16 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 		case "printf":
 			c.checkPrintf(tree, cmd, args, nodes)
 		case "index":
+			if !c.checkIndexKinds(tree, cmd, args, nodes, piped) {
+				return
+			}
 			c.checkIndex(tree, cmd, args, nodes)
+		case "slice":
+			c.checkSlice(tree, cmd, args, nodes, piped)
+		case "len":
+			c.checkLen(tree, cmd, args, nodes)
+		case "call":
+			c.checkCallee(tree, cmd, args, nodes)
 		}
 		return
 	}
@@ -344,6 +384,12 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			}
 			continue
 		}
+		if at.isNil {
+			if !canBeNil(want) {
+				c.errorf(tree, cmd, "%s: %s is nil, but %s is wanted", name, argWhich(i, piped, len(args)), kindWords(want))
+			}
+			continue
+		}
 		if at.unknown() || want.Kind() == reflect.Interface || at.t.AssignableTo(want) {
 			continue
 		}
@@ -357,7 +403,9 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			which = "the value piped into it"
 		}
 		c.errorf(tree, cmd, "%s: %s is %s, but %s is wanted", name, which, kindWords(deref(at.t)), kindWords(want))
+		return
 	}
+	c.checkDomains(tree, cmd, name, args, nodes, piped)
 }
 
 // messageListType is the parameter type of the message helpers.
@@ -393,31 +441,6 @@ func isFloatKind(t reflect.Type) bool {
 	return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 || isIntKind(t)
 }
 
-func (c *templateChecker) funcResult(name string) tmplType {
-	fn, ok := c.funcs[name]
-	if !ok {
-		switch name {
-		case "len", "index", "slice", "print", "printf", "println", "html", "js", "urlquery", "and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge", "call":
-			if name == "len" {
-				return tmplType{t: reflect.TypeOf(0)}
-			}
-			if name == "print" || name == "printf" || name == "println" {
-				return tmplType{t: reflect.TypeOf("")}
-			}
-			switch name {
-			case "not", "eq", "ne", "lt", "le", "gt", "ge":
-				return tmplType{t: reflect.TypeOf(true)}
-			}
-		}
-		return tmplType{}
-	}
-	ft := reflect.TypeOf(fn)
-	if ft.NumOut() == 0 || ft.Out(0).Kind() == reflect.Interface {
-		return tmplType{}
-	}
-	return tmplType{t: ft.Out(0)}
-}
-
 func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, vars *[]map[string]tmplType) tmplType {
 	switch a := arg.(type) {
 	case *parse.DotNode:
@@ -442,14 +465,13 @@ func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, va
 		*vars = (*vars)[:len(*vars)-1]
 		return t
 	case *parse.StringNode:
-		return tmplType{t: reflect.TypeOf("")}
+		return tmplType{t: reflect.TypeOf(""), konst: a.Text}
 	case *parse.NumberNode:
-		if a.IsInt {
-			return tmplType{t: reflect.TypeOf(0)}
-		}
-		return tmplType{}
+		return numberType(a)
 	case *parse.BoolNode:
-		return tmplType{t: reflect.TypeOf(true)}
+		return tmplType{t: reflect.TypeOf(true), konst: a.True}
+	case *parse.NilNode:
+		return tmplType{isNil: true}
 	}
 	return tmplType{}
 }
@@ -500,9 +522,9 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 			}
 			if m, ok := reflect.PointerTo(t).MethodByName(name); ok {
 				if m.Type.NumOut() == 0 || m.Type.Out(0).Kind() == reflect.Interface {
-					return tmplType{}
+					return tmplType{method: true}
 				}
-				cur = tmplType{t: m.Type.Out(0)}
+				cur = tmplType{t: m.Type.Out(0), method: true}
 				continue
 			}
 			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, syntax.DidYouMean(name, exportedFields(t)))
@@ -542,16 +564,29 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc, loop: true})
 				}
 				if c.keyType != nil {
-					if kt := c.keyType(cur.what, name); kt != nil {
-						cur = tmplType{t: kt, what: domainField(cur.what) + "." + name}
+					if kt, ok := c.keyType(cur.what, name); ok {
+						kt.what = domainField(cur.what) + "." + name
+						cur = kt
 						continue
 					}
 				}
 			}
-			if t.Elem().Kind() == reflect.Interface {
+			if v, ok := cur.vals[name]; ok {
+				cur = v
+				continue
+			}
+			if cur.vals != nil && t.Key().Kind() == reflect.String {
+				// A mapping var's keys are its default's: missingkey=error
+				// fails on any other.
+				keys := sortedKeys(cur.vals)
+				c.errorf(tree, n, "%s has no key %q%s", describeWhat(cur), name, syntax.DidYouMean(name, keys))
 				return tmplType{}
 			}
-			cur = tmplType{t: t.Elem()}
+			next := cur.itemType()
+			if next.unknown() {
+				return tmplType{}
+			}
+			cur = next
 		case reflect.Interface:
 			return tmplType{}
 		default:
@@ -582,8 +617,37 @@ func kindWords(t reflect.Type) string {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "a number"
+	case reflect.Interface:
+		return "an interface value"
+	case reflect.Func:
+		return "a function"
+	case reflect.Struct:
+		if t.Name() != "" {
+			return article(t.Name()) + " (a struct)"
+		}
+		return "a struct"
+	case reflect.Pointer:
+		return kindWords(t.Elem())
 	}
-	return "a " + t.Kind().String()
+	return article(t.Kind().String())
+}
+
+// article puts "a" or "an" before a word, by how it is written: good
+// enough for the type names messages use (an int, a uint, an AgentView).
+func article(word string) string {
+	if word == "" {
+		return "a value"
+	}
+	switch strings.ToLower(word[:1]) {
+	case "a", "e", "i", "o":
+		return "an " + word
+	case "u":
+		if strings.HasPrefix(word, "uint") || strings.HasPrefix(word, "unsafe") {
+			return "a " + word
+		}
+		return "an " + word
+	}
+	return "a " + word
 }
 
 func singular(what string) string {

@@ -18,19 +18,21 @@ import (
 // an error after calls were paid for or a prompt with "%!d(string=...)" in
 // it, so validate refuses them at the template's position.
 
-// keyTypeFunc gives the type of KEY in the map named by DOMAIN (a tmplkeys
-// tag: inputs, vars), or nil when it is not known.
-type keyTypeFunc func(domain, key string) reflect.Type
+// keyTypeFunc gives the declared type of KEY in the map named by DOMAIN (a
+// tmplkeys tag: inputs, vars); ok is false when it is not known.
+type keyTypeFunc func(domain, key string) (tt tmplType, ok bool)
 
 // templateKeyType is the compiler's keyTypeFunc: the same types the
 // expression checker gives inputs and vars (exprs.go), so a template and an
-// expression agree on what .Vars.x is.
-func (c *compiler) templateKeyType(domain, key string) reflect.Type {
+// expression agree on what .Vars.x is. A var's default gives its type down
+// to the items of its lists and the values of its mappings: --set gives a
+// list's items the type of the default's (runtime/args).
+func (c *compiler) templateKeyType(domain, key string) (tmplType, bool) {
 	switch domain {
 	case "vars":
 		for _, v := range c.plan.Vars {
 			if v.Name == key && v.Default != nil {
-				return reflect.TypeOf(v.Default)
+				return declaredType(v.Default), true
 			}
 		}
 	case "inputs":
@@ -39,12 +41,74 @@ func (c *compiler) templateKeyType(domain, key string) reflect.Type {
 				continue
 			}
 			if _, text := in.Default.(string); in.HasDefault && !text {
-				return nil
+				return tmplType{}, false
 			}
-			return reflect.TypeOf("")
+			return tmplType{t: reflect.TypeOf("")}, true
 		}
 	}
-	return nil
+	return tmplType{}, false
+}
+
+// declaredType is the template type of a value a spec declares (a var's
+// default): its Go type, and for a []any or map[string]any the declared
+// types of its items and values. A list's items have a type when they all
+// have the same one; numbers mixing whole and decimal ones have none (a
+// --set list of them is all decimal, the default is not).
+func declaredType(v any) tmplType {
+	if v == nil {
+		return tmplType{}
+	}
+	tt := tmplType{t: reflect.TypeOf(v)}
+	switch x := v.(type) {
+	case []any:
+		var item *tmplType
+		for i, e := range x {
+			et := declaredType(e)
+			if et.unknown() {
+				item = nil
+				break
+			}
+			if i == 0 {
+				item = &et
+				continue
+			}
+			if !sameDeclared(*item, et) {
+				item = nil
+				break
+			}
+		}
+		tt.elem = item
+	case map[string]any:
+		tt.vals = map[string]tmplType{}
+		for k, e := range x {
+			tt.vals[k] = declaredType(e)
+		}
+	}
+	return tt
+}
+
+// sameDeclared says whether two declared types are the same all the way
+// down (a list of lists of numbers is one only if every list is).
+func sameDeclared(a, b tmplType) bool {
+	if a.t != b.t {
+		return false
+	}
+	if (a.elem == nil) != (b.elem == nil) {
+		return false
+	}
+	if a.elem != nil && !sameDeclared(*a.elem, *b.elem) {
+		return false
+	}
+	if (a.vals == nil) != (b.vals == nil) || len(a.vals) != len(b.vals) {
+		return false
+	}
+	for k, v := range a.vals {
+		w, ok := b.vals[k]
+		if !ok || !sameDeclared(v, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // domainField is how a template names a tmplkeys domain: .Vars, .Inputs.
@@ -55,10 +119,10 @@ func domainField(domain string) string {
 	return strings.ToUpper(domain[:1]) + domain[1:]
 }
 
-// valueClass sorts a type into what text/template can compare: values of
-// different classes make eq, ne, lt, le, gt and ge fail at run time.
+// valueClass sorts a type into what text/template can compare and fmt
+// can format: values of different classes make eq, ne, lt, le, gt and ge
+// fail at run time.
 func valueClass(t reflect.Type) string {
-	t = deref(t)
 	if t == nil {
 		return ""
 	}
@@ -75,30 +139,65 @@ func valueClass(t reflect.Type) string {
 	return ""
 }
 
-// comparable classes: eq and ne on a whole and a decimal number fail too,
-// but a var given at run time may change one into the other, so only the
-// mismatches no run can avoid are refused.
+// classesClash says whether text/template refuses to compare values of
+// these classes: any two different ones, a whole number with a decimal one
+// too (the types of numbers are fixed by the spec: a var's default, a
+// constant as written, a --set value parsed as the default's type).
 func classesClash(a, b string) bool {
-	if a == "" || b == "" || a == b {
-		return false
-	}
-	num := func(s string) bool { return strings.HasSuffix(s, "number") }
-	return !(num(a) && num(b))
+	return a != "" && b != "" && a != b
 }
 
-// checkCompare refuses a comparison whose operands cannot be compared.
+// checkCompare refuses a comparison text/template cannot make: operands of
+// different classes, an order (lt, le, gt, ge) of anything but numbers and
+// text, an equality of values Go cannot compare.
 func (c *templateChecker) checkCompare(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node) {
 	if len(args) < 2 {
 		return
 	}
-	first := args[0]
-	for i := 1; i < len(args); i++ {
-		a, b := valueClass(first.t), valueClass(args[i].t)
-		if !classesClash(a, b) {
+	order := name != "eq" && name != "ne"
+	for i, a := range args {
+		if a.unknown() || a.t.Kind() == reflect.Interface {
 			continue
 		}
-		c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different types cannot be compared, so rendering would fail",
-			name, describeArg(nodes, 0, first), a, describeArg(nodes, i, args[i]), b)
+		class := valueClass(a.t)
+		switch {
+		case order && (class == "" || class == "a boolean"):
+			c.errorf(tree, cmd, "%s cannot order %s: it is %s, and only numbers and text have an order, so rendering would fail", name, describeArg(nodes, i, a), kindWords(a.t))
+			return
+		case !order && class == "" && a.t.Kind() == reflect.Struct && !a.t.Comparable():
+			c.errorf(tree, cmd, "%s cannot compare %s: it is %s, whose values Go cannot compare (it holds a map or a list), so rendering would fail; compare one of its fields", name, describeArg(nodes, i, a), kindWords(a.t))
+			return
+		}
+	}
+	first := args[0]
+	for i := 1; i < len(args); i++ {
+		if first.unknown() || args[i].unknown() || first.t.Kind() == reflect.Interface || args[i].t.Kind() == reflect.Interface {
+			continue
+		}
+		a, b := valueClass(first.t), valueClass(args[i].t)
+		if a == "" && b == "" {
+			if first.t.Kind() != args[i].t.Kind() {
+				c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different kinds cannot be compared, so rendering would fail",
+					name, describeArg(nodes, 0, first), kindWords(first.t), describeArg(nodes, i, args[i]), kindWords(args[i].t))
+				return
+			}
+			continue
+		}
+		if a == "" {
+			a = kindWords(first.t)
+		}
+		if b == "" {
+			b = kindWords(args[i].t)
+		}
+		if a == b {
+			continue
+		}
+		hint := ""
+		if strings.HasSuffix(a, "number") && strings.HasSuffix(b, "number") {
+			hint = " (text/template compares a whole number only with whole numbers: write the constant as the other side's kind, 2 or 2.0)"
+		}
+		c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different types cannot be compared, so rendering would fail%s",
+			name, describeArg(nodes, 0, first), a, describeArg(nodes, i, args[i]), b, hint)
 		return
 	}
 }
@@ -114,9 +213,59 @@ func describeArg(nodes []parse.Node, i int, t tmplType) string {
 	return "the value piped in"
 }
 
+// verbFits says whether fmt formats a value of type t with verb without
+// its "%!" marks; ok is false when it cannot tell (a struct, a value of
+// unknown type).
+func verbFits(verb rune, tt tmplType) (fits, ok bool) {
+	if tt.unknown() {
+		return false, false
+	}
+	t := tt.t
+	if t.Kind() == reflect.Pointer {
+		return false, false
+	}
+	if verb == 'v' {
+		return true, true
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 && strings.ContainsRune("sqxX", verb) {
+			return true, true
+		}
+		// fmt formats a list item by item.
+		return verbFits(verb, tt.itemType())
+	case reflect.Interface:
+		return false, false
+	}
+	class := valueClass(t)
+	if class == "" {
+		return false, false
+	}
+	var verbs string
+	switch class {
+	case "text":
+		verbs = "sqxX"
+	case "a boolean":
+		verbs = "t"
+	case "a whole number":
+		verbs = "bcdoOqxXU"
+	case "a decimal number":
+		verbs = "beEfFgGxX"
+	}
+	return strings.ContainsRune(verbs, verb), true
+}
+
 // checkPrintf matches printf's verbs with its arguments where both are
-// known: %d given text renders "%!d(string=...)" into the prompt.
+// known: %d given text renders "%!d(string=...)", and a value no verb
+// takes renders "%!(EXTRA ...)"; the run's guard refuses both prompts.
 func (c *templateChecker) checkPrintf(tree *parse.Tree, cmd *parse.CommandNode, args []tmplType, nodes []parse.Node) {
+	if len(args) == 0 {
+		return
+	}
+	if f := args[0]; !f.unknown() && f.t.Kind() != reflect.String && f.t.Kind() != reflect.Interface {
+		c.errorf(tree, cmd, "printf: its format (argument 1) is %s, but text is wanted", kindWords(f.t))
+		return
+	}
 	if len(nodes) == 0 {
 		return
 	}
@@ -124,42 +273,68 @@ func (c *templateChecker) checkPrintf(tree *parse.Tree, cmd *parse.CommandNode, 
 	if !ok {
 		return
 	}
-	verbs := printfVerbs(format.Text)
+	verbs, exact := printfVerbs(format.Text)
+	if !exact {
+		return
+	}
 	for i, v := range verbs {
 		ai := i + 1 // args[0] is the format
 		if ai >= len(args) {
 			c.errorf(tree, cmd, "printf: %%%c has no argument (the format has %d verbs, %d values are given)", v, len(verbs), len(args)-1)
 			return
 		}
-		class := valueClass(args[ai].t)
-		if class == "" {
+		fits, known := verbFits(v, args[ai])
+		if !known || fits {
 			continue
 		}
-		var want string
-		switch v {
-		case 'd', 'b', 'o', 'O', 'c', 'U':
-			if class != "a whole number" {
-				want = "a whole number"
-			}
-		case 'e', 'E', 'f', 'F', 'g', 'G':
-			if !strings.HasSuffix(class, "number") {
-				want = "a number"
-			}
-		case 't':
-			if class != "a boolean" {
-				want = "a boolean"
+		what := valueClass(args[ai].t)
+		if what == "" {
+			what = kindWords(args[ai].t)
+			if it := args[ai].itemType(); !it.unknown() {
+				what += " of " + plainWords(it.t)
 			}
 		}
-		if want != "" {
-			c.errorf(tree, cmd, "printf: %%%c wants %s, but %s is %s (the prompt would read %%!%c(...))", v, want, describeArg(nodes, ai, args[ai]), class, v)
-			return
-		}
+		c.errorf(tree, cmd, "printf: %%%c wants %s, but %s is %s (the prompt would read %%!%c(...))", v, verbWants(v), describeArg(nodes, ai, args[ai]), what, v)
+		return
+	}
+	if extra := len(args) - 1 - len(verbs); extra > 0 {
+		c.errorf(tree, cmd, "printf: the format has %d verbs, but %d values are given (the prompt would read %%!(EXTRA ...), which the run refuses)", len(verbs), len(args)-1)
 	}
 }
 
-// printfVerbs lists the verbs of a format, in order; it gives up (nil) on
-// explicit argument indexes and '*' widths, whose arguments it cannot match.
-func printfVerbs(f string) []rune {
+// verbWants says what a printf verb formats.
+func verbWants(v rune) string {
+	switch {
+	case strings.ContainsRune("dcoOU", v):
+		return "a whole number"
+	case strings.ContainsRune("eEfFgG", v):
+		return "a decimal number"
+	case v == 'b':
+		return "a number"
+	case v == 't':
+		return "a boolean"
+	case v == 's':
+		return "text"
+	case v == 'q':
+		return "text or a whole number"
+	case v == 'x' || v == 'X':
+		return "text or a number"
+	}
+	return "no value (it is not a verb of fmt)"
+}
+
+// plainWords names the type of a list's items for a message.
+func plainWords(t reflect.Type) string {
+	if w := valueClass(t); w != "" {
+		return strings.TrimPrefix(strings.TrimPrefix(w, "a "), "an ") + "s"
+	}
+	return "values"
+}
+
+// printfVerbs lists the verbs of a format, in order; it gives up (exact
+// false) on explicit argument indexes and '*' widths, whose arguments it
+// cannot match.
+func printfVerbs(f string) (verbs []rune, exact bool) {
 	var out []rune
 	rs := []rune(f)
 	for i := 0; i < len(rs); i++ {
@@ -177,11 +352,11 @@ func printfVerbs(f string) []rune {
 		case '%':
 			continue
 		case '[', '*':
-			return nil
+			return nil, false
 		}
 		out = append(out, rs[i])
 	}
-	return out
+	return out, true
 }
 
 // loopDomain gives .Loop the names of the spec's loop and foreach
