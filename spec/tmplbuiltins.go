@@ -49,7 +49,11 @@ func (tt tmplType) itemType() tmplType {
 			return *tt.elem
 		}
 		if t.Kind() == reflect.Map && tt.vals != nil {
-			return commonType(tt.vals)
+			list := make([]tmplType, 0, len(tt.vals))
+			for _, k := range sortedKeys(tt.vals) {
+				list = append(list, tt.vals[k])
+			}
+			return oneOf(list)
 		}
 		if t.Elem().Kind() == reflect.Interface {
 			return tmplType{}
@@ -59,28 +63,6 @@ func (tt tmplType) itemType() tmplType {
 		return tmplType{t: reflect.TypeOf(byte(0))}
 	}
 	return tmplType{}
-}
-
-// commonType is the type every value of a map has, unknown if they differ.
-func commonType(vals map[string]tmplType) tmplType {
-	var out *tmplType
-	for _, v := range vals {
-		if v.unknown() {
-			return tmplType{}
-		}
-		if out == nil {
-			vv := v
-			out = &vv
-			continue
-		}
-		if !sameDeclared(*out, v) {
-			return tmplType{}
-		}
-	}
-	if out == nil {
-		return tmplType{}
-	}
-	return *out
 }
 
 // assignVar gives an existing variable ($x = ...) its new type, without
@@ -310,6 +292,13 @@ func (c *templateChecker) checkSlice(tree *parse.Tree, cmd *parse.CommandNode, a
 			c.errorf(tree, cmd, "slice: %s is %s, but a whole number is wanted, so rendering would fail", argWhich(i, piped, len(args)), kindWords(ix.t))
 			return
 		}
+		if ix.boxed {
+			// text/template's slice does not unwrap an index read from a
+			// mapping of any values (index does).
+			what := describeArg(nodes, i, ix)
+			c.errorf(tree, cmd, "slice: %s is read from a mapping of any values, which slice cannot take as an index (\"cannot index slice/array with type interface {}\"); write it in parentheses, (%s), which unwraps it", what, what)
+			return
+		}
 		n, ok := constInt(ix)
 		if !ok {
 			continue
@@ -355,7 +344,15 @@ func (c *templateChecker) callResult(name string, args []tmplType, nodes []parse
 			}
 			cur := args[0]
 			for _, ix := range args[1:] {
+				boxed := false
+				if t := deref(cur.t); t != nil {
+					switch t.Kind() {
+					case reflect.Slice, reflect.Array, reflect.Map:
+						boxed = t.Elem().Kind() == reflect.Interface
+					}
+				}
 				cur = indexResult(cur, ix, c.keyType)
+				cur.boxed = boxed
 				if cur.unknown() {
 					return cur
 				}
@@ -370,18 +367,7 @@ func (c *templateChecker) callResult(name string, args []tmplType, nodes []parse
 			out.konst, out.what, out.keys = nil, "", nil
 			return out
 		case "and", "or":
-			// The result is one of the arguments: typed if they all are alike.
-			if len(args) == 0 {
-				return tmplType{}
-			}
-			out := args[0]
-			for _, a := range args[1:] {
-				if a.unknown() || out.unknown() || a.t != out.t {
-					return tmplType{}
-				}
-			}
-			out.konst, out.what = nil, ""
-			return out
+			return oneOf(shortCircuit(name, args))
 		}
 		return tmplType{}
 	}
@@ -398,11 +384,15 @@ func (c *templateChecker) callResult(name string, args []tmplType, nodes []parse
 			}
 		}
 	case "default":
-		// default D V gives D or V: typed when both are of one type.
-		if len(args) == 2 && !args[0].unknown() && !args[1].unknown() && args[0].t == args[1].t {
-			out := args[1]
-			out.konst, out.what = nil, ""
-			return out
+		// default D V gives D or V: D when V is nil, "" or 0.
+		if len(args) == 2 {
+			if v, known := truth(args[1]); known && (v || args[1].t != nil && args[1].t.Kind() == reflect.Struct) {
+				return oneOf(args[1:])
+			}
+			if args[1].isNil {
+				return oneOf(args[:1])
+			}
+			return oneOf(args)
 		}
 		return tmplType{}
 	}
@@ -411,4 +401,85 @@ func (c *templateChecker) callResult(name string, args []tmplType, nodes []parse
 		return tmplType{}
 	}
 	return tmplType{t: ft.Out(0)}
+}
+
+// truth is what text/template's if makes of a value, when a type or a
+// constant decides it: a struct is always true, nil always false.
+func truth(tt tmplType) (val, known bool) {
+	switch k := tt.konst.(type) {
+	case bool:
+		return k, true
+	case int64:
+		return k != 0, true
+	case float64:
+		return k != 0, true
+	case string:
+		return k != "", true
+	}
+	if tt.isNil {
+		return false, true
+	}
+	if tt.t != nil && tt.t.Kind() == reflect.Struct {
+		return true, true
+	}
+	return false, false
+}
+
+// shortCircuit lists the arguments and (or) may give: the first false
+// (true) one, else the last; arguments a constant or a type decides are
+// left out where they cannot be the result.
+func shortCircuit(name string, args []tmplType) []tmplType {
+	var out []tmplType
+	for i, a := range args {
+		if i == len(args)-1 {
+			return append(out, a)
+		}
+		v, known := truth(a)
+		stop := name == "and" && !v || name == "or" && v
+		if known && !stop {
+			continue
+		}
+		out = append(out, a)
+		if known {
+			return out
+		}
+	}
+	return out
+}
+
+// oneOf is the type of a value that is one of these: their type when they
+// agree, alternatives when they are all known, unknown otherwise.
+func oneOf(list []tmplType) tmplType {
+	if len(list) == 0 {
+		return tmplType{}
+	}
+	var flat []tmplType
+	for _, a := range list {
+		a.konst, a.what, a.keys, a.boxed = nil, "", nil, false
+		if len(a.alts) > 0 {
+			flat = append(flat, a.alts...)
+			continue
+		}
+		if a.unknown() && !a.isNil {
+			return tmplType{}
+		}
+		flat = append(flat, a)
+	}
+	var uniq []tmplType
+	for _, a := range flat {
+		dup := false
+		for _, u := range uniq {
+			if a.isNil && u.isNil || !a.isNil && !u.isNil && sameDeclared(a, u) {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			uniq = append(uniq, a)
+		}
+	}
+	if len(uniq) == 1 {
+		return uniq[0]
+	}
+	return tmplType{alts: uniq}
 }

@@ -37,6 +37,13 @@ type tmplType struct {
 	isNil bool
 	// method: the value comes from a method, which may take arguments.
 	method bool
+	// boxed: the value is read from a list or mapping of any values, and
+	// text/template hands it on as such (slice refuses it as an index;
+	// a pipeline's end, as in (.Vars.n), unwraps it).
+	boxed bool
+	// alts are the types a value may have when it is one of several (and,
+	// or and default give one of their arguments); t is nil then.
+	alts []tmplType
 }
 
 func (tt tmplType) unknown() bool { return tt.t == nil }
@@ -126,12 +133,19 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 		if k, ok := rangeCount(n.Pipe); ok && k > MaxTemplateRange {
 			c.errorf(tree, n, "range over %d: a template ranges over at most %d", k, MaxTemplateRange)
 		}
-		if t := deref(pt.t); t != nil && !rangeable(t) {
-			what := "the value"
-			if pt.what != "" {
-				what = "." + pt.what
+		for _, alt := range append([]tmplType{pt}, pt.alts...) {
+			if t := deref(alt.t); t != nil && !rangeable(t) {
+				what := "the value"
+				if pt.what != "" {
+					what = "." + pt.what
+				}
+				may := "it is"
+				if len(pt.alts) > 0 {
+					may = "it may be (and, or and default give one of their arguments)"
+				}
+				c.errorf(tree, n, "cannot range over %s: %s %s, not a list or a mapping", what, may, kindWords(t))
+				break
 			}
-			c.errorf(tree, n, "cannot range over %s: it is %s, not a list or a mapping", what, kindWords(t))
 		}
 		elem, key := rangeTypes(pt)
 		if len(n.Pipe.Decl) == 1 {
@@ -222,15 +236,27 @@ func rangeable(t reflect.Type) bool {
 
 func rangeTypes(pt tmplType) (elem, key tmplType) {
 	t := deref(pt.t)
+	if len(pt.alts) > 0 {
+		var elems, keys []tmplType
+		for _, a := range pt.alts {
+			e, k := rangeTypes(a)
+			elems, keys = append(elems, e), append(keys, k)
+		}
+		return oneOf(elems), oneOf(keys)
+	}
 	if t == nil {
 		return tmplType{}, tmplType{}
 	}
+	elem = pt.itemType()
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		return pt.itemType(), tmplType{t: reflect.TypeOf(0)}
+		elem.boxed = t.Elem().Kind() == reflect.Interface
+		return elem, tmplType{t: reflect.TypeOf(0)}
 	case reflect.Map:
-		return pt.itemType(), tmplType{t: t.Key()}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		elem.boxed = t.Elem().Kind() == reflect.Interface
+		return elem, tmplType{t: t.Key()}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return tmplType{t: t}, tmplType{}
 	}
 	return tmplType{}, tmplType{}
@@ -240,6 +266,7 @@ func rangeTypes(pt tmplType) (elem, key tmplType) {
 func (c *templateChecker) pipe(tree *parse.Tree, p *parse.PipeNode, dot tmplType, vars *[]map[string]tmplType) tmplType {
 	t := c.pipeNoDecl(tree, p, dot, vars)
 	if p != nil {
+		t.boxed = t.boxed && len(p.Decl) == 0 // a variable holds the unwrapped value
 		for _, d := range p.Decl {
 			if p.IsAssign {
 				// $x = ...: the variable of an outer scope changes, maybe
@@ -294,6 +321,10 @@ func (c *templateChecker) command(tree *parse.Tree, cmd *parse.CommandNode, dot 
 			}
 			return c.callResult(id.Ident, args, nodes)
 		}
+		if _, ok := cmd.Args[0].(*parse.NilNode); ok {
+			c.errorf(tree, cmd, "nil is not a command: an action cannot start with nil, so rendering would fail")
+			return tmplType{}
+		}
 		c.checkNonFunction(tree, cmd, result, len(cmd.Args)-1, piped != nil)
 	}
 	return result
@@ -308,13 +339,47 @@ var builtinArity = map[string][2]int{
 	"eq": {2, -1}, "ne": {2, 2}, "lt": {2, 2}, "le": {2, 2}, "gt": {2, 2}, "ge": {2, 2},
 }
 
+// valueArgs are the builtins that fail on the nil constant in any place
+// (index, slice, len and call check their own; eq and and or take it).
+var valueArgs = map[string]bool{"lt": true, "le": true, "gt": true, "ge": true}
+
 // checkCall checks a function call's number of arguments and, where both
 // are known, their types: a wrong call fails when the prompt is rendered,
 // which may be after many paid calls.
 func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) bool {
 	before := len(c.errs)
-	c.checkCallArgs(tree, cmd, name, args, nodes, piped)
+	combos := expandAlts(args)
+	for _, combo := range combos {
+		c.checkCallArgs(tree, cmd, name, combo, nodes, piped)
+		if len(c.errs) > before {
+			if len(combos) > 1 {
+				c.errs[len(c.errs)-1] += " (an argument may be either of several values: and, or and default give one of their arguments)"
+			}
+			break
+		}
+	}
 	return len(c.errs) == before
+}
+
+// expandAlts lists the argument lists a call may be given when arguments
+// are one of several values (at most 32 of them; beyond, those arguments
+// count as unknown).
+func expandAlts(args []tmplType) [][]tmplType {
+	out := [][]tmplType{nil}
+	for _, a := range args {
+		choices := []tmplType{a}
+		if len(a.alts) > 0 && len(out)*len(a.alts) <= 32 {
+			choices = a.alts
+		}
+		var next [][]tmplType
+		for _, prefix := range out {
+			for _, ch := range choices {
+				next = append(next, append(append([]tmplType(nil), prefix...), ch))
+			}
+		}
+		out = next
+	}
+	return out
 }
 
 func (c *templateChecker) checkCallArgs(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) {
@@ -331,6 +396,14 @@ func (c *templateChecker) checkCallArgs(tree *parse.Tree, cmd *parse.CommandNode
 	}
 	fn, ok := c.funcs[name]
 	if !ok {
+		if valueArgs[name] {
+			for i, n := range nodes {
+				if _, ok := n.(*parse.NilNode); ok {
+					c.errorf(tree, n, "%s: argument %d is nil, which %s cannot take, so rendering would fail", name, i+1, name)
+					return
+				}
+			}
+		}
 		if a, ok := builtinArity[name]; ok {
 			switch {
 			case got < a[0]:
@@ -394,7 +467,7 @@ func (c *templateChecker) checkCallArgs(tree *parse.Tree, cmd *parse.CommandNode
 			continue
 		}
 		if i < len(nodes) {
-			if num, ok := nodes[i].(*parse.NumberNode); ok && (num.IsInt && isIntKind(want) || num.IsFloat && isFloatKind(want)) {
+			if num, ok := nodes[i].(*parse.NumberNode); ok && (num.IsInt && isIntKind(want) || num.IsFloat && (want.Kind() == reflect.Float32 || want.Kind() == reflect.Float64)) {
 				continue // an untyped constant converts
 			}
 		}
@@ -450,6 +523,9 @@ func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, va
 	case *parse.VariableNode:
 		v, ok := lookupVar(*vars, a.Ident[0])
 		if !ok {
+			// The parser lets a variable declared in one branch of an if
+			// be read in its else; rendering then fails.
+			c.errorf(tree, a, "variable %s is not declared here (a variable lives until the end of the if, range or with that declares it, and not in its else)", a.Ident[0])
 			return tmplType{}
 		}
 		return c.fields(tree, a, v, a.Ident[1:])
@@ -463,6 +539,7 @@ func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, va
 		*vars = append(*vars, map[string]tmplType{})
 		t := c.pipe(tree, a, dot, vars)
 		*vars = (*vars)[:len(*vars)-1]
+		t.boxed = false // a pipeline's end unwraps an any
 		return t
 	case *parse.StringNode:
 		return tmplType{t: reflect.TypeOf(""), konst: a.Text}
@@ -566,12 +643,14 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 				if c.keyType != nil {
 					if kt, ok := c.keyType(cur.what, name); ok {
 						kt.what = domainField(cur.what) + "." + name
+						kt.boxed = t.Elem().Kind() == reflect.Interface
 						cur = kt
 						continue
 					}
 				}
 			}
 			if v, ok := cur.vals[name]; ok {
+				v.boxed = t.Elem().Kind() == reflect.Interface
 				cur = v
 				continue
 			}
@@ -583,9 +662,10 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 				return tmplType{}
 			}
 			next := cur.itemType()
-			if next.unknown() {
+			if next.unknown() && len(next.alts) == 0 {
 				return tmplType{}
 			}
+			next.boxed = t.Elem().Kind() == reflect.Interface
 			cur = next
 		case reflect.Interface:
 			return tmplType{}
@@ -603,6 +683,9 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 
 // kindWords names a Go type the way a template author thinks of it.
 func kindWords(t reflect.Type) string {
+	if t == nil {
+		return "one of several kinds of value"
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "text"

@@ -72,10 +72,12 @@ func declaredType(v any) tmplType {
 				item = &et
 				continue
 			}
-			if !sameDeclared(*item, et) {
+			m, ok := mergeDeclared(*item, et)
+			if !ok {
 				item = nil
 				break
 			}
+			item = &m
 		}
 		tt.elem = item
 	case map[string]any:
@@ -85,6 +87,41 @@ func declaredType(v any) tmplType {
 		}
 	}
 	return tt
+}
+
+// mergeDeclared is the type two items of a list have in common: the same
+// Go type, with what is known of both of their items and values (an empty
+// list's items are not known, a list of numbers' are).
+func mergeDeclared(a, b tmplType) (tmplType, bool) {
+	if a.t != b.t {
+		return tmplType{}, false
+	}
+	out := tmplType{t: a.t}
+	if a.elem != nil && b.elem != nil {
+		if m, ok := mergeDeclared(*a.elem, *b.elem); ok {
+			out.elem = &m
+		}
+	}
+	if a.vals != nil && b.vals != nil {
+		out.vals = map[string]tmplType{}
+		for k, v := range a.vals {
+			w, ok := b.vals[k]
+			if !ok {
+				// Keys differ from item to item: none is checked.
+				out.vals = nil
+				break
+			}
+			if m, ok := mergeDeclared(v, w); ok {
+				out.vals[k] = m
+			} else {
+				out.vals[k] = tmplType{}
+			}
+		}
+		if out.vals != nil && len(out.vals) != len(b.vals) {
+			out.vals = nil
+		}
+	}
+	return out, true
 }
 
 // sameDeclared says whether two declared types are the same all the way
@@ -164,8 +201,11 @@ func (c *templateChecker) checkCompare(tree *parse.Tree, cmd *parse.CommandNode,
 		case order && (class == "" || class == "a boolean"):
 			c.errorf(tree, cmd, "%s cannot order %s: it is %s, and only numbers and text have an order, so rendering would fail", name, describeArg(nodes, i, a), kindWords(a.t))
 			return
-		case !order && class == "" && a.t.Kind() == reflect.Struct && !a.t.Comparable():
-			c.errorf(tree, cmd, "%s cannot compare %s: it is %s, whose values Go cannot compare (it holds a map or a list), so rendering would fail; compare one of its fields", name, describeArg(nodes, i, a), kindWords(a.t))
+		case !order && i > 0 && class == "" && !a.t.Comparable() && !args[0].unknown() && args[0].t.Kind() == a.t.Kind():
+			// eq compares values of one kind with Go's ==, which fails on
+			// values it cannot compare (a list, a mapping, a struct holding
+			// one) unless one is nil.
+			c.errorf(tree, cmd, "%s cannot compare %s with %s: it is %s, whose values Go cannot compare (it is or holds a map or a list), so rendering would fail; compare one of its fields or its len", name, describeArg(nodes, 0, args[0]), describeArg(nodes, i, a), kindWords(a.t))
 			return
 		}
 	}
@@ -175,9 +215,13 @@ func (c *templateChecker) checkCompare(tree *parse.Tree, cmd *parse.CommandNode,
 			continue
 		}
 		a, b := valueClass(first.t), valueClass(args[i].t)
+		at := parse.Node(cmd)
+		if i < len(nodes) && i > 1 {
+			at = nodes[i] // eq A B C: the operand that clashes
+		}
 		if a == "" && b == "" {
 			if first.t.Kind() != args[i].t.Kind() {
-				c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different kinds cannot be compared, so rendering would fail",
+				c.errorf(tree, at, "%s compares %s (%s) with %s (%s): values of different kinds cannot be compared, so rendering would fail",
 					name, describeArg(nodes, 0, first), kindWords(first.t), describeArg(nodes, i, args[i]), kindWords(args[i].t))
 				return
 			}
@@ -196,7 +240,7 @@ func (c *templateChecker) checkCompare(tree *parse.Tree, cmd *parse.CommandNode,
 		if strings.HasSuffix(a, "number") && strings.HasSuffix(b, "number") {
 			hint = " (text/template compares a whole number only with whole numbers: write the constant as the other side's kind, 2 or 2.0)"
 		}
-		c.errorf(tree, cmd, "%s compares %s (%s) with %s (%s): values of different types cannot be compared, so rendering would fail%s",
+		c.errorf(tree, at, "%s compares %s (%s) with %s (%s): values of different types cannot be compared, so rendering would fail%s",
 			name, describeArg(nodes, 0, first), a, describeArg(nodes, i, args[i]), b, hint)
 		return
 	}
@@ -217,23 +261,69 @@ func describeArg(nodes []parse.Node, i int, t tmplType) string {
 // its "%!" marks; ok is false when it cannot tell (a struct, a value of
 // unknown type).
 func verbFits(verb rune, tt tmplType) (fits, ok bool) {
-	if tt.unknown() {
-		return false, false
+	return verbFitsAt(verb, tt, 0)
+}
+
+func verbFitsAt(verb rune, tt tmplType, depth int) (fits, ok bool) {
+	if tt.isNil {
+		return verb == 'v', true
 	}
 	t := tt.t
-	if t.Kind() == reflect.Pointer {
-		return false, false
-	}
 	if verb == 'v' {
 		return true, true
 	}
+	if len(tt.alts) > 0 {
+		// One of several values: it fits if every one fits.
+		all := true
+		for _, a := range tt.alts {
+			fits, ok := verbFitsAt(verb, a, depth)
+			if ok && !fits {
+				return false, true
+			}
+			all = all && ok
+		}
+		return all, all
+	}
+	if tt.unknown() {
+		return false, false
+	}
+	if t.Kind() == reflect.Pointer && depth > 0 {
+		// fmt prints a pointer inside a value as its address.
+		return strings.ContainsRune("bdoxXp", verb), true
+	}
+	if t.Kind() == reflect.Pointer {
+		// fmt prints a pointer to a struct as &{...} at the top level.
+		if t.Elem().Kind() != reflect.Struct {
+			return false, false
+		}
+		t = t.Elem()
+		tt = tmplType{t: t}
+	}
 	switch t.Kind() {
+	case reflect.Struct:
+		// fmt formats a struct field by field: one field the verb does
+		// not fit marks the prompt.
+		for i := 0; i < t.NumField(); i++ {
+			ft := t.Field(i).Type
+			if ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Struct {
+				continue // nested: printed as an address or recursively
+			}
+			if fits, ok := verbFitsAt(verb, tmplType{t: ft}, depth+1); ok && !fits {
+				return false, true
+			}
+		}
+		return false, false
+	case reflect.Map:
+		if fits, ok := verbFitsAt(verb, tmplType{t: t.Key()}, depth+1); ok && !fits {
+			return false, true
+		}
+		return verbFitsAt(verb, tt.itemType(), depth+1)
 	case reflect.Slice, reflect.Array:
 		if t.Elem().Kind() == reflect.Uint8 && strings.ContainsRune("sqxX", verb) {
 			return true, true
 		}
 		// fmt formats a list item by item.
-		return verbFits(verb, tt.itemType())
+		return verbFitsAt(verb, tt.itemType(), depth+1)
 	case reflect.Interface:
 		return false, false
 	}
