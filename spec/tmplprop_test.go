@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"text/template"
@@ -336,9 +336,9 @@ func dataDependent(msg string) bool {
 
 type propOutcome struct {
 	parsed, accepted, refused int
-	acceptedFailed           []string
-	falseRefusals            []string
-	altRefusals              []string
+	acceptedFailed            []string
+	falseRefusals             []string
+	altRefusals               []string
 }
 
 // propCheck generates one scope and template from seed, checks it and
