@@ -171,6 +171,9 @@ const (
 	StringResult
 	// ListResult is a list, such as what foreach iterates over.
 	ListResult
+	// PairsResult is few-shot pairs: a list of {user, assistant} mappings
+	// or [user, assistant] lists, or JSON text of one.
+	PairsResult
 )
 
 // refChecker walks an expression and checks names indexed on nodes, vars,

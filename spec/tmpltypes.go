@@ -40,10 +40,10 @@ func (c *compiler) templateKeyType(domain, key string) (tmplType, bool) {
 			if in.Name != key {
 				continue
 			}
-			if _, text := in.Default.(string); in.HasDefault && !text {
-				return tmplType{}, false
+			if t := inputType(in); t != nil {
+				return tmplType{t: t}, true
 			}
-			return tmplType{t: reflect.TypeOf("")}, true
+			return tmplType{}, false
 		}
 	}
 	return tmplType{}, false
@@ -500,10 +500,10 @@ func (c *templateChecker) noteScoped(tree *parse.Tree, n parse.Node, cur tmplTyp
 		c.reads = append(c.reads, tmplNodeRead{id: "Item", loc: c.locOf(tree, n), scoped: "item"})
 	case name == "Vars" && (cur.what == "Agent" || cur.what == "Goal"):
 		next.what = cur.what + ".Vars"
-	case name == "Fields" && t == reflect.TypeOf(value.Message{}):
-		next.what = "Fields"
+	case (name == "Fields" || name == "ChoiceMap") && t == reflect.TypeOf(value.Message{}):
+		next.what = name
 		if cur.what != "" {
-			next.what = cur.what + ".Fields"
+			next.what = cur.what + "." + name
 		}
 		next.replyKeys = true
 	}
@@ -577,6 +577,10 @@ func (ro *runOrder) scopedRead(np *NodePlan, use templateUse, r tmplNodeRead) {
 // tags a message holds are the model's, and a reply without X (or a round
 // where the agent has not spoken yet) fails rendering; index gives "".
 func (c *templateChecker) replyKey(tree *parse.Tree, n parse.Node, cur tmplType, name string) {
+	if strings.HasSuffix(cur.what, "ChoiceMap") {
+		c.errorf(tree, n, ".%s.%s is read by name, but a message's choice map holds only the labels its call showed (none without shuffled choices), so rendering can fail; write {{index .%s %q}}, which gives \"\" when the label is absent", cur.what, name, cur.what, name)
+		return
+	}
 	c.errorf(tree, n, ".%s.%s is read by name, but a message holds only the tags its reply had (and none before the agent has spoken), so rendering can fail; write {{index .%s %q}}, which gives \"\" when the tag is absent", cur.what, name, cur.what, name)
 }
 
