@@ -309,7 +309,13 @@ func (c *compiler) checkBuiltinArgs(p *pendingExpr, root ast.Node) bool {
 			}
 		case numberBuiltins[b.Name]:
 			for _, a := range b.Arguments {
+				if _, pred := a.(*ast.PredicateNode); pred {
+					continue // sum(list, {...}): the mapping of each item
+				}
 				t := a.Type()
+				if t != nil && t.Kind() == reflect.Func {
+					continue
+				}
 				for t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 					t = t.Elem()
 				}
