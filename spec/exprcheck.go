@@ -259,7 +259,11 @@ func pairsType(t reflect.Type) bool {
 // typeWithItems names a type for a message, with a list's items.
 func typeWithItems(t reflect.Type) string {
 	if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(exprTypeWords(t.Elem().String()), "a "), "an ") + "s"
+		item := exprTypeWords(t.Elem().String())
+		if rest, ok := strings.CutPrefix(item, "a value of "); ok {
+			return "a list of values of " + rest
+		}
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(item, "a "), "an ") + "s"
 	}
 	return exprTypeWords(t.String())
 }

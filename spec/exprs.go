@@ -453,8 +453,16 @@ func exprTypeWords(t string) string {
 		return "an object"
 	case t == "value.Message":
 		return "a message"
+	case t == "value.GoalView":
+		return "a goal"
+	case t == "interface {}" || t == "interface{}":
+		return "a value of any type"
+	case strings.HasPrefix(t, "func("):
+		return "a function"
+	case strings.HasPrefix(t, "value."):
+		return article(strings.TrimPrefix(t, "value."))
 	}
-	return "of type " + t
+	return "a value of type " + t
 }
 
 // typedEnvSample replaces the vars, inputs and nodes of env with structs

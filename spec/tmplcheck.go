@@ -147,6 +147,9 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 				break
 			}
 		}
+		if t := deref(pt.t); t != nil && len(n.Pipe.Decl) == 2 && (isIntKind(t)) {
+			c.errorf(tree, n, "range over a number gives one variable, but two are declared, so rendering would fail")
+		}
 		elem, key := rangeTypes(pt)
 		if len(n.Pipe.Decl) == 1 {
 			(*vars)[len(*vars)-1][n.Pipe.Decl[0].Ident[0]] = elem
