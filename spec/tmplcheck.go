@@ -274,6 +274,10 @@ func (c *templateChecker) pipe(tree *parse.Tree, p *parse.PipeNode, dot tmplType
 			if p.IsAssign {
 				// $x = ...: the variable of an outer scope changes, maybe
 				// only on some paths; its old constant no longer holds.
+				if _, ok := lookupVar(*vars, d.Ident[0]); !ok {
+					c.errorf(tree, d, "variable %s is not declared here, so it cannot be assigned (a variable lives until the end of the if, range or with that declares it)", d.Ident[0])
+					continue
+				}
 				assignVar(*vars, d.Ident[0], t)
 				continue
 			}

@@ -138,7 +138,8 @@ func (g *tmplGen) field() string {
 		fs = append(fs, ".", ".", "$.Round", "$.Agent.Name")
 	} else {
 		fs = append(fs, ".Round", ".Agent.Name", ".Agents", ".History", ".Inbox", ".Target.Content",
-			".Own.Round", ".Agent.Persona", ".Turn", ".Agent.Neighbours", ".Own.Fields", ".Target")
+			".Own.Round", ".Agent.Persona", ".Turn", ".Agent.Neighbours", ".Own.Fields", ".Target",
+			".Target.ChoiceMap", ".Inputs.q", ".Own.Withdrawn", ".Nodes")
 		for _, n := range g.scope.names {
 			fs = append(fs, ".Vars."+n, ".Vars."+n)
 			if m, ok := g.scope.vars[n].(map[string]any); ok {
@@ -233,6 +234,9 @@ func (g *tmplGen) statements(b *strings.Builder, n, depth int) {
 		switch k := g.r.IntN(10); {
 		case k < 5 || depth > 1:
 			fmt.Fprintf(b, "{{%s}}", g.pipeline(0))
+		case k == 5 && len(g.vars) > 0 && g.r.IntN(3) == 0:
+			// Assignment to a variable declared before.
+			fmt.Fprintf(b, "{{%s = %s}}", g.vars[g.r.IntN(len(g.vars))], g.pipeline(0))
 		case k == 5:
 			name := fmt.Sprintf("$x%d", g.nvar)
 			g.nvar++
@@ -306,6 +310,10 @@ func samplePromptData(r *rand.Rand, scope propScope, full bool) *PromptData {
 		d.Agent.Name = ""
 	}
 	d.Inputs = map[string]any{"q": "what?"}
+	if full || r.IntN(2) == 0 {
+		d.Nodes = map[string]value.NodeResult{"x": {Text: "t", Calls: 1}}
+		d.Target.ChoiceMap = map[string]string{"A": "yes"}
+	}
 	d.Vars = map[string]any{}
 	for _, name := range scope.names {
 		v := sampleLike(r, scope.vars[name], 0)
