@@ -244,14 +244,17 @@ func onArithmeticPath(root, target ast.Node) bool {
 }
 
 // pairsType says whether a value of type t can be few-shot pairs: text
-// (JSON), a value of any type, or a list of any values (expr's lists of
-// mappings and of two-item lists are that).
+// (JSON), a value of any type, or a list whose items can be mappings or
+// two-item lists (a list of text, split(...), cannot).
 func pairsType(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.String, reflect.Interface:
 		return true
-	case reflect.Slice:
-		return t.Elem().Kind() == reflect.Interface
+	case reflect.Slice, reflect.Array:
+		switch t.Elem().Kind() {
+		case reflect.Interface, reflect.Map, reflect.Struct, reflect.Slice, reflect.Array:
+			return true
+		}
 	}
 	return false
 }
