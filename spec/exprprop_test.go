@@ -168,7 +168,7 @@ func exprDataDependent(msg string) bool {
 }
 
 type exprOutcome struct {
-	parsed, accepted, refused   int
+	accepted, refused           int
 	acceptedFailed, falseRefuse []string
 	// byDesign: refused, evaluates, but wrong (see byDesignRefusal);
 	// undecided: accepted, fails, in a class the checker does not decide.
@@ -276,7 +276,7 @@ func byDesignRefusal(errs string) bool {
 		}
 		known := false
 		for _, s := range []string{"mismatched types", "cannot use", "takes only", "no node records", "has no property",
-			"invalid operation", "not defined on", "expected", "unknown", "takes numbers", "has no key", "cannot get", "has no field"} {
+			"invalid operation", "not defined on", "expected", "unknown", "takes numbers", "has no key", "cannot get", "has no field", "invalid argument"} {
 			if strings.Contains(line, s) {
 				known = true
 			}

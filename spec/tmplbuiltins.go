@@ -66,15 +66,18 @@ func (tt tmplType) itemType() tmplType {
 }
 
 // assignVar gives an existing variable ($x = ...) its new type, without
-// constant: the assignment may happen on some paths only.
+// constant. Assigned in the scope that declares it, the variable has the
+// new value from there on; assigned inside an if, with or range, it has
+// the old or the new one after it (and in the next round of a range).
 func assignVar(vars []map[string]tmplType, name string, t tmplType) {
-	t.konst = nil
+	t.konst, t.boxed = nil, false
 	for i := len(vars) - 1; i >= 0; i-- {
 		if old, ok := vars[i][name]; ok {
-			if old.t != t.t {
-				t = tmplType{}
+			if i == len(vars)-1 {
+				vars[i][name] = t
+				return
 			}
-			vars[i][name] = t
+			vars[i][name] = oneOf([]tmplType{old, t})
 			return
 		}
 	}

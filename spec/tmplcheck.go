@@ -517,10 +517,6 @@ func isIntKind(t reflect.Type) bool {
 	return false
 }
 
-func isFloatKind(t reflect.Type) bool {
-	return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 || isIntKind(t)
-}
-
 func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, vars *[]map[string]tmplType) tmplType {
 	switch a := arg.(type) {
 	case *parse.DotNode:

@@ -150,9 +150,7 @@ func (g *tmplGen) field() string {
 			}
 		}
 	}
-	for _, v := range g.vars {
-		fs = append(fs, v)
-	}
+	fs = append(fs, g.vars...)
 	return fs[g.r.IntN(len(fs))]
 }
 

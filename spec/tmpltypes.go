@@ -176,14 +176,6 @@ func valueClass(t reflect.Type) string {
 	return ""
 }
 
-// classesClash says whether text/template refuses to compare values of
-// these classes: any two different ones, a whole number with a decimal one
-// too (the types of numbers are fixed by the spec: a var's default, a
-// constant as written, a --set value parsed as the default's type).
-func classesClash(a, b string) bool {
-	return a != "" && b != "" && a != b
-}
-
 // checkCompare refuses a comparison text/template cannot make: operands of
 // different classes, an order (lt, le, gt, ge) of anything but numbers and
 // text, an equality of values Go cannot compare.
