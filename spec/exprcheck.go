@@ -306,9 +306,14 @@ func (c *compiler) checkBuiltinArgs(p *pendingExpr, root ast.Node) bool {
 				return
 			}
 			t := cl.Node.Type()
+			items := literalItems(b.Arguments[0])
 			if _, bare := cl.Node.(*ast.PointerNode); bare && (t == nil || t.Kind() == reflect.Interface) {
 				// {#} over a list expr types as any items: its literal's.
-				t = literalItems(b.Arguments[0])
+				t = items
+			}
+			if items != nil && !itemArithmetic(p, c, b.Name, cl.Node, items) {
+				ok = false
+				return
 			}
 			if t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
 				c.r.Errorf(c.offsetPos(p.e, p.prog.Source, b.Arguments[1].Location().From), "%s: %s's predicate %s gives %s, but a boolean is wanted, so evaluating it fails", p.what, b.Name, cl.Node.String(), exprTypeWords(t.String()))
@@ -419,11 +424,50 @@ func literalItems(n ast.Node) reflect.Type {
 		return t
 	case *ast.BuiltinNode:
 		switch x.Name {
-		case "sort", "reverse", "filter", "sortBy", "uniq", "take", "flatten":
-			if len(x.Arguments) > 0 && x.Name != "flatten" {
+		case "sort", "reverse", "filter", "sortBy", "uniq", "take":
+			if len(x.Arguments) > 0 {
 				return literalItems(x.Arguments[0])
 			}
 		}
 	}
+	// A list whose type says its items' (latest(...) is a list of messages).
+	if t := n.Type(); t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && t.Elem().Kind() != reflect.Interface {
+		return t.Elem()
+	}
 	return nil
+}
+
+// itemArithmetic refuses arithmetic on the item (#) of a predicate whose
+// items are known not to be numbers: expr types # as any after reverse,
+// sort and the like, and the run fails on the first item.
+func itemArithmetic(p *pendingExpr, c *compiler, fn string, body ast.Node, item reflect.Type) bool {
+	switch item.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Interface:
+		return true
+	}
+	ok := true
+	ast.Walk(&body, visitorFunc(func(n *ast.Node) {
+		bin, isBin := (*n).(*ast.BinaryNode)
+		if !isBin || !ok {
+			return
+		}
+		switch bin.Operator {
+		case "+", "-", "*", "/", "%", "**", "^":
+		default:
+			return
+		}
+		_, l := bin.Left.(*ast.PointerNode)
+		_, r := bin.Right.(*ast.PointerNode)
+		if !l && !r {
+			return
+		}
+		if bin.Operator == "+" && item.Kind() == reflect.String {
+			return // text joins
+		}
+		c.r.Errorf(c.offsetPos(p.e, p.prog.Source, bin.Location().From), "%s: %s's predicate computes %s, but its items are %s, which %s cannot take, so evaluating it fails", p.what, fn, bin.String(), typeWithItems(reflect.SliceOf(item))[len("a list of "):], bin.Operator)
+		ok = false
+	}))
+	return ok
 }

@@ -492,6 +492,12 @@ func (c *templateChecker) noteScoped(tree *parse.Tree, n parse.Node, cur tmplTyp
 		c.reads = append(c.reads, tmplNodeRead{id: "Item", loc: c.locOf(tree, n), scoped: "item"})
 	case name == "Vars" && (cur.what == "Agent" || cur.what == "Goal"):
 		next.what = cur.what + ".Vars"
+	case name == "Outputs" && t == reflect.TypeOf(value.NodeResult{}):
+		next.what = name
+		if cur.what != "" {
+			next.what = cur.what + "." + name
+		}
+		next.replyKeys = true
 	case (name == "Fields" || name == "ChoiceMap") && t == reflect.TypeOf(value.Message{}):
 		next.what = name
 		if cur.what != "" {
@@ -569,6 +575,10 @@ func (ro *runOrder) scopedRead(np *NodePlan, use templateUse, r tmplNodeRead) {
 // tags a message holds are the model's, and a reply without X (or a round
 // where the agent has not spoken yet) fails rendering; index gives "".
 func (c *templateChecker) replyKey(tree *parse.Tree, n parse.Node, cur tmplType, name string) {
+	if strings.HasSuffix(cur.what, "Outputs") {
+		c.errorf(tree, n, ".%s.%s is read by name, but a node's outputs are keyed by the agents that answered (none for an agent that did not, or that is not the node's), so rendering can fail; write {{with index .%s %q}}...{{end}}", cur.what, name, cur.what, name)
+		return
+	}
 	if strings.HasSuffix(cur.what, "ChoiceMap") {
 		c.errorf(tree, n, ".%s.%s is read by name, but a message's choice map holds only the labels its call showed (none without shuffled choices), so rendering can fail; write {{index .%s %q}}, which gives \"\" when the label is absent", cur.what, name, cur.what, name)
 		return
