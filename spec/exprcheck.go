@@ -320,6 +320,16 @@ func (c *compiler) checkBuiltinArgs(p *pendingExpr, root ast.Node) bool {
 				ok = false
 			}
 		case numberBuiltins[b.Name]:
+			if b.Map != nil {
+				return // sum(map(list, {...})), fused: the mapping gives the numbers
+			}
+			for _, a := range b.Arguments {
+				if _, pred := a.(*ast.PredicateNode); pred {
+					// sum(list, {...}) (expr makes sum(map(...)) one): the
+					// predicate gives the numbers, not the list.
+					return
+				}
+			}
 			for _, a := range b.Arguments {
 				if _, pred := a.(*ast.PredicateNode); pred {
 					continue // sum(list, {...}): the mapping of each item
@@ -423,6 +433,9 @@ func literalItems(n ast.Node) reflect.Type {
 		}
 		return t
 	case *ast.BuiltinNode:
+		if x.Map != nil {
+			return nil // filter(map(...)) fused: the mapping's values
+		}
 		switch x.Name {
 		case "sort", "reverse", "filter", "sortBy", "uniq", "take":
 			if len(x.Arguments) > 0 {
