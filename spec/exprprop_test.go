@@ -122,8 +122,8 @@ func (g *exprGen) gen(depth int) string {
 		}
 		return f + "(" + g.gen(depth+1) + ")"
 	case k == 11:
-		preds := []string{"# > 0", "# == \"a\"", "#", "# * 2", ".a"}
-		fs := []string{"filter", "map", "groupBy", "count", "all", "any", "sortBy"}
+		preds := []string{"# > 0", "# == \"a\"", "#", "# * 2", ".a", ".round", ".content", "len(.content)"}
+		fs := []string{"filter", "map", "groupBy", "count", "all", "any", "sortBy", "sum", "max", "mean"}
 		return fs[g.r.IntN(len(fs))] + "(" + g.gen(depth+1) + ", " + preds[g.r.IntN(len(preds))] + ")"
 	case k == 12:
 		fs := []string{"split", "join", "hasPrefix", "indexOf", "repeat"}
