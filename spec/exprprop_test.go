@@ -276,7 +276,7 @@ func byDesignRefusal(errs string) bool {
 		}
 		known := false
 		for _, s := range []string{"mismatched types", "cannot use", "takes only", "no node records", "has no property",
-			"invalid operation", "not defined on", "expected", "unknown", "takes numbers", "has no key", "cannot get", "has no field", "invalid argument", "cannot slice"} {
+			"invalid operation", "not defined on", "expected", "unknown", "takes numbers", "has no key", "cannot get", "has no field", "invalid argument", "cannot slice", "cannot transform"} {
 			if strings.Contains(line, s) {
 				known = true
 			}
