@@ -300,6 +300,26 @@ func (c *compiler) checkBuiltinArgs(p *pendingExpr, root ast.Node) bool {
 			return
 		}
 		switch {
+		case (b.Name == "sortBy" || b.Name == "sort") && len(b.Arguments) >= 1:
+			// sort orders numbers or text: a list of goals, messages or
+			// mappings fails on its second item.
+			var t reflect.Type
+			if cl, isCl := lastPredicate(b); isCl {
+				t = cl.Node.Type()
+				if _, bare := cl.Node.(*ast.PointerNode); bare && (t == nil || t.Kind() == reflect.Interface) {
+					t = literalItems(b.Arguments[0])
+				}
+			} else if b.Name == "sort" {
+				t = literalItems(b.Arguments[0])
+			}
+			if t == nil {
+				return
+			}
+			switch t.Kind() {
+			case reflect.Struct, reflect.Map, reflect.Slice, reflect.Bool, reflect.Pointer:
+				c.r.Errorf(c.offsetPos(p.e, p.prog.Source, b.Location().From), "%s: %s orders numbers or text, but it is given %s, so evaluating it fails on a list of two or more", p.what, b.Name, typeWithItems(reflect.SliceOf(t)))
+				ok = false
+			}
 		case predicateBuiltins[b.Name] && len(b.Arguments) == 2:
 			cl, isCl := b.Arguments[1].(*ast.PredicateNode)
 			if !isCl || cl.Node == nil {
@@ -483,4 +503,14 @@ func itemArithmetic(p *pendingExpr, c *compiler, fn string, body ast.Node, item 
 		ok = false
 	}))
 	return ok
+}
+
+// lastPredicate is a builtin's predicate argument, if it has one.
+func lastPredicate(b *ast.BuiltinNode) (*ast.PredicateNode, bool) {
+	for _, a := range b.Arguments {
+		if p, ok := a.(*ast.PredicateNode); ok && p.Node != nil {
+			return p, true
+		}
+	}
+	return nil, false
 }
