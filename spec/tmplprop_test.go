@@ -300,7 +300,7 @@ func samplePromptData(r *rand.Rand, scope propScope, full bool) *PromptData {
 	}
 	d.Inbox = d.History
 	d.Target = value.Message{From: "bob", Content: []string{"t", ""}[r.IntN(2)]}
-	d.Own = value.Message{From: "ann", Content: "o", Round: r.IntN(3), Fields: map[string]string{}}
+	d.Own = value.Message{From: "ann", Content: "o", Round: r.IntN(3), Fields: map[string]string{}, Withdrawn: r.IntN(3) == 0}
 	if r.IntN(2) == 0 {
 		d.Own.Fields["x"] = "1"
 	}
@@ -403,7 +403,13 @@ func propCheck(seed uint64, out *propOutcome) {
 	out.refused++
 	if len(failures) == 0 && len(seen) == marks && !allSkippable(set.Lookup("main").Tree, errs) {
 		m := desc + "\n  refused: " + strings.Join(errs, "; ")
-		if allAlternatives(errs) {
+		var rest []string
+		for _, e := range errs {
+			if !allSkippable(set.Lookup("main").Tree, []string{e}) {
+				rest = append(rest, e)
+			}
+		}
+		if allAlternatives(rest) {
 			out.altRefusals = append(out.altRefusals, m)
 			return
 		}

@@ -297,8 +297,9 @@ func verbFitsAt(verb rune, tt tmplType, depth int) (fits, ok bool) {
 		// not fit marks the prompt.
 		for i := 0; i < t.NumField(); i++ {
 			ft := t.Field(i).Type
-			if ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Struct {
-				continue // nested: printed as an address or recursively
+			switch ft.Kind() {
+			case reflect.Pointer, reflect.Struct, reflect.Slice, reflect.Array, reflect.Map, reflect.Interface:
+				continue // an address, a nested value, a list that may be empty
 			}
 			if fits, ok := verbFitsAt(verb, tmplType{t: ft}, depth+1); ok && !fits {
 				return false, true
