@@ -85,7 +85,9 @@ func latestOf(ms []value.Message, record string) []value.Message {
 }
 
 // exprFunctions are the functions every expression may call, beyond expr's
-// builtins (all, any, filter, map, len, sum, mean, max, min...).
+// builtins (all, any, filter, map, len, sum, mean, max, min...). mode and
+// counts take any list: their types list the lists a declared type may be
+// (a var's [1, 2] is checked as a list of whole numbers).
 var exprFunctions = []expr.Option{
 	expr.Function("mode", func(params ...any) (any, error) {
 		list, ok := toList(params[0])
@@ -93,7 +95,7 @@ var exprFunctions = []expr.Option{
 			return nil, fmt.Errorf("mode: expected a list, got %T", params[0])
 		}
 		return mode(list), nil
-	}, new(func([]any) any)),
+	}, new(func([]any) any), new(func([]int) any), new(func([]float64) any), new(func([]string) any), new(func([]bool) any)),
 	expr.Function("counts", func(params ...any) (any, error) {
 		list, ok := toList(params[0])
 		if !ok {
@@ -106,7 +108,8 @@ var exprFunctions = []expr.Option{
 			out[k] = n + 1
 		}
 		return out, nil
-	}, new(func([]any) map[string]any)),
+	}, new(func([]any) map[string]any), new(func([]int) map[string]any), new(func([]float64) map[string]any),
+		new(func([]string) map[string]any), new(func([]bool) map[string]any)),
 }
 
 // toList accepts any slice: a value typed "any" when the expression was
@@ -171,6 +174,9 @@ const (
 	StringResult
 	// ListResult is a list, such as what foreach iterates over.
 	ListResult
+	// PairsResult is few-shot pairs: a list of {user, assistant} mappings
+	// or [user, assistant] lists, or JSON text of one.
+	PairsResult
 )
 
 // refChecker walks an expression and checks names indexed on nodes, vars,

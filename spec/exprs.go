@@ -208,12 +208,31 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	// catches a string used as a condition before a run fails on it.
 	typed := c.typedEnvSample(env)
 	tprog, err := expr.Compile(src, exprOptions(typed, p.want)...)
+	result := prog.Node().Type()
 	if err != nil {
 		if !strings.Contains(err.Error(), "struct {") {
 			c.exprError(e, src, err, typed, what)
 			return
 		}
+		// expr refuses it over the structs that stand for objects: once
+		// more over the mappings a run holds (keys(x) takes those).
+		mapped := c.mapViewEnv(env)
+		mprog, err := expr.Compile(src, exprOptions(mapped, p.want)...)
+		if err != nil && !strings.Contains(err.Error(), "struct {") {
+			c.exprError(e, src, err, mapped, what)
+			return
+		}
+		if err == nil && !c.checkBuiltinArgs(p, mprog.Node()) {
+			return
+		}
+	} else if tp := tprog.Node(); !c.checkBuiltinArgs(p, tp) {
+		return
 	} else if !c.checkResult(p, tprog.Node().Type()) {
+		return
+	} else if t := tprog.Node().Type(); t != nil && t.Kind() != reflect.Interface {
+		result = t
+	}
+	if !c.exprStatic(p, tree.Node, result) {
 		return
 	}
 	if p.want == StringResult && len(p.choices) > 0 {
@@ -434,8 +453,16 @@ func exprTypeWords(t string) string {
 		return "an object"
 	case t == "value.Message":
 		return "a message"
+	case t == "value.GoalView":
+		return "a goal"
+	case t == "interface {}" || t == "interface{}":
+		return "a value of any type"
+	case strings.HasPrefix(t, "func("):
+		return "a function"
+	case strings.HasPrefix(t, "value."):
+		return article(strings.TrimPrefix(t, "value."))
 	}
-	return "of type " + t
+	return "a value of type " + t
 }
 
 // typedEnvSample replaces the vars, inputs and nodes of env with structs
@@ -447,14 +474,14 @@ func (c *compiler) typedEnvSample(env map[string]any) map[string]any {
 		for i, v := range c.plan.Vars {
 			t := anyType
 			if v.Default != nil {
-				t = reflect.TypeOf(v.Default)
+				t = exprDeclared(declaredType(v.Default))
 			}
 			vars = append(vars, reflect.StructField{Name: fmt.Sprintf("V%d", i), Type: t, Tag: reflect.StructTag(fmt.Sprintf("expr:%q", v.Name))})
 		}
 		var inputs []reflect.StructField
 		for i, in := range c.plan.Inputs {
-			t := reflect.TypeOf("")
-			if _, text := in.Default.(string); in.HasDefault && !text {
+			t := inputType(in)
+			if t == nil {
 				t = anyType
 			}
 			inputs = append(inputs, reflect.StructField{Name: fmt.Sprintf("I%d", i), Type: t, Tag: reflect.StructTag(fmt.Sprintf("expr:%q", in.Name))})
@@ -475,10 +502,60 @@ func (c *compiler) typedEnvSample(env map[string]any) map[string]any {
 	return typed
 }
 
+// mapViewEnv is the typed environment with node outputs typed as the
+// mappings a run holds (ReflectMap): what an expression is checked against
+// when expr refuses it over the structs standing for objects. (Errors that
+// still name a struct, such as keys(vars), are left alone.)
+func (c *compiler) mapViewEnv(env map[string]any) map[string]any {
+	var nodes []reflect.StructField
+	for i, id := range c.plan.NodeOrder {
+		nodes = append(nodes, reflect.StructField{Name: fmt.Sprintf("N%d", i), Type: nodeResultTypeWith(c.plan.Nodes[id], (*Type).ReflectMap), Tag: reflect.StructTag(fmt.Sprintf("expr:%q", id))})
+	}
+	out := make(map[string]any, len(env))
+	for k, v := range env {
+		out[k] = v
+	}
+	out["nodes"] = reflect.New(reflect.StructOf(nodes)).Elem().Interface()
+	out["vars"], out["inputs"] = c.typedVars, c.typedInputs
+	return out
+}
+
+// exprDeclared is the Go type expressions are checked against for a
+// declared value: a list whose items share a type is a list of that type
+// (the run holds []any, whose items have it).
+func exprDeclared(tt tmplType) reflect.Type {
+	if tt.t == nil {
+		return anyType
+	}
+	if tt.t.Kind() == reflect.Slice && tt.elem != nil && tt.elem.t != nil {
+		return reflect.SliceOf(exprDeclared(*tt.elem))
+	}
+	return tt.t
+}
+
+// inputType is an input's type: text, or the type of a number or boolean
+// default (runtime/args parses the input as that type); nil when unknown.
+func inputType(in *InputPlan) reflect.Type {
+	if !in.HasDefault {
+		return reflect.TypeOf("")
+	}
+	switch in.Default.(type) {
+	case string:
+		return reflect.TypeOf("")
+	case int, float64, bool:
+		return reflect.TypeOf(in.Default)
+	}
+	return nil
+}
+
 // nodeResultType is NodeResult with the node's declared output types.
 func nodeResultType(np *NodePlan) reflect.Type {
-	out := np.Output.Reflect()
-	outs := reflect.MapOf(reflect.TypeOf(""), np.Outputs.Reflect())
+	return nodeResultTypeWith(np, (*Type).Reflect)
+}
+
+func nodeResultTypeWith(np *NodePlan, reflectOf func(*Type) reflect.Type) reflect.Type {
+	out := reflectOf(np.Output)
+	outs := reflect.MapOf(reflect.TypeOf(""), reflectOf(np.Outputs))
 	if np.Outputs == nil {
 		outs = reflect.MapOf(reflect.TypeOf(""), out)
 	}

@@ -22,6 +22,28 @@ type tmplType struct {
 	what string
 	// replyKeys: a map whose keys a model's reply decides (Message.Fields).
 	replyKeys bool
+	// elem is the declared type of the items of a list, or of the values of
+	// a map, whose Go type holds any (a var's default [1, 2] is a []any of
+	// whole numbers); nil when the items differ or are not known.
+	elem *tmplType
+	// vals are the declared types of a map's values by key (a var whose
+	// default is a mapping).
+	vals map[string]tmplType
+	// konst is the value of a constant (int64, float64, string, bool), folded
+	// through variables and add/sub, so that argument domains and bounds
+	// can be checked; nil when not constant.
+	konst any
+	// isNil: the nil constant.
+	isNil bool
+	// method: the value comes from a method, which may take arguments.
+	method bool
+	// boxed: the value is read from a list or mapping of any values, and
+	// text/template hands it on as such (slice refuses it as an index;
+	// a pipeline's end, as in (.Vars.n), unwraps it).
+	boxed bool
+	// alts are the types a value may have when it is one of several (and,
+	// or and default give one of their arguments); t is nil then.
+	alts []tmplType
 }
 
 func (tt tmplType) unknown() bool { return tt.t == nil }
@@ -111,12 +133,22 @@ func (c *templateChecker) walk(tree *parse.Tree, n parse.Node, dot tmplType, var
 		if k, ok := rangeCount(n.Pipe); ok && k > MaxTemplateRange {
 			c.errorf(tree, n, "range over %d: a template ranges over at most %d", k, MaxTemplateRange)
 		}
-		if t := deref(pt.t); t != nil && !rangeable(t) {
-			what := "the value"
-			if pt.what != "" {
-				what = "." + pt.what
+		for _, alt := range append([]tmplType{pt}, pt.alts...) {
+			if t := deref(alt.t); t != nil && !rangeable(t) {
+				what := "the value"
+				if pt.what != "" {
+					what = "." + pt.what
+				}
+				may := "it is"
+				if len(pt.alts) > 0 {
+					may = "it may be (and, or and default give one of their arguments)"
+				}
+				c.errorf(tree, n, "cannot range over %s: %s %s, not a list or a mapping", what, may, kindWords(t))
+				break
 			}
-			c.errorf(tree, n, "cannot range over %s: it is %s, not a list or a mapping", what, kindWords(t))
+		}
+		if t := deref(pt.t); t != nil && len(n.Pipe.Decl) == 2 && (isIntKind(t)) {
+			c.errorf(tree, n, "range over a number gives one variable, but two are declared, so rendering would fail")
 		}
 		elem, key := rangeTypes(pt)
 		if len(n.Pipe.Decl) == 1 {
@@ -207,15 +239,27 @@ func rangeable(t reflect.Type) bool {
 
 func rangeTypes(pt tmplType) (elem, key tmplType) {
 	t := deref(pt.t)
+	if len(pt.alts) > 0 {
+		var elems, keys []tmplType
+		for _, a := range pt.alts {
+			e, k := rangeTypes(a)
+			elems, keys = append(elems, e), append(keys, k)
+		}
+		return oneOf(elems), oneOf(keys)
+	}
 	if t == nil {
 		return tmplType{}, tmplType{}
 	}
+	elem = pt.itemType()
 	switch t.Kind() {
 	case reflect.Slice, reflect.Array:
-		return tmplType{t: t.Elem()}, tmplType{t: reflect.TypeOf(0)}
+		elem.boxed = t.Elem().Kind() == reflect.Interface
+		return elem, tmplType{t: reflect.TypeOf(0)}
 	case reflect.Map:
-		return tmplType{t: t.Elem()}, tmplType{t: t.Key()}
-	case reflect.Int:
+		elem.boxed = t.Elem().Kind() == reflect.Interface
+		return elem, tmplType{t: t.Key()}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return tmplType{t: t}, tmplType{}
 	}
 	return tmplType{}, tmplType{}
@@ -225,7 +269,18 @@ func rangeTypes(pt tmplType) (elem, key tmplType) {
 func (c *templateChecker) pipe(tree *parse.Tree, p *parse.PipeNode, dot tmplType, vars *[]map[string]tmplType) tmplType {
 	t := c.pipeNoDecl(tree, p, dot, vars)
 	if p != nil {
+		t.boxed = t.boxed && len(p.Decl) == 0 // a variable holds the unwrapped value
 		for _, d := range p.Decl {
+			if p.IsAssign {
+				// $x = ...: the variable of an outer scope changes, maybe
+				// only on some paths; its old constant no longer holds.
+				if _, ok := lookupVar(*vars, d.Ident[0]); !ok {
+					c.errorf(tree, d, "variable %s is not declared here, so it cannot be assigned (a variable lives until the end of the if, range or with that declares it)", d.Ident[0])
+					continue
+				}
+				assignVar(*vars, d.Ident[0], t)
+				continue
+			}
 			(*vars)[len(*vars)-1][d.Ident[0]] = t
 		}
 	}
@@ -264,12 +319,20 @@ func (c *templateChecker) command(tree *parse.Tree, cmd *parse.CommandNode, dot 
 	}
 	if len(cmd.Args) > 0 {
 		if id, ok := cmd.Args[0].(*parse.IdentifierNode); ok {
+			nodes := cmd.Args[1:]
 			if piped != nil {
 				args = append(args, *piped)
 			}
-			c.checkCall(tree, cmd, id.Ident, args, cmd.Args[1:], piped != nil)
-			return c.funcResult(id.Ident)
+			if !c.checkCall(tree, cmd, id.Ident, args, nodes, piped != nil) {
+				return tmplType{}
+			}
+			return c.callResult(id.Ident, args, nodes)
 		}
+		if _, ok := cmd.Args[0].(*parse.NilNode); ok {
+			c.errorf(tree, cmd, "nil is not a command: an action cannot start with nil, so rendering would fail")
+			return tmplType{}
+		}
+		c.checkNonFunction(tree, cmd, result, len(cmd.Args)-1, piped != nil)
 	}
 	return result
 }
@@ -283,10 +346,50 @@ var builtinArity = map[string][2]int{
 	"eq": {2, -1}, "ne": {2, 2}, "lt": {2, 2}, "le": {2, 2}, "gt": {2, 2}, "ge": {2, 2},
 }
 
+// valueArgs are the builtins that fail on the nil constant in any place
+// (index, slice, len and call check their own; eq and and or take it).
+var valueArgs = map[string]bool{"lt": true, "le": true, "gt": true, "ge": true}
+
 // checkCall checks a function call's number of arguments and, where both
 // are known, their types: a wrong call fails when the prompt is rendered,
 // which may be after many paid calls.
-func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) {
+func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) bool {
+	before := len(c.errs)
+	combos := expandAlts(args)
+	for _, combo := range combos {
+		c.checkCallArgs(tree, cmd, name, combo, nodes, piped)
+		if len(c.errs) > before {
+			if len(combos) > 1 {
+				c.errs[len(c.errs)-1] += " (an argument may be either of several values: and, or and default give one of their arguments)"
+			}
+			break
+		}
+	}
+	return len(c.errs) == before
+}
+
+// expandAlts lists the argument lists a call may be given when arguments
+// are one of several values (at most 32 of them; beyond, those arguments
+// count as unknown).
+func expandAlts(args []tmplType) [][]tmplType {
+	out := [][]tmplType{nil}
+	for _, a := range args {
+		choices := []tmplType{a}
+		if len(a.alts) > 0 && len(out)*len(a.alts) <= 32 {
+			choices = a.alts
+		}
+		var next [][]tmplType
+		for _, prefix := range out {
+			for _, ch := range choices {
+				next = append(next, append(append([]tmplType(nil), prefix...), ch))
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+func (c *templateChecker) checkCallArgs(tree *parse.Tree, cmd *parse.CommandNode, name string, args []tmplType, nodes []parse.Node, piped bool) {
 	got := len(args)
 	plural := func(n int) string {
 		if n == 1 {
@@ -300,6 +403,14 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 	}
 	fn, ok := c.funcs[name]
 	if !ok {
+		if valueArgs[name] {
+			for i, n := range nodes {
+				if _, ok := n.(*parse.NilNode); ok {
+					c.errorf(tree, n, "%s: argument %d is nil, which %s cannot take, so rendering would fail", name, i+1, name)
+					return
+				}
+			}
+		}
 		if a, ok := builtinArity[name]; ok {
 			switch {
 			case got < a[0]:
@@ -316,7 +427,16 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 		case "printf":
 			c.checkPrintf(tree, cmd, args, nodes)
 		case "index":
+			if !c.checkIndexKinds(tree, cmd, args, nodes, piped) {
+				return
+			}
 			c.checkIndex(tree, cmd, args, nodes)
+		case "slice":
+			c.checkSlice(tree, cmd, args, nodes, piped)
+		case "len":
+			c.checkLen(tree, cmd, args, nodes)
+		case "call":
+			c.checkCallee(tree, cmd, args, nodes)
 		}
 		return
 	}
@@ -344,11 +464,17 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			}
 			continue
 		}
+		if at.isNil {
+			if !canBeNil(want) {
+				c.errorf(tree, cmd, "%s: %s is nil, but %s is wanted", name, argWhich(i, piped, len(args)), kindWords(want))
+			}
+			continue
+		}
 		if at.unknown() || want.Kind() == reflect.Interface || at.t.AssignableTo(want) {
 			continue
 		}
 		if i < len(nodes) {
-			if num, ok := nodes[i].(*parse.NumberNode); ok && (num.IsInt && isIntKind(want) || num.IsFloat && isFloatKind(want)) {
+			if num, ok := nodes[i].(*parse.NumberNode); ok && (num.IsInt && isIntKind(want) || num.IsFloat && (want.Kind() == reflect.Float32 || want.Kind() == reflect.Float64)) {
 				continue // an untyped constant converts
 			}
 		}
@@ -357,7 +483,9 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 			which = "the value piped into it"
 		}
 		c.errorf(tree, cmd, "%s: %s is %s, but %s is wanted", name, which, kindWords(deref(at.t)), kindWords(want))
+		return
 	}
+	c.checkDomains(tree, cmd, name, args, nodes, piped)
 }
 
 // messageListType is the parameter type of the message helpers.
@@ -389,35 +517,6 @@ func isIntKind(t reflect.Type) bool {
 	return false
 }
 
-func isFloatKind(t reflect.Type) bool {
-	return t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64 || isIntKind(t)
-}
-
-func (c *templateChecker) funcResult(name string) tmplType {
-	fn, ok := c.funcs[name]
-	if !ok {
-		switch name {
-		case "len", "index", "slice", "print", "printf", "println", "html", "js", "urlquery", "and", "or", "not", "eq", "ne", "lt", "le", "gt", "ge", "call":
-			if name == "len" {
-				return tmplType{t: reflect.TypeOf(0)}
-			}
-			if name == "print" || name == "printf" || name == "println" {
-				return tmplType{t: reflect.TypeOf("")}
-			}
-			switch name {
-			case "not", "eq", "ne", "lt", "le", "gt", "ge":
-				return tmplType{t: reflect.TypeOf(true)}
-			}
-		}
-		return tmplType{}
-	}
-	ft := reflect.TypeOf(fn)
-	if ft.NumOut() == 0 || ft.Out(0).Kind() == reflect.Interface {
-		return tmplType{}
-	}
-	return tmplType{t: ft.Out(0)}
-}
-
 func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, vars *[]map[string]tmplType) tmplType {
 	switch a := arg.(type) {
 	case *parse.DotNode:
@@ -427,6 +526,9 @@ func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, va
 	case *parse.VariableNode:
 		v, ok := lookupVar(*vars, a.Ident[0])
 		if !ok {
+			// The parser lets a variable declared in one branch of an if
+			// be read in its else; rendering then fails.
+			c.errorf(tree, a, "variable %s is not declared here (a variable lives until the end of the if, range or with that declares it, and not in its else)", a.Ident[0])
 			return tmplType{}
 		}
 		return c.fields(tree, a, v, a.Ident[1:])
@@ -440,16 +542,16 @@ func (c *templateChecker) arg(tree *parse.Tree, arg parse.Node, dot tmplType, va
 		*vars = append(*vars, map[string]tmplType{})
 		t := c.pipe(tree, a, dot, vars)
 		*vars = (*vars)[:len(*vars)-1]
+		t.boxed = false // a pipeline's end unwraps an any
 		return t
 	case *parse.StringNode:
-		return tmplType{t: reflect.TypeOf("")}
+		return tmplType{t: reflect.TypeOf(""), konst: a.Text}
 	case *parse.NumberNode:
-		if a.IsInt {
-			return tmplType{t: reflect.TypeOf(0)}
-		}
-		return tmplType{}
+		return numberType(a)
 	case *parse.BoolNode:
-		return tmplType{t: reflect.TypeOf(true)}
+		return tmplType{t: reflect.TypeOf(true), konst: a.True}
+	case *parse.NilNode:
+		return tmplType{isNil: true}
 	}
 	return tmplType{}
 }
@@ -500,9 +602,9 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 			}
 			if m, ok := reflect.PointerTo(t).MethodByName(name); ok {
 				if m.Type.NumOut() == 0 || m.Type.Out(0).Kind() == reflect.Interface {
-					return tmplType{}
+					return tmplType{method: true}
 				}
-				cur = tmplType{t: m.Type.Out(0)}
+				cur = tmplType{t: m.Type.Out(0), method: true}
 				continue
 			}
 			c.errorf(tree, n, "%s has no field %q%s", typeLabel(cur, t), name, syntax.DidYouMean(name, exportedFields(t)))
@@ -542,16 +644,32 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc, loop: true})
 				}
 				if c.keyType != nil {
-					if kt := c.keyType(cur.what, name); kt != nil {
-						cur = tmplType{t: kt, what: domainField(cur.what) + "." + name}
+					if kt, ok := c.keyType(cur.what, name); ok {
+						kt.what = domainField(cur.what) + "." + name
+						kt.boxed = t.Elem().Kind() == reflect.Interface
+						cur = kt
 						continue
 					}
 				}
 			}
-			if t.Elem().Kind() == reflect.Interface {
+			if v, ok := cur.vals[name]; ok {
+				v.boxed = t.Elem().Kind() == reflect.Interface
+				cur = v
+				continue
+			}
+			if cur.vals != nil && t.Key().Kind() == reflect.String {
+				// A mapping var's keys are its default's: missingkey=error
+				// fails on any other.
+				keys := sortedKeys(cur.vals)
+				c.errorf(tree, n, "%s has no key %q%s", describeWhat(cur), name, syntax.DidYouMean(name, keys))
 				return tmplType{}
 			}
-			cur = tmplType{t: t.Elem()}
+			next := cur.itemType()
+			if next.unknown() && len(next.alts) == 0 {
+				return tmplType{}
+			}
+			next.boxed = t.Elem().Kind() == reflect.Interface
+			cur = next
 		case reflect.Interface:
 			return tmplType{}
 		default:
@@ -568,6 +686,9 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 
 // kindWords names a Go type the way a template author thinks of it.
 func kindWords(t reflect.Type) string {
+	if t == nil {
+		return "one of several kinds of value"
+	}
 	switch t.Kind() {
 	case reflect.String:
 		return "text"
@@ -582,8 +703,37 @@ func kindWords(t reflect.Type) string {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "a number"
+	case reflect.Interface:
+		return "an interface value"
+	case reflect.Func:
+		return "a function"
+	case reflect.Struct:
+		if t.Name() != "" {
+			return article(t.Name()) + " (a struct)"
+		}
+		return "a struct"
+	case reflect.Pointer:
+		return kindWords(t.Elem())
 	}
-	return "a " + t.Kind().String()
+	return article(t.Kind().String())
+}
+
+// article puts "a" or "an" before a word, by how it is written: good
+// enough for the type names messages use (an int, a uint, an AgentView).
+func article(word string) string {
+	if word == "" {
+		return "a value"
+	}
+	switch strings.ToLower(word[:1]) {
+	case "a", "e", "i", "o":
+		return "an " + word
+	case "u":
+		if strings.HasPrefix(word, "uint") || strings.HasPrefix(word, "unsafe") {
+			return "a " + word
+		}
+		return "an " + word
+	}
+	return "a " + word
 }
 
 func singular(what string) string {

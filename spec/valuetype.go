@@ -147,6 +147,25 @@ func (t *Type) Reflect() reflect.Type {
 	return anyType
 }
 
+// ReflectMap is Reflect with objects as the mappings a run holds them as
+// (map[string]any): the type an expression is checked against once more
+// when expr refuses it over the structs of Reflect, since keys(x), x[k]
+// and the like take a mapping and not a struct.
+func (t *Type) ReflectMap() reflect.Type {
+	if t == nil {
+		return anyType
+	}
+	switch t.Kind {
+	case ListType:
+		return reflect.SliceOf(t.Elem.ReflectMap())
+	case MapType:
+		return reflect.MapOf(reflect.TypeOf(""), t.Elem.ReflectMap())
+	case ObjectType:
+		return reflect.TypeOf(map[string]any{})
+	}
+	return t.Reflect()
+}
+
 var anyType = reflect.TypeOf((*any)(nil)).Elem()
 
 // maxTypeDepth bounds how deep a schema is followed; deeper values are any.
@@ -281,9 +300,9 @@ func typeOfGo(t reflect.Type, depth int) *Type {
 	case reflect.Slice, reflect.Array:
 		return ListOf(typeOfGo(t.Elem(), depth+1))
 	case reflect.Map:
-		if t.Key().Kind() == reflect.String {
-			return MapOf(typeOfGo(t.Elem(), depth+1))
-		}
+		// A mapping keyed by anything but text is written with text keys
+		// (JSONValue), and read back so.
+		return MapOf(typeOfGo(t.Elem(), depth+1))
 	case reflect.Struct:
 		out := &Type{Kind: ObjectType}
 		for i := 0; i < t.NumField(); i++ {
@@ -300,4 +319,84 @@ func typeOfGo(t reflect.Type, depth int) *Type {
 		return out
 	}
 	return TypeAny
+}
+
+// JSONValue is v with every mapping keyed by text, so that the journal can
+// write it: expr's groupBy and fromPairs key their mappings by any value
+// (groupBy(xs, .score) by numbers), which encoding/json refuses. Keys are
+// written as fmt prints them; TypeOfGo types such mappings the same way, so
+// expressions that read them are checked against text keys. Values that
+// need no change are returned as they are.
+func JSONValue(v any) any {
+	out, _ := textKeyed(reflect.ValueOf(v), 0)
+	if !out.IsValid() {
+		return v
+	}
+	return out.Interface()
+}
+
+// textKeyed converts rv; changed is false when rv needed no change (and is
+// returned as it was).
+func textKeyed(rv reflect.Value, depth int) (out reflect.Value, changed bool) {
+	if !rv.IsValid() || depth > 64 {
+		return rv, false
+	}
+	switch rv.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if rv.IsNil() {
+			return rv, false
+		}
+		if rv.Kind() == reflect.Pointer {
+			return rv, false // structs the run builds: they have their own JSON
+		}
+		return textKeyed(rv.Elem(), depth+1)
+	case reflect.Map:
+		stringKeys := rv.Type().Key().Kind() == reflect.String
+		conv := map[string]any{}
+		changed := !stringKeys
+		iter := rv.MapRange()
+		for iter.Next() {
+			ev, ch := textKeyed(iter.Value(), depth+1)
+			changed = changed || ch
+			var val any
+			if ev.IsValid() {
+				val = ev.Interface()
+			}
+			k := iter.Key()
+			if k.Kind() == reflect.Interface && !k.IsNil() {
+				k = k.Elem()
+			}
+			if k.Kind() == reflect.String {
+				conv[k.String()] = val
+			} else {
+				conv[fmt.Sprint(k.Interface())] = val
+			}
+		}
+		if !changed {
+			return rv, false
+		}
+		return reflect.ValueOf(conv), true
+	case reflect.Slice, reflect.Array:
+		if rv.Kind() == reflect.Slice && rv.IsNil() {
+			return rv, false
+		}
+		n := rv.Len()
+		items := make([]reflect.Value, n)
+		changedAny := false
+		for i := 0; i < n; i++ {
+			ev, ch := textKeyed(rv.Index(i), depth+1)
+			items[i], changedAny = ev, changedAny || ch
+		}
+		if !changedAny {
+			return rv, false
+		}
+		list := make([]any, n)
+		for i, ev := range items {
+			if ev.IsValid() {
+				list[i] = ev.Interface()
+			}
+		}
+		return reflect.ValueOf(list), true
+	}
+	return rv, false
 }

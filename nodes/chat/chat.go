@@ -231,7 +231,7 @@ func Compile(c *spec.NodeContext, raw *Raw) *Config {
 	case yaml.ScalarNode:
 		var e syntax.Expr
 		if err := raw.Examples.Decode(&e); err == nil {
-			cfg.Examples = &Examples{Expr: c.Expr(e, nil, spec.ListResult, "examples")}
+			cfg.Examples = &Examples{Expr: c.Expr(e, nil, spec.PairsResult, "examples")}
 		}
 	case yaml.MappingNode:
 		var m struct {

@@ -105,7 +105,8 @@ func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan, cfg *Con
 		if err := spec.CheckFinite(p, fmt.Sprintf("node %q: %s", node.ID, what), v); err != nil {
 			return nil, err
 		}
-		return v, nil
+		// groupBy and fromPairs key by any value: the journal writes text keys.
+		return spec.JSONValue(v), nil
 	}
 	var out any
 	if cfg.Value != nil {
