@@ -165,7 +165,12 @@ func (r *Run) countIteration(s *spec.FlowStep) error {
 	r.iterations++
 	n := r.iterations
 	r.mu.Unlock()
-	if limit := r.Plan.Budget.Evaluations(); n > limit {
+	limit := r.Plan.Budget.Evaluations()
+	if s.LeastEvaluations > limit {
+		return &calls.BudgetError{Key: fmt.Sprintf("the loop at %s: its %d evaluations at the least (max %d, no until)", posString(r.Plan, s.Pos), s.LeastEvaluations, s.MaxConst), Scope: "run", Limit: "max_evaluations",
+			Max: float64(limit), Spent: float64(min(n-1, limit)), Next: float64(s.LeastEvaluations), Of: "loop and foreach iterations"}
+	}
+	if n > limit {
 		return &calls.BudgetError{Key: "the " + stepWord(s) + " at " + posString(r.Plan, s.Pos) + ": its next iteration", Scope: "run", Limit: "max_evaluations",
 			Max: float64(limit), Spent: float64(limit), Next: 1, Of: "loop and foreach iterations"}
 	}

@@ -245,6 +245,7 @@ func (c *compiler) compile() {
 	// compiled last.
 	c.finishExprs()
 	c.checkLoopMaxes()
+	c.checkEvaluationBound()
 	if !c.r.Diags.HasErrors() {
 		// What runs when is only known for a flow without errors.
 		c.checkRunOrder()

@@ -348,10 +348,15 @@ type FlowStep struct {
 	MaxConst int
 	MaxExpr  *Program
 	Until    *Program // StepLoop, optional
-	In       *Program // StepForeach
-	Cond     *Program // StepIf
-	Do       []*FlowStep
-	Else     []*FlowStep
+	// LeastEvaluations, when set, is the node executions and iterations a
+	// loop with no until makes at the least, known to pass the run's
+	// bound on evaluations: a run stops on its budget as the loop starts
+	// rather than after the work below it (see checkEvaluationBound).
+	LeastEvaluations int
+	In               *Program // StepForeach
+	Cond             *Program // StepIf
+	Do               []*FlowStep
+	Else             []*FlowStep
 	// Path is a stable id of the step, e.g. "flow[1].loop", used in journals.
 	Path string
 

@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -60,13 +61,14 @@ func SeedPaths(root string) []string {
 	return out
 }
 
-// LoadSeed reads and compiles a seed; an error when it does not validate.
+// LoadSeed reads and compiles a seed as runner validate does (runtime.Load:
+// compile, then the path check); an error when it does not validate.
 func LoadSeed(root, path string) (*Seed, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	plan, diags := spec.Load(path, nodes.Registry())
+	plan, diags := runtime.Load(path, nodes.Registry())
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("%s does not validate: %s", path, diags.Format())
 	}
