@@ -204,6 +204,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(), Rejections: rejections, Absent: absent,
 		Warnings: warnings, DurationMS: d.Milliseconds(), ChangedPrompts: drifted,
+		RunnerVersion: r.manifest.RunnerVersion, RunnerCommit: r.manifest.RunnerCommit, SpecDigest: r.manifest.SpecDigest, BuiltIns: r.manifest.BuiltIns,
 	}
 	if res.Messages == nil {
 		res.Messages = []value.Message{}

@@ -13,13 +13,13 @@ import (
 // `runner migrate` writes into a spec that does not name it.
 type BuiltIn struct {
 	// Name is the library's name, Version the version used.
-	Name    string `json:"name"`
-	Version int    `json:"version"`
+	Name    string `json:"name" doc:"the built-in template library's name"`
+	Version int    `json:"version" doc:"the version of it the run used"`
 	// Pinned says whether the spec named the version (NAME@N); an
 	// unpinned library gets the newest.
-	Pinned bool `json:"pinned"`
+	Pinned bool `json:"pinned" doc:"whether the spec named the version (NAME@N); an unpinned library gets the newest"`
 	// Digest is templates.Digest of the version.
-	Digest string `json:"digest"`
+	Digest string `json:"digest" doc:"SHA-256 of the version's files"`
 	// Pos is where the spec names the library.
 	Pos syntax.Pos `json:"-"`
 }

@@ -37,10 +37,13 @@ func (c *compiler) exprStatic(p *pendingExpr, root ast.Node, result reflect.Type
 		c.r.Errorf(c.offsetPos(e, src, offset), "%s: %s", what, fmt.Sprintf(format, args...))
 		ok = false
 	}
+	warn := func(offset int, format string, args ...any) {
+		c.r.Warnf(c.offsetPos(e, src, offset), "%s: %s", what, fmt.Sprintf(format, args...))
+	}
 	ast.Walk(&root, visitorFunc(func(n *ast.Node) {
 		switch x := (*n).(type) {
 		case *ast.CallNode:
-			c.checkLatestRecord(x, fail)
+			c.checkLatestRecord(x, warn)
 		case *ast.MemberNode:
 			c.checkGoalIndex(x, fail)
 			checkLiteralKey(x, fail)
@@ -74,9 +77,11 @@ func (c *compiler) exprStatic(p *pendingExpr, root ast.Node, result reflect.Type
 	return true
 }
 
-// checkLatestRecord refuses latest("NAME") when no node records NAME:
-// latest gives an empty list, and latest("asked")[0] fails every run.
-func (c *compiler) checkLatestRecord(x *ast.CallNode, fail func(int, string, ...any)) {
+// checkLatestRecord warns of latest("NAME") when no node records NAME:
+// latest gives an empty list, most likely a misspelt record name. Over the
+// empty list map(...) or len(...) still run, so it is a warning; what does
+// fail on it, latest("asked")[0], the path check refuses (runtime.Load).
+func (c *compiler) checkLatestRecord(x *ast.CallNode, warn func(int, string, ...any)) {
 	id, ok := x.Callee.(*ast.IdentifierNode)
 	if !ok || id.Value != "latest" || len(x.Arguments) != 1 {
 		return
@@ -95,7 +100,7 @@ func (c *compiler) checkLatestRecord(x *ast.CallNode, fail func(int, string, ...
 	if len(names) > 0 {
 		known = "records: " + strings.Join(names, ", ")
 	}
-	fail(s.Location().From, "latest(%q): no node records %q (%s)%s, so latest gives an empty list", s.Value, s.Value, known, syntax.DidYouMean(s.Value, names))
+	warn(s.Location().From, "latest(%q): no node records %q (%s)%s, so latest gives an empty list", s.Value, s.Value, known, syntax.DidYouMean(s.Value, names))
 }
 
 // recordNames are the records a run's messages may have: those the nodes

@@ -221,6 +221,7 @@ outputs: {n: len(messages)}`))
   answer: {kind: ask, agents: [a, b], template: p, record: answer}
 flow:
   - loop: {as: round, max: 1000000, do: [answer]}
+budget: {max_evaluations: 3000000}
 outputs: {n: len(messages)}`))
 	start = time.Now()
 	rep, err = Run(plan, Options{Given: launch.Given{Inputs: []string{"question=q"}}, CallBudget: 5000})

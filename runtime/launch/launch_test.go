@@ -25,7 +25,7 @@ templates:
 agents:
   a: {name: A}
 nodes:
-  answer: {kind: ask, agents: [a], template: q}
+  answer: {kind: ask, agents: [a], template: q, record: answer}
 flow:
   - foreach: {as: n, in: vars.stages, do: [{loop: {as: round, max: n, do: [answer]}}]}
 outputs:
