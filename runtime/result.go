@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"github.com/debate-runner/runner/internal/buildinfo"
 	"math"
 	"path/filepath"
 	"sort"
@@ -204,7 +205,9 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(), Rejections: rejections, Absent: absent,
 		Warnings: warnings, DurationMS: d.Milliseconds(), ChangedPrompts: drifted,
-		RunnerVersion: r.manifest.RunnerVersion, RunnerCommit: r.manifest.RunnerCommit, SpecDigest: r.manifest.SpecDigest, BuiltIns: r.manifest.BuiltIns,
+		// The runner that writes this file (of a resumed run, the one that
+		// finished it) and the digest of the spec of the run's last attempt.
+		RunnerVersion: r.opts.Version, RunnerCommit: buildinfo.Read().CommitLabel(), SpecDigest: r.Plan.Digest,
 	}
 	if res.Messages == nil {
 		res.Messages = []value.Message{}

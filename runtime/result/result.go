@@ -200,10 +200,9 @@ type Result struct {
 	DurationMS     int64    `json:"duration_ms" doc:"wall time of the run (of its last attempt when resumed), in milliseconds"`
 	// The runner and spec that made the result, as run.json has them, so
 	// that a result.json read alone says what it came from.
-	RunnerVersion string         `json:"runner_version,omitempty" doc:"the version of the runner that wrote this file"`
-	RunnerCommit  string         `json:"runner_commit,omitempty" doc:"the commit that runner was built from, when its build recorded one"`
-	SpecDigest    string         `json:"spec_digest,omitempty" doc:"SHA-256 of the spec file the run used"`
-	BuiltIns      []spec.BuiltIn `json:"built_ins,omitempty" doc:"the built-in template library versions the spec resolved to, with their digests"`
+	RunnerVersion string `json:"runner_version,omitempty" doc:"the version of the runner that wrote this file"`
+	RunnerCommit  string `json:"runner_commit,omitempty" doc:"the commit that runner was built from, when its build recorded one"`
+	SpecDigest    string `json:"spec_digest,omitempty" doc:"SHA-256 of the spec file the run used"`
 }
 
 // Conclusion says whether a run that ran to its end reached its purpose
