@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/debate-runner/runner/internal/runtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,22 +145,8 @@ func TestNewKindTouchesItsPackageTheRegistryAndGeneratedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	list.Dir = root
-	out, err := list.Output()
-	if err != nil {
-		t.Skipf("git ls-files: %v (not a git checkout)", err)
-	}
 	dir := copyDir(t, root)
-	before := map[string][]byte{}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		data, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil {
-			continue // deleted in the work tree
-		}
-		before[name] = data
-		write(t, filepath.Join(dir, name), data)
-	}
+	before := runtest.CopyCheckout(t, root, dir)
 
 	// The kind's package and its registry line.
 	for name, text := range shoutFiles {

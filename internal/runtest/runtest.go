@@ -247,3 +247,34 @@ func (b *Binary) Remove() {
 		os.RemoveAll(b.dir)
 	}
 }
+
+// CopyCheckout copies every file git lists in the checkout at root
+// (tracked, and untracked but not ignored) into dir, and returns each
+// file's contents by its path. It skips the test when root is not a git
+// checkout. The tests that prove "a new kind, provider or flag touches
+// only its own files" compare a changed copy against what it returns.
+func CopyCheckout(t testing.TB, root, dir string) map[string][]byte {
+	t.Helper()
+	list := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	list.Dir = root
+	out, err := list.Output()
+	if err != nil {
+		t.Skipf("git ls-files: %v (not a git checkout)", err)
+	}
+	files := map[string][]byte{}
+	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		data, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		files[name] = data
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return files
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/debate-runner/runner/internal/runtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,22 +39,8 @@ func TestNewRunFlagTouchesOneFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	list := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-	list.Dir = root
-	out, err := list.Output()
-	if err != nil {
-		t.Skipf("git ls-files: %v (not a git checkout)", err)
-	}
 	dir := flagCopyDir(t, root)
-	before := map[string][]byte{}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		data, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil {
-			continue // deleted in the work tree
-		}
-		before[name] = data
-		writeFile(t, filepath.Join(dir, name), data)
-	}
+	before := runtest.CopyCheckout(t, root, dir)
 
 	const file = "runtime/runflags/runflags.go"
 	text := string(before[file])
