@@ -2,10 +2,14 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -543,10 +547,83 @@ func (p pathNode) ended(ctx context.Context, res value.NodeResult, err error) (v
 // Load compiles the spec file at path and, when it compiles, checks its
 // paths (CheckPaths): the one check every way of starting a run goes
 // through (run, validate, resume --spec, test, sweeps, studies, Temporal).
+// The path check of a spec compiled from the same bytes, in the same
+// folder, with the same libraries and node kinds, is remembered for the
+// rest of the process (see checkedPaths).
 func Load(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
 	plan, diags := spec.Load(path, reg)
 	if plan == nil || diags.HasErrors() {
 		return plan, diags
 	}
-	return plan, append(diags, CheckPaths(plan)...)
+	return plan, append(diags, checkedPaths.check(plan, reg)...)
+}
+
+// checkedPaths remembers path checks. CheckPaths is a function of the
+// plan, and a plan is a function of what it is compiled from: the spec's
+// bytes and path (which anchors its folders), each library's files, and
+// the registry of node kinds. Keyed by a digest of all of these, a spec
+// loaded again (each case of a sweep, a study's cells, `runner validate`
+// given the same file twice, the many runs of a test process) is walked
+// once. The few most recent are kept.
+var checkedPaths = &pathMemo{max: 32}
+
+type pathMemo struct {
+	mu    sync.Mutex
+	max   int
+	order [][sha256.Size]byte
+	diags map[[sha256.Size]byte]syntax.Diagnostics
+}
+
+func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics {
+	key := planKey(plan, reg)
+	m.mu.Lock()
+	d, ok := m.diags[key]
+	m.mu.Unlock()
+	if ok {
+		return slices.Clone(d)
+	}
+	d = CheckPaths(plan)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.diags == nil {
+		m.diags = map[[sha256.Size]byte]syntax.Diagnostics{}
+	}
+	if _, ok := m.diags[key]; !ok {
+		if len(m.order) == m.max {
+			delete(m.diags, m.order[0])
+			m.order = m.order[1:]
+		}
+		m.order = append(m.order, key)
+		m.diags[key] = slices.Clone(d)
+	}
+	return d
+}
+
+// planKey digests everything plan was compiled from.
+func planKey(plan *spec.Plan, reg *spec.Registry) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(s string) {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	field(fmt.Sprintf("%p", reg))
+	field(plan.Path)
+	field(string(plan.Source))
+	libs := slices.Clone(plan.Libraries)
+	slices.SortFunc(libs, func(a, b *spec.Library) int { return strings.Compare(a.Use+"\x00"+a.Name, b.Use+"\x00"+b.Name) })
+	for _, l := range libs {
+		field(l.Use)
+		field(l.Name)
+		field(l.Origin)
+		names := slices.Sorted(maps.Keys(l.Files))
+		for _, n := range names {
+			field(n)
+			field(string(l.Files[n]))
+		}
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
 }
