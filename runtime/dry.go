@@ -40,6 +40,25 @@ type Dry struct {
 	CallBudget int
 	// Note is told each thing the worst case simplifies, once.
 	Note func(string)
+	// Sparse renders in full, of the prompts one template makes for one
+	// agent, the first few and then ever fewer (see sampledRender), and
+	// estimates the others: the path check's setting, whose walks of long
+	// threads would otherwise render each turn's whole history again,
+	// in time that grows with the square of the thread's length.
+	Sparse bool
+}
+
+// sampledRender reports whether the n-th prompt (from 1) of one template
+// for one agent is rendered in full when renders are sparse: the first 6,
+// then each about a quarter further on (7, 8, 10, 12, 15, 18, 22, 27, 33,
+// 41, 51, ...), so that n prompts render at most 9 + 4.5 ln(n/6) of them
+// (17 of 60).
+func sampledRender(n int) bool {
+	next := 6
+	for next < n {
+		next += max(next/4, 1)
+	}
+	return next == n || n <= 6
 }
 
 // errBudget stops a dry run that has simulated as many calls as it may.
@@ -61,6 +80,8 @@ type dryState struct {
 	// sizes are, per template and agent, the size of the last prompt
 	// rendered in full and how many messages its agent could see then.
 	sizes map[string][2]int
+	// prompts counts, per template and agent, the prompts asked for.
+	prompts map[string]int
 }
 
 // NewDry prepares a dry run of plan: inputs and vars are resolved as for a
@@ -157,6 +178,21 @@ func (d *dryState) estimate(template, agent string, seen, avg int) string {
 		chars += (seen - last[1]) * avg
 	}
 	return calls.EstimatedPrompt(chars)
+}
+
+// skipRender counts a prompt of template for agent and reports whether
+// sparse rendering estimates it: one rendered in full before, and not
+// sampled.
+func (d *dryState) skipRender(template, agent string) bool {
+	key := template + "\x00" + agent
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.prompts == nil {
+		d.prompts = map[string]int{}
+	}
+	d.prompts[key]++
+	_, before := d.sizes[key]
+	return before && !sampledRender(d.prompts[key])
 }
 
 // rendered notes the size of a prompt rendered in full.

@@ -93,6 +93,9 @@ func (h *host) renderDry(d *dryState, name string, data any) (string, error) {
 		d.note("prompts past %d MiB of rendering are estimated from the last ones rendered in full", d.RenderBudget>>20)
 		return d.estimate(name, agent, seen, h.run.avgMessageSize()), nil
 	}
+	if d.Sparse && d.skipRender(name, agent) {
+		return d.estimate(name, agent, seen, h.run.avgMessageSize()), nil
+	}
 	var b strings.Builder
 	if err := h.run.templates.ExecuteTemplate(&b, name, data); err != nil {
 		return "", h.renderError(name, err)
