@@ -291,12 +291,24 @@ func samplePromptData(r *rand.Rand, scope propScope, full bool) *PromptData {
 	}
 	d.Round = r.IntN(4)
 	d.Turn = r.IntN(3)
-	n := r.IntN(4)
+	// Messages' authors, addressees and records are drawn from the agents'
+	// ids and from the text constants the generator writes, and their
+	// rounds from its number constants, so that byFrom, byTo, byRecord,
+	// notFrom and inRound keep messages for some samples and none for
+	// others. The full sample has every id as author, addressee and
+	// record, and every round from -2 on: each filter keeps a message.
+	ids := []string{"ann", "bob", "cy", "v0", "x", "a", "", ",", "answer"}
+	n := r.IntN(5)
 	if full {
-		n = 3
+		n = len(ids)
 	}
 	for i := 0; i < n; i++ {
-		d.History = append(d.History, &value.Message{From: names[i%3], Content: "c", Round: i, Record: "answer", Fields: map[string]string{"x": "1"}})
+		m := &value.Message{From: ids[r.IntN(len(ids))], To: ids[r.IntN(len(ids))], Content: "c", Round: r.IntN(6) - 2,
+			Record: ids[r.IntN(len(ids))], Fields: map[string]string{"x": "1"}}
+		if full {
+			m.From, m.To, m.Record, m.Round = ids[i], ids[(i+1)%len(ids)], ids[(i+2)%len(ids)], i-2
+		}
+		d.History = append(d.History, m)
 	}
 	d.Inbox = d.History
 	d.Target = value.Message{From: "bob", Content: []string{"t", ""}[r.IntN(2)]}
