@@ -1,8 +1,10 @@
 package difffuzz
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
@@ -39,6 +41,9 @@ type Report struct {
 	// FalseRefusals are refused mutants that ran well with checks off.
 	FalseRefusals []Finding
 	Elapsed       time.Duration
+	// Cut are the checks under way at a timed campaign's deadline, stopped
+	// there: their mutants are not counted.
+	Cut int
 }
 
 func newReport() *Report {
@@ -47,6 +52,15 @@ func newReport() *Report {
 		r.ByGrammar[g] = &Counts{}
 	}
 	return r
+}
+
+// Total is the number of mutants checked.
+func (r *Report) Total() int {
+	n := 0
+	for _, c := range r.ByGrammar {
+		n += c.Generated
+	}
+	return n
 }
 
 // Failures counts the findings that break the property.
@@ -68,16 +82,25 @@ type Campaign struct {
 	mutants           int
 }
 
-// Run checks mutants until n are generated (n > 0) or the time is up.
-func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
+// Run checks mutants until n are generated (n > 0) or the deadline
+// (when not zero). At the deadline the checks under way are cut off, so
+// a timed campaign ends on time; the mutants they held are not counted
+// (Report.Cut).
+func (c *Campaign) Run(n int, deadline time.Time) (*Report, error) {
 	rep := newReport()
 	start := time.Now()
+	ctx := context.Background()
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	rng := rand.New(rand.NewSource(c.Seed))
 	var gmu sync.Mutex
 	next := func() (Mutant, bool) {
 		gmu.Lock()
 		defer gmu.Unlock()
-		if (n > 0 && c.mutants >= n) || (d > 0 && time.Since(start) > d) {
+		if (n > 0 && c.mutants >= n) || ctx.Err() != nil {
 			return Mutant{}, false
 		}
 		for {
@@ -111,7 +134,13 @@ func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
 				if !ok {
 					return
 				}
-				v, err := c.Pool.Check(m, false)
+				v, err := c.Pool.CheckContext(ctx, m, false)
+				if errors.Is(err, ErrCut) {
+					rep.mu.Lock()
+					rep.Cut++
+					rep.mu.Unlock()
+					return
+				}
 				if err != nil {
 					rep.mu.Lock()
 					if firstErr == nil {
@@ -128,7 +157,7 @@ func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
 					take := c.FalseRefusalEvery <= 1 || refusedSeen%c.FalseRefusalEvery == 0
 					rep.mu.Unlock()
 					if take {
-						off, err := c.Pool.Check(m, true)
+						off, err := c.Pool.CheckContext(ctx, m, true)
 						if err == nil {
 							rep.addUnchecked(m, off)
 						}

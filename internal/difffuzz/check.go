@@ -131,7 +131,10 @@ type Checker struct {
 	RunTimeout time.Duration
 	mu         sync.Mutex
 	baseline   map[string][]Outcome
-	n          int
+	// seeds are the seeds loaded so far (each is validated, path check
+	// included, once per worker rather than once per mutant)
+	seeds map[string]*Seed
+	n     int
 }
 
 // NewChecker copies the folders seeds live in under work.
@@ -141,7 +144,7 @@ func NewChecker(root, work string) (*Checker, error) {
 			return nil, err
 		}
 	}
-	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}}, nil
+	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}, seeds: map[string]*Seed{}}, nil
 }
 
 func copyTree(src, dst string) error {
@@ -205,7 +208,7 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 			return v
 		}
 	}
-	seed, err := LoadSeed(c.work, seedPath)
+	seed, err := c.seed(seedPath)
 	if err != nil {
 		v.Panic = "the seed does not load: " + err.Error()
 		return v
@@ -219,6 +222,24 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 		}
 	}
 	return v
+}
+
+// seed loads a seed once.
+func (c *Checker) seed(path string) (*Seed, error) {
+	c.mu.Lock()
+	s, ok := c.seeds[path]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := LoadSeed(c.work, path)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.seeds[path] = s
+	c.mu.Unlock()
+	return s, nil
 }
 
 // seedRuns are the seed's own runs under every profile, run once.
@@ -243,7 +264,11 @@ func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile)
 		profiles = only
 	}
 	for _, p := range profiles {
-		o := c.run(plan, inputs, p)
+		given := make(map[string]any, len(inputs)) // a cached seed's, shared by runs
+		for k, v := range inputs {
+			given[k] = v
+		}
+		o := c.run(plan, given, p)
 		out = append(out, o)
 		if o.Status == "hang" {
 			break // one is enough, and each costs the timeout

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,11 @@ import (
 	"github.com/debate-runner/runner/spec"
 )
 
+// processStart is when the test binary started: a timed run's budget
+// (RUNNER_FUZZ_TIME) counts from here, so it covers loading the seeds and
+// starting the workers as well as the mutants.
+var processStart = time.Now()
+
 func TestMain(m *testing.M) {
 	if os.Getenv(WorkerEnv) != "" {
 		if err := ServeWorker(); err != nil {
@@ -26,7 +32,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if pool != nil {
+		pool.Close() // the workers end as their input does
+	}
+	os.Exit(code)
 }
 
 var (
@@ -36,6 +46,7 @@ var (
 	gen       *Generator
 	pool      *Pool
 	root      string
+	setupTook time.Duration
 )
 
 // setup loads the seeds and starts the pool of workers once per process.
@@ -46,23 +57,49 @@ func setup(t testing.TB) {
 		if setupErr != nil {
 			return
 		}
-		for _, p := range SeedPaths(root) {
-			s, err := LoadSeed(root, p)
-			if err != nil {
-				continue // a testdata spec that does not validate is no seed
+		timeout := 60 * time.Second
+		if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
+			timeout = d
+		}
+		pool = NewPool(os.Args[0], []string{"-test.run=^$"}, parallel(), timeout*raceSlowdown)
+		// the workers start (and copy the seeds' folders) while the seeds
+		// load, which is mostly the path check of each, on every core
+		warmed := make(chan error, 1)
+		go func() { warmed <- pool.Warm() }()
+		paths := SeedPaths(root)
+		loaded := make([]*Seed, len(paths))
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < max(goruntime.GOMAXPROCS(0), 1); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if s, err := LoadSeed(root, paths[i]); err == nil {
+						loaded[i] = s
+					} // a testdata spec that does not validate is no seed
+				}
+			}()
+		}
+		for i := range paths {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for _, s := range loaded {
+			if s != nil {
+				seeds = append(seeds, s)
 			}
-			seeds = append(seeds, s)
+		}
+		if setupErr = <-warmed; setupErr != nil {
+			return
 		}
 		if len(seeds) < 20 {
 			setupErr = fmt.Errorf("only %d seeds validate; expected every example", len(seeds))
 			return
 		}
 		gen = NewGenerator()
-		timeout := 60 * time.Second
-		if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
-			timeout = d
-		}
-		pool = NewPool(os.Args[0], []string{"-test.run=^$"}, parallel(), timeout*raceSlowdown)
+		setupTook = time.Since(processStart)
 	})
 	if setupErr != nil {
 		t.Fatal(setupErr)
@@ -122,12 +159,16 @@ func TestDifferential(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("RUNNER_FUZZ_N")); err == nil {
 		n = v
 	}
+	var deadline time.Time
 	if v := os.Getenv("RUNNER_FUZZ_TIME"); v != "" {
 		dd, err := time.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("RUNNER_FUZZ_TIME=%s: %v", v, err)
 		}
-		n, d = 0, dd
+		// the budget counts from the test binary's start: seeds, workers,
+		// mutants and the checks under way at the end (cut off) are in it;
+		// a few seconds are kept for the report
+		n, d, deadline = 0, dd, processStart.Add(dd-min(dd/20, 5*time.Second))
 	}
 	seed := int64(1)
 	if v, err := strconv.ParseInt(os.Getenv("RUNNER_FUZZ_SEED"), 10, 64); err == nil {
@@ -135,11 +176,15 @@ func TestDifferential(t *testing.T) {
 	}
 	c := &Campaign{Gen: gen, Seeds: seeds, Pool: pool, Seed: seed, Parallel: parallel(),
 		FalseRefusals: d > 0 || os.Getenv("RUNNER_FUZZ_FALSE_REFUSALS") != "", FalseRefusalEvery: 1}
-	rep, err := c.Run(n, d)
+	rep, err := c.Run(n, deadline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d, %d seeds, %s\n%s", seed, len(seeds), rep.Elapsed.Round(time.Second), rep.Table())
+	t.Logf("seed %d, %d seeds; seeds and workers ready in %s, mutants checked for %s (%d checks cut off at the deadline)\n%s",
+		seed, len(seeds), setupTook.Round(time.Second), rep.Elapsed.Round(time.Second), rep.Cut, rep.Table())
+	if n == 0 && rep.Total() == 0 {
+		t.Errorf("no mutant was checked in RUNNER_FUZZ_TIME=%s: loading the seeds and starting the workers took %s", d, setupTook.Round(time.Second))
+	}
 	if det := rep.Details(); det != "" {
 		t.Logf("findings:\n%s", det)
 	}
