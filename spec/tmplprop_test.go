@@ -589,3 +589,28 @@ func TestTemplateCheckProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinArityIsTextTemplates: the checker's counts of text/template's
+// own functions' arguments are the ones text/template enforces when it
+// renders: for every builtin and every number of arguments from 0 to 6,
+// the checker refuses the call exactly when rendering it fails on its
+// number of arguments. (The differential fuzzer relies on this to count a
+// refused call with a wrong number of arguments that its runs never made
+// as a latent defect rather than a false refusal.)
+func TestBuiltinArityIsTextTemplates(t *testing.T) {
+	for name, a := range builtinArity {
+		for n := 0; n <= 6; n++ {
+			src := "{{" + strings.TrimSpace(name+strings.Repeat(" 1", n)) + "}}"
+			tm, err := template.New("t").Parse(src)
+			if err != nil {
+				t.Fatalf("%s: %v", src, err)
+			}
+			err = tm.Execute(&strings.Builder{}, nil)
+			failsOnCount := err != nil && (strings.Contains(err.Error(), "wrong number of args") || strings.Contains(err.Error(), "too many slice indexes") || strings.Contains(err.Error(), "missing argument for comparison"))
+			refused := n < a[0] || (a[1] >= 0 && n > a[1])
+			if refused != failsOnCount {
+				t.Errorf("%s: the checker refuses it: %v; rendering fails on its number of arguments: %v (%v)", src, refused, failsOnCount, err)
+			}
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,8 +22,9 @@ import (
 type Counts struct {
 	Generated, Refused, RefusedNoPlace, Accepted, AcceptedThenFailing, ReplyFailing, Hangs, Panics int
 	// CheckedOff are the refused mutants run with checks off;
-	// FalseRefusals those of them that ended well under every profile.
-	CheckedOff, FalseRefusals int
+	// FalseRefusals those of them that ended well under every profile,
+	// but for the Justified ones (see justified).
+	CheckedOff, FalseRefusals, Justified int
 }
 
 // Finding is a mutant that broke the property (or a false refusal).
@@ -38,9 +40,10 @@ type Report struct {
 	mu        sync.Mutex
 	ByGrammar map[string]*Counts
 	Findings  []Finding
-	// FalseRefusals are refused mutants that ran well with checks off.
-	FalseRefusals []Finding
-	Elapsed       time.Duration
+	// FalseRefusals are refused mutants that ran well with checks off;
+	// Justified those of them whose refusal is right all the same.
+	FalseRefusals, Justified []Finding
+	Elapsed                  time.Duration
 	// Cut are the checks under way at a timed campaign's deadline, stopped
 	// there: their mutants are not counted.
 	Cut int
@@ -242,19 +245,70 @@ func (r *Report) addUnchecked(m Mutant, v Verdict) {
 			return
 		}
 	}
+	if why, ok := justified(v.Errors); ok {
+		c.Justified++
+		r.Justified = append(r.Justified, Finding{Mutant: m, Class: "justified-refusal", Detail: why + ": " + strings.Join(v.Errors, "; "), Verdict: v})
+		return
+	}
 	c.FalseRefusals++
 	r.FalseRefusals = append(r.FalseRefusals, Finding{Mutant: m, Class: "false-refusal", Detail: strings.Join(v.Errors, "; "), Verdict: v})
+}
+
+// latentDefects are the refusals that stay right when a mutant's runs
+// with checks off end well: the error is a defect whenever it comes into
+// play, and the profiles' runs did not bring it into play. Each says why.
+var latentDefects = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	// A fallback stands in for a reply that cannot be read even after its
+	// repairs. The profiles' replies always can be, so no run used it;
+	// one outside the schema would hand the expressions, templates and
+	// outputs typed by that schema a value of another shape.
+	{regexp.MustCompile(`output fallback( .*)? does not satisfy the output schema`), "a fallback outside the output schema (used only when a reply cannot be read)"},
+	// text/template counts a call's arguments when it makes it, as the
+	// checker does: for its own functions with the same counts
+	// (TestBuiltinArityIsTextTemplates in spec checks them against it),
+	// for the prompts' helpers from their Go signatures, as text/template
+	// reads them. So a run that ended well never made that call: it lies
+	// in a branch or a template no profile's run reached.
+	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
+}
+
+// justified says why a refusal is right though its runs with checks off
+// ended well: when every error of it is a latent defect.
+func justified(errs []string) (string, bool) {
+	if len(errs) == 0 {
+		return "", false
+	}
+	var whys []string
+	for _, e := range errs {
+		found := ""
+		for _, l := range latentDefects {
+			if l.re.MatchString(e) {
+				found = l.why
+				break
+			}
+		}
+		if found == "" {
+			return "", false
+		}
+		if !slices.Contains(whys, found) {
+			whys = append(whys, found)
+		}
+	}
+	return strings.Join(whys, "; "), true
 }
 
 // Table prints the counts per grammar.
 func (r *Report) Table() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\t")
+	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\tjustified\t")
 	var t Counts
 	for _, g := range Grammars {
 		c := r.ByGrammar[g]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals, c.Justified)
 		t.Generated += c.Generated
 		t.Refused += c.Refused
 		t.RefusedNoPlace += c.RefusedNoPlace
@@ -265,8 +319,9 @@ func (r *Report) Table() string {
 		t.Panics += c.Panics
 		t.CheckedOff += c.CheckedOff
 		t.FalseRefusals += c.FalseRefusals
+		t.Justified += c.Justified
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals)
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals, t.Justified)
 	_ = tw.Flush()
 	return b.String()
 }
@@ -336,9 +391,15 @@ func reason(errs []string) string {
 
 // FalseRefusalReasons counts the false refusals by the gist of their
 // refusal, most first.
-func (r *Report) FalseRefusalReasons() string {
+func (r *Report) FalseRefusalReasons() string { return reasons(r.FalseRefusals) }
+
+// JustifiedReasons counts the justified refusals by the gist of their
+// refusal, most first.
+func (r *Report) JustifiedReasons() string { return reasons(r.Justified) }
+
+func reasons(fs []Finding) string {
 	counts := map[string]int{}
-	for _, f := range r.FalseRefusals {
+	for _, f := range fs {
 		counts[reason(f.Verdict.Errors)]++
 	}
 	type kv struct {

@@ -191,6 +191,9 @@ func TestDifferential(t *testing.T) {
 	if len(rep.FalseRefusals) > 0 {
 		t.Logf("false refusals by the gist of their refusal:\n%s", rep.FalseRefusalReasons())
 	}
+	if len(rep.Justified) > 0 {
+		t.Logf("refusals justified though their runs with checks off ended well (latent defects), by gist:\n%s", rep.JustifiedReasons())
+	}
 	if dir := os.Getenv("RUNNER_FUZZ_SAVE"); dir != "" {
 		k, err := rep.Save(dir)
 		if err != nil {
