@@ -16,6 +16,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/expr-lang/expr"
 )
 
 // Counts are one grammar's numbers.
@@ -275,6 +277,72 @@ var latentDefects = []struct {
 	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
 }
 
+// mismatch is expr's refusal of an operator over operands of types it
+// does not take.
+var mismatch = regexp.MustCompile(`invalid operation: (\S+) \(mismatched types? (\w+)(?: and (\w+))?\)`)
+
+// sampleValues are values of the basic types expr names in a mismatch.
+var sampleValues = map[string][]any{
+	"int": {0, 2, -1}, "int64": {int64(0), int64(3)}, "float64": {0.0, 2.5, -1.0}, "float32": {float32(0), float32(1.5)},
+	"string": {"", "a", "2"}, "bool": {true, false},
+}
+
+var (
+	certainMu sync.Mutex
+	certain   = map[string]bool{}
+)
+
+// certainMismatch says whether an error is expr's refusal of an operator
+// over operands of basic types that fails whenever it is evaluated, with
+// the operands untyped as a run holds them. That is found by running the
+// operation, compiled untyped, over sample values of those types: certain
+// when every run fails (`! 2` does; `true and 2` does not, `false and 2`
+// gives false). A run that ended well never evaluated such an
+// expression: a node's when, say, is read only from its second round on.
+func certainMismatch(e string) bool {
+	m := mismatch.FindStringSubmatch(e)
+	if m == nil {
+		return false
+	}
+	certainMu.Lock()
+	defer certainMu.Unlock()
+	key := strings.Join(m[1:], " ")
+	if c, ok := certain[key]; ok {
+		return c
+	}
+	c := alwaysFails(m[1], m[2], m[3], sampleValues)
+	certain[key] = c
+	return c
+}
+
+// alwaysFails runs "OP x" (t2 empty) or "x OP y", compiled untyped, over
+// every pair of values of types t1 and t2, and says whether each run fails.
+func alwaysFails(op, t1, t2 string, values map[string][]any) bool {
+	xs, ok := values[t1]
+	if !ok {
+		return false
+	}
+	src, ys := op+" x", []any{nil}
+	if t2 != "" {
+		if ys, ok = values[t2]; !ok {
+			return false
+		}
+		src = "x " + op + " y"
+	}
+	prog, err := expr.Compile(src, expr.Env(map[string]any{}), expr.AllowUndefinedVariables())
+	if err != nil {
+		return false
+	}
+	for _, x := range xs {
+		for _, y := range ys {
+			if _, err := expr.Run(prog, map[string]any{"x": x, "y": y}); err == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // justified says why a refusal is right though its runs with checks off
 // ended well: when every error of it is a latent defect.
 func justified(errs []string) (string, bool) {
@@ -284,7 +352,13 @@ func justified(errs []string) (string, bool) {
 	var whys []string
 	for _, e := range errs {
 		found := ""
+		if certainMismatch(e) {
+			found = "an operator over operands of types it does not take, which fails whenever it is evaluated (no run evaluated it)"
+		}
 		for _, l := range latentDefects {
+			if found != "" {
+				break
+			}
 			if l.re.MatchString(e) {
 				found = l.why
 				break

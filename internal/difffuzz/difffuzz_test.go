@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/expr-lang/expr"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
@@ -444,4 +446,50 @@ func knownCase(t *testing.T, text []byte) bool {
 		}
 	}
 	return false
+}
+
+// TestMismatchedOperationsFailWhenRun: an operation expr refuses over
+// operands of basic types ("invalid operation: OP (mismatched types A and
+// B)") that certainMismatch counts as a latent defect, judged on its
+// sample values, fails over other values of those types as well: for
+// every operator of expr and every pair of basic types.
+func TestMismatchedOperationsFailWhenRun(t *testing.T) {
+	typed := map[string]any{"int": 2, "int64": int64(3), "float64": 2.5, "float32": float32(1), "string": "a", "bool": true}
+	other := map[string][]any{
+		"int": {7, -40, 1 << 40}, "int64": {int64(-9), int64(1)}, "float64": {1e300, -0.5, 3.0}, "float32": {float32(-2), float32(7)},
+		"string": {"zz", "hello, world", "-3"}, "bool": {false, true},
+	}
+	binary := []string{"+", "-", "*", "/", "%", "**", "^", "<", ">", "<=", ">=", "==", "!=", "and", "or", "&&", "||",
+		"in", "not in", "matches", "contains", "startsWith", "endsWith", ".."}
+	unary := []string{"!", "not", "-", "+"}
+	counted, refused := 0, 0
+	try := func(src string, env map[string]any) {
+		_, err := expr.Compile(src, expr.Env(env))
+		if err == nil || !mismatch.MatchString(err.Error()) {
+			return
+		}
+		refused++
+		if !certainMismatch(err.Error()) {
+			return
+		}
+		counted++
+		m := mismatch.FindStringSubmatch(err.Error())
+		if !alwaysFails(m[1], m[2], m[3], other) {
+			t.Errorf("%s over %v: counted as a mismatch that always fails, but some run of it with other values ends well", src, env)
+		}
+	}
+	for _, x := range typed {
+		for _, op := range unary {
+			try(op+" x", map[string]any{"x": x})
+		}
+		for _, y := range typed {
+			for _, op := range binary {
+				try("x "+op+" y", map[string]any{"x": x, "y": y})
+			}
+		}
+	}
+	t.Logf("%d operations refused as mismatches, %d of them counted as certain failures", refused, counted)
+	if counted < 50 || counted == refused {
+		t.Errorf("%d of %d mismatches counted as certain: the sample runs decide nothing", counted, refused)
+	}
 }
