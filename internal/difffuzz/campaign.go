@@ -85,6 +85,15 @@ type Campaign struct {
 	FalseRefusalEvery int
 	Log               func(format string, args ...any)
 	mutants           int
+	reportMu          sync.Mutex
+	report            *Report
+}
+
+// Report is the report of the run under way (nil before Run).
+func (c *Campaign) Report() *Report {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	return c.report
 }
 
 // Run checks mutants until n are generated (n > 0) or the deadline
@@ -93,6 +102,9 @@ type Campaign struct {
 // (Report.Cut).
 func (c *Campaign) Run(n int, deadline time.Time) (*Report, error) {
 	rep := newReport()
+	c.reportMu.Lock()
+	c.report = rep
+	c.reportMu.Unlock()
 	start := time.Now()
 	ctx := context.Background()
 	if !deadline.IsZero() {
@@ -374,8 +386,18 @@ func justified(errs []string) (string, bool) {
 	return strings.Join(whys, "; "), true
 }
 
+// Progress is the table and the findings so far, for a long run's log
+// (a run stopped from outside still tells what it found).
+func (r *Report) Progress() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table() + r.details()
+}
+
 // Table prints the counts per grammar.
-func (r *Report) Table() string {
+func (r *Report) Table() string { return r.table() }
+
+func (r *Report) table() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\tjustified\t")
@@ -401,7 +423,9 @@ func (r *Report) Table() string {
 }
 
 // Details lists the findings, one paragraph each, sorted by class.
-func (r *Report) Details() string {
+func (r *Report) Details() string { return r.details() }
+
+func (r *Report) details() string {
 	all := append(append([]Finding{}, r.Findings...), r.FalseRefusals...)
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Class < all[j].Class })
 	var b strings.Builder

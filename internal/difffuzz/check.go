@@ -131,10 +131,12 @@ type Checker struct {
 	RunTimeout time.Duration
 	mu         sync.Mutex
 	baseline   map[string][]Outcome
-	// seeds are the seeds loaded so far (each is validated, path check
-	// included, once per worker rather than once per mutant)
-	seeds map[string]*Seed
-	n     int
+	// seeds are the seeds loaded so far for their own runs (each is
+	// validated, path check included, once per worker rather than once
+	// per mutant); seedInputs their inputs
+	seeds      map[string]*Seed
+	seedInputs map[string]map[string]any
+	n          int
 }
 
 // NewChecker copies the folders seeds live in under work.
@@ -144,7 +146,7 @@ func NewChecker(root, work string) (*Checker, error) {
 			return nil, err
 		}
 	}
-	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}, seeds: map[string]*Seed{}}, nil
+	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}, seeds: map[string]*Seed{}, seedInputs: map[string]map[string]any{}}, nil
 }
 
 func copyTree(src, dst string) error {
@@ -208,20 +210,46 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 			return v
 		}
 	}
-	seed, err := c.seed(seedPath)
+	inputs, err := c.inputs(seedPath)
 	if err != nil {
 		v.Panic = "the seed does not load: " + err.Error()
 		return v
 	}
-	v.Runs = c.runAll(plan, seed.Inputs, only)
+	v.Runs = c.runAll(plan, inputs, only)
 	for _, o := range v.Runs {
 		if !o.ok() {
 			// only a failure asks whether the seed fails alike
+			seed, err := c.seed(seedPath)
+			if err != nil {
+				v.Panic = "the seed does not load: " + err.Error()
+				return v
+			}
 			v.Baseline = c.seedRuns(seed)
 			break
 		}
 	}
 	return v
+}
+
+// inputs are a seed's inputs (seedInputs), from its compiled plan: the
+// parent validated the seed in full, and a worker does so (the path
+// check, the costly part) only for the seed's own runs.
+func (c *Checker) inputs(path string) (map[string]any, error) {
+	c.mu.Lock()
+	in, ok := c.seedInputs[path]
+	c.mu.Unlock()
+	if ok {
+		return in, nil
+	}
+	plan, diags := spec.Load(path, nodes.Registry())
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("%s does not compile: %s", path, diags.Format())
+	}
+	in = seedInputs(path, plan)
+	c.mu.Lock()
+	c.seedInputs[path] = in
+	c.mu.Unlock()
+	return in, nil
 }
 
 // seed loads a seed once.

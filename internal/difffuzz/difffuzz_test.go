@@ -178,6 +178,25 @@ func TestDifferential(t *testing.T) {
 	}
 	c := &Campaign{Gen: gen, Seeds: seeds, Pool: pool, Seed: seed, Parallel: parallel(),
 		FalseRefusals: d > 0 || os.Getenv("RUNNER_FUZZ_FALSE_REFUSALS") != "", FalseRefusalEvery: 1}
+	if d >= 10*time.Minute {
+		// a long run tells its counts and findings every five minutes
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			tick := time.NewTicker(5 * time.Minute)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if r := c.Report(); r != nil {
+						t.Logf("so far (%s):\n%s", time.Since(processStart).Round(time.Second), r.Progress())
+					}
+				}
+			}
+		}()
+	}
 	rep, err := c.Run(n, deadline)
 	if err != nil {
 		t.Fatal(err)
