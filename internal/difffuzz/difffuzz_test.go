@@ -151,13 +151,13 @@ func violation(c Class) bool {
 }
 
 // TestDifferential is the fuzzer's run: a short deterministic one by
-// default (RUNNER_FUZZ_N mutants, 24 when unset), or a timed one with
+// default (RUNNER_FUZZ_N mutants; when unset 24, 12 under -race), or a timed one with
 // RUNNER_FUZZ_TIME (e.g. 10m, 1h), which also estimates false refusals.
 // It prints the counts per grammar and every finding; RUNNER_FUZZ_SAVE
 // names a folder to write the findings into as regression cases.
 func TestDifferential(t *testing.T) {
 	setup(t)
-	n, d := 24, time.Duration(0)
+	n, d := defaultMutants, time.Duration(0)
 	if v, err := strconv.Atoi(os.Getenv("RUNNER_FUZZ_N")); err == nil {
 		n = v
 	}
