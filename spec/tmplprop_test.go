@@ -291,12 +291,24 @@ func samplePromptData(r *rand.Rand, scope propScope, full bool) *PromptData {
 	}
 	d.Round = r.IntN(4)
 	d.Turn = r.IntN(3)
-	n := r.IntN(4)
+	// Messages' authors, addressees and records are drawn from the agents'
+	// ids and from the text constants the generator writes, and their
+	// rounds from its number constants, so that byFrom, byTo, byRecord,
+	// notFrom and inRound keep messages for some samples and none for
+	// others. The full sample has every id as author, addressee and
+	// record, and every round from -2 on: each filter keeps a message.
+	ids := []string{"ann", "bob", "cy", "v0", "x", "a", "", ",", "answer"}
+	n := r.IntN(5)
 	if full {
-		n = 3
+		n = len(ids)
 	}
 	for i := 0; i < n; i++ {
-		d.History = append(d.History, &value.Message{From: names[i%3], Content: "c", Round: i, Record: "answer", Fields: map[string]string{"x": "1"}})
+		m := &value.Message{From: ids[r.IntN(len(ids))], To: ids[r.IntN(len(ids))], Content: "c", Round: r.IntN(6) - 2,
+			Record: ids[r.IntN(len(ids))], Fields: map[string]string{"x": "1"}}
+		if full {
+			m.From, m.To, m.Record, m.Round = ids[i], ids[(i+1)%len(ids)], ids[(i+2)%len(ids)], i-2
+		}
+		d.History = append(d.History, m)
 	}
 	d.Inbox = d.History
 	d.Target = value.Message{From: "bob", Content: []string{"t", ""}[r.IntN(2)]}
@@ -574,6 +586,31 @@ func TestTemplateCheckProperty(t *testing.T) {
 	for i, m := range out.falseRefusals {
 		if i < 15 {
 			t.Errorf("refused, but renders for every sampled value: %s", m)
+		}
+	}
+}
+
+// TestBuiltinArityIsTextTemplates: the checker's counts of text/template's
+// own functions' arguments are the ones text/template enforces when it
+// renders: for every builtin and every number of arguments from 0 to 6,
+// the checker refuses the call exactly when rendering it fails on its
+// number of arguments. (The differential fuzzer relies on this to count a
+// refused call with a wrong number of arguments that its runs never made
+// as a latent defect rather than a false refusal.)
+func TestBuiltinArityIsTextTemplates(t *testing.T) {
+	for name, a := range builtinArity {
+		for n := 0; n <= 6; n++ {
+			src := "{{" + strings.TrimSpace(name+strings.Repeat(" 1", n)) + "}}"
+			tm, err := template.New("t").Parse(src)
+			if err != nil {
+				t.Fatalf("%s: %v", src, err)
+			}
+			err = tm.Execute(&strings.Builder{}, nil)
+			failsOnCount := err != nil && (strings.Contains(err.Error(), "wrong number of args") || strings.Contains(err.Error(), "too many slice indexes") || strings.Contains(err.Error(), "missing argument for comparison"))
+			refused := n < a[0] || (a[1] >= 0 && n > a[1])
+			if refused != failsOnCount {
+				t.Errorf("%s: the checker refuses it: %v; rendering fails on its number of arguments: %v (%v)", src, refused, failsOnCount, err)
+			}
 		}
 	}
 }

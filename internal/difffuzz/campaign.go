@@ -1,26 +1,32 @@
 package difffuzz
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/expr-lang/expr"
 )
 
 // Counts are one grammar's numbers.
 type Counts struct {
 	Generated, Refused, RefusedNoPlace, Accepted, AcceptedThenFailing, ReplyFailing, Hangs, Panics int
 	// CheckedOff are the refused mutants run with checks off;
-	// FalseRefusals those of them that ended well under every profile.
-	CheckedOff, FalseRefusals int
+	// FalseRefusals those of them that ended well under every profile,
+	// but for the Justified ones (see justified).
+	CheckedOff, FalseRefusals, Justified int
 }
 
 // Finding is a mutant that broke the property (or a false refusal).
@@ -36,9 +42,13 @@ type Report struct {
 	mu        sync.Mutex
 	ByGrammar map[string]*Counts
 	Findings  []Finding
-	// FalseRefusals are refused mutants that ran well with checks off.
-	FalseRefusals []Finding
-	Elapsed       time.Duration
+	// FalseRefusals are refused mutants that ran well with checks off;
+	// Justified those of them whose refusal is right all the same.
+	FalseRefusals, Justified []Finding
+	Elapsed                  time.Duration
+	// Cut are the checks under way at a timed campaign's deadline, stopped
+	// there: their mutants are not counted.
+	Cut int
 }
 
 func newReport() *Report {
@@ -47,6 +57,15 @@ func newReport() *Report {
 		r.ByGrammar[g] = &Counts{}
 	}
 	return r
+}
+
+// Total is the number of mutants checked.
+func (r *Report) Total() int {
+	n := 0
+	for _, c := range r.ByGrammar {
+		n += c.Generated
+	}
+	return n
 }
 
 // Failures counts the findings that break the property.
@@ -66,18 +85,39 @@ type Campaign struct {
 	FalseRefusalEvery int
 	Log               func(format string, args ...any)
 	mutants           int
+	reportMu          sync.Mutex
+	report            *Report
 }
 
-// Run checks mutants until n are generated (n > 0) or the time is up.
-func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
+// Report is the report of the run under way (nil before Run).
+func (c *Campaign) Report() *Report {
+	c.reportMu.Lock()
+	defer c.reportMu.Unlock()
+	return c.report
+}
+
+// Run checks mutants until n are generated (n > 0) or the deadline
+// (when not zero). At the deadline the checks under way are cut off, so
+// a timed campaign ends on time; the mutants they held are not counted
+// (Report.Cut).
+func (c *Campaign) Run(n int, deadline time.Time) (*Report, error) {
 	rep := newReport()
+	c.reportMu.Lock()
+	c.report = rep
+	c.reportMu.Unlock()
 	start := time.Now()
+	ctx := context.Background()
+	if !deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
 	rng := rand.New(rand.NewSource(c.Seed))
 	var gmu sync.Mutex
 	next := func() (Mutant, bool) {
 		gmu.Lock()
 		defer gmu.Unlock()
-		if (n > 0 && c.mutants >= n) || (d > 0 && time.Since(start) > d) {
+		if (n > 0 && c.mutants >= n) || ctx.Err() != nil {
 			return Mutant{}, false
 		}
 		for {
@@ -111,7 +151,13 @@ func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
 				if !ok {
 					return
 				}
-				v, err := c.Pool.Check(m, false)
+				v, err := c.Pool.CheckContext(ctx, m, false)
+				if errors.Is(err, ErrCut) {
+					rep.mu.Lock()
+					rep.Cut++
+					rep.mu.Unlock()
+					return
+				}
 				if err != nil {
 					rep.mu.Lock()
 					if firstErr == nil {
@@ -128,7 +174,7 @@ func (c *Campaign) Run(n int, d time.Duration) (*Report, error) {
 					take := c.FalseRefusalEvery <= 1 || refusedSeen%c.FalseRefusalEvery == 0
 					rep.mu.Unlock()
 					if take {
-						off, err := c.Pool.Check(m, true)
+						off, err := c.Pool.CheckContext(ctx, m, true)
 						if err == nil {
 							rep.addUnchecked(m, off)
 						}
@@ -213,19 +259,152 @@ func (r *Report) addUnchecked(m Mutant, v Verdict) {
 			return
 		}
 	}
+	if why, ok := justified(v.Errors); ok {
+		c.Justified++
+		r.Justified = append(r.Justified, Finding{Mutant: m, Class: "justified-refusal", Detail: why + ": " + strings.Join(v.Errors, "; "), Verdict: v})
+		return
+	}
 	c.FalseRefusals++
 	r.FalseRefusals = append(r.FalseRefusals, Finding{Mutant: m, Class: "false-refusal", Detail: strings.Join(v.Errors, "; "), Verdict: v})
 }
 
+// latentDefects are the refusals that stay right when a mutant's runs
+// with checks off end well: the error is a defect whenever it comes into
+// play, and the profiles' runs did not bring it into play. Each says why.
+var latentDefects = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	// A fallback stands in for a reply that cannot be read even after its
+	// repairs. The profiles' replies always can be, so no run used it;
+	// one outside the schema would hand the expressions, templates and
+	// outputs typed by that schema a value of another shape.
+	{regexp.MustCompile(`output fallback( .*)? does not satisfy the output schema`), "a fallback outside the output schema (used only when a reply cannot be read)"},
+	// text/template counts a call's arguments when it makes it, as the
+	// checker does: for its own functions with the same counts
+	// (TestBuiltinArityIsTextTemplates in spec checks them against it),
+	// for the prompts' helpers from their Go signatures, as text/template
+	// reads them. So a run that ended well never made that call: it lies
+	// in a branch or a template no profile's run reached.
+	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
+}
+
+// mismatch is expr's refusal of an operator over operands of types it
+// does not take.
+var mismatch = regexp.MustCompile(`invalid operation: (\S+) \(mismatched types? (\w+)(?: and (\w+))?\)`)
+
+// sampleValues are values of the basic types expr names in a mismatch.
+var sampleValues = map[string][]any{
+	"int": {0, 2, -1}, "int64": {int64(0), int64(3)}, "float64": {0.0, 2.5, -1.0}, "float32": {float32(0), float32(1.5)},
+	"string": {"", "a", "2"}, "bool": {true, false},
+}
+
+var (
+	certainMu sync.Mutex
+	certain   = map[string]bool{}
+)
+
+// certainMismatch says whether an error is expr's refusal of an operator
+// over operands of basic types that fails whenever it is evaluated, with
+// the operands untyped as a run holds them. That is found by running the
+// operation, compiled untyped, over sample values of those types: certain
+// when every run fails (`! 2` does; `true and 2` does not, `false and 2`
+// gives false). A run that ended well never evaluated such an
+// expression: a node's when, say, is read only from its second round on.
+func certainMismatch(e string) bool {
+	m := mismatch.FindStringSubmatch(e)
+	if m == nil {
+		return false
+	}
+	certainMu.Lock()
+	defer certainMu.Unlock()
+	key := strings.Join(m[1:], " ")
+	if c, ok := certain[key]; ok {
+		return c
+	}
+	c := alwaysFails(m[1], m[2], m[3], sampleValues)
+	certain[key] = c
+	return c
+}
+
+// alwaysFails runs "OP x" (t2 empty) or "x OP y", compiled untyped, over
+// every pair of values of types t1 and t2, and says whether each run fails.
+func alwaysFails(op, t1, t2 string, values map[string][]any) bool {
+	xs, ok := values[t1]
+	if !ok {
+		return false
+	}
+	src, ys := op+" x", []any{nil}
+	if t2 != "" {
+		if ys, ok = values[t2]; !ok {
+			return false
+		}
+		src = "x " + op + " y"
+	}
+	prog, err := expr.Compile(src, expr.Env(map[string]any{}), expr.AllowUndefinedVariables())
+	if err != nil {
+		return false
+	}
+	for _, x := range xs {
+		for _, y := range ys {
+			if _, err := expr.Run(prog, map[string]any{"x": x, "y": y}); err == nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// justified says why a refusal is right though its runs with checks off
+// ended well: when every error of it is a latent defect.
+func justified(errs []string) (string, bool) {
+	if len(errs) == 0 {
+		return "", false
+	}
+	var whys []string
+	for _, e := range errs {
+		found := ""
+		if certainMismatch(e) {
+			found = "an operator over operands of types it does not take, which fails whenever it is evaluated (no run evaluated it)"
+		}
+		for _, l := range latentDefects {
+			if found != "" {
+				break
+			}
+			if l.re.MatchString(e) {
+				found = l.why
+				break
+			}
+		}
+		if found == "" {
+			return "", false
+		}
+		if !slices.Contains(whys, found) {
+			whys = append(whys, found)
+		}
+	}
+	return strings.Join(whys, "; "), true
+}
+
+// Progress is the table and the findings so far, for a long run's log
+// (a run stopped from outside still tells what it found).
+func (r *Report) Progress() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.table() + r.details()
+}
+
 // Table prints the counts per grammar.
-func (r *Report) Table() string {
+func (r *Report) Table() string { return r.table() }
+
+func (r *Report) table() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\t")
+	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\tjustified\t")
 	var t Counts
 	for _, g := range Grammars {
 		c := r.ByGrammar[g]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals, c.Justified)
 		t.Generated += c.Generated
 		t.Refused += c.Refused
 		t.RefusedNoPlace += c.RefusedNoPlace
@@ -236,14 +415,17 @@ func (r *Report) Table() string {
 		t.Panics += c.Panics
 		t.CheckedOff += c.CheckedOff
 		t.FalseRefusals += c.FalseRefusals
+		t.Justified += c.Justified
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals)
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals, t.Justified)
 	_ = tw.Flush()
 	return b.String()
 }
 
 // Details lists the findings, one paragraph each, sorted by class.
-func (r *Report) Details() string {
+func (r *Report) Details() string { return r.details() }
+
+func (r *Report) details() string {
 	all := append(append([]Finding{}, r.Findings...), r.FalseRefusals...)
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Class < all[j].Class })
 	var b strings.Builder
@@ -307,9 +489,15 @@ func reason(errs []string) string {
 
 // FalseRefusalReasons counts the false refusals by the gist of their
 // refusal, most first.
-func (r *Report) FalseRefusalReasons() string {
+func (r *Report) FalseRefusalReasons() string { return reasons(r.FalseRefusals) }
+
+// JustifiedReasons counts the justified refusals by the gist of their
+// refusal, most first.
+func (r *Report) JustifiedReasons() string { return reasons(r.Justified) }
+
+func reasons(fs []Finding) string {
 	counts := map[string]int{}
-	for _, f := range r.FalseRefusals {
+	for _, f := range fs {
 		counts[reason(f.Verdict.Errors)]++
 	}
 	type kv struct {

@@ -131,6 +131,11 @@ type Checker struct {
 	RunTimeout time.Duration
 	mu         sync.Mutex
 	baseline   map[string][]Outcome
+	// seeds are the seeds loaded so far for their own runs (each is
+	// validated, path check included, once per worker rather than once
+	// per mutant); seedInputs their inputs
+	seeds      map[string]*Seed
+	seedInputs map[string]map[string]any
 	n          int
 }
 
@@ -141,7 +146,7 @@ func NewChecker(root, work string) (*Checker, error) {
 			return nil, err
 		}
 	}
-	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}}, nil
+	return &Checker{Root: root, work: work, RunTimeout: 60 * time.Second, baseline: map[string][]Outcome{}, seeds: map[string]*Seed{}, seedInputs: map[string]map[string]any{}}, nil
 }
 
 func copyTree(src, dst string) error {
@@ -205,20 +210,64 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 			return v
 		}
 	}
-	seed, err := LoadSeed(c.work, seedPath)
+	inputs, err := c.inputs(seedPath)
 	if err != nil {
 		v.Panic = "the seed does not load: " + err.Error()
 		return v
 	}
-	v.Runs = c.runAll(plan, seed.Inputs, only)
+	v.Runs = c.runAll(plan, inputs, only)
 	for _, o := range v.Runs {
 		if !o.ok() {
 			// only a failure asks whether the seed fails alike
+			seed, err := c.seed(seedPath)
+			if err != nil {
+				v.Panic = "the seed does not load: " + err.Error()
+				return v
+			}
 			v.Baseline = c.seedRuns(seed)
 			break
 		}
 	}
 	return v
+}
+
+// inputs are a seed's inputs (seedInputs), from its compiled plan: the
+// parent validated the seed in full, and a worker does so (the path
+// check, the costly part) only for the seed's own runs.
+func (c *Checker) inputs(path string) (map[string]any, error) {
+	c.mu.Lock()
+	in, ok := c.seedInputs[path]
+	c.mu.Unlock()
+	if ok {
+		return in, nil
+	}
+	plan, diags := spec.Load(path, nodes.Registry())
+	if diags.HasErrors() {
+		return nil, fmt.Errorf("%s does not compile: %s", path, diags.Format())
+	}
+	in = seedInputs(path, plan)
+	c.mu.Lock()
+	c.seedInputs[path] = in
+	c.mu.Unlock()
+	return in, nil
+}
+
+// seed loads a seed once.
+func (c *Checker) seed(path string) (*Seed, error) {
+	c.mu.Lock()
+	s, ok := c.seeds[path]
+	c.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := LoadSeed(c.work, path)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.seeds[path] = s
+	c.mu.Unlock()
+	return s, nil
 }
 
 // seedRuns are the seed's own runs under every profile, run once.
@@ -243,7 +292,11 @@ func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile)
 		profiles = only
 	}
 	for _, p := range profiles {
-		o := c.run(plan, inputs, p)
+		given := make(map[string]any, len(inputs)) // a cached seed's, shared by runs
+		for k, v := range inputs {
+			given[k] = v
+		}
+		o := c.run(plan, given, p)
 		out = append(out, o)
 		if o.Status == "hang" {
 			break // one is enough, and each costs the timeout

@@ -8,15 +8,23 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/expr-lang/expr"
+
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
 )
+
+// processStart is when the test binary started: a timed run's budget
+// (RUNNER_FUZZ_TIME) counts from here, so it covers loading the seeds and
+// starting the workers as well as the mutants.
+var processStart = time.Now()
 
 func TestMain(m *testing.M) {
 	if os.Getenv(WorkerEnv) != "" {
@@ -26,7 +34,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if pool != nil {
+		pool.Close() // the workers end as their input does
+	}
+	os.Exit(code)
 }
 
 var (
@@ -36,6 +48,7 @@ var (
 	gen       *Generator
 	pool      *Pool
 	root      string
+	setupTook time.Duration
 )
 
 // setup loads the seeds and starts the pool of workers once per process.
@@ -46,23 +59,49 @@ func setup(t testing.TB) {
 		if setupErr != nil {
 			return
 		}
-		for _, p := range SeedPaths(root) {
-			s, err := LoadSeed(root, p)
-			if err != nil {
-				continue // a testdata spec that does not validate is no seed
+		timeout := 60 * time.Second
+		if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
+			timeout = d
+		}
+		pool = NewPool(os.Args[0], []string{"-test.run=^$"}, parallel(), timeout*raceSlowdown)
+		// the workers start (and copy the seeds' folders) while the seeds
+		// load, which is mostly the path check of each, on every core
+		warmed := make(chan error, 1)
+		go func() { warmed <- pool.Warm() }()
+		paths := SeedPaths(root)
+		loaded := make([]*Seed, len(paths))
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < max(goruntime.GOMAXPROCS(0), 1); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					if s, err := LoadSeed(root, paths[i]); err == nil {
+						loaded[i] = s
+					} // a testdata spec that does not validate is no seed
+				}
+			}()
+		}
+		for i := range paths {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for _, s := range loaded {
+			if s != nil {
+				seeds = append(seeds, s)
 			}
-			seeds = append(seeds, s)
+		}
+		if setupErr = <-warmed; setupErr != nil {
+			return
 		}
 		if len(seeds) < 20 {
 			setupErr = fmt.Errorf("only %d seeds validate; expected every example", len(seeds))
 			return
 		}
 		gen = NewGenerator()
-		timeout := 60 * time.Second
-		if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
-			timeout = d
-		}
-		pool = NewPool(os.Args[0], []string{"-test.run=^$"}, parallel(), timeout*raceSlowdown)
+		setupTook = time.Since(processStart)
 	})
 	if setupErr != nil {
 		t.Fatal(setupErr)
@@ -112,22 +151,26 @@ func violation(c Class) bool {
 }
 
 // TestDifferential is the fuzzer's run: a short deterministic one by
-// default (RUNNER_FUZZ_N mutants, 24 when unset), or a timed one with
+// default (RUNNER_FUZZ_N mutants; when unset 24, 12 under -race), or a timed one with
 // RUNNER_FUZZ_TIME (e.g. 10m, 1h), which also estimates false refusals.
 // It prints the counts per grammar and every finding; RUNNER_FUZZ_SAVE
 // names a folder to write the findings into as regression cases.
 func TestDifferential(t *testing.T) {
 	setup(t)
-	n, d := 24, time.Duration(0)
+	n, d := defaultMutants, time.Duration(0)
 	if v, err := strconv.Atoi(os.Getenv("RUNNER_FUZZ_N")); err == nil {
 		n = v
 	}
+	var deadline time.Time
 	if v := os.Getenv("RUNNER_FUZZ_TIME"); v != "" {
 		dd, err := time.ParseDuration(v)
 		if err != nil {
 			t.Fatalf("RUNNER_FUZZ_TIME=%s: %v", v, err)
 		}
-		n, d = 0, dd
+		// the budget counts from the test binary's start: seeds, workers,
+		// mutants and the checks under way at the end (cut off) are in it;
+		// a few seconds are kept for the report
+		n, d, deadline = 0, dd, processStart.Add(dd-min(dd/20, 5*time.Second))
 	}
 	seed := int64(1)
 	if v, err := strconv.ParseInt(os.Getenv("RUNNER_FUZZ_SEED"), 10, 64); err == nil {
@@ -135,16 +178,42 @@ func TestDifferential(t *testing.T) {
 	}
 	c := &Campaign{Gen: gen, Seeds: seeds, Pool: pool, Seed: seed, Parallel: parallel(),
 		FalseRefusals: d > 0 || os.Getenv("RUNNER_FUZZ_FALSE_REFUSALS") != "", FalseRefusalEvery: 1}
-	rep, err := c.Run(n, d)
+	if d >= 10*time.Minute {
+		// a long run tells its counts and findings every five minutes
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			tick := time.NewTicker(5 * time.Minute)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if r := c.Report(); r != nil {
+						t.Logf("so far (%s):\n%s", time.Since(processStart).Round(time.Second), r.Progress())
+					}
+				}
+			}
+		}()
+	}
+	rep, err := c.Run(n, deadline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d, %d seeds, %s\n%s", seed, len(seeds), rep.Elapsed.Round(time.Second), rep.Table())
+	t.Logf("seed %d, %d seeds; seeds and workers ready in %s, mutants checked for %s (%d checks cut off at the deadline)\n%s",
+		seed, len(seeds), setupTook.Round(time.Second), rep.Elapsed.Round(time.Second), rep.Cut, rep.Table())
+	if n == 0 && rep.Total() == 0 {
+		t.Errorf("no mutant was checked in RUNNER_FUZZ_TIME=%s: loading the seeds and starting the workers took %s", d, setupTook.Round(time.Second))
+	}
 	if det := rep.Details(); det != "" {
 		t.Logf("findings:\n%s", det)
 	}
 	if len(rep.FalseRefusals) > 0 {
 		t.Logf("false refusals by the gist of their refusal:\n%s", rep.FalseRefusalReasons())
+	}
+	if len(rep.Justified) > 0 {
+		t.Logf("refusals justified though their runs with checks off ended well (latent defects), by gist:\n%s", rep.JustifiedReasons())
 	}
 	if dir := os.Getenv("RUNNER_FUZZ_SAVE"); dir != "" {
 		k, err := rep.Save(dir)
@@ -396,4 +465,50 @@ func knownCase(t *testing.T, text []byte) bool {
 		}
 	}
 	return false
+}
+
+// TestMismatchedOperationsFailWhenRun: an operation expr refuses over
+// operands of basic types ("invalid operation: OP (mismatched types A and
+// B)") that certainMismatch counts as a latent defect, judged on its
+// sample values, fails over other values of those types as well: for
+// every operator of expr and every pair of basic types.
+func TestMismatchedOperationsFailWhenRun(t *testing.T) {
+	typed := map[string]any{"int": 2, "int64": int64(3), "float64": 2.5, "float32": float32(1), "string": "a", "bool": true}
+	other := map[string][]any{
+		"int": {7, -40, 1 << 40}, "int64": {int64(-9), int64(1)}, "float64": {1e300, -0.5, 3.0}, "float32": {float32(-2), float32(7)},
+		"string": {"zz", "hello, world", "-3"}, "bool": {false, true},
+	}
+	binary := []string{"+", "-", "*", "/", "%", "**", "^", "<", ">", "<=", ">=", "==", "!=", "and", "or", "&&", "||",
+		"in", "not in", "matches", "contains", "startsWith", "endsWith", ".."}
+	unary := []string{"!", "not", "-", "+"}
+	counted, refused := 0, 0
+	try := func(src string, env map[string]any) {
+		_, err := expr.Compile(src, expr.Env(env))
+		if err == nil || !mismatch.MatchString(err.Error()) {
+			return
+		}
+		refused++
+		if !certainMismatch(err.Error()) {
+			return
+		}
+		counted++
+		m := mismatch.FindStringSubmatch(err.Error())
+		if !alwaysFails(m[1], m[2], m[3], other) {
+			t.Errorf("%s over %v: counted as a mismatch that always fails, but some run of it with other values ends well", src, env)
+		}
+	}
+	for _, x := range typed {
+		for _, op := range unary {
+			try(op+" x", map[string]any{"x": x})
+		}
+		for _, y := range typed {
+			for _, op := range binary {
+				try("x "+op+" y", map[string]any{"x": x, "y": y})
+			}
+		}
+	}
+	t.Logf("%d operations refused as mismatches, %d of them counted as certain failures", refused, counted)
+	if counted < 50 || counted == refused {
+		t.Errorf("%d of %d mismatches counted as certain: the sample runs decide nothing", counted, refused)
+	}
 }

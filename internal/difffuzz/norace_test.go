@@ -3,3 +3,5 @@
 package difffuzz
 
 const raceSlowdown = 1
+
+const defaultMutants = 24

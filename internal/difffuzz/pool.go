@@ -3,6 +3,7 @@ package difffuzz
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,9 +150,52 @@ func (p *Pool) Close() {
 	p.all = nil
 }
 
+// Warm starts the pool's workers now, at once, rather than at their first
+// check: each copies the seeds' folders as it starts, which then overlaps
+// the loading of the seeds.
+func (p *Pool) Warm() error {
+	var ws []*worker
+	for len(ws) < cap(p.idle) {
+		w := <-p.idle
+		if w == nil {
+			var err error
+			if w, err = p.start(); err != nil {
+				p.idle <- nil
+				for _, w := range ws {
+					p.idle <- w
+				}
+				return err
+			}
+		}
+		ws = append(ws, w)
+	}
+	for _, w := range ws {
+		p.idle <- w
+	}
+	return nil
+}
+
+// ErrCut is CheckContext's error when its context ended before the verdict:
+// the check was stopped (its worker ended) and the mutant has no verdict.
+var ErrCut = errors.New("the check was cut off")
+
 // Check checks a mutant in a worker, under every profile or those only.
 func (p *Pool) Check(m Mutant, checksOff bool, only ...Profile) (Verdict, error) {
-	w := <-p.idle
+	return p.CheckContext(context.Background(), m, checksOff, only...)
+}
+
+// CheckContext is Check, cut off when ctx ends (ErrCut): a timed campaign
+// ends at its deadline rather than after the checks under way.
+func (p *Pool) CheckContext(ctx context.Context, m Mutant, checksOff bool, only ...Profile) (Verdict, error) {
+	if ctx.Err() != nil {
+		return Verdict{}, ErrCut
+	}
+	var w *worker
+	select {
+	case w = <-p.idle:
+	case <-ctx.Done():
+		return Verdict{}, ErrCut
+	}
 	if w == nil {
 		var err error
 		if w, err = p.start(); err != nil {
@@ -181,7 +225,13 @@ func (p *Pool) Check(m Mutant, checksOff bool, only ...Profile) (Verdict, error)
 	}
 	// the seed's runs and the mutant's, each within the run timeout
 	deadline := time.Duration(2*len(Profiles)+2)*(p.RunTimeout+5*time.Second) + 20*time.Second
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
 	select {
+	case <-ctx.Done():
+		w.kill()
+		p.idle <- nil
+		return Verdict{}, ErrCut
 	case a := <-ch:
 		if a.err != nil {
 			w.kill()
@@ -193,7 +243,7 @@ func (p *Pool) Check(m Mutant, checksOff bool, only ...Profile) (Verdict, error)
 		}
 		p.idle <- w
 		return a.v, nil
-	case <-time.After(deadline):
+	case <-timer.C:
 		w.kill()
 		p.idle <- nil
 		return Verdict{Runs: []Outcome{{Status: "hang", Error: fmt.Sprintf("the worker gave no verdict within %s", deadline)}}}, nil
