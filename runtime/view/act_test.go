@@ -41,7 +41,8 @@ func designDebate(t testing.TB) string {
 // actingServer is a view of root that acts, listening on a loopback port
 // (as runner view does), its specs those of the specs folder. getenv is
 // the environment its runs are made with (nil: none).
-func actingServer(t testing.TB, root, specs string, getenv func(string) string) (*httptest.Server, *view.Server) {
+// wrap, when given, wraps the view's handler.
+func actingServer(t testing.TB, root, specs string, getenv func(string) string, wrap ...func(http.Handler) http.Handler) (*httptest.Server, *view.Server) {
 	t.Helper()
 	v, err := view.New(root, nodes.Registry())
 	if err != nil {
@@ -59,7 +60,11 @@ func actingServer(t testing.TB, root, specs string, getenv func(string) string) 
 	if err := v.Act(view.Acting{Token: testToken, Specs: specs, Getenv: getenv, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewUnstartedServer(v.Handler())
+	h := v.Handler()
+	for _, w := range wrap {
+		h = w(h)
+	}
+	ts := httptest.NewUnstartedServer(h)
 	ts.Listener = ln
 	ts.Start()
 	t.Cleanup(func() {
