@@ -74,6 +74,31 @@ func (b *browser) cleanBut(page, want string) {
 	b.clean(page)
 }
 
+// docShot writes a screenshot of the window at the size of the manual's
+// pictures (960 x 1088) to $RUNNER_DOCS_SCREENSHOTS, when set: the
+// pictures in docs/ are made so (see docs/view.md).
+func (b *browser) docShot(name string) {
+	b.t.Helper()
+	dir := os.Getenv("RUNNER_DOCS_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	if err := chromedp.Do(b.ctx, chromedp.EmulateViewport(960, 1088)); err != nil {
+		b.t.Fatal(err)
+	}
+	b.wait(`new Promise(r => { window.scrollTo(0, 0); requestAnimationFrame(() => requestAnimationFrame(() => r(true))); })`)
+	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		b.t.Fatal(err)
+	}
+	if err := chromedp.Do(b.ctx, chromedp.EmulateViewport(1360, 900)); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // TestStartAndAnswerInBrowser drives the view as a user without a
 // terminal: from the address runner view prints (with its token) to the
 // start form of design-debate; the form's problems are said at their
@@ -129,6 +154,9 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 		t.Fatalf("a refused form left %d entries in the runs folder", len(entries))
 	}
 
+	eval[bool](b, `(() => { document.querySelector('#budget').value = 'cost=0.50'; for (const e of document.querySelectorAll('.field-error')) e.textContent = ''; for (const e of document.querySelectorAll('.invalid')) e.classList.remove('invalid'); return true; })()`)
+	b.docShot("view-start")
+
 	// Fixed, on the offline model, one round: the run starts and the page
 	// follows it to its questions.
 	eval[bool](b, `(() => { document.querySelector('#budget').value = 'calls=200'; const r = document.querySelector('#var-max_rounds'); r.value = '1'; document.querySelector('#all-offline').click(); return true; })()`)
@@ -143,6 +171,7 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 		t.Errorf("the questions are not shown with who asks: %q", got)
 	}
 	b.shot("act-questions")
+	b.docShot("view-answer")
 	// The clarify node may ask again after the answers: answer until the
 	// run finishes.
 	answered := 0
