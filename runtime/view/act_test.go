@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -21,9 +22,14 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/runtime/callview"
+	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/view"
 )
+
+func runtimeGOOS() string { return goruntime.GOOS }
 
 const testToken = "0123456789abcdef0123456789abcdef"
 
@@ -154,6 +160,7 @@ func (c guardCase) legit(host string) bool {
 // waits for answers: a request let through would start a run, answer or
 // resume that one, so that it changes what is on disk.
 type guardFixture struct {
+	ts       *httptest.Server
 	v        *view.Server
 	host, id string
 	root     string
@@ -174,7 +181,7 @@ func newGuardFixture(t testing.TB) *guardFixture {
 	if res, err := result.Read(filepath.Join(root, started.ID)); err != nil || res.Status != result.StatusWaiting {
 		t.Fatalf("the fixture run does not wait for answers: %v %v", res, err)
 	}
-	return &guardFixture{v: v, host: host, id: started.ID, root: root, before: snapshot(t, root)}
+	return &guardFixture{ts: ts, v: v, host: host, id: started.ID, root: root, before: snapshot(t, root)}
 }
 
 // check sends c and, unless c is legit, wants it refused with nothing
@@ -377,4 +384,92 @@ func TestCancelAndResumeFromTheView(t *testing.T) {
 	if rec := act(t, v, host, "/api/act/resume", view.RunRequest{ID: started.ID}); rec.Code != http.StatusConflict {
 		t.Errorf("resuming a completed run: %d %s", rec.Code, rec.Body)
 	}
+}
+
+// TestListTellsARunAsItsPageDoes: the list's line of a run without a
+// result (killed, or running) counts its calls, tokens and time from its
+// journal as the run's page does, not 0 s and 0 tokens beside its calls;
+// and a waiting run that a resume works on is listed running, without its
+// old result.
+func TestListTellsARunAsItsPageDoes(t *testing.T) {
+	f := makeFixtures(t)
+	ts := serve(t, f.root)
+	calls, err := callview.Read(filepath.Join(f.root, f.killed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := view.RunInfo{}
+	var first, last time.Time
+	for _, c := range calls.Calls {
+		if !c.Done {
+			continue
+		}
+		want.Calls++
+		want.Tokens += c.PromptTokens + c.CompletionTokens
+		if c.RespondedAt != nil {
+			last = *c.RespondedAt
+		}
+	}
+	events, err := journal.Read(filepath.Join(f.root, f.killed, "journal.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first = events[0].Time
+	last = events[len(events)-1].Time
+	row := listed(t, ts, f.killed)
+	if row.Status != view.StatusIncomplete || row.Calls != want.Calls || row.Tokens != want.Tokens || row.Tokens == 0 {
+		t.Errorf("the killed run's line: %s, %d calls, %d tokens; its journal: %d calls, %d tokens", row.Status, row.Calls, row.Tokens, want.Calls, want.Tokens)
+	}
+	if d := last.Sub(first).Milliseconds(); row.DurationMS != d || d <= 0 {
+		t.Errorf("the killed run's line lasts %d ms; its journal %d ms", row.DurationMS, d)
+	}
+
+	// A run going on (its directory locked) is running, and its time grows.
+	lock, err := rundir.TakeLock(filepath.Join(f.root, f.killed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row = listed(t, ts, f.killed)
+	if row.Status != view.StatusRunning || row.DurationMS < time.Since(first).Milliseconds()-1000 {
+		t.Errorf("a running run's line: %s, %d ms since its start %s", row.Status, row.DurationMS, first)
+	}
+	_ = lock.Unlock()
+
+	// A waiting run a resume works on.
+	g := newGuardFixture(t)
+	ts2 := g.ts
+	dir := filepath.Join(g.root, g.id)
+	if row := listed(t, ts2, g.id); row.Status != result.StatusWaiting {
+		t.Fatalf("the waiting run is listed %s", row.Status)
+	}
+	lock, err = rundir.TakeLock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	if runtimeGOOS() == "linux" {
+		if row := listed(t, ts2, g.id); row.Status != view.StatusRunning || row.Calls == 0 {
+			t.Errorf("a waiting run being resumed is listed %s with %d calls", row.Status, row.Calls)
+		}
+	}
+}
+
+// listed is the list's line of run id.
+func listed(t *testing.T, ts *httptest.Server, id string) view.RunInfo {
+	t.Helper()
+	code, body := get(t, ts, "/api/runs")
+	if code != http.StatusOK {
+		t.Fatalf("/api/runs: %d", code)
+	}
+	var list struct{ Runs []view.RunInfo }
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list.Runs {
+		if r.ID == id {
+			return r
+		}
+	}
+	t.Fatalf("%s is not listed", id)
+	return view.RunInfo{}
 }
