@@ -338,21 +338,21 @@ func TestCancelAndResumeFromTheView(t *testing.T) {
 	release := make(chan struct{})
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	p := &panelist{}
 	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		select {
 		case <-release:
 		case <-time.After(20 * time.Second):
 		}
-		return p.handle(r)
+		return llmtest.Reply{Content: "The answer is B."}
 	})
-	hiring, err := filepath.Abs(filepath.Dir(hiringSpec))
+	// One call: the run waits in it until released.
+	single, err := filepath.Abs(filepath.Join("..", "..", "examples", "protocols", "single-agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts, v := actingServer(t, root, hiring, runtest.Env(srv.URL, "sk-view-test"))
+	ts, v := actingServer(t, root, single, runtest.Env(srv.URL, "sk-view-test"))
 	host := strings.TrimPrefix(ts.URL, "http://")
-	rec := act(t, v, host, "/api/act/start", view.StartRequest{Spec: "spec.yaml", Inputs: map[string]string{"resume": "Jane Doe: ten years of Go."}})
+	rec := act(t, v, host, "/api/act/start", view.StartRequest{Spec: "spec.yaml", Inputs: map[string]string{"question": "Which is a prime?", "options": "4\n7\n9"}})
 	if rec.Code != http.StatusOK {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)
 	}
@@ -378,7 +378,7 @@ func TestCancelAndResumeFromTheView(t *testing.T) {
 	}
 	v.Wait()
 	res, err := result.Read(dir)
-	if err != nil || res.Status != result.StatusCompleted {
+	if err != nil || res.Status != result.StatusCompleted || res.Outputs["answer"] != "B" {
 		t.Fatalf("the resumed run: %v %v", res, err)
 	}
 	if rec := act(t, v, host, "/api/act/resume", view.RunRequest{ID: started.ID}); rec.Code != http.StatusConflict {
@@ -386,14 +386,13 @@ func TestCancelAndResumeFromTheView(t *testing.T) {
 	}
 }
 
-// TestListTellsARunAsItsPageDoes: the list's line of a run without a
+// listTellsARunAsItsPageDoes: the list's line of a run without a
 // result (killed, or running) counts its calls, tokens and time from its
 // journal as the run's page does, not 0 s and 0 tokens beside its calls;
-// and a waiting run that a resume works on is listed running, without its
+// and a failed run that a resume works on is listed running, without its
 // old result.
-func TestListTellsARunAsItsPageDoes(t *testing.T) {
-	f := makeFixtures(t)
-	ts := serve(t, f.root)
+// (TestRunsAndSweepsList calls it with its fixtures.)
+func listTellsARunAsItsPageDoes(t *testing.T, f *fixtures, ts *httptest.Server) {
 	calls, err := callview.Read(filepath.Join(f.root, f.killed))
 	if err != nil {
 		t.Fatal(err)
@@ -435,21 +434,21 @@ func TestListTellsARunAsItsPageDoes(t *testing.T) {
 	}
 	_ = lock.Unlock()
 
-	// A waiting run a resume works on.
-	g := newGuardFixture(t)
-	ts2 := g.ts
-	dir := filepath.Join(g.root, g.id)
-	if row := listed(t, ts2, g.id); row.Status != result.StatusWaiting {
-		t.Fatalf("the waiting run is listed %s", row.Status)
+	// A failed run a resume works on.
+	if row := listed(t, ts, f.failed); row.Status != result.StatusFailed {
+		t.Fatalf("the failed run is listed %s", row.Status)
 	}
-	lock, err = rundir.TakeLock(dir)
+	lock, err = rundir.TakeLock(filepath.Join(f.root, f.failed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Unlock()
 	if runtimeGOOS() == "linux" {
-		if row := listed(t, ts2, g.id); row.Status != view.StatusRunning || row.Calls == 0 {
-			t.Errorf("a waiting run being resumed is listed %s with %d calls", row.Status, row.Calls)
+		if row := listed(t, ts, f.failed); row.Status != view.StatusRunning {
+			t.Errorf("a failed run being resumed is listed %s", row.Status)
+		}
+		if code, body := get(t, ts, "/api/run?id="+f.failed); code != http.StatusOK || strings.Contains(string(body), `"result"`) {
+			t.Errorf("a failed run being resumed is shown with its old result: %d", code)
 		}
 	}
 }
