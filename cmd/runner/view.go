@@ -58,6 +58,11 @@ func (c *viewCmd) Run(e *env) error {
 			return usageErrorf("RUNNER_VIEW_TOKEN has %d characters; give at least %d", len(token), view.MinTokenLen)
 		}
 		act = &view.Acting{Token: token, Specs: c.Specs, Getenv: e.getenv, Version: Version()}
+		// Runs started from the page use the response cache as runner
+		// run does.
+		if err := openCache(e, "", &act.Cache); err != nil {
+			return err
+		}
 	}
 	return view.Serve(c.Dir, c.Addr, c.Open, e.getenv, nodes.Registry(), e.stderr, act)
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/executor"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
@@ -61,6 +62,9 @@ type Acting struct {
 	Getenv func(string) string
 	// Version is the runner version recorded in the runs.
 	Version string
+	// Cache is the response cache runs started here use, as runner run's
+	// (nil: none).
+	Cache calls.Cache
 }
 
 // NewToken is a fresh random token (256 bits, hex).
@@ -490,7 +494,7 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opts := runtime.Options{
-		Launch:   launch.Launch{Given: given},
+		Launch:   launch.Launch{Given: given, Cache: a.Cache},
 		Settings: runtime.Settings{RunsDir: s.root, Getenv: a.Getenv, Version: a.Version},
 	}
 	x, err := executor.Lookup("local")
@@ -580,9 +584,7 @@ func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) 
 		}
 		g.Models = m
 	}
-	for _, b := range strings.FieldsFunc(req.Budget, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
-		g.Budget = append(g.Budget, b)
-	}
+	g.Budget = strings.FieldsFunc(req.Budget, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' })
 	if req.Seed != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(req.Seed), 10, 64)
 		if err != nil {

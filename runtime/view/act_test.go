@@ -398,23 +398,18 @@ func listTellsARunAsItsPageDoes(t *testing.T, f *fixtures, ts *httptest.Server) 
 		t.Fatal(err)
 	}
 	want := view.RunInfo{}
-	var first, last time.Time
 	for _, c := range calls.Calls {
 		if !c.Done {
 			continue
 		}
 		want.Calls++
 		want.Tokens += c.PromptTokens + c.CompletionTokens
-		if c.RespondedAt != nil {
-			last = *c.RespondedAt
-		}
 	}
 	events, err := journal.Read(filepath.Join(f.root, f.killed, "journal.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	first = events[0].Time
-	last = events[len(events)-1].Time
+	first, last := events[0].Time, events[len(events)-1].Time
 	row := listed(t, ts, f.killed)
 	if row.Status != view.StatusIncomplete || row.Calls != want.Calls || row.Tokens != want.Tokens || row.Tokens == 0 {
 		t.Errorf("the killed run's line: %s, %d calls, %d tokens; its journal: %d calls, %d tokens", row.Status, row.Calls, row.Tokens, want.Calls, want.Tokens)
