@@ -285,8 +285,24 @@ func TestActingRefusedProperty(t *testing.T) {
 	if refused < 250 {
 		t.Fatalf("only %d of 300 generated requests were wrong", refused)
 	}
-	// The control: with everything right the same requests act.
+	// Answered from a terminal first (a resume holds the run's lock): the
+	// page's answer is refused, and told why.
+	lock, err := rundir.TakeLock(filepath.Join(g.root, g.id))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := act(t, g.v, g.host, "/api/act/answer", view.RunRequest{ID: g.id, Answers: map[string]string{"architect.q1": "yes"}})
+	g.v.Wait()
+	if rec.Code != http.StatusConflict || rec.Body.Len() == 0 {
+		t.Errorf("an answer while a terminal resumes the run: %d %s", rec.Code, rec.Body)
+	}
+	if snapshot(t, g.root) != g.before {
+		t.Error("an answer refused while a terminal resumes the run changed the runs folder")
+	}
+	_ = lock.Unlock()
+
+	// The control: with everything right the same requests act.
+	rec = act(t, g.v, g.host, "/api/act/answer", view.RunRequest{ID: g.id, Answers: map[string]string{"architect.q1": "yes"}})
 	g.v.Wait()
 	if rec.Code != http.StatusOK || snapshot(t, g.root) == g.before {
 		t.Fatalf("a right request did not act: %d %s", rec.Code, rec.Body)
