@@ -130,8 +130,9 @@
               general.append(el("pre", {}, p.message));
             }
           }
-          (first || general).focus && (first || general).scrollIntoView({ block: "center" });
-          if (first) first.focus();
+          // The first field in error takes the focus (a keyboard user
+          // lands on it); problems of the whole form are shown on top.
+          if (first) { first.scrollIntoView({ block: "center" }); first.focus(); } else general.scrollIntoView({ block: "center" });
         } finally {
           submit.disabled = false;
         }
