@@ -31,6 +31,7 @@ import (
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 	"gopkg.in/yaml.v3"
 )
 
@@ -96,6 +97,10 @@ type actor struct {
 type specEntry struct {
 	mtime time.Time
 	info  SpecInfo
+	// plan and diags are the spec compiled (with its paths checked):
+	// starting it does not compile it again while the file is unchanged.
+	plan  *spec.Plan
+	diags syntax.Diagnostics
 }
 
 // Act lets the view act (see Acting). It is refused when the view answers
@@ -385,9 +390,24 @@ func (s *Server) specInfo(path string) (SpecInfo, bool) {
 		info.Offline = err == nil
 	}
 	a.mu.Lock()
-	a.listed[path] = specEntry{mtime: st.ModTime(), info: info}
+	a.listed[path] = specEntry{mtime: st.ModTime(), info: info, plan: plan, diags: diags}
 	a.mu.Unlock()
 	return info, true
+}
+
+// load is the spec at path compiled, as runner run loads it, from the
+// form's cache while the file is unchanged.
+func (s *Server) load(path string) (*spec.Plan, syntax.Diagnostics) {
+	if _, ok := s.specInfo(path); ok {
+		a := s.act
+		a.mu.Lock()
+		e := a.listed[path]
+		a.mu.Unlock()
+		if e.plan != nil || len(e.diags) > 0 {
+			return e.plan, e.diags
+		}
+	}
+	return runtime.Load(path, s.reg)
 }
 
 // modelNames are the models a run of plan may be given: those it
@@ -480,9 +500,9 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		writeProblems(w, http.StatusUnprocessableEntity, FieldError{Field: "spec", Message: fmt.Sprintf("no spec %q in %s", req.Spec, a.specs)})
 		return
 	}
-	plan, diags := runtime.Load(path, s.reg)
+	plan, diags := s.load(path)
 	if plan != nil && !diags.HasErrors() {
-		diags = append(diags, spec.UnpinnedLibraries(plan)...)
+		diags = append(slices.Clip(diags), spec.UnpinnedLibraries(plan)...)
 	}
 	if plan == nil || diags.HasErrors() {
 		writeProblems(w, http.StatusUnprocessableEntity, FieldError{Field: "spec", Message: diags.Format()})
