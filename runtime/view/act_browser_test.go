@@ -99,6 +99,15 @@ func (b *browser) docShot(name string) {
 	}
 }
 
+// unlabelled lists the controls of a form that the keyboard cannot reach
+// (a negative tab index, disabled) or that have no label (a <label>,
+// aria-label, or a button's text).
+func unlabelled(form string) string {
+	return `[...document.querySelectorAll('` + form + ` textarea, ` + form + ` input, ` + form + ` select, ` + form + ` button')]
+	  .filter(c => c.tabIndex < 0 || c.disabled || !((c.labels && c.labels.length) || c.getAttribute('aria-label') || (c.tagName === 'BUTTON' && c.innerText.trim())))
+	  .map(c => c.outerHTML.slice(0, 80))`
+}
+
 // TestStartAndAnswerInBrowser drives the view as a user without a
 // terminal: from the address runner view prints (with its token) to the
 // start form of design-debate; the form's problems are said at their
@@ -131,6 +140,12 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 	}
 	if got := eval[string](b, `document.querySelector('#start-form').innerText`); strings.Contains(got, "OPENAI_API_KEY") || strings.Contains(got, "api_key") {
 		t.Errorf("the form names a key: %s", got)
+	}
+
+	// Every control of the form is reached with the keyboard and says
+	// what it is.
+	if bad := eval[[]string](b, unlabelled("#start-form")); len(bad) > 0 {
+		t.Errorf("controls of the start form without a label or out of the keyboard's reach: %v", bad)
 	}
 
 	// Nothing filled in: the required input is said at its field, and
@@ -171,6 +186,9 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 		t.Errorf("the questions are not shown with who asks: %q", got)
 	}
 	b.shot("act-questions")
+	if bad := eval[[]string](b, unlabelled("#answer-form")); len(bad) > 0 {
+		t.Errorf("controls of the answer form without a label or out of the keyboard's reach: %v", bad)
+	}
 	b.docShot("view-answer")
 	// The clarify node may ask again after the answers: answer until the
 	// run finishes.
