@@ -13,6 +13,9 @@ type viewCmd struct {
 	Dir  string `arg:"" optional:"" name:"DIR" default:"runs" help:"Runs directory, or one run or sweep directory in it (default runs)."`
 	Addr string `placeholder:"HOST:PORT" help:"Address to listen on (default 127.0.0.1:8642, or a free port when that one is taken). Another host than a loopback address makes the runs readable from the network."`
 	Open bool   `negatable:"" default:"true" help:"Open the view in a browser (--no-open only prints its address)."`
+	// Specs is the folder the start form lists specs from.
+	Specs    string `placeholder:"DIR" help:"Folder of specs the view's start form offers (searched three levels deep), e.g. examples."`
+	ReadOnly bool   `name:"read-only" help:"Only read: no starting, answering, cancelling or resuming runs from the page (needed to listen beyond this machine)."`
 }
 
 func (viewCmd) Help() string {
@@ -21,17 +24,47 @@ sweep with status, usage and first output (filter by spec and status); a run's
 flow with the node that runs marked, its transcript by goal and round (whispers
 marked, private thoughts on request, rejected replies shown), verdicts, charts,
 usage and calls, live while it runs; a sweep's accuracy and calls; two runs
-side by side. The view only reads, and serves nothing outside DIR. It listens on
-127.0.0.1 unless --addr says otherwise. Ctrl-C stops it.
+side by side. It serves nothing outside DIR, and listens on 127.0.0.1 unless
+--addr says otherwise.
+
+From the page you can also start a run of a spec in --specs DIR (its inputs,
+vars, models, offline among them, and a budget), answer the questions of a
+run waiting for them, cancel a run it started, and resume one. Each of these
+needs the token in the address it prints (RUNNER_VIEW_TOKEN sets one, of 16
+characters or more); --read-only turns them off. Ctrl-C stops it, and the
+runs it started, which can be resumed.
 
 Examples:
   runner view
   runner view runs/20261121T075339.896Z-hiring-panel-a12900
-  runner view --addr 127.0.0.1:9000 --no-open`
+  runner view --specs examples
+  runner view --addr 127.0.0.1:9000 --no-open
+  runner view --addr 0.0.0.0:8642 --read-only`
 }
 
 func (c *viewCmd) Run(e *env) error {
-	return view.Serve(c.Dir, c.Addr, c.Open, e.getenv, nodes.Registry(), e.stderr)
+	var act *view.Acting
+	switch {
+	case c.ReadOnly && c.Specs != "":
+		return usageErrorf("--specs lists specs to start from the page, which --read-only turns off; drop one")
+	case !c.ReadOnly:
+		token := e.getenv("RUNNER_VIEW_TOKEN")
+		if token == "" {
+			var err error
+			if token, err = view.NewToken(); err != nil {
+				return err
+			}
+		} else if len(token) < view.MinTokenLen {
+			return usageErrorf("RUNNER_VIEW_TOKEN has %d characters; give at least %d", len(token), view.MinTokenLen)
+		}
+		act = &view.Acting{Token: token, Specs: c.Specs, Getenv: e.getenv, Version: Version()}
+		// Runs started from the page use the response cache as runner
+		// run does.
+		if err := openCache(e, "", &act.Cache); err != nil {
+			return err
+		}
+	}
+	return view.Serve(c.Dir, c.Addr, c.Open, e.getenv, nodes.Registry(), e.stderr, act)
 }
 
 // startView serves the view of the runs folder root (made when missing)

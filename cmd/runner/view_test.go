@@ -36,7 +36,8 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-var viewLine = regexp.MustCompile(`view: (http://[^/\s]+)/#(\S*)`)
+// (runner view's address carries its token: /?token=…#page.)
+var viewLine = regexp.MustCompile(`view: (http://[^/\s]+)/(?:\?token=[0-9a-f]+)?#(\S*)`)
 
 // waitForView waits until out names the view's address and page.
 func waitForView(t *testing.T, out *syncBuffer, exited <-chan error) (base, page string) {
@@ -140,13 +141,16 @@ func TestViewCommand(t *testing.T) {
 	}
 	stop(cmd, out, exited)
 
-	// Beyond loopback only when asked, and with a warning.
-	cmd, out, exited = start(runs, "--addr", "0.0.0.0:0")
+	// Beyond loopback only when asked, read-only, and with a warning.
+	cmd, out, exited = start(runs, "--addr", "0.0.0.0:0", "--read-only")
 	waitForView(t, out, exited)
-	if !strings.Contains(out.String(), "warning: the view listens on") {
-		t.Errorf("no warning for a non-loopback address:\n%s", out.String())
+	if !strings.Contains(out.String(), "warning: the view listens on") || strings.Contains(out.String(), "token=") {
+		t.Errorf("no warning for a non-loopback address, or a token:\n%s", out.String())
 	}
 	stop(cmd, out, exited)
+	if code, _, stderr := invoke(t, nil, "view", runs, "--addr", "0.0.0.0:0"); code != exitcode.Usage || !strings.Contains(stderr, "--read-only") {
+		t.Errorf("a view that acts, beyond loopback: exit %d\n%s", code, stderr)
+	}
 
 	if code, _, stderr := invoke(t, nil, "view", filepath.Join(runs, "missing")); code != exitcode.Usage {
 		t.Errorf("view of a missing folder: exit %d\n%s", code, stderr)

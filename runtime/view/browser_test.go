@@ -402,6 +402,9 @@ func TestPagesInBrowser(t *testing.T) {
 			p.check()
 		}
 		b.shot(p.name)
+		if p.name == "run-transcript" {
+			b.docShot("view") // README's picture
+		}
 		if p.name == "run-call-rejected" {
 			ready = `document.body.dataset.page === 'call'`
 		}

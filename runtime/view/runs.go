@@ -38,6 +38,10 @@ type RunInfo struct {
 	// BuiltinPrices is the date of the built-in list prices part of Cost
 	// is at (models the spec gave no price).
 	BuiltinPrices string `json:"builtin_prices,omitempty"`
+
+	// started and lastEvent time a run without a result (lastEvent zero
+	// while it runs: its duration grows).
+	started, lastEvent time.Time
 }
 
 // SweepInfo is a sweep as the list shows it.
@@ -162,10 +166,13 @@ func (s *Server) runInfo(id, dir string) (RunInfo, error) {
 	s.mu.Lock()
 	c, ok := s.cache[id]
 	s.mu.Unlock()
-	if ok && c.stamp == st {
+	if ok && c.stamp == st && !resumedNow(c.info, dir) {
 		info := c.info
 		if info.Status == StatusRunning || info.Status == StatusIncomplete {
 			info.Status = liveStatus(dir)
+		}
+		if info.Status == StatusRunning && !info.started.IsZero() {
+			info.DurationMS = time.Since(info.started).Milliseconds()
 		}
 		return info, nil
 	}
@@ -175,6 +182,11 @@ func (s *Server) runInfo(id, dir string) (RunInfo, error) {
 	}
 	info := RunInfo{ID: id, Spec: m.SpecName, Created: m.Created, Sweep: m.Sweep}
 	res, err := result.Read(dir)
+	if err == nil && res.Status != result.StatusCompleted && res.Status != result.StatusInconclusive && heldNow(filepath.Join(dir, ".lock")) {
+		// A result a resume is going on from (a waiting run answered, a
+		// failed one resumed): the run is running again.
+		err = fs.ErrNotExist
+	}
 	switch {
 	case err == nil:
 		info.Status, info.Error, info.DurationMS = res.Status, res.Error, res.DurationMS
@@ -198,7 +210,15 @@ func (s *Server) runInfo(id, dir string) (RunInfo, error) {
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		info.Status = liveStatus(dir)
-		info.Calls = countCalls(dir)
+		t := tally(dir)
+		info.Calls, info.Tokens, info.started = t.calls, t.tokens, t.started
+		switch {
+		case t.started.IsZero():
+		case info.Status == StatusRunning:
+			info.DurationMS = time.Since(t.started).Milliseconds()
+		default:
+			info.DurationMS, info.lastEvent = t.last.Sub(t.started).Milliseconds(), t.last
+		}
 	default:
 		return RunInfo{}, err
 	}
@@ -222,23 +242,61 @@ func cell(v any) string {
 	return s
 }
 
-// countCalls counts the replies a run without result.json has received.
-func countCalls(dir string) int {
+// journalTally is what the list shows of a run without a result: the
+// replies it received, their tokens, and when its journal started (the
+// run, or its latest resume) and last grew.
+type journalTally struct {
+	calls, tokens int
+	started, last time.Time
+}
+
+// tally reads a run's journal for its line of the list, as the run's page
+// counts it: the list and the page say the same of a running run.
+func tally(dir string) journalTally {
+	var t journalTally
 	f, err := os.Open(filepath.Join(dir, "journal.jsonl"))
 	if err != nil {
-		return 0
+		return t
 	}
 	defer f.Close()
-	n := 0
 	response := `"type":"` + string(event.ModelResponse) + `"`
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		if strings.Contains(sc.Text(), response) {
-			n++
+		line := sc.Bytes()
+		var ev struct {
+			Type event.Type `json:"type"`
+			Time time.Time  `json:"time"`
+			Data struct {
+				PromptTokens     int `json:"prompt_tokens"`
+				CompletionTokens int `json:"completion_tokens"`
+			} `json:"data"`
+		}
+		if !strings.Contains(string(line), `"type":"run_`) && !strings.Contains(string(line), response) {
+			// Only the time of the last line is needed.
+			var only struct {
+				Time time.Time `json:"time"`
+			}
+			if json.Unmarshal(line, &only) == nil && !only.Time.IsZero() {
+				t.last = only.Time
+			}
+			continue
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			continue // a torn last line
+		}
+		switch ev.Type {
+		case event.RunStarted, event.RunResumed:
+			t.started = ev.Time
+		case event.ModelResponse:
+			t.calls++
+			t.tokens += ev.Data.PromptTokens + ev.Data.CompletionTokens
+		}
+		if !ev.Time.IsZero() {
+			t.last = ev.Time
 		}
 	}
-	return n
+	return t
 }
 
 // liveStatus tells a run that a process is working on (it holds the run
@@ -266,6 +324,31 @@ func locked(path string) bool {
 	}
 	j, err := os.Stat(filepath.Join(filepath.Dir(path), "journal.jsonl"))
 	return err == nil && time.Since(j.ModTime()) < time.Minute
+}
+
+// resumedNow reports whether a run listed with a result that a resume
+// can go on from (waiting, failed, stopped) is running again.
+func resumedNow(info RunInfo, dir string) bool {
+	switch info.Status {
+	case result.StatusCompleted, result.StatusInconclusive, StatusRunning, StatusIncomplete:
+		return false
+	}
+	return heldNow(filepath.Join(dir, ".lock"))
+}
+
+// heldNow reports whether a process holds the lock on path, where the
+// kernel's table of locks says so (Linux); elsewhere false.
+func heldNow(path string) bool {
+	info, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if ino, ok := inode(info); ok {
+		if data, err := os.ReadFile("/proc/locks"); err == nil {
+			return holdsInode(string(data), ino)
+		}
+	}
+	return false
 }
 
 // holdsInode reads /proc/locks ("1: FLOCK ADVISORY WRITE 1234 fd:01:5678 0

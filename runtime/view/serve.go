@@ -30,14 +30,24 @@ type Running struct {
 	// Base is the view's address, http://host:port.
 	Base   string
 	srv    *http.Server
+	view   *Server
 	cancel context.CancelFunc
 	failed chan error
+	// token, when the view acts, is in the address it prints and opens.
+	token string
 }
 
 // Listen serves the view of root on addr ("" for DefaultAddr, or a free
 // port of its host when that one is taken). warn is told when the view is
 // reachable from other machines. Bad addresses are usage errors.
 func Listen(root, addr string, reg *spec.Registry, warn func(string)) (*Running, error) {
+	return ListenActing(root, addr, reg, warn, nil)
+}
+
+// ListenActing is Listen for a view that also acts as act says (nil: it
+// only reads). A view that acts listens on this machine only: it has no
+// TLS, and its token would cross the network in clear.
+func ListenActing(root, addr string, reg *spec.Registry, warn func(string), act *Acting) (*Running, error) {
 	v, err := New(root, reg)
 	if err != nil {
 		return nil, exitcode.Errorf(exitcode.Usage, "%s: %v", root, err)
@@ -50,6 +60,9 @@ func Listen(root, addr string, reg *spec.Registry, warn func(string)) (*Running,
 	if err != nil {
 		return nil, exitcode.Errorf(exitcode.Usage, "--addr %s: %v (give HOST:PORT, e.g. 127.0.0.1:8642)", addr, err)
 	}
+	if act != nil && !loopback(host) {
+		return nil, exitcode.Errorf(exitcode.Usage, "--addr %s is reachable from other machines, and a view that starts and answers runs has no TLS: its token would cross the network in clear. Listen on 127.0.0.1 (and reach it through an SSH tunnel), or add --read-only to serve the runs for reading only", addr)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil && fallback {
 		ln, err = net.Listen("tcp", net.JoinHostPort(host, "0"))
@@ -61,9 +74,17 @@ func Listen(root, addr string, reg *spec.Registry, warn func(string)) (*Running,
 		warn(fmt.Sprintf("the view listens on %s, so anyone who can reach this machine can read the runs in %s (prompts, replies, inputs); use 127.0.0.1 to keep them local", ln.Addr(), root))
 	}
 	v.Hosts = HostsFor(ln.Addr())
+	r := &Running{view: v, failed: make(chan error, 1)}
+	if act != nil {
+		if err := v.Act(*act); err != nil {
+			_ = ln.Close()
+			return nil, exitcode.With(exitcode.Usage, err)
+		}
+		r.token = act.Token
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv := &http.Server{Handler: v.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	r := &Running{srv: srv, cancel: cancel, failed: make(chan error, 1)}
+	r.srv, r.cancel = srv, cancel
 	shown := ln.Addr().(*net.TCPAddr)
 	switch {
 	case shown.IP.IsUnspecified():
@@ -88,8 +109,14 @@ func loopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// URL is the address of a page of the view.
-func (r *Running) URL(page string) string { return r.Base + "/#" + page }
+// URL is the address of a page of the view; a view that acts puts its
+// token in it (the page keeps it and takes it out of the address bar).
+func (r *Running) URL(page string) string {
+	if r.token != "" {
+		return r.Base + "/?token=" + r.token + "#" + page
+	}
+	return r.Base + "/#" + page
+}
 
 // Failed tells when the view stopped serving on its own.
 func (r *Running) Failed() <-chan error { return r.failed }
@@ -100,6 +127,8 @@ func (r *Running) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = r.srv.Shutdown(ctx)
+	// The runs the view started stop as killed runs do: resumable.
+	r.view.Close()
 }
 
 // PageOf is the root a directory given to runner view is served from and

@@ -38,7 +38,10 @@ func (r *Running) Linger(w io.Writer, watching bool) {
 // Serve is runner view: it serves the view of dir (a runs folder, or a run
 // or sweep in one) on addr until Ctrl-C, printing its address on w (and
 // warnings: see Listen) and opening its page in a browser when open.
-func Serve(dir, addr string, open bool, getenv func(string) string, reg *spec.Registry, w io.Writer) error {
+//
+// act, when set, lets the view start, answer, cancel and resume runs (see
+// Acting); its token is in the address printed.
+func Serve(dir, addr string, open bool, getenv func(string) string, reg *spec.Registry, w io.Writer, act *Acting) error {
 	root, page, err := PageOf(dir)
 	if err != nil {
 		return err
@@ -46,7 +49,7 @@ func Serve(dir, addr string, open bool, getenv func(string) string, reg *spec.Re
 	// Ctrl-C stops the view from the moment its address is printed.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	v, err := Listen(root, addr, reg, func(msg string) { fmt.Fprintln(w, "runner: warning: "+msg) })
+	v, err := ListenActing(root, addr, reg, func(msg string) { fmt.Fprintln(w, "runner: warning: "+msg) }, act)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 // Package view serves `runner view`: a local web app over a folder of runs.
 // It lists runs and sweeps, shows a run (live while it runs, following its
 // journal with server-sent events), draws its flow and charts, shows a
-// sweep's accuracy and compares two runs. It only reads: it never writes a
-// file, and never serves one outside the folder it was given. Its page and
+// sweep's accuracy and compares two runs. It reads, and never serves a
+// file outside the folder it was given; asked to (Server.Act), it also
+// starts runs of a folder's specs, answers waiting runs, cancels and
+// resumes them, each request checked for the token it printed (act.go). Its page and
 // scripts are embedded, so it works offline.
 package view
 
@@ -45,6 +47,8 @@ type Server struct {
 	cache map[string]cachedRun
 	plans map[string]*planEntry
 	calls map[string]cachedCalls
+	// act, when set, lets the view start, answer, cancel and resume runs.
+	act *actor
 }
 
 // cachedCalls are a run's calls as read from its journal, kept while the
@@ -99,6 +103,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/call", s.apiCall)
 	mux.HandleFunc("GET /api/study", s.apiStudy)
 	mux.HandleFunc("GET /api/study/file", s.apiStudyFile)
+	mux.HandleFunc("GET /api/specs", s.apiSpecs)
+	mux.HandleFunc("GET /api/kind", s.apiKind)
+	mux.HandleFunc("POST /api/act/start", s.acting(s.apiStart))
+	mux.HandleFunc("POST /api/act/answer", s.acting(s.apiAnswer))
+	mux.HandleFunc("POST /api/act/resume", s.acting(s.apiResume))
+	mux.HandleFunc("POST /api/act/cancel", s.acting(s.apiCancel))
 	return s.guard(mux)
 }
 
@@ -110,7 +120,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "unknown host "+r.Host, http.StatusForbidden)
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		// Only the acting requests change anything, each checked for the
+		// token and its origin (Server.allowed).
+		acting := r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/api/act/")
+		if r.Method != http.MethodGet && r.Method != http.MethodHead && !acting {
 			http.Error(w, "the view only reads", http.StatusMethodNotAllowed)
 			return
 		}
@@ -201,7 +214,7 @@ func (s *Server) apiRuns(w http.ResponseWriter, r *http.Request) {
 	if studies == nil {
 		studies = []StudyInfo{}
 	}
-	writeJSON(w, map[string]any{"root": s.root, "runs": runs, "sweeps": sweeps, "studies": studies})
+	writeJSON(w, map[string]any{"root": s.root, "runs": runs, "sweeps": sweeps, "studies": studies, "acting": s.act != nil, "can_start": s.act != nil && s.act.specs != ""})
 }
 
 // AgentInfo is an agent as the page shows it.
@@ -233,9 +246,12 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info, _ := s.runInfo(id, dir)
-	out := map[string]any{"id": id, "manifest": m, "status": info.Status, "files": files(dir)}
-	if res, err := result.Read(dir); err == nil {
-		out["result"] = res
+	out := map[string]any{"id": id, "manifest": m, "status": info.Status, "files": files(dir), "acting": s.act != nil, "going": s.going(dir)}
+	if qs, _ := OpenQuestions(dir); len(qs) > 0 {
+		out["open_questions"] = qs
+	}
+	if res, err := result.Read(dir); err == nil && info.Status != StatusRunning {
+		out["result"] = res // (a run resumed from it runs again)
 	}
 	plan, perr := s.plan(dir, m)
 	if plan != nil {
@@ -312,6 +328,23 @@ func (s *Server) plan(dir string, m result.Manifest) (*spec.Plan, string) {
 	s.plans[dir] = e
 	s.mu.Unlock()
 	return e.plan, e.err
+}
+
+// apiKind says what an id names: "run", "sweep", "study" or "" (none), so
+// that the page asks for a sweep only when there is one.
+func (s *Server) apiKind(w http.ResponseWriter, r *http.Request) {
+	kind := ""
+	if dir, err := s.resolve(r.URL.Query().Get("id")); err == nil {
+		switch {
+		case fileExists(filepath.Join(dir, "run.json")):
+			kind = "run"
+		case fileExists(filepath.Join(dir, "summary.json")):
+			kind = "sweep"
+		case fileExists(filepath.Join(dir, "study.json")):
+			kind = "study"
+		}
+	}
+	writeJSON(w, map[string]any{"kind": kind})
 }
 
 func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {

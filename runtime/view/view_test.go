@@ -184,6 +184,7 @@ func TestRunsAndSweepsList(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(string(body), `"by_combination"`) {
 		t.Errorf("the sweep: %d %s", code, body)
 	}
+	listTellsARunAsItsPageDoes(t, f, ts)
 }
 
 // readEvents reads server-sent events until stop says so.

@@ -140,12 +140,15 @@
       else if (path.startsWith("/study/")) await studyPage(path.slice(7), params);
       else if (path.startsWith("/compare")) await comparePage(params);
       else if (path.startsWith("/call")) await callPage(params);
+      else if (path.startsWith("/start") && window.Act) await window.Act.startPage(kit, params);
       else await runsPage(params);
     } catch (e) {
       app.replaceChildren(el("div", { class: "error" }, String(e.message || e)));
     }
   }
   window.addEventListener("hashchange", route);
+  // What act.js (starting, answering, cancelling runs) draws with.
+  const kit = { el, api, go, setCrumbs, app, route };
   // Leaving the page closes its event stream (a browser allows only a few
   // connections per server, and a page kept for the back button would hold
   // one); coming back opens it again.
@@ -222,7 +225,8 @@
     parts.push(el("div", { class: "card" }, el("h2", {}, "Runs"),
       el("div", { class: "filters" }, el("label", {}, "Spec", specSel), el("label", {}, "Status", statusSel), text, compareBtn, count, chooser), body));
     app.classList.add("wide");
-    app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Runs"), el("div", { class: "sub mono" }, data.root))), ...parts);
+    const startLink = data.can_start ? el("div", { class: "links" }, el("a", { href: "#/start", id: "start-link", class: "button primary" }, "Start a run")) : null;
+    app.replaceChildren(el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Runs"), el("div", { class: "sub mono" }, data.root)), startLink), ...parts);
     draw();
     // While a run is going, keep the list fresh.
     if (data.runs.some(r => r.status === "running")) {
@@ -277,11 +281,14 @@
     const side = el("div");
     const tabs = el("div", { class: "tabs" });
     const pane = el("div", { id: "pane" });
+    const actBox = el("div", { id: "actions" });
+    const acts = window.Act ? window.Act.runActions(kit, actBox, id, info) : null;
     const links = el("div", { class: "links" }, (info.files || []).map(f => el("a", { href: `/api/file?id=${encodeURIComponent(id)}&name=${f}`, target: "_blank", rel: "noopener" }, f)));
     app.replaceChildren(
       el("div", { class: "pagehead" },
         el("div", {}, el("h1", {}, info.manifest.spec_name, " ", statusEl, Object.values(info.manifest.models || {}).some(mi => mi.simulated) ? [" ", el("span", { class: "badge simulated", title: "replies made by runner's offline model, not by a language model; not priced" }, "simulated")] : null), el("div", { class: "sub mono" }, id), info.description ? el("div", { class: "sub" }, info.description) : null, statsEl),
         links),
+      actBox,
       el("div", { class: "grid two" },
         el("div", { class: "card" }, el("h2", {}, "Flow"), flow, now),
         el("div", { class: "card" }, side)),
@@ -332,6 +339,7 @@
       st.pending = [];
       document.body.setAttribute("data-events", String(stats.events));
       document.body.setAttribute("data-status", st.status);
+      if (acts && st.caughtUp) acts.update(st.status);
     }
     let scheduled = false;
     function schedule() {
@@ -1079,7 +1087,7 @@
     // A sweep is a folder of runs with a summary.json; an id with a / is a
     // run of a sweep.
     // A sweep of a study is STUDY/sweep-…; SWEEP/RUN is a run.
-    const sweepOf = id => !id.includes("/") || (id.split("/").length === 2 && id.split("/")[1].startsWith("sweep-")) ? api("/api/sweep?id=" + encodeURIComponent(id)).catch(() => null) : Promise.resolve(null);
+    const sweepOf = async id => (await api("/api/kind?id=" + encodeURIComponent(id))).kind === "sweep" ? api("/api/sweep?id=" + encodeURIComponent(id)) : null;
     const [sa, sb] = await Promise.all([sweepOf(a), sweepOf(b)]);
     if (sa && sb) return compareSweeps(sa, sb);
     if (sa || sb) throw new Error(`${sa ? a : b} is a sweep and ${sa ? b : a} is not: compare two runs, or two sweeps.`);
