@@ -6,6 +6,7 @@
 package providers
 
 import (
+	"github.com/debate-runner/runner/providers/anthropic"
 	"github.com/debate-runner/runner/providers/azure"
 	"github.com/debate-runner/runner/providers/offline"
 	"github.com/debate-runner/runner/providers/openai"
@@ -19,5 +20,6 @@ func Kinds() []llm.Provider {
 		openai.Kind{},
 		azure.Kind{},
 		offline.Kind{},
+		anthropic.Kind{},
 	}
 }
