@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -164,15 +165,26 @@ func Translate(body []byte) (sdk.MessageNewParams, bool, error) {
 	}
 	extra := map[string]any{}
 	for name, v := range fields {
-		if !translated[name] {
-			extra[name] = v
+		if translated[name] {
+			continue
 		}
+		if !fieldName.MatchString(name) {
+			// The SDK reads extra fields' names as paths ("a.b" would nest).
+			return p, false, fmt.Errorf("request field %q cannot be sent to the Messages API (a field's name is letters, digits, _ and -)", name)
+		}
+		extra[name] = v
 	}
 	if len(extra) > 0 {
 		p.SetExtraFields(extra)
 	}
+	if _, err := json.Marshal(p); err != nil {
+		return p, false, fmt.Errorf("encoding the Messages request: %w", err)
+	}
 	return p, req.Stream, nil
 }
+
+// fieldName is the name of a field sent as it is.
+var fieldName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 
 // textBlocks reads a message's content: a string, or the engine's text
 // parts with their cache breakpoints. Empty text is left out (the Messages
