@@ -8,6 +8,7 @@ package providers
 import (
 	"github.com/debate-runner/runner/providers/anthropic"
 	"github.com/debate-runner/runner/providers/azure"
+	"github.com/debate-runner/runner/providers/gemini"
 	"github.com/debate-runner/runner/providers/offline"
 	"github.com/debate-runner/runner/providers/openai"
 	"github.com/debate-runner/runner/runtime/llm"
@@ -21,5 +22,6 @@ func Kinds() []llm.Provider {
 		azure.Kind{},
 		offline.Kind{},
 		anthropic.Kind{},
+		gemini.Kind{},
 	}
 }
