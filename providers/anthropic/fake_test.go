@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // fake is a local server that speaks Anthropic's Messages API as its
@@ -52,20 +51,6 @@ type fakeRequest struct {
 		Tools  []json.RawMessage `json:"tools"`
 		Stream bool              `json:"stream"`
 	}
-}
-
-// text is the request's last user text.
-func (r fakeRequest) text() string {
-	var out string
-	for _, m := range r.Params.Messages {
-		for _, c := range m.Content {
-			var b struct{ Type, Text string }
-			if json.Unmarshal(c, &b) == nil && b.Type == "text" {
-				out = b.Text
-			}
-		}
-	}
-	return out
 }
 
 // fakeReply is what the handler answers: text, or tool calls, and a stop
@@ -283,16 +268,4 @@ func (f *fake) cache(req fakeRequest) (input, read, written int) {
 	}
 	read, written = readLen/4, writeLen/4
 	return max(0, total-read-written), read, written
-}
-
-// within waits for cond, polling briefly.
-func within(d time.Duration, cond func() bool) bool {
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		if cond() {
-			return true
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return cond()
 }

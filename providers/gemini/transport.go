@@ -402,7 +402,7 @@ func DecodeResponse(body []byte) ([]byte, error) {
 	case r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "":
 		finish = "content_filter"
 	default:
-		return nil, errors.New("Gemini's reply has no candidates and no block reason")
+		return nil, errors.New("the reply has no candidates and no block reason")
 	}
 	msg.Content = text.String()
 	out.Choices = []chatChoice{{Message: msg, FinishReason: &finish}}
