@@ -82,6 +82,9 @@ func genRequest(r *rand.Rand) llm.Request {
 		temp := float64(r.IntN(10)) / 10
 		req.Temperature = &temp
 	}
+	if r.IntN(3) == 0 {
+		req.JSON = &llm.JSONReply{Schema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],"additionalProperties":false}`)}
+	}
 	return req
 }
 
@@ -167,6 +170,16 @@ func checkSent(t *testing.T, i int, req llm.Request, sent fakeRequest) {
 		if _, ok := fields[gone]; ok {
 			t.Errorf("request %d sent %s", i, gone)
 		}
+	}
+	var oc struct {
+		Format *struct {
+			Type   string          `json:"type"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"format"`
+	}
+	json.Unmarshal(fields["output_config"], &oc)
+	if (req.JSON != nil) != (oc.Format != nil) || oc.Format != nil && (oc.Format.Type != "json_schema" || !strings.Contains(string(oc.Format.Schema), `"required":["a"]`)) {
+		t.Errorf("request %d: output_config %s for JSON reply %v", i, fields["output_config"], req.JSON)
 	}
 	body := string(sent.Body)
 	var uses, results, calls, marks int
