@@ -6,7 +6,9 @@
 package providers
 
 import (
+	"github.com/debate-runner/runner/providers/anthropic"
 	"github.com/debate-runner/runner/providers/azure"
+	"github.com/debate-runner/runner/providers/gemini"
 	"github.com/debate-runner/runner/providers/offline"
 	"github.com/debate-runner/runner/providers/openai"
 	"github.com/debate-runner/runner/runtime/llm"
@@ -19,5 +21,7 @@ func Kinds() []llm.Provider {
 		openai.Kind{},
 		azure.Kind{},
 		offline.Kind{},
+		anthropic.Kind{},
+		gemini.Kind{},
 	}
 }

@@ -57,6 +57,12 @@ func init() {
 		"claude-opus-4-1-20250805", "claude-opus-4-1", "claude-opus-4.1")
 	add(0.80, 0.08, 4, "claude-3-5-haiku-20241022", "claude-3-5-haiku-latest", "claude-3.5-haiku")
 	add(0.25, 0.03, 1.25, "claude-3-haiku-20240307", "claude-3-haiku")
+	// Claude 4.5, from Anthropic's pricing page as of 2025-11-24 (later than
+	// BuiltinPricesDate; cache reads 0.1x the prompt price). Later Claude
+	// models have no built-in price: declare one.
+	add(5, 0.50, 25, "claude-opus-4-5-20251101", "claude-opus-4-5", "claude-opus-4.5")
+	add(3, 0.30, 15, "claude-sonnet-4-5-20250929", "claude-sonnet-4-5", "claude-sonnet-4.5")
+	add(1, 0.10, 5, "claude-haiku-4-5-20251001", "claude-haiku-4-5", "claude-haiku-4.5")
 	// Google.
 	add(1.25, none, 10, "gemini-2.5-pro")
 	add(0.30, none, 2.50, "gemini-2.5-flash")

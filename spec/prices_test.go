@@ -26,8 +26,15 @@ func TestBuiltinPrice(t *testing.T) {
 	if q := BuiltinPrice("claude-sonnet-4"); q.CostWritten(1000, 500, 400, 0) != (100*3+500*0.30+400*3.75)/1e6 {
 		t.Errorf("claude-sonnet-4: 1000 prompt tokens, 500 read, 400 written cost %v", q.CostWritten(1000, 500, 400, 0))
 	}
+	// Claude 4.5's prices (Anthropic's page, 2025-11-24), cache writes at 1.25x.
+	if q := BuiltinPrice("claude-opus-4-5"); q == nil || q.Prompt != 5 || q.Completion != 25 || *q.CachedPrompt != 0.50 || *q.CacheWrite != 6.25 {
+		t.Errorf("claude-opus-4-5: %+v", q)
+	}
+	if q := BuiltinPrice("claude-haiku-4-5-20251001"); q == nil || q.Prompt != 1 || q.Completion != 5 || *q.CachedPrompt != 0.10 {
+		t.Errorf("claude-haiku-4-5: %+v", q)
+	}
 	// A later model of a family is not priced as an earlier one.
-	for _, name := range []string{"qwen2.5:7b", "gpt-4o-2024-05-13", "claude-opus-4-5", ""} {
+	for _, name := range []string{"qwen2.5:7b", "gpt-4o-2024-05-13", "claude-opus-4-6", "claude-sonnet-4-6", ""} {
 		if q := BuiltinPrice(name); q != nil {
 			t.Errorf("%q has a built-in price: %+v", name, q)
 		}

@@ -195,6 +195,12 @@ func DecodeUsage(raw json.RawMessage) (Usage, error) {
 // model's context window, a count is not believed.
 const MaxUsageTokens = 100_000_000
 
+// TokenCount reads one token count of a reply's usage by DecodeUsage's
+// rules (whole floats and strings of digits accepted; negative,
+// fractional, absurd or non-numeric counts refused), for provider kinds
+// whose usage object has other names: absent or null is 0.
+func TokenCount(v json.RawMessage) (int, error) { return tokenCount(v) }
+
 // tokenCount reads one count: absent or null is 0.
 func tokenCount(v json.RawMessage) (int, error) {
 	s := strings.TrimSpace(string(v))

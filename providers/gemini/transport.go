@@ -1,0 +1,501 @@
+package gemini
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// transport turns Chat Completions requests into generateContent
+// requests, sends them over next to the URL the engine chose, and turns
+// the replies back.
+type transport struct{ next http.RoundTripper }
+
+func newTransport(next http.RoundTripper) *transport {
+	if next == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		next = tr
+	}
+	return &transport{next: next}
+}
+
+// Gemini's request and reply, as far as runner uses them.
+type (
+	content struct {
+		Role  string `json:"role,omitempty"`
+		Parts []part `json:"parts"`
+	}
+	part struct {
+		Text             string        `json:"text,omitempty"`
+		Thought          bool          `json:"thought,omitempty"`
+		FunctionCall     *functionCall `json:"functionCall,omitempty"`
+		FunctionResponse *functionResp `json:"functionResponse,omitempty"`
+	}
+	functionCall struct {
+		ID   string          `json:"id,omitempty"`
+		Name string          `json:"name"`
+		Args json.RawMessage `json:"args,omitempty"`
+	}
+	functionResp struct {
+		ID       string          `json:"id,omitempty"`
+		Name     string          `json:"name"`
+		Response json.RawMessage `json:"response"`
+	}
+	request struct {
+		Contents          []content                  `json:"contents"`
+		SystemInstruction *content                   `json:"systemInstruction,omitempty"`
+		Tools             []tool                     `json:"tools,omitempty"`
+		GenerationConfig  map[string]json.RawMessage `json:"generationConfig,omitempty"`
+	}
+	tool struct {
+		FunctionDeclarations []function `json:"functionDeclarations"`
+	}
+	function struct {
+		Name                 string          `json:"name"`
+		Description          string          `json:"description,omitempty"`
+		ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+	}
+	response struct {
+		Candidates []struct {
+			Content      content `json:"content"`
+			FinishReason string  `json:"finishReason"`
+		} `json:"candidates"`
+		UsageMetadata  json.RawMessage `json:"usageMetadata"`
+		ModelVersion   string          `json:"modelVersion"`
+		ResponseID     string          `json:"responseId"`
+		PromptFeedback *struct {
+			BlockReason string `json:"blockReason"`
+		} `json:"promptFeedback"`
+		Error json.RawMessage `json:"error"`
+	}
+)
+
+// chatRequest is what the translation reads of a Chat Completions body.
+type chatRequest struct {
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description"`
+			Parameters  json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+	ResponseFormat *struct {
+		Type       string `json:"type"`
+		JSONSchema *struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+}
+
+// config maps Chat Completions' sampling fields to generationConfig's.
+var config = map[string]string{
+	"max_tokens": "maxOutputTokens", "max_completion_tokens": "maxOutputTokens",
+	"temperature": "temperature", "top_p": "topP", "seed": "seed", "stop": "stopSequences",
+}
+
+// dropped are fields of the body the translation reads or that Gemini has
+// no place for. Any other field (the model's `extra:`: topK,
+// thinkingConfig...) goes into generationConfig as it is.
+var dropped = map[string]bool{
+	"model": true, "messages": true, "tools": true, "response_format": true, "stream": true,
+	"stream_options": true, "reasoning_effort": true,
+}
+
+// Translate turns a Chat Completions body into a generateContent body.
+func Translate(body []byte) ([]byte, error) {
+	var req chatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("reading the request: %w", err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return nil, fmt.Errorf("reading the request: %w", err)
+	}
+	out := request{Contents: []content{}, GenerationConfig: map[string]json.RawMessage{}}
+	names := map[string]string{} // tool call id -> function name
+	add := func(role string, parts ...part) {
+		if len(parts) == 0 {
+			return
+		}
+		if n := len(out.Contents); n > 0 && out.Contents[n-1].Role == role {
+			out.Contents[n-1].Parts = append(out.Contents[n-1].Parts, parts...)
+			return
+		}
+		out.Contents = append(out.Contents, content{Role: role, Parts: parts})
+	}
+	for i, m := range req.Messages {
+		text, err := textOf(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		switch m.Role {
+		case "system", "developer":
+			if text == "" {
+				continue
+			}
+			if out.SystemInstruction == nil {
+				out.SystemInstruction = &content{}
+			}
+			out.SystemInstruction.Parts = append(out.SystemInstruction.Parts, part{Text: text})
+		case "user":
+			if text != "" {
+				add("user", part{Text: text})
+			}
+		case "assistant":
+			var parts []part
+			if text != "" {
+				parts = append(parts, part{Text: text})
+			}
+			for _, tc := range m.ToolCalls {
+				names[tc.ID] = tc.Function.Name
+				parts = append(parts, part{FunctionCall: &functionCall{ID: tc.ID, Name: tc.Function.Name, Args: object(tc.Function.Arguments, "arguments")}})
+			}
+			add("model", parts...)
+		case "tool":
+			add("user", part{FunctionResponse: &functionResp{ID: m.ToolCallID, Name: names[m.ToolCallID], Response: object(text, "result")}})
+		default:
+			return nil, fmt.Errorf("message %d has role %q, which Gemini has no place for", i, m.Role)
+		}
+	}
+	if len(req.Tools) > 0 {
+		var fs []function
+		for _, t := range req.Tools {
+			fs = append(fs, function{Name: t.Function.Name, Description: t.Function.Description, ParametersJSONSchema: t.Function.Parameters})
+		}
+		out.Tools = []tool{{FunctionDeclarations: fs}}
+	}
+	if rf := req.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
+		out.GenerationConfig["responseMimeType"] = json.RawMessage(`"application/json"`)
+		if rf.JSONSchema != nil && len(rf.JSONSchema.Schema) > 0 {
+			out.GenerationConfig["responseJsonSchema"] = rf.JSONSchema.Schema
+		}
+	}
+	for name, v := range fields {
+		switch {
+		case config[name] != "":
+			if name == "stop" && len(v) > 0 && v[0] == '"' {
+				v = append(append(json.RawMessage{'['}, v...), ']')
+			}
+			out.GenerationConfig[config[name]] = v
+		case !dropped[name]:
+			out.GenerationConfig[name] = v
+		}
+	}
+	if len(out.GenerationConfig) == 0 {
+		out.GenerationConfig = nil
+	}
+	return json.Marshal(out)
+}
+
+// textOf is a message's text: a string, or text parts joined (Gemini's
+// caching is implicit: the breakpoints runner may mark are not sent).
+func textOf(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var parts []struct{ Type, Text string }
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("content is neither text nor text parts: %w", err)
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", fmt.Errorf("a content part of type %q is not supported", p.Type)
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+// object is text as the JSON object Gemini wants for a call's args or a
+// function's response: the text itself when it is one, else {name: text}.
+func object(text, name string) json.RawMessage {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(text), &obj) == nil && obj != nil {
+		return json.RawMessage(text)
+	}
+	out, _ := json.Marshal(map[string]string{name: text})
+	return out
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
+	body, err := io.ReadAll(hr.Body)
+	hr.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	out, err := Translate(body)
+	if err != nil {
+		return errorReply(hr, http.StatusBadRequest, "runner could not make a generateContent request of it: "+err.Error()), nil
+	}
+	nr, err := http.NewRequestWithContext(hr.Context(), http.MethodPost, hr.URL.String(), bytes.NewReader(out))
+	if err != nil {
+		return nil, err
+	}
+	for name, vs := range hr.Header {
+		nr.Header[name] = vs
+	}
+	nr.Header.Set("Content-Type", "application/json")
+	resp, err := t.next.RoundTrip(nr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return resp, nil // Gemini's error object, read by the engine
+	}
+	stream := hr.URL.Query().Get("alt") == "sse"
+	if !stream {
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return nil, err
+		}
+		out, err := DecodeResponse(raw)
+		if err != nil {
+			return errorReply(hr, http.StatusBadGateway, err.Error()), nil
+		}
+		return reply(hr, resp, "application/json", io.NopCloser(bytes.NewReader(out))), nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(Relay(resp.Body, pw))
+		resp.Body.Close()
+	}()
+	return reply(hr, resp, "text/event-stream", pr), nil
+}
+
+func reply(hr *http.Request, from *http.Response, contentType string, body io.ReadCloser) *http.Response {
+	h := from.Header.Clone()
+	h.Del("Content-Length")
+	h.Del("Content-Encoding")
+	h.Set("Content-Type", contentType)
+	return &http.Response{
+		Status: from.Status, StatusCode: from.StatusCode, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: body, ContentLength: -1, Request: hr,
+	}
+}
+
+func errorReply(hr *http.Request, status int, message string) *http.Response {
+	body, _ := json.Marshal(map[string]any{"error": map[string]any{"code": status, "message": message, "status": "INVALID_ARGUMENT"}})
+	return reply(hr, &http.Response{Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status, Header: http.Header{}}, "application/json", io.NopCloser(bytes.NewReader(body)))
+}
+
+// finishReason is a finishReason as Chat Completions names it.
+func finishReason(r string, calls bool) string {
+	switch r {
+	case "STOP":
+		if calls {
+			return "tool_calls"
+		}
+		return "stop"
+	case "MAX_TOKENS":
+		return "length"
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
+		return "content_filter"
+	case "":
+		return ""
+	}
+	return strings.ToLower(r)
+}
+
+type chatCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+type chatReply struct {
+	Role      string     `json:"role,omitempty"`
+	Content   string     `json:"content"`
+	ToolCalls []chatCall `json:"tool_calls,omitempty"`
+}
+
+type chatChoice struct {
+	Index        int        `json:"index"`
+	Message      *chatReply `json:"message,omitempty"`
+	Delta        *chatReply `json:"delta,omitempty"`
+	FinishReason *string    `json:"finish_reason"`
+}
+
+type chatCompletion struct {
+	ID      string          `json:"id,omitempty"`
+	Object  string          `json:"object"`
+	Model   string          `json:"model"`
+	Choices []chatChoice    `json:"choices"`
+	Usage   json.RawMessage `json:"usage,omitempty"`
+}
+
+// parts reads a candidate's parts into text and tool calls (numbered from
+// first, for calls without an id); thought parts are not part of the reply.
+func parts(ps []part, first int, text *strings.Builder) []chatCall {
+	var calls []chatCall
+	for _, p := range ps {
+		switch {
+		case p.Thought:
+		case p.FunctionCall != nil:
+			c := chatCall{ID: p.FunctionCall.ID, Type: "function"}
+			if c.ID == "" {
+				c.ID = fmt.Sprintf("call_%d", first+len(calls))
+			}
+			c.Function.Name = p.FunctionCall.Name
+			c.Function.Arguments = "{}"
+			if len(bytes.TrimSpace(p.FunctionCall.Args)) > 0 {
+				c.Function.Arguments = string(p.FunctionCall.Args)
+			}
+			calls = append(calls, c)
+		default:
+			text.WriteString(p.Text)
+		}
+	}
+	return calls
+}
+
+// DecodeResponse turns a generateContent reply into a Chat Completions
+// reply: the first candidate's text and function calls, its finish
+// reason, and usageMetadata as sent. A prompt Gemini blocked is an empty
+// reply with finish_reason content_filter; a reply without candidates
+// or a block reason is an error.
+func DecodeResponse(body []byte) ([]byte, error) {
+	var r response
+	if err := json.Unmarshal(body, &r); err != nil {
+		return nil, fmt.Errorf("decoding Gemini's reply: %w", err)
+	}
+	out := chatCompletion{ID: r.ResponseID, Object: "chat.completion", Model: r.ModelVersion, Usage: validJSON(r.UsageMetadata)}
+	var text strings.Builder
+	finish := ""
+	msg := &chatReply{Role: "assistant"}
+	switch {
+	case len(r.Candidates) > 0:
+		c := r.Candidates[0]
+		msg.ToolCalls = parts(c.Content.Parts, 0, &text)
+		finish = finishReason(c.FinishReason, len(msg.ToolCalls) > 0)
+		if finish == "" {
+			finish = "stop"
+		}
+	case r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "":
+		finish = "content_filter"
+	default:
+		return nil, errors.New("the reply has no candidates and no block reason")
+	}
+	msg.Content = text.String()
+	out.Choices = []chatChoice{{Message: msg, FinishReason: &finish}}
+	return json.Marshal(out)
+}
+
+func validJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" || !json.Valid(raw) {
+		return nil
+	}
+	return raw
+}
+
+// Relay writes Gemini's event stream (each event a partial reply) to w as
+// Chat Completions chunks: text as content deltas, function calls as
+// whole tool-call deltas, then, once the stream has ended after an event
+// with a finishReason, the finish chunk, one chunk with the last
+// usageMetadata and [DONE]. A stream cut before any finishReason gets no
+// finish, so that the engine sees it cut; an event with an error is
+// relayed as {"error": ...}.
+func Relay(body io.Reader, w io.Writer) error {
+	var (
+		model, finish string
+		usage         json.RawMessage
+		ncalls        int
+		anyCalls      bool
+	)
+	emit := func(v any) error {
+		data, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "data: %s\n\n", data)
+		return err
+	}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		data, ok := bytes.CutPrefix(bytes.TrimSpace(sc.Bytes()), []byte("data:"))
+		if !ok {
+			continue
+		}
+		var r response
+		if err := json.Unmarshal(bytes.TrimSpace(data), &r); err != nil {
+			return fmt.Errorf("reading Gemini's event stream: %w", err)
+		}
+		if e := validJSON(r.Error); e != nil {
+			return emit(map[string]json.RawMessage{"error": e})
+		}
+		if r.ModelVersion != "" {
+			model = r.ModelVersion
+		}
+		if u := validJSON(r.UsageMetadata); u != nil {
+			usage = u
+		}
+		if len(r.Candidates) == 0 {
+			if r.PromptFeedback != nil && r.PromptFeedback.BlockReason != "" {
+				finish = "content_filter"
+			}
+			continue
+		}
+		c := r.Candidates[0]
+		var text strings.Builder
+		calls := parts(c.Content.Parts, ncalls, &text)
+		for i := range calls {
+			n := ncalls + i
+			calls[i].Index = &n
+		}
+		ncalls += len(calls)
+		anyCalls = anyCalls || len(calls) > 0
+		if text.Len() > 0 || len(calls) > 0 {
+			if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{{Delta: &chatReply{Content: text.String(), ToolCalls: calls}}}}); err != nil {
+				return err
+			}
+		}
+		if f := finishReason(c.FinishReason, anyCalls); f != "" {
+			finish = f
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading Gemini's event stream: %w", err)
+	}
+	if finish == "" {
+		return nil // cut: no finish_reason
+	}
+	if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{{Delta: &chatReply{}, FinishReason: &finish}}}); err != nil {
+		return err
+	}
+	if usage != nil {
+		if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{}, Usage: usage}); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "data: [DONE]\n\n")
+	return err
+}
