@@ -111,34 +111,48 @@ func (s *server) schemaFor(d *document) *schema {
 // where a reference is.
 func (s *server) completion(d *document, p Position) []CompletionItem {
 	off := d.t.offset(p)
+	if d.stale {
+		// The line being written is what breaks the text, most often:
+		// the ids of the text without it.
+		line := d.t.position(off).Line
+		a, b := d.t.starts[line], d.t.lineEnd(line)
+		if idx, ok := buildIndex(d.t.src[:a] + strings.Repeat(" ", b-a) + d.t.src[b:]); ok {
+			d.idx = idx
+		}
+	}
 	c := cursorAt(d.t, off)
 	repl := d.rangeOf(c.start, off)
 	items := []CompletionItem{}
-	ids := func(kind string) {
+	idsAt := func(kind string, repl Range) {
 		for _, name := range s.idNames(d, kind) {
 			items = append(items, CompletionItem{Label: name, Kind: itemReference, Detail: kind,
 				TextEdit: &textEdit{repl, name}, Documentation: s.describeID(d, kind, name)})
 		}
 	}
-	before := d.t.src[:c.start]
+	ids := func(kind string) { idsAt(kind, repl) }
+	fs := off
+	for fs > 0 && (isNameByte(d.t.src[fs-1]) && d.t.src[fs-1] != '.' && d.t.src[fs-1] != '/') {
+		fs--
+	}
+	before := d.t.src[:fs]
 	for _, tp := range textPrefixes {
 		if strings.HasSuffix(before, tp.prefix) {
 			if tp.prefix[0] != '.' && tp.prefix[0] != 't' && len(before) > len(tp.prefix) && isNameByte(before[len(before)-len(tp.prefix)-1]) {
 				continue // agent.vars., goal.vars.
 			}
-			ids(tp.kind)
+			idsAt(tp.kind, d.rangeOf(fs, off))
 			return items
 		}
 	}
 	if d.test {
 		if c.key == "" {
-			items = append(items, keyItems(s.testSchema, c, repl)...)
+			items = append(items, keyItems(s.testSchema, c, repl, nil)...)
 		}
 		return items
 	}
 	kindOf := d.nodeKind
 	if c.key == "" && !c.item {
-		return append(items, keyItems(s.specSchema, c, repl)...)
+		return append(items, keyItems(s.specSchema, c, repl, kindOf)...)
 	}
 	top := ""
 	if len(c.path) > 0 {
@@ -158,14 +172,14 @@ func (s *server) completion(d *document, p Position) []CompletionItem {
 		items = append(items, CompletionItem{Label: v, Kind: itemEnum, TextEdit: &textEdit{repl, v}})
 	}
 	if c.item {
-		items = append(items, keyItems(s.specSchema, cursor{path: append(append([]string{}, c.path...), c.key, "[]")}, repl)...)
+		items = append(items, keyItems(s.specSchema, cursor{path: append(append([]string{}, c.path...), c.key, "[]")}, repl, kindOf)...)
 	}
 	return items
 }
 
-func keyItems(sc *schema, c cursor, repl Range) []CompletionItem {
+func keyItems(sc *schema, c cursor, repl Range, kindOf func(string) string) []CompletionItem {
 	var items []CompletionItem
-	for _, p := range sc.properties(sc.at(c.path, nil)) {
+	for _, p := range sc.properties(sc.at(c.path, kindOf)) {
 		it := CompletionItem{Label: p.name, Kind: itemProperty, TextEdit: &textEdit{repl, p.name + ": "}}
 		if p.doc != "" {
 			it.Documentation = &markup{"markdown", p.doc}
@@ -175,11 +189,35 @@ func keyItems(sc *schema, c cursor, repl Range) []CompletionItem {
 	return items
 }
 
-// nodeKind is the kind: of a node, by its id.
+// nodeKind is the kind: of a node, by its id: read from the index, or
+// from the text while it does not read.
 func (d *document) nodeKind(id string) string {
-	if o, ok := d.idx.def(kNode, id); ok && o.value != nil {
+	if o, ok := d.idx.def(kNode, id); ok && o.value != nil && !d.stale {
 		if k := mapGet(o.value, "kind"); k != nil {
 			return k.Value
+		}
+	}
+	m := regexp.MustCompile(`(?m)^( +)` + regexp.QuoteMeta(id) + `:(.*)$`).FindStringSubmatchIndex(d.t.src)
+	if m == nil {
+		return ""
+	}
+	kindRe := regexp.MustCompile(`\bkind:\s*"?([a-z_]+)`)
+	if k := kindRe.FindStringSubmatch(d.t.src[m[4]:m[5]]); k != nil {
+		return k[1]
+	}
+	indent := m[3] - m[2]
+	for _, line := range strings.Split(d.t.src[min(m[1]+1, len(d.t.src)):], "\n") {
+		trimmed := strings.TrimLeft(line, " ")
+		if trimmed == "" || trimmed[0] == '#' {
+			continue
+		}
+		if len(line)-len(trimmed) <= indent {
+			break
+		}
+		if strings.HasPrefix(trimmed, "kind:") {
+			if k := kindRe.FindStringSubmatch(trimmed); k != nil {
+				return k[1]
+			}
 		}
 	}
 	return ""
@@ -283,20 +321,26 @@ type Hover struct {
 // hover tells of the id under the cursor, or the key's doc.
 func (s *server) hover(d *document, p Position) *Hover {
 	off := d.t.offset(p)
-	if o, ok := d.idx.at(off); ok {
+	if o, ok := d.idx.at(off); ok && !d.stale {
 		r := d.rangeOf(o.start, o.end)
 		return &Hover{Contents: *s.describeID(d, o.kind, o.name), Range: &r}
 	}
 	// A key: its doc from the schema.
-	line := d.t.position(off).Line
-	ls := d.t.starts[line]
-	src := d.t.src[ls:d.t.lineEnd(line)]
-	m := keyLine.FindStringSubmatchIndex(src)
-	if m == nil || off < ls+m[6] || off > ls+m[7] {
+	a, b := off, off
+	for a > 0 && isNameByte(d.t.src[a-1]) {
+		a--
+	}
+	for b < len(d.t.src) && isNameByte(d.t.src[b]) {
+		b++
+	}
+	if a == b || b >= len(d.t.src) || d.t.src[b] != ':' {
 		return nil
 	}
-	c := cursorAt(d.t, ls+m[6])
-	key := unquote(src[m[6]:m[7]])
+	c := cursorAt(d.t, a)
+	if c.key != "" || c.item {
+		return nil
+	}
+	key := d.t.src[a:b]
 	sc := s.schemaFor(d)
 	doc, enum := sc.describe(sc.at(append(append([]string{}, c.path...), key), d.nodeKind))
 	if doc == "" {
@@ -305,11 +349,14 @@ func (s *server) hover(d *document, p Position) *Hover {
 	if len(enum) > 0 {
 		doc += "\n\nOne of: `" + strings.Join(enum, "`, `") + "`"
 	}
-	r := d.rangeOf(ls+m[6], ls+m[7])
+	r := d.rangeOf(a, b)
 	return &Hover{Contents: markup{"markdown", "`" + key + "`: " + doc}, Range: &r}
 }
 
 func (s *server) definition(d *document, p Position) []Location {
+	if d.stale {
+		return nil
+	}
 	o, ok := d.idx.at(d.t.offset(p))
 	if !ok {
 		return nil
@@ -322,6 +369,9 @@ func (s *server) definition(d *document, p Position) []Location {
 }
 
 func (s *server) references(d *document, p Position, withDecl bool) []Location {
+	if d.stale {
+		return nil
+	}
 	o, ok := d.idx.at(d.t.offset(p))
 	if !ok {
 		return nil
@@ -357,6 +407,9 @@ const (
 
 // symbols are the top-level sections, each with the ids it declares.
 func (s *server) symbols(d *document) []DocumentSymbol {
+	if d.stale {
+		return []DocumentSymbol{}
+	}
 	var doc yaml.Node
 	out := []DocumentSymbol{}
 	if yaml.Unmarshal([]byte(d.t.src), &doc) != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
@@ -413,6 +466,9 @@ func (s *server) symbols(d *document) []DocumentSymbol {
 }
 
 func (s *server) prepareRename(d *document, p Position) *Range {
+	if d.stale {
+		return nil
+	}
 	o, ok := d.idx.at(d.t.offset(p))
 	if !ok {
 		return nil
@@ -429,6 +485,9 @@ var (
 
 // rename changes every occurrence of the id under the cursor.
 func (s *server) rename(d *document, p Position, newName string) (any, *rpcError) {
+	if d.stale {
+		return nil, &rpcError{codeInvalidRequest, "the document does not read as YAML; fix it first"}
+	}
 	o, ok := d.idx.at(d.t.offset(p))
 	if !ok {
 		return nil, &rpcError{codeInvalidRequest, "no id here to rename"}

@@ -197,7 +197,7 @@ func (b *indexer) walk(top string, n *yaml.Node, path []string) {
 // top: a model's model: is the provider's model name, not an id.
 func refersHere(top, key string) bool {
 	switch top {
-	case "models", "endpoints", "inputs", "vars", "outputs", "mcp_servers", "budget":
+	case "models", "endpoints", "inputs", "vars", "outputs", "mcp_servers", "budget", "templates", "goals", "verdicts":
 		return top == "models" && key == "endpoint"
 	}
 	return true

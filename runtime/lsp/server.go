@@ -94,6 +94,9 @@ type document struct {
 	gen   int
 	timer *time.Timer
 	test  bool
+	// stale is set when the text does not read as YAML: idx is of an
+	// earlier text (names only; its offsets are not this text's).
+	stale bool
 }
 
 func (s *server) stop() {
@@ -347,6 +350,9 @@ func (s *server) open(uri string, version int, src string) {
 	d.version, d.t = version, newText(src)
 	if idx, ok := buildIndex(src); ok || d.idx == nil {
 		d.idx = idx
+		d.stale = !ok
+	} else {
+		d.stale = true // the last index that read, until the text reads again
 	}
 	d.test = isTestText(d.path, src)
 	d.gen++
