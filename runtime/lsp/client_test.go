@@ -31,12 +31,17 @@ type client struct {
 }
 
 func newClient(t testing.TB, debounce time.Duration) *client {
+	return newClientWith(t, Options{Registry: nodes.Registry(), Debounce: debounce})
+}
+
+// newClientWith starts a server with o.
+func newClientWith(t testing.TB, o Options) *client {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &client{t: t, in: inW, out: outR, w: &writer{w: inW}, waits: map[string]chan message{},
 		diags: make(chan publishParams, 1000), served: make(chan error, 1)}
 	go func() {
-		err := Serve(inR, outW, Options{Registry: nodes.Registry(), Debounce: debounce})
+		err := Serve(inR, outW, o)
 		outW.Close()
 		c.served <- err
 	}()

@@ -81,10 +81,17 @@ func buildIndex(src string) (*index, bool) {
 			}
 		case "flow":
 			b.flow(v)
+		case "budget":
+			if ns := mapGet(v, "nodes"); ns != nil && ns.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(ns.Content); j += 2 {
+					b.add(ns.Content[j], kNode, false, nil, "budget")
+				}
+			}
 		}
 		b.walk(k.Value, v, []string{k.Value})
 	}
 	b.scanText()
+	b.replicas()
 	sort.SliceStable(b.occs, func(i, j int) bool { return b.occs[i].start < b.occs[j].start })
 	// A record is declared by its first record: in a node.
 	seen := map[string]bool{}
@@ -99,13 +106,24 @@ func buildIndex(src string) (*index, bool) {
 
 func posOf(n *yaml.Node) syntax.Pos { return syntax.Pos{Line: n.Line, Col: n.Column} }
 
+// mapGet is a mapping's value of key, merges (<<: *anchor) followed.
 func mapGet(n *yaml.Node, key string) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
 	if n == nil || n.Kind != yaml.MappingNode {
 		return nil
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if n.Content[i].Value == key {
 			return n.Content[i+1]
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "<<" {
+			if v := mapGet(n.Content[i+1], key); v != nil {
+				return v
+			}
 		}
 	}
 	return nil
@@ -235,6 +253,28 @@ func (b *indexer) scanText() {
 		}
 	}
 }
+
+// replicas reads a reference to agent X_N, where no agent of that name is
+// declared and X is, as a use of X (a replica of a replicated agent).
+func (b *indexer) replicas() {
+	declared := map[string]bool{}
+	for _, o := range b.occs {
+		if o.def && o.kind == kAgent {
+			declared[o.name] = true
+		}
+	}
+	for i := range b.occs {
+		o := &b.occs[i]
+		if o.def || o.kind != kAgent || declared[o.name] {
+			continue
+		}
+		if m := replicaName.FindStringSubmatch(o.name); m != nil && declared[m[1]] {
+			o.name, o.end = m[1], o.start+len(m[1])
+		}
+	}
+}
+
+var replicaName = regexp.MustCompile(`^(.+)_[0-9]+$`)
 
 // at is the occurrence whose name holds the offset (its end included).
 func (x *index) at(off int) (occ, bool) {

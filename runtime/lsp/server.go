@@ -36,6 +36,8 @@ type Options struct {
 	// compiles before its paths are walked, so that fixed errors leave
 	// the editor at once; the walk's complete list follows.
 	Interim bool
+	// noWalk stops at the compiler (tests of what needs no diagnostics).
+	noWalk bool
 }
 
 // DefaultDebounce is runner lsp's pause after a keystroke.
@@ -405,9 +407,9 @@ func (s *server) check(uri string, gen int) {
 		guard(path, &sd, func() { sd, plan = validate.Compile(path, []byte(t.src), opts) })
 	}
 	s.checking.Unlock()
-	if plan != nil {
+	if plan != nil && !s.o.noWalk {
 		if s.o.Interim {
-			s.publish(uri, gen, version, toLSP(t, path, sd), nil)
+			s.publish(uri, gen, version, toLSP(t, path, sd), plan)
 		}
 		s.pathing.Lock()
 		defer s.pathing.Unlock()

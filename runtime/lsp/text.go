@@ -173,8 +173,9 @@ func tokenEnd(src string, off int) int {
 		}
 		return len(src)
 	}
+	// A name's dots end it: nodes.X.output underlines X.
 	i := off
-	for i < len(src) && isNameByte(src[i]) {
+	for i < len(src) && isNameByte(src[i]) && (src[i] != '.' || i == off) {
 		i++
 	}
 	if i == off && src[off] != '\n' && src[off] != '\r' {
