@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -176,19 +175,4 @@ func at(src string, off int) Position {
 		}
 	}
 	return Position{Line: line, Character: len(utf16.Encode([]rune(src[start:off])))}
-}
-
-// offsetOf is the byte offset of the first occurrence of needle after
-// the first of after, plus delta; the test fails without one.
-func offsetOf(t testing.TB, src, after, needle string, delta int) int {
-	t.Helper()
-	a := strings.Index(src, after)
-	if a < 0 {
-		t.Fatalf("no %q in the document", after)
-	}
-	i := strings.Index(src[a:], needle)
-	if i < 0 {
-		t.Fatalf("no %q after %q", needle, after)
-	}
-	return a + i + delta
 }

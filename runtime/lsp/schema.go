@@ -117,7 +117,6 @@ func (s *schema) at(path []string, kindOf func(string) string) []map[string]any 
 // property is a key a schema allows, with its description.
 type property struct {
 	name, doc string
-	enum      []string
 }
 
 // properties are the keys the schemas allow, sorted, each once.
