@@ -61,6 +61,7 @@ type cli struct {
 	Version    versionCmd    `cmd:"" help:"Print the runner version."`
 	Worker     workerCmd     `cmd:"" help:"Make runs submitted to Temporal (runner run --temporal): a worker of a Temporal cluster."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
+	Lsp        lspCmd        `cmd:"" help:"Serve the Language Server Protocol on stdio for editors: diagnostics, completion, hover, definitions."`
 	McpDemo    mcpDemoCmd    `cmd:"" name:"mcp-demo" help:"Serve a tiny MCP server (add, lookup) over stdio or HTTP, for examples/mcp-tools."`
 }
 

@@ -34,6 +34,49 @@ type Options struct {
 	Strict bool
 }
 
+// Spec checks spec text as validate checks the file path names (which
+// anchors its template folders and names it in the diagnostics): Compile
+// then Finish. It returns the diagnostics and the plan, nil when any
+// diagnostic is an error. The language server checks unsaved buffers
+// with the two halves.
+func Spec(path string, data []byte, o Options) (syntax.Diagnostics, *spec.Plan) {
+	diags, plan := Compile(path, data, o)
+	return Finish(diags, plan, o)
+}
+
+// Compile is the first half of Spec: the compiler's diagnostics (schema,
+// references, templates, expressions, types), and the plan when none is
+// an error.
+func Compile(path string, data []byte, o Options) (syntax.Diagnostics, *spec.Plan) {
+	plan, diags := spec.Compile(path, data, o.Registry)
+	if diags.HasErrors() {
+		plan = nil
+	}
+	return diags, plan
+}
+
+// Finish is the second half of Spec, given what Compile returned: the
+// plan's paths walked (which can take a second), its unpinned libraries
+// warned about, and its MCP servers' tool names checked unless
+// o.NoServers.
+func Finish(diags syntax.Diagnostics, plan *spec.Plan, o Options) (syntax.Diagnostics, *spec.Plan) {
+	if plan == nil {
+		return diags, nil
+	}
+	diags = append(diags, runtime.CheckPaths(plan)...)
+	if diags.HasErrors() {
+		return diags, nil
+	}
+	diags = append(diags, spec.UnpinnedLibraries(plan)...)
+	if len(plan.MCPServers) > 0 && !o.NoServers {
+		diags = append(diags, mcpclient.Check(context.Background(), plan, o.Getenv, 20*time.Second)...)
+	}
+	if diags.HasErrors() {
+		return diags, nil
+	}
+	return diags, plan
+}
+
 // Files checks each file, a spec or a test file, printing its diagnostics
 // and "ok" lines; the error (exit 4) counts the invalid ones.
 func Files(files []string, o Options, stdout, stderr io.Writer) error {
@@ -44,15 +87,10 @@ func Files(files []string, o Options, stdout, stderr io.Writer) error {
 		ok := "ok"
 		if spectest.IsTestFile(f) {
 			diags, ok = spectest.Check(f), "ok (test file)"
+		} else if data, err := syntax.ReadSpecFile(f); err != nil {
+			diags = syntax.Diagnostics{{File: f, Severity: syntax.Error, Message: err.Error()}}
 		} else {
-			var plan *spec.Plan
-			plan, diags = runtime.Load(f, o.Registry)
-			if plan != nil && !diags.HasErrors() {
-				diags = append(diags, spec.UnpinnedLibraries(plan)...)
-			}
-			if plan != nil && !diags.HasErrors() && len(plan.MCPServers) > 0 && !o.NoServers {
-				diags = append(diags, mcpclient.Check(context.Background(), plan, o.Getenv, 20*time.Second)...)
-			}
+			diags, _ = Spec(f, data, o)
 		}
 		if o.Strict {
 			for i := range diags {
