@@ -102,12 +102,18 @@ type InputPlan struct {
 	Default     any
 	HasDefault  bool
 	MaxChars    int
+	// Domain is what values it may take (nil: any); runtime/args checks
+	// what a run is given against it.
+	Domain *Domain
 }
 
 // VarPlan is a declared variable; its default fixes its type.
 type VarPlan struct {
-	Name    string
-	Default any
+	Name        string
+	Default     any
+	Description string
+	// Domain is what values it may take (nil: any).
+	Domain *Domain
 }
 
 // EndpointPlan is a resolved endpoint.
