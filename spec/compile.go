@@ -1219,6 +1219,7 @@ func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 			}
 			c.site = &site{step: fs, after: true}
 			fs.Until = c.compileExpr(l.Until, nil, BoolResult, "loop until")
+			fs.Break = c.compileExpr(l.Break, nil, BoolResult, "loop break")
 			c.site = nil
 			fs.Do = c.flow(l.Do, p+".loop.do")
 			out = append(out, fs)

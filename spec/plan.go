@@ -354,6 +354,9 @@ type FlowStep struct {
 	MaxConst int
 	MaxExpr  *Program
 	Until    *Program // StepLoop, optional
+	// Break, for a loop, is checked after each step of its body and ends
+	// the loop there when it holds (optional).
+	Break *Program
 	// LeastEvaluations, when set, is the node executions and iterations a
 	// loop with no until makes at the least, known to pass the run's
 	// bound on evaluations: a run stops on its budget as the loop starts

@@ -571,9 +571,11 @@ type Step struct {
 
 // LoopStep repeats its body until a condition holds or a bound is reached.
 type LoopStep struct {
-	As    Str    `yaml:"as"`
-	Max   Expr   `yaml:"max"`
-	Until Expr   `yaml:"until"`
+	As    Str  `yaml:"as"`
+	Max   Expr `yaml:"max"`
+	Until Expr `yaml:"until"`
+	// Break ends the loop after any step of its body at which it holds.
+	Break Expr   `yaml:"break"`
 	Do    []Step `yaml:"do"`
 }
 
