@@ -241,7 +241,7 @@ func checkDomainCase(t *testing.T, dir string, seed uint64) {
 // TestDomainProperty checks the property over generated declarations.
 func TestDomainProperty(t *testing.T) {
 	dir := t.TempDir()
-	for i := uint64(0); i < 200; i++ {
+	for i := uint64(0); i < 100; i++ {
 		checkDomainCase(t, dir, i*2654435761+11)
 	}
 }
