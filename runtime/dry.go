@@ -314,6 +314,14 @@ func (d *dryState) until(s *spec.FlowStep, _, max int, holds func() (any, error)
 	return false, nil
 }
 
+func (d *dryState) breaks(s *spec.FlowStep, _ int, holds func() (any, error)) (bool, error) {
+	if _, err := holds(); err != nil {
+		d.note("%s: loop break (%s) cannot be evaluated on stand-in replies (%v)", posString(d.plan, s.Pos), s.Break.Source, err)
+	}
+	d.note("the loop at %s counts every step of its iterations; break (%s) may end it earlier", posString(d.plan, s.Pos), s.Break.Source)
+	return false, nil
+}
+
 func (d *dryState) foreach(s *spec.FlowStep, items []any, err error) ([]any, error) {
 	if err != nil {
 		d.note("foreach at %s: its list (%s) is not known before the run (%v); counted once", posString(d.plan, s.Pos), s.In.Source, err)

@@ -78,11 +78,16 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			}
 			inner := f.with(s.As, i, fmt.Sprintf("%s=%d", s.As, i))
 			inner.scope.Round = i
-			if err := r.runSteps(ctx, s.Do, inner); err != nil {
+			broke, err := r.runBody(ctx, s, i, inner)
+			if err != nil {
 				span.iterated(i, err)
 				return err
 			}
 			span.iterated(i, nil)
+			if broke {
+				_ = r.event(event.LoopEnded, s.Path, map[string]any{"as": s.As, "iteration": i, "reason": "break"})
+				return nil
+			}
 			if s.Until == nil {
 				continue
 			}
@@ -154,6 +159,28 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 		return nil
 	}
 	return nil
+}
+
+// runBody runs iteration i of a loop's body; with a break, it checks the
+// break after each step and says whether it ended the loop there.
+func (r *Run) runBody(ctx context.Context, s *spec.FlowStep, i int, inner *frame) (bool, error) {
+	if s.Break == nil {
+		return false, r.runSteps(ctx, s.Do, inner)
+	}
+	obs := r.observer()
+	for _, step := range s.Do {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		if err := r.runStep(ctx, step, inner); err != nil {
+			return false, err
+		}
+		stop, err := obs.breaks(s, i, func() (any, error) { return evalProgram(s.Break, r.envIn(inner)) })
+		if err != nil || stop {
+			return stop, err
+		}
+	}
+	return false, nil
 }
 
 // countIteration counts an iteration of a loop or foreach against the

@@ -488,6 +488,19 @@ func (w *pathWalk) until(s *spec.FlowStep, i, max int, holds func() (any, error)
 	return b, nil
 }
 
+func (w *pathWalk) breaks(s *spec.FlowStep, _ int, holds func() (any, error)) (bool, error) {
+	v, err := holds()
+	if err != nil {
+		w.fail("", s.Break.Pos, fmt.Sprintf("loop break (%s): %v", s.Break.Source, err), "")
+		return false, err
+	}
+	if s.Break.ReadsRun {
+		return false, nil // walked whole, as a loop whose until reads the run
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
+
 func (w *pathWalk) foreach(s *spec.FlowStep, items []any, err error) ([]any, error) {
 	if err != nil {
 		w.fail("", s.In.Pos, fmt.Sprintf("foreach in (%s): %v", s.In.Source, err), "")

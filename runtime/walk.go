@@ -23,6 +23,9 @@ type walkObserver interface {
 	// until is asked, after iteration i of max, whether the loop ends
 	// there; holds evaluates the loop's until.
 	until(s *spec.FlowStep, i, max int, holds func() (any, error)) (bool, error)
+	// breaks is asked, after a step of iteration i of a loop with a
+	// break, whether the loop ends there; holds evaluates the break.
+	breaks(s *spec.FlowStep, i int, holds func() (any, error)) (bool, error)
 	// foreach is given the items a foreach's list evaluated to (or the
 	// error evaluating it) and returns the items the walker walks.
 	foreach(s *spec.FlowStep, items []any, err error) ([]any, error)
@@ -83,6 +86,15 @@ func (w liveWalk) until(s *spec.FlowStep, _, _ int, holds func() (any, error)) (
 	v, err := holds()
 	if err != nil {
 		return false, fmt.Errorf("%s: loop until (%s): %w", posString(w.r.Plan, s.Pos), s.Until.Source, err)
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
+
+func (w liveWalk) breaks(s *spec.FlowStep, _ int, holds func() (any, error)) (bool, error) {
+	v, err := holds()
+	if err != nil {
+		return false, fmt.Errorf("%s: loop break (%s): %w", posString(w.r.Plan, s.Pos), s.Break.Source, err)
 	}
 	b, _ := v.(bool)
 	return b, nil

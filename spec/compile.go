@@ -262,10 +262,37 @@ func (c *compiler) inputsAndVars() {
 				c.r.Warnf(k.Pos, "input %q is required and also has a default; the default is never used", k.V)
 			}
 		}
+		def := ip.Default
+		if !ip.HasDefault {
+			def = "" // inputs are text unless a default says otherwise
+		}
+		what := fmt.Sprintf("input %q", k.V)
+		ip.Domain = c.compileDomain(in.Domain, normalizeNumber(def), what, k.Pos)
+		if ip.Domain != nil {
+			switch err := ip.Domain.Check(normalizeNumber(def)); {
+			case err == nil:
+			case ip.HasDefault:
+				c.r.Errorf(in.DefaultPos, "%s: the default is refused by its own domain: %v", what, err)
+			case !in.Required:
+				c.r.Errorf(k.Pos, "%s: a run without it has \"\", which its domain refuses (%v): give it a default in its domain, or make it required", what, err)
+			}
+		}
 		c.plan.Inputs = append(c.plan.Inputs, ip)
 	}
 	for _, k := range c.file.Vars.Keys {
-		c.plan.Vars = append(c.plan.Vars, &VarPlan{Name: k.V, Default: normalizeNumber(c.file.Vars.Values[k.V].V)})
+		v := c.file.Vars.Values[k.V]
+		vp := &VarPlan{Name: k.V, Default: normalizeNumber(v.V), Description: v.Description}
+		what := fmt.Sprintf("var %q", k.V)
+		if m, isMap := v.V.(map[string]any); isMap && !v.Declared {
+			if _, hasDefault := m["default"]; hasDefault {
+				c.r.Warnf(v.Pos, "%s is a mapping with a key default, read as the var's value: a declaration with a domain takes only default, description, enum, minimum, maximum and pattern (write {default: {...}} for a mapping value)", what)
+			}
+		}
+		vp.Domain = c.compileDomain(v.Domain, vp.Default, what, k.Pos)
+		if err := vp.Domain.Check(vp.Default); err != nil {
+			c.r.Errorf(v.Pos, "%s: the default is refused by its own domain: %v", what, err)
+		}
+		c.plan.Vars = append(c.plan.Vars, vp)
 	}
 }
 
@@ -1192,6 +1219,7 @@ func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 			}
 			c.site = &site{step: fs, after: true}
 			fs.Until = c.compileExpr(l.Until, nil, BoolResult, "loop until")
+			fs.Break = c.compileExpr(l.Break, nil, BoolResult, "loop break")
 			c.site = nil
 			fs.Do = c.flow(l.Do, p+".loop.do")
 			out = append(out, fs)

@@ -2,7 +2,7 @@ package spec
 
 // checkEvaluationBound warns of a loop that no run can finish within the
 // run's bound on evaluations (budget.max_evaluations): a loop with no
-// until always runs to its max, so when the node executions and
+// until (or break) always runs to its max, so when the node executions and
 // iterations it makes at the least pass the bound, every run of the spec
 // stops on its budget. The loop is marked (LeastEvaluations) so that a run
 // stops as it starts instead of after minutes of work below it when its
@@ -27,7 +27,7 @@ func (c *compiler) checkEvaluationBound() {
 			case StepLoop:
 				body := walk(s.Do)
 				runs := 1
-				if s.Until == nil && s.MaxConst > 0 {
+				if s.Until == nil && s.Break == nil && s.MaxConst > 0 {
 					runs = s.MaxConst
 				}
 				least := runs * (body + 1)

@@ -44,6 +44,7 @@ func (c *compiler) exprStatic(p *pendingExpr, root ast.Node, result reflect.Type
 		switch x := (*n).(type) {
 		case *ast.CallNode:
 			c.checkLatestRecord(x, warn)
+			c.checkRegexCall(x, fail, warn)
 		case *ast.MemberNode:
 			c.checkGoalIndex(x, fail)
 			checkLiteralKey(x, fail)

@@ -126,7 +126,7 @@ func (g *exprGen) gen(depth int) string {
 		fs := []string{"filter", "map", "groupBy", "count", "all", "any", "sortBy", "sum", "max", "mean"}
 		return fs[g.r.IntN(len(fs))] + "(" + g.gen(depth+1) + ", " + preds[g.r.IntN(len(preds))] + ")"
 	case k == 12:
-		fs := []string{"split", "join", "hasPrefix", "indexOf", "repeat"}
+		fs := []string{"split", "join", "hasPrefix", "indexOf", "repeat", "regexFind", "regexFindAll", "regexGroups"}
 		return fs[g.r.IntN(len(fs))] + "(" + g.gen(depth+1) + ", " + g.gen(depth+1) + ")"
 	}
 	idx := []string{"[0]", "[1]", "[-1]", ".a", "?.a", "[\"b\"]", "[0:1]", ".output", ".content"}

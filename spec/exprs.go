@@ -35,6 +35,21 @@ type pendingExpr struct {
 	site *site
 	// refs are the nodes it reads (filled when compiled).
 	refs []nodeRef
+	// typedExtra, when set, gives extra names of the types they have
+	// once node outputs are typed, for the type check (ExprTyped).
+	typedExtra func() map[string]any
+}
+
+// withTypedExtra is env with p's typed extra names in place of its
+// samples.
+func (p *pendingExpr) withTypedExtra(env map[string]any) map[string]any {
+	if p.typedExtra == nil {
+		return env
+	}
+	for k, v := range p.typedExtra() {
+		env[k] = v
+	}
+	return env
 }
 
 // nodeRef is a read of nodes.ID (or .Nodes.ID in a template).
@@ -132,7 +147,7 @@ func (c *compiler) resolveOutputs() {
 		if p == nil {
 			return TypeAny
 		}
-		typed := c.typedEnvSample(c.envSample(p.extra))
+		typed := p.withTypedExtra(c.typedEnvSample(c.envSample(p.extra)))
 		tp, err := expr.Compile(p.prog.Source, exprOptions(typed, p.want)...)
 		if err != nil {
 			return TypeAny
@@ -206,7 +221,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	// of any type, so `if: vars.title` compiles whatever title holds.
 	// Compiling once more with them as structs of the declared types
 	// catches a string used as a condition before a run fails on it.
-	typed := c.typedEnvSample(env)
+	typed := p.withTypedExtra(c.typedEnvSample(env))
 	tprog, err := expr.Compile(src, exprOptions(typed, p.want)...)
 	result := prog.Node().Type()
 	if err != nil {

@@ -192,6 +192,26 @@ func (n *NodeContext) Expr(e syntax.Expr, extra map[string]any, want ExprResult,
 	return n.c.compileExpr(e, extra, want, fmt.Sprintf("node %q: %s", n.Node.ID, what))
 }
 
+// ExprTyped is Expr where some extra names' types are known only once
+// the nodes' output types are (a compute entry reading the entries before
+// it): typed gives, when the expression is checked, values of those types
+// that stand in for extra's in the type check. The run evaluates the
+// expression with extra's names bound as Execute binds them.
+func (n *NodeContext) ExprTyped(e syntax.Expr, extra map[string]any, typed func() map[string]any, want ExprResult, what string) *Program {
+	p := n.c.compileExpr(e, extra, want, fmt.Sprintf("node %q: %s", n.Node.ID, what))
+	if p != nil {
+		n.c.pending[len(n.c.pending)-1].typedExtra = typed
+	}
+	return p
+}
+
+// ExprPos is the position of a byte offset of an expression's source
+// (trimmed of surrounding space), for a kind's own diagnostics about a part
+// of an expression.
+func (n *NodeContext) ExprPos(e syntax.Expr, offset int) syntax.Pos {
+	return n.c.offsetPos(e, strings.TrimSpace(e.Source), offset)
+}
+
 // ExprChoice compiles an expression that must give one of choices (an
 // agent id, say): a result of another type, or a constant that is not among
 // choices, is an error.

@@ -102,12 +102,18 @@ type InputPlan struct {
 	Default     any
 	HasDefault  bool
 	MaxChars    int
+	// Domain is what values it may take (nil: any); runtime/args checks
+	// what a run is given against it.
+	Domain *Domain
 }
 
 // VarPlan is a declared variable; its default fixes its type.
 type VarPlan struct {
-	Name    string
-	Default any
+	Name        string
+	Default     any
+	Description string
+	// Domain is what values it may take (nil: any).
+	Domain *Domain
 }
 
 // EndpointPlan is a resolved endpoint.
@@ -348,6 +354,9 @@ type FlowStep struct {
 	MaxConst int
 	MaxExpr  *Program
 	Until    *Program // StepLoop, optional
+	// Break, for a loop, is checked after each step of its body and ends
+	// the loop there when it holds (optional).
+	Break *Program
 	// LeastEvaluations, when set, is the node executions and iterations a
 	// loop with no until makes at the least, known to pass the run's
 	// bound on evaluations: a run stops on its budget as the loop starts

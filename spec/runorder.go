@@ -130,6 +130,15 @@ func (ro *runOrder) step(s *FlowStep, in ranSet) ranSet {
 		ro.scope = ro.scope[:len(ro.scope)-1]
 		ro.scopeKinds = ro.scopeKinds[:len(ro.scopeKinds)-1]
 		ro.stepExprs(s, true, out)
+		if s.Kind == StepLoop && s.Break != nil {
+			// A break may end the first iteration after its first step:
+			// only what that step must run (a node) must have run.
+			must := in.must.clone()
+			if len(s.Do) > 0 && s.Do[0].Kind == StepNode {
+				must.set(ro.index[s.Do[0].Node.ID])
+			}
+			return ranSet{may: out.may, must: must}
+		}
 		if s.Kind == StepLoop || s.In != nil && s.In.Source == "goals" && len(ro.c.plan.Goals) > 0 {
 			// A loop runs at least once (its max is at least 1), and so
 			// does a foreach over the declared goals.

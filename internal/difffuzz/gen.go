@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/debate-runner/runner/nodes/compute"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/spec"
 )
@@ -19,6 +20,8 @@ func kindExprNames() []string {
 	for k := range converse.RuleSample() {
 		out = append(out, k)
 	}
+	// a compute entry's reads of the entries before it
+	out = append(out, compute.EntriesName)
 	sort.Strings(out)
 	return out
 }

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/debate-runner/runner/spec/syntax"
@@ -16,6 +18,8 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/spec"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
@@ -62,6 +66,9 @@ type Config struct {
 // Compile implements kit.Def.
 func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	cfg := &Config{}
+	// current is the output type as last built (entries read the types of
+	// those before them).
+	var current *spec.Type
 	if f := c.Field("agents"); f != nil {
 		c.Errorf(c.FieldPos("agents"), "a compute node calls no model and has no agents; remove agents")
 	}
@@ -73,9 +80,13 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	case !raw.Value.IsZero():
 		cfg.Value = c.Expr(raw.Value, nil, spec.AnyResult, "value")
 	default:
-		for _, k := range raw.Set.Keys {
+		for i, k := range raw.Set.Keys {
+			e := *raw.Set.Values[k.V]
+			checkEntryReads(c, e, raw.Set.Keys[:i], raw.Set.Keys[i:], k.V)
 			cfg.Names = append(cfg.Names, k.V)
-			cfg.Set = append(cfg.Set, c.Expr(*raw.Set.Values[k.V], nil, spec.AnyResult, "set."+k.V))
+			n := i
+			cfg.Set = append(cfg.Set, c.ExprTyped(e, map[string]any{EntriesName: map[string]any{}},
+				func() map[string]any { return map[string]any{EntriesName: entriesSample(current, n)} }, spec.AnyResult, "set."+k.V))
 		}
 	}
 	c.SetOutputOf(func(typeOf func(*spec.Program) *spec.Type) *spec.Type {
@@ -85,11 +96,77 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		t := spec.ObjectOf()
 		for i, name := range cfg.Names {
 			t.Fields = append(t.Fields, spec.Field{Name: name, Type: typeOf(cfg.Set[i])})
+			// Entries after this one read its type as built so far.
+			current = t
 		}
 		return t
 	})
 	return cfg
 }
+
+// EntriesName is the name under which an entry of set reads the entries
+// before it: set.NAME.
+const EntriesName = "set"
+
+// entriesSample is a value of the type of the first n entries (an object
+// of their fields), for the type check of entry n.
+func entriesSample(t *spec.Type, n int) any {
+	obj := spec.ObjectOf()
+	if t != nil {
+		obj.Fields = t.Fields[:min(n, len(t.Fields))]
+	}
+	if len(obj.Fields) == 0 {
+		return map[string]any{}
+	}
+	return reflect.New(obj.Reflect()).Elem().Interface()
+}
+
+// checkEntryReads refuses set.NAME in an entry for a NAME that is not an
+// entry before it: entries are evaluated in order, so one reading itself
+// or a later one (a cycle, or a read of what is not computed yet) would
+// read nothing.
+func checkEntryReads(c *spec.NodeContext, e syntax.Expr, before, after []syntax.Str, self string) {
+	src := strings.TrimSpace(e.Source)
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return // reported when the expression is compiled
+	}
+	names := make([]string, len(before))
+	for i, k := range before {
+		names[i] = k.V
+	}
+	ast.Walk(&tree.Node, visitor(func(n ast.Node) {
+		m, ok := n.(*ast.MemberNode)
+		if !ok {
+			return
+		}
+		id, ok := m.Node.(*ast.IdentifierNode)
+		prop, ok2 := m.Property.(*ast.StringNode)
+		if !ok || !ok2 || id.Value != EntriesName {
+			return
+		}
+		if slices.Contains(names, prop.Value) {
+			return
+		}
+		pos := c.ExprPos(e, prop.Location().From)
+		switch {
+		case prop.Value == self:
+			c.Errorf(pos, "set.%s: entry %q reads itself (set.%s): an entry reads only the entries before it", self, self, self)
+		case slices.ContainsFunc(after, func(k syntax.Str) bool { return k.V == prop.Value }):
+			c.Errorf(pos, "set.%s: reads set.%s, an entry after it: entries are evaluated in order and each reads only those before it (move %q above %q)", self, prop.Value, prop.Value, self)
+		default:
+			known := "it is the first entry"
+			if len(names) > 0 {
+				known = "entries before it: " + strings.Join(names, ", ")
+			}
+			c.Errorf(pos, "set.%s: reads set.%s, which is no entry of this node (%s)%s", self, prop.Value, known, syntax.DidYouMean(prop.Value, names))
+		}
+	}))
+}
+
+type visitor func(ast.Node)
+
+func (v visitor) Visit(n *ast.Node) { v(*n) }
 
 // Execute implements kit.Def: it evaluates the expressions in the flow's
 // environment at this point of the run.
@@ -117,6 +194,8 @@ func (Kind) Execute(_ context.Context, h kit.Host, node *spec.NodePlan, cfg *Con
 		out = v
 	} else {
 		m := make(map[string]any, len(cfg.Names))
+		// Each entry reads the entries before it as set.NAME.
+		env[EntriesName] = m
 		for i, name := range cfg.Names {
 			v, err := eval(cfg.Set[i], "set."+name)
 			if err != nil {

@@ -82,6 +82,9 @@ func resolveInputs(plan *spec.Plan, flags []string, standIns map[string]bool) (m
 		var err error
 		if !standIns[name] {
 			v, err = typedInput(in, value)
+			if err == nil {
+				err = in.Domain.Check(v)
+			}
 		}
 		if err != nil {
 			return nil, &FlagError{Flag: "--input " + name, Err: err}
@@ -128,9 +131,11 @@ func hint(name string, names []string) string {
 func ResolveVars(plan *spec.Plan, flags []string) (map[string]any, error) {
 	out := map[string]any{}
 	var names []string
+	domains := map[string]*spec.Domain{}
 	for _, v := range plan.Vars {
 		out[v.Name] = v.Default
 		names = append(names, v.Name)
+		domains[v.Name] = v.Domain
 	}
 	for _, f := range flags {
 		name, raw, ok := strings.Cut(f, "=")
@@ -142,6 +147,9 @@ func ResolveVars(plan *spec.Plan, flags []string) (map[string]any, error) {
 			return nil, &FlagError{Flag: "--set " + name, Err: fmt.Errorf("the spec declares no var %q%s", name, hintVars(names))}
 		}
 		v, err := convertLike(def, raw)
+		if err == nil {
+			err = domains[name].Check(v)
+		}
 		if err != nil {
 			return nil, &FlagError{Flag: "--set " + name, Err: err}
 		}
@@ -264,6 +272,9 @@ func Inputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]
 	}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		v, err := typedInput(declared[name], values[name])
+		if err == nil {
+			err = declared[name].Domain.Check(v)
+		}
 		if err != nil {
 			return nil, &FlagError{Flag: "input " + name, Err: err}
 		}
@@ -299,12 +310,19 @@ func Vars(plan *spec.Plan, sets []string, values map[string]any) (map[string]any
 	if err != nil {
 		return nil, err
 	}
+	domains := map[string]*spec.Domain{}
+	for _, v := range plan.Vars {
+		domains[v.Name] = v.Domain
+	}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
 		def, ok := out[name]
 		if !ok {
 			continue // a var the spec no longer declares
 		}
 		out[name] = coerceLike(def, values[name])
+		if err := domains[name].Check(out[name]); err != nil {
+			return nil, &FlagError{Flag: "var " + name, Err: err}
+		}
 	}
 	set, err := ResolveVars(plan, sets)
 	if err != nil {

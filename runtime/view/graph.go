@@ -263,6 +263,9 @@ func frame(s *spec.FlowStep, body item) item {
 	if s.Until != nil {
 		until = "until " + s.Until.Source
 	}
+	if s.Break != nil {
+		until = strings.TrimSpace(until + " break " + s.Break.Source)
+	}
 	headW := max(textWidth(cut(head, 50)), textWidth(cut(until, 50)), 120)
 	headH := 30
 	if until != "" {

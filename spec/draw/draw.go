@@ -242,6 +242,9 @@ func headLabel(s *spec.FlowStep) string {
 	if s.Until != nil {
 		label += "\nuntil " + s.Until.Source
 	}
+	if s.Break != nil {
+		label += "\nbreak " + s.Break.Source
+	}
 	return label
 }
 

@@ -169,27 +169,27 @@ func (m Map[T]) Len() int { return len(m.Keys) }
 // positions. Node kinds decode their own fields from Node.Raw.
 type File struct {
 	Path        string
-	Version     Value[int]      `yaml:"version"`
-	Name        Str             `yaml:"name"`
-	Description string          `yaml:"description"`
-	Inputs      Map[Input]      `yaml:"inputs"`
-	Vars        Map[Value[any]] `yaml:"vars"`
-	Endpoints   Map[Endpoint]   `yaml:"endpoints"`
-	Models      Map[Model]      `yaml:"models"`
-	Templates   Templates       `yaml:"templates"`
-	Agents      Map[Agent]      `yaml:"agents"`
-	Verdicts    Map[StrList]    `yaml:"verdicts"`
-	Goals       []Goal          `yaml:"goals"`
-	History     History         `yaml:"history"`
-	Nodes       Map[NodeDecl]   `yaml:"nodes"`
-	Flow        []Step          `yaml:"flow"`
-	Outputs     Map[Expr]       `yaml:"outputs"`
-	Score       Expr            `yaml:"score"`
-	Concluded   Expr            `yaml:"concluded"`
-	Defaults    Defaults        `yaml:"defaults"`
-	Budget      Budget          `yaml:"budget"`
-	MCPServers  Map[MCPServer]  `yaml:"mcp_servers"`
-	Root        *yaml.Node      `yaml:"-"`
+	Version     Value[int]     `yaml:"version"`
+	Name        Str            `yaml:"name"`
+	Description string         `yaml:"description"`
+	Inputs      Map[Input]     `yaml:"inputs"`
+	Vars        Map[Var]       `yaml:"vars"`
+	Endpoints   Map[Endpoint]  `yaml:"endpoints"`
+	Models      Map[Model]     `yaml:"models"`
+	Templates   Templates      `yaml:"templates"`
+	Agents      Map[Agent]     `yaml:"agents"`
+	Verdicts    Map[StrList]   `yaml:"verdicts"`
+	Goals       []Goal         `yaml:"goals"`
+	History     History        `yaml:"history"`
+	Nodes       Map[NodeDecl]  `yaml:"nodes"`
+	Flow        []Step         `yaml:"flow"`
+	Outputs     Map[Expr]      `yaml:"outputs"`
+	Score       Expr           `yaml:"score"`
+	Concluded   Expr           `yaml:"concluded"`
+	Defaults    Defaults       `yaml:"defaults"`
+	Budget      Budget         `yaml:"budget"`
+	MCPServers  Map[MCPServer] `yaml:"mcp_servers"`
+	Root        *yaml.Node     `yaml:"-"`
 }
 
 // Defaults are run-wide settings a spec may fix.
@@ -230,6 +230,95 @@ type Input struct {
 	Description string `yaml:"description"`
 	Default     *any   `yaml:"default"`
 	MaxChars    int    `yaml:"max_chars"`
+	Domain      `yaml:",inline"`
+	// DefaultPos is where the default is written.
+	DefaultPos Pos `yaml:"-"`
+}
+
+// UnmarshalYAML decodes the input and keeps where its default is.
+func (in *Input) UnmarshalYAML(n *yaml.Node) error {
+	type plain Input
+	if err := n.Decode((*plain)(in)); err != nil {
+		return err
+	}
+	in.DefaultPos = NodePos(n)
+	if n = ResolveAlias(n); n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "default" {
+				in.DefaultPos = NodePos(n.Content[i+1])
+			}
+		}
+	}
+	return nil
+}
+
+// Domain is what values a var or an input may take, in JSON Schema's
+// words: one of a list (enum), numbers within bounds (minimum, maximum),
+// text a regular expression matches (pattern). Unset keywords are zero.
+type Domain struct {
+	Enum    Value[[]any]   `yaml:"enum"`
+	Minimum Value[float64] `yaml:"minimum"`
+	Maximum Value[float64] `yaml:"maximum"`
+	Pattern Str            `yaml:"pattern"`
+}
+
+// HasDomain reports whether any keyword of the domain is set.
+func (d Domain) HasDomain() bool {
+	return d.Enum.Set || d.Minimum.Set || d.Maximum.Set || d.Pattern.Set
+}
+
+// Var is a declared var: its default alone (rounds: 3), or its default
+// with a description and the domain of its values
+// (rounds: {default: 3, minimum: 1, maximum: 10}). A mapping is read as
+// the second form when it has a default and no key but default,
+// description, enum, minimum, maximum and pattern; a var whose default is
+// such a mapping is written {default: {default: ...}}.
+type Var struct {
+	V   any
+	Pos Pos
+	// Declared is set for the second form.
+	Declared    bool
+	Description string
+	Domain
+}
+
+// varKeys are the keys of a var written with its domain.
+var varKeys = map[string]bool{"default": true, "description": true, "enum": true, "minimum": true, "maximum": true, "pattern": true}
+
+// IsVarDeclaration says whether a var's YAML value is its default with
+// a domain ({default: ..., minimum: ...}) rather than a default.
+func IsVarDeclaration(n *yaml.Node) bool {
+	n = ResolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		return false
+	}
+	hasDefault := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i].Value
+		if !varKeys[k] {
+			return false
+		}
+		hasDefault = hasDefault || k == "default"
+	}
+	return hasDefault
+}
+
+// UnmarshalYAML decodes either form.
+func (v *Var) UnmarshalYAML(n *yaml.Node) error {
+	if !IsVarDeclaration(n) {
+		v.Pos = NodePos(n)
+		return n.Decode(&v.V)
+	}
+	var d struct {
+		Default     Value[any] `yaml:"default"`
+		Description string     `yaml:"description"`
+		Domain      `yaml:",inline"`
+	}
+	if err := n.Decode(&d); err != nil {
+		return err
+	}
+	v.V, v.Pos, v.Declared, v.Description, v.Domain = d.Default.V, d.Default.Pos, true, d.Description, d.Domain
+	return nil
 }
 
 // Endpoint is an OpenAI-compatible API.
@@ -482,9 +571,11 @@ type Step struct {
 
 // LoopStep repeats its body until a condition holds or a bound is reached.
 type LoopStep struct {
-	As    Str    `yaml:"as"`
-	Max   Expr   `yaml:"max"`
-	Until Expr   `yaml:"until"`
+	As    Str  `yaml:"as"`
+	Max   Expr `yaml:"max"`
+	Until Expr `yaml:"until"`
+	// Break ends the loop after any step of its body at which it holds.
+	Break Expr   `yaml:"break"`
 	Do    []Step `yaml:"do"`
 }
 
