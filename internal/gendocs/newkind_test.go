@@ -164,7 +164,7 @@ func TestNewKindTouchesItsPackageTheRegistryAndGeneratedFiles(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "RUNNER_NEW_KIND_COPY=1")
+		cmd.Env = runtest.CopyEnv("RUNNER_NEW_KIND_COPY=1")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s in the copy: %v\n%s", strings.Join(args, " "), err, out)
 		}

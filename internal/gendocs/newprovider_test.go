@@ -140,7 +140,7 @@ func TestNewProviderTouchesItsPackageTheRegistryAndGeneratedFiles(t *testing.T) 
 		t.Helper()
 		cmd := exec.Command(name, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "RUNNER_NEW_KIND_COPY=1")
+		cmd.Env = runtest.CopyEnv("RUNNER_NEW_KIND_COPY=1")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("%s %s in the copy: %v\n%s", name, strings.Join(args, " "), err, out)
