@@ -3,7 +3,7 @@ package export
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,9 +38,12 @@ score: outputs.answer == expected
 // whose agents answer at random, and gives the run directories with their
 // expected answers.
 func runDirs(t *testing.T, n int) ([]string, []int) {
-	r := rand.New(rand.NewPCG(7, 37))
+	// Each agent answers 0, 1 or 2 by a hash of its request (the server
+	// answers concurrently, so no shared random source).
 	srv := llmtest.New(t, func(req llmtest.Request) llmtest.Reply {
-		return llmtest.Reply{Content: fmt.Sprintf("The answer is %d.", len(runtest.CallKey(req))%3+r.IntN(2))}
+		h := fnv.New32a()
+		h.Write([]byte(req.LastUser()))
+		return llmtest.Reply{Content: fmt.Sprintf("The answer is %d.", h.Sum32()%3)}
 	})
 	plan := runtest.LoadPlan(t, runtest.WriteSpec(t, t.TempDir(), debateSpec))
 	runs := t.TempDir()
