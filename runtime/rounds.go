@@ -36,11 +36,15 @@ func (r *Run) roundScores(expected any) []result.Round {
 	var out []result.Round
 	prevScore := map[string]*float64{}
 	prevAnswer := map[string]string{}
-	for _, n := range rounds {
+	prevOutputs := ""
+	for i, n := range rounds {
 		upTo := msgs[:last[n]+1]
 		rd := result.Round{Round: n, Agents: map[string]float64{}}
 		if outs, ok := r.outputsOver(env, upTo); ok {
 			rd.Score = r.scoreOf(env, outs, expected)
+			b, _ := json.Marshal(outs)
+			rd.MajorityChanged = i > 0 && prevOutputs != string(b)
+			prevOutputs = string(b)
 		}
 		// The agents that wrote in the round, in the order they first did.
 		var agents []string

@@ -77,6 +77,7 @@ func TestRoundScoresProperty(t *testing.T) {
 			}
 			return 0
 		}
+		prevMajority := ""
 		for i, got := range res.Rounds {
 			rd := i + 1
 			want := result.Round{Round: rd, Agents: map[string]float64{}}
@@ -112,6 +113,8 @@ func TestRoundScoresProperty(t *testing.T) {
 			}
 			s := score(majority == expected)
 			want.Score = &s
+			want.MajorityChanged = rd > 1 && majority != prevMajority
+			prevMajority = majority
 			want.Agreement = float64(top) / float64(nAgents)
 			for _, l := range []*[]string{&got.RightToWrong, &got.WrongToRight, &got.ChangedWhileWrong} {
 				slices.Sort(*l)
@@ -144,5 +147,5 @@ func roundString(r result.Round) string {
 		agents = append(agents, fmt.Sprintf("%s=%v", id, s))
 	}
 	slices.Sort(agents)
-	return fmt.Sprintf("round %d score %v agents %v r→w %v w→r %v changed %v agreement %.2f", r.Round, *r.Score, agents, r.RightToWrong, r.WrongToRight, r.ChangedWhileWrong, r.Agreement)
+	return fmt.Sprintf("round %d score %v agents %v r→w %v w→r %v changed %v majority changed %v agreement %.2f", r.Round, *r.Score, agents, r.RightToWrong, r.WrongToRight, r.ChangedWhileWrong, r.MajorityChanged, r.Agreement)
 }

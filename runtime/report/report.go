@@ -111,7 +111,7 @@ func (d *doc) rounds(res *result.Result) {
 		return
 	}
 	d.w("## Score by round\n\nThe score the outputs would have had had the run stopped after each round, each agent's own answer's score, flips from the round before, and the share of agents giving the most common answer.\n\n")
-	d.w("| round | score | agents | right→wrong | wrong→right | changed while wrong | agreement |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	d.w("| round | score | agents | right→wrong | wrong→right | changed while wrong | majority changed | agreement |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range res.Rounds {
 		score := ""
 		if r.Score != nil {
@@ -121,8 +121,12 @@ func (d *doc) rounds(res *result.Result) {
 		for _, id := range sortedKeys(r.Agents) {
 			agents = append(agents, fmt.Sprintf("%s %g", d.who(id), r.Agents[id]))
 		}
-		d.w("| %d | %s | %s | %s | %s | %s | %.2f |\n", r.Round, score, Inline(strings.Join(agents, ", ")),
-			Inline(strings.Join(r.RightToWrong, ", ")), Inline(strings.Join(r.WrongToRight, ", ")), Inline(strings.Join(r.ChangedWhileWrong, ", ")), r.Agreement)
+		changed := ""
+		if r.MajorityChanged {
+			changed = "yes"
+		}
+		d.w("| %d | %s | %s | %s | %s | %s | %s | %.2f |\n", r.Round, score, Inline(strings.Join(agents, ", ")),
+			Inline(strings.Join(r.RightToWrong, ", ")), Inline(strings.Join(r.WrongToRight, ", ")), Inline(strings.Join(r.ChangedWhileWrong, ", ")), changed, r.Agreement)
 	}
 	d.w("\n")
 }

@@ -329,6 +329,9 @@ type Round struct {
 	RightToWrong      []string `json:"right_to_wrong,omitempty" doc:"agents right (score 1) the round before and wrong (score 0) now"`
 	WrongToRight      []string `json:"wrong_to_right,omitempty" doc:"agents wrong the round before and right now"`
 	ChangedWhileWrong []string `json:"changed_while_wrong,omitempty" doc:"agents wrong in both rounds whose answer changed"`
+	// MajorityChanged says the outputs after this round differ from those
+	// after the round before.
+	MajorityChanged bool `json:"majority_changed,omitempty" doc:"the outputs over the messages up to this round differ from those up to the round before (the majority changed)"`
 	// Agreement is the share of the round's agents whose answer is the
 	// most common one.
 	Agreement float64 `json:"agreement" doc:"the share of the round's agents whose answer (their outputs over their own messages) is the most common one"`

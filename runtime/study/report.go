@@ -230,7 +230,7 @@ func (r *Report) Table() sweep.Table {
 
 // RoundsTable has a row per round of each row whose spec loops.
 func (r *Report) RoundsTable() sweep.Table {
-	t := sweep.Table{Header: []string{"protocol", "model", "round", "accuracy (95% CI)", "agents' accuracy", "right→wrong", "wrong→right", "changed while wrong", "agreement"}, Whole: 9}
+	t := sweep.Table{Header: []string{"protocol", "model", "round", "accuracy (95% CI)", "agents' accuracy", "right→wrong", "wrong→right", "changed while wrong", "majority changed", "agreement"}, Whole: 10}
 	for _, row := range r.Rows {
 		for _, rd := range row.Rounds {
 			acc, agents := "", ""
@@ -241,7 +241,7 @@ func (r *Report) RoundsTable() sweep.Table {
 				agents = f3(a.Mean)
 			}
 			t.Rows = append(t.Rows, []string{row.Protocol, row.Model, strconv.Itoa(rd.Round), acc, agents,
-				strconv.Itoa(rd.RightToWrong), strconv.Itoa(rd.WrongToRight), strconv.Itoa(rd.ChangedWhileWrong), fmt.Sprintf("%.2f", rd.Agreement)})
+				strconv.Itoa(rd.RightToWrong), strconv.Itoa(rd.WrongToRight), strconv.Itoa(rd.ChangedWhileWrong), strconv.Itoa(rd.MajorityChanges), fmt.Sprintf("%.2f", rd.Agreement)})
 		}
 	}
 	return t

@@ -24,6 +24,8 @@ type RoundSummary struct {
 	RightToWrong      int `json:"right_to_wrong"`
 	WrongToRight      int `json:"wrong_to_right"`
 	ChangedWhileWrong int `json:"changed_while_wrong"`
+	// MajorityChanges counts the runs whose outputs changed in the round.
+	MajorityChanges int `json:"majority_changes"`
 	// Agreement is the mean share of a run's agents giving its round's most
 	// common answer.
 	Agreement float64 `json:"agreement"`
@@ -60,6 +62,9 @@ func summarizeRounds(runs []Run) []RoundSummary {
 			a.sum.RightToWrong += len(rd.RightToWrong)
 			a.sum.WrongToRight += len(rd.WrongToRight)
 			a.sum.ChangedWhileWrong += len(rd.ChangedWhileWrong)
+			if rd.MajorityChanged {
+				a.sum.MajorityChanges++
+			}
 			a.agreement += rd.Agreement
 		}
 	}
@@ -96,5 +101,5 @@ func (r RoundSummary) String() string {
 	if r.AgentAccuracy != nil {
 		line += fmt.Sprintf(" agents' accuracy %.3f,", r.AgentAccuracy.Mean)
 	}
-	return line + fmt.Sprintf(" right→wrong %d, wrong→right %d, changed while wrong %d, agreement %.2f", r.RightToWrong, r.WrongToRight, r.ChangedWhileWrong, r.Agreement)
+	return line + fmt.Sprintf(" right→wrong %d, wrong→right %d, changed while wrong %d, majority changed in %d run(s), agreement %.2f", r.RightToWrong, r.WrongToRight, r.ChangedWhileWrong, r.MajorityChanges, r.Agreement)
 }

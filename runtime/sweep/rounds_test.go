@@ -12,8 +12,9 @@ import (
 // randomRoundRuns makes runs whose agents are right or wrong at random in
 // each round, with round records as a run writes them: flips from the
 // round before, an agent's answer changing while wrong at random.
-func randomRoundRuns(r *rand.Rand, nRuns, nRounds, nAgents int) []Run {
+func randomRoundRuns(r *rand.Rand, nRuns, nRounds, nAgents int) ([]Run, map[int]int) {
 	var runs []Run
+	changes := map[int]int{} // round -> runs whose majority changed
 	for i := 0; i < nRuns; i++ {
 		run := Run{Index: i, Status: []string{result.StatusCompleted, result.StatusInconclusive}[r.IntN(2)]}
 		prev := map[string]float64{}
@@ -43,13 +44,17 @@ func randomRoundRuns(r *rand.Rand, nRuns, nRounds, nAgents int) []Run {
 			}
 			x.Score = &sc
 			x.Agreement = math.Max(float64(right), float64(nAgents-right)) / float64(nAgents)
+			if rd > 1 && r.IntN(2) == 0 {
+				x.MajorityChanged = true
+				changes[rd]++
+			}
 			run.Rounds = append(run.Rounds, x)
 		}
 		runs = append(runs, run)
 	}
 	// A failed run's rounds (there are none in practice) are not counted.
-	runs = append(runs, Run{Status: result.StatusFailed, Rounds: []result.Round{{Round: 1}}})
-	return runs
+	runs = append(runs, Run{Status: result.StatusFailed, Rounds: []result.Round{{Round: 1, MajorityChanged: true}}})
+	return runs, changes
 }
 
 // TestRoundSummaryProperty: over random round records, each round counts
@@ -61,7 +66,7 @@ func TestRoundSummaryProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(37, 5))
 	for trial := 0; trial < 200; trial++ {
 		nRuns, nRounds, nAgents := 1+r.IntN(8), 1+r.IntN(4), 1+r.IntN(4)
-		runs := randomRoundRuns(r, nRuns, nRounds, nAgents)
+		runs, changes := randomRoundRuns(r, nRuns, nRounds, nAgents)
 		s := &Summary{Runs: runs}
 		s.tally()
 		if len(s.Rounds) != nRounds {
@@ -85,6 +90,9 @@ func TestRoundSummaryProperty(t *testing.T) {
 			}
 			if math.Abs(n-rightIn(rd)) > 1e-9 {
 				t.Fatalf("trial %d round %d: agents' right answers %v, all agents' %v", trial, rd.Round, n, rightIn(rd))
+			}
+			if rd.MajorityChanges != changes[rd.Round] {
+				t.Fatalf("trial %d round %d: %d majority changes, want %d", trial, rd.Round, rd.MajorityChanges, changes[rd.Round])
 			}
 			if rd.Agreement < 0.5-1e-9 || rd.Agreement > 1+1e-9 {
 				t.Fatalf("trial %d round %d: agreement %v", trial, rd.Round, rd.Agreement)
