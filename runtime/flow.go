@@ -309,6 +309,7 @@ func (r *Run) env(s kit.Scope) *spec.Env {
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results, Goals: r.Plan.Goals, Verdicts: r.Plan.Verdicts,
 		Messages: r.messagesSoFar(), Round: s.Round, Goal: s.Goal, Loop: s.Loop,
 		Extra: map[string]any{"goal_verdicts": r.hist.GoalVerdicts(), "latest": r.hist.Latest},
+		Seed:  r.seed,
 	}
 }
 

@@ -36,6 +36,7 @@ func (r *Run) score(res *result.Result) {
 		return
 	}
 	res.Score = &f
+	res.Rounds = r.roundScores(r.opts.Expected)
 }
 
 // scoreInconclusive scores a run that did not reach its purpose: an answer
@@ -47,6 +48,7 @@ func (r *Run) scoreInconclusive(res *result.Result) {
 	}
 	zero := 0.0
 	res.Expected, res.Score = r.opts.Expected, &zero
+	res.Rounds = r.roundScores(r.opts.Expected)
 }
 
 // scoreValue reads a score: true is 1, false 0, numbers as they are.

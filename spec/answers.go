@@ -21,17 +21,51 @@ func init() {
 	)
 }
 
+// numberPart is one number as answers write it: a sign (ASCII or the
+// Unicode minus), a currency sign ("-$5"), digits with or without
+// thousands separators, a fraction part, an exponent ("1.5e-7").
+const numberPart = `[-−+]?[$€£]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?`
+
 var (
-	numberRE = regexp.MustCompile(`[-−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|[-−]?\.\d+`)
-	boxedRE  = regexp.MustCompile(`\\boxed\{([^{}]*)\}`)
+	// answerTokenRE finds numbers and fractions: a LaTeX \frac{P}{Q}
+	// (\dfrac, \tfrac; a sign may stand before it), P/Q, or a number.
+	answerTokenRE = regexp.MustCompile(`([-−+]?)\\[dt]?frac\{\s*(` + numberPart + `)\s*\}\{\s*(` + numberPart + `)\s*\}` +
+		`|(` + numberPart + `)\s*/\s*(` + numberPart + `)` +
+		`|(` + numberPart + `)`)
 )
 
+// boxed is the content of the last \boxed{...} of a text, braces inside
+// it included (\boxed{\frac{1}{2}}); ok is false when there is none.
+func boxed(s string) (string, bool) {
+	i := strings.LastIndex(s, `\boxed{`)
+	if i < 0 {
+		return "", false
+	}
+	start := i + len(`\boxed{`)
+	depth := 1
+	for j := start; j < len(s); j++ {
+		switch s[j] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return s[start:j], true
+			}
+		}
+	}
+	return "", false
+}
+
 // AnswerNumber is the number a text answers with, as a float64: the last
-// number after a GSM8K-style "####" or in a \boxed{...} when there is one,
-// else the last number of the text. Thousands separators, currency signs,
-// units, percent signs and a trailing period are ignored ("$1,234.50",
-// "42 apples", "7."). Numbers are returned as they are; nil when there is
-// no number.
+// number after a GSM8K-style "####", else in the last \boxed{...} when
+// there is one, else the last number of the text. Thousands separators,
+// a plus sign, leading zeros, currency signs, units, percent signs, LaTeX
+// \text{...} and a trailing period are ignored ("$1,234.50", "+042",
+// "\boxed{\text{42}}", "42 apples", "7."); the Unicode minus is a minus;
+// a fraction (3/4, \frac{3}{4}, -\dfrac{1}{2}) is its value. Numbers are
+// returned as they are; nil when there is no number (or the last is a
+// fraction over 0).
 func AnswerNumber(v any) any {
 	switch x := v.(type) {
 	case nil:
@@ -41,7 +75,7 @@ func AnswerNumber(v any) any {
 	case int64:
 		return float64(x)
 	case float64:
-		if math.IsNaN(x) {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil
 		}
 		return x
@@ -49,19 +83,55 @@ func AnswerNumber(v any) any {
 	s := fmt.Sprint(v)
 	if i := strings.LastIndex(s, "####"); i >= 0 {
 		s = s[i+4:]
-	} else if m := boxedRE.FindAllStringSubmatch(s, -1); m != nil {
-		s = m[len(m)-1][1]
+	} else if b, ok := boxed(s); ok {
+		s = b
 	}
-	all := numberRE.FindAllString(s, -1)
+	all := answerTokenRE.FindAllStringSubmatch(s, -1)
 	if len(all) == 0 {
 		return nil
 	}
-	n := strings.ReplaceAll(strings.ReplaceAll(all[len(all)-1], ",", ""), "−", "-")
-	f, err := strconv.ParseFloat(n, 64)
-	if err != nil {
+	m := all[len(all)-1]
+	var f float64
+	var ok bool
+	switch {
+	case m[2] != "":
+		f, ok = fraction(m[2], m[3])
+		if m[1] == "-" || m[1] == "−" {
+			f = -f
+		}
+	case m[4] != "":
+		f, ok = fraction(m[4], m[5])
+	default:
+		f, ok = parseAnswerNumber(m[6])
+	}
+	if !ok {
 		return nil
 	}
 	return f
+}
+
+// parseAnswerNumber parses one number as numberPart matches it.
+func parseAnswerNumber(n string) (float64, bool) {
+	n = strings.NewReplacer(",", "", "−", "-", "$", "", "€", "", "£", "").Replace(n)
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
+}
+
+// fraction is P/Q; not ok over 0.
+func fraction(p, q string) (float64, bool) {
+	a, ok1 := parseAnswerNumber(p)
+	b, ok2 := parseAnswerNumber(q)
+	if !ok1 || !ok2 || b == 0 {
+		return 0, false
+	}
+	f := a / b
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, false
+	}
+	return f, true
 }
 
 var (

@@ -2,8 +2,12 @@ package spec
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
@@ -30,7 +34,14 @@ type Env struct {
 	Loop map[string]any
 	// Extra holds kind-specific names (participants, turn, undecided...).
 	Extra map[string]any
+	// Seed is the run's seed: mode(list, "random") breaks ties with it.
+	Seed int64
 }
+
+// SeedName is the hidden name the run's seed has in the environment: an
+// expression cannot spell it ($ starts no name), and compiling passes it
+// to mode (see tiePatch).
+const SeedName = "$seed"
 
 // Map returns the expr environment.
 func (e *Env) Map() map[string]any {
@@ -45,6 +56,7 @@ func (e *Env) Map() map[string]any {
 		"goal":     e.Goal,
 		"loop":     orEmpty(e.Loop),
 		"latest":   func(record string) []value.Message { return latestOf(e.Messages, record) },
+		SeedName:   e.Seed,
 	}
 	if m["nodes"] == nil || len(e.Nodes) == 0 {
 		if e.Nodes == nil {
@@ -87,15 +99,33 @@ func latestOf(ms []value.Message, record string) []value.Message {
 // exprFunctions are the functions every expression may call, beyond expr's
 // builtins (all, any, filter, map, len, sum, mean, max, min...). mode and
 // counts take any list: their types list the lists a declared type may be
-// (a var's [1, 2] is checked as a list of whole numbers).
+// (a var's [1, 2] is checked as a list of whole numbers). mode's second
+// argument is its tie rule, its third the seed of the rule "random" (a
+// spec's expressions get the run's seed there, see tiePatch).
 var exprFunctions = []expr.Option{
 	expr.Function("mode", func(params ...any) (any, error) {
 		list, ok := toList(params[0])
 		if !ok {
 			return nil, fmt.Errorf("mode: expected a list, got %T", params[0])
 		}
-		return mode(list), nil
-	}, new(func([]any) any), new(func([]int) any), new(func([]float64) any), new(func([]string) any), new(func([]bool) any)),
+		tie, seed := TieNone, int64(1)
+		if len(params) > 1 {
+			s, _ := params[1].(string)
+			if !slices.Contains(TieRules, s) {
+				return nil, fmt.Errorf("mode: tie rule %q is not one of %s", fmt.Sprint(params[1]), strings.Join(TieRules, ", "))
+			}
+			tie = s
+		}
+		if len(params) > 2 {
+			switch n := params[2].(type) {
+			case int:
+				seed = int64(n)
+			case int64:
+				seed = n
+			}
+		}
+		return Mode(list, tie, seed), nil
+	}, modeTypes()...),
 	expr.Function("counts", func(params ...any) (any, error) {
 		list, ok := toList(params[0])
 		if !ok {
@@ -129,37 +159,112 @@ func toList(v any) ([]any, bool) {
 	return out, true
 }
 
-// mode returns the most frequent value; ties go to the value seen first. Nil
-// values do not vote.
-func mode(list []any) any {
+// Tie rules of mode: which value a vote gives when several are most
+// frequent.
+const (
+	// TieNone gives no answer (nil): a tie is no majority. The default.
+	TieNone = "none"
+	// TieFirst gives the tied value seen first in the list (the first
+	// agent's, in a list of agents' answers).
+	TieFirst = "first"
+	// TieRandom draws one of the tied values, seeded by the run's seed and
+	// the tied values themselves: the same votes in any order give the same
+	// value, and no position in the list is favoured.
+	TieRandom = "random"
+)
+
+// TieRules are the tie rules mode takes.
+var TieRules = []string{TieNone, TieFirst, TieRandom}
+
+// modeTypes are mode's signatures: a list of any item type a declared type
+// may be, alone, with a tie rule, or with a tie rule and a seed.
+func modeTypes() []any {
+	var out []any
+	out = append(out, new(func([]any) any), new(func([]int) any), new(func([]float64) any), new(func([]string) any), new(func([]bool) any))
+	out = append(out, new(func([]any, string) any), new(func([]int, string) any), new(func([]float64, string) any), new(func([]string, string) any), new(func([]bool, string) any))
+	out = append(out, new(func([]any, string, int) any), new(func([]int, string, int) any), new(func([]float64, string, int) any), new(func([]string, string, int) any), new(func([]bool, string, int) any))
+	return out
+}
+
+// Mode returns the most frequent value of a list; nil values do not vote.
+// Values are the same when they print the same (1 and 1.0 are one value).
+// When several values are most frequent, tie decides (TieNone, TieFirst,
+// TieRandom with seed); an empty list gives nil.
+func Mode(list []any, tie string, seed int64) any {
 	counts := map[string]int{}
-	first := map[string]int{}
 	vals := map[string]any{}
-	for i, v := range list {
+	var order []string
+	for _, v := range list {
 		if v == nil {
 			continue
 		}
 		k := fmt.Sprint(v)
-		if _, ok := first[k]; !ok {
-			first[k] = i
+		if _, ok := counts[k]; !ok {
+			order = append(order, k)
 			vals[k] = v
 		}
 		counts[k]++
 	}
-	keys := make([]string, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
+	top := 0
+	for _, k := range order {
+		top = max(top, counts[k])
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if counts[keys[i]] != counts[keys[j]] {
-			return counts[keys[i]] > counts[keys[j]]
+	var tied []string
+	for _, k := range order {
+		if counts[k] == top {
+			tied = append(tied, k)
 		}
-		return first[keys[i]] < first[keys[j]]
-	})
-	if len(keys) == 0 {
-		return nil
 	}
-	return vals[keys[0]]
+	switch {
+	case len(tied) == 0:
+		return nil
+	case len(tied) == 1 || tie == TieFirst:
+		return vals[tied[0]]
+	case tie == TieRandom:
+		// Drawn over the tied values in sorted order, so the list's order
+		// plays no part.
+		sort.Strings(tied)
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d", seed)
+		for _, k := range tied {
+			fmt.Fprintf(h, "\x00%s", k)
+		}
+		r := rand.New(rand.NewPCG(h.Sum64(), uint64(seed)))
+		return vals[tied[r.IntN(len(tied))]]
+	}
+	return nil
+}
+
+// tiePatch gives every mode(list, tie) of a spec's expression the run's
+// seed as its third argument.
+type tiePatch struct{}
+
+func (tiePatch) Visit(n *ast.Node) {
+	c, ok := (*n).(*ast.CallNode)
+	if !ok || len(c.Arguments) != 2 {
+		return
+	}
+	if id, ok := c.Callee.(*ast.IdentifierNode); ok && id.Value == "mode" {
+		c.Arguments = append(c.Arguments, &ast.IdentifierNode{Value: SeedName})
+	}
+}
+
+// tieErrors are the constant tie rules of mode calls that are not one.
+func tieErrors(root ast.Node) []refError {
+	var out []refError
+	ast.Walk(&root, visitorFunc(func(n *ast.Node) {
+		c, ok := (*n).(*ast.CallNode)
+		if !ok || len(c.Arguments) < 2 {
+			return
+		}
+		if id, ok := c.Callee.(*ast.IdentifierNode); !ok || id.Value != "mode" {
+			return
+		}
+		if s, ok := c.Arguments[1].(*ast.StringNode); ok && !slices.Contains(TieRules, s.Value) {
+			out = append(out, refError{offset: s.Location().From, msg: fmt.Sprintf("mode: tie rule %q is not one of %s%s", s.Value, strings.Join(TieRules, ", "), syntax.DidYouMean(s.Value, TieRules))})
+		}
+	}))
+	return out
 }
 
 // ExprResult says what an expression must produce.

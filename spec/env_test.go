@@ -131,30 +131,6 @@ func TestEnvExpressions(t *testing.T) {
 	}
 }
 
-func TestMode(t *testing.T) {
-	tests := []struct {
-		name string
-		in   []any
-		want any
-	}{
-		{"empty", nil, nil},
-		{"single", []any{"a"}, "a"},
-		{"majority", []any{"a", "b", "b"}, "b"},
-		{"tie goes to first seen", []any{"b", "a", "a", "b"}, "b"},
-		{"nil does not vote", []any{nil, nil, "x"}, "x"},
-		{"only nil", []any{nil, nil}, nil},
-		{"numbers", []any{1, 2, 2}, 2},
-		// values compare by their printed form, so 1 and "1" agree and the
-		// first one seen is returned
-		{"printed form", []any{1, "1", 2}, 1},
-	}
-	for _, tc := range tests {
-		if got := mode(tc.in); !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: mode(%v) = %#v, want %#v", tc.name, tc.in, got, tc.want)
-		}
-	}
-}
-
 func TestModeAndCountsRejectNonLists(t *testing.T) {
 	env := &Env{Vars: map[string]any{"n": 3}}
 	m := env.Map()

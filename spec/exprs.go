@@ -206,6 +206,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		}
 	}
 	ast.Walk(&tree.Node, v)
+	v.errs = append(v.errs, tieErrors(tree.Node)...)
 	if len(v.errs) > 0 {
 		for _, re := range v.errs {
 			c.r.Errorf(c.offsetPos(e, src, re.offset), "%s: %s", what, re.msg)
@@ -424,7 +425,7 @@ func memberChain(n ast.Node) ([]member, string) {
 }
 
 func exprOptions(env map[string]any, want ExprResult) []expr.Option {
-	opts := []expr.Option{expr.Env(env), expr.MaxNodes(2000)}
+	opts := []expr.Option{expr.Env(env), expr.MaxNodes(2000), expr.Patch(tiePatch{})}
 	opts = append(opts, exprFunctions...)
 	switch want {
 	case BoolResult:
@@ -445,7 +446,9 @@ func (c *compiler) exprError(e syntax.Expr, src string, err error, env map[strin
 	} else if name, ok := strings.CutPrefix(msg, "unknown name "); ok {
 		names := make([]string, 0, len(env))
 		for k := range env {
-			names = append(names, k)
+			if !strings.HasPrefix(k, "$") {
+				names = append(names, k)
+			}
 		}
 		sort.Strings(names)
 		msg = fmt.Sprintf("unknown name %q%s", name, syntax.DidYouMean(name, names))

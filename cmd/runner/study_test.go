@@ -283,7 +283,24 @@ func TestStudyKilledAndContinued(t *testing.T) {
 			t.Errorf("results.md lacks %q", cell)
 		}
 		if r.Protocol != "debate" {
+			if len(r.Rounds) != 1 {
+				t.Errorf("%s with %s: %d rounds, want its one", r.Protocol, r.Model, len(r.Rounds))
+			}
 			continue
+		}
+		// Per round: the first round's majority is right as often as a
+		// first answer, the last as often as a later one.
+		if len(r.Rounds) < 2 {
+			t.Fatalf("%s with %s: rounds %+v, want one per debate round", r.Protocol, r.Model, r.Rounds)
+		}
+		for i, rd := range []study.RoundRow{r.Rounds[0], r.Rounds[len(r.Rounds)-1]} {
+			if a := rd.Accuracy; a == nil || a.N != 100 || p[i] < a.Low || p[i] > a.High {
+				t.Errorf("%s with %s, round %d: accuracy %+v, want an interval over 100 runs holding %.2f", r.Protocol, r.Model, rd.Round, a, p[i])
+			}
+			cell := fmt.Sprintf("| %s | %s | %d | %.3f (%.3f–%.3f) |", r.Protocol, r.Model, rd.Round, rd.Accuracy.Mean, rd.Accuracy.Low, rd.Accuracy.High)
+			if !strings.Contains(string(md), cell) {
+				t.Errorf("results.md lacks the round %q", cell)
+			}
 		}
 		if r.Difference == nil || r.P == nil || r.PHolm == nil {
 			t.Fatalf("%s with %s has no paired difference or p-value", r.Protocol, r.Model)

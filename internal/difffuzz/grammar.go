@@ -134,7 +134,9 @@ var (
 func exprScopeNames() []string {
 	var out []string
 	for k := range (&spec.Env{}).Map() {
-		out = append(out, k)
+		if !strings.HasPrefix(k, "$") { // hidden names (the run's seed) are no names to write
+			out = append(out, k)
+		}
 	}
 	sort.Strings(out)
 	return out

@@ -94,6 +94,7 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 		}
 		d.w("### %s%s\n\n%s\n\n", Inline(name), note, valueBlock(v, 3))
 	}
+	d.rounds(res)
 	d.usage(plan, res.Usage)
 	if len(res.Warnings) > 0 {
 		d.w("\n## Warnings\n\n")
@@ -102,6 +103,32 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 		}
 	}
 	return d.b.String()
+}
+
+// rounds is the per-round section of a scored run whose spec loops.
+func (d *doc) rounds(res *result.Result) {
+	if len(res.Rounds) == 0 {
+		return
+	}
+	d.w("## Score by round\n\nThe score the outputs would have had had the run stopped after each round, each agent's own answer's score, flips from the round before, and the share of agents giving the most common answer.\n\n")
+	d.w("| round | score | agents | right→wrong | wrong→right | changed while wrong | majority changed | agreement |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, r := range res.Rounds {
+		score := ""
+		if r.Score != nil {
+			score = fmt.Sprintf("%g", *r.Score)
+		}
+		var agents []string
+		for _, id := range sortedKeys(r.Agents) {
+			agents = append(agents, fmt.Sprintf("%s %g", d.who(id), r.Agents[id]))
+		}
+		changed := ""
+		if r.MajorityChanged {
+			changed = "yes"
+		}
+		d.w("| %d | %s | %s | %s | %s | %s | %s | %.2f |\n", r.Round, score, Inline(strings.Join(agents, ", ")),
+			Inline(strings.Join(r.RightToWrong, ", ")), Inline(strings.Join(r.WrongToRight, ", ")), Inline(strings.Join(r.ChangedWhileWrong, ", ")), changed, r.Agreement)
+	}
+	d.w("\n")
 }
 
 type doc struct {

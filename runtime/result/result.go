@@ -194,6 +194,7 @@ type Result struct {
 	// (a dataset line) and the spec has a score expression.
 	Expected any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
 	Score    *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0); 0 for an inconclusive run (an answer not reached counts as wrong)"`
+	Rounds   []Round  `json:"rounds,omitempty" doc:"per loop round of a scored run: the score the outputs would have had had the run stopped after the round, each agent's score, answer flips and agreement"`
 	Warnings []string `json:"warnings,omitempty" doc:"problems that did not stop the run"`
 	// ChangedPrompts marks a run replayed with changed prompts.
 	ChangedPrompts []string `json:"changed_prompts,omitempty" doc:"calls served from a recording (--replay) although their request differs from the recorded one: the run was replayed with changed prompts, and these replies answered other requests"`
@@ -313,6 +314,27 @@ type UsageReport struct {
 	ByModel map[string]Usage `json:"by_model" doc:"by model name (the spec's name for it)"`
 	ByRound map[string]Usage `json:"by_round,omitempty" doc:"by round: the innermost loop's counter (calls outside loops are under 0)"`
 	ByGoal  map[string]Usage `json:"by_goal,omitempty" doc:"by goal id (calls outside goals are left out)"`
+}
+
+// Round is how a scored run stood after one loop round: its outputs
+// evaluated over the messages written up to the round's last one (the
+// majority so far), and over each agent's own messages alone (the agent's
+// answer so far), each scored against the expected value.
+type Round struct {
+	Round int `json:"round" doc:"the loop round (1-based)"`
+	// Score is nil when the score could not be computed after this round.
+	Score  *float64           `json:"score,omitempty" doc:"the score of the outputs over the messages up to the round's last (absent when it could not be computed)"`
+	Agents map[string]float64 `json:"agents" doc:"each agent that wrote in the round: the score of the outputs over that agent's messages up to the round (absent when it could not be computed)"`
+	// Flips compare each agent with the round before (none in the first).
+	RightToWrong      []string `json:"right_to_wrong,omitempty" doc:"agents right (score 1) the round before and wrong (score 0) now"`
+	WrongToRight      []string `json:"wrong_to_right,omitempty" doc:"agents wrong the round before and right now"`
+	ChangedWhileWrong []string `json:"changed_while_wrong,omitempty" doc:"agents wrong in both rounds whose answer changed"`
+	// MajorityChanged says the outputs after this round differ from those
+	// after the round before.
+	MajorityChanged bool `json:"majority_changed,omitempty" doc:"the outputs over the messages up to this round differ from those up to the round before (the majority changed)"`
+	// Agreement is the share of the round's agents whose answer is the
+	// most common one.
+	Agreement float64 `json:"agreement" doc:"the share of the round's agents whose answer (their outputs over their own messages) is the most common one"`
 }
 
 // WhisperStat counts whispers from one agent to another within a goal.

@@ -73,7 +73,13 @@ type Row struct {
 	Seconds      float64 `json:"seconds"`
 	Inconclusive int     `json:"inconclusive"`
 	Failed       int     `json:"failed"`
+	// Rounds are the sweep's per-round accuracy, flips and agreement (for
+	// a spec that loops).
+	Rounds []RoundRow `json:"rounds,omitempty"`
 }
+
+// RoundRow is one round of a row's sweep (sweep.RoundSummary).
+type RoundRow = sweep.RoundSummary
 
 // report builds the table from the cells' sweeps.
 func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
@@ -99,7 +105,7 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 			N: s.Completed + s.Inconclusive, Accuracy: s.Accuracy,
 			Calls: s.Usage.Calls, SentCalls: sentCalls(s), Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
 			Cost: s.Usage.Cost, Priced: s.Usage.Priced, Seconds: float64(s.DurationMS) / 1000,
-			Inconclusive: s.Inconclusive, Failed: s.Failed}
+			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds}
 		if row.Model == "" {
 			row.Model = "(spec's)"
 		}
@@ -222,6 +228,25 @@ func (r *Report) Table() sweep.Table {
 	return t
 }
 
+// RoundsTable has a row per round of each row whose spec loops.
+func (r *Report) RoundsTable() sweep.Table {
+	t := sweep.Table{Header: []string{"protocol", "model", "round", "accuracy (95% CI)", "agents' accuracy", "right→wrong", "wrong→right", "changed while wrong", "majority changed", "agreement"}, Whole: 10}
+	for _, row := range r.Rows {
+		for _, rd := range row.Rounds {
+			acc, agents := "", ""
+			if a := rd.Accuracy; a != nil {
+				acc = fmt.Sprintf("%s (%s–%s)", f3(a.Mean), f3(a.Low), f3(a.High))
+			}
+			if a := rd.AgentAccuracy; a != nil {
+				agents = f3(a.Mean)
+			}
+			t.Rows = append(t.Rows, []string{row.Protocol, row.Model, strconv.Itoa(rd.Round), acc, agents,
+				strconv.Itoa(rd.RightToWrong), strconv.Itoa(rd.WrongToRight), strconv.Itoa(rd.ChangedWhileWrong), strconv.Itoa(rd.MajorityChanges), fmt.Sprintf("%.2f", rd.Agreement)})
+		}
+	}
+	return t
+}
+
 // Markdown is results.md: the table and how to read it.
 func (r *Report) Markdown() string {
 	var b strings.Builder
@@ -245,6 +270,10 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "- Total: %d calls, %d sent, %d tokens, cost %s, %.1f s\n\n", r.Calls, r.SentCalls, r.Tokens, costCell(r.Cost, r.Priced), r.Seconds)
 	b.WriteString(r.Table().Markdown(80))
+	if t := r.RoundsTable(); len(t.Rows) > 0 {
+		b.WriteString("\n## Per round\n\nEach round's accuracy had the runs stopped after it (their outputs over the messages so far), the agents' own answers' accuracy, their flips from the round before, and the mean share of agents giving the most common answer.\n\n")
+		b.WriteString(t.Markdown(80))
+	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", n)
 	}

@@ -178,7 +178,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 		if d, ok := dirs[j.Index]; ok {
 			sr.Dir = d
 			if res, m, done := runtime.ResultOf(d); done {
-				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
+				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
 				sr.Inconclusive = inconclusiveOf(res)
 				sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 			}
@@ -195,7 +195,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			r, err := resume(sr.Dir, reg, withoutResumeFields(base))
 			if errors.Is(err, runtime.ErrCompleted) {
 				if res, m, ok := runtime.ResultOf(sr.Dir); ok {
-					sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
+					sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
 					sr.Inconclusive = inconclusiveOf(res)
 					sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 					return sr
@@ -206,7 +206,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			var stuck *runtime.StuckError
 			if errors.As(err, &stuck) && stuck.Result != nil {
 				res := stuck.Result
-				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = stuck.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score
+				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = stuck.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
 				sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 				sr.Error = res.Error + " (" + stuck.Short() + ")"
 				return sr

@@ -182,6 +182,8 @@ type Run struct {
 	Outputs     map[string]any `json:"outputs,omitempty"`
 	OutputOrder []string       `json:"output_order,omitempty"`
 	Score       *float64       `json:"score,omitempty"`
+	// Rounds are the run's per-round scores (result.json's rounds).
+	Rounds []result.Round `json:"rounds,omitempty"`
 	// Inconclusive says why a run that finished did not reach its
 	// purpose (status inconclusive).
 	Inconclusive string             `json:"inconclusive,omitempty"`
@@ -234,6 +236,9 @@ type Summary struct {
 	// and resuming it finishes them.
 	Accuracy          *Accuracy `json:"accuracy,omitempty"`
 	AccuracyConcluded *Accuracy `json:"accuracy_concluded,omitempty"`
+	// Rounds are the per-round accuracy, flips and agreement over the
+	// scored runs whose spec loops (see RoundSummary).
+	Rounds []RoundSummary `json:"rounds,omitempty"`
 	// ByCombination is the accuracy of each matrix combination, when the
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
@@ -587,7 +592,7 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	sr.RunID, sr.Dir = r.ID, r.Dir
 	res, err := r.Execute(ctx)
 	if res != nil {
-		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score = res.Status, res.Outputs, res.OutputOrder, res.Score
+		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
 		sr.Inconclusive = inconclusiveOf(res)
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
@@ -687,6 +692,7 @@ func (s *Summary) tally() {
 		s.Usage.Priced = false
 	}
 	s.Accuracy = MeanCI(scores)
+	s.Rounds = summarizeRounds(s.Runs)
 	s.AccuracyConcluded = nil
 	if s.Accuracy != nil {
 		s.AccuracyConcluded = MeanCI(concluded)
@@ -831,6 +837,9 @@ func (s *Summary) AccuracyLine() string {
 		if c.Accuracy != nil {
 			line += fmt.Sprintf("\naccuracy at %s: %s", c.Label, c.Accuracy)
 		}
+	}
+	for _, r := range s.Rounds {
+		line += "\n" + r.String()
 	}
 	return line
 }
