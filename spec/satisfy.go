@@ -349,7 +349,7 @@ func (s *satisfiability) checkObject(ptr string, m map[string]any, mandatory boo
 		}
 		dead := 0
 		for i, b := range branches {
-			if s.check(fmt.Sprintf("%s/%s/%d", ptr, kw, i), b, false, depth+1) {
+			if s.check(fmt.Sprintf("%s/%s/%d", ptr, kw, i), b, false, depth+1) || s.requiresUnsatisfiable(ptr, props, b, depth) {
 				dead++
 			}
 		}
@@ -382,6 +382,35 @@ func (s *satisfiability) checkObject(ptr string, m map[string]any, mandatory boo
 		}
 	}
 	return unsat
+}
+
+// requiresUnsatisfiable reports a branch (of an anyOf or oneOf at ptr)
+// that requires a property whose schema in props, the properties of the
+// object around the branch, admits no value: `anyOf: [{required: [a]},
+// {required: [b]}]` over properties a and b that both admit nothing is
+// unsatisfiable, though each branch alone is not. It checks quietly: the
+// properties report their own contradictions where they are written.
+func (s *satisfiability) requiresUnsatisfiable(ptr string, props map[string]any, branch any, depth int) bool {
+	b, ok := branch.(map[string]any)
+	if !ok {
+		return false
+	}
+	names, _ := b["required"].([]any)
+	for _, n := range names {
+		name, ok := n.(string)
+		if !ok {
+			continue
+		}
+		ps, listed := props[name]
+		if !listed {
+			continue
+		}
+		q := &satisfiability{n: s.n, root: s.root, seen: map[string]bool{}, quiet: true}
+		if q.check(ptr+"/properties/"+syntax.EscapePointer(name), ps, true, depth+1) {
+			return true
+		}
+	}
+	return false
 }
 
 // integerRange is the integers a schema's bounds leave, when both are set.
