@@ -78,7 +78,7 @@ nodes:
 flow:
   - loop: {as: round, max: 2, do: [answer]}
 outputs:
-  answer: mode(map(latest("answer"), {.output}))
+  answer: mode(map(latest("answer"), {.output}), "first")
 `
 
 const aTest = `inputs: {question: "Yes or no?"}
