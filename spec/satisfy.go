@@ -374,6 +374,18 @@ func (s *satisfiability) checkObject(ptr string, m map[string]any, mandatory boo
 		if s.check(ptr+"/contains", c, mandatory && only(ts, "array") && need, depth+1) && only(ts, "array") && need {
 			unsat = true
 		}
+		// The item contains asks for must also be one items admits.
+		it, _ := m["items"].(map[string]any)
+		cm, _ := c.(map[string]any)
+		if need && it != nil && cm != nil && m["prefixItems"] == nil && only(ts, "array") {
+			its, cts := types(it), types(cm)
+			if its != nil && cts != nil && !slices.ContainsFunc(cts, func(t string) bool { return allows(its, t) || t == "number" && allows(its, "integer") }) {
+				s.report(ptr+"/contains", mandatory, "contains asks for an item of type %s, but items admits only %s", strings.Join(cts, " or "), strings.Join(its, ", "))
+				if mandatory {
+					unsat = true
+				}
+			}
+		}
 	}
 	if r, ok := m["$ref"].(string); ok && strings.HasPrefix(r, "#") {
 		target := strings.TrimPrefix(r, "#")
