@@ -757,6 +757,13 @@ func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) {
 
 // resume continues the run in dir as runner resume does, with answers.
 func (s *Server) resume(w http.ResponseWriter, id, dir string, answers map[string]string) {
+	// A run this view resumed that has just asked new questions is
+	// ending (a run waits for answers by stopping): the page can show its
+	// questions, and be answered, before it has ended. Wait for it a
+	// little rather than refuse answers to the questions on the page.
+	for deadline := time.Now().Add(10 * time.Second); s.going(dir) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if s.going(dir) {
 		http.Error(w, id+" is running in this view already", http.StatusConflict)
 		return
