@@ -696,14 +696,24 @@ type RunRequest struct {
 // maxAnswer is the longest answer the page may give.
 const maxAnswer = 20000
 
-func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
+// runRequest reads a request naming a run and finds the run's folder; it
+// answers the request itself (400, 404) when it cannot.
+func (s *Server) runRequest(w http.ResponseWriter, r *http.Request) (RunRequest, string, bool) {
 	var req RunRequest
 	if !decode(w, r, &req) {
-		return
+		return req, "", false
 	}
 	dir, err := s.resolve(req.ID)
 	if err != nil {
 		http.Error(w, req.ID+": no such run", http.StatusNotFound)
+		return req, "", false
+	}
+	return req, dir, true
+}
+
+func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
+	req, dir, ok := s.runRequest(w, r)
+	if !ok {
 		return
 	}
 	open, err := OpenQuestions(dir)
@@ -743,13 +753,8 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) apiResume(w http.ResponseWriter, r *http.Request) {
-	var req RunRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	dir, err := s.resolve(req.ID)
-	if err != nil {
-		http.Error(w, req.ID+": no such run", http.StatusNotFound)
+	req, dir, ok := s.runRequest(w, r)
+	if !ok {
 		return
 	}
 	s.resume(w, req.ID, dir, nil)
@@ -793,13 +798,8 @@ func (s *Server) resume(w http.ResponseWriter, id, dir string, answers map[strin
 }
 
 func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
-	var req RunRequest
-	if !decode(w, r, &req) {
-		return
-	}
-	dir, err := s.resolve(req.ID)
-	if err != nil {
-		http.Error(w, req.ID+": no such run", http.StatusNotFound)
+	req, dir, ok := s.runRequest(w, r)
+	if !ok {
 		return
 	}
 	a := s.act
