@@ -327,7 +327,7 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(lib, "templates")); err == nil {
 		t.Error("--keep-libraries copied the templates")
 	}
-	if data, _ := os.ReadFile(filepath.Join(lib, "spec.yaml")); !strings.Contains(string(data), "use: [chain-of-debate@1]") {
+	if data, _ := os.ReadFile(filepath.Join(lib, "spec.yaml")); !strings.Contains(string(data), "use: [chain-of-debate@2]") {
 		t.Errorf("--keep-libraries changed the spec's libraries:\n%s", data)
 	}
 }
