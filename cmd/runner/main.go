@@ -50,6 +50,7 @@ type cli struct {
 	Runs       runsCmd       `cmd:"" help:"List runs (and the runs of sweeps) with status, usage and first output."`
 	Compare    compareCmd    `cmd:"" help:"Compare runs or sweeps side by side: vars, outputs, scores, usage."`
 	Export     exportCmd     `cmd:"" help:"Write a run or a sweep in another tool's format (Inspect's eval log)."`
+	Dynamics   dynamicsCmd   `cmd:"" help:"How a debate moved: verdict changes, consensus, whispers and their effect, of a run or summed over a sweep."`
 	Show       showCmd       `cmd:"" help:"Show a run's model calls, or one call: messages sent, reply, parsed output, repairs, retries, source, tokens, cost."`
 	Study      studyCmd      `cmd:"" help:"Run specs x models over one dataset and compare each with a baseline in one table."`
 	View       viewCmd       `cmd:"" help:"Watch and explore runs in a browser: a local web view, live while a run goes."`
