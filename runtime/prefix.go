@@ -52,8 +52,9 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		if prev.agent == agent && agent != "" {
 			sharedAgent = max(sharedAgent, n)
 		}
-		sharedMarked = max(sharedMarked, markedPrefix(prev.marks, n, bounds, last))
+		sharedMarked = max(sharedMarked, markedPrefix(prev, req, n, bounds, last))
 	}
+	signed := signMarks(req, marks)
 	req.raw = nil
 	recent := b.recentByModel[model]
 	if len(recent) == modelWindow {
@@ -61,7 +62,7 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		copy(recent, recent[1:])
 		recent = recent[:modelWindow-1]
 	}
-	b.recentByModel[model] = append(recent, recentCall{recentRequest: req, agent: agent, marks: marks})
+	b.recentByModel[model] = append(recent, recentCall{recentRequest: req, agent: agent, marks: signed})
 	share := func(shared int) int {
 		if total == 0 {
 			return 0
@@ -69,6 +70,7 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		return int(math.Round(float64(promptTokens) * float64(shared) / float64(total)))
 	}
 	rules = cacheRules(share(sharedModel), share(sharedMarked))
+
 	tokens := func(shared int) int {
 		if n := share(shared); n >= result.CacheMinTokens {
 			return n
@@ -98,21 +100,70 @@ func cacheRules(shared, marked int) result.CacheRules {
 	return r
 }
 
-// markedPrefix is how much of a shared start of n characters a provider
-// that caches only at breakpoints serves (Anthropic): the longest start
-// that ends at a breakpoint of the earlier request (written: marks), lies
-// within the shared n, ends at a block boundary of this request (the end
-// of a message, or of its first part when it is split: bounds) and not
-// after this request's last breakpoint (last), where its cache lookup
+// markedPrefix is how much of a request (req) a provider that caches
+// only at breakpoints (Anthropic) serves from an earlier one (prev), which
+// shares n characters of its start (counted in whole blocks, so maybe a
+// little short): the longest start that ends at a breakpoint of prev
+// (written there), is the same in both (every message before the mark's
+// whole, and the mark's message up to it), ends at a block boundary of req
+// (the end of a message, or of its first part when it is split: bounds)
+// and not after req's last breakpoint (last), where its cache lookup
 // starts and looks back from.
-func markedPrefix(marks []int, n int, bounds map[int]bool, last int) int {
+func markedPrefix(prev recentCall, req recentRequest, n int, bounds map[int]bool, last int) int {
 	best := 0
-	for _, m := range marks {
-		if m <= n && m <= last && bounds[m] {
-			best = max(best, m)
+	for _, m := range prev.marks {
+		if m.at > last || !bounds[m.at] || m.at <= best || n < m.at-m.n || m.msg >= len(req.msgs) {
+			continue
+		}
+		x, y := prev.msgs[m.msg], req.msgs[m.msg]
+		if y.n < m.n || x.role != y.role {
+			continue
+		}
+		same := false
+		if m.n <= prefixExact {
+			same = x.text[:m.n] == y.text[:m.n]
+		} else if req.raw != nil {
+			same = wholeOf(req.hashes[y.first:], req.raw[m.msg].Content, m.n) == m.hash
+		}
+		if same {
+			best = m.at
 		}
 	}
 	return best
+}
+
+// cacheMark is a breakpoint of a recent request: its offset (as a shared
+// start is counted), the message it is in, the bytes of that message's
+// content before it and, for a message longer than prefixExact, their hash.
+type cacheMark struct {
+	at, msg, n int
+	hash       uint64
+}
+
+// signMarks are a request's breakpoints (offsets) signed to be compared
+// once its messages are gone: each with its message and the hash of the
+// content before it (req.raw must be at hand).
+func signMarks(req recentRequest, offsets []int) []cacheMark {
+	if len(offsets) == 0 {
+		return nil
+	}
+	var out []cacheMark
+	at := 0
+	for i, m := range req.msgs {
+		start := at + len(m.role)
+		at = start + m.n
+		for _, p := range offsets {
+			if p <= start || p > at {
+				continue
+			}
+			c := cacheMark{at: p, msg: i, n: p - start}
+			if m.n > prefixExact {
+				c.hash = wholeOf(req.hashes[m.first:], req.raw[i].Content, c.n)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // blockBounds are the offsets, counted as a shared start is (each
@@ -138,7 +189,7 @@ type recentCall struct {
 	recentRequest
 	agent string
 	// marks are where it would carry cache breakpoints (see cacheable).
-	marks []int
+	marks []cacheMark
 }
 
 // prefixTokens is how many of a request's prompt tokens repeat, from the
