@@ -583,6 +583,13 @@ func Load(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
 	return plan, append(diags, checkedPaths.check(plan, reg)...)
 }
 
+// CheckPathsOnce is CheckPaths remembered as Load remembers it (see
+// checkedPaths), for a plan compiled from reg by other means than Load:
+// validate's, from a file's bytes or an editor's unsaved buffer.
+func CheckPathsOnce(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics {
+	return checkedPaths.check(plan, reg)
+}
+
 // checkedPaths remembers path checks. CheckPaths is a function of the
 // plan, and a plan is a function of what it is compiled from: the spec's
 // bytes and path (which anchors its folders), each library's files, and

@@ -12,17 +12,14 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 )
 
-// TestEveryExampleCallShows runs every example's spec test offline with
-// its scripted replies, keeping the run directories, and opens every call
-// of every run with `runner show`: the list names each call the journal
-// has, each call prints its messages with their texts (kept runs log
-// their prompts), its reply and, where the node parsed one, its output.
-func TestEveryExampleCallShows(t *testing.T) {
-	keep := t.TempDir()
-	code, stdout, stderr := invoke(t, nil, "test", "--keep", keep, "-p", "2", "../../examples/")
-	if code != exitcode.OK {
-		t.Fatalf("runner test --keep: exit %d\n%s\n%s", code, stdout, stderr)
-	}
+// checkEveryExampleCallShows takes the run directories that `runner test
+// --keep keep examples/` kept (TestEveryExampleHasAPassingTest runs it, once
+// for both checks: the examples' spec tests are the longest part of this
+// package under -race) and opens every call of every run with `runner
+// show`: the list names each call the journal has, each call prints its
+// messages with their texts (kept runs log their prompts), its reply and,
+// where the node parsed one, its output.
+func checkEveryExampleCallShows(t *testing.T, keep string) {
 	runs, _ := filepath.Glob(filepath.Join(keep, "*", "*", "run.json"))
 	if len(runs) < 20 {
 		t.Fatalf("runner test --keep kept %d runs, want one per case", len(runs))

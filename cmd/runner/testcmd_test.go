@@ -41,9 +41,10 @@ func TestEveryExampleHasAPassingTest(t *testing.T) {
 			t.Errorf("%s has no test file: %v", s, err)
 		}
 	}
-	code, stdout, stderr := invoke(t, nil, "test", "../../examples/")
+	keep := t.TempDir()
+	code, stdout, stderr := invoke(t, nil, "test", "--keep", keep, "-p", "2", "../../examples/")
 	if code != exitcode.OK {
-		t.Fatalf("runner test examples/: exit %d\n%s\n%s", code, stdout, stderr)
+		t.Fatalf("runner test --keep examples/: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	if strings.Contains(stdout, "?   \t") {
 		t.Errorf("runner test examples/ found specs without a test file:\n%s", stdout)
@@ -54,6 +55,7 @@ func TestEveryExampleHasAPassingTest(t *testing.T) {
 			t.Errorf("no %q line:\n%s", want, stdout)
 		}
 	}
+	t.Run("every call shows", func(t *testing.T) { checkEveryExampleCallShows(t, keep) })
 }
 
 // aSpec is a small spec under test: two agents answer twice.
@@ -325,7 +327,7 @@ func TestInitRefusesToOverwrite(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(lib, "templates")); err == nil {
 		t.Error("--keep-libraries copied the templates")
 	}
-	if data, _ := os.ReadFile(filepath.Join(lib, "spec.yaml")); !strings.Contains(string(data), "use: [chain-of-debate@1]") {
+	if data, _ := os.ReadFile(filepath.Join(lib, "spec.yaml")); !strings.Contains(string(data), "use: [chain-of-debate@2]") {
 		t.Errorf("--keep-libraries changed the spec's libraries:\n%s", data)
 	}
 }

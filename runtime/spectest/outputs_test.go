@@ -78,7 +78,10 @@ func (o *outputChecks) wrap(k kit.Kind) kit.Kind {
 // each node's result has the type its kind declared at compile time, which
 // expressions over nodes.ID.output were checked against: the declaration
 // and the executor cannot drift apart unseen. Every registered kind must
-// run at least once.
+// run at least once. The same files run again sixteen cases at once must
+// end the same (checkParallelCasesAreDeterministic): running every
+// example's tests is the longest part of this package under -race, so
+// the two checks share the run one at a time.
 func TestOutputsHaveTheirDeclaredTypes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs every example's spec tests")
@@ -124,7 +127,12 @@ func TestOutputsHaveTheirDeclaredTypes(t *testing.T) {
 		}
 		files = append(files, filepath.Join(d, "spec.test.yaml"))
 	}
-	results := spectest.Run(context.Background(), files, spectest.Options{Registry: reg, Parallel: 2})
+	// One at a time: the same files with sixteen cases at once (below)
+	// must end the same, case for case.
+	results := spectest.Run(context.Background(), files, spectest.Options{Registry: reg, Parallel: 1})
+	t.Run("parallel cases are deterministic", func(t *testing.T) {
+		checkParallelCasesAreDeterministic(t, results, spectest.Run(context.Background(), files, spectest.Options{Registry: nodes.Registry(), Parallel: 16}))
+	})
 	for _, f := range results {
 		if f.Err != nil {
 			t.Errorf("%s: %v", f.Path, f.Err)

@@ -311,18 +311,16 @@ func TestReadmeDocumentsTestFiles(t *testing.T) {
 	}
 }
 
-// TestParallelCasesAreDeterministic runs the examples' tests one case at
-// a time and many at once: every case gives the same status, result,
-// failures and calls either way (their golden files hold the order of the
-// calls).
-func TestParallelCasesAreDeterministic(t *testing.T) {
-	files, err := spectest.Find([]string{"../../examples"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	summary := func(parallel int) []string {
+// checkParallelCasesAreDeterministic compares test files run one case at
+// a time with the same run many at once (TestOutputsHaveTheirDeclaredTypes
+// runs every example's tests both ways): every case gives the same status,
+// result, failures and calls either way (their golden files hold the order
+// of the calls), and every case passes.
+func checkParallelCasesAreDeterministic(t *testing.T, one, many []spectest.FileResult) {
+	t.Helper()
+	summary := func(results []spectest.FileResult) []string {
 		var out []string
-		for _, f := range spectest.Run(context.Background(), files, spectest.Options{Registry: nodes.Registry(), Parallel: parallel}) {
+		for _, f := range results {
 			if f.Err != nil {
 				t.Fatalf("%s: %v", f.Path, f.Err)
 			}
@@ -338,16 +336,16 @@ func TestParallelCasesAreDeterministic(t *testing.T) {
 		}
 		return out
 	}
-	one, many := summary(1), summary(16)
-	if len(one) != len(many) {
-		t.Fatalf("%d cases one at a time, %d at once", len(one), len(many))
+	a, b := summary(one), summary(many)
+	if len(a) != len(b) {
+		t.Fatalf("%d cases one at a time, %d at once", len(a), len(b))
 	}
-	for i := range one {
-		if one[i] != many[i] {
-			t.Errorf("one at a time:\n  %s\nsixteen at once:\n  %s", one[i], many[i])
+	for i := range a {
+		if a[i] != b[i] {
+			t.Errorf("one at a time:\n  %s\nsixteen at once:\n  %s", a[i], b[i])
 		}
 	}
-	for _, line := range one {
+	for _, line := range a {
 		if !strings.Contains(line, "passed=true") {
 			t.Errorf("%s", line)
 		}

@@ -63,7 +63,7 @@ func Finish(diags syntax.Diagnostics, plan *spec.Plan, o Options) (syntax.Diagno
 	if plan == nil {
 		return diags, nil
 	}
-	diags = append(diags, runtime.CheckPaths(plan)...)
+	diags = append(diags, runtime.CheckPathsOnce(plan, o.Registry)...)
 	if diags.HasErrors() {
 		return diags, nil
 	}
