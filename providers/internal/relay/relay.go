@@ -8,11 +8,13 @@
 package relay
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // Next is the round tripper a transport sends its requests over: next,
@@ -211,4 +213,84 @@ func Valid(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return raw
+}
+
+// Relayed is a chunk stream as the engine reads it back (see ReadChunks).
+type Relayed struct {
+	Text  string
+	Calls []ReadCall // by index
+	// Finish is the last finish reason; Finished says one came.
+	Finish   string
+	Finished bool
+	Usage    json.RawMessage
+	Errors   []json.RawMessage // the {"error": ...} events' objects
+	Done     bool              // [DONE] came
+}
+
+// ReadCall is a tool call put together from its deltas.
+type ReadCall struct{ ID, Name, Arguments string }
+
+// ReadChunks reads a stream a transport wrote (Stream's events) as the
+// engine reads it: each line blank or a "data: " event, each event [DONE]
+// or a JSON chunk, the deltas' text and tool calls (each with its index)
+// put together. The transports' tests read what they relayed with it.
+func ReadChunks(r io.Reader) (Relayed, error) {
+	var out Relayed
+	var text bytes.Buffer
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			return out, fmt.Errorf("a line that is not an event: %q", line)
+		}
+		if data == "[DONE]" {
+			out.Done = true
+			continue
+		}
+		var c struct {
+			Completion
+			Error json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return out, fmt.Errorf("event %q: %w", data, err)
+		}
+		if c.Error != nil {
+			out.Errors = append(out.Errors, c.Error)
+		}
+		if c.Usage != nil {
+			out.Usage = c.Usage
+		}
+		for _, ch := range c.Choices {
+			if ch.FinishReason != nil {
+				out.Finish, out.Finished = *ch.FinishReason, true
+			}
+			if ch.Delta == nil {
+				continue
+			}
+			text.WriteString(ch.Delta.Content)
+			for _, d := range ch.Delta.ToolCalls {
+				if d.Index == nil || *d.Index < 0 || *d.Index > len(out.Calls) {
+					return out, fmt.Errorf("a tool call delta without the index of a call so far: %q", data)
+				}
+				if *d.Index == len(out.Calls) {
+					out.Calls = append(out.Calls, ReadCall{})
+				}
+				c := &out.Calls[*d.Index]
+				if d.ID != "" {
+					c.ID = d.ID
+				}
+				if d.Function.Name != "" {
+					c.Name = d.Function.Name
+				}
+				c.Arguments += d.Function.Arguments
+			}
+		}
+	}
+	out.Text = text.String()
+	return out, sc.Err()
 }

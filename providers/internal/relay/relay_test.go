@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -79,68 +78,20 @@ func FuzzStream(f *testing.F) {
 		}
 
 		// Read it back.
-		var got strings.Builder
-		gotCalls := map[int]*call{}
-		gotFinish, done := "", false
-		var gotUsage json.RawMessage
-		sc := bufio.NewScanner(&buf)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" {
-				continue
-			}
-			data, ok := strings.CutPrefix(line, "data: ")
-			if !ok {
-				t.Fatalf("a line that is not an event: %q", line)
-			}
-			if data == "[DONE]" {
-				done = true
-				continue
-			}
-			var c Completion
-			if err := json.Unmarshal([]byte(data), &c); err != nil {
-				t.Fatalf("chunk %s: %v", data, err)
-			}
-			if c.Object != "chat.completion.chunk" || c.Model != s.Model {
-				t.Fatalf("chunk %s", data)
-			}
-			if c.Usage != nil {
-				gotUsage = c.Usage
-			}
-			for _, ch := range c.Choices {
-				if ch.FinishReason != nil {
-					gotFinish = *ch.FinishReason
-				}
-				if ch.Delta == nil {
-					continue
-				}
-				got.WriteString(ch.Delta.Content)
-				for _, d := range ch.Delta.ToolCalls {
-					if d.Index == nil {
-						t.Fatalf("a tool call delta without an index: %s", data)
-					}
-					c := gotCalls[*d.Index]
-					if c == nil {
-						c = &call{}
-						gotCalls[*d.Index] = c
-					}
-					if d.ID != "" {
-						c.id, c.name = d.ID, d.Function.Name
-					}
-					c.args += d.Function.Arguments
-				}
-			}
+		got, err := ReadChunks(&buf)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if got.String() != text.String() || len(gotCalls) != len(calls) {
-			t.Fatalf("read back %q and %d calls, wrote %q and %d", got.String(), len(gotCalls), text.String(), len(calls))
+		if got.Text != text.String() || len(got.Calls) != len(calls) {
+			t.Fatalf("read back %q and %d calls, wrote %q and %d", got.Text, len(got.Calls), text.String(), len(calls))
 		}
 		for i, c := range calls {
-			if *gotCalls[i] != c {
-				t.Fatalf("call %d read back %+v, wrote %+v", i, *gotCalls[i], c)
+			if g := got.Calls[i]; g.ID != c.id || g.Name != c.name || g.Arguments != c.args {
+				t.Fatalf("call %d read back %+v, wrote %+v", i, g, c)
 			}
 		}
-		if ended != done || (ended && gotFinish != finish) || (!ended && gotFinish != "") || string(gotUsage) != string(usage) && ended {
-			t.Fatalf("ended %v: finish %q (wrote %q), done %v, usage %s (wrote %s)", ended, gotFinish, finish, done, gotUsage, usage)
+		if ended != got.Done || ended != got.Finished || (ended && got.Finish != finish) || ended && string(got.Usage) != string(usage) {
+			t.Fatalf("ended %v: %+v (wrote finish %q, usage %s)", ended, got, finish, usage)
 		}
 	})
 }
