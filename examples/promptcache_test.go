@@ -237,8 +237,8 @@ func TestDesignDebatePromptCache(t *testing.T) {
 // designLayouts are the design debate's prompt layouts (its var layout).
 var designLayouts = []string{"original", "cached"}
 
-// TestDesignDebateCachedLayout: with cached_layout every agent has the same
-// system prompt, and an agent's refinement request starts with the whole
+// TestDesignDebateCachedLayout: with cached_layout every specialist has the
+// same system prompt (the judge none), and an agent's refinement request starts with the whole
 // start of a critique request of its proposal, up to and including the
 // proposal: the problem, the clarifications and the proposal are one
 // prefix the provider has already seen. The original layout keeps each
@@ -254,12 +254,21 @@ func TestDesignDebateCachedLayout(t *testing.T) {
 		if err != nil || res.Status != runresult.StatusCompleted {
 			t.Fatalf("cached_layout=%v: status %s, error %v", cached, res.Status, err)
 		}
-		systems := map[string]bool{}
+		// The cached layout gives the specialists one system prompt (their
+		// working rules) and the judge none: its role is in each prompt.
+		systems, judgeSystems := map[string]bool{}, 0
 		for _, r := range srv.Requests() {
+			if r.Messages[0].Role != "system" {
+				continue
+			}
+			if classify(r, s.byName, "judge").agent == "judge" {
+				judgeSystems++
+				continue
+			}
 			systems[r.Messages[0].Content] = true
 		}
-		if cached != (len(systems) == 1) {
-			t.Errorf("cached_layout=%v: %d distinct system prompts", cached, len(systems))
+		if cached != (len(systems) == 1) || cached != (judgeSystems == 0) {
+			t.Errorf("cached_layout=%v: %d distinct system prompts of the specialists, %d of the judge's requests with one", cached, len(systems), judgeSystems)
 		}
 		refines := s.find("refine", "")
 		if len(refines) != 6 {

@@ -418,11 +418,21 @@ func TestCacheableShare(t *testing.T) {
 	if want := math.Round(float64(total.RunCacheableTokens)/float64(total.PromptTokens)*10000) / 10000; total.RunCacheableShare != want || want < 0.6 {
 		t.Errorf("run cacheable share %v, want %v (about two thirds)", total.RunCacheableShare, want)
 	}
+	// By the providers' rules: OpenAI's in steps of 128 (each agent's
+	// tokens are one call's); Gemini's minimum (2,048) is not reached;
+	// Anthropic's needs a breakpoint, and a one-off prompt without a
+	// system prompt or a {{cacheBreak}} has none.
+	rules := total.CacheableByRule
+	steps := a.RunCacheableTokens - a.RunCacheableTokens%128 + b.RunCacheableTokens - b.RunCacheableTokens%128
+	if rules.OpenAI.Tokens != steps || rules.Gemini.Tokens != 0 || rules.Anthropic.Tokens != 0 {
+		t.Errorf("by rule %+v, want OpenAI %d (steps of 128), none by Gemini's and Anthropic's", rules, steps)
+	}
 	report, err := os.ReadFile(filepath.Join(r.Dir, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
+		fmt.Sprintf("OpenAI (at least 1024 tokens, in steps of 128) %.1f%% (%d); Anthropic (up to a cache breakpoint, at least 1024) 0.0%% (0); Gemini (implicit, at least 2048) 0.0%% (0).", 100*float64(steps)/float64(total.PromptTokens), steps),
 		fmt.Sprintf("| agent a | %d | %.1f%% (%d) | %.1f%% (%d) |", a.PromptTokens, 100*float64(a.CacheableTokens)/float64(a.PromptTokens), a.CacheableTokens, 100*float64(a.RunCacheableTokens)/float64(a.PromptTokens), a.RunCacheableTokens),
 		fmt.Sprintf("| agent b | %d | 0.0%% (0) | %.1f%% (%d) |", b.PromptTokens, 100*float64(b.RunCacheableTokens)/float64(b.PromptTokens), b.RunCacheableTokens),
 		fmt.Sprintf("| **run** | %d | %.1f%% (%d) | %.1f%% (%d) |", total.PromptTokens, 100*float64(total.CacheableTokens)/float64(total.PromptTokens), total.CacheableTokens, 100*float64(total.RunCacheableTokens)/float64(total.PromptTokens), total.RunCacheableTokens),

@@ -126,7 +126,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if call.Resample > 0 {
 		r.noteResample(call, source)
 	}
-	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID, call: call.Key}, model, rep, c.Messages)
+	r.usage.add(usageKey{node: h.node.ID, agent: call.Agent, round: h.scope.Round, goal: h.scope.Goal.ID, call: call.Key}, model, rep, c.Messages, llm.BreakpointOffsets(&call.Request))
 	h.noteReply(call.Key, rep.Content)
 	return rep, nil
 }

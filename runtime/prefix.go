@@ -24,18 +24,25 @@ const modelWindow = 32
 // provider's cache (result.CacheMinTokens): agent with one of the same agent's,
 // model with one of any agent's to the same model (endpoint and model
 // name), leaving out those of the same call group (they are sent at the
-// same time: none is earlier). Call with b.mu held; it remembers the
-// request.
-func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, promptTokens int) (byAgent, byModel int) {
+// same time: none is earlier). rules are the tokens of the start shared
+// with any agent's as each provider's rule serves it (see cacheRules);
+// marks are where the request would carry cache breakpoints
+// (llm.BreakpointOffsets). Call with b.mu held; it remembers the request.
+func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, marks []int, promptTokens int) (byAgent, byModel int, rules result.CacheRules) {
 	if model == "" || len(msgs) == 0 || promptTokens <= 0 {
-		return 0, 0
+		return 0, 0, rules
 	}
 	if b.recentByModel == nil {
 		b.recentByModel = map[string][]recentCall{}
 	}
 	group := callGroup(key)
 	req, total := comparing(group, msgs)
-	sharedAgent, sharedModel := 0, 0
+	bounds := blockBounds(msgs)
+	last := -1
+	if len(marks) > 0 {
+		last = marks[len(marks)-1]
+	}
+	sharedAgent, sharedModel, sharedMarked := 0, 0, 0
 	for _, prev := range b.recentByModel[model] {
 		if prev.group == group {
 			continue
@@ -45,7 +52,9 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		if prev.agent == agent && agent != "" {
 			sharedAgent = max(sharedAgent, n)
 		}
+		sharedMarked = max(sharedMarked, markedPrefix(prev, req, n, bounds, last))
 	}
+	signed := signMarks(req, marks)
 	req.raw = nil
 	recent := b.recentByModel[model]
 	if len(recent) == modelWindow {
@@ -53,18 +62,125 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		copy(recent, recent[1:])
 		recent = recent[:modelWindow-1]
 	}
-	b.recentByModel[model] = append(recent, recentCall{recentRequest: req, agent: agent})
-	tokens := func(shared int) int {
+	b.recentByModel[model] = append(recent, recentCall{recentRequest: req, agent: agent, marks: signed})
+	share := func(shared int) int {
 		if total == 0 {
 			return 0
 		}
-		n := int(math.Round(float64(promptTokens) * float64(shared) / float64(total)))
-		if n < result.CacheMinTokens {
-			return 0
-		}
-		return n
+		return int(math.Round(float64(promptTokens) * float64(shared) / float64(total)))
 	}
-	return tokens(sharedAgent), tokens(sharedModel)
+	rules = cacheRules(share(sharedModel), share(sharedMarked))
+
+	tokens := func(shared int) int {
+		if n := share(shared); n >= result.CacheMinTokens {
+			return n
+		}
+		return 0
+	}
+	return tokens(sharedAgent), tokens(sharedModel), rules
+}
+
+// cacheRules are the tokens of a shared start each provider's cache would
+// serve: shared is the start shared with an earlier request, marked the part
+// of it up to a breakpoint that request wrote and this one can read (both in
+// tokens). OpenAI serves a start of at least 1,024 tokens in steps of 128,
+// Anthropic one up to a breakpoint of at least 1,024, Gemini (implicit) one
+// of at least 2,048.
+func cacheRules(shared, marked int) result.CacheRules {
+	var r result.CacheRules
+	if shared >= result.OpenAICacheMin {
+		r.OpenAI.Tokens = shared / result.OpenAICacheStep * result.OpenAICacheStep
+	}
+	if marked >= result.AnthropicCacheMin {
+		r.Anthropic.Tokens = marked
+	}
+	if shared >= result.GeminiCacheMin {
+		r.Gemini.Tokens = shared
+	}
+	return r
+}
+
+// markedPrefix is how much of a request (req) a provider that caches
+// only at breakpoints (Anthropic) serves from an earlier one (prev), which
+// shares n characters of its start (counted in whole blocks, so maybe a
+// little short): the longest start that ends at a breakpoint of prev
+// (written there), is the same in both (every message before the mark's
+// whole, and the mark's message up to it), ends at a block boundary of req
+// (the end of a message, or of its first part when it is split: bounds)
+// and not after req's last breakpoint (last), where its cache lookup
+// starts and looks back from.
+func markedPrefix(prev recentCall, req recentRequest, n int, bounds map[int]bool, last int) int {
+	best := 0
+	for _, m := range prev.marks {
+		if m.at > last || !bounds[m.at] || m.at <= best || n < m.at-m.n || m.msg >= len(req.msgs) {
+			continue
+		}
+		x, y := prev.msgs[m.msg], req.msgs[m.msg]
+		if y.n < m.n || x.role != y.role {
+			continue
+		}
+		same := false
+		if m.n <= prefixExact {
+			same = x.text[:m.n] == y.text[:m.n]
+		} else if req.raw != nil {
+			same = wholeOf(req.hashes[y.first:], req.raw[m.msg].Content, m.n) == m.hash
+		}
+		if same {
+			best = m.at
+		}
+	}
+	return best
+}
+
+// cacheMark is a breakpoint of a recent request: its offset (as a shared
+// start is counted), the message it is in, the bytes of that message's
+// content before it and, for a message longer than prefixExact, their hash.
+type cacheMark struct {
+	at, msg, n int
+	hash       uint64
+}
+
+// signMarks are a request's breakpoints (offsets) signed to be compared
+// once its messages are gone: each with its message and the hash of the
+// content before it (req.raw must be at hand).
+func signMarks(req recentRequest, offsets []int) []cacheMark {
+	if len(offsets) == 0 {
+		return nil
+	}
+	var out []cacheMark
+	at := 0
+	for i, m := range req.msgs {
+		start := at + len(m.role)
+		at = start + m.n
+		for _, p := range offsets {
+			if p <= start || p > at {
+				continue
+			}
+			c := cacheMark{at: p, msg: i, n: p - start}
+			if m.n > prefixExact {
+				c.hash = wholeOf(req.hashes[m.first:], req.raw[i].Content, c.n)
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// blockBounds are the offsets, counted as a shared start is (each
+// message's role and content), where a request's content blocks end: each
+// message's end, and its split (kit.ChatMessage.CacheSplit) when it has one.
+func blockBounds(msgs []kit.ChatMessage) map[int]bool {
+	out := make(map[int]bool, len(msgs)+1)
+	at := 0
+	for _, m := range msgs {
+		start := at + len(m.Role)
+		at = start + len(m.Content)
+		if m.CacheSplit > 0 && m.CacheSplit < len(m.Content) {
+			out[start+m.CacheSplit] = true
+		}
+		out[at] = true
+	}
+	return out
 }
 
 // recentCall is one of the run's recent requests to a model, with its
@@ -72,6 +188,8 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 type recentCall struct {
 	recentRequest
 	agent string
+	// marks are where it would carry cache breakpoints (see cacheable).
+	marks []cacheMark
 }
 
 // prefixTokens is how many of a request's prompt tokens repeat, from the

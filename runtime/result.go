@@ -50,13 +50,14 @@ type usageKey struct {
 
 // add counts a call: its reply's usage, and the prompt tokens of its
 // request that repeat the agent's previous request.
-func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage) {
+func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage, marks []int) {
 	cost, priced, builtin := 0.0, false, ""
 	if model != nil && model.Price != nil {
 		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 		priced, builtin = true, model.Price.Builtin
 	}
 	prefix, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
+	var rules result.CacheRules
 	one := func(u result.Usage) result.Usage {
 		if u.Calls == 0 {
 			u.Priced = true
@@ -69,6 +70,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.PrefixTokens += prefix
 		u.CacheableTokens += cacheAgent
 		u.RunCacheableTokens += cacheModel
+		u.CacheableByRule.Add(rules, u.PromptTokens)
 		if u.PromptTokens > 0 {
 			u.PrefixShare = math.Round(float64(u.PrefixTokens)/float64(u.PromptTokens)*10000) / 10000
 			u.CacheableShare = math.Round(float64(u.CacheableTokens)/float64(u.PromptTokens)*10000) / 10000
@@ -93,7 +95,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		if model.Endpoint != nil {
 			id = model.Endpoint.Name + "|" + id
 		}
-		cacheAgent, cacheModel = b.cacheable(k.agent, id, k.call, request, rep.PromptTokens)
+		cacheAgent, cacheModel, rules = b.cacheable(k.agent, id, k.call, request, marks, rep.PromptTokens)
 	}
 	b.report.Total = one(b.report.Total)
 	b.report.ByNode[k.node] = one(b.report.ByNode[k.node])

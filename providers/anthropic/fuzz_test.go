@@ -1,18 +1,17 @@
 package anthropic_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
 	"testing"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 
 	"github.com/debate-runner/runner/providers/anthropic"
+	"github.com/debate-runner/runner/providers/internal/relay"
 	"github.com/debate-runner/runner/runtime/llm"
 )
 
@@ -110,36 +109,15 @@ func FuzzRelay(f *testing.F) {
 			t.Fatal("an error without a message")
 		}
 		stopped := bytes.Contains(body, []byte("message_stop"))
-		sc := bufio.NewScanner(&out)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" {
-				continue
-			}
-			data, ok := strings.CutPrefix(line, "data: ")
-			if !ok {
-				t.Fatalf("wrote %q", line)
-			}
-			if data == "[DONE]" {
-				if !stopped {
-					t.Fatalf("[DONE] without message_stop in %q", body)
-				}
-				continue
-			}
-			var chunk struct {
-				Choices []struct {
-					FinishReason *string `json:"finish_reason"`
-				} `json:"choices"`
-			}
-			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-				t.Fatalf("wrote %q: %v", data, err)
-			}
-			for _, c := range chunk.Choices {
-				if c.FinishReason != nil && !stopped {
-					t.Fatalf("a finish_reason without message_stop in %q", body)
-				}
-			}
+		got, err := relay.ReadChunks(&out)
+		if err != nil {
+			t.Fatalf("relayed %q: %v", out.String(), err)
+		}
+		if got.Done && !stopped {
+			t.Fatalf("[DONE] without message_stop in %q", body)
+		}
+		if got.Finished && !stopped {
+			t.Fatalf("a finish_reason without message_stop in %q", body)
 		}
 	})
 }

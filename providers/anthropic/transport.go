@@ -15,6 +15,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
+
+	"github.com/debate-runner/runner/providers/internal/relay"
 )
 
 // DefaultMaxTokens is the max_tokens sent when a model sets none: the
@@ -26,50 +28,17 @@ const DefaultMaxTokens = 4096
 type transport struct{ next http.RoundTripper }
 
 func newTransport(next http.RoundTripper) *transport {
-	if next == nil {
-		// As the engine's own client: enough idle connections for a burst
-		// of concurrent calls.
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 64
-		next = tr
-	}
-	return &transport{next: next}
+	return &transport{next: relay.Next(next)}
 }
 
 // chatRequest is what the translation reads of a Chat Completions body.
 type chatRequest struct {
-	Model               string        `json:"model"`
-	Messages            []chatMessage `json:"messages"`
-	MaxTokens           int64         `json:"max_tokens"`
-	MaxCompletionTokens int64         `json:"max_completion_tokens"`
-	ReasoningEffort     string        `json:"reasoning_effort"`
-	Tools               []struct {
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-	Stream bool `json:"stream"`
-}
-
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string `json:"name"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
+	relay.Request
+	Model               string `json:"model"`
+	MaxTokens           int64  `json:"max_tokens"`
+	MaxCompletionTokens int64  `json:"max_completion_tokens"`
+	ReasoningEffort     string `json:"reasoning_effort"`
+	Stream              bool   `json:"stream"`
 }
 
 // part is a content part of a message the engine sent with cache
@@ -94,12 +63,9 @@ var translated = map[string]bool{
 // transport sends, and whether it streams.
 func Translate(body []byte) (sdk.MessageNewParams, bool, error) {
 	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return sdk.MessageNewParams{}, false, fmt.Errorf("reading the request: %w", err)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return sdk.MessageNewParams{}, false, fmt.Errorf("reading the request: %w", err)
+	fields, err := relay.Read(body, &req)
+	if err != nil {
+		return sdk.MessageNewParams{}, false, err
 	}
 	p := sdk.MessageNewParams{Model: sdk.Model(req.Model), MaxTokens: DefaultMaxTokens}
 	switch {
@@ -344,7 +310,7 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 		if err != nil {
 			return errorReply(hr, http.StatusBadGateway, header(raw), "api_error", err.Error()), nil
 		}
-		return reply(hr, http.StatusOK, header(raw), "application/json", bytes.NewReader(out)), nil
+		return relay.Response(hr, http.StatusOK, header(raw), "application/json", bytes.NewReader(out)), nil
 	}
 	s := messages.NewStreaming(ctx, params)
 	if err := s.Err(); err != nil {
@@ -355,7 +321,7 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 		pw.CloseWithError(Relay(s, pw))
 		s.Close()
 	}()
-	return reply(hr, http.StatusOK, header(raw), "text/event-stream", pr), nil
+	return relay.Response(hr, http.StatusOK, header(raw), "text/event-stream", pr), nil
 }
 
 func header(r *http.Response) http.Header {
@@ -386,28 +352,12 @@ func failure(hr *http.Request, err error) (*http.Response, error) {
 		body = []byte(ae.RawJSON())
 	}
 	h.Del("Content-Length")
-	return reply(hr, ae.StatusCode, h, h.Get("Content-Type"), bytes.NewReader(body)), nil
+	return relay.Response(hr, ae.StatusCode, h, h.Get("Content-Type"), bytes.NewReader(body)), nil
 }
 
 func errorReply(hr *http.Request, status int, h http.Header, kind, message string) *http.Response {
-	if h == nil {
-		h = http.Header{}
-	}
 	body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": kind, "message": message}})
-	return reply(hr, status, h, "application/json", bytes.NewReader(body))
-}
-
-func reply(hr *http.Request, status int, h http.Header, contentType string, body io.Reader) *http.Response {
-	h.Del("Content-Length")
-	h.Del("Content-Encoding")
-	if contentType != "" {
-		h.Set("Content-Type", contentType)
-	}
-	return &http.Response{
-		Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: io.NopCloser(body), ContentLength: -1, Request: hr,
-	}
+	return relay.Response(hr, status, h, "application/json", bytes.NewReader(body))
 }
 
 // finishReason is a stop reason as Chat Completions names it.
@@ -424,37 +374,6 @@ func finishReason(r sdk.StopReason) string {
 	}
 	return string(r)
 }
-
-// Chat Completions' reply, as the engine reads it.
-type (
-	chatCompletion struct {
-		ID      string          `json:"id"`
-		Object  string          `json:"object"`
-		Model   string          `json:"model"`
-		Choices []chatChoice    `json:"choices"`
-		Usage   json.RawMessage `json:"usage,omitempty"`
-	}
-	chatChoice struct {
-		Index        int        `json:"index"`
-		Message      *chatReply `json:"message,omitempty"`
-		Delta        *chatReply `json:"delta,omitempty"`
-		FinishReason *string    `json:"finish_reason"`
-	}
-	chatReply struct {
-		Role      string     `json:"role,omitempty"`
-		Content   string     `json:"content"`
-		ToolCalls []chatCall `json:"tool_calls,omitempty"`
-	}
-	chatCall struct {
-		Index    *int   `json:"index,omitempty"`
-		ID       string `json:"id,omitempty"`
-		Type     string `json:"type,omitempty"`
-		Function struct {
-			Name      string `json:"name,omitempty"`
-			Arguments string `json:"arguments"`
-		} `json:"function"`
-	}
-)
 
 // DecodeMessage turns a Messages API reply body into a Chat Completions
 // reply body.
@@ -474,32 +393,19 @@ func completionOf(msg *sdk.Message) ([]byte, error) {
 		return nil, fmt.Errorf("the API's reply is not a Message (type %q)", msg.Type)
 	}
 	var text strings.Builder
-	out := &chatReply{Role: "assistant"}
+	out := &relay.Reply{Role: "assistant"}
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
 		case "tool_use":
-			c := chatCall{ID: b.ID, Type: "function"}
-			c.Function.Name, c.Function.Arguments = b.Name, toolArguments(b.Input)
+			c := relay.Call{ID: b.ID, Type: "function"}
+			c.Function.Name, c.Function.Arguments = b.Name, relay.Arguments(b.Input)
 			out.ToolCalls = append(out.ToolCalls, c)
 		}
 	}
 	out.Content = text.String()
-	finish := finishReason(msg.StopReason)
-	r := chatCompletion{
-		ID: msg.ID, Object: "chat.completion", Model: string(msg.Model),
-		Choices: []chatChoice{{Message: out, FinishReason: &finish}},
-		Usage:   rawObject(msg.Usage.RawJSON()),
-	}
-	return json.Marshal(r)
-}
-
-func toolArguments(input json.RawMessage) string {
-	if len(bytes.TrimSpace(input)) == 0 {
-		return "{}"
-	}
-	return string(input)
+	return relay.Whole(msg.ID, string(msg.Model), out, finishReason(msg.StopReason), rawObject(msg.Usage.RawJSON()))
 }
 
 // rawObject is raw when it is a JSON value, else nil.
@@ -519,49 +425,38 @@ func rawObject(raw string) json.RawMessage {
 // is relayed as {"error": ...}, which the engine reads by its type.
 func Relay(s *ssestream.Stream[sdk.MessageStreamEventUnion], w io.Writer) error {
 	var (
-		model  string
 		finish string
 		usage  = map[string]json.RawMessage{}
 		tools  = map[int64]int{} // content block index -> tool call index
+		out    = &relay.Stream{W: w}
 	)
-	emit := func(v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "data: %s\n\n", data)
-		return err
-	}
-	delta := func(d *chatReply) error {
-		return emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{{Delta: d}}})
-	}
 	for s.Next() {
 		ev := s.Current()
 		var err error
 		switch ev.Type {
 		case "message_start":
-			model = string(ev.Message.Model)
+			out.Model = string(ev.Message.Model)
 			mergeUsage(usage, ev.Message.Usage.RawJSON())
-			err = delta(&chatReply{Role: "assistant"})
+			err = out.Delta(&relay.Reply{Role: "assistant"})
 		case "content_block_start":
 			if ev.ContentBlock.Type == "tool_use" {
 				n := len(tools)
 				tools[ev.Index] = n
-				c := chatCall{Index: &n, ID: ev.ContentBlock.ID, Type: "function"}
+				c := relay.Call{Index: &n, ID: ev.ContentBlock.ID, Type: "function"}
 				c.Function.Name = ev.ContentBlock.Name
-				err = delta(&chatReply{ToolCalls: []chatCall{c}})
+				err = out.Delta(&relay.Reply{ToolCalls: []relay.Call{c}})
 			}
 		case "content_block_delta":
 			switch ev.Delta.Type {
 			case "text_delta":
 				if ev.Delta.Text != "" {
-					err = delta(&chatReply{Content: ev.Delta.Text})
+					err = out.Delta(&relay.Reply{Content: ev.Delta.Text})
 				}
 			case "input_json_delta":
 				if n, ok := tools[ev.Index]; ok && ev.Delta.PartialJSON != "" {
-					c := chatCall{Index: &n}
+					c := relay.Call{Index: &n}
 					c.Function.Arguments = ev.Delta.PartialJSON
-					err = delta(&chatReply{ToolCalls: []chatCall{c}})
+					err = out.Delta(&relay.Reply{ToolCalls: []relay.Call{c}})
 				}
 			}
 		case "message_delta":
@@ -573,17 +468,11 @@ func Relay(s *ssestream.Stream[sdk.MessageStreamEventUnion], w io.Writer) error 
 			if finish == "" {
 				finish = "stop"
 			}
-			if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{{Delta: &chatReply{}, FinishReason: &finish}}}); err != nil {
-				return err
-			}
+			var u json.RawMessage
 			if len(usage) > 0 {
-				u, _ := json.Marshal(usage)
-				if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{}, Usage: u}); err != nil {
-					return err
-				}
+				u, _ = json.Marshal(usage)
 			}
-			_, err := io.WriteString(w, "data: [DONE]\n\n")
-			return err
+			return out.End(finish, u)
 		}
 		if err != nil {
 			return err
@@ -598,7 +487,7 @@ func Relay(s *ssestream.Stream[sdk.MessageStreamEventUnion], w io.Writer) error 
 		if json.Unmarshal([]byte(ae.RawJSON()), &env) != nil || len(env.Error) == 0 || env.Error[0] != '{' {
 			env.Error, _ = json.Marshal(map[string]string{"type": "api_error", "message": ae.Error()})
 		}
-		return emit(map[string]json.RawMessage{"error": env.Error})
+		return out.Error(env.Error)
 	}
 	if err != nil {
 		return fmt.Errorf("reading Anthropic's event stream: %w", err)

@@ -1,14 +1,13 @@
 package gemini_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/debate-runner/runner/providers/gemini"
+	"github.com/debate-runner/runner/providers/internal/relay"
 	"github.com/debate-runner/runner/runtime/llm"
 )
 
@@ -103,36 +102,15 @@ func FuzzRelay(f *testing.F) {
 		// Go's JSON decoding matches member names without regard to case.
 		lower := bytes.ToLower(body)
 		finished := bytes.Contains(lower, []byte("finishreason")) || bytes.Contains(lower, []byte("blockreason"))
-		sc := bufio.NewScanner(&out)
-		sc.Buffer(nil, 1<<24)
-		for sc.Scan() {
-			line := sc.Text()
-			if line == "" {
-				continue
-			}
-			data, ok := strings.CutPrefix(line, "data: ")
-			if !ok {
-				t.Fatalf("wrote %q", line)
-			}
-			if data == "[DONE]" {
-				if !finished {
-					t.Fatalf("[DONE] without a finishReason in %q", body)
-				}
-				continue
-			}
-			var chunk struct {
-				Choices []struct {
-					FinishReason *string `json:"finish_reason"`
-				} `json:"choices"`
-			}
-			if err := json.Unmarshal([]byte(data), &chunk); err != nil {
-				t.Fatalf("wrote %q: %v", data, err)
-			}
-			for _, c := range chunk.Choices {
-				if c.FinishReason != nil && !finished {
-					t.Fatalf("a finish_reason without a finishReason in %q", body)
-				}
-			}
+		got, err := relay.ReadChunks(&out)
+		if err != nil {
+			t.Fatalf("relayed %q: %v", out.String(), err)
+		}
+		if got.Done && !finished {
+			t.Fatalf("[DONE] without a finishReason in %q", body)
+		}
+		if got.Finished && !finished {
+			t.Fatalf("a finish_reason without a finishReason in %q", body)
 		}
 	})
 }

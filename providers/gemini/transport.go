@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/debate-runner/runner/providers/internal/relay"
 )
 
 // transport turns Chat Completions requests into generateContent
@@ -17,12 +19,7 @@ import (
 type transport struct{ next http.RoundTripper }
 
 func newTransport(next http.RoundTripper) *transport {
-	if next == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = 64
-		next = tr
-	}
-	return &transport{next: next}
+	return &transport{next: relay.Next(next)}
 }
 
 // Gemini's request and reply, as far as runner uses them.
@@ -76,35 +73,6 @@ type (
 	}
 )
 
-// chatRequest is what the translation reads of a Chat Completions body.
-type chatRequest struct {
-	Messages []struct {
-		Role       string          `json:"role"`
-		Content    json.RawMessage `json:"content"`
-		ToolCallID string          `json:"tool_call_id"`
-		ToolCalls  []struct {
-			ID       string `json:"id"`
-			Function struct {
-				Name      string `json:"name"`
-				Arguments string `json:"arguments"`
-			} `json:"function"`
-		} `json:"tool_calls"`
-	} `json:"messages"`
-	Tools []struct {
-		Function struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	} `json:"tools"`
-	ResponseFormat *struct {
-		Type       string `json:"type"`
-		JSONSchema *struct {
-			Schema json.RawMessage `json:"schema"`
-		} `json:"json_schema"`
-	} `json:"response_format"`
-}
-
 // config maps Chat Completions' sampling fields to generationConfig's.
 var config = map[string]string{
 	"max_tokens": "maxOutputTokens", "max_completion_tokens": "maxOutputTokens",
@@ -121,13 +89,10 @@ var dropped = map[string]bool{
 
 // Translate turns a Chat Completions body into a generateContent body.
 func Translate(body []byte) ([]byte, error) {
-	var req chatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return nil, fmt.Errorf("reading the request: %w", err)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return nil, fmt.Errorf("reading the request: %w", err)
+	var req relay.Request
+	fields, err := relay.Read(body, &req)
+	if err != nil {
+		return nil, err
 	}
 	out := request{Contents: []content{}, GenerationConfig: map[string]json.RawMessage{}}
 	names := map[string]string{} // tool call id -> function name
@@ -277,30 +242,18 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 		if err != nil {
 			return errorReply(hr, http.StatusBadGateway, err.Error()), nil
 		}
-		return reply(hr, resp, "application/json", io.NopCloser(bytes.NewReader(out))), nil
+		return relay.Response(hr, resp.StatusCode, resp.Header.Clone(), "application/json", bytes.NewReader(out)), nil
 	}
 	pr, pw := io.Pipe()
 	go func() {
 		pw.CloseWithError(Relay(resp.Body, pw))
 		resp.Body.Close()
 	}()
-	return reply(hr, resp, "text/event-stream", pr), nil
-}
-
-func reply(hr *http.Request, from *http.Response, contentType string, body io.ReadCloser) *http.Response {
-	h := from.Header.Clone()
-	h.Del("Content-Length")
-	h.Del("Content-Encoding")
-	h.Set("Content-Type", contentType)
-	return &http.Response{
-		Status: from.Status, StatusCode: from.StatusCode, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-		Header: h, Body: body, ContentLength: -1, Request: hr,
-	}
+	return relay.Response(hr, resp.StatusCode, resp.Header.Clone(), "text/event-stream", pr), nil
 }
 
 func errorReply(hr *http.Request, status int, message string) *http.Response {
-	body, _ := json.Marshal(map[string]any{"error": map[string]any{"code": status, "message": message, "status": "INVALID_ARGUMENT"}})
-	return reply(hr, &http.Response{Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), StatusCode: status, Header: http.Header{}}, "application/json", io.NopCloser(bytes.NewReader(body)))
+	return relay.JSONError(hr, status, map[string]any{"error": map[string]any{"code": status, "message": message, "status": "INVALID_ARGUMENT"}})
 }
 
 // finishReason is a finishReason as Chat Completions names it.
@@ -321,46 +274,15 @@ func finishReason(r string, calls bool) string {
 	return strings.ToLower(r)
 }
 
-type chatCall struct {
-	Index    *int   `json:"index,omitempty"`
-	ID       string `json:"id,omitempty"`
-	Type     string `json:"type,omitempty"`
-	Function struct {
-		Name      string `json:"name,omitempty"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatReply struct {
-	Role      string     `json:"role,omitempty"`
-	Content   string     `json:"content"`
-	ToolCalls []chatCall `json:"tool_calls,omitempty"`
-}
-
-type chatChoice struct {
-	Index        int        `json:"index"`
-	Message      *chatReply `json:"message,omitempty"`
-	Delta        *chatReply `json:"delta,omitempty"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
-type chatCompletion struct {
-	ID      string          `json:"id,omitempty"`
-	Object  string          `json:"object"`
-	Model   string          `json:"model"`
-	Choices []chatChoice    `json:"choices"`
-	Usage   json.RawMessage `json:"usage,omitempty"`
-}
-
 // parts reads a candidate's parts into text and tool calls (numbered from
 // first, for calls without an id); thought parts are not part of the reply.
-func parts(ps []part, first int, text *strings.Builder) []chatCall {
-	var calls []chatCall
+func parts(ps []part, first int, text *strings.Builder) []relay.Call {
+	var calls []relay.Call
 	for _, p := range ps {
 		switch {
 		case p.Thought:
 		case p.FunctionCall != nil:
-			c := chatCall{ID: p.FunctionCall.ID, Type: "function"}
+			c := relay.Call{ID: p.FunctionCall.ID, Type: "function"}
 			if c.ID == "" {
 				c.ID = fmt.Sprintf("call_%d", first+len(calls))
 			}
@@ -387,10 +309,9 @@ func DecodeResponse(body []byte) ([]byte, error) {
 	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, fmt.Errorf("decoding Gemini's reply: %w", err)
 	}
-	out := chatCompletion{ID: r.ResponseID, Object: "chat.completion", Model: r.ModelVersion, Usage: validJSON(r.UsageMetadata)}
 	var text strings.Builder
 	finish := ""
-	msg := &chatReply{Role: "assistant"}
+	msg := &relay.Reply{Role: "assistant"}
 	switch {
 	case len(r.Candidates) > 0:
 		c := r.Candidates[0]
@@ -405,15 +326,7 @@ func DecodeResponse(body []byte) ([]byte, error) {
 		return nil, errors.New("the reply has no candidates and no block reason")
 	}
 	msg.Content = text.String()
-	out.Choices = []chatChoice{{Message: msg, FinishReason: &finish}}
-	return json.Marshal(out)
-}
-
-func validJSON(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || string(raw) == "null" || !json.Valid(raw) {
-		return nil
-	}
-	return raw
+	return relay.Whole(r.ResponseID, r.ModelVersion, msg, finish, relay.Valid(r.UsageMetadata))
 }
 
 // Relay writes Gemini's event stream (each event a partial reply) to w as
@@ -425,19 +338,12 @@ func validJSON(raw json.RawMessage) json.RawMessage {
 // relayed as {"error": ...}.
 func Relay(body io.Reader, w io.Writer) error {
 	var (
-		model, finish string
-		usage         json.RawMessage
-		ncalls        int
-		anyCalls      bool
+		finish   string
+		usage    json.RawMessage
+		ncalls   int
+		anyCalls bool
 	)
-	emit := func(v any) error {
-		data, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "data: %s\n\n", data)
-		return err
-	}
+	out := &relay.Stream{W: w}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	for sc.Scan() {
@@ -449,13 +355,13 @@ func Relay(body io.Reader, w io.Writer) error {
 		if err := json.Unmarshal(bytes.TrimSpace(data), &r); err != nil {
 			return fmt.Errorf("reading Gemini's event stream: %w", err)
 		}
-		if e := validJSON(r.Error); e != nil {
-			return emit(map[string]json.RawMessage{"error": e})
+		if e := relay.Valid(r.Error); e != nil {
+			return out.Error(e)
 		}
 		if r.ModelVersion != "" {
-			model = r.ModelVersion
+			out.Model = r.ModelVersion
 		}
-		if u := validJSON(r.UsageMetadata); u != nil {
+		if u := relay.Valid(r.UsageMetadata); u != nil {
 			usage = u
 		}
 		if len(r.Candidates) == 0 {
@@ -474,7 +380,7 @@ func Relay(body io.Reader, w io.Writer) error {
 		ncalls += len(calls)
 		anyCalls = anyCalls || len(calls) > 0
 		if text.Len() > 0 || len(calls) > 0 {
-			if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{{Delta: &chatReply{Content: text.String(), ToolCalls: calls}}}}); err != nil {
+			if err := out.Delta(&relay.Reply{Content: text.String(), ToolCalls: calls}); err != nil {
 				return err
 			}
 		}
@@ -488,14 +394,5 @@ func Relay(body io.Reader, w io.Writer) error {
 	if finish == "" {
 		return nil // cut: no finish_reason
 	}
-	if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{{Delta: &chatReply{}, FinishReason: &finish}}}); err != nil {
-		return err
-	}
-	if usage != nil {
-		if err := emit(chatCompletion{Object: "chat.completion.chunk", Model: model, Choices: []chatChoice{}, Usage: usage}); err != nil {
-			return err
-		}
-	}
-	_, err := io.WriteString(w, "data: [DONE]\n\n")
-	return err
+	return out.End(finish, usage)
 }

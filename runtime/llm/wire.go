@@ -652,3 +652,32 @@ func mergeCallDelta(calls []partialCall, d openai.ToolCall) []partialCall {
 	p.Arguments += d.Function.Arguments
 	return calls
 }
+
+// BreakpointOffsets are where the request would carry cache breakpoints if
+// it were sent with CacheBreakpoints (whatever its own setting), as offsets
+// into its messages counted the way a shared start is (each message's role
+// and content, one after the other), in increasing order: the end of a
+// marked message, or its split. The cacheable share by Anthropic's rule
+// reads them (a cache entry is written and read only at a breakpoint).
+func BreakpointOffsets(req *Request) []int {
+	r := *req
+	r.CacheBreakpoints = true
+	marks := cacheBreakpoints(&r)
+	var out []int
+	at := 0
+	for i, m := range r.Messages {
+		start := at + len(m.Role)
+		at = start + len(m.Content)
+		b, ok := marks[i]
+		if !ok {
+			continue
+		}
+		if b.split {
+			out = append(out, start+m.CacheSplit)
+		}
+		if b.end {
+			out = append(out, at)
+		}
+	}
+	return out
+}

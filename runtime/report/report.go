@@ -412,6 +412,11 @@ func (d *doc) cacheable(plan *spec.Plan, u result.UsageReport) {
 		}
 	}
 	d.w("| **run** | %s%d | %s%s | %s%s |\n", mark, t.PromptTokens, mark, share(t.CacheableTokens, t.PromptTokens), mark, share(t.RunCacheableTokens, t.PromptTokens))
+	r := t.CacheableByRule
+	d.w("\nBy each provider's rule, of the start shared with any agent: OpenAI (at least %d tokens, in steps of %d) %s%s; Anthropic (up to a cache breakpoint, at least %d) %s%s; Gemini (implicit, at least %d) %s%s.\n",
+		result.OpenAICacheMin, result.OpenAICacheStep, mark, share(r.OpenAI.Tokens, t.PromptTokens),
+		result.AnthropicCacheMin, mark, share(r.Anthropic.Tokens, t.PromptTokens),
+		result.GeminiCacheMin, mark, share(r.Gemini.Tokens, t.PromptTokens))
 }
 
 // simulatedModels are the run's models whose replies runner made (the

@@ -7,6 +7,7 @@ package result
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -270,6 +271,45 @@ func (c *Conclusion) Short() string {
 // shorter one.
 const CacheMinTokens = 1024
 
+// The providers' rules for what their prompt caches serve, as the
+// cacheable share by rule counts them (docs/runs.md, "Cacheable share"):
+// OpenAI's automatic cache serves a start of at least 1,024 tokens in steps
+// of 128; Anthropic's serves a start only up to a cache breakpoint the
+// earlier request wrote, of at least 1,024 tokens (Sonnet and Opus); Gemini's
+// implicit cache serves a start of at least 2,048 tokens (Gemini 2.5 Flash
+// and Pro in Google's table; its newer models list 4,096).
+const (
+	OpenAICacheMin, OpenAICacheStep = 1024, 128
+	AnthropicCacheMin               = 1024
+	GeminiCacheMin                  = 2048
+)
+
+// CacheRules are the prompt tokens each provider's cache rule could serve
+// from a start shared with an earlier request of any agent to the same
+// model (what run_cacheable_tokens counts, held to the rule).
+type CacheRules struct {
+	OpenAI    RuleShare `json:"openai" doc:"OpenAI's automatic cache: a shared start of at least 1,024 tokens, counted in steps of 128"`
+	Anthropic RuleShare `json:"anthropic" doc:"Anthropic's cache: a shared start up to a cache breakpoint of the earlier request (where runner puts them with prompt_cache: breakpoints), of at least 1,024 tokens"`
+	Gemini    RuleShare `json:"gemini" doc:"Gemini's implicit cache: a shared start of at least 2,048 tokens"`
+}
+
+// RuleShare is what one provider's rule could serve.
+type RuleShare struct {
+	Tokens int     `json:"tokens" doc:"prompt tokens the rule could serve from its cache"`
+	Share  float64 `json:"share" doc:"tokens / prompt_tokens"`
+}
+
+// Add counts one call's tokens by each rule, and the shares of promptTokens
+// (the entry's prompt tokens, this call's included).
+func (c *CacheRules) Add(call CacheRules, promptTokens int) {
+	for _, p := range []struct{ sum, one *RuleShare }{{&c.OpenAI, &call.OpenAI}, {&c.Anthropic, &call.Anthropic}, {&c.Gemini, &call.Gemini}} {
+		p.sum.Tokens += p.one.Tokens
+		if promptTokens > 0 {
+			p.sum.Share = math.Round(float64(p.sum.Tokens)/float64(promptTokens)*10000) / 10000
+		}
+	}
+}
+
 // Usage counts calls and tokens.
 type Usage struct {
 	Calls            int `json:"calls" doc:"model calls, including repairs and tool round trips"`
@@ -293,6 +333,9 @@ type Usage struct {
 	CacheableShare     float64 `json:"cacheable_share,omitempty" doc:"cacheable_tokens / prompt_tokens"`
 	RunCacheableTokens int     `json:"run_cacheable_tokens,omitempty" doc:"prompt tokens that lie in a start the request shares with an earlier request of any agent to the same model, counted when that start is at least 1,024 tokens"`
 	RunCacheableShare  float64 `json:"run_cacheable_share,omitempty" doc:"run_cacheable_tokens / prompt_tokens"`
+	// CacheableByRule are the run's cacheable tokens held to each
+	// provider's rule; left out when no rule serves any.
+	CacheableByRule CacheRules `json:"cacheable_by_rule,omitzero" doc:"prompt tokens each provider's cache rule could serve from a start shared with an earlier request of any agent to the same model, and their share of prompt_tokens"`
 	// EstimatedCalls counts the calls whose server sent no usage: their
 	// tokens (and so the cost) were counted with a tokenizer.
 	EstimatedCalls int     `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`

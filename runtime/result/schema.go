@@ -192,7 +192,7 @@ func (g *schemaGen) object(t reflect.Type) (map[string]any, error) {
 			s["enum"] = vals
 		}
 		props[name] = s
-		omitted := strings.Contains(","+opts+",", ",omitempty,")
+		omitted := strings.Contains(","+opts+",", ",omitempty,") || strings.Contains(","+opts+",", ",omitzero,")
 		if t == msgType && name == "output" {
 			omitted = true // see Result.MarshalJSON
 		}
