@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"html"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -15,6 +17,9 @@ import (
 	"github.com/yuin/goldmark/renderer"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/spec"
 )
 
 // HTML renders report.md as report.html: one page with its style inline and
@@ -22,26 +27,88 @@ import (
 // inline SVG, so that it opens anywhere, offline, and prints.
 func HTML(title, markdown string) ([]byte, error) {
 	var body bytes.Buffer
-	if err := page.Convert([]byte(markdown), &body); err != nil {
+	if err := page().Convert([]byte(markdown), &body); err != nil {
 		return nil, fmt.Errorf("report.html: %w", err)
 	}
 	var b bytes.Buffer
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
-	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-	fmt.Fprintf(&b, "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", html.EscapeString(title), pageStyle)
+	b.WriteString(pageHead(title))
 	b.Write(body.Bytes())
-	b.WriteString("</main>\n</body>\n</html>\n")
+	b.WriteString(pageFoot)
 	return b.Bytes(), nil
+}
+
+// pageHead is report.html up to its body's content.
+func pageHead(title string) string {
+	return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n" +
+		fmt.Sprintf("<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", html.EscapeString(title), pageStyle)
+}
+
+// pageFoot ends report.html.
+const pageFoot = "</main>\n</body>\n</html>\n"
+
+// Write writes report.md to md and report.html (titled title) to page, the
+// same bytes as Markdown and HTML make, but a piece at a time: the report
+// is cut where a block ends (before a message, a rejected reply, a
+// section), each piece of about 64 KB passed through clean (the run's
+// redaction of secrets; nil leaves it alone), written to report.md,
+// rendered and written, cleaned again, to report.html, so that neither
+// file is ever whole in memory, nor the parse of the page's Markdown. The
+// pieces share one set of heading ids, so ids repeated across pieces are
+// numbered as in one document. A secret that runs across two pieces (it
+// would hold the blank line and heading or bold name a cut is made
+// before) would not be redacted.
+func Write(md, out io.Writer, title string, plan *spec.Plan, m result.Manifest, res *result.Result, clean func(string) string) error {
+	return write(md, out, title, plan, m, res, clean, 64<<10)
+}
+
+// write is Write with pieces of at least flushAt bytes (0: one piece per
+// cut, as the tests take them).
+func write(md, out io.Writer, title string, plan *spec.Plan, m result.Manifest, res *result.Result, clean func(string) string, flushAt int) error {
+	if clean == nil {
+		clean = func(s string) string { return s }
+	}
+	_, err := io.WriteString(out, clean(pageHead(title)))
+	ids := parser.NewContext().IDs()
+	var body bytes.Buffer
+	d := newDoc(plan)
+	d.flushAt = flushAt
+	d.flush = func(piece string) {
+		if err != nil {
+			return
+		}
+		piece = clean(piece)
+		if _, err = io.WriteString(md, piece); err != nil {
+			return
+		}
+		body.Reset()
+		if err = page().Convert([]byte(piece), &body, parser.WithContext(parser.NewContext(parser.WithIDs(ids)))); err != nil {
+			err = fmt.Errorf("report.html: %w", err)
+			return
+		}
+		_, err = io.WriteString(out, clean(body.String()))
+	}
+	d.render(plan, m, res)
+	d.flushAt = 0
+	d.cut()
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, clean(pageFoot))
+	return err
 }
 
 // page renders report.html: tables and strikethrough of GFM (its linkify
 // would scan every text for addresses, which costs more than the rest of
-// the rendering), heading ids to link to, the charts drawn.
-var page = goldmark.New(
-	goldmark.WithExtensions(extension.Table, extension.Strikethrough),
-	goldmark.WithParserOptions(parser.WithAutoHeadingID()),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(chartRenderer{}, 100))),
-)
+// the rendering), heading ids to link to, the charts drawn. It is made when
+// first used, not when a process that writes no report starts.
+var page = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Table, extension.Strikethrough),
+		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(chartRenderer{}, 100))),
+	)
+})
 
 const pageStyle = `
 :root { color-scheme: light; --ink: #1f2430; --muted: #5b6475; --line: #dde1e8; --accent: #3559b7; --soft: #f5f7fb; }
@@ -236,14 +303,16 @@ func LineSVG(title string, xs []string, ys []float64) string {
 // fragment renders Markdown that is not a whole report (a message): GFM,
 // raw HTML left out, dangerous links dropped, code blocks as code, and
 // line breaks kept, as a reader of a conversation expects.
-var fragment = goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithHardWraps()))
+var fragment = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithHardWraps()))
+})
 
 // Fragment renders Markdown made safe by Block or Inline to HTML as
 // report.html does, keeping line breaks, for pages that show parts of a
 // run.
 func Fragment(markdown string) (string, error) {
 	var b bytes.Buffer
-	if err := fragment.Convert([]byte(markdown), &b); err != nil {
+	if err := fragment().Convert([]byte(markdown), &b); err != nil {
 		return "", err
 	}
 	return b.String(), nil
