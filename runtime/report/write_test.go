@@ -3,8 +3,8 @@ package report
 import (
 	"bytes"
 	"maps"
-	"slices"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
