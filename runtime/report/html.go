@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -172,11 +171,11 @@ func renderCodeBlock(w util.BufWriter, source []byte, n ast.Node, entering bool)
 }
 
 var (
-	pieTitle  = regexp.MustCompile(`^pie title (.*)$`)
-	pieSlice  = regexp.MustCompile(`^\s*"((?:[^"\\]|\\.)*)"\s*:\s*([0-9.]+)\s*$`)
-	xyTitle   = regexp.MustCompile(`^\s*title "((?:[^"\\]|\\.)*)"\s*$`)
-	xyXAxis   = regexp.MustCompile(`^\s*x-axis "[^"]*" \[(.*)\]\s*$`)
-	xyLine    = regexp.MustCompile(`^\s*line \[(.*)\]\s*$`)
+	pieTitle  = lazyRegexp(`^pie title (.*)$`)
+	pieSlice  = lazyRegexp(`^\s*"((?:[^"\\]|\\.)*)"\s*:\s*([0-9.]+)\s*$`)
+	xyTitle   = lazyRegexp(`^\s*title "((?:[^"\\]|\\.)*)"\s*$`)
+	xyXAxis   = lazyRegexp(`^\s*x-axis "[^"]*" \[(.*)\]\s*$`)
+	xyLine    = lazyRegexp(`^\s*line \[(.*)\]\s*$`)
 	chartHues = []string{"#3559b7", "#2f9e73", "#e0a526", "#d4572a", "#8c4fc4", "#1f9bb8", "#b8436b", "#6d7a8c"}
 )
 
@@ -187,11 +186,11 @@ func ChartSVG(src string) (string, bool) {
 	if len(lines) == 0 {
 		return "", false
 	}
-	if m := pieTitle.FindStringSubmatch(lines[0]); m != nil {
+	if m := pieTitle().FindStringSubmatch(lines[0]); m != nil {
 		var labels []string
 		var values []float64
 		for _, l := range lines[1:] {
-			s := pieSlice.FindStringSubmatch(l)
+			s := pieSlice().FindStringSubmatch(l)
 			if s == nil {
 				return "", false
 			}
@@ -213,14 +212,14 @@ func ChartSVG(src string) (string, bool) {
 		var ys []float64
 		for _, l := range lines[1:] {
 			switch {
-			case xyTitle.MatchString(l):
-				title, _ = strconv.Unquote(`"` + xyTitle.FindStringSubmatch(l)[1] + `"`)
-			case xyXAxis.MatchString(l):
-				for _, x := range strings.Split(xyXAxis.FindStringSubmatch(l)[1], ",") {
+			case xyTitle().MatchString(l):
+				title, _ = strconv.Unquote(`"` + xyTitle().FindStringSubmatch(l)[1] + `"`)
+			case xyXAxis().MatchString(l):
+				for _, x := range strings.Split(xyXAxis().FindStringSubmatch(l)[1], ",") {
 					xs = append(xs, strings.TrimSpace(x))
 				}
-			case xyLine.MatchString(l):
-				for _, y := range strings.Split(xyLine.FindStringSubmatch(l)[1], ",") {
+			case xyLine().MatchString(l):
+				for _, y := range strings.Split(xyLine().FindStringSubmatch(l)[1], ",") {
 					v, err := strconv.ParseFloat(strings.TrimSpace(y), 64)
 					if err != nil {
 						return "", false
