@@ -1,8 +1,11 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"github.com/debate-runner/runner/internal/buildinfo"
+	"io"
 	"math"
 	"path/filepath"
 	"sort"
@@ -15,6 +18,7 @@ import (
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/journal"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/report"
@@ -296,54 +300,62 @@ func (r *Run) toolCallLog() []result.ToolCallInfo {
 	return out
 }
 
-// reportFiles makes report.md and report.html, the readable records of
-// the run, from its manifest m (as it stood before the run ended).
-func (r *Run) reportFiles(m result.Manifest, res *result.Result) (md, page []byte, err error) {
+// writeRecords writes the records of a finished run: result.json, the
+// reports and run.json with the run's status. result.json is streamed to
+// disk a message at a time while the reports are, a piece at a time (see
+// result.Result.WriteJSON and report.Write): neither is ever whole in
+// memory. The four files are synced together, then renamed into place in
+// that order (run.json last, so a reader that sees the run ended finds its
+// result), with one sync of the folder.
+func (r *Run) writeRecords(res *result.Result, status string) error {
 	// The report escapes what it shows (`<` becomes `\<`, and `&lt;` in the
 	// page), after which a secret no longer matches: what it is made from
 	// is redacted first, and the text again after.
-	if err := redactValue(r.red, &m); err != nil {
-		return nil, nil, err
-	}
-	text := r.Redact(report.Markdown(r.Plan, m, res))
-	html, err := report.HTML(r.Plan.Name+" "+res.RunID, text)
-	if err != nil {
-		return nil, nil, err
-	}
-	return []byte(text), r.textFile(html), nil
-}
-
-// writeRecords writes the records of a finished run: result.json, the
-// reports and run.json with the run's status. The reports are made while
-// result.json is encoded, and the four files are synced together, then
-// renamed into place in that order (run.json last, so a reader that sees
-// the run ended finds its result), with one sync of the folder.
-func (r *Run) writeRecords(res *result.Result, status string) error {
-	var md, page []byte
-	var rerr error
-	made := make(chan struct{})
 	m := r.manifest
-	go func() {
-		defer close(made)
-		md, page, rerr = r.reportFiles(m, res)
-	}()
-	data, err := r.jsonFile(res)
-	<-made
-	if err != nil {
+	if err := redactValue(r.red, &m); err != nil {
 		return err
-	}
-	if rerr != nil {
-		return rerr
 	}
 	r.manifest.Status = status
 	manifest, err := r.jsonFile(r.manifest)
 	if err != nil {
 		return err
 	}
+	red := r.redactor()
 	var files rundir.Batch
-	files.Replace(filepath.Join(r.Dir, "result.json"), data)
-	files.Replace(filepath.Join(r.Dir, "report.md"), md)
-	files.Replace(filepath.Join(r.Dir, "report.html"), page)
+	files.ReplaceWith([]string{filepath.Join(r.Dir, "result.json")}, func(w []io.Writer) error {
+		return res.WriteJSON(w[0], red.RedactJSON)
+	})
+	files.ReplaceWith([]string{filepath.Join(r.Dir, "report.md"), filepath.Join(r.Dir, "report.html")}, func(w []io.Writer) error {
+		return report.Write(w[0], w[1], r.Plan.Name+" "+res.RunID, r.Plan, m, res, r.Redact)
+	})
 	files.Replace(filepath.Join(r.Dir, "run.json"), manifest)
 	return files.Sync()
+}
+
+// redactResult is redactValue for a run's result, without its whole JSON
+// in memory at once: the result less its messages, then each message, is
+// checked for a secret (the run's redaction changes a JSON text only
+// inside its strings and numbers, so the whole changes when a piece does),
+// and only a result holding one is redacted whole.
+func redactResult(red *journal.Redactor, res *result.Result) error {
+	if !red.Active() {
+		return nil
+	}
+	head := *res
+	head.Messages = nil
+	data, err := json.Marshal(head)
+	if err != nil {
+		return err
+	}
+	dirty := !bytes.Equal(red.RedactJSON(data), data)
+	for i := 0; !dirty && i < len(res.Messages); i++ {
+		if data, err = result.MessageJSON(res.Messages[i]); err != nil {
+			return err
+		}
+		dirty = !bytes.Equal(red.RedactJSON(data), data)
+	}
+	if !dirty {
+		return nil
+	}
+	return redactValue(red, res)
 }

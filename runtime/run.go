@@ -650,7 +650,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	case result.StatusInconclusive:
 		r.scoreInconclusive(res)
 	}
-	if err := redactValue(r.red, res); err != nil && runErr == nil {
+	if err := redactResult(r.red, res); err != nil && runErr == nil {
 		runErr = err
 	}
 	r.result = res

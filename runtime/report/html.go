@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"html"
-	"regexp"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -15,6 +16,9 @@ import (
 	"github.com/yuin/goldmark/renderer"
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/spec"
 )
 
 // HTML renders report.md as report.html: one page with its style inline and
@@ -22,26 +26,88 @@ import (
 // inline SVG, so that it opens anywhere, offline, and prints.
 func HTML(title, markdown string) ([]byte, error) {
 	var body bytes.Buffer
-	if err := page.Convert([]byte(markdown), &body); err != nil {
+	if err := page().Convert([]byte(markdown), &body); err != nil {
 		return nil, fmt.Errorf("report.html: %w", err)
 	}
 	var b bytes.Buffer
-	b.WriteString("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
-	b.WriteString("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
-	fmt.Fprintf(&b, "<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", html.EscapeString(title), pageStyle)
+	b.WriteString(pageHead(title))
 	b.Write(body.Bytes())
-	b.WriteString("</main>\n</body>\n</html>\n")
+	b.WriteString(pageFoot)
 	return b.Bytes(), nil
+}
+
+// pageHead is report.html up to its body's content.
+func pageHead(title string) string {
+	return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n" +
+		fmt.Sprintf("<title>%s</title>\n<style>%s</style>\n</head>\n<body>\n<main>\n", html.EscapeString(title), pageStyle)
+}
+
+// pageFoot ends report.html.
+const pageFoot = "</main>\n</body>\n</html>\n"
+
+// Write writes report.md to md and report.html (titled title) to page, the
+// same bytes as Markdown and HTML make, but a piece at a time: the report
+// is cut where a block ends (before a message, a rejected reply, a
+// section), each piece of about 64 KB passed through clean (the run's
+// redaction of secrets; nil leaves it alone), written to report.md,
+// rendered and written, cleaned again, to report.html, so that neither
+// file is ever whole in memory, nor the parse of the page's Markdown. The
+// pieces share one set of heading ids, so ids repeated across pieces are
+// numbered as in one document. A secret that runs across two pieces (it
+// would hold the blank line and heading or bold name a cut is made
+// before) would not be redacted.
+func Write(md, out io.Writer, title string, plan *spec.Plan, m result.Manifest, res *result.Result, clean func(string) string) error {
+	return write(md, out, title, plan, m, res, clean, 64<<10)
+}
+
+// write is Write with pieces of at least flushAt bytes (0: one piece per
+// cut, as the tests take them).
+func write(md, out io.Writer, title string, plan *spec.Plan, m result.Manifest, res *result.Result, clean func(string) string, flushAt int) error {
+	if clean == nil {
+		clean = func(s string) string { return s }
+	}
+	_, err := io.WriteString(out, clean(pageHead(title)))
+	ids := parser.NewContext().IDs()
+	var body bytes.Buffer
+	d := newDoc(plan)
+	d.flushAt = flushAt
+	d.flush = func(piece string) {
+		if err != nil {
+			return
+		}
+		piece = clean(piece)
+		if _, err = io.WriteString(md, piece); err != nil {
+			return
+		}
+		body.Reset()
+		if err = page().Convert([]byte(piece), &body, parser.WithContext(parser.NewContext(parser.WithIDs(ids)))); err != nil {
+			err = fmt.Errorf("report.html: %w", err)
+			return
+		}
+		_, err = io.WriteString(out, clean(body.String()))
+	}
+	d.render(plan, m, res)
+	d.flushAt = 0
+	d.cut()
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(out, clean(pageFoot))
+	return err
 }
 
 // page renders report.html: tables and strikethrough of GFM (its linkify
 // would scan every text for addresses, which costs more than the rest of
-// the rendering), heading ids to link to, the charts drawn.
-var page = goldmark.New(
-	goldmark.WithExtensions(extension.Table, extension.Strikethrough),
-	goldmark.WithParserOptions(parser.WithAutoHeadingID()),
-	goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(chartRenderer{}, 100))),
-)
+// the rendering), heading ids to link to, the charts drawn. It is made when
+// first used, not when a process that writes no report starts.
+var page = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Table, extension.Strikethrough),
+		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
+		goldmark.WithRendererOptions(renderer.WithNodeRenderers(util.Prioritized(chartRenderer{}, 100))),
+	)
+})
 
 const pageStyle = `
 :root { color-scheme: light; --ink: #1f2430; --muted: #5b6475; --line: #dde1e8; --accent: #3559b7; --soft: #f5f7fb; }
@@ -105,11 +171,11 @@ func renderCodeBlock(w util.BufWriter, source []byte, n ast.Node, entering bool)
 }
 
 var (
-	pieTitle  = regexp.MustCompile(`^pie title (.*)$`)
-	pieSlice  = regexp.MustCompile(`^\s*"((?:[^"\\]|\\.)*)"\s*:\s*([0-9.]+)\s*$`)
-	xyTitle   = regexp.MustCompile(`^\s*title "((?:[^"\\]|\\.)*)"\s*$`)
-	xyXAxis   = regexp.MustCompile(`^\s*x-axis "[^"]*" \[(.*)\]\s*$`)
-	xyLine    = regexp.MustCompile(`^\s*line \[(.*)\]\s*$`)
+	pieTitle  = lazyRegexp(`^pie title (.*)$`)
+	pieSlice  = lazyRegexp(`^\s*"((?:[^"\\]|\\.)*)"\s*:\s*([0-9.]+)\s*$`)
+	xyTitle   = lazyRegexp(`^\s*title "((?:[^"\\]|\\.)*)"\s*$`)
+	xyXAxis   = lazyRegexp(`^\s*x-axis "[^"]*" \[(.*)\]\s*$`)
+	xyLine    = lazyRegexp(`^\s*line \[(.*)\]\s*$`)
 	chartHues = []string{"#3559b7", "#2f9e73", "#e0a526", "#d4572a", "#8c4fc4", "#1f9bb8", "#b8436b", "#6d7a8c"}
 )
 
@@ -120,11 +186,11 @@ func ChartSVG(src string) (string, bool) {
 	if len(lines) == 0 {
 		return "", false
 	}
-	if m := pieTitle.FindStringSubmatch(lines[0]); m != nil {
+	if m := pieTitle().FindStringSubmatch(lines[0]); m != nil {
 		var labels []string
 		var values []float64
 		for _, l := range lines[1:] {
-			s := pieSlice.FindStringSubmatch(l)
+			s := pieSlice().FindStringSubmatch(l)
 			if s == nil {
 				return "", false
 			}
@@ -146,14 +212,14 @@ func ChartSVG(src string) (string, bool) {
 		var ys []float64
 		for _, l := range lines[1:] {
 			switch {
-			case xyTitle.MatchString(l):
-				title, _ = strconv.Unquote(`"` + xyTitle.FindStringSubmatch(l)[1] + `"`)
-			case xyXAxis.MatchString(l):
-				for _, x := range strings.Split(xyXAxis.FindStringSubmatch(l)[1], ",") {
+			case xyTitle().MatchString(l):
+				title, _ = strconv.Unquote(`"` + xyTitle().FindStringSubmatch(l)[1] + `"`)
+			case xyXAxis().MatchString(l):
+				for _, x := range strings.Split(xyXAxis().FindStringSubmatch(l)[1], ",") {
 					xs = append(xs, strings.TrimSpace(x))
 				}
-			case xyLine.MatchString(l):
-				for _, y := range strings.Split(xyLine.FindStringSubmatch(l)[1], ",") {
+			case xyLine().MatchString(l):
+				for _, y := range strings.Split(xyLine().FindStringSubmatch(l)[1], ",") {
 					v, err := strconv.ParseFloat(strings.TrimSpace(y), 64)
 					if err != nil {
 						return "", false
@@ -236,14 +302,16 @@ func LineSVG(title string, xs []string, ys []float64) string {
 // fragment renders Markdown that is not a whole report (a message): GFM,
 // raw HTML left out, dangerous links dropped, code blocks as code, and
 // line breaks kept, as a reader of a conversation expects.
-var fragment = goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithHardWraps()))
+var fragment = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(goldmark.WithExtensions(extension.GFM), goldmark.WithRendererOptions(gmhtml.WithHardWraps()))
+})
 
 // Fragment renders Markdown made safe by Block or Inline to HTML as
 // report.html does, keeping line breaks, for pages that show parts of a
 // run.
 func Fragment(markdown string) (string, error) {
 	var b bytes.Buffer
-	if err := fragment.Convert([]byte(markdown), &b); err != nil {
+	if err := fragment().Convert([]byte(markdown), &b); err != nil {
 		return "", err
 	}
 	return b.String(), nil

@@ -3,6 +3,7 @@ package report
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Contributions are Markdown written by models and people. Put into a report
@@ -14,15 +15,15 @@ import (
 // faithfully (emphasis, lists, tables, links, code) as Markdown.
 
 var (
-	atxHeading  = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+|$)(.*)$`)
-	fenceOpen   = regexp.MustCompile("^( {0,3})(`{3,}|~{3,})(.*)$")
-	setextLine  = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
-	linkDef     = regexp.MustCompile(`^( {0,3})\[`)
-	listItem    = regexp.MustCompile(`^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)`)
-	entity      = regexp.MustCompile(`^&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});`)
-	closingATX  = regexp.MustCompile(`[ \t]+#+[ \t]*$`)
-	quotePrefix = regexp.MustCompile(`^(?: {0,3}> ?)+`)
-	delimRow    = regexp.MustCompile(`^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$`)
+	atxHeading  = lazyRegexp(`^ {0,3}(#{1,6})(?:[ \t]+|$)(.*)$`)
+	fenceOpen   = lazyRegexp("^( {0,3})(`{3,}|~{3,})(.*)$")
+	setextLine  = lazyRegexp(`^ {0,3}(=+|-+)[ \t]*$`)
+	linkDef     = lazyRegexp(`^( {0,3})\[`)
+	listItem    = lazyRegexp(`^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)`)
+	entity      = lazyRegexp(`^&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{0,31});`)
+	closingATX  = lazyRegexp(`[ \t]+#+[ \t]*$`)
+	quotePrefix = lazyRegexp(`^(?: {0,3}> ?)+`)
+	delimRow    = lazyRegexp(`^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$`)
 )
 
 // Block makes a contribution safe to place in a report under a heading of
@@ -60,14 +61,14 @@ func Block(s string, base int) string {
 		case tableCols > 0:
 			out = append(out, escapeLine(tableRow(l, tableCols)))
 			continue
-		case !prevBlank && len(out) > 0 && strings.Contains(l, "|") && strings.Contains(out[len(out)-1], "|") && delimRow.MatchString(l):
+		case !prevBlank && len(out) > 0 && strings.Contains(l, "|") && strings.Contains(out[len(out)-1], "|") && delimRow().MatchString(l):
 			// A GFM table starts: its rows are kept to its columns.
 			tableCols = len(cellPipes(l)) + 1
 			out = append(out, l)
 			paraStart = -1
 			continue
-		case fenceOpen.MatchString(l) && validFence(l):
-			m := fenceOpen.FindStringSubmatch(l)
+		case fenceOpen().MatchString(l) && validFence(l):
+			m := fenceOpen().FindStringSubmatch(l)
 			fence = m[2]
 			if info := strings.Fields(m[3]); len(info) > 1 {
 				// Renderers keep only the first word of an info string
@@ -84,20 +85,20 @@ func Block(s string, base int) string {
 			paraStart = -1
 			continue
 		}
-		if m := atxHeading.FindStringSubmatch(l); m != nil {
-			out = append(out, heading(base, len(m[1])-top+1, closingATX.ReplaceAllString(m[2], "")))
+		if m := atxHeading().FindStringSubmatch(l); m != nil {
+			out = append(out, heading(base, len(m[1])-top+1, closingATX().ReplaceAllString(m[2], "")))
 			prevBlank, paraStart, inList = false, -1, false
 			continue
 		}
-		if q := quotePrefix.FindString(l); q != "" {
+		if q := quotePrefix().FindString(l); q != "" {
 			// A heading inside a quote is nested like the others.
-			if m := atxHeading.FindStringSubmatch(l[len(q):]); m != nil {
-				out = append(out, q+heading(base, len(m[1])-top+1, closingATX.ReplaceAllString(m[2], "")))
+			if m := atxHeading().FindStringSubmatch(l[len(q):]); m != nil {
+				out = append(out, q+heading(base, len(m[1])-top+1, closingATX().ReplaceAllString(m[2], "")))
 				prevBlank, paraStart = false, -1
 				continue
 			}
 		}
-		if m := setextLine.FindStringSubmatch(l); m != nil && !prevBlank {
+		if m := setextLine().FindStringSubmatch(l); m != nil && !prevBlank {
 			if paraStart == len(out)-1 && paraStart >= 0 {
 				// A one-line paragraph underlined: a heading, nested
 				// like the others.
@@ -116,7 +117,7 @@ func Block(s string, base int) string {
 			prevBlank, paraStart = false, -1
 			continue
 		}
-		if listItem.MatchString(l) {
+		if listItem().MatchString(l) {
 			inList = true
 		} else if indentOf(l) == 0 && prevBlank {
 			inList = false
@@ -254,13 +255,13 @@ func topHeading(lines []string) int {
 			}
 			continue
 		}
-		if m := fenceOpen.FindStringSubmatch(l); m != nil && validFence(l) {
+		if m := fenceOpen().FindStringSubmatch(l); m != nil && validFence(l) {
 			fence = m[2]
 			continue
 		}
-		if m := atxHeading.FindStringSubmatch(strings.TrimPrefix(l, quotePrefix.FindString(l))); m != nil {
+		if m := atxHeading().FindStringSubmatch(strings.TrimPrefix(l, quotePrefix().FindString(l))); m != nil {
 			top = min(top, len(m[1]))
-		} else if m := setextLine.FindStringSubmatch(l); m != nil && strings.TrimSpace(prev) != "" {
+		} else if m := setextLine().FindStringSubmatch(l); m != nil && strings.TrimSpace(prev) != "" {
 			if m[1][0] == '=' {
 				top = min(top, 1)
 			} else {
@@ -276,7 +277,7 @@ func topHeading(lines []string) int {
 }
 
 func validFence(l string) bool {
-	m := fenceOpen.FindStringSubmatch(l)
+	m := fenceOpen().FindStringSubmatch(l)
 	// A backtick fence's info string may not hold backticks.
 	return m != nil && !(m[2][0] == '`' && strings.Contains(m[3], "`"))
 }
@@ -315,7 +316,7 @@ func escapeLine(l string) string {
 	}
 	var b strings.Builder
 	b.Grow(len(l) + 8)
-	if m := linkDef.FindStringSubmatchIndex(l); m != nil && strings.Contains(l, "]:") {
+	if m := linkDef().FindStringSubmatchIndex(l); m != nil && strings.Contains(l, "]:") {
 		b.WriteString(l[:m[3]])
 		b.WriteString(`\[`)
 		l = l[m[1]:]
@@ -344,7 +345,7 @@ func escapeLine(l string) string {
 			b.WriteString(`\<`)
 			continue
 		case '&':
-			if entity.MatchString(l[i:]) {
+			if entity().MatchString(l[i:]) {
 				b.WriteString(`\&`)
 				continue
 			}
@@ -387,4 +388,11 @@ func closingRun(s string, i, n int) int {
 
 func isPunct(c byte) bool {
 	return strings.IndexByte("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~", c) >= 0
+}
+
+// lazyRegexp compiles expr when first used, so that a process that writes
+// no report (runner --help, validate) does not compile the report's
+// expressions as it starts.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

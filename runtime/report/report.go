@@ -24,10 +24,23 @@ import (
 // rejected replies, tool calls, the kinds' own sections (whispers, verdicts,
 // confidence), outputs, usage and warnings.
 func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
+	d := newDoc(plan)
+	d.render(plan, m, res)
+	return d.b.String()
+}
+
+// newDoc is a report of plan's run, its agents named.
+func newDoc(plan *spec.Plan) *doc {
 	d := &doc{names: map[string]string{}}
 	for _, a := range plan.Agents {
 		d.names[a.ID] = a.Name
 	}
+	return d
+}
+
+// render writes the report (see Markdown), telling d where a section of
+// it may end (cut).
+func (d *doc) render(plan *spec.Plan, m result.Manifest, res *result.Result) {
 	d.w("# %s\n\n", Inline(plan.Name))
 	if plan.File != nil && plan.File.Description != "" {
 		d.w("%s\n\n", Block(plan.File.Description, 1))
@@ -75,12 +88,19 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 	}
 	d.w("\n")
 
+	d.cut()
 	d.transcript(res.Messages)
+	d.cut()
 	d.rejections(res.Rejections)
+	d.cut()
 	d.absent(res.Absent)
+	d.cut()
 	d.toolCalls(res.ToolCalls)
+	d.cut()
 	d.kindSections(plan, res.Messages)
+	d.cut()
 	d.confidence(res.Messages)
+	d.cut()
 
 	d.w("## Outputs\n\n")
 	for _, name := range res.OutputOrder {
@@ -94,6 +114,7 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 		}
 		d.w("### %s%s\n\n%s\n\n", Inline(name), note, valueBlock(v, 3))
 	}
+	d.cut()
 	d.rounds(res)
 	d.usage(plan, res.Usage)
 	if len(res.Warnings) > 0 {
@@ -102,7 +123,6 @@ func Markdown(plan *spec.Plan, m result.Manifest, res *result.Result) string {
 			d.w("- %s\n", Inline(x))
 		}
 	}
-	return d.b.String()
 }
 
 // rounds is the per-round section of a scored run whose spec loops.
@@ -134,9 +154,25 @@ func (d *doc) rounds(res *result.Result) {
 type doc struct {
 	b     strings.Builder
 	names map[string]string
+	// flush, when set, is given the text written since the last cut that
+	// it was called at, once at least flushAt bytes of it are waiting.
+	flush   func(string)
+	flushAt int
 }
 
 func (d *doc) w(format string, args ...any) { fmt.Fprintf(&d.b, format, args...) }
+
+// cut marks where one piece of the report may end and the next begin:
+// every block before it is closed (the text so far ends with a blank line)
+// and the next begins a block of its own, so that Markdown read piece by
+// piece reads as it does whole. A doc with flush set hands it what it has
+// once that is at least flushAt bytes.
+func (d *doc) cut() {
+	if d.flush != nil && d.b.Len() > 0 && d.b.Len() >= d.flushAt {
+		d.flush(d.b.String())
+		d.b.Reset()
+	}
+}
 
 // who names an agent: "Name (id)", or the id alone.
 func (d *doc) who(id string) string {
@@ -161,6 +197,7 @@ func (d *doc) transcript(msgs []value.Message) {
 		if !Public(msg) {
 			continue
 		}
+		d.cut()
 		shown++
 		if msg.Goal != lastGoal {
 			level = 2
@@ -222,6 +259,7 @@ func (d *doc) rejections(rs []result.Rejection) {
 	}
 	d.w("## Rejected replies\n\nThese replies broke the conversation's rules; each author was told why and asked again.\n\n")
 	for _, r := range rs {
+		d.cut()
 		where := []string{r.Node}
 		if r.Goal != "" {
 			where = append(where, "goal "+r.Goal)

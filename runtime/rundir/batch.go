@@ -1,7 +1,9 @@
 package rundir
 
 import (
+	"bufio"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -27,7 +29,13 @@ type batchFile struct {
 	path string // where the file ends up
 	tmp  string // the temporary file renamed to path, "" when written in place
 	data []byte
-	out  *os.File // open between write and sync
+	// fill, set on the first file of a group queued by ReplaceWith,
+	// writes the bytes of the group's files (group of them, this one and
+	// those after it) in place of data, streamed to disk rather than made
+	// whole in memory.
+	fill  func([]io.Writer) error
+	group int
+	out   *os.File // open between write and sync
 }
 
 // Stage queues data to be written to path in place. Use it only in a
@@ -47,6 +55,20 @@ func (b *Batch) Replace(path string, data []byte) {
 	b.files = append(b.files, batchFile{path: path, tmp: "-", data: data})
 }
 
+// ReplaceWith is Replace for files whose bytes fill writes, one writer per
+// path in order, streamed to their temporary files as it makes them (a
+// writer is buffered; fill need not flush it). The files of a batch are
+// written at once, so fill may run while other files are written.
+func (b *Batch) ReplaceWith(paths []string, fill func([]io.Writer) error) {
+	for i, p := range paths {
+		f := batchFile{path: p, tmp: "-"}
+		if i == 0 {
+			f.fill, f.group = fill, len(paths)
+		}
+		b.files = append(b.files, f)
+	}
+}
+
 // Also queues fn to run while the files are synced, for another file that
 // must be durable with them (a journal's first lines).
 func (b *Batch) Also(fn func() error) { b.also = append(b.also, fn) }
@@ -61,12 +83,19 @@ func (b *Batch) Sync() error {
 	files, extra, also := b.files, b.dirs, b.also
 	b.files, b.dirs, b.also = nil, nil, nil
 	// Every file is created and written first, so that syncing a folder
-	// covers the entries of the files written in place.
-	errs := make([]error, len(files))
-	for i := range files {
-		errs[i] = files[i].write()
+	// covers the entries of the files written in place; the files are
+	// written at once.
+	var writes []func() error
+	for i := 0; i < len(files); i++ {
+		if f := &files[i]; f.fill != nil {
+			group := files[i : i+f.group]
+			writes = append(writes, func() error { return writeGroup(group, f.fill) })
+			i += f.group - 1
+			continue
+		}
+		writes = append(writes, files[i].write)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := all(writes); err != nil {
 		files.discard()
 		return err
 	}
@@ -148,7 +177,7 @@ func (fs batchFiles) discard() {
 			fs[i].out.Close()
 			fs[i].out = nil
 		}
-		if fs[i].tmp != "" {
+		if fs[i].tmp != "" && fs[i].tmp != "-" { // "-": never created
 			os.Remove(fs[i].tmp)
 		}
 	}
@@ -157,6 +186,50 @@ func (fs batchFiles) discard() {
 // write creates and writes one file, in place or to a new temporary file
 // next to it (f.tmp is then set to its name), and leaves it open for sync.
 func (f *batchFile) write() error {
+	if err := f.create(); err != nil {
+		return err
+	}
+	if _, err := f.out.Write(f.data); err != nil {
+		f.out.Close()
+		f.out = nil
+		return err
+	}
+	return nil
+}
+
+// writeGroup creates the files of a group and has fill write them, and
+// leaves them open for sync.
+func writeGroup(fs []batchFile, fill func([]io.Writer) error) error {
+	ws := make([]*bufio.Writer, len(fs))
+	args := make([]io.Writer, len(fs))
+	var err error
+	for i := range fs {
+		if err = fs[i].create(); err != nil {
+			break
+		}
+		ws[i] = bufio.NewWriterSize(fs[i].out, 64<<10)
+		args[i] = ws[i]
+	}
+	if err == nil {
+		err = fill(args)
+	}
+	for i := 0; err == nil && i < len(ws); i++ {
+		err = ws[i].Flush()
+	}
+	if err != nil {
+		for i := range fs {
+			if fs[i].out != nil {
+				fs[i].out.Close()
+				fs[i].out = nil
+			}
+		}
+	}
+	return err
+}
+
+// create creates a file of the batch, in place or as a new temporary file
+// next to it (f.tmp is then set to its name), and leaves it open.
+func (f *batchFile) create() error {
 	var err error
 	if f.tmp == "" {
 		f.out, err = os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
@@ -166,13 +239,6 @@ func (f *batchFile) write() error {
 		if err == nil {
 			f.tmp = f.out.Name()
 		}
-	}
-	if err != nil {
-		return err
-	}
-	if _, err = f.out.Write(f.data); err != nil {
-		f.out.Close()
-		f.out = nil
 	}
 	return err
 }
