@@ -160,4 +160,3 @@ func TestSeatAtTheTerminal(t *testing.T) {
 		t.Errorf("the terminal did not show the agent's prompt:\n%s", shown.String())
 	}
 }
-
