@@ -468,7 +468,7 @@
     };
     st.runningNodes = () => new Set(st.status === "running" ? st.open.values() : []);
     st.nowText = function () {
-      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "inconclusive" ? "Finished without reaching its purpose (inconclusive): " + (st.conclusion || "") : st.status === "waiting" ? "Waiting for answers to clarifying questions (see Questions)." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
+      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "inconclusive" ? "Finished without reaching its purpose (inconclusive): " + (st.conclusion || "") : st.status === "waiting" ? "Waiting for a person: answers to clarifying questions (see Questions), or the turn of an agent a person plays." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
       const nodes = [...st.runningNodes()];
       const out = [el("b", {}, "● "), nodes.length ? `running ${nodes.join(", ")}` : "starting"];
       const last = [...st.calls.values()].filter(c => !c.done);
