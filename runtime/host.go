@@ -119,7 +119,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 		var ev any = rep
 		if source != calls.Network {
-			ev = replayedReply{Reply: rep, Source: string(source)}
+			ev = replayedReply{Reply: rep, Source: string(source), Human: c.Seat()}
 		}
 		if err := r.event(event.ModelResponse, call.Key, ev); err != nil {
 			return kit.Reply{}, err

@@ -415,10 +415,12 @@
           st.open.delete(ev.key); st.failedNodes.add(d.node); st.errors.push(`node ${d.node}: ${d.error}`);
           break;
         case "model_request":
+          if (d.human) break; // a person's turn at a seat: no model call
           st.calls.set(ev.key, Object.assign({ key: ev.key, requested: Date.parse(ev.time), retries: [] }, d));
           st.lastCall = d;
           break;
         case "model_response": {
+          if (d.human) break;
           const c = st.calls.get(ev.key) || { key: ev.key, retries: [] };
           Object.assign(c, d, { responded: Date.parse(ev.time), done: true });
           if (!c.requested) c.requested = c.responded - (d.latency_ms || 0);
