@@ -59,10 +59,18 @@ func WriteQuestions(path, runDir string, qs []value.Question) error {
 		if q.Answer != "" {
 			comment += " (answered)"
 		}
-		// A blank line would end the comment (a turn's prompt has them):
-		// it is written as a bare "#".
-		comment = strings.ReplaceAll(strings.ReplaceAll(comment, "\r", ""), "\n\n", "\n#\n")
-		comment = strings.ReplaceAll(comment, "\n\n", "\n#\n")
+		// Every line is marked as a comment here: a blank line would end
+		// the comment (a turn's prompt has them), and one that starts with
+		// "#" would lose it when read back.
+		lines := strings.Split(strings.ReplaceAll(comment, "\r", ""), "\n")
+		for i, l := range lines {
+			if l == "" {
+				lines[i] = "#"
+			} else {
+				lines[i] = "# " + l
+			}
+		}
+		comment = strings.Join(lines, "\n")
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: comment}
 		v := &yaml.Node{Kind: yaml.ScalarNode, Value: q.Answer, Style: yaml.DoubleQuotedStyle}
 		doc.Content = append(doc.Content, k, v)
