@@ -98,6 +98,9 @@ func TestSeatWaitsAndResumes(t *testing.T) {
 	if _, ok := res.Usage.ByAgent["you"]; ok || res.Usage.Total.Calls != 2 {
 		t.Errorf("usage counts the person's turns: %+v", res.Usage.Total)
 	}
+	if report, err := os.ReadFile(filepath.Join(r.Dir, "report.md")); err != nil || !strings.Contains(string(report), "| you | You |  | a person (human: true) |") {
+		t.Errorf("the report does not say a person played you: %v", err)
+	}
 	if _, err := os.Stat(filepath.Join(r.Dir, answers.TurnsFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the finished run keeps turns.json: %v", err)
 	}
