@@ -68,7 +68,7 @@ func seatQuestion(c *calls.Call) string {
 	if c.Kit.Agent != nil && c.Kit.Agent.Name != "" {
 		name = c.Kit.Agent.Name
 	}
-	fmt.Fprintf(&b, "your turn: write the message of %s in node %s", name, c.Node)
+	fmt.Fprintf(&b, "%swrite the message of %s in node %s", answers.TurnPrefix, name, c.Node)
 	if c.Round > 0 {
 		fmt.Fprintf(&b, ", round %d", c.Round)
 	}

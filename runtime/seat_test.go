@@ -159,7 +159,8 @@ func TestSeatAtTheTerminal(t *testing.T) {
 	if got := res.Messages[2].Content; got != "Still spaces." {
 		t.Errorf("the second turn's message = %q", got)
 	}
-	if !strings.Contains(shown.String(), "critic: answer to t2/critic") || !strings.Contains(shown.String(), "--- user ---\nKEY=t3/you") {
+	if !strings.Contains(shown.String(), "critic: answer to t2/critic") || !strings.Contains(shown.String(), "--- user ---\nKEY=t3/you") ||
+		!strings.Contains(shown.String(), "(debate/-/t3/you)\nyou's message (one line): ") || strings.Contains(shown.String(), "empty = NA") {
 		t.Errorf("the terminal did not show the agent's prompt:\n%s", shown.String())
 	}
 }

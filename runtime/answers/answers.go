@@ -108,7 +108,12 @@ func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q value.Que
 				}
 			}()
 		})
-		fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+		if strings.HasPrefix(q.Question, TurnPrefix) {
+			// A seat's turn: its prompt as it is, then the message.
+			fmt.Fprintf(out, "\n%s (%s)\n%s's message (one line): ", q.Question, q.ID, q.Agent)
+		} else {
+			fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()

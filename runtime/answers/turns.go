@@ -14,6 +14,10 @@ import (
 // questions.yaml, which asks for them by the same ids.
 const TurnsFile = "turns.json"
 
+// TurnPrefix starts the question that asks for a seat's turn (the
+// terminal shows it as a turn, not as a question).
+const TurnPrefix = "your turn: "
+
 // Turn is a turn of an agent a person plays that a run waits for: the
 // question id its message is given under (the turn's call key), whose
 // turn it is and where, and the prompt the agent's model would have been
