@@ -52,7 +52,7 @@ func (r *Run) buildChain() calls.Stage {
 	if r.opts.Remote != nil {
 		live = r.opts.Remote // made elsewhere, with the cache there
 	}
-	live = calls.Before(r.journalRequest, r.durableWhileSent(live))
+	live = calls.Before(r.journalRequest, r.durableWhileSent(r.seats(live)))
 	chain := live
 	if r.opts.Replay != nil {
 		var next calls.Stage

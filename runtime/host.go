@@ -95,6 +95,9 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return kit.Reply{}, ctx.Err()
 		}
+		if errors.Is(err, kit.ErrWaiting) {
+			return kit.Reply{}, err // a person's turn, not given yet
+		}
 		var missing *calls.MissingError
 		if !errors.As(err, &missing) {
 			ev := map[string]any{"error": err.Error()}
@@ -116,11 +119,20 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 		var ev any = rep
 		if source != calls.Network {
-			ev = replayedReply{Reply: rep, Source: string(source)}
+			ev = replayedReply{Reply: rep, Source: string(source), Human: c.Seat()}
 		}
 		if err := r.event(event.ModelResponse, call.Key, ev); err != nil {
 			return kit.Reply{}, err
 		}
+	}
+	if c.Seat() {
+		// A person's message: no model was asked, nothing is spent, and
+		// one served from the journal or a recording is no model call.
+		if source == calls.Human {
+			r.countCall(string(source))
+		}
+		h.noteReply(call.Key, rep.Content)
+		return rep, nil
 	}
 	r.countCall(string(source))
 	if call.Resample > 0 {

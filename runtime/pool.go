@@ -135,6 +135,10 @@ type CallCounts struct {
 	// Resampled of the calls above were asked afresh with resume
 	// --resample instead of being served their journaled reply.
 	Resampled int `json:"resampled,omitempty"`
+	// Human are the turns of agents a person plays that were given a
+	// message in this attempt (no model call; not in Total). Those given
+	// before are served from the journal, a recording's from the replay.
+	Human int `json:"human,omitempty"`
 }
 
 // Total is the number of calls however they were answered.
@@ -162,6 +166,8 @@ func (r *Run) countCall(source string) {
 		r.callCounts.Replay++
 	case "journal":
 		r.callCounts.Journal++
+	case "human":
+		r.callCounts.Human++
 	}
 }
 

@@ -23,6 +23,9 @@ import (
 type replayedReply struct {
 	kit.Reply
 	Source string `json:"source"`
+	// Human marks the message of a person at a seat (kit.Call.Seat),
+	// however it was served: no model call.
+	Human bool `json:"human,omitempty"`
 }
 
 // LoadReplay reads the model responses of a recorded run, from its journal

@@ -28,7 +28,7 @@ func (r *Run) journalRequest(c *calls.Call) error {
 		Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Model: model.Model, ModelName: model.Name,
 		Endpoint: model.Endpoint.Name, Params: newCallParams(&c.Request), PromptDigest: digest.Prompt(c.Kit.Messages),
 		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages), RequestDigest: requestDigest(c),
-		Resample: c.Resample,
+		Resample: c.Resample, Human: c.Kit.Seat(),
 	}
 	if len(c.Kit.Tools) > 0 {
 		ev.Tools = make([]string, len(c.Kit.Tools))
@@ -43,8 +43,11 @@ func (r *Run) journalRequest(c *calls.Call) error {
 // the order of their JSON names, which is how the journal wrote these events
 // when they were maps; a struct spares a map and its sorting per call.
 type requestEvent struct {
-	Agent        string           `json:"agent"`
-	Endpoint     string           `json:"endpoint"`
+	Agent    string `json:"agent"`
+	Endpoint string `json:"endpoint"`
+	// Human marks the turn of a person at a seat: asked of the person,
+	// not sent.
+	Human        bool             `json:"human,omitempty"`
 	Messages     []journalMessage `json:"messages"`
 	Model        string           `json:"model"`
 	ModelName    string           `json:"model_name"`

@@ -666,6 +666,9 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	if werr == nil && status == result.StatusWaiting {
 		werr = r.writeQuestions()
 	}
+	if werr == nil {
+		werr = r.writeTurns(status == result.StatusWaiting)
+	}
 	finished := map[string]any{"status": status, "outputs": outputs, "duration_ms": time.Since(started).Milliseconds()}
 	if conclusion != nil {
 		finished["conclusion"] = conclusion

@@ -7,6 +7,7 @@ import (
 
 	"github.com/debate-runner/runner/spec/value"
 
+	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
@@ -46,7 +47,10 @@ type runState struct {
 	waiting    []value.Question
 	// answered are the questions answered in this attempt; questions.yaml
 	// keeps them so that resuming with it answers every question again.
-	answered   []value.Question
+	answered []value.Question
+	// turns are the turns of agents a person plays that this attempt
+	// waits for (see seats).
+	turns      []answers.Turn
 	toolCalls  []result.ToolCallInfo
 	rejections []result.Rejection
 	// absences are the agents nodes completed without (ask's min_answers).

@@ -189,7 +189,7 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	}
 	// The summary is the agent's own work: it is asked as the agent, with
 	// the agent's system prompt.
-	rep, err := h.Complete(ctx, kit.Call{Key: "summary/" + agent.ID, Node: h.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, prompt)})
+	rep, err := h.Complete(ctx, kit.Call{Key: "summary/" + agent.ID, Node: h.node.ID, Agent: agent, Model: model, Messages: kit.Messages(system, prompt), Aside: true})
 	if err != nil || strings.TrimSpace(rep.Content) == "" {
 		if ctx.Err() == nil {
 			h.Warn("summary of %s's history failed (%v); using the full history", agent.ID, err)

@@ -342,7 +342,10 @@ func (c *compiler) verdictsAndGoals() {
 func (c *compiler) agents() {
 	for _, k := range c.file.Agents.Keys {
 		a := c.file.Agents.Values[k.V]
-		ap := &AgentPlan{ID: k.V, Name: a.Name, Role: a.Role, Tools: a.Tools.Values(), Vars: a.Vars}
+		ap := &AgentPlan{ID: k.V, Name: a.Name, Role: a.Role, Tools: a.Tools.Values(), Vars: a.Vars, Human: a.Human.V}
+		if a.Human.V && len(a.Tools) > 0 {
+			c.r.Errorf(a.Tools[0].Pos, "agent %q is played by a person (human: true), who calls no tools; remove tools: or human:", k.V)
+		}
 		if ap.Name == "" {
 			ap.Name = k.V
 		}

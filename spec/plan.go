@@ -255,6 +255,10 @@ type AgentPlan struct {
 	Persona value.Persona
 	Tools   []string
 	Vars    map[string]any
+	// Human says a person plays the agent (a seat): its turns wait for
+	// the person's message instead of calling Model, which is kept only
+	// to count the prompt's tokens and to name the model templates see.
+	Human bool
 	// Index is the agent's place (1-based) in its replicated declaration,
 	// Group the declaration's id (0 and "" for an agent not replicated).
 	Index int

@@ -95,6 +95,11 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	}
 	for _, a := range c.Node.Agents {
 		c.AgentModel(a, cfg.Model)
+		if a.Human {
+			// Its questions are a JSON reply; a person at a seat asks hers
+			// in the conversation instead.
+			c.Errorf(c.FieldPos("agents"), "agent %q is played by a person (human: true): a clarify node's agents are models that ask the user; leave it out of agents", a.ID)
+		}
 	}
 	if raw.MaxQuestions > 0 {
 		cfg.MaxQuestions = raw.MaxQuestions

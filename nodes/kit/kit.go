@@ -6,6 +6,7 @@
 package kit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,7 +138,15 @@ type Call struct {
 	// reply, and ToolRounds how many tool round trips a reply may take: a
 	// dry run counts them in its upper bound.
 	Repairs, ToolRounds int
+	// Aside marks a call made on the agent's behalf rather than in its
+	// voice (a summary of its history): a model answers it even when a
+	// person plays the agent (spec.AgentPlan.Human).
+	Aside bool
 }
+
+// Seat reports whether a person answers the call: it is a turn of an
+// agent a person plays (human: true), not an aside.
+func (c *Call) Seat() bool { return c.Agent != nil && c.Agent.Human && !c.Aside }
 
 // Shape describes the reply a call expects.
 type Shape struct {
@@ -390,20 +399,30 @@ func Parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = f(ctx, i); errs[i] != nil {
-				cancel(errs[i]) // one failure fails them all: stop the others early
+			// One failure fails them all: stop the others early. One that
+			// waits for a person (ErrWaiting) lets the others finish, so
+			// their replies are journaled for the resume.
+			if errs[i] = f(ctx, i); errs[i] != nil && !errors.Is(errs[i], ErrWaiting) {
+				cancel(errs[i])
 			}
 		}()
 	}
 	wg.Wait()
-	var first error
+	var first, waiting error
 	for _, err := range errs {
+		if err != nil && errors.Is(err, ErrWaiting) {
+			waiting = cmp.Or(waiting, err)
+			continue
+		}
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return err
 		}
 		if err != nil && first == nil {
 			first = err
 		}
+	}
+	if first == nil {
+		return waiting
 	}
 	return first
 }

@@ -59,6 +59,18 @@ func WriteQuestions(path, runDir string, qs []value.Question) error {
 		if q.Answer != "" {
 			comment += " (answered)"
 		}
+		// Every line is marked as a comment here: a blank line would end
+		// the comment (a turn's prompt has them), and one that starts with
+		// "#" would lose it when read back.
+		lines := strings.Split(strings.ReplaceAll(comment, "\r", ""), "\n")
+		for i, l := range lines {
+			if l == "" {
+				lines[i] = "#"
+			} else {
+				lines[i] = "# " + l
+			}
+		}
+		comment = strings.Join(lines, "\n")
 		k := &yaml.Node{Kind: yaml.ScalarNode, Value: q.ID, HeadComment: comment}
 		v := &yaml.Node{Kind: yaml.ScalarNode, Value: q.Answer, Style: yaml.DoubleQuotedStyle}
 		doc.Content = append(doc.Content, k, v)
@@ -96,7 +108,12 @@ func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q value.Que
 				}
 			}()
 		})
-		fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+		if strings.HasPrefix(q.Question, TurnPrefix) {
+			// A seat's turn: its prompt as it is, then the message.
+			fmt.Fprintf(out, "\n%s (%s)\n%s's message (one line): ", q.Question, q.ID, q.Agent)
+		} else {
+			fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+		}
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()

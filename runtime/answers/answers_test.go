@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/spec/value"
+	"gopkg.in/yaml.v3"
 )
 
 // TestQuestionsRoundTrip: questions.yaml, once filled in, is an answers
@@ -114,5 +115,41 @@ func TestTerminalGivesWayToCtrlC(t *testing.T) {
 	got, err := ask(context.Background(), value.Question{ID: "a.q2", Agent: "a", Question: "second?"})
 	if err != nil || got != "forty-two" {
 		t.Errorf("the next question got %q, %v; want the line typed after the interrupt", got, err)
+	}
+}
+
+// TestQuestionsKeepTurnPrompts: a question whose text has blank lines and
+// comment-like lines (a seat's turn shows the agent's prompt) stays one
+// comment above its id, whole, so that a person reads all of it and a
+// reader of questions.yaml finds who asks what.
+func TestQuestionsKeepTurnPrompts(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "questions.yaml")
+	text := "your turn: write the message of You\n--- user ---\nfirst\n\n\n# not a heading\n  indented\n\nlast"
+	if err := WriteQuestions(path, dir, []value.Question{{ID: "debate/-/t1/you", Agent: "you", Question: text}}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	m := doc.Content[0]
+	if len(m.Content) != 2 || m.Content[0].Value != "debate/-/t1/you" {
+		t.Fatalf("questions.yaml:\n%s", data)
+	}
+	var lines []string
+	for _, l := range strings.Split(m.Content[0].HeadComment, "\n") {
+		lines = append(lines, strings.TrimPrefix(strings.TrimPrefix(l, "#"), " "))
+	}
+	got := strings.Join(lines, "\n")
+	if !strings.HasSuffix(got, "you asks: "+text) {
+		t.Errorf("the comment above the turn reads back as\n%q\nwant it to end with\n%q", got, "you asks: "+text)
+	}
+	if a, err := Read(path); err != nil || len(a) != 1 {
+		t.Errorf("Read = %v, %v", a, err)
 	}
 }

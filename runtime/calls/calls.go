@@ -70,6 +70,8 @@ const (
 	FromReplay  Source = "replay"
 	FromJournal Source = "journal"
 	Placeholder Source = "placeholder"
+	// Human is the message of a person playing the call's agent (a seat).
+	Human Source = "human"
 )
 
 // Stage answers a call or hands it on.

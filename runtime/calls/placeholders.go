@@ -64,6 +64,9 @@ type Answered struct {
 	// Bound is how many requests the call may take at worst: its repairs
 	// and tool round trips included.
 	Bound int
+	// Human says a person takes the turn (kit.Call.Seat): no model is
+	// called, and its tokens cost nothing.
+	Human bool
 }
 
 // standInPrefix starts every stand-in label, so prompts that quote
@@ -105,7 +108,7 @@ func (p *Placeholders) Complete(_ context.Context, c *Call) (kit.Reply, Source, 
 	}
 	p.standsFor["<"+label+">"] = reply
 	a := Answered{Key: c.Key, Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Messages: c.Kit.Messages, Reply: text,
-		PromptTokens: prompt, CompletionTokens: reply, Bound: bound}
+		PromptTokens: prompt, CompletionTokens: reply, Bound: bound, Human: c.Kit.Seat()}
 	if model != nil {
 		a.Model, a.ModelID = model.Name, model.Model
 	}

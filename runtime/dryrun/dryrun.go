@@ -82,6 +82,10 @@ type Report struct {
 	Calls int `json:"calls"`
 	// UpperBound adds every repair and tool round the spec allows.
 	UpperBound int `json:"upper_bound"`
+	// HumanTurns are the turns, in the worst case, of agents a person
+	// plays (human: true): no model is called for them, so they are in
+	// neither Calls nor the estimate of tokens and cost.
+	HumanTurns int `json:"human_turns,omitempty"`
 	// Extrapolated are calls of Calls counted without being simulated: the
 	// iterations of loops and foreach steps, and the turns of a
 	// conversation, left when the simulation's budget ran out.
@@ -109,6 +113,8 @@ type Node struct {
 	Calls      int    `json:"calls"`
 	UpperBound int    `json:"upper_bound"`
 	Detail     string `json:"detail"`
+	// HumanTurns are its turns a person takes (not in Calls).
+	HumanTurns int `json:"human_turns,omitempty"`
 }
 
 // Prompt is one rendered prompt.
@@ -125,6 +131,9 @@ type Prompt struct {
 	Messages []kit.ChatMessage `json:"messages,omitempty"`
 	Tokens   int               `json:"tokens"`
 	Error    string            `json:"error,omitempty"`
+	// Human says a person takes the turn: the prompt is what the person
+	// is shown, and no model is called.
+	Human bool `json:"human,omitempty"`
 }
 
 // Model is the estimate for one model.
@@ -242,6 +251,18 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 	for _, a := range answered {
 		nr := runFor(runOf, a.Key)
 		if nr == nil {
+			continue
+		}
+		if a.Human {
+			// A person's turn: shown as the model's first-round prompts
+			// are, never counted as a call nor priced.
+			nr.node.HumanTurns++
+			rep.HumanTurns++
+			who := a.Node + "\x00" + a.Agent + "\x00" + a.Target
+			if opts.AllPrompts || nr.first && !shown[who] {
+				shown[who] = true
+				rep.Prompts = append(rep.Prompts, promptOf(a))
+			}
 			continue
 		}
 		nr.calls++
@@ -396,7 +417,10 @@ func runFor(runOf map[string]*nodeRun, key string) *nodeRun {
 
 // promptOf is a call's prompt as the report shows it.
 func promptOf(a calls.Answered) Prompt {
-	p := Prompt{Key: a.Key, Node: a.Node, Agent: a.Agent, Target: a.Target, Model: a.Model, Tokens: a.PromptTokens, Messages: a.Messages}
+	p := Prompt{Key: a.Key, Node: a.Node, Agent: a.Agent, Target: a.Target, Model: a.Model, Tokens: a.PromptTokens, Messages: a.Messages, Human: a.Human}
+	if a.Human {
+		p.Model = ""
+	}
 	for _, m := range a.Messages {
 		switch m.Role {
 		case "system":
@@ -437,7 +461,11 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 			if p.Target != "" {
 				target = " on " + p.Target
 			}
-			fmt.Fprintf(w, "=== %s (agent %s%s, model %s, %d prompt tokens)\n", p.Key, p.Agent, target, p.Model, p.Tokens)
+			if p.Human {
+				fmt.Fprintf(w, "=== %s (agent %s%s, played by a person: what the person is shown)\n", p.Key, p.Agent, target)
+			} else {
+				fmt.Fprintf(w, "=== %s (agent %s%s, model %s, %d prompt tokens)\n", p.Key, p.Agent, target, p.Model, p.Tokens)
+			}
 			if p.Error != "" {
 				fmt.Fprintf(w, "(cannot render in advance: %s)\n\n", p.Error)
 				continue
@@ -467,7 +495,11 @@ func (r *Report) Write(w io.Writer, prompts bool) {
 		t.Rows = append(t.Rows, []string{n.ID, n.Kind, fmt.Sprint(n.Runs), per, fmt.Sprint(n.Calls), fmt.Sprint(n.UpperBound), n.Detail})
 	}
 	fmt.Fprint(w, t.Markdown(0))
-	fmt.Fprintf(w, "\nWorst case: %d calls (every loop to its max, every conversation to max_turns); with every repair and tool round: %d.\n\n", r.Calls, r.UpperBound)
+	fmt.Fprintf(w, "\nWorst case: %d calls (every loop to its max, every conversation to max_turns); with every repair and tool round: %d.\n", r.Calls, r.UpperBound)
+	if r.HumanTurns > 0 {
+		fmt.Fprintf(w, "Turns a person takes (agents with human: true): %d, besides the calls; each waits for the person's message (status waiting, exit 5) and costs nothing.\n", r.HumanTurns)
+	}
+	fmt.Fprintln(w)
 	mt := sweep.Table{Header: []string{"model", "name", "tokenizer", "calls", "prompt tokens", "completion tokens", "cost"}}
 	total := 0.0
 	allPriced := true

@@ -79,12 +79,15 @@ func (d *doc) render(plan *spec.Plan, m result.Manifest, res *result.Result) {
 	for _, a := range plan.Agents {
 		model, temp := "", ""
 		if a.Model != nil {
-			model = a.Model.Model
+			model = Inline(a.Model.Model)
 			if a.Model.Temperature != nil {
 				temp = fmt.Sprint(*a.Model.Temperature)
 			}
 		}
-		d.w("| %s | %s | %s | %s | %s |\n", a.ID, Inline(a.Name), Inline(a.Role), Inline(model), temp)
+		if a.Human {
+			model, temp = "a person (human: true)", ""
+		}
+		d.w("| %s | %s | %s | %s | %s |\n", a.ID, Inline(a.Name), Inline(a.Role), model, temp)
 	}
 	d.w("\n")
 

@@ -52,3 +52,18 @@ func TestLanguageSpecRefusesOutOfDomain(t *testing.T) {
 		}
 	}
 }
+
+// TestSeatSpec: runner test takes the messages of a seat a person plays
+// (runtime/testdata/seat.yaml) from a case's answers, by the turn's id; a
+// case without them ends waiting.
+func TestSeatSpec(t *testing.T) {
+	res := spectest.Run(context.Background(), []string{"../testdata/seat.test.yaml"}, spectest.Options{Registry: nodes.Registry(), Parallel: 2})
+	if len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("%+v", res)
+	}
+	var out bytes.Buffer
+	spectest.WriteFile(&out, res[0], true)
+	if res[0].Failed() || !strings.Contains(out.String(), "2 cases") {
+		t.Fatalf("failed:\n%s", out.String())
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/executor"
@@ -853,6 +854,33 @@ func OpenQuestions(dir string) ([]Question, error) {
 		}
 		q.Agent, q.Question, _ = strings.Cut(comment, " asks: ")
 		out = append(out, q)
+	}
+	return out, nil
+}
+
+// OpenTurns reads the turns of agents a person plays that a waiting run
+// needs taken (its turns.json), each with the prompt its model would have
+// been sent; none when it waits for none. They are among its open
+// questions, by the same ids, and answered as they are.
+func OpenTurns(dir string, open []Question) ([]answers.Turn, error) {
+	asked := map[string]bool{}
+	for _, q := range open {
+		if !q.Answered {
+			asked[q.ID] = true
+		}
+	}
+	if len(asked) == 0 {
+		return nil, nil
+	}
+	turns, err := answers.ReadTurns(filepath.Join(dir, answers.TurnsFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []answers.Turn
+	for _, t := range turns {
+		if asked[t.ID] {
+			out = append(out, t)
+		}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +14,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
+
+func strconvQuote(s string) string { return strconv.Quote(s) }
 
 // statusLog records the status of every API answer a page asked for.
 type statusLog struct {
@@ -232,6 +239,49 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 		t.Errorf("the compare page of two runs asked for what is not there: %v", bad)
 	}
 	b.clean("compare")
+
+	// A seat a person plays: a debate of testdata/seat.yaml on the
+	// offline model waits for the person's turn; the page shows the
+	// prompt the agent's model would get and a box for the message; the
+	// message sent goes into the next turn's history, and the run ends.
+	seatPlan := runtest.LoadPlan(t, filepath.Join("..", "testdata", "seat.yaml"))
+	offline, err := args.Offline(seatPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seatRun, seatRes := execute(t, seatPlan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=Tabs or spaces?"}, Models: offline}},
+		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }},
+	})
+	if seatRes.Status != result.StatusWaiting {
+		t.Fatalf("the seat's run: %s %s", seatRes.Status, seatRes.Error)
+	}
+	seatID := filepath.Base(seatRun.Dir)
+	b.open(ts.URL+"/#/run/"+seatID, `document.querySelector('#answer-form [data-turn] textarea') !== null`)
+	if got := eval[string](b, `document.querySelector('#answer-form [data-turn]').innerText`); !strings.Contains(got, "You are You, in a debate on: Tabs or spaces?") || !strings.Contains(got, "Your message as You") {
+		t.Errorf("the turn shown: %q", got)
+	}
+	if bad := eval[[]string](b, unlabelled("#answer-form")); len(bad) > 0 {
+		t.Errorf("controls of the turn's form without a label or out of the keyboard's reach: %v", bad)
+	}
+	b.shot("act-seat")
+	b.docShot("view-seat")
+	for i, msg := range []string{"Spaces: a file reads the same everywhere.", "Tabs let each reader choose, yet spaces still win."} {
+		eval[bool](b, `(() => { const t = document.querySelector('#answer-form [data-turn] textarea'); t.value = `+strconvQuote(msg)+`; document.querySelector('#answer-form').dataset.sent = '1'; document.querySelector('#answer').click(); return true; })()`)
+		if i == 0 {
+			// The next turn of the person shows the message in its history.
+			b.wait(`window.__viewStats.caughtUp && document.querySelector('#answer-form:not([data-sent]) [data-turn]') !== null`)
+			if got := eval[string](b, `document.querySelector('#answer-form [data-turn] .turn-prompt').innerText`); !strings.Contains(got, "you: "+msg) {
+				t.Errorf("the next turn's history lacks the message sent: %q", got)
+			}
+		}
+	}
+	b.wait(`window.__viewStats.caughtUp && document.body.dataset.status === 'completed'`)
+	v.Wait()
+	if res, err := result.Read(seatRun.Dir); err != nil || res.Status != result.StatusCompleted || res.Messages[2].Content != "Tabs let each reader choose, yet spaces still win." {
+		t.Fatalf("the seat's run after two turns in the page: %v %v", res, err)
+	}
+	b.clean("seat")
 
 	// A chart of costs under $1 is drawn to its scale, not as slivers.
 	w := eval[float64](b, `(() => { const d = Charts.stacked([{label: 'a', segments: [{value: 0.02, color: '#000', label: 'cost'}]}, {label: 'b', segments: [{value: 0.01, color: '#000', label: 'cost'}]}], {width: 300, labelWidth: 150, inside: false}); document.body.append(d); const w = +d.querySelector('rect').getAttribute('width'); d.remove(); return w; })()`)

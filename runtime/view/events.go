@@ -66,6 +66,9 @@ type Call struct {
 	CachedTokens int    `json:"cached_tokens,omitempty"`
 	BuiltinPrice string `json:"builtin_price,omitempty"`
 	ToolCalls    int    `json:"tool_calls,omitempty"`
+	// Human marks the turn of a person at a seat (human: true): asked of
+	// the person, no model call.
+	Human bool `json:"human,omitempty"`
 	// Started is when the call was journaled as requested, for its wait:
 	// the time between that and its response beyond the endpoint's
 	// latency went to queues, rate limits and retries.
@@ -185,11 +188,12 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			Target      string `json:"target"`
 			ModelName   string `json:"model_name"`
 			PromptChars int    `json:"prompt_chars"`
+			Human       bool   `json:"human"`
 		}
 		_ = json.Unmarshal(ev.Data, &req)
 		_, round, goal, _ := n.keyParts(ev.Key)
 		t := ev.Time
-		c := &Call{Node: req.Node, Agent: req.Agent, Target: req.Target, Model: req.ModelName, Round: round, Goal: goal, PromptChars: req.PromptChars, Started: &t}
+		c := &Call{Node: req.Node, Agent: req.Agent, Target: req.Target, Model: req.ModelName, Round: round, Goal: goal, PromptChars: req.PromptChars, Started: &t, Human: req.Human}
 		n.calls[ev.Key] = c
 		out.Data = c
 	case event.ModelResponse:
@@ -204,6 +208,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			LatencyMS        int64             `json:"latency_ms"`
 			Attempts         int               `json:"attempts"`
 			Source           string            `json:"source"`
+			Human            bool              `json:"human"`
 		}
 		_ = json.Unmarshal(ev.Data, &rep)
 		n.replies[ev.Key] = rep.Content
@@ -215,6 +220,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c.PromptTokens, c.CompletionTokens, c.LatencyMS, c.Attempts = rep.PromptTokens, rep.CompletionTokens, rep.LatencyMS, rep.Attempts
 		c.CachedTokens = rep.CachedTokens
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
+		c.Human = c.Human || rep.Human
 		if p := n.prices[c.Model]; p != nil {
 			c.Cost = p.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
 			c.Priced, c.BuiltinPrice = true, p.Builtin

@@ -268,8 +268,9 @@ func tally(dir string) journalTally {
 			Type event.Type `json:"type"`
 			Time time.Time  `json:"time"`
 			Data struct {
-				PromptTokens     int `json:"prompt_tokens"`
-				CompletionTokens int `json:"completion_tokens"`
+				PromptTokens     int  `json:"prompt_tokens"`
+				CompletionTokens int  `json:"completion_tokens"`
+				Human            bool `json:"human"`
 			} `json:"data"`
 		}
 		if !strings.Contains(string(line), `"type":"run_`) && !strings.Contains(string(line), response) {
@@ -289,6 +290,9 @@ func tally(dir string) journalTally {
 		case event.RunStarted, event.RunResumed:
 			t.started = ev.Time
 		case event.ModelResponse:
+			if ev.Data.Human {
+				break // a person's turn at a seat, no model call
+			}
 			t.calls++
 			t.tokens += ev.Data.PromptTokens + ev.Data.CompletionTokens
 		}

@@ -223,6 +223,8 @@ type AgentInfo struct {
 	Name  string `json:"name"`
 	Role  string `json:"role,omitempty"`
 	Model string `json:"model,omitempty"`
+	// Human says a person plays the agent (human: true).
+	Human bool `json:"human,omitempty"`
 }
 
 // NodeInfo is a node as the page shows it.
@@ -249,6 +251,9 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"id": id, "manifest": m, "status": info.Status, "files": files(dir), "acting": s.act != nil, "going": s.going(dir)}
 	if qs, _ := OpenQuestions(dir); len(qs) > 0 {
 		out["open_questions"] = qs
+		if turns, _ := OpenTurns(dir, qs); len(turns) > 0 {
+			out["open_turns"] = turns
+		}
 	}
 	if res, err := result.Read(dir); err == nil && info.Status != StatusRunning {
 		out["result"] = res // (a run resumed from it runs again)
@@ -258,7 +263,7 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		out["graph"] = FlowSVG(plan)
 		var agents []AgentInfo
 		for _, a := range plan.Agents {
-			ai := AgentInfo{ID: a.ID, Name: a.Name, Role: a.Role}
+			ai := AgentInfo{ID: a.ID, Name: a.Name, Role: a.Role, Human: a.Human}
 			if a.Model != nil {
 				ai.Model = a.Model.Model
 			}
@@ -292,7 +297,7 @@ func files(dir string) []string {
 }
 
 // servable are the files of a run directory the view serves as they are.
-var servable = []string{"report.html", "report.md", "result.json", "run.json", "journal.jsonl", "spec.yaml", "questions.yaml"}
+var servable = []string{"report.html", "report.md", "result.json", "run.json", "journal.jsonl", "spec.yaml", "questions.yaml", "turns.json"}
 
 // plan compiles the spec saved in a run directory, under its original
 // path so that template folders next to it are found; nil when it no

@@ -438,7 +438,10 @@ type Agent struct {
 	System  Str            `yaml:"system"`
 	Persona *value.Persona `yaml:"persona"`
 	Tools   StrList        `yaml:"tools"`
-	Vars    map[string]any `yaml:"vars"`
+	// Human makes the agent a seat a person plays: its turns wait for the
+	// person's message instead of calling its model.
+	Human Value[bool]    `yaml:"human"`
+	Vars  map[string]any `yaml:"vars"`
 	// Replicas, when set, makes the declaration N agents (a number, or an
 	// expression over vars such as vars.n), or one agent per element of a
 	// list ({from: vars.panel}).

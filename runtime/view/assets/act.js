@@ -164,14 +164,36 @@
           } }, "Cancel the run"));
       } else if (info.open_questions && info.open_questions.length) {
         const open = info.open_questions.filter(q => !q.answered);
+        // A turn of an agent a person plays (human: true) is an open
+        // question too, answered with the agent's message; it is shown
+        // with the prompt its model would have been sent.
+        const turns = new Map((info.open_turns || []).map(t => [t.id, t]));
+        const asks = open.filter(q => !turns.has(q.id));
+        const field = q => {
+          const t = turns.get(q.id);
+          if (!t) {
+            return el("div", { class: "field" },
+              el("label", { class: "flabel", for: "answer-" + q.id }, el("b", {}, q.agent), " asks: ", q.question),
+              el("textarea", { id: "answer-" + q.id, "data-question": q.id, rows: 2 }),
+              el("div", { class: "field-error", "data-field": "answer:" + q.id }));
+          }
+          const who = ((info.agents || []).find(a => a.id === t.agent) || { name: t.agent }).name;
+          const where = [`node ${t.node}`, t.round ? `round ${t.round}` : null, t.goal ? `goal ${t.goal}` : null].filter(Boolean).join(", ");
+          return el("div", { class: "field turn", "data-turn": t.id },
+            el("details", { class: "turn-prompt", open: true },
+              el("summary", {}, `What ${who}'s model would have been sent (${where}): the history and whispers ${who} sees`),
+              t.messages.map(m => el("div", { class: "turn-msg", "data-role": m.role },
+                el("div", { class: "note" }, m.role + (m.name ? " · " + m.name : "")),
+                el("pre", { class: "turn-text" }, m.content)))),
+            el("label", { class: "flabel", for: "answer-" + q.id }, "Your message as ", el("b", {}, who)),
+            el("textarea", { id: "answer-" + q.id, "data-question": q.id, rows: 5 }),
+            el("div", { class: "field-error", "data-field": "answer:" + q.id }));
+        };
         const form = el("form", { id: "answer-form" },
-          el("h2", {}, "The run waits for your answers"),
-          el("p", { class: "note" }, "An empty answer means “not applicable”. The run goes on as soon as you answer (from here or from a terminal: whichever answers first)."),
-          open.map(q => el("div", { class: "field" },
-            el("label", { class: "flabel", for: "answer-" + q.id }, el("b", {}, q.agent), " asks: ", q.question),
-            el("textarea", { id: "answer-" + q.id, "data-question": q.id, rows: 2 }),
-            el("div", { class: "field-error", "data-field": "answer:" + q.id }))),
-          el("div", { class: "actions" }, el("button", { type: "submit", id: "answer", class: "primary" }, "Answer and go on")));
+          el("h2", {}, turns.size && !asks.length ? "The run waits for your turn" : "The run waits for your answers"),
+          el("p", { class: "note" }, (asks.length ? "An empty answer means “not applicable”. " : "") + "The run goes on as soon as you answer (from here or from a terminal: whichever answers first)."),
+          open.map(field),
+          el("div", { class: "actions" }, el("button", { type: "submit", id: "answer", class: "primary" }, turns.size && !asks.length ? "Send and go on" : "Answer and go on")));
         form.onsubmit = async e => {
           e.preventDefault();
           const answers = {};

@@ -415,10 +415,12 @@
           st.open.delete(ev.key); st.failedNodes.add(d.node); st.errors.push(`node ${d.node}: ${d.error}`);
           break;
         case "model_request":
+          if (d.human) break; // a person's turn at a seat: no model call
           st.calls.set(ev.key, Object.assign({ key: ev.key, requested: Date.parse(ev.time), retries: [] }, d));
           st.lastCall = d;
           break;
         case "model_response": {
+          if (d.human) break;
           const c = st.calls.get(ev.key) || { key: ev.key, retries: [] };
           Object.assign(c, d, { responded: Date.parse(ev.time), done: true });
           if (!c.requested) c.requested = c.responded - (d.latency_ms || 0);
@@ -468,7 +470,7 @@
     };
     st.runningNodes = () => new Set(st.status === "running" ? st.open.values() : []);
     st.nowText = function () {
-      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "inconclusive" ? "Finished without reaching its purpose (inconclusive): " + (st.conclusion || "") : st.status === "waiting" ? "Waiting for answers to clarifying questions (see Questions)." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
+      if (st.status !== "running") return [st.status === "completed" ? "Finished." : st.status === "inconclusive" ? "Finished without reaching its purpose (inconclusive): " + (st.conclusion || "") : st.status === "waiting" ? "Waiting for a person: answers to clarifying questions (see Questions), or the turn of an agent a person plays." : st.status === "failed" ? "Failed: " + (st.errors[0] || "") : "Not running (killed or stopped); runner resume continues it."];
       const nodes = [...st.runningNodes()];
       const out = [el("b", {}, "● "), nodes.length ? `running ${nodes.join(", ")}` : "starting"];
       const last = [...st.calls.values()].filter(c => !c.done);
