@@ -201,6 +201,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			CompletionTokens int               `json:"completion_tokens"`
 			CachedTokens     int               `json:"cached_tokens"`
 			CacheWriteTokens int               `json:"cache_write_tokens"`
+			Batch            string            `json:"batch"`
 			LatencyMS        int64             `json:"latency_ms"`
 			Attempts         int               `json:"attempts"`
 			Source           string            `json:"source"`
@@ -216,7 +217,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c.CachedTokens = rep.CachedTokens
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
 		if p := n.prices[c.Model]; p != nil {
-			c.Cost = p.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
+			c.Cost = p.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens) * kit.Reply{Batch: rep.Batch}.PriceFactor()
 			c.Priced, c.BuiltinPrice = true, p.Builtin
 		}
 		out.Data = c
