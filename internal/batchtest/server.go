@@ -57,10 +57,10 @@ type Server struct {
 	// progress until Release.
 	hold     bool
 	released int
-	files map[string][]byte
-	oai   map[string]*oaiBatch
-	ant   map[string]*antBatch
-	seq   int
+	files    map[string][]byte
+	oai      map[string]*oaiBatch
+	ant      map[string]*antBatch
+	seq      int
 
 	// Submissions counts the batches created; Submitted counts each
 	// custom id across them; Billed counts each request (by its id, or
@@ -129,7 +129,11 @@ func (s *Server) Release() { s.mu.Lock(); s.hold = false; s.mu.Unlock() }
 
 // ReleaseExisting lets the batches created so far advance, and holds
 // those created from now on.
-func (s *Server) ReleaseExisting() { s.mu.Lock(); s.hold, s.released = true, s.Submissions; s.mu.Unlock() }
+func (s *Server) ReleaseExisting() {
+	s.mu.Lock()
+	s.hold, s.released = true, s.Submissions
+	s.mu.Unlock()
+}
 
 // held reports whether the n-th batch created (from 1) may not advance.
 func (s *Server) held(n int) bool { return s.hold && n > s.released }
