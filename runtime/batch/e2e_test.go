@@ -340,3 +340,33 @@ func TestBatchFailedRequestsGoAlone(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBatchSweepOutcomes runs a batch-mode sweep whose batches give each
+// request a random outcome (answered, errored, expired, cancelled), of
+// either kind: every run completes with exactly one recorded reply per
+// call, and the server bills exactly one request per call.
+func FuzzBatchSweepOutcomes(f *testing.F) {
+	f.Add(uint64(1), uint8(0))
+	f.Add(uint64(2026), uint8(1))
+	f.Fuzz(func(t *testing.T, seed uint64, kind uint8) {
+		k := kinds[int(kind)%len(kinds)]
+		outcomes := []batchtest.Outcome{batchtest.Succeed, batchtest.Succeed, batchtest.Error, batchtest.Expire, batchtest.Cancel}
+		srv := batchtest.New(t)
+		srv.Outcome = func(id string) batchtest.Outcome {
+			// A request's outcome is drawn from the seed and its id, so
+			// that every poll of its batch tells the same.
+			var h uint64 = seed
+			for _, c := range id {
+				h = h*1099511628211 ^ uint64(c)
+			}
+			return outcomes[h%uint64(len(outcomes))]
+		}
+		const items, rounds = 3, 1
+		plan := debatePlan(t, k.kind, srv.URL+k.path, k.model, k.key, rounds)
+		sum, err := sweep.Sweep(context.Background(), plan, sweep.Options{Run: runOptions(t, k.key), Dataset: dataset(t, items), Batch: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkOnce(t, srv, sum, items*rounds*3)
+	})
+}
