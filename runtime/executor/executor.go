@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -205,8 +204,7 @@ func Validate(name string, x Executor, l *Launch) error {
 
 // checkBatch refuses --batch where no batch can be made: a single run (it
 // would wait hours for a batch of one), an executor that does not gather a
-// sweep's calls, an endpoint whose kind has no batch API, or one on this
-// machine.
+// sweep's calls, a replay (see batchEndpoints for the endpoints).
 func checkBatch(name string, caps Capabilities, l *Launch) error {
 	if !l.Sweep.Sweeping() {
 		return exitcode.Errorf(exitcode.Usage, "--batch sends the calls of a sweep's runs as provider batches; it needs --dataset, --matrix or --repeat (a single run would wait up to 24 hours for a batch of one call)")
@@ -217,31 +215,33 @@ func checkBatch(name string, caps Capabilities, l *Launch) error {
 	if l.Run.ReplayFrom != "" {
 		return exitcode.Errorf(exitcode.Usage, "--batch sends calls to a provider's batch API; it cannot be combined with --replay")
 	}
-	for _, n := range slices.Sorted(maps.Keys(l.Plan.Endpoints)) {
-		ep := l.Plan.Endpoints[n]
-		if !usesEndpoint(l.Plan, n) {
+	return nil
+}
+
+// batchEndpoints refuses --batch for a sweep whose models (with the
+// launch's model overrides, --offline's among them) call an endpoint whose
+// kind has no batch API, or one on this machine.
+func batchEndpoints(l *Launch) error {
+	seen := map[string]bool{}
+	for _, m := range l.Plan.UsedModels {
+		if o, ok := l.Run.Models[m.Name]; ok && l.Plan.Models[o] != nil {
+			m = l.Plan.Models[o] // --model NAME=OTHER, --offline
+		}
+		ep := m.Endpoint
+		if ep == nil || seen[ep.Name] {
 			continue
 		}
+		seen[ep.Name] = true
 		proto, err := llm.ProtocolOf(ep)
 		if err != nil {
 			return err
 		}
 		if _, ok := proto.(llm.Batcher); !ok || proto == nil {
-			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic)", n, ep.Kind)
+			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic)", ep.Name, ep.Kind)
 		}
 		if proto.Local(ep.BaseURL) {
-			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers", n, ep.BaseURL)
+			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers", ep.Name, ep.BaseURL)
 		}
 	}
 	return nil
-}
-
-// usesEndpoint reports whether a model of the plan calls endpoint name.
-func usesEndpoint(plan *spec.Plan, name string) bool {
-	for _, m := range plan.Models {
-		if m.Endpoint != nil && m.Endpoint.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -101,6 +101,11 @@ func (h *sweepHandle) Result() *result.Result { return nil }
 // startSweep is the sweep l asks for, its runs started by start (nil:
 // here).
 func startSweep(l *Launch, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) (*sweepHandle, error) {
+	if l.Sweep.Batch {
+		if err := batchEndpoints(l); err != nil {
+			return nil, err
+		}
+	}
 	so, err := l.Sweep.Options(l.Run)
 	if err != nil {
 		return nil, err
