@@ -51,6 +51,8 @@ const (
 	// MaxWait bounds how long a call waits for its batch: providers
 	// answer within 24 hours, or expire the batch.
 	MaxWait = 48 * time.Hour
+	// submitTimeout bounds a submission (an upload and a create).
+	submitTimeout = 5 * time.Minute
 	// maxRequests closes a wave early: both providers take tens of
 	// thousands of requests per batch, and a file of this many stays well
 	// under their size limits.
@@ -413,7 +415,12 @@ func (c *Collector) schedule(t *transport, q *queue) {
 // A wave the provider does not take is sent request by request.
 func (c *Collector) submit(q *queue) {
 	defer c.wg.Done()
-	id, err := q.api.Submit(c.ctx, q.reqs)
+	// A submission goes to its end even when the sweep is stopped (^C)
+	// meanwhile, so that a batch the provider took is recorded: Close
+	// waits for it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), submitTimeout)
+	id, err := q.api.Submit(ctx, q.reqs)
+	cancel()
 	c.mu.Lock()
 	c.progress.Queued -= len(q.reqs)
 	if err != nil {

@@ -27,7 +27,7 @@ import (
 func TestMain(m *testing.M) {
 	// The sweeps of these tests wait milliseconds, not seconds, for a wave
 	// and between polls.
-	sweep.BatchWindow, sweep.BatchPoll = 40*time.Millisecond, 2*time.Millisecond
+	sweep.BatchWindow, sweep.BatchPoll = 25*time.Millisecond, 2*time.Millisecond
 	os.Exit(m.Run())
 }
 
@@ -162,7 +162,7 @@ func checkOnce(t testing.TB, srv *batchtest.Server, sum *sweep.Summary, calls in
 func TestBatchSweepEndToEnd(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.kind, func(t *testing.T) {
-			const items, rounds = 6, 2
+			const items, rounds = 4, 2
 			srv := batchtest.New(t)
 			plan := debatePlan(t, k.kind, srv.URL+k.path, k.model, k.key, rounds)
 			data := dataset(t, items)
@@ -303,7 +303,7 @@ func killedTwice(tb testing.TB, srv *batchtest.Server, plan *spec.Plan, key stri
 func TestBatchSweepKilledWhilePending(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.kind, func(t *testing.T) {
-			const items, rounds = 4, 2
+			const items, rounds = 3, 2
 			srv := batchtest.New(t)
 			plan := debatePlan(t, k.kind, srv.URL+k.path, k.model, k.key, rounds)
 			sum := killedTwice(t, srv, plan, k.key, items)
@@ -321,7 +321,7 @@ func TestBatchSweepKilledWhilePending(t *testing.T) {
 func TestBatchFailedRequestsGoAlone(t *testing.T) {
 	for _, k := range kinds {
 		t.Run(k.kind, func(t *testing.T) {
-			const items, rounds = 4, 2
+			const items, rounds = 3, 2
 			srv := batchtest.New(t)
 			srv.Outcome = func(id string) batchtest.Outcome {
 				switch id[0] {

@@ -253,12 +253,11 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 		if err != nil {
 			return sum, err
 		}
-		defer col.Close()
 		base.Batch = col
 		po.Parallel = len(rec.Jobs)
 	}
 	err = runAll(ctx, sum, len(rec.Jobs), po, run)
-	return sum, err
+	return sum, closeBatches(base.Batch, err)
 }
 
 // withoutResumeFields is the base options as Resume takes them: a run's

@@ -366,7 +366,6 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		if err != nil {
 			return sum, err
 		}
-		defer col.Close()
 		base.Batch = col
 		opts.Parallel = len(jobs)
 	}
@@ -374,7 +373,19 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 		return runSweepJob(ctx, plan, base, opts.Start, id, dir, i+1, jobs[i])
 	}
 	err = runAll(ctx, sum, len(jobs), opts, run)
-	return sum, err
+	return sum, closeBatches(base.Batch, err)
+}
+
+// closeBatches stops a sweep's batches (nil: none) and returns err, or
+// the failure to record them when there was no other.
+func closeBatches(col *batch.Collector, err error) error {
+	if col == nil {
+		return err
+	}
+	if cerr := col.Close(); cerr != nil && err == nil {
+		return cerr
+	}
+	return err
 }
 
 // BatchWindow and BatchPoll, when not 0, replace the collector's quiet
