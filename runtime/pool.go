@@ -94,8 +94,14 @@ func (p *ClientPool) Sent() int64 { return p.sent.Load() }
 // runs get the same client when they name the same endpoint at the same URL
 // with the same kind, key and headers; secrets enter the identity only as a
 // digest.
-func (p *ClientPool) client(ep llm.Endpoint) *llm.Client {
+func (p *ClientPool) client(ep llm.Endpoint) *llm.Client { return p.clientFor(ep, "") }
+
+// clientFor is client for the endpoints of one variant: the clients of a
+// sweep's batches (their variant names the sweep's collector) are the
+// sweep's own, not those of another sweep sharing the pool.
+func (p *ClientPool) clientFor(ep llm.Endpoint, variant string) *llm.Client {
 	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", variant)
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", ep, ep.KeyHeader, ep.APIKey)
 	for _, k := range slices.Sorted(maps.Keys(ep.Settings)) {
 		fmt.Fprintf(h, "%s=%s\x00", k, ep.Settings[k])

@@ -480,7 +480,9 @@ func (r *Run) connect() error {
 			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, MaxRetryWait: ep.MaxRetryWait, Headers: headers,
 			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
 		}
+		variant := ""
 		if b, ok := proto.(llm.Batcher); ok && r.opts.Batch != nil {
+			variant = fmt.Sprintf("batch %p", r.opts.Batch)
 			// The calls wait in the provider's batch queue, not the
 			// endpoint's limits, for up to a day; a request the batch
 			// does not answer is sent on its own with the endpoint's
@@ -488,7 +490,7 @@ func (r *Run) connect() error {
 			lep.Batch = r.opts.Batch.Wrap(b, ep.Timeout)
 			lep.Timeout, lep.MaxConcurrency, lep.RequestsPerMinute, lep.TokensPerMinute = batch.MaxWait, 0, 0, 0
 		}
-		r.clients[ep.Name] = r.pool.client(lep)
+		r.clients[ep.Name] = r.pool.clientFor(lep, variant)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/debate-runner/runner/runtime/batch"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/study"
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
@@ -380,4 +381,49 @@ func FuzzBatchSweepOutcomes(f *testing.F) {
 		}
 		checkOnce(t, srv, sum, items*rounds*3)
 	})
+}
+
+// TestBatchStudy runs a study (the reasoning debate against its
+// single-agent baseline) with batch: true against the fake OpenAI Batch
+// API: each sweep's calls are answered from batches, none sent on its own,
+// and each sweep records its batches.
+func TestBatchStudy(t *testing.T) {
+	srv := batchtest.New(t)
+	ex, err := filepath.Abs("../../examples/reasoning-debate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "study.yaml")
+	src := fmt.Sprintf("version: 1\nname: batched\ndataset: %s\nspecs:\n  - {path: %s, label: single-agent}\n  - {path: %s, label: debate}\nbaseline: single-agent\nresamples: 100\nbatch: true\n",
+		dataset(t, 3), filepath.Join(ex, "baseline.yaml"), filepath.Join(ex, "spec.yaml"))
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := study.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := study.Prepare(f, nodes.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	o := runOptions(t, "OPENAI_API_KEY")
+	getenv := o.Getenv
+	o.Getenv = func(k string) string {
+		if k == "OPENAI_BASE_URL" {
+			return srv.URL + "/v1"
+		}
+		return getenv(k)
+	}
+	if _, err := study.Run(context.Background(), st, study.Options{Run: o, Dir: study.DefaultDir(root, f), Registry: nodes.Registry()}); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Direct != 0 || srv.Submissions < 2 || srv.BilledCount() == 0 {
+		t.Errorf("%d requests sent on their own, %d batches, %d billed", srv.Direct, srv.Submissions, srv.BilledCount())
+	}
+	recs, _ := filepath.Glob(filepath.Join(root, "*", "*", batch.FileName))
+	if len(recs) != 2 {
+		t.Errorf("batches.json of the sweeps: %v", recs)
+	}
 }
