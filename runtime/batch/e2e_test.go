@@ -186,6 +186,10 @@ func TestBatchSweepEndToEnd(t *testing.T) {
 			if sum.Usage.BatchCalls != calls {
 				t.Errorf("summary counts %d batched calls, want %d", sum.Usage.BatchCalls, calls)
 			}
+			md, err := os.ReadFile(filepath.Join(sum.Dir, "summary.md"))
+			if want := fmt.Sprintf("- Batch: %d of %d calls answered in provider batches", calls, calls); err != nil || !strings.Contains(string(md), want) {
+				t.Errorf("summary.md lacks %q (%v)", want, err)
+			}
 			var rec struct {
 				Batches []batch.Entry `json:"batches"`
 			}

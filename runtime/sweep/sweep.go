@@ -992,7 +992,11 @@ func (s *Summary) Markdown() string {
 	if c := FormatCost(s.Usage); c != "" {
 		fmt.Fprintf(&b, "; cost %s", c)
 	}
-	fmt.Fprintf(&b, "\n- Duration: %.1f s\n\n", float64(s.DurationMS)/1000)
+	b.WriteString("\n")
+	if s.Usage.BatchCalls > 0 {
+		fmt.Fprintf(&b, "- Batch: %d of %d calls answered in provider batches, priced at half their model's prices\n", s.Usage.BatchCalls, s.Usage.Calls)
+	}
+	fmt.Fprintf(&b, "- Duration: %.1f s\n\n", float64(s.DurationMS)/1000)
 	b.WriteString(s.Table().Markdown(80))
 	return b.String()
 }
