@@ -51,8 +51,13 @@ const (
 	// MaxWait bounds how long a call waits for its batch: providers
 	// answer within 24 hours, or expire the batch.
 	MaxWait = 48 * time.Hour
-	// submitTimeout bounds a submission (an upload and a create).
-	submitTimeout = 5 * time.Minute
+	// submitTimeout bounds a submission (an upload and a create), tried
+	// submitAttempts times when it fails for a while.
+	submitTimeout  = 5 * time.Minute
+	submitAttempts = 3
+	// maxPollWait bounds the wait between polls of a provider that has
+	// been failing.
+	maxPollWait = 5 * time.Minute
 	// maxRequests closes a wave early: both providers take tens of
 	// thousands of requests per batch, and a file of this many stays well
 	// under their size limits.
@@ -418,9 +423,22 @@ func (c *Collector) submit(q *queue) {
 	// A submission goes to its end even when the sweep is stopped (^C)
 	// meanwhile, so that a batch the provider took is recorded: Close
 	// waits for it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), submitTimeout)
-	id, err := q.api.Submit(ctx, q.reqs)
-	cancel()
+	var (
+		id  string
+		err error
+	)
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), submitTimeout)
+		id, err = q.api.Submit(ctx, q.reqs)
+		cancel()
+		if err == nil || attempt == submitAttempts || !transient(err) || c.ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(c.every() * time.Duration(attempt)):
+		}
+	}
 	c.mu.Lock()
 	c.progress.Queued -= len(q.reqs)
 	if err != nil {
@@ -458,10 +476,7 @@ func (c *Collector) submit(q *queue) {
 // results.
 func (c *Collector) poll(api llm.BatchAPI, id string) {
 	defer c.wg.Done()
-	every := c.Poll
-	if every <= 0 {
-		every = DefaultPoll
-	}
+	every := c.every()
 	failures := 0
 	for {
 		st, err := api.Poll(c.ctx, id)
@@ -479,23 +494,47 @@ func (c *Collector) poll(api llm.BatchAPI, id string) {
 		if c.ctx.Err() != nil {
 			return
 		}
-		if err != nil {
+		wait := every
+		switch {
+		case err == nil:
+			failures = 0
+		case transient(err):
+			// The provider or the network is down for a while: the batch
+			// goes on (and is paid) all the same, so it is polled again,
+			// less often, never given up.
+			failures++
+			wait = min(every*time.Duration(1+failures), maxPollWait)
+		default:
+			// The provider refuses to tell (the batch is unknown to it,
+			// the key was revoked): its requests are sent on their own
+			// rather than left waiting for a day.
 			failures++
 			if failures >= 5 {
-				// The batch cannot be followed: its requests are sent on
-				// their own rather than left waiting for a day.
-				c.finish(id, llm.BatchState{Status: "unreachable", Ended: true}, nil)
+				c.finish(id, llm.BatchState{Status: "unreachable: " + err.Error(), Ended: true}, nil)
 				return
 			}
-		} else {
-			failures = 0
 		}
 		select {
 		case <-c.ctx.Done():
 			return
-		case <-time.After(every):
+		case <-time.After(wait):
 		}
 	}
+}
+
+// every is the wait between polls.
+func (c *Collector) every() time.Duration {
+	if c.Poll <= 0 {
+		return DefaultPoll
+	}
+	return c.Poll
+}
+
+// transient reports whether a batch API's failure may pass: no answer, a
+// rate limit, a timeout or a server error.
+func transient(err error) bool {
+	s := llm.StatusOf(err)
+	return s == 0 || s == http.StatusTooManyRequests || s == http.StatusRequestTimeout || s >= 500
 }
 
 // update notes a poll's news of batch id.

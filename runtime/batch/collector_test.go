@@ -16,13 +16,15 @@ import (
 
 // fakeAPI is a batch API in memory whose requests end as outcome says:
 // "ok" (answered), "fail" (not answered) or "lost" (missing from the
-// results); submissions fail while refuse is set, and polls fail while
-// down is above 0.
+// results); submissions are refused (400) while refuse is set, polls fail
+// for a while (503, or no answer) while down is above 0, and always (404)
+// when gone.
 type fakeAPI struct {
 	mu        sync.Mutex
 	outcome   func(id string) string
 	refuse    bool
 	down      int
+	gone      bool
 	batches   map[string][]llm.BatchRequest
 	submitted map[string]int
 }
@@ -31,7 +33,7 @@ func (f *fakeAPI) Submit(_ context.Context, reqs []llm.BatchRequest) (string, er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.refuse {
-		return "", errors.New("400 invalid file")
+		return "", &llm.HTTPError{Status: "400 Bad Request", StatusCode: 400, Body: "invalid file"}
 	}
 	id := fmt.Sprintf("b%d", len(f.batches)+1)
 	f.batches[id] = append([]llm.BatchRequest(nil), reqs...)
@@ -44,9 +46,15 @@ func (f *fakeAPI) Submit(_ context.Context, reqs []llm.BatchRequest) (string, er
 func (f *fakeAPI) Poll(_ context.Context, id string) (llm.BatchState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone {
+		return llm.BatchState{}, &llm.HTTPError{Status: "404 Not Found", StatusCode: 404}
+	}
 	if f.down > 0 {
 		f.down--
-		return llm.BatchState{}, errors.New("503")
+		if f.down%2 == 0 {
+			return llm.BatchState{}, errors.New("connection reset")
+		}
+		return llm.BatchState{}, &llm.HTTPError{Status: "503 Service Unavailable", StatusCode: 503}
 	}
 	return llm.BatchState{Status: "completed", Ended: true, Total: len(f.batches[id])}, nil
 }
@@ -100,15 +108,17 @@ func FuzzCollector(f *testing.F) {
 	f.Add(uint64(1), uint8(20), uint8(0))
 	f.Add(uint64(7), uint8(60), uint8(1))
 	f.Add(uint64(42), uint8(5), uint8(2))
+	f.Add(uint64(9), uint8(30), uint8(3))
 	f.Fuzz(func(t *testing.T, seed uint64, n uint8, mode uint8) {
 		rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		outcomes := map[string]string{}
 		kinds := []string{"ok", "ok", "ok", "fail", "lost"}
 		api := &fakeAPI{batches: map[string][]llm.BatchRequest{}, submitted: map[string]int{}}
-		api.refuse = mode%3 == 1
-		if mode%3 == 2 {
-			api.down = 1 + rng.IntN(3)
+		api.refuse = mode%4 == 1
+		if mode%4 == 2 {
+			api.down = 1 + rng.IntN(6)
 		}
+		api.gone = mode%4 == 3
 		var mu sync.Mutex
 		api.outcome = func(id string) string {
 			mu.Lock()
@@ -164,11 +174,11 @@ func FuzzCollector(f *testing.F) {
 			single := "alone " + bodies[i]
 			switch {
 			case g == batched:
-				if api.refuse || outcomes[id] != "ok" {
-					t.Errorf("call %d answered from a batch, but its outcome was %q (refused %v)", i, outcomes[id], api.refuse)
+				if api.refuse || api.gone || outcomes[id] != "ok" {
+					t.Errorf("call %d answered from a batch, but its outcome was %q (refused %v, gone %v)", i, outcomes[id], api.refuse, api.gone)
 				}
 			case g == single:
-				if !api.refuse && outcomes[id] == "ok" {
+				if !api.refuse && !api.gone && outcomes[id] == "ok" {
 					t.Errorf("call %d was sent on its own though its batch answered it", i)
 				}
 			default:

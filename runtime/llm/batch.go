@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // BatchHeader is the header of a reply that a batching transport (package
@@ -114,4 +117,18 @@ func BatchCall(ctx context.Context, hc *http.Client, method, url string, h http.
 		}
 	}
 	return raw, nil
+}
+
+// StatusOf is the HTTP status of a failed request of a batch API
+// (BatchCall's errors), 0 when it got none (the network failed).
+func StatusOf(err error) int {
+	var ae *openai.APIError
+	if errors.As(err, &ae) {
+		return ae.HTTPStatusCode
+	}
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.StatusCode
+	}
+	return 0
 }
