@@ -431,3 +431,24 @@ func TestBatchStudy(t *testing.T) {
 		t.Errorf("batches.json of the sweeps: %v", recs)
 	}
 }
+
+// TestBatchStreamedModel runs a batch-mode sweep of a model that streams:
+// its requests go into the batch without streaming (the fake server
+// refuses a batch line that asks for it), and every call is answered from
+// the batch.
+func TestBatchStreamedModel(t *testing.T) {
+	k := kinds[0]
+	srv := batchtest.New(t)
+	plan := debatePlan(t, k.kind, srv.URL+k.path, k.model, k.key, 1)
+	for _, m := range plan.Models {
+		m.Stream = true
+	}
+	sum, err := sweep.Sweep(context.Background(), plan, sweep.Options{Run: runOptions(t, k.key), Dataset: dataset(t, 2), Batch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOnce(t, srv, sum, 2*3)
+	if srv.Direct != 0 {
+		t.Errorf("%d requests were sent on their own, want 0", srv.Direct)
+	}
+}
