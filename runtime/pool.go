@@ -90,12 +90,16 @@ func NewClientPool() *ClientPool {
 // pool (not served by a cache, a replay or another run's identical call).
 func (p *ClientPool) Sent() int64 { return p.sent.Load() }
 
-// client returns the pool's client for ep, creating it on first use. Two
+// clientFor returns the pool's client for ep, creating it on first use. Two
 // runs get the same client when they name the same endpoint at the same URL
 // with the same kind, key and headers; secrets enter the identity only as a
 // digest.
-func (p *ClientPool) client(ep llm.Endpoint) *llm.Client {
+// Clients of another variant are others: the clients of a sweep's batches
+// (their variant names the sweep's collector) are the sweep's own, not
+// those of another sweep sharing the pool.
+func (p *ClientPool) clientFor(ep llm.Endpoint, variant string) *llm.Client {
 	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00", variant)
 	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", ep, ep.KeyHeader, ep.APIKey)
 	for _, k := range slices.Sorted(maps.Keys(ep.Settings)) {
 		fmt.Fprintf(h, "%s=%s\x00", k, ep.Settings[k])

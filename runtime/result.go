@@ -57,7 +57,7 @@ type usageKey struct {
 func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, request []kit.ChatMessage, marks []int) {
 	cost, priced, builtin := 0.0, false, ""
 	if model != nil && model.Price != nil {
-		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
+		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens) * rep.PriceFactor()
 		priced, builtin = true, model.Price.Builtin
 	}
 	prefix, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
@@ -82,6 +82,9 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		}
 		if rep.UsageEstimated {
 			u.EstimatedCalls++
+		}
+		if rep.Batch != "" {
+			u.BatchCalls++
 		}
 		u.LatencyMS += rep.LatencyMS
 		u.Cost += cost

@@ -33,6 +33,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
+	"github.com/debate-runner/runner/runtime/batch"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/history"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -95,6 +96,9 @@ type Wiring struct {
 	// share one share endpoint limits and identical in-flight calls (a
 	// sweep). nil gives the run a pool of its own.
 	Clients *ClientPool
+	// Batch, when set, sends the calls to endpoints whose kind has a
+	// batch API through the sweep's provider batches (runner run --batch).
+	Batch *batch.Collector
 	// Remote, when set, answers the calls a run would send to its cache and
 	// the network: they are made elsewhere (runner run --temporal, whose
 	// workers hold the keys and the cache), so the run connects to no
@@ -470,12 +474,23 @@ func (r *Run) connect() error {
 		}
 		r.bases[ep.Name] = base
 		r.red = journal.NewRedactor(r.secrets...)
-		r.clients[ep.Name] = r.pool.client(llm.Endpoint{
+		lep := llm.Endpoint{
 			Name: ep.Name, Provider: proto, BaseURL: base, Settings: ep.Settings, APIKey: key, KeyHeader: ep.APIKeyHeader,
 			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
 			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, MaxRetryWait: ep.MaxRetryWait, Headers: headers,
 			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
-		})
+		}
+		variant := ""
+		if b, ok := proto.(llm.Batcher); ok && r.opts.Batch != nil {
+			variant = fmt.Sprintf("batch %p", r.opts.Batch)
+			// The calls wait in the provider's batch queue, not the
+			// endpoint's limits, for up to a day; a request the batch
+			// does not answer is sent on its own with the endpoint's
+			// timeout.
+			lep.Batch = r.opts.Batch.Wrap(b, ep.Timeout)
+			lep.Timeout, lep.MaxConcurrency, lep.RequestsPerMinute, lep.TokensPerMinute = batch.MaxWait, 0, 0, 0
+		}
+		r.clients[ep.Name] = r.pool.clientFor(lep, variant)
 	}
 	return nil
 }

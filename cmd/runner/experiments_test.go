@@ -300,6 +300,9 @@ func TestExperimentUsageErrors(t *testing.T) {
 		{[]string{"--replay", "missing-run"}, "--replay"},
 		{[]string{"--dry-run", "--matrix", "rounds=1,2"}, "--dry-run"},
 		{[]string{"--replay-missing", "maybe"}, "maybe"},
+		{[]string{"--batch"}, "--batch sends the calls of a sweep's runs as provider batches; it needs --dataset"},
+		{[]string{"--batch", "--repeat", "2", "--offline"}, `endpoint "offline" is of kind offline, which has no batch API`},
+		{[]string{"--batch", "--repeat", "2", "--temporal", "127.0.0.1:1"}, "--batch: the temporal executor does not gather"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			args := append([]string{"run", debateSpec, "-i", "question=q", "--runs-dir", t.TempDir()}, tc.args...)

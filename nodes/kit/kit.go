@@ -192,8 +192,26 @@ type Reply struct {
 	UsageRaw   json.RawMessage `json:"usage_raw,omitempty"`
 	LatencyMS  int64           `json:"latency_ms"`
 	Attempts   int             `json:"attempts"`
+	// Batch is the id of the provider's batch that answered the call
+	// (`runner run --batch`), "" for a call answered on its own: a batched
+	// call is priced at BatchPrice times the model's prices.
+	Batch string `json:"batch,omitempty"`
 	// Replayed is set when the reply came from a journal, not the network.
 	Replayed bool `json:"-"`
+}
+
+// BatchPrice is the share of a model's prices a call answered in a
+// provider's batch costs: OpenAI's Batch API and Anthropic's Message
+// Batches both charge half the list price.
+const BatchPrice = 0.5
+
+// PriceFactor is what the reply's cost is of its model's prices: BatchPrice
+// for a batched reply, else 1.
+func (r Reply) PriceFactor() float64 {
+	if r.Batch != "" {
+		return BatchPrice
+	}
+	return 1
 }
 
 // Scope is where in the flow a node runs.

@@ -130,7 +130,7 @@ func Actual(c *Call, rep kit.Reply) Spend {
 	p, q := int64(rep.PromptTokens), int64(rep.CompletionTokens)
 	cost := 0.0
 	if c.Model != nil && c.Model.Price != nil {
-		cost = c.Model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
+		cost = c.Model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens) * rep.PriceFactor()
 	}
 	return Spend{Calls: 1, Tokens: p + q, Cost: cost}
 }

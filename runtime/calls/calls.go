@@ -187,7 +187,7 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, CachedTokens: resp.CachedTokens, CacheWriteTokens: resp.CacheWriteTokens, UsageEstimated: resp.UsageEstimated,
 			UsageError: resp.UsageError, UsageRaw: resp.UsageRaw,
-			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts,
+			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts, Batch: resp.Batch,
 		}
 		if rep.LatencyMS == 0 {
 			rep.LatencyMS = time.Since(start).Milliseconds()

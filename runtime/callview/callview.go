@@ -126,16 +126,18 @@ type Call struct {
 	// Source is where the reply came from: network, cache, shared (an
 	// identical call in flight), replay (a recording), journal (this
 	// run's journal, on resume).
-	Source           string  `json:"source"`
-	PromptTokens     int     `json:"prompt_tokens"`
-	CompletionTokens int     `json:"completion_tokens"`
-	CachedTokens     int     `json:"cached_tokens"`
-	CacheWriteTokens int     `json:"cache_write_tokens,omitempty"`
-	UsageEstimated   bool    `json:"usage_estimated,omitempty"`
-	LatencyMS        int64   `json:"latency_ms"`
-	Attempts         int     `json:"attempts"`
-	Cost             float64 `json:"cost"`
-	Priced           bool    `json:"priced"`
+	Source           string `json:"source"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	CachedTokens     int    `json:"cached_tokens"`
+	CacheWriteTokens int    `json:"cache_write_tokens,omitempty"`
+	// Batch is the provider's batch that answered the call (--batch).
+	Batch          string  `json:"batch,omitempty"`
+	UsageEstimated bool    `json:"usage_estimated,omitempty"`
+	LatencyMS      int64   `json:"latency_ms"`
+	Attempts       int     `json:"attempts"`
+	Cost           float64 `json:"cost"`
+	Priced         bool    `json:"priced"`
 
 	// Output is what was parsed from the reply (absent when nothing was:
 	// a call whose reply is read elsewhere, or that failed to parse).
@@ -331,6 +333,7 @@ func (b *builder) event(ev journal.Event) {
 			CompletionTokens int        `json:"completion_tokens"`
 			CachedTokens     int        `json:"cached_tokens"`
 			CacheWriteTokens int        `json:"cache_write_tokens"`
+			Batch            string     `json:"batch"`
 			UsageEstimated   bool       `json:"usage_estimated"`
 			LatencyMS        int64      `json:"latency_ms"`
 			Attempts         int        `json:"attempts"`
@@ -344,6 +347,7 @@ func (b *builder) event(ev journal.Event) {
 		c.PromptTokens, c.CompletionTokens, c.CachedTokens, c.UsageEstimated = d.PromptTokens, d.CompletionTokens, d.CachedTokens, d.UsageEstimated
 		c.LatencyMS, c.Attempts, c.Source = d.LatencyMS, d.Attempts, d.Source
 		c.CacheWriteTokens = d.CacheWriteTokens
+		c.Batch = d.Batch
 		if c.Source == "" {
 			c.Source = "network"
 		}
@@ -514,7 +518,7 @@ func (b *builder) finish(oneModel bool, m result.Manifest) {
 			price = only
 		}
 		if price != nil && c.Done {
-			c.Cost, c.Priced = price.CostWritten(c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens), true
+			c.Cost, c.Priced = price.CostWritten(c.PromptTokens, c.CachedTokens, c.CacheWriteTokens, c.CompletionTokens)*kit.Reply{Batch: c.Batch}.PriceFactor(), true
 		}
 		for _, r := range c.Repairs {
 			if n := b.known(r.Next); n != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/durable"
+	"github.com/debate-runner/runner/runtime/llm"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -96,6 +97,8 @@ type Capabilities struct {
 	Replays bool
 	// Resumes: the executor continues runs it made (see Executor.Owns).
 	Resumes bool
+	// Batches: a sweep's calls can go as provider batches (--batch).
+	Batches bool
 }
 
 // Handle is a started run, sweep or dry run.
@@ -188,8 +191,57 @@ func Validate(name string, x Executor, l *Launch) error {
 	if l.Sweep.Sweeping() && !caps.Sweeps {
 		return exitcode.Errorf(exitcode.Usage, "--matrix, --repeat and --dataset sweep runs, which the %s executor does not make", name)
 	}
+	if l.Sweep.Batch {
+		if err := checkBatch(name, caps, l); err != nil {
+			return err
+		}
+	}
 	if l.Run.ReplayFrom != "" && !caps.Replays {
 		return exitcode.Errorf(exitcode.Usage, "--replay serves a recorded run, which the %s executor does not make", name)
+	}
+	return nil
+}
+
+// checkBatch refuses --batch where no batch can be made: a single run (it
+// would wait hours for a batch of one), an executor that does not gather a
+// sweep's calls, a replay (see batchEndpoints for the endpoints).
+func checkBatch(name string, caps Capabilities, l *Launch) error {
+	if !l.Sweep.Sweeping() {
+		return exitcode.Errorf(exitcode.Usage, "--batch sends the calls of a sweep's runs as provider batches; it needs --dataset, --matrix or --repeat (a single run would wait up to 24 hours for a batch of one call)")
+	}
+	if !caps.Batches {
+		return exitcode.Errorf(exitcode.Usage, "--batch: the %s executor does not gather a sweep's calls into batches; run the sweep with the local executor", name)
+	}
+	if l.Run.ReplayFrom != "" {
+		return exitcode.Errorf(exitcode.Usage, "--batch sends calls to a provider's batch API; it cannot be combined with --replay")
+	}
+	return nil
+}
+
+// batchEndpoints refuses --batch for a sweep whose models (with the
+// launch's model overrides, --offline's among them) call an endpoint whose
+// kind has no batch API, or one on this machine.
+func batchEndpoints(l *Launch) error {
+	seen := map[string]bool{}
+	for _, m := range l.Plan.UsedModels {
+		if o, ok := l.Run.Models[m.Name]; ok && l.Plan.Models[o] != nil {
+			m = l.Plan.Models[o] // --model NAME=OTHER, --offline
+		}
+		ep := m.Endpoint
+		if ep == nil || seen[ep.Name] {
+			continue
+		}
+		seen[ep.Name] = true
+		proto, err := llm.ProtocolOf(ep)
+		if err != nil {
+			return err
+		}
+		if _, ok := proto.(llm.Batcher); !ok || proto == nil {
+			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic)", ep.Name, ep.Kind)
+		}
+		if proto.Local(ep.BaseURL) {
+			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers", ep.Name, ep.BaseURL)
+		}
 	}
 	return nil
 }

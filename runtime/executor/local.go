@@ -18,7 +18,7 @@ import (
 type local struct{}
 
 func (local) Capabilities() Capabilities {
-	return Capabilities{Records: true, Sweeps: true, Replays: true, Resumes: true}
+	return Capabilities{Records: true, Sweeps: true, Replays: true, Resumes: true, Batches: true}
 }
 
 func (local) Validate(*Launch) error { return nil }
@@ -101,6 +101,11 @@ func (h *sweepHandle) Result() *result.Result { return nil }
 // startSweep is the sweep l asks for, its runs started by start (nil:
 // here).
 func startSweep(l *Launch, start func(int, *spec.Plan, runtime.Options) (*runtime.Run, error)) (*sweepHandle, error) {
+	if l.Sweep.Batch {
+		if err := batchEndpoints(l); err != nil {
+			return nil, err
+		}
+	}
 	so, err := l.Sweep.Options(l.Run)
 	if err != nil {
 		return nil, err
@@ -118,6 +123,7 @@ func (h *sweepHandle) Wait(ctx context.Context) error {
 	l := h.l
 	t := telling(l.Out)
 	h.so.OnRun = t.OnRun()
+	h.so.OnBatch = t.OnBatch()
 	h.so.OnStart = func(dir string, total int) {
 		h.dir = dir
 		t.Started(dir, total)
@@ -154,7 +160,7 @@ func (h *resumedSweep) Result() *result.Result { return nil }
 
 func (h *resumedSweep) Wait(ctx context.Context) error {
 	t := telling(h.l.Out)
-	ro := sweep.ResumeOptions{Run: h.l.Run, OnRun: t.OnRun()}
+	ro := sweep.ResumeOptions{Run: h.l.Run, OnRun: t.OnRun(), OnBatch: t.OnBatch()}
 	ro.Run.Spec, ro.Run.Ask = "", nil
 	sum, err := sweep.Resume(ctx, h.dir, h.l.Registry, ro)
 	return t.Resumed(sum, err)

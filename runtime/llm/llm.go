@@ -100,6 +100,11 @@ type Endpoint struct {
 	Headers map[string]string `json:"-"`
 	// HTTPClient is used for all requests when set; it is not modified.
 	HTTPClient *http.Client `json:"-"`
+	// Batch, when set, sends the client's requests through the transport
+	// it returns (runner run --batch, see package runtime/batch): next is
+	// the client's own transport (the kind's translation included), direct
+	// the HTTP client for the provider's other APIs.
+	Batch func(next http.RoundTripper, direct *http.Client) http.RoundTripper `json:"-"`
 	// Gate, when set, admits every attempt instead of the limits above
 	// (MaxConcurrency, RequestsPerMinute, TokensPerMinute), which it holds
 	// for many clients together: the workers of a Temporal cluster. The
@@ -267,6 +272,9 @@ type Response struct {
 	// endpoint refused it, for a warning; each change is reported by the
 	// first call that learned it, and later calls start from it.
 	Adapted []string
+	// Batch is the id of the provider's batch that answered the request
+	// (the BatchHeader of the reply), "" for a request answered on its own.
+	Batch string
 }
 
 // Attempt describes one failed attempt that is about to be retried, for the
@@ -377,6 +385,17 @@ func New(ep Endpoint) *Client {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = max(ep.MaxConcurrency, 64)
 		c.http = &http.Client{Transport: tr}
+	}
+	if ep.Batch != nil {
+		direct := ep.HTTPClient
+		if direct == nil {
+			direct = &http.Client{}
+		}
+		next := c.http.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.http = &http.Client{Transport: ep.Batch(next, direct)}
 	}
 	c.learned.init()
 	return c

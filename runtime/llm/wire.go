@@ -342,6 +342,11 @@ func (c *Client) send(ctx context.Context, st *attemptState, req *Request, sh sh
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return Response{}, errorFrom(resp)
 	}
+	if batch := resp.Header.Get(BatchHeader); batch != "" {
+		out, err := readCompletion(st, resp.Body)
+		out.Batch = batch
+		return out, err
+	}
 	if !req.Stream {
 		return readCompletion(st, resp.Body)
 	}

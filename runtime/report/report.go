@@ -368,6 +368,9 @@ func (d *doc) usage(plan *spec.Plan, u result.UsageReport) {
 		d.w(".\n")
 	}
 	d.cacheable(plan, u)
+	if n := u.Total.BatchCalls; n > 0 {
+		d.w("\nBatch: %d of %d calls were answered in a provider's batch (`--batch`) and are priced at half their model's prices.\n", n, u.Total.Calls)
+	}
 	if n := u.Total.EstimatedCalls; n > 0 {
 		d.w("\n~ estimated: the server sent no token usage for %d of %d calls; their tokens were counted with a tokenizer.\n", n, u.Total.Calls)
 	}

@@ -338,9 +338,12 @@ type Usage struct {
 	CacheableByRule CacheRules `json:"cacheable_by_rule,omitzero" doc:"prompt tokens each provider's cache rule could serve from a start shared with an earlier request of any agent to the same model, and their share of prompt_tokens"`
 	// EstimatedCalls counts the calls whose server sent no usage: their
 	// tokens (and so the cost) were counted with a tokenizer.
-	EstimatedCalls int     `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`
-	LatencyMS      int64   `json:"latency_ms" doc:"sum of the calls' latencies, in milliseconds"`
-	Cost           float64 `json:"cost,omitempty" doc:"cost from the models' declared prices"`
+	EstimatedCalls int `json:"estimated_calls,omitempty" doc:"calls whose endpoint sent no token usage: their tokens were counted with a tokenizer and are estimates"`
+	// BatchCalls were answered in a provider's batch (runner run --batch)
+	// and are priced at kit.BatchPrice times their model's prices.
+	BatchCalls int     `json:"batch_calls,omitempty" doc:"calls answered in a provider's batch (runner run --batch), priced at half the model's prices"`
+	LatencyMS  int64   `json:"latency_ms" doc:"sum of the calls' latencies, in milliseconds"`
+	Cost       float64 `json:"cost,omitempty" doc:"cost from the models' declared prices"`
 	// Priced is false when some call's model has no declared price, so Cost
 	// is a lower bound.
 	Priced bool `json:"priced" doc:"false when some call's model has no price, so cost is a lower bound"`

@@ -44,6 +44,8 @@ type File struct {
 	Resamples   int         `yaml:"resamples" json:"resamples,omitempty"`
 	Seed        uint64      `yaml:"seed" json:"seed,omitempty"`
 	OwnSamples  bool        `yaml:"own_samples" json:"own_samples,omitempty"`
+	// Batch sends each sweep's calls as provider batches (sweep.Options.Batch).
+	Batch bool `yaml:"batch" json:"batch,omitempty"`
 
 	// Path is the file's path; spec paths and a dataset file are relative
 	// to its folder.

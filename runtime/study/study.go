@@ -232,7 +232,7 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			if c.Model != "" {
 				o.Models = map[string]string{"default": c.Model}
 			}
-			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun, OwnSamples: f.OwnSamples}
+			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun, OwnSamples: f.OwnSamples, Batch: f.Batch}
 			so.OnStart = func(dir string, total int) {
 				cr.Sweep = filepath.Base(dir)
 				// A sweep started is recorded before its first run, so

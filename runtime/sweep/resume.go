@@ -12,6 +12,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/batch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/runtime/runflags"
@@ -31,6 +32,9 @@ type record struct {
 	Libraries map[string]string `json:"libraries,omitempty"`
 	Base      baseRecord        `json:"base"`
 	Jobs      []jobRecord       `json:"jobs"`
+	// Batch is set for a sweep in batch mode (--batch): its resume polls
+	// the batches batches.json records.
+	Batch bool `json:"batch,omitempty"`
 }
 
 // baseRecord is what every run of the sweep was given.
@@ -62,13 +66,13 @@ type jobRecord struct {
 }
 
 // saveSweep writes sweep.json, the spec's copy and the pending summary.
-func saveSweep(dir string, plan *spec.Plan, sum *Summary, base runtime.Options, jobs []sweepJob) error {
+func saveSweep(dir string, plan *spec.Plan, sum *Summary, base runtime.Options, jobs []sweepJob, batched bool) error {
 	libs, err := runtime.SaveSpec(dir, plan)
 	if err != nil {
 		return fmt.Errorf("sweep: %w", err)
 	}
 	rec := record{
-		Summary: sum, Libraries: libs,
+		Summary: sum, Libraries: libs, Batch: batched,
 		Base: baseRecord{Sets: base.Sets, VarValues: base.VarValues, ContextDir: absPath(base.ContextDir), Answers: base.Answers, Budget: base.Budget, CacheScope: base.CacheScope, Flags: base.Flags},
 	}
 	for i, j := range jobs {
@@ -111,6 +115,9 @@ type ResumeOptions struct {
 	Run runtime.Options
 	// Parallel is how many runs go at once (default 4).
 	Parallel int
+	// OnBatch, when set, is told how the batches of a sweep in batch mode
+	// are doing.
+	OnBatch func(batch.Progress)
 	// OnRun is told about each run as it finishes.
 	OnRun func(done, total int, run Run)
 	// Resume resumes the run in a directory and Start starts a run the
@@ -241,8 +248,16 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 		return finishRun(ctx, r, sr)
 	}
 	po := Options{Parallel: opts.Parallel, OnRun: opts.OnRun}
+	if rec.Batch {
+		col, err := openBatches(dir, opts.OnBatch)
+		if err != nil {
+			return sum, err
+		}
+		base.Batch = col
+		po.Parallel = len(rec.Jobs)
+	}
 	err = runAll(ctx, sum, len(rec.Jobs), po, run)
-	return sum, err
+	return sum, closeBatches(base.Batch, err)
 }
 
 // withoutResumeFields is the base options as Resume takes them: a run's

@@ -24,6 +24,7 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/batch"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
@@ -153,6 +154,12 @@ type Options struct {
 	// to one. Its runs still share calls among themselves, and a resume
 	// of the sweep is served the calls it made before.
 	OwnSamples bool
+	// Batch sends each wave of the runs' calls as one provider batch
+	// (package runtime/batch): every run goes at once, whatever Parallel
+	// says, so that a wave holds a call of each.
+	Batch bool
+	// OnBatch, when set, is told how the batches are doing.
+	OnBatch func(batch.Progress)
 	// OnRun, when set, is told about each run as it finishes (one at a time).
 	OnRun func(done, total int, run Run)
 	// OnStart, when set, is told the sweep directory and the number of runs
@@ -343,7 +350,7 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	}
 	// What a resume needs to finish the sweep goes in first: the spec and
 	// its libraries, every run to make, and a summary of runs pending.
-	if err := saveSweep(staging, plan, sum, base, jobs); err != nil {
+	if err := saveSweep(staging, plan, sum, base, jobs, opts.Batch); err != nil {
 		os.RemoveAll(staging)
 		return nil, err
 	}
@@ -354,11 +361,46 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	if opts.OnStart != nil {
 		opts.OnStart(dir, len(jobs))
 	}
+	if opts.Batch {
+		col, err := openBatches(dir, opts.OnBatch)
+		if err != nil {
+			return sum, err
+		}
+		base.Batch = col
+		opts.Parallel = len(jobs)
+	}
 	run := func(ctx context.Context, i int) Run {
 		return runSweepJob(ctx, plan, base, opts.Start, id, dir, i+1, jobs[i])
 	}
 	err = runAll(ctx, sum, len(jobs), opts, run)
-	return sum, err
+	return sum, closeBatches(base.Batch, err)
+}
+
+// closeBatches stops a sweep's batches (nil: none) and returns err, or
+// the failure to record them when there was no other.
+func closeBatches(col *batch.Collector, err error) error {
+	if col == nil {
+		return err
+	}
+	if cerr := col.Close(); cerr != nil && err == nil {
+		return cerr
+	}
+	return err
+}
+
+// BatchWindow and BatchPoll, when not 0, replace the collector's quiet
+// window and poll interval (tests).
+var BatchWindow, BatchPoll time.Duration
+
+// openBatches is the collector of a sweep in batch mode, recording its
+// batches in the sweep directory.
+func openBatches(dir string, onBatch func(batch.Progress)) (*batch.Collector, error) {
+	col, err := batch.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	col.Window, col.Poll, col.OnProgress = BatchWindow, BatchPoll, onBatch
+	return col, nil
 }
 
 // pendingRun is a run of the sweep that has not finished yet.
@@ -678,6 +720,7 @@ func (s *Summary) tally() {
 		s.Usage.CompletionTokens += r.Usage.CompletionTokens
 		s.Usage.LatencyMS += r.Usage.LatencyMS
 		s.Usage.Cost += r.Usage.Cost
+		s.Usage.BatchCalls += r.Usage.BatchCalls
 		if r.Usage.BuiltinPrices != "" {
 			s.Usage.BuiltinPrices = r.Usage.BuiltinPrices
 		}
@@ -949,7 +992,11 @@ func (s *Summary) Markdown() string {
 	if c := FormatCost(s.Usage); c != "" {
 		fmt.Fprintf(&b, "; cost %s", c)
 	}
-	fmt.Fprintf(&b, "\n- Duration: %.1f s\n\n", float64(s.DurationMS)/1000)
+	b.WriteString("\n")
+	if s.Usage.BatchCalls > 0 {
+		fmt.Fprintf(&b, "- Batch: %d of %d calls answered in provider batches, priced at half their model's prices\n", s.Usage.BatchCalls, s.Usage.Calls)
+	}
+	fmt.Fprintf(&b, "- Duration: %.1f s\n\n", float64(s.DurationMS)/1000)
 	b.WriteString(s.Table().Markdown(80))
 	return b.String()
 }

@@ -3,6 +3,7 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/batch"
 	"io"
 	"io/fs"
 	"os"
@@ -44,6 +45,8 @@ type Flags struct {
 	OwnSamples bool
 	// FailUnder is --fail-under, the accuracy the sweep must reach.
 	FailUnder *float64
+	// Batch sends the sweep's calls as provider batches (Options.Batch).
+	Batch bool
 }
 
 // Sweeping reports whether the flags ask for more than one run.
@@ -54,7 +57,7 @@ func (f Flags) Sweeping() bool {
 // Options are the options of the sweep the flags ask for, of runs with
 // opts.
 func (f Flags) Options(opts runtime.Options) (Options, error) {
-	so := Options{Run: opts, Repeat: f.Repeat, Dataset: f.Dataset, Parallel: f.Parallel, OwnSamples: f.OwnSamples}
+	so := Options{Run: opts, Repeat: f.Repeat, Dataset: f.Dataset, Parallel: f.Parallel, OwnSamples: f.OwnSamples, Batch: f.Batch}
 	for _, m := range f.Matrix {
 		a, err := ParseAxis(m)
 		if err != nil {
@@ -72,6 +75,16 @@ func (t Telling) OnRun() func(done, total int, r Run) {
 	}
 	return func(done, total int, r Run) {
 		t.Tell.Say("sweep_run", map[string]any{"done": done, "total": total, "run": r}, fmt.Sprintf("[%d/%d] %s%s", done, total, r.Status, r.Describe()))
+	}
+}
+
+// OnBatch is the line of progress of a sweep's batches (nil when quiet).
+func (t Telling) OnBatch() func(batch.Progress) {
+	if t.Quiet {
+		return nil
+	}
+	return func(p batch.Progress) {
+		t.Tell.Say("sweep_batch", p, p.String())
 	}
 }
 

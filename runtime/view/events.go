@@ -205,6 +205,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 			CompletionTokens int               `json:"completion_tokens"`
 			CachedTokens     int               `json:"cached_tokens"`
 			CacheWriteTokens int               `json:"cache_write_tokens"`
+			Batch            string            `json:"batch"`
 			LatencyMS        int64             `json:"latency_ms"`
 			Attempts         int               `json:"attempts"`
 			Source           string            `json:"source"`
@@ -222,7 +223,7 @@ func (n *normalizer) event(ev journal.Event) (Event, bool) {
 		c.FinishReason, c.Source, c.ToolCalls = rep.FinishReason, rep.Source, len(rep.ToolCalls)
 		c.Human = c.Human || rep.Human
 		if p := n.prices[c.Model]; p != nil {
-			c.Cost = p.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens)
+			c.Cost = p.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens) * kit.Reply{Batch: rep.Batch}.PriceFactor()
 			c.Priced, c.BuiltinPrice = true, p.Builtin
 		}
 		out.Data = c
