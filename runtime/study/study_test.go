@@ -35,6 +35,22 @@ func TestExampleStudy(t *testing.T) {
 	}
 }
 
+// TestReasoningStudy loads the reasoning example's study: the debate, its
+// single agent and self-consistency at the debate's compute.
+func TestReasoningStudy(t *testing.T) {
+	f, err := Load("../../examples/reasoning-debate/study.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Prepare(f, nodes.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Cells) != 3 || st.Cells[2].EqualComputeOf != "debate" || st.Cells[2].Label != "self-consistency ≡ debate" || f.EqualCompute.Matched() != "calls" {
+		t.Errorf("cells %+v", st.Cells)
+	}
+}
+
 func TestStudyFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	spec, _ := filepath.Abs("../../examples/protocols/du-society-of-minds/spec.yaml")
