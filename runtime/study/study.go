@@ -34,10 +34,10 @@ type Study struct {
 
 // Cell is one sweep of a study: a spec with a model.
 type Cell struct {
-	Label    string     `json:"label"`
-	SpecPath string     `json:"spec_path"`
-	Model    string     `json:"model,omitempty"`
-	Baseline bool       `json:"baseline,omitempty"`
+	Label    string `json:"label"`
+	SpecPath string `json:"spec_path"`
+	Model    string `json:"model,omitempty"`
+	Baseline bool   `json:"baseline,omitempty"`
 	// EqualComputeOf, on a self-consistency cell of the equal-compute
 	// baseline, is the label of the protocol whose compute it is given.
 	EqualComputeOf string     `json:"equal_compute_of,omitempty"`
