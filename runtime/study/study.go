@@ -72,7 +72,7 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 			errs = append(errs, f.errorAt(f.specPos[i], "a second spec is labelled %q: give each spec its own label", label))
 			continue
 		}
-		if plan.Score == nil {
+		if !plan.Scored() {
 			errs = append(errs, f.errorAt(f.specPos[i], "spec %s has no score expression: its runs would have no accuracy to compare", e.Path))
 			continue
 		}
@@ -113,7 +113,7 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 		if diags.HasErrors() {
 			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: spec %s is invalid:\n%s", ec.Spec, strings.TrimRight(diags.Format(), "\n"))}
 		}
-		if plan.Score == nil {
+		if !plan.Scored() {
 			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: spec %s has no score expression: its runs would have no accuracy to compare", ec.Spec)}
 		}
 		if !slices.ContainsFunc(plan.Vars, func(v *spec.VarPlan) bool { return v.Name == ec.VarName() }) {

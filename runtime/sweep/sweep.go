@@ -184,6 +184,8 @@ type Run struct {
 	Score       *float64       `json:"score,omitempty"`
 	// Rounds are the run's per-round scores (result.json's rounds).
 	Rounds []result.Round `json:"rounds,omitempty"`
+	// Judgements are the judges' grades of a judged score.
+	Judgements []result.Judgement `json:"judgements,omitempty"`
 	// Inconclusive says why a run that finished did not reach its
 	// purpose (status inconclusive).
 	Inconclusive string             `json:"inconclusive,omitempty"`
@@ -239,6 +241,9 @@ type Summary struct {
 	// Rounds are the per-round accuracy, flips and agreement over the
 	// scored runs whose spec loops (see RoundSummary).
 	Rounds []RoundSummary `json:"rounds,omitempty"`
+	// Judges are a judged score's judges: their mean scores and their
+	// agreement (kappa).
+	Judges *Judges `json:"judges,omitempty"`
 	// ByCombination is the accuracy of each matrix combination, when the
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
@@ -593,6 +598,7 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	res, err := r.Execute(ctx)
 	if res != nil {
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
+		sr.Judgements = judgementsOf(res)
 		sr.Inconclusive = inconclusiveOf(res)
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
@@ -693,6 +699,7 @@ func (s *Summary) tally() {
 	}
 	s.Accuracy = MeanCI(scores)
 	s.Rounds = summarizeRounds(s.Runs)
+	s.Judges = summarizeJudges(s.Runs)
 	s.AccuracyConcluded = nil
 	if s.Accuracy != nil {
 		s.AccuracyConcluded = MeanCI(concluded)
@@ -840,6 +847,9 @@ func (s *Summary) AccuracyLine() string {
 	}
 	for _, r := range s.Rounds {
 		line += "\n" + r.String()
+	}
+	if s.Judges != nil {
+		line += "\n" + s.Judges.String()
 	}
 	return line
 }

@@ -188,7 +188,7 @@ func (f Flags) Check(plan *spec.Plan) error {
 		return exitcode.Errorf(exitcode.Usage, "--fail-under gates the accuracy of a --dataset sweep; give --dataset")
 	case *f.FailUnder < 0 || *f.FailUnder > 1:
 		return exitcode.Errorf(exitcode.Usage, "--fail-under %g: give an accuracy between 0 and 1", *f.FailUnder)
-	case plan.Score == nil:
+	case !plan.Scored():
 		return exitcode.Errorf(exitcode.Usage, "--fail-under: the spec has no score expression, so its runs have no accuracy")
 	}
 	return nil
