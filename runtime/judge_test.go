@@ -189,4 +189,3 @@ func TestReadJudgementRoundTrip(t *testing.T) {
 		}
 	}
 }
-
