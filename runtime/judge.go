@@ -1,7 +1,7 @@
 // This file is the judged score (score: {judge: ...}): each judge, a
 // model, grades a completed run against the spec's rubric. Its calls go
 // through the run's chain like a node's (journal, resume, replay, cache,
-// usage), under the pseudo-node judgeNode, which no node id can be.
+// usage), under the pseudo-node JudgeNode, which no node id can be.
 
 package runtime
 
@@ -17,9 +17,9 @@ import (
 	"github.com/debate-runner/runner/spec/value"
 )
 
-// judgeNode is the node the judges' calls are counted under: a node id
+// JudgeNode is the node the judges' calls are counted under: a node id
 // has no dot, so it is no node of the spec.
-const judgeNode = "score.judge"
+const JudgeNode = "score.judge"
 
 // judgeSchema is the JSON Schema of a judge's reply: its reasoning, then
 // one of the levels' names.
@@ -46,7 +46,7 @@ func judgeSchema(levels []value.JudgeLevel) json.RawMessage {
 // its error and no score.
 func (r *Run) judge(ctx context.Context, outputs map[string]any) []result.Judgement {
 	jp := r.Plan.Judge
-	h := &host{run: r, node: &spec.NodePlan{ID: judgeNode}, scope: kit.Scope{Key: "-"}, prefix: judgeNode + "/-", ctx: ctx}
+	h := &host{run: r, node: &spec.NodePlan{ID: JudgeNode}, scope: kit.Scope{Key: "-"}, prefix: JudgeNode + "/-", ctx: ctx}
 	data := &value.JudgeData{Inputs: r.inputs, Vars: r.vars, Outputs: outputs, Expected: r.opts.Expected, HasExpected: r.opts.Expected != nil,
 		Criterion: jp.Criterion, Levels: jp.Levels}
 	out := make([]result.Judgement, len(jp.Models))
@@ -63,7 +63,7 @@ func (r *Run) judge(ctx context.Context, outputs map[string]any) []result.Judgem
 	schema := judgeSchema(jp.Levels)
 	_ = h.Parallel(ctx, len(out), func(ctx context.Context, i int) error {
 		j := &out[i]
-		rep, err := h.Complete(ctx, kit.Call{Key: jp.Names[i], Node: judgeNode, Model: jp.Models[i], Messages: kit.Messages("", prompt),
+		rep, err := h.Complete(ctx, kit.Call{Key: jp.Names[i], Node: JudgeNode, Model: jp.Models[i], Messages: kit.Messages("", prompt),
 			JSONMode: true, JSONSchema: schema, SchemaName: "judgement", Shape: kit.Shape{Format: "json", Schema: schema}})
 		if err != nil {
 			j.Error = err.Error()

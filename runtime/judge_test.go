@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -93,7 +95,7 @@ outputs:
 	if !strings.Contains(strings.Join(res.Warnings, "\n"), "judge judge-c gave no level") {
 		t.Errorf("warnings %v", res.Warnings)
 	}
-	if u := res.Usage.ByNode[judgeNode]; u.Calls != 3 || res.Usage.Total.Calls != 5 {
+	if u := res.Usage.ByNode[JudgeNode]; u.Calls != 3 || res.Usage.Total.Calls != 5 {
 		t.Errorf("usage of the judges %+v, total %+v", u, res.Usage.Total)
 	}
 	// Each judge got the rubric, the task and the outputs, and a schema
@@ -122,8 +124,19 @@ outputs:
 		keys[ev.Key] = true
 	}
 	for _, j := range js {
-		if !keys[j.Key] || !strings.HasPrefix(j.Key, judgeNode+"/") {
+		if !keys[j.Key] || !strings.HasPrefix(j.Key, JudgeNode+"/") {
 			t.Errorf("no journaled response under %s (%v)", j.Key, keys)
+		}
+	}
+
+	// report.md shows each judge's level and reasoning.
+	report, err := os.ReadFile(filepath.Join(r.Dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"## Judgements", "Score: 0.75", "### judge-a: good (1)", "Both answers take the question head on.", "### judge-b: fair (0.5)", "### judge-c: no level (the reply names none of the levels"} {
+		if !strings.Contains(string(report), w) {
+			t.Errorf("report.md lacks %q", w)
 		}
 	}
 

@@ -605,7 +605,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		runErr = err
 	}
 	if r.dry != nil {
-		return r.finishDry(runErr, started)
+		return r.finishDry(ctx, runErr, started)
 	}
 	status := result.StatusCompleted
 	var outputs map[string]any
