@@ -165,6 +165,9 @@ type cellRecord struct {
 	Compute *Compute `json:"compute,omitempty"`
 }
 
+// Compute is how a self-consistency cell's samples were set.
+type Compute = sweep.Compute
+
 // Options configure Run.
 type Options struct {
 	// Run is the base of every run's options: environment, cache, client
@@ -274,7 +277,7 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 					if proto == nil {
 						return nil, fmt.Errorf("%s with %s: the sweep of %s did not finish, so its compute is unknown", c.Label, modelName(c.Model), c.EqualComputeOf)
 					}
-					cp, err := computeFor(f.EqualCompute.Matched(), proto, bl)
+					cp, err := sweep.EqualCompute(f.EqualCompute.Matched(), proto, bl)
 					if err != nil {
 						return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
 					}

@@ -1,16 +1,15 @@
-package study
+package sweep
 
 import (
 	"fmt"
 	"math"
 
 	"github.com/debate-runner/runner/runtime/result"
-	"github.com/debate-runner/runner/runtime/sweep"
 )
 
-// Compute is what a self-consistency cell of the equal-compute baseline
-// is given: as many samples per item as the protocol spent, on the mean
-// over its items.
+// Compute is what a self-consistency sweep of an equal-compute baseline
+// (a study's equal_compute, a sweep's --equal-compute) is given: as many
+// samples per item as the protocol spent, on the mean over its items.
 type Compute struct {
 	// Match is what is made equal: "calls" or "tokens".
 	Match string `json:"match"`
@@ -27,8 +26,8 @@ type Compute struct {
 
 // finished are the runs of a sweep that finished (concluded or
 // inconclusive): those whose usage says what an item costs.
-func finished(s *sweep.Summary) []sweep.Run {
-	var out []sweep.Run
+func finished(s *Summary) []Run {
+	var out []Run
 	for _, r := range s.Runs {
 		if r.Status == result.StatusCompleted || r.Status == result.StatusInconclusive {
 			out = append(out, r)
@@ -37,9 +36,10 @@ func finished(s *sweep.Summary) []sweep.Run {
 	return out
 }
 
-// computeFor sets a self-consistency cell's samples from the protocol's
-// recorded usage (proto) and, matching tokens, the baseline's (base).
-func computeFor(match string, proto, base *sweep.Summary) (*Compute, error) {
+// EqualCompute sets a self-consistency sweep's samples from the
+// protocol's recorded usage (proto) and, matching tokens, a single call's
+// tokens read from the runs of base (a single agent's sweep).
+func EqualCompute(match string, proto, base *Summary) (*Compute, error) {
 	runs := finished(proto)
 	if len(runs) == 0 {
 		return nil, fmt.Errorf("the protocol has no finished run to measure its compute on")
