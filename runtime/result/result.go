@@ -186,6 +186,7 @@ type Result struct {
 	Messages      []value.Message      `json:"messages" doc:"every recorded message, in order"`
 	GoalVerdicts  []value.GoalVerdicts `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
 	Whispers      []WhisperStat        `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
+	Dynamics      []GoalDynamics       `json:"dynamics,omitempty" doc:"per goal with verdicts or whispers: verdict changes, how consensus formed, and what whispers did to their addressees' next verdicts"`
 	ToolCalls     []ToolCallInfo       `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
 	Rejections    []Rejection          `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
 	Absent        []Absence            `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`

@@ -52,6 +52,9 @@ type Env struct {
 	Vars       map[string]any        `expr:"vars"`
 	Nodes      map[string]Node       `expr:"nodes"`
 	Whispers   []map[string]any      `expr:"whispers"`
+	// Dynamics are result.json's dynamics: verdict changes, consensus and
+	// whisper influence per goal.
+	Dynamics []map[string]any `expr:"dynamics"`
 
 	// Absent are the agents nodes completed without (result.json's absent).
 	Absent []Absence `expr:"absent"`

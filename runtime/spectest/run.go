@@ -560,6 +560,7 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 	}
 	roundTrip(res.Usage, &env.Usage)
 	roundTrip(res.Whispers, &env.Whispers)
+	roundTrip(res.Dynamics, &env.Dynamics)
 	for _, r := range res.Rejections {
 		env.Rejections = append(env.Rejections, Rejection(r))
 	}

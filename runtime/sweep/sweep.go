@@ -186,6 +186,8 @@ type Run struct {
 	Rounds []result.Round `json:"rounds,omitempty"`
 	// Judgements are the judges' grades of a judged score.
 	Judgements []result.Judgement `json:"judgements,omitempty"`
+	// Dynamics are the run's verdict dynamics per goal.
+	Dynamics []result.GoalDynamics `json:"dynamics,omitempty"`
 	// Inconclusive says why a run that finished did not reach its
 	// purpose (status inconclusive).
 	Inconclusive string             `json:"inconclusive,omitempty"`
@@ -244,6 +246,9 @@ type Summary struct {
 	// Judges are a judged score's judges: their mean scores and their
 	// agreement (kappa).
 	Judges *Judges `json:"judges,omitempty"`
+	// Dynamics are the verdict dynamics per goal over the runs: changes,
+	// consensus, whisper influence.
+	Dynamics []GoalDynamics `json:"dynamics,omitempty"`
 	// ByCombination is the accuracy of each matrix combination, when the
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
@@ -598,7 +603,7 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	res, err := r.Execute(ctx)
 	if res != nil {
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
-		sr.Judgements = judgementsOf(res)
+		sr.Judgements, sr.Dynamics = judgementsOf(res), res.Dynamics
 		sr.Inconclusive = inconclusiveOf(res)
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
@@ -700,6 +705,7 @@ func (s *Summary) tally() {
 	s.Accuracy = MeanCI(scores)
 	s.Rounds = summarizeRounds(s.Runs)
 	s.Judges = summarizeJudges(s.Runs)
+	s.Dynamics = summarizeDynamics(s.Runs)
 	s.AccuracyConcluded = nil
 	if s.Accuracy != nil {
 		s.AccuracyConcluded = MeanCI(concluded)
@@ -952,6 +958,11 @@ func (s *Summary) Markdown() string {
 	fmt.Fprintf(&b, "- %s\n", strings.ToUpper(s.CallsLine()[:1])+s.CallsLine()[1:])
 	if line := s.AccuracyLine(); line != "" {
 		for _, l := range strings.Split(line, "\n") {
+			fmt.Fprintf(&b, "- %s\n", strings.ToUpper(l[:1])+l[1:])
+		}
+	}
+	for _, g := range s.Dynamics {
+		for _, l := range strings.Split(g.String(), "\n") {
 			fmt.Fprintf(&b, "- %s\n", strings.ToUpper(l[:1])+l[1:])
 		}
 	}
