@@ -63,7 +63,10 @@ func (r *Run) judge(ctx context.Context, outputs map[string]any) []result.Judgem
 	schema := judgeSchema(jp.Levels)
 	_ = h.Parallel(ctx, len(out), func(ctx context.Context, i int) error {
 		j := &out[i]
-		rep, err := h.Complete(ctx, kit.Call{Key: jp.Names[i], Node: JudgeNode, Model: jp.Models[i], Messages: kit.Messages("", prompt),
+		// The judge is the call's agent (by its model name), so that its
+		// calls are told apart in usage, the journal and spec tests.
+		judge := &spec.AgentPlan{ID: jp.Names[i], Name: "judge " + jp.Names[i], Model: jp.Models[i]}
+		rep, err := h.Complete(ctx, kit.Call{Key: jp.Names[i], Node: JudgeNode, Agent: judge, Model: jp.Models[i], Messages: kit.Messages("", prompt),
 			JSONMode: true, JSONSchema: schema, SchemaName: "judgement", Shape: kit.Shape{Format: "json", Schema: schema}})
 		if err != nil {
 			j.Error = err.Error()
