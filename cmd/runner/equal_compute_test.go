@@ -55,9 +55,9 @@ func TestSweepEqualCompute(t *testing.T) {
 	srv := llmtest.New(t, samplingSolver(0.5))
 	runs := t.TempDir()
 	ex := "../../examples/reasoning-debate/"
-	stdout, stderr := mustRun(t, live(srv, "RUNNER_CACHE_DIR", t.TempDir()), "run", ex+"spec.yaml", "--dataset", "gen:arithmetic?n=10&seed=3",
+	stdout, stderr := mustRun(t, live(srv, "RUNNER_CACHE_DIR", t.TempDir()), "run", ex+"spec.yaml", "--dataset", "gen:arithmetic?n=6&seed=3",
 		"--equal-compute", ex+"self-consistency.yaml", "--runs-dir", runs, "-q")
-	if !strings.Contains(stderr, "equal compute: reasoning-self-consistency with 6 samples per item (the sweep's mean calls per item: 6.00 over 10 items)") {
+	if !strings.Contains(stderr, "equal compute: reasoning-self-consistency with 6 samples per item (the sweep's mean calls per item: 6.00 over 6 items)") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(runs, "sweep-*"))
@@ -69,8 +69,8 @@ func TestSweepEqualCompute(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(s.Runs) != 10 || s.Usage.Calls != 60 {
-			t.Errorf("%s: %d runs, %d calls; want 10 runs of 6 calls", s.Spec, len(s.Runs), s.Usage.Calls)
+		if len(s.Runs) != 6 || s.Usage.Calls != 36 {
+			t.Errorf("%s: %d runs, %d calls; want 6 runs of 6 calls", s.Spec, len(s.Runs), s.Usage.Calls)
 		}
 	}
 	for _, w := range []string{"## Equal compute: reasoning-debate against reasoning-self-consistency at 6 samples per item", "Difference A − B:", "Exact McNemar test"} {

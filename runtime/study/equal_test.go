@@ -136,7 +136,7 @@ func scores(t *testing.T, dir string) map[int]float64 {
 // difference is the debate's accuracy minus self-consistency's over the
 // same items, with its McNemar test counted in Holm's adjustment.
 func TestEqualComputeStudy(t *testing.T) {
-	const n = 24
+	const n = 12
 	rep, st, opts := runEqualStudy(t, n, "calls")
 	dir := opts.Dir
 	if len(rep.Rows) != 3 {
@@ -219,7 +219,7 @@ func TestEqualComputeStudy(t *testing.T) {
 // mean tokens per item over the baseline's mean tokens per call, both
 // read from the sweeps' runs.
 func TestEqualComputeTokens(t *testing.T) {
-	rep, _, opts := runEqualStudy(t, 8, "tokens")
+	rep, _, opts := runEqualStudy(t, 6, "tokens")
 	sum := func(label string) (calls, tokens int) {
 		for _, row := range rep.Rows {
 			if row.Protocol == label {
@@ -240,10 +240,10 @@ func TestEqualComputeTokens(t *testing.T) {
 	_, dt := sum("debate")
 	bc, bt := sum("single-agent")
 	per := float64(bt) / float64(bc)
-	want := int(math.Round(float64(dt) / 8 / per))
+	want := int(math.Round(float64(dt) / 6 / per))
 	c := rep.Rows[2].Compute
-	if c == nil || c.Match != "tokens" || c.Samples != want || math.Abs(c.PerSample-per) > 1e-9 || math.Abs(c.PerItem-float64(dt)/8) > 1e-9 {
-		t.Errorf("compute %+v, want %d samples (%.1f tokens per item, %.1f per call)", c, want, float64(dt)/8, per)
+	if c == nil || c.Match != "tokens" || c.Samples != want || math.Abs(c.PerSample-per) > 1e-9 || math.Abs(c.PerItem-float64(dt)/6) > 1e-9 {
+		t.Errorf("compute %+v, want %d samples (%.1f tokens per item, %.1f per call)", c, want, float64(dt)/6, per)
 	}
 	if !strings.Contains(rep.Markdown(), "mean tokens per item over the mean tokens of one call of the baseline") {
 		t.Error("results.md does not say tokens were matched")
