@@ -262,6 +262,19 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			ro.Run, ro.Parallel, ro.OnRun = base, f.Parallel, onRun
 			sum, err = sweep.Resume(ctx, dir, opts.Registry, ro)
 		} else {
+			// A self-consistency cell's samples are fixed, and recorded
+			// with its start, before its sweep exists.
+			if c.EqualComputeOf != "" && cr.Compute == nil {
+				proto, bl := cellSummary(st, sums, c.Model, c.EqualComputeOf)
+				if proto == nil {
+					return nil, fmt.Errorf("%s with %s: the sweep of %s did not finish, so its compute is unknown", c.Label, modelName(c.Model), c.EqualComputeOf)
+				}
+				cp, err := sweep.EqualCompute(f.EqualCompute.Matched(), proto, bl)
+				if err != nil {
+					return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
+				}
+				cr.Compute = cp
+			}
 			cr.Started = true
 			if err := writeRecord(opts.Dir, rec); err != nil {
 				return nil, err
@@ -272,17 +285,6 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 				o.Models = map[string]string{"default": c.Model}
 			}
 			if c.EqualComputeOf != "" {
-				if cr.Compute == nil {
-					proto, bl := cellSummary(st, sums, c.Model, c.EqualComputeOf)
-					if proto == nil {
-						return nil, fmt.Errorf("%s with %s: the sweep of %s did not finish, so its compute is unknown", c.Label, modelName(c.Model), c.EqualComputeOf)
-					}
-					cp, err := sweep.EqualCompute(f.EqualCompute.Matched(), proto, bl)
-					if err != nil {
-						return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
-					}
-					cr.Compute = cp
-				}
 				o.Sets = append(slices.Clone(o.Sets), fmt.Sprintf("%s=%d", f.EqualCompute.VarName(), cr.Compute.Samples))
 			}
 			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun, OwnSamples: f.OwnSamples}
