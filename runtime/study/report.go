@@ -81,6 +81,9 @@ type Row struct {
 	// and how its samples were set.
 	EqualComputeOf string   `json:"equal_compute_of,omitempty"`
 	Compute        *Compute `json:"compute,omitempty"`
+	// Judges are a judged score's judges over the row's sweep: their
+	// mean scores and agreement (kappa).
+	Judges *sweep.Judges `json:"judges,omitempty"`
 	// EqualCompute, on a protocol's row, is its comparison with its
 	// self-consistency row.
 	EqualCompute *EqualComputeRow `json:"equal_compute,omitempty"`
@@ -132,7 +135,7 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 			N: s.Completed + s.Inconclusive, Accuracy: s.Accuracy,
 			Calls: s.Usage.Calls, SentCalls: sentCalls(s), Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
 			Cost: s.Usage.Cost, Priced: s.Usage.Priced, Seconds: float64(s.DurationMS) / 1000,
-			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds}
+			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds, Judges: s.Judges}
 		if row.Model == "" {
 			row.Model = "(spec's)"
 		}
@@ -375,6 +378,11 @@ func (r *Report) Markdown() string {
 	if t := r.RoundsTable(); len(t.Rows) > 0 {
 		b.WriteString("\n## Per round\n\nEach round's accuracy had the runs stopped after it (their outputs over the messages so far), the agents' own answers' accuracy, their flips from the round before, and the mean share of agents giving the most common answer.\n\n")
 		b.WriteString(t.Markdown(80))
+	}
+	for _, row := range r.Rows {
+		if row.Judges != nil {
+			fmt.Fprintf(&b, "\n%s with %s: %s\n", row.Protocol, row.Model, strings.ReplaceAll(row.Judges.String(), "\n", "; "))
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", n)
