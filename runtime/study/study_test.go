@@ -38,7 +38,7 @@ func TestExampleStudy(t *testing.T) {
 // TestReasoningStudy loads the reasoning example's study: the debate, its
 // single agent and self-consistency at the debate's compute.
 func TestReasoningStudy(t *testing.T) {
-	f, err := Load("../../examples/reasoning-debate/study.yaml")
+	f, err := Load("../../examples/reasoning-debate/studies/equal-compute.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
