@@ -206,7 +206,7 @@ func (d *dryState) renderedPrompt(template, agent string, chars, seen int) {
 // finishDry ends a dry run: the walk stopped by the call budget counts as
 // finished (the rest was extrapolated), outputs that cannot be computed
 // from stand-ins are noted, and nothing is written.
-func (r *Run) finishDry(runErr error, started time.Time) (*result.Result, error) {
+func (r *Run) finishDry(ctx context.Context, runErr error, started time.Time) (*result.Result, error) {
 	var be *calls.BudgetError
 	if errors.As(runErr, &be) && be.Limit == "max_evaluations" {
 		// A real run stops there (budget_exceeded): the dry run reports
@@ -232,6 +232,11 @@ func (r *Run) finishDry(runErr error, started time.Time) (*result.Result, error)
 				continue
 			}
 			outputs[o.Name] = jsonable(v)
+		}
+		// The judges of a judged score grade the run: their calls are
+		// in the plan (stand-ins answer them with a level).
+		if r.Plan.Judge != nil {
+			r.judge(ctx, outputs)
 		}
 	}
 	res := r.buildResult(status, outputs, runErr, time.Since(started))

@@ -211,7 +211,7 @@ func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d
 	}
 	res := &result.Result{
 		RunID: r.ID, Spec: r.Plan.Name, Status: status, Outputs: outputs, OutputOrder: r.Outputs(),
-		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Usage: r.usage.snapshot(),
+		Messages: msgs, GoalVerdicts: r.hist.GoalVerdicts(), Whispers: result.WhisperStats(msgs), Dynamics: result.Dynamics(msgs), Usage: r.usage.snapshot(),
 		ToolCalls: r.toolCallLog(), Rejections: rejections, Absent: absent,
 		Warnings: warnings, DurationMS: d.Milliseconds(), ChangedPrompts: drifted,
 		// The runner that writes this file (of a resumed run, the one that

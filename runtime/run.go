@@ -620,7 +620,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		runErr = err
 	}
 	if r.dry != nil {
-		return r.finishDry(runErr, started)
+		return r.finishDry(ctx, runErr, started)
 	}
 	status := result.StatusCompleted
 	var outputs map[string]any
@@ -657,12 +657,20 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 		}
 		_ = r.event(typ, "", ev)
 	}
+	// The judges grade a completed run before its result is built, so
+	// that their calls are in its usage.
+	var judgements []result.Judgement
+	if status == result.StatusCompleted && r.Plan.Judge != nil {
+		judgements = r.judge(ctx, outputs)
+	}
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	res.Conclusion = conclusion
-	switch status {
-	case result.StatusCompleted:
+	switch {
+	case judgements != nil:
+		r.scoreJudged(res, judgements)
+	case status == result.StatusCompleted:
 		r.score(res)
-	case result.StatusInconclusive:
+	case status == result.StatusInconclusive:
 		r.scoreInconclusive(res)
 	}
 	if err := redactResult(r.red, res); err != nil && runErr == nil {

@@ -43,12 +43,33 @@ func (r *Run) score(res *result.Result) {
 // not reached is a wrong answer, whatever its stand-in value would score,
 // so a dataset's accuracy over all its items counts it as 0.
 func (r *Run) scoreInconclusive(res *result.Result) {
+	if r.Plan.Judge != nil {
+		// A judged run is scored with or without an expected value.
+		zero := 0.0
+		res.Expected, res.Score = r.opts.Expected, &zero
+		return
+	}
 	if r.Plan.Score == nil || r.opts.Expected == nil {
 		return
 	}
 	zero := 0.0
 	res.Expected, res.Score = r.opts.Expected, &zero
 	res.Rounds = r.roundScores(r.opts.Expected)
+}
+
+// scoreJudged scores a completed run by its judges: the mean of the
+// scores of those that gave a level. A run none of them graded has no
+// score, and a warning says why.
+func (r *Run) scoreJudged(res *result.Result, js []result.Judgement) {
+	res.Expected, res.Judgements = r.opts.Expected, js
+	res.Score = judgedScore(js)
+	for _, j := range js {
+		if j.Error != "" {
+			msg := fmt.Sprintf("judge %s gave no level: %s", j.Judge, j.Error)
+			r.warn("%s", msg)
+			res.Warnings = append(res.Warnings, msg)
+		}
+	}
 }
 
 // scoreValue reads a score: true is 1, false 0, numbers as they are.

@@ -1089,12 +1089,45 @@ func (c *compiler) agentSystems() {
 	}
 }
 
+// judge compiles a judged score: its models, its template (checked
+// against the judge's prompt data) and its levels.
+func (c *compiler) judge(j *syntax.Judge) {
+	jp := &JudgePlan{Criterion: j.Criterion}
+	models := j.Models
+	if len(models) == 0 {
+		models = syntax.StrList{{V: "default", Pos: j.Pos, Set: true}}
+	}
+	for _, m := range models {
+		if mp := c.modelRef(m, "score.judge"); mp != nil {
+			jp.Names = append(jp.Names, m.V)
+			jp.Models = append(jp.Models, mp)
+		}
+	}
+	tmpl := j.Template
+	if !tmpl.Set {
+		tmpl = syntax.Str{V: "judge/grade", Pos: j.Pos, Set: true}
+	}
+	jp.Template = c.templateRef(tmpl, reflect.TypeOf(value.JudgeData{}), nil)
+	for _, k := range j.Levels.Keys {
+		jp.Levels = append(jp.Levels, value.JudgeLevel{Name: k.V, Description: *j.Levels.Values[k.V]})
+	}
+	c.plan.Judge = jp
+}
+
 // usedModels gathers the models the nodes call, in node order.
 func (c *compiler) usedModels() {
 	seen := map[*ModelPlan]bool{}
 	for _, id := range c.plan.NodeOrder {
 		for _, m := range c.plan.Nodes[id].Models {
 			if m != nil && !seen[m] {
+				seen[m] = true
+				c.plan.UsedModels = append(c.plan.UsedModels, m)
+			}
+		}
+	}
+	if c.plan.Judge != nil {
+		for _, m := range c.plan.Judge.Models {
+			if !seen[m] {
 				seen[m] = true
 				c.plan.UsedModels = append(c.plan.UsedModels, m)
 			}
@@ -1362,8 +1395,10 @@ func (c *compiler) outputs() {
 			c.plan.Outputs = append(c.plan.Outputs, &OutputPlan{Name: k.V, Program: p})
 		}
 	}
-	if !c.file.Score.IsZero() {
-		c.plan.Score = c.compileExpr(c.file.Score, map[string]any{"outputs": map[string]any{}, "expected": nil}, AnyResult, "score")
+	if j := c.file.Score.Judge; j != nil {
+		c.judge(j)
+	} else if !c.file.Score.IsZero() {
+		c.plan.Score = c.compileExpr(c.file.Score.Expr, map[string]any{"outputs": map[string]any{}, "expected": nil}, AnyResult, "score")
 	}
 	if !c.file.Concluded.IsZero() {
 		c.plan.Concluded = c.compileExpr(c.file.Concluded, value.ConcludedSample(), BoolResult, "concluded")

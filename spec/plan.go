@@ -73,6 +73,9 @@ type Plan struct {
 	Flow      []*FlowStep
 	Outputs   []*OutputPlan
 	Score     *Program
+	// Judge, when set, scores a run by models grading it against a
+	// rubric (score: {judge: ...}); Score is then nil.
+	Judge *JudgePlan
 	// Concluded is the spec's condition for a run that reached its
 	// purpose (concluded:), over outputs, fallback_outputs and
 	// inconclusive_goals; nil means the default: no goal inconclusive and
@@ -92,6 +95,23 @@ type Plan struct {
 	// libraries are the saved template libraries the plan was compiled
 	// with (CompileOptions.Libraries), used again by Specialize.
 	libraries map[string]fs.FS
+}
+
+// Scored reports whether the spec scores its runs: by an expression or a
+// judge.
+func (p *Plan) Scored() bool { return p.Score != nil || p.Judge != nil }
+
+// JudgePlan is a judged score: each judge (a model) grades a completed
+// run against the rubric, with the template's prompt.
+type JudgePlan struct {
+	// Names are the judges' model names as the spec gives them, Models
+	// their models.
+	Names     []string
+	Models    []*ModelPlan
+	Template  string
+	Criterion string
+	// Levels are the rubric's levels, lowest first.
+	Levels []value.JudgeLevel
 }
 
 // InputPlan is a declared input.

@@ -14,7 +14,7 @@ import (
 )
 
 func TestLibraries(t *testing.T) {
-	want := []string{"chain-of-debate", "protocols", "reasoning", "software-design"}
+	want := []string{"chain-of-debate", "judge", "protocols", "reasoning", "software-design"}
 	if got := templates.Libraries(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Libraries() = %v, want %v", got, want)
 	}
@@ -56,6 +56,7 @@ func TestLibraryContents(t *testing.T) {
 			"subject.tmpl", "system.tmpl", "undecided.tmpl", "verdicts.yaml", "watch.tmpl",
 		},
 		"reasoning": {"answer.schema.json", "answer.tmpl"},
+		"judge":     {"grade.tmpl"},
 		"protocols": {
 			"ce-body.tmpl", "ce-final.tmpl", "ce-item.tmpl", "ce-summarize.tmpl", "ce-turn-final.tmpl", "ce-turn.tmpl",
 			"cot.tmpl", "dce-summarize.tmpl", "dce-summarizer-system.tmpl", "dce-system.tmpl", "du-answer.tmpl", "er-aggregate-system.tmpl",
@@ -116,6 +117,7 @@ var templateUses = []struct {
 	{"watch notice", "  n: {kind: converse, agents: [a, b], message: {template: chain-of-debate/message}, verdict: {options: [YES, NO]}, watch: [{every: 2, node: w, template: T}]}\n  w: {kind: converse, agents: [a, b], message: {template: chain-of-debate/moderate}, verdict: {options: [YES, NO]}}\n", ""},
 	{"history summary", "  n: {kind: ask, agents: [a, b], template: software-design/propose}\n", "history: {summarize: {over_chars: 100, template: T}}\n"},
 	{"history turn prefix", "  n: {kind: ask, agents: [a, b], template: software-design/propose, history: {prefix: T}}\n", ""},
+	{"judged score", "  n: {kind: ask, agents: [a, b], template: software-design/propose}\n", "score: {judge: {template: T, levels: {bad: B, good: G}}}\n"},
 }
 
 // librarySpec is a spec that renders tmpl one way (a templateUse), so that

@@ -24,6 +24,7 @@ type experimentFlags struct {
 	Dataset       string   `placeholder:"FILE.jsonl" help:"Run once per line: a line's fields are inputs; its 'expected' (or 'answer') is scored with the spec's score. A .csv file's header row names the fields; gen:arithmetic?n=100&seed=1 generates Du et al.'s arithmetic items; hf:OWNER/NAME:CONFIG:SPLIT reads a Hugging Face dataset's JSONL/CSV files (downloaded once into the cache folder; ?input.NAME=COLUMN&expected=COLUMN&transform=number&n=N)."`
 	Parallel      int      `default:"4" placeholder:"N" help:"Runs of a sweep at once (endpoint limits hold across them)."`
 	Batch         bool     `name:"batch" help:"Send each wave of a sweep's calls as one provider batch (OpenAI Batch API, Anthropic Message Batches): half the price, answered within 24 hours; every run of the sweep goes at once. Needs a sweep and endpoints of kind openai or anthropic."`
+	EqualCompute  string   `name:"equal-compute" placeholder:"SPEC" help:"With --dataset: after the sweep, sweep the self-consistency spec SPEC over the same items with its var samples set to the sweep's mean calls per item, and compare the two item by item (see docs/experiments.md)."`
 	FailUnder     *float64 `name:"fail-under" placeholder:"X" help:"With --dataset: exit 7 when the accuracy (0-1) is below X, for CI."`
 	FailUnderOn   string   `name:"fail-under-on" enum:"mean,lower" default:"mean" help:"What --fail-under compares with X: the accuracy (mean) or the lower end of its 95% interval (lower)."`
 	FailUnderOver string   `name:"fail-under-over" enum:"all,concluded" default:"all" help:"Which accuracy --fail-under gates: over all runs, an inconclusive one counted wrong (all), or over the concluded runs alone (concluded)."`
@@ -49,7 +50,7 @@ Experiments:
 
 // sweepFlags are the flags that make a sweep.
 func (c *runCmd) sweepFlags() sweep.Flags {
-	return sweep.Flags{Matrix: c.Matrix, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, OwnSamples: c.OwnSamples, FailUnder: c.FailUnder, Batch: c.Batch}
+	return sweep.Flags{Matrix: c.Matrix, Repeat: c.Repeat, Dataset: c.Dataset, Parallel: c.Parallel, OwnSamples: c.OwnSamples, FailUnder: c.FailUnder, Batch: c.Batch, EqualCompute: c.EqualCompute}
 }
 
 // sweeping reports whether the flags ask for more than one run.

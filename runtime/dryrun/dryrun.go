@@ -224,6 +224,15 @@ func Run(plan *spec.Plan, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Inputs, rep.Vars = r.Values()
+	if j := plan.Judge; j != nil {
+		// The judges grade the run once it is done: a row of their own.
+		dn := &Node{ID: runtime.JudgeNode, Kind: "judge", MinPerRun: -1, Runs: 1,
+			Detail: fmt.Sprintf("%d judge(s) grade the run: %s", len(j.Names), strings.Join(j.Names, ", "))}
+		rep.Nodes = append(rep.Nodes, dn)
+		nr := &nodeRun{prefix: runtime.JudgeNode + "/-", node: dn, first: true}
+		runOf[nr.prefix] = nr
+		runs = append(runs, nr)
+	}
 	models := map[string]*Model{}
 	answered := stage.Answered()
 	if opts.Answered != nil {

@@ -2,10 +2,14 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/paired"
 	"github.com/debate-runner/runner/runtime/progress"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/sweep"
@@ -134,7 +138,52 @@ func (h *sweepHandle) Wait(ctx context.Context) error {
 	ctx, span := tracing.StartSweep(ctx, l.Plan.Name)
 	sum, err := sweep.Sweep(ctx, l.Plan, h.so)
 	span.End(err)
-	return t.Done(sum, err, l.Out.CSV, l.Gate)
+	done := t.Done(sum, err, l.Out.CSV, l.Gate)
+	if l.Sweep.EqualCompute == "" || sum == nil || ctx.Err() != nil {
+		return done
+	}
+	if ecErr := h.equalCompute(ctx, t, sum); done == nil {
+		return ecErr
+	}
+	return done
+}
+
+// equalCompute sweeps the self-consistency spec of --equal-compute over
+// the sweep's dataset with the sweep's mean calls per item as its
+// samples, and prints the two compared item by item.
+func (h *sweepHandle) equalCompute(ctx context.Context, t sweep.Telling, sum *sweep.Summary) error {
+	l := h.l
+	if h.so.Start != nil {
+		return exitcode.Errorf(exitcode.Usage, "--equal-compute is not offered with --temporal yet: run the sweep locally, or use a study's equal_compute")
+	}
+	plan, diags := runtime.Load(l.Sweep.EqualCompute, l.Registry)
+	if diags.HasErrors() {
+		return exitcode.Errorf(exitcode.InvalidSpec, "--equal-compute %s:\n%s", l.Sweep.EqualCompute, strings.TrimRight(diags.Format(), "\n"))
+	}
+	if !slices.ContainsFunc(plan.Vars, func(v *spec.VarPlan) bool { return v.Name == "samples" }) || !plan.Scored() {
+		return exitcode.Errorf(exitcode.Usage, "--equal-compute %s: the spec must declare a var samples (its number of samples) and a score", l.Sweep.EqualCompute)
+	}
+	c, err := sweep.EqualCompute("calls", sum, nil)
+	if err != nil {
+		return exitcode.With(exitcode.Failure, fmt.Errorf("--equal-compute: %w", err))
+	}
+	t.Tell.Say("equal_compute", c, fmt.Sprintf("equal compute: %s with %d samples per item (the sweep's mean calls per item: %.2f over %d items)", plan.Name, c.Samples, c.PerItem, c.Items))
+	so := h.so
+	so.Run.Sets = append(slices.Clone(so.Run.Sets), fmt.Sprintf("samples=%d", c.Samples))
+	so.OnStart = func(dir string, total int) { t.Started(dir, total) }
+	sc, err := sweep.Sweep(ctx, plan, so)
+	done := t.Done(sc, err, "", nil)
+	if sc == nil || ctx.Err() != nil {
+		return done
+	}
+	cmp, err := paired.Compare(sum, sc, paired.Options{})
+	if err != nil {
+		return exitcode.With(exitcode.Failure, fmt.Errorf("--equal-compute: %w", err))
+	}
+	if t.Stdout != nil {
+		fmt.Fprintf(t.Stdout, "\n## Equal compute: %s against %s at %d samples per item\n\n%s", l.Plan.Name, plan.Name, c.Samples, cmp.Markdown())
+	}
+	return done
 }
 
 // resumeSweep finishes a sweep: every run that did not complete is

@@ -119,6 +119,7 @@ func (d *doc) render(plan *spec.Plan, m result.Manifest, res *result.Result) {
 	}
 	d.cut()
 	d.rounds(res)
+	d.judgements(res)
 	d.usage(plan, res.Usage)
 	if len(res.Warnings) > 0 {
 		d.w("\n## Warnings\n\n")
@@ -152,6 +153,30 @@ func (d *doc) rounds(res *result.Result) {
 			Inline(strings.Join(r.RightToWrong, ", ")), Inline(strings.Join(r.WrongToRight, ", ")), Inline(strings.Join(r.ChangedWhileWrong, ", ")), changed, r.Agreement)
 	}
 	d.w("\n")
+}
+
+// judgements is the section of a judged score: each judge's level and
+// its reasoning.
+func (d *doc) judgements(res *result.Result) {
+	if len(res.Judgements) == 0 {
+		return
+	}
+	d.w("## Judgements\n\n")
+	if res.Score != nil {
+		d.w("Score: %g, the mean of the judges' levels (0 for the lowest level, 1 for the highest).\n\n", *res.Score)
+	}
+	for _, j := range res.Judgements {
+		level := j.Level
+		if level == "" {
+			level = "no level (" + j.Error + ")"
+		} else if j.Score != nil {
+			level = fmt.Sprintf("%s (%g)", level, *j.Score)
+		}
+		d.w("### %s: %s\n\n", Inline(j.Judge), Inline(level))
+		if j.Reasoning != "" {
+			d.w("%s\n\n", Block(j.Reasoning, 4))
+		}
+	}
 }
 
 type doc struct {

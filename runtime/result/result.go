@@ -187,6 +187,7 @@ type Result struct {
 	Messages      []value.Message      `json:"messages" doc:"every recorded message, in order"`
 	GoalVerdicts  []value.GoalVerdicts `json:"goal_verdicts,omitempty" doc:"per goal and node: each agent's final verdict, and counts and percentages per verdict"`
 	Whispers      []WhisperStat        `json:"whispers,omitempty" doc:"whisper counts per goal, sender and addressee"`
+	Dynamics      []GoalDynamics       `json:"dynamics,omitempty" doc:"per goal with verdicts or whispers: verdict changes, how consensus formed, and what whispers did to their addressees' next verdicts"`
 	ToolCalls     []ToolCallInfo       `json:"tool_calls,omitempty" doc:"every tool call an agent made"`
 	Rejections    []Rejection          `json:"rejections,omitempty" doc:"replies that broke a conversation's rules and were asked again"`
 	Absent        []Absence            `json:"absent,omitempty" doc:"agents a node completed without (an ask node's min_answers): their call failed after its retries or their reply stayed unusable after its repairs"`
@@ -196,7 +197,9 @@ type Result struct {
 	Expected any      `json:"expected,omitempty" doc:"the value the outputs were scored against (a dataset line's)"`
 	Score    *float64 `json:"score,omitempty" doc:"the score expression's value (true is 1, false 0); 0 for an inconclusive run (an answer not reached counts as wrong)"`
 	Rounds   []Round  `json:"rounds,omitempty" doc:"per loop round of a scored run: the score the outputs would have had had the run stopped after the round, each agent's score, answer flips and agreement"`
-	Warnings []string `json:"warnings,omitempty" doc:"problems that did not stop the run"`
+	// Judgements are the judges' grades of a judged score.
+	Judgements []Judgement `json:"judgements,omitempty" doc:"a judged score's judgements (score: {judge: ...}): each judge's level and reasoning; the score is the mean of their scores"`
+	Warnings   []string    `json:"warnings,omitempty" doc:"problems that did not stop the run"`
 	// ChangedPrompts marks a run replayed with changed prompts.
 	ChangedPrompts []string `json:"changed_prompts,omitempty" doc:"calls served from a recording (--replay) although their request differs from the recorded one: the run was replayed with changed prompts, and these replies answered other requests"`
 	DurationMS     int64    `json:"duration_ms" doc:"wall time of the run (of its last attempt when resumed), in milliseconds"`
@@ -205,6 +208,18 @@ type Result struct {
 	RunnerVersion string `json:"runner_version,omitempty" doc:"the version of the runner that wrote this file"`
 	RunnerCommit  string `json:"runner_commit,omitempty" doc:"the commit that runner was built from, when its build recorded one"`
 	SpecDigest    string `json:"spec_digest,omitempty" doc:"SHA-256 of the spec file the run used"`
+}
+
+// Judgement is one judge's grade of a run (a judged score).
+type Judgement struct {
+	Judge      string   `json:"judge" doc:"the judge: the model's name in the spec"`
+	Model      string   `json:"model,omitempty" doc:"the model id the judge called"`
+	Key        string   `json:"key" doc:"the call key of the judge's call (in the journal)"`
+	Level      string   `json:"level,omitempty" doc:"the rubric level the judge gave"`
+	LevelIndex *int     `json:"level_index,omitempty" doc:"the level's place in the rubric, 0 for the lowest"`
+	Score      *float64 `json:"score,omitempty" doc:"the level's place over the top place: 0 for the lowest level, 1 for the highest"`
+	Reasoning  string   `json:"reasoning,omitempty" doc:"the judge's reasoning for its level (its whole reply when it named no level)"`
+	Error      string   `json:"error,omitempty" doc:"why the judge gave no level: its call failed, or its reply named none"`
 }
 
 // Conclusion says whether a run that ran to its end reached its purpose

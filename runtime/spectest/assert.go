@@ -52,6 +52,13 @@ type Env struct {
 	Vars       map[string]any        `expr:"vars"`
 	Nodes      map[string]Node       `expr:"nodes"`
 	Whispers   []map[string]any      `expr:"whispers"`
+	// Dynamics are result.json's dynamics: verdict changes, consensus and
+	// whisper influence per goal.
+	Dynamics []map[string]any `expr:"dynamics"`
+	// Score is the run's score (nil without one), Judgements a judged
+	// score's judgements (result.json's).
+	Score      *float64         `expr:"score"`
+	Judgements []map[string]any `expr:"judgements"`
 
 	// Absent are the agents nodes completed without (result.json's absent).
 	Absent []Absence `expr:"absent"`

@@ -560,6 +560,9 @@ func buildEnv(res *result.Result, events []journal.Event, attempts []scripted.At
 	}
 	roundTrip(res.Usage, &env.Usage)
 	roundTrip(res.Whispers, &env.Whispers)
+	roundTrip(res.Dynamics, &env.Dynamics)
+	roundTrip(res.Judgements, &env.Judgements)
+	env.Score = res.Score
 	for _, r := range res.Rejections {
 		env.Rejections = append(env.Rejections, Rejection(r))
 	}

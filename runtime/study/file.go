@@ -46,6 +46,9 @@ type File struct {
 	OwnSamples  bool        `yaml:"own_samples" json:"own_samples,omitempty"`
 	// Batch sends each sweep's calls as provider batches (sweep.Options.Batch).
 	Batch bool `yaml:"batch" json:"batch,omitempty"`
+	// EqualCompute, when set, adds to every protocol a self-consistency
+	// cell given the protocol's compute (see EqualCompute).
+	EqualCompute *EqualCompute `yaml:"equal_compute" json:"equal_compute,omitempty"`
 
 	// Path is the file's path; spec paths and a dataset file are relative
 	// to its folder.
@@ -53,6 +56,50 @@ type File struct {
 	// positions of the values errors found after the schema are about.
 	specPos     [][2]int
 	baselinePos [2]int
+	ecPos       [2]int
+}
+
+// EqualCompute is the equal-compute baseline of a study: for each
+// protocol (every spec but the baseline) and model, a sweep of a
+// self-consistency spec (one agent sampled N times, the majority of its
+// answers) over the same items, with N set so that it spends what the
+// protocol spent per item.
+type EqualCompute struct {
+	// Spec is the self-consistency spec, relative to the study file.
+	Spec string `yaml:"spec" json:"spec"`
+	// Var is the spec's var that sets its number of samples (default
+	// "samples").
+	Var string `yaml:"var" json:"var,omitempty"`
+	// Match is what is made equal: "calls" (default), the protocol's mean
+	// calls per item, or "tokens", its mean tokens per item over the mean
+	// tokens of one call of the study's baseline.
+	Match string `yaml:"match" json:"match,omitempty"`
+	// Label names the cells in the table (default "self-consistency").
+	Label string `yaml:"label" json:"label,omitempty"`
+}
+
+// VarName is the var that sets the number of samples.
+func (e *EqualCompute) VarName() string {
+	if e.Var == "" {
+		return "samples"
+	}
+	return e.Var
+}
+
+// Matched is what is made equal: "calls" or "tokens".
+func (e *EqualCompute) Matched() string {
+	if e.Match == "" {
+		return "calls"
+	}
+	return e.Match
+}
+
+// LabelOr is the cells' label.
+func (e *EqualCompute) LabelOr() string {
+	if e.Label == "" {
+		return "self-consistency"
+	}
+	return e.Label
 }
 
 // SpecEntry is one spec of a study: a path, and its label in the table.
@@ -111,6 +158,10 @@ func Load(path string) (*File, error) {
 		f.specPos = append(f.specPos, p)
 	}
 	f.baselinePos = pos["/baseline"]
+	f.ecPos = pos["/equal_compute"]
+	if p, ok := pos["/equal_compute/spec"]; ok {
+		f.ecPos = p
+	}
 	return &f, nil
 }
 

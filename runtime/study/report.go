@@ -76,6 +76,36 @@ type Row struct {
 	// Rounds are the sweep's per-round accuracy, flips and agreement (for
 	// a spec that loops).
 	Rounds []RoundRow `json:"rounds,omitempty"`
+	// EqualComputeOf and Compute, on a self-consistency row of the
+	// equal-compute baseline: the protocol it is given the compute of,
+	// and how its samples were set.
+	EqualComputeOf string   `json:"equal_compute_of,omitempty"`
+	Compute        *Compute `json:"compute,omitempty"`
+	// Judges are a judged score's judges over the row's sweep: their
+	// mean scores and agreement (kappa).
+	Judges *sweep.Judges `json:"judges,omitempty"`
+	// EqualCompute, on a protocol's row, is its comparison with its
+	// self-consistency row.
+	EqualCompute *EqualComputeRow `json:"equal_compute,omitempty"`
+}
+
+// EqualComputeRow is a protocol against self-consistency at its compute,
+// item by item: the protocol's accuracy minus the self-consistency's.
+type EqualComputeRow struct {
+	Label      string          `json:"label"`
+	Compute    *Compute        `json:"compute"`
+	Accuracy   *sweep.Accuracy `json:"accuracy,omitempty"`
+	Calls      int             `json:"calls"`
+	Tokens     int             `json:"tokens"`
+	Difference *stats.Interval `json:"difference,omitempty"`
+	Pairs      int             `json:"pairs,omitempty"`
+	Test       string          `json:"test,omitempty"`
+	P          *float64        `json:"p,omitempty"`
+	PHolm      *float64        `json:"p_holm,omitempty"`
+	// Discordant items: the protocol right and self-consistency wrong,
+	// and the other way round.
+	OnlyProtocol int `json:"only_protocol_right,omitempty"`
+	OnlySelf     int `json:"only_self_consistency_right,omitempty"`
 }
 
 // RoundRow is one round of a row's sweep (sweep.RoundSummary).
@@ -105,9 +135,12 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 			N: s.Completed + s.Inconclusive, Accuracy: s.Accuracy,
 			Calls: s.Usage.Calls, SentCalls: sentCalls(s), Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
 			Cost: s.Usage.Cost, Priced: s.Usage.Priced, Seconds: float64(s.DurationMS) / 1000,
-			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds}
+			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds, Judges: s.Judges}
 		if row.Model == "" {
 			row.Model = "(spec's)"
+		}
+		if c.EqualComputeOf != "" {
+			row.EqualComputeOf, row.Compute = c.EqualComputeOf, rec.Cells[i].Compute
 		}
 		if !c.Baseline {
 			cmp, err := paired.Compare(s, baseOf[c.Model], paired.Options{Resamples: rep.Resamples, Seed: rep.Seed})
@@ -142,9 +175,39 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 	if rep.Calls == 0 {
 		rep.Priced = false
 	}
+	// Each protocol against its self-consistency row, item by item.
+	var ecRows []int
+	for i, c := range st.Cells {
+		if c.EqualComputeOf == "" {
+			continue
+		}
+		for j, pc := range st.Cells {
+			if pc.Model != c.Model || pc.Label != c.EqualComputeOf || pc.EqualComputeOf != "" {
+				continue
+			}
+			sc := rep.Rows[i]
+			cmp, err := paired.Compare(sums[j], sums[i], paired.Options{Resamples: rep.Resamples, Seed: rep.Seed})
+			if err != nil {
+				return nil, fmt.Errorf("%s against %s with %s: %w", pc.Label, c.Label, modelName(c.Model), err)
+			}
+			ec := &EqualComputeRow{Label: c.Label, Compute: sc.Compute, Accuracy: sc.Accuracy, Calls: sc.Calls, Tokens: sc.Tokens,
+				Difference: cmp.Difference, Pairs: cmp.Pairs, OnlyProtocol: cmp.AOnly, OnlySelf: cmp.BOnly}
+			if len(cmp.Tests) > 0 {
+				p := cmp.Tests[0].P
+				ec.Test, ec.P = cmp.Tests[0].Method, &p
+				ps = append(ps, p)
+				ecRows = append(ecRows, j)
+			}
+			rep.Rows[j].EqualCompute = ec
+		}
+	}
 	rep.Comparisons = len(ps)
 	for i, p := range stats.Holm(ps) {
-		rep.Rows[pRows[i]].PHolm = &p
+		if i < len(pRows) {
+			rep.Rows[pRows[i]].PHolm = &p
+		} else {
+			rep.Rows[ecRows[i-len(pRows)]].EqualCompute.PHolm = &p
+		}
 	}
 	return rep, nil
 }
@@ -247,6 +310,34 @@ func (r *Report) RoundsTable() sweep.Table {
 	return t
 }
 
+// EqualComputeTable has a row per protocol and model compared with
+// self-consistency at its compute.
+func (r *Report) EqualComputeTable() sweep.Table {
+	t := sweep.Table{Header: []string{"protocol", "model", "accuracy", "calls", "tokens", "self-consistency", "samples", "accuracy", "calls", "tokens", "Δ protocol − self-consistency (95% paired CI)", "p (Holm)"}, Whole: 12}
+	for _, row := range r.Rows {
+		ec := row.EqualCompute
+		if ec == nil {
+			continue
+		}
+		acc := func(a *sweep.Accuracy) string {
+			if a == nil {
+				return ""
+			}
+			return fmt.Sprintf("%s (%s–%s)", f3(a.Mean), f3(a.Low), f3(a.High))
+		}
+		diff, samples := "", ""
+		if d := ec.Difference; d != nil {
+			diff = fmt.Sprintf("%+.3f (%+.3f to %+.3f)", d.Estimate, d.Low, d.High)
+		}
+		if c := ec.Compute; c != nil {
+			samples = strconv.Itoa(c.Samples)
+		}
+		t.Rows = append(t.Rows, []string{row.Protocol, row.Model, acc(row.Accuracy), strconv.Itoa(row.Calls), strconv.Itoa(row.Tokens),
+			ec.Label, samples, acc(ec.Accuracy), strconv.Itoa(ec.Calls), strconv.Itoa(ec.Tokens), diff, pCell(ec.PHolm)})
+	}
+	return t
+}
+
 // Markdown is results.md: the table and how to read it.
 func (r *Report) Markdown() string {
 	var b strings.Builder
@@ -270,9 +361,28 @@ func (r *Report) Markdown() string {
 	}
 	fmt.Fprintf(&b, "- Total: %d calls, %d sent, %d tokens, cost %s, %.1f s\n\n", r.Calls, r.SentCalls, r.Tokens, costCell(r.Cost, r.Priced), r.Seconds)
 	b.WriteString(r.Table().Markdown(80))
+	if t := r.EqualComputeTable(); len(t.Rows) > 0 {
+		match := "calls"
+		for _, row := range r.Rows {
+			if row.EqualCompute != nil && row.EqualCompute.Compute != nil {
+				match = row.EqualCompute.Compute.Match
+			}
+		}
+		b.WriteString("\n## Equal compute\n\nEach protocol against self-consistency (one agent sampled N times, the majority of its answers) over the same items with the same model, N set to the protocol's mean " + match + " per item")
+		if match == "tokens" {
+			b.WriteString(" over the mean tokens of one call of the baseline")
+		}
+		b.WriteString("; Δ is the protocol's accuracy minus self-consistency's, paired by item, with the test and adjustment above.\n\n")
+		b.WriteString(t.Markdown(80))
+	}
 	if t := r.RoundsTable(); len(t.Rows) > 0 {
 		b.WriteString("\n## Per round\n\nEach round's accuracy had the runs stopped after it (their outputs over the messages so far), the agents' own answers' accuracy, their flips from the round before, and the mean share of agents giving the most common answer.\n\n")
 		b.WriteString(t.Markdown(80))
+	}
+	for _, row := range r.Rows {
+		if row.Judges != nil {
+			fmt.Fprintf(&b, "\n%s with %s: %s\n", row.Protocol, row.Model, strings.ReplaceAll(row.Judges.String(), "\n", "; "))
+		}
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "\nNote: %s\n", n)
@@ -284,7 +394,7 @@ func (r *Report) Markdown() string {
 func (r *Report) CSV() string {
 	var buf bytes.Buffer
 	w := csv.NewWriter(&buf)
-	_ = w.Write([]string{"protocol", "model", "baseline", "sweep", "n", "accuracy", "accuracy_low", "accuracy_high", "difference", "difference_low", "difference_high", "pairs", "test", "p", "p_holm", "only_this_right", "only_baseline_right", "calls", "sent_calls", "tokens", "cost", "priced", "seconds", "inconclusive", "failed"})
+	_ = w.Write([]string{"protocol", "model", "baseline", "sweep", "n", "accuracy", "accuracy_low", "accuracy_high", "difference", "difference_low", "difference_high", "pairs", "test", "p", "p_holm", "only_this_right", "only_baseline_right", "calls", "sent_calls", "tokens", "cost", "priced", "seconds", "inconclusive", "failed", "equal_compute_of", "samples", "ec_difference", "ec_difference_low", "ec_difference_high", "ec_pairs", "ec_test", "ec_p", "ec_p_holm"})
 	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 	opt := func(p *float64) string {
 		if p == nil {
@@ -307,6 +417,22 @@ func (r *Report) CSV() string {
 		rec = append(rec, strconv.Itoa(row.Pairs), row.Test, opt(row.P), opt(row.PHolm), strconv.Itoa(row.OnlyThis), strconv.Itoa(row.OnlyBaseline),
 			strconv.Itoa(row.Calls), strconv.Itoa(row.SentCalls), strconv.Itoa(row.Tokens), num(row.Cost), strconv.FormatBool(row.Priced),
 			num(row.Seconds), strconv.Itoa(row.Inconclusive), strconv.Itoa(row.Failed))
+		samples := ""
+		if row.Compute != nil {
+			samples = strconv.Itoa(row.Compute.Samples)
+		}
+		ec := []string{"", "", "", "", "", "", ""}
+		if e := row.EqualCompute; e != nil {
+			ec = []string{"", "", "", strconv.Itoa(e.Pairs), e.Test, opt(e.P), opt(e.PHolm)}
+			if d := e.Difference; d != nil {
+				ec[0], ec[1], ec[2] = num(d.Estimate), num(d.Low), num(d.High)
+			}
+			if e.Compute != nil {
+				samples = strconv.Itoa(e.Compute.Samples)
+			}
+		}
+		rec = append(rec, row.EqualComputeOf, samples)
+		rec = append(rec, ec...)
 		_ = w.Write(rec)
 	}
 	w.Flush()

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,11 +34,14 @@ type Study struct {
 
 // Cell is one sweep of a study: a spec with a model.
 type Cell struct {
-	Label    string     `json:"label"`
-	SpecPath string     `json:"spec_path"`
-	Model    string     `json:"model,omitempty"`
-	Baseline bool       `json:"baseline,omitempty"`
-	Plan     *spec.Plan `json:"-"`
+	Label    string `json:"label"`
+	SpecPath string `json:"spec_path"`
+	Model    string `json:"model,omitempty"`
+	Baseline bool   `json:"baseline,omitempty"`
+	// EqualComputeOf, on a self-consistency cell of the equal-compute
+	// baseline, is the label of the protocol whose compute it is given.
+	EqualComputeOf string     `json:"equal_compute_of,omitempty"`
+	Plan           *spec.Plan `json:"-"`
 }
 
 // Prepare compiles the study's specs: a spec that does not compile, two
@@ -68,7 +72,7 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 			errs = append(errs, f.errorAt(f.specPos[i], "a second spec is labelled %q: give each spec its own label", label))
 			continue
 		}
-		if plan.Score == nil {
+		if !plan.Scored() {
 			errs = append(errs, f.errorAt(f.specPos[i], "spec %s has no score expression: its runs would have no accuracy to compare", e.Path))
 			continue
 		}
@@ -102,10 +106,39 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 	if f.OwnSamples {
 		h.Write([]byte("\x00own samples"))
 	}
+	var sc *entry
+	if ec := f.EqualCompute; ec != nil {
+		path := f.resolve(ec.Spec)
+		plan, diags := runtime.Load(path, reg)
+		if diags.HasErrors() {
+			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: spec %s is invalid:\n%s", ec.Spec, strings.TrimRight(diags.Format(), "\n"))}
+		}
+		if !plan.Scored() {
+			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: spec %s has no score expression: its runs would have no accuracy to compare", ec.Spec)}
+		}
+		if !slices.ContainsFunc(plan.Vars, func(v *spec.VarPlan) bool { return v.Name == ec.VarName() }) {
+			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: spec %s declares no var %q to set its number of samples with (name it with var:)", ec.Spec, ec.VarName())}
+		}
+		if labels[ec.LabelOr()] {
+			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: its label %q is a spec's label: give it another (label:)", ec.LabelOr())}
+		}
+		sc = &entry{ec.LabelOr(), plan, path}
+		fmt.Fprintf(h, "\x00equal compute\x00%s\x00%s\x00%s\x00%s", sc.label, plan.Digest, ec.VarName(), ec.Matched())
+	}
 	st.Digest = hex.EncodeToString(h.Sum(nil))
 	for _, m := range models {
 		for _, e := range entries {
 			st.Cells = append(st.Cells, Cell{Label: e.label, SpecPath: e.path, Model: m, Baseline: e.label == f.Baseline, Plan: e.plan})
+		}
+		// The self-consistency cells come after the model's protocols:
+		// their number of samples is read from the protocols' sweeps
+		// (and, matching tokens, the baseline's).
+		if sc != nil {
+			for _, e := range entries {
+				if e.label != f.Baseline {
+					st.Cells = append(st.Cells, Cell{Label: sc.label + " ≡ " + e.label, SpecPath: sc.path, Model: m, EqualComputeOf: e.label, Plan: sc.plan})
+				}
+			}
 		}
 	}
 	return st, nil
@@ -127,7 +160,13 @@ type cellRecord struct {
 	// directory's name) once it exists.
 	Started bool   `json:"started,omitempty"`
 	Sweep   string `json:"sweep,omitempty"`
+	// Compute is how a self-consistency cell's samples were set, fixed
+	// before its sweep starts (so a continued study keeps it).
+	Compute *Compute `json:"compute,omitempty"`
 }
+
+// Compute is how a self-consistency cell's samples were set.
+type Compute = sweep.Compute
 
 // Options configure Run.
 type Options struct {
@@ -223,6 +262,19 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			ro.Run, ro.Parallel, ro.OnRun = base, f.Parallel, onRun
 			sum, err = sweep.Resume(ctx, dir, opts.Registry, ro)
 		} else {
+			// A self-consistency cell's samples are fixed, and recorded
+			// with its start, before its sweep exists.
+			if c.EqualComputeOf != "" && cr.Compute == nil {
+				proto, bl := cellSummary(st, sums, c.Model, c.EqualComputeOf)
+				if proto == nil {
+					return nil, fmt.Errorf("%s with %s: the sweep of %s did not finish, so its compute is unknown", c.Label, modelName(c.Model), c.EqualComputeOf)
+				}
+				cp, err := sweep.EqualCompute(f.EqualCompute.Matched(), proto, bl)
+				if err != nil {
+					return nil, fmt.Errorf("%s with %s: %w", c.Label, modelName(c.Model), err)
+				}
+				cr.Compute = cp
+			}
 			cr.Started = true
 			if err := writeRecord(opts.Dir, rec); err != nil {
 				return nil, err
@@ -231,6 +283,9 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			o.RunsDir = opts.Dir
 			if c.Model != "" {
 				o.Models = map[string]string{"default": c.Model}
+			}
+			if c.EqualComputeOf != "" {
+				o.Sets = append(slices.Clone(o.Sets), fmt.Sprintf("%s=%d", f.EqualCompute.VarName(), cr.Compute.Samples))
 			}
 			so := sweep.Options{Run: o, Dataset: f.DatasetSource(), Repeat: f.Repeat, Parallel: f.Parallel, OnRun: onRun, OwnSamples: f.OwnSamples, Batch: f.Batch}
 			so.OnStart = func(dir string, total int) {
@@ -268,6 +323,23 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 		return nil, err
 	}
 	return rep, failed
+}
+
+// cellSummary is the sweep of the protocol labelled label under model,
+// and the baseline's, among those made so far.
+func cellSummary(st *Study, sums []*sweep.Summary, model, label string) (proto, base *sweep.Summary) {
+	for i, c := range st.Cells {
+		if c.Model != model || c.EqualComputeOf != "" {
+			continue
+		}
+		if c.Label == label {
+			proto = sums[i]
+		}
+		if c.Baseline {
+			base = sums[i]
+		}
+	}
+	return proto, base
 }
 
 func modelName(m string) string {

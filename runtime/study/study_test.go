@@ -35,11 +35,28 @@ func TestExampleStudy(t *testing.T) {
 	}
 }
 
+// TestReasoningStudy loads the reasoning example's study: the debate, its
+// single agent and self-consistency at the debate's compute.
+func TestReasoningStudy(t *testing.T) {
+	f, err := Load("../../examples/reasoning-debate/studies/equal-compute.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Prepare(f, nodes.Registry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Cells) != 3 || st.Cells[2].EqualComputeOf != "debate" || st.Cells[2].Label != "self-consistency ≡ debate" || f.EqualCompute.Matched() != "calls" {
+		t.Errorf("cells %+v", st.Cells)
+	}
+}
+
 func TestStudyFileErrors(t *testing.T) {
 	dir := t.TempDir()
 	spec, _ := filepath.Abs("../../examples/protocols/du-society-of-minds/spec.yaml")
 	base, _ := filepath.Abs("../../examples/protocols/du-society-of-minds/baseline.yaml")
 	noScore, _ := filepath.Abs("../../examples/hiring-panel/spec.yaml")
+	sc, _ := filepath.Abs("../../examples/reasoning-debate/self-consistency.yaml")
 	for _, tc := range []struct{ name, src, want string }{
 		{"unknown key", "version: 1\nname: s\ndataset: d.jsonl\nspecs: [a.yaml, b.yaml]\nbaseline: a\nmodel: [x]\n",
 			"study.yaml:6:1: additionalProperties 'model' not allowed"},
@@ -55,6 +72,14 @@ func TestStudyFileErrors(t *testing.T) {
 			"study.yaml:6:6: spec nothere.yaml is invalid"},
 		{"no score", "version: 1\nname: s\ndataset: d.jsonl\nspecs:\n  - " + spec + "\n  - " + noScore + "\nbaseline: x\n",
 			"study.yaml:6:5: spec " + noScore + " has no score expression"},
+		{"equal compute without its spec", "version: 1\nname: s\ndataset: d.jsonl\nspecs: [a.yaml, b.yaml]\nbaseline: a\nequal_compute: {match: calls}\n",
+			"study.yaml:6:1: equal_compute: missing properties: 'spec'"},
+		{"equal compute match", "version: 1\nname: s\ndataset: d.jsonl\nspecs: [a.yaml, b.yaml]\nbaseline: a\nequal_compute: {spec: sc.yaml, match: seconds}\n",
+			"study.yaml:6:32: equal_compute.match: value must be one of"},
+		{"equal compute without the var", "version: 1\nname: s\ndataset: d.jsonl\nspecs: [" + spec + ", " + base + "]\nbaseline: du-single-agent\nequal_compute: {spec: " + base + "}\n",
+			`declares no var "samples" to set its number of samples with`},
+		{"equal compute label taken", "version: 1\nname: s\ndataset: d.jsonl\nspecs: [" + spec + ", " + base + "]\nbaseline: du-single-agent\nequal_compute: {spec: " + sc + ", label: du-single-agent}\n",
+			`equal_compute: its label "du-single-agent" is a spec's label`},
 		{"same label", "version: 1\nname: s\ndataset: d.jsonl\nspecs:\n  - {path: " + spec + ", label: a}\n  - {path: " + base + ", label: a}\nbaseline: a\n",
 			`study.yaml:6:6: a second spec is labelled "a"`},
 	} {

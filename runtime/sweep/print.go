@@ -22,6 +22,9 @@ func (s *Summary) Write(w io.Writer) {
 	if line := s.AccuracyLine(); line != "" {
 		fmt.Fprintln(w, line)
 	}
+	for _, g := range s.Dynamics {
+		fmt.Fprintln(w, g)
+	}
 }
 
 // AppendCSV appends a row per run that has a result to the CSV file at

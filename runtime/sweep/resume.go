@@ -186,6 +186,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			sr.Dir = d
 			if res, m, done := runtime.ResultOf(d); done {
 				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
+				sr.Judgements, sr.Dynamics = judgementsOf(res), res.Dynamics
 				sr.Inconclusive = inconclusiveOf(res)
 				sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 			}
@@ -203,6 +204,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			if errors.Is(err, runtime.ErrCompleted) {
 				if res, m, ok := runtime.ResultOf(sr.Dir); ok {
 					sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = m.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
+					sr.Judgements, sr.Dynamics = judgementsOf(res), res.Dynamics
 					sr.Inconclusive = inconclusiveOf(res)
 					sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 					return sr
@@ -214,6 +216,7 @@ func Resume(ctx context.Context, dir string, reg *spec.Registry, opts ResumeOpti
 			if errors.As(err, &stuck) && stuck.Result != nil {
 				res := stuck.Result
 				sr.RunID, sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = stuck.RunID, res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
+				sr.Judgements, sr.Dynamics = judgementsOf(res), res.Dynamics
 				sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 				sr.Error = res.Error + " (" + stuck.Short() + ")"
 				return sr

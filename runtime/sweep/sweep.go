@@ -191,6 +191,10 @@ type Run struct {
 	Score       *float64       `json:"score,omitempty"`
 	// Rounds are the run's per-round scores (result.json's rounds).
 	Rounds []result.Round `json:"rounds,omitempty"`
+	// Judgements are the judges' grades of a judged score.
+	Judgements []result.Judgement `json:"judgements,omitempty"`
+	// Dynamics are the run's verdict dynamics per goal.
+	Dynamics []result.GoalDynamics `json:"dynamics,omitempty"`
 	// Inconclusive says why a run that finished did not reach its
 	// purpose (status inconclusive).
 	Inconclusive string             `json:"inconclusive,omitempty"`
@@ -246,6 +250,12 @@ type Summary struct {
 	// Rounds are the per-round accuracy, flips and agreement over the
 	// scored runs whose spec loops (see RoundSummary).
 	Rounds []RoundSummary `json:"rounds,omitempty"`
+	// Judges are a judged score's judges: their mean scores and their
+	// agreement (kappa).
+	Judges *Judges `json:"judges,omitempty"`
+	// Dynamics are the verdict dynamics per goal over the runs: changes,
+	// consensus, whisper influence.
+	Dynamics []GoalDynamics `json:"dynamics,omitempty"`
 	// ByCombination is the accuracy of each matrix combination, when the
 	// sweep has a matrix and scores.
 	ByCombination []CombinationAccuracy `json:"by_combination,omitempty"`
@@ -635,6 +645,7 @@ func finishRun(ctx context.Context, r *runtime.Run, sr Run) Run {
 	res, err := r.Execute(ctx)
 	if res != nil {
 		sr.Status, sr.Outputs, sr.OutputOrder, sr.Score, sr.Rounds = res.Status, res.Outputs, res.OutputOrder, res.Score, res.Rounds
+		sr.Judgements, sr.Dynamics = judgementsOf(res), res.Dynamics
 		sr.Inconclusive = inconclusiveOf(res)
 		sr.Usage, sr.DurationMS = res.Usage.Total, res.DurationMS
 	}
@@ -736,6 +747,8 @@ func (s *Summary) tally() {
 	}
 	s.Accuracy = MeanCI(scores)
 	s.Rounds = summarizeRounds(s.Runs)
+	s.Judges = summarizeJudges(s.Runs)
+	s.Dynamics = summarizeDynamics(s.Runs)
 	s.AccuracyConcluded = nil
 	if s.Accuracy != nil {
 		s.AccuracyConcluded = MeanCI(concluded)
@@ -884,6 +897,9 @@ func (s *Summary) AccuracyLine() string {
 	for _, r := range s.Rounds {
 		line += "\n" + r.String()
 	}
+	if s.Judges != nil {
+		line += "\n" + s.Judges.String()
+	}
 	return line
 }
 
@@ -985,6 +1001,11 @@ func (s *Summary) Markdown() string {
 	fmt.Fprintf(&b, "- %s\n", strings.ToUpper(s.CallsLine()[:1])+s.CallsLine()[1:])
 	if line := s.AccuracyLine(); line != "" {
 		for _, l := range strings.Split(line, "\n") {
+			fmt.Fprintf(&b, "- %s\n", strings.ToUpper(l[:1])+l[1:])
+		}
+	}
+	for _, g := range s.Dynamics {
+		for _, l := range strings.Split(g.String(), "\n") {
 			fmt.Fprintf(&b, "- %s\n", strings.ToUpper(l[:1])+l[1:])
 		}
 	}

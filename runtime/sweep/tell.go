@@ -47,6 +47,10 @@ type Flags struct {
 	FailUnder *float64
 	// Batch sends the sweep's calls as provider batches (Options.Batch).
 	Batch bool
+	// EqualCompute is --equal-compute: a self-consistency spec swept
+	// after the sweep over the same dataset, its var "samples" set to the
+	// sweep's mean calls per item, and compared with it item by item.
+	EqualCompute string
 }
 
 // Sweeping reports whether the flags ask for more than one run.
@@ -190,6 +194,9 @@ func (f Flags) Check(plan *spec.Plan) error {
 	if f.Parallel < 1 {
 		return exitcode.Errorf(exitcode.Usage, "--parallel %d: give a count of at least 1", f.Parallel)
 	}
+	if f.EqualCompute != "" && (f.Dataset == "" || len(f.Matrix) > 0) {
+		return exitcode.Errorf(exitcode.Usage, "--equal-compute %s compares a dataset sweep with self-consistency item by item: give --dataset, and no --matrix (run each cell as a sweep of its own, or use a study's equal_compute)", f.EqualCompute)
+	}
 	if f.OwnSamples && !f.Sweeping() {
 		return exitcode.Errorf(exitcode.Usage, "--own-samples keeps a sweep's samples its own; give --matrix, --repeat or --dataset")
 	}
@@ -201,7 +208,7 @@ func (f Flags) Check(plan *spec.Plan) error {
 		return exitcode.Errorf(exitcode.Usage, "--fail-under gates the accuracy of a --dataset sweep; give --dataset")
 	case *f.FailUnder < 0 || *f.FailUnder > 1:
 		return exitcode.Errorf(exitcode.Usage, "--fail-under %g: give an accuracy between 0 and 1", *f.FailUnder)
-	case plan.Score == nil:
+	case !plan.Scored():
 		return exitcode.Errorf(exitcode.Usage, "--fail-under: the spec has no score expression, so its runs have no accuracy")
 	}
 	return nil

@@ -99,6 +99,45 @@ func (e Expr) Quoted() bool { return e.quoted }
 // IsZero reports whether no expression was written.
 func (e Expr) IsZero() bool { return e.Source == "" && e.Pos.Line == 0 }
 
+// Score is the spec's score: an expression over outputs and expected, or
+// a judge (models grading the run against a rubric).
+type Score struct {
+	Expr
+	Judge *Judge
+}
+
+// UnmarshalYAML takes an expression (a scalar) or {judge: ...}.
+func (s *Score) UnmarshalYAML(n *yaml.Node) error {
+	n = ResolveAlias(n)
+	if n.Kind != yaml.MappingNode {
+		return s.Expr.UnmarshalYAML(n)
+	}
+	var w struct {
+		Judge *Judge `yaml:"judge"`
+	}
+	if err := n.Decode(&w); err != nil {
+		return err
+	}
+	s.Judge = w.Judge
+	if s.Judge != nil {
+		s.Judge.Pos = NodePos(n)
+	}
+	return nil
+}
+
+// IsZero reports whether the spec has no score.
+func (s Score) IsZero() bool { return s.Expr.IsZero() && s.Judge == nil }
+
+// Judge is a judged score: each model grades the run against the rubric
+// (a criterion and levels, lowest first), with the template's prompt.
+type Judge struct {
+	Pos       Pos         `yaml:"-"`
+	Models    StrList     `yaml:"models"`
+	Template  Str         `yaml:"template"`
+	Criterion string      `yaml:"criterion"`
+	Levels    Map[string] `yaml:"levels"`
+}
+
 // Map is a YAML mapping decoded in declaration order, which matters: agents
 // are called and recorded in the order they are declared.
 type Map[T any] struct {
@@ -184,7 +223,7 @@ type File struct {
 	Nodes       Map[NodeDecl]  `yaml:"nodes"`
 	Flow        []Step         `yaml:"flow"`
 	Outputs     Map[Expr]      `yaml:"outputs"`
-	Score       Expr           `yaml:"score"`
+	Score       Score          `yaml:"score"`
 	Concluded   Expr           `yaml:"concluded"`
 	Defaults    Defaults       `yaml:"defaults"`
 	Budget      Budget         `yaml:"budget"`

@@ -168,6 +168,28 @@ func BaseOf(data any) *PromptBase {
 	return nil
 }
 
+// JudgeData is the dot of a judged score's template (score.judge).
+type JudgeData struct {
+	Inputs map[string]any `tmplkeys:"inputs"`
+	Vars   map[string]any `tmplkeys:"vars"`
+	// Outputs are the run's outputs by name.
+	Outputs map[string]any
+	// Expected is the dataset line's expected value (nil without one);
+	// HasExpected says there is one.
+	Expected    any
+	HasExpected bool
+	// Criterion is what the judge grades, Levels the rubric's levels,
+	// lowest first.
+	Criterion string
+	Levels    []JudgeLevel
+}
+
+// JudgeLevel is one level of a judge's rubric.
+type JudgeLevel struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+}
+
 // SummaryData is the dot of the history.summarize template.
 type SummaryData struct {
 	PromptBase
