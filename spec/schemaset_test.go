@@ -22,7 +22,6 @@ import (
 type schemaGen struct {
 	rnd    *rand.Rand
 	narrow bool
-	defs   int
 }
 
 // pool are the values consts and enums take; universe adds, for each
