@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -177,8 +178,15 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	if d := h.run.dry; d != nil {
 		if w, ok := h.run.walk.(*pathWalk); ok && err != nil {
 			src, pos := shownCondition(p)
-			w.fail("", pos, fmt.Sprintf("node %q: %s: %v", h.node.ID, src, firstLineOf(err)), h.scope.Key)
-			return false, fmt.Errorf("%s: %s", src, firstLineOf(err))
+			// (expr's own "(line:col)" counts in the compiled source,
+			// which may be the negation: the diagnostic's place is the
+			// condition's)
+			msg := exprPlace.ReplaceAllString(firstLineOf(err), "")
+			if m := notBool.FindStringSubmatch(msg); m != nil {
+				msg = "it gives " + goTypeWords(m[1]) + " where a boolean is wanted"
+			}
+			w.fail("", pos, fmt.Sprintf("node %q: %s: %s", h.node.ID, src, msg), h.scope.Key)
+			return false, fmt.Errorf("%s: %s", src, msg)
 		}
 		if err != nil {
 			d.note("node %q: %s cannot be evaluated on stand-in replies (%v); it is taken as false", h.node.ID, p.Source, firstLineOf(err))
@@ -279,6 +287,27 @@ func (r *Run) noteText(s string) {
 	r.mu.Lock()
 	r.seenText[sum] = true
 	r.mu.Unlock()
+}
+
+// exprPlace is the "(line:col)" expr ends its run-time errors with.
+var exprPlace = regexp.MustCompile(` \(\d+:\d+\)$`)
+
+// notBool is expr's error for a condition whose value is no boolean.
+var notBool = regexp.MustCompile(`^interface conversion: interface \{\} is (.+), not bool$`)
+
+// goTypeWords names a Go type of a run's value for a spec author.
+func goTypeWords(t string) string {
+	switch {
+	case t == "string":
+		return "text"
+	case t == "int" || t == "float64":
+		return "a number"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	}
+	return "a " + t
 }
 
 // shownCondition is the source and position of a condition as written: a
