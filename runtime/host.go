@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 	"github.com/expr-lang/expr/vm"
 )
@@ -179,10 +181,25 @@ func (h *host) Env() *spec.Env {
 }
 
 // Holds evaluates a condition that ends something. In a dry run it never
-// holds: the worst case goes on to the bound.
+// holds: the worst case goes on to the bound. A path check (pathWalk)
+// fails where the condition cannot be evaluated, as the run would: the
+// node's condition (an ask's per-agent when, a conversation's until) is
+// evaluated on the path's values where and when the run evaluates it.
 func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	v, err := vm.Run(p.Program, env)
 	if d := h.run.dry; d != nil {
+		if w, ok := h.run.walk.(*pathWalk); ok && err != nil {
+			src, pos := shownCondition(p)
+			// (expr's own "(line:col)" counts in the compiled source,
+			// which may be the negation: the diagnostic's place is the
+			// condition's)
+			msg := exprPlace.ReplaceAllString(firstLineOf(err), "")
+			if m := notBool.FindStringSubmatch(msg); m != nil {
+				msg = "it gives " + goTypeWords(m[1]) + " where a boolean is wanted"
+			}
+			w.fail("", pos, fmt.Sprintf("node %q: %s: %s", h.node.ID, src, msg), h.scope.Key)
+			return false, fmt.Errorf("%s: %s", src, msg)
+		}
 		if err != nil {
 			d.note("node %q: %s cannot be evaluated on stand-in replies (%v); it is taken as false", h.node.ID, p.Source, firstLineOf(err))
 		} else {
@@ -282,4 +299,35 @@ func (r *Run) noteText(s string) {
 	r.mu.Lock()
 	r.seenText[sum] = true
 	r.mu.Unlock()
+}
+
+// exprPlace is the "(line:col)" expr ends its run-time errors with.
+var exprPlace = regexp.MustCompile(` \(\d+:\d+\)$`)
+
+// notBool is expr's error for a condition whose value is no boolean.
+var notBool = regexp.MustCompile(`^interface conversion: interface \{\} is (.+), not bool$`)
+
+// goTypeWords names a Go type of a run's value for a spec author.
+func goTypeWords(t string) string {
+	switch {
+	case t == "string":
+		return "text"
+	case t == "int" || t == "float64":
+		return "a number"
+	case strings.HasPrefix(t, "[]"):
+		return "a list"
+	case strings.HasPrefix(t, "map["):
+		return "a mapping"
+	}
+	return "a " + t
+}
+
+// shownCondition is the source and position of a condition as written: a
+// program compiled from syntax.Expr.Negated (an ask's when, checked as the
+// skip it decides) is shown as the expression it negates, at its place.
+func shownCondition(p *spec.Program) (string, syntax.Pos) {
+	if inner, ok := strings.CutPrefix(p.Source, "!("); ok && strings.HasSuffix(inner, ")") {
+		return strings.TrimSuffix(inner, ")"), syntax.Pos{Line: p.Pos.Line, Col: p.Pos.Col + 2}
+	}
+	return p.Source, p.Pos
 }

@@ -84,7 +84,39 @@ func (g *flowGen) list() string {
 	return name
 }
 
+// when is a per-agent condition of an ask node, which the run evaluates
+// for an agent once it has a message of the node's record in the goal:
+// an index into its own messages, a message's output (text: never a
+// boolean), a division by a loop's round, or ones that always evaluate.
+func (g *flowGen) when() string {
+	k := g.rnd.Intn(3)
+	v := ""
+	if len(g.scope) > 0 {
+		v = g.scope[g.rnd.Intn(len(g.scope))]
+	}
+	switch c := g.rnd.Intn(6); {
+	case c == 0:
+		return fmt.Sprintf("len(own) > %d", k)
+	case c == 1:
+		return fmt.Sprintf("own[%d].content == \"ok\"", k)
+	case c == 2:
+		return fmt.Sprintf("own[len(own) - 1].%s", []string{"output", "content", "round"}[k])
+	case c == 3 && v != "":
+		return fmt.Sprintf("10 %% (%s - %d) == 0", v, k)
+	case c == 4 && v != "":
+		return fmt.Sprintf("%s > %d", v, k)
+	}
+	return `agent.name == "Alice"`
+}
+
 func (g *flowGen) node() string {
+	if g.rnd.Intn(4) == 0 {
+		name := fmt.Sprintf("say_%d", g.says)
+		g.says++
+		g.templates = append(g.templates, fmt.Sprintf("    t_%s: %q", name, "say {{.Round}}"))
+		g.nodes = append(g.nodes, fmt.Sprintf("  %s: {kind: ask, agents: [a], template: t_%s, record: %s, when: %q}", name, name, name, g.when()))
+		return name
+	}
 	if g.rnd.Intn(2) == 0 {
 		name := fmt.Sprintf("say_%d", g.says)
 		g.says++

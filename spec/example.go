@@ -14,8 +14,36 @@ import (
 // or the const, else a value of the first type allowed that meets the
 // bounds, with the required properties and the fewest items. allOf is
 // merged in; of anyOf and oneOf the first branch is taken. The caller
-// validates what comes out.
+// validates what comes out. Where a schema's type-and-value keywords
+// (type, const, enum, allOf, anyOf, oneOf, not, $ref) are all it says and
+// the merged value is not one they admit (a oneOf whose first live branch
+// another also admits, a not), a value of the set they admit is taken
+// (schemaset.go).
 func (s *satisfiability) build(v any, depth int) any {
+	inst := s.buildMerged(v, depth)
+	if m, ok := v.(map[string]any); ok && depth <= 32 && composed(m) {
+		if set, _ := s.values(m, nil, depth); set.exact && !set.empty() {
+			if c, ok := canonical(inst); !ok || !set.has(c) {
+				if w, ok := set.witness(); ok {
+					return w
+				}
+			}
+		}
+	}
+	return inst
+}
+
+// composed reports a schema that combines others or lists its values.
+func composed(m map[string]any) bool {
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "not", "$ref", "enum", "const"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *satisfiability) buildMerged(v any, depth int) any {
 	m, ok := v.(map[string]any)
 	if !ok || depth > 32 {
 		return "x"

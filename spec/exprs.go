@@ -1,16 +1,19 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
 )
 
@@ -180,7 +183,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	src, e, what := p.prog.Source, p.e, p.what
 	tree, err := parser.Parse(src)
 	if err != nil {
-		pos, msg := exprErrorPos(e.TextPos(), err)
+		pos, msg := c.exprErrorAt(e, src, err)
 		if msg == "unexpected token EOF" {
 			msg = "the expression ends too early"
 		}
@@ -268,8 +271,36 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	p.prog.Program = prog
 }
 
+// exprErrorAt is the position and message of expr's error about src, the
+// source of e as compiled: in a block scalar, its line and column in src
+// are placed by offsetPos.
+func (c *compiler) exprErrorAt(e syntax.Expr, src string, err error) (syntax.Pos, string) {
+	pos, msg := exprErrorPos(e.TextPos(), err)
+	var fe *file.Error
+	if _, _, block := e.Block(); !block || !errors.As(err, &fe) {
+		return pos, msg
+	}
+	offset, line := 0, 1
+	for line < fe.Line {
+		i := strings.IndexByte(src[offset:], '\n')
+		if i < 0 {
+			return pos, msg
+		}
+		offset += i + 1
+		line++
+	}
+	return c.offsetPos(e, src, min(offset+fe.Column, len(src))), msg
+}
+
 // offsetPos is the position of a byte offset of an expression's source.
 func (c *compiler) offsetPos(e syntax.Expr, src string, offset int) syntax.Pos {
+	if text, prefix, ok := e.Block(); ok && c.r.Src != nil {
+		// src is e.Source trimmed of space; Negated's prefix comes first.
+		off := max(offset, 0) + len(e.Source) - len(strings.TrimLeftFunc(e.Source, unicode.IsSpace)) - prefix
+		if p, ok := syntax.BlockOffsetPos(c.r.Src.Lines, e.Pos, text, max(off, 0)); ok {
+			return p
+		}
+	}
 	pos := e.TextPos()
 	if offset < 0 {
 		return pos
@@ -438,7 +469,7 @@ func exprOptions(env map[string]any, want ExprResult) []expr.Option {
 
 // exprError reports a compile error of an expression in the spec's words.
 func (c *compiler) exprError(e syntax.Expr, src string, err error, env map[string]any, what string) {
-	pos, msg := exprErrorPos(e.TextPos(), err)
+	pos, msg := c.exprErrorAt(e, src, err)
 	if got, ok := strings.CutPrefix(msg, "expected bool, but got "); ok {
 		msg = fmt.Sprintf("condition must be a boolean, but %q is %s", src, exprTypeWords(got))
 	} else if got, ok := strings.CutPrefix(msg, "expected int, but got "); ok {

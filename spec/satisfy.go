@@ -66,6 +66,14 @@ func (n *NodeContext) SatisfiableSchema(node *yaml.Node, ref syntax.Str, doc jso
 	}
 	inst := s.build(root, 0)
 	if err := sch.Validate(inst); err != nil {
+		// The merged instance fails (a oneOf its first live branch does
+		// not decide, say): a value of the set the types and values
+		// admit may do.
+		if set, _ := s.values(root, nil, 0); !set.empty() {
+			if w, ok := set.witness(); ok && sch.Validate(w) == nil {
+				return w, true
+			}
+		}
 		data, _ := json.Marshal(inst)
 		n.Warnf(s.at, "validate could not build a reply the output schema accepts (tried %s: %s); check that one exists", syntax.Clip(string(data), 80), schemaErrorMessage(err))
 		return nil, false
@@ -391,6 +399,21 @@ func (s *satisfiability) checkObject(ptr string, m map[string]any, mandatory boo
 		target := strings.TrimPrefix(r, "#")
 		if t, ok := resolvePointer(s.root, target); ok && s.check(target, t, mandatory, depth+1) {
 			unsat = true
+		}
+	}
+	if !unsat {
+		// Keywords each satisfiable alone may admit no value together
+		// (schemaset.go): named at the one that empties the set.
+		if set, parts := s.values(m, nil, depth); set.empty() {
+			acc := everything()
+			var said []string
+			for _, p := range parts {
+				said = append(said, p.kw+": "+p.set.describe())
+				if acc = intersect(acc, p.set); acc.empty() {
+					fail(p.kw, "its keywords admit no value together (%s)", strings.Join(said, "; "))
+					break
+				}
+			}
 		}
 	}
 	return unsat

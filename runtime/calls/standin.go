@@ -227,9 +227,19 @@ func (g jsonGen) value(schema any, text string, depth int) any {
 				n = max(int(m), 0)
 			}
 		}
+		// The first items follow prefixItems, the others items (none
+		// when items is false: a closed tuple).
+		prefix, _ := s["prefixItems"].([]any)
+		if s["items"] == false && n > len(prefix) {
+			n = len(prefix)
+		}
 		out := make([]any, n)
 		for i := range out {
-			out[i] = g.value(s["items"], fmt.Sprintf("%s %d", text[:len(text)-1], i+1)+">", depth+1)
+			item := s["items"]
+			if i < len(prefix) {
+				item = prefix[i]
+			}
+			out[i] = g.value(item, fmt.Sprintf("%s %d", text[:len(text)-1], i+1)+">", depth+1)
 		}
 		return out
 	case "object":

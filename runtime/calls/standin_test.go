@@ -3,6 +3,7 @@ package calls
 import (
 	"encoding/json"
 	"io/fs"
+	"math/rand"
 	"regexp"
 	"strings"
 	"testing"
@@ -76,5 +77,106 @@ func TestStandInTags(t *testing.T) {
 	}
 	if StandIn(kit.Shape{}, "reply of a") != "<reply of a>" {
 		t.Error("a text stand-in is its label")
+	}
+}
+
+// arraySchemaGen writes random satisfiable schemas of nested objects and
+// arrays: items, prefixItems (tuples, closed with items: false or not),
+// minItems and maxItems in order, and leaves of every type with bounds,
+// enums and consts.
+type arraySchemaGen struct{ rnd *rand.Rand }
+
+func (g arraySchemaGen) leaf() map[string]any {
+	switch g.rnd.Intn(7) {
+	case 0:
+		return map[string]any{"type": "integer", "minimum": float64(g.rnd.Intn(5)), "maximum": float64(5 + g.rnd.Intn(5))}
+	case 1:
+		return map[string]any{"type": "number"}
+	case 2:
+		return map[string]any{"type": "boolean"}
+	case 3:
+		return map[string]any{"type": "string", "minLength": float64(g.rnd.Intn(4))}
+	case 4:
+		return map[string]any{"enum": []any{"a", 2.0, true}[g.rnd.Intn(3):]}
+	case 5:
+		return map[string]any{"const": []any{"k", 1.0, false, nil}[g.rnd.Intn(4)]}
+	}
+	return map[string]any{"type": "null"}
+}
+
+func (g arraySchemaGen) schema(depth int) map[string]any {
+	if depth <= 0 || g.rnd.Intn(3) == 0 {
+		return g.leaf()
+	}
+	if g.rnd.Intn(2) == 0 {
+		props := map[string]any{}
+		var req []any
+		for i := 0; i < 1+g.rnd.Intn(3); i++ {
+			name := string(rune('a' + i))
+			props[name] = g.schema(depth - 1)
+			if g.rnd.Intn(2) == 0 {
+				req = append(req, name)
+			}
+		}
+		m := map[string]any{"type": "object", "properties": props}
+		if len(req) > 0 {
+			m["required"] = req
+		}
+		return m
+	}
+	m := map[string]any{"type": "array"}
+	var prefix []any
+	if g.rnd.Intn(2) == 0 {
+		for i := 0; i < 1+g.rnd.Intn(3); i++ {
+			prefix = append(prefix, g.schema(depth-1))
+		}
+		m["prefixItems"] = prefix
+	}
+	switch g.rnd.Intn(3) {
+	case 0:
+		m["items"] = g.schema(depth - 1)
+	case 1:
+		if len(prefix) > 0 {
+			m["items"] = false
+		}
+	}
+	lo := g.rnd.Intn(3)
+	if m["items"] == false && lo > len(prefix) {
+		lo = len(prefix)
+	}
+	if g.rnd.Intn(2) == 0 {
+		m["minItems"] = float64(lo)
+	}
+	if g.rnd.Intn(2) == 0 {
+		m["maxItems"] = float64(lo + g.rnd.Intn(3))
+	}
+	return m
+}
+
+// TestStandInsFitGeneratedSchemas: over random schemas of nested arrays
+// (tuples among them) and objects, the shortest and the longest
+// stand-ins are valid JSON the schema accepts: the path check's replies
+// are replies the run could get.
+func TestStandInsFitGeneratedSchemas(t *testing.T) {
+	seed := rand.Int63()
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewSource(seed))
+	for i := 0; i < 500; i++ {
+		s := arraySchemaGen{rnd: rnd}.schema(3)
+		doc, _ := json.Marshal(s)
+		sch, err := spec.CompileJSONSchema("t", doc)
+		if err != nil {
+			t.Fatalf("%s: %v", doc, err)
+		}
+		for _, long := range []bool{false, true} {
+			out := standIn(kit.Shape{Format: "json", Schema: doc}, "reply", long)
+			var v any
+			if err := json.Unmarshal([]byte(out), &v); err != nil {
+				t.Fatalf("%s (long %v): stand-in %s is not JSON: %v", doc, long, out, err)
+			}
+			if err := sch.Validate(v); err != nil {
+				t.Fatalf("%s (long %v): stand-in %s fails the schema: %v", doc, long, out, err)
+			}
+		}
 	}
 }

@@ -63,6 +63,11 @@ type Expr struct {
 	// quoted is set when Source was written in quotes, so its first
 	// character sits one column after Pos.
 	quoted bool
+	// block is the text of a block scalar (| or >), whose indicator is
+	// at Pos: its characters are placed by BlockOffsetPos; prefix is what
+	// Negated wrote before it in Source.
+	block  *string
+	prefix int
 }
 
 // UnmarshalYAML accepts any scalar.
@@ -74,13 +79,30 @@ func (e *Expr) UnmarshalYAML(n *yaml.Node) error {
 	}
 	e.Source = n.Value
 	e.quoted = n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0
+	if n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		text := n.Value
+		e.block = &text
+	}
 	return nil
+}
+
+// Block is the text of an expression written as a block scalar (| or >)
+// and the length of what Source adds before it (Negated's "!("); ok is
+// false for other scalars.
+func (e Expr) Block() (text string, prefix int, ok bool) {
+	if e.block == nil {
+		return "", 0, false
+	}
+	return *e.block, e.prefix, true
 }
 
 // Negated is the expression !(e), placed so that a diagnostic about a
 // part of e points where the same diagnostic of e does (and so is not
 // reported twice when a kind compiles both).
 func (e Expr) Negated() Expr {
+	if e.block != nil {
+		return Expr{Source: "!(" + e.Source + ")", Pos: e.Pos, block: e.block, prefix: e.prefix + 2}
+	}
 	p := e.TextPos()
 	return Expr{Source: "!(" + e.Source + ")", Pos: Pos{Line: p.Line, Col: p.Col - 2}}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package spec_test
+
+const raceEnabled = false
