@@ -40,6 +40,9 @@ type Plan struct {
 	// ReplicaVars are the vars replicas read: a run that sets one compiles
 	// the spec again (see Specialize).
 	ReplicaVars []string
+	// CountInputs are the inputs counts read (max_turns: inputs.turns): a
+	// run given one compiles the spec again (see Specialize).
+	CountInputs []string
 	// Overridden are the models a run put in place of the spec's (see
 	// Overrides.Models), nil when none.
 	Overridden map[string]string
