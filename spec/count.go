@@ -331,7 +331,8 @@ func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) int {
 			c.plan.CountInputs = append(c.plan.CountInputs, in)
 		}
 	}
-	if !evaluated {
+	c.plan.CountExprs++
+	if !evaluated || c.overrides.CountsAtMaximum {
 		return int(bound)
 	}
 	got, ok := wholeNumber(v)

@@ -43,6 +43,8 @@ type Plan struct {
 	// CountInputs are the inputs counts read (max_turns: inputs.turns): a
 	// run given one compiles the spec again (see Specialize).
 	CountInputs []string
+	// CountExprs counts the counts written as expressions (see Count).
+	CountExprs int
 	// Overridden are the models a run put in place of the spec's (see
 	// Overrides.Models), nil when none.
 	Overridden map[string]string

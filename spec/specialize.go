@@ -27,6 +27,24 @@ type Overrides struct {
 	// Inputs are input values by name, as the run resolved them: counts
 	// read them (see Count).
 	Inputs map[string]any
+	// CountsAtMaximum compiles every count written as an expression at
+	// its declared maximum (the path check's second walk).
+	CountsAtMaximum bool
+}
+
+// AtCountMaximum is the plan with every count written as an expression
+// at its declared maximum instead of its value, or nil when the spec has
+// no such count (or does not compile so): the path check walks it too, so
+// that what fails only past the defaults' counts is found.
+func (p *Plan) AtCountMaximum() *Plan {
+	if p.CountExprs == 0 {
+		return nil
+	}
+	plan, diags := CompileWith(p.Path, p.Source, p.Registry, CompileOptions{Overrides: Overrides{CountsAtMaximum: true}, Libraries: p.libraries})
+	if diags.HasErrors() {
+		return nil
+	}
+	return plan
 }
 
 // maxReplicas bounds a replicated declaration: more agents than this is a
