@@ -239,26 +239,32 @@ func countNames(tree ast.Node) (vars, inputs []string, other string) {
 // expression, which must lie from lo to hi, and whose declared maximum
 // (see above) must be at most hi. Problems are reported at the value.
 func (n *NodeContext) Count(e syntax.Expr, what string, lo, hi, def int) int {
-	return n.c.count(e, fmt.Sprintf("node %q: %s", n.Node.ID, what), lo, hi, def)
+	v, bad := n.c.count(e, fmt.Sprintf("node %q: %s", n.Node.ID, what), lo, hi, def)
+	if bad != "" && n.Node.CountError == "" {
+		n.Node.CountError = bad
+	}
+	return v
 }
 
-func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) int {
+// count is a count's value, and why the value the run's values give is out
+// of its range ("" when it is not): the node fails when it runs.
+func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) (int, string) {
 	src := strings.TrimSpace(e.Source)
 	if src == "" {
-		return def
+		return def, ""
 	}
 	if !e.Quoted() && syntax.YAMLIntSyntax.MatchString(src) {
 		n, err := strconv.ParseInt(src, 0, 64)
 		if err != nil || n < int64(lo) || n > int64(hi) {
 			c.r.Errorf(e.Pos, "%s is %s; it must be a whole number from %d to %d", what, src, lo, hi)
-			return def
+			return def, ""
 		}
-		return int(n)
+		return int(n), ""
 	}
 	tree, err := parser.Parse(src)
 	if err != nil {
 		c.exprError(e, src, err, nil, what)
-		return def
+		return def, ""
 	}
 	vars, inputs, other := countNames(tree.Node)
 	if other != "" {
@@ -267,7 +273,7 @@ func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) int {
 		} else {
 			c.compileExpr(e, nil, IntResult, what) // says what the name is not
 		}
-		return def
+		return def, ""
 	}
 	// Typed as every expression is (a text var is refused by its type);
 	// evaluated below with the run's values.
@@ -283,16 +289,16 @@ func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) int {
 	if evaluated {
 		prog, err := expr.Compile(src, exprOptions(env, AnyResult)...)
 		if err != nil {
-			return def // the type check says why
+			return def, "" // the type check says why
 		}
 		if v, err = expr.Run(prog, env); err != nil {
 			c.r.Errorf(e.Pos, "%s (%s): %s", what, src, firstLine(err.Error()))
-			return def
+			return def, ""
 		}
 		switch v.(type) {
 		case string, bool, float64, nil:
 			if _, ok := wholeNumber(v); !ok {
-				return def // the type check says so
+				return def, "" // the type check says so
 			}
 		}
 	}
@@ -310,16 +316,16 @@ func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) int {
 			hint = fmt.Sprintf("declare a maximum: on input %q, or %s", inputs[0], hint)
 		}
 		c.r.Errorf(e.Pos, "%s (%s) has no declared maximum, which the dry run, the path check and the budget need: %s", what, src, hint)
-		return def
+		return def, ""
 	}
 	bound := math.Floor(r.hi)
 	if bound > float64(hi) {
 		c.r.Errorf(e.Pos, "%s (%s) may reach %s by the domains it reads, more than it may be (%d): lower a maximum, or cap it: min(%s, %d)", what, src, strconv.FormatFloat(bound, 'f', -1, 64), hi, src, hi)
-		return def
+		return def, ""
 	}
 	if bound < float64(lo) {
 		c.r.Errorf(e.Pos, "%s (%s) is at most %s by the domains it reads, less than %d", what, src, strconv.FormatFloat(bound, 'f', -1, 64), lo)
-		return def
+		return def, ""
 	}
 	for _, v := range vars {
 		if !slices.Contains(c.plan.ReplicaVars, v) {
@@ -333,24 +339,23 @@ func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) int {
 	}
 	c.plan.CountExprs++
 	if !evaluated || c.overrides.CountsAtMaximum {
-		return int(bound)
+		return int(bound), ""
 	}
 	got, ok := wholeNumber(v)
 	if !ok {
 		if _, typed := v.(string); typed {
-			return def // the type check says so
+			return def, "" // the type check says so
 		}
 		if _, typed := v.(float64); typed {
-			return def
+			return def, ""
 		}
 		c.r.Errorf(e.Pos, "%s (%s) gave %v (%s), not a whole number", what, src, v, reflect.TypeOf(v))
-		return def
+		return def, ""
 	}
 	if got < lo || float64(got) > bound {
-		c.r.Errorf(e.Pos, "%s (%s) is %d with these values; it must be from %d to its maximum, %d", what, src, got, lo, int(bound))
-		return def
+		return max(lo, 1), fmt.Sprintf("%s:%d:%d: %s (%s) is %d with these values; it must be from %d to its maximum, %d", c.plan.Path, e.Pos.Line, e.Pos.Col, what, src, got, lo, int(bound))
 	}
-	return got
+	return got, ""
 }
 
 // countEnv is what count expressions read: vars and inputs with the run's

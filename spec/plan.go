@@ -320,7 +320,12 @@ type NodePlan struct {
 	ID          string
 	Kind        string
 	Description string
-	Agents      []*AgentPlan
+	// CountError says why a count of the node (see Count) is out of its
+	// range with the values the plan was compiled with: the node fails
+	// when it runs, and a spec whose flow never runs it with those values
+	// runs (samples: vars.m where an if skips the node when m is 0).
+	CountError string
+	Agents     []*AgentPlan
 	// Impl is the kind (from the plan's registry) that compiled the node
 	// and runs it.
 	Impl Kind

@@ -197,6 +197,10 @@ type Scope struct {
 	Loop map[string]any
 	// Item is the innermost foreach element.
 	Item any
+	// Counters are every enclosing loop's iteration and foreach's item
+	// number (1-based) by the loop's name: what recorded messages carry
+	// (value.Message.Loops).
+	Counters map[string]int
 	// Key is a stable text form of the scope, e.g. "round=2" or
 	// "goal=tech/round=1", used in call keys.
 	Key string
