@@ -62,9 +62,14 @@ type Config struct {
 	FailUndecided bool
 	Rules         []Rule
 	Until         *spec.Program
-	MaxTurns      int
-	Interject     []Interject
-	Watch         []Watch
+	// While is checked before each turn: the conversation ends when it
+	// does not hold (ended_by: while). Break is checked after every
+	// message posted (turns, time keeper and watcher posts): the
+	// conversation ends when it holds (ended_by: break).
+	While, Break *spec.Program
+	MaxTurns     int
+	Interject    []Interject
+	Watch        []Watch
 	// Chat says how turns send earlier turns (nil: system and prompt).
 	Chat *chat.Config
 	// Tools the speakers may call (with the agents' own), up to
@@ -215,6 +220,8 @@ type rawConfig struct {
 		} `yaml:"rules"`
 	} `yaml:"verdict"`
 	Until     syntax.Expr `yaml:"until"`
+	While     syntax.Expr `yaml:"while"`
+	Break     syntax.Expr `yaml:"break"`
 	MaxTurns  syntax.Expr `yaml:"max_turns"`
 	Interject []struct {
 		Every        syntax.Expr `yaml:"every"`
@@ -292,6 +299,8 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		}
 	}
 	cfg.Until = c.Expr(raw.Until, ParticipantsSample(), spec.BoolResult, "until")
+	cfg.While = c.Expr(raw.While, ParticipantsSample(), spec.BoolResult, "while")
+	cfg.Break = c.Expr(raw.Break, ParticipantsSample(), spec.BoolResult, "break")
 	cfg.MaxTurns = c.Count(raw.MaxTurns, "max_turns", 1, math.MaxInt32, cfg.MaxTurns)
 	for _, in := range raw.Interject {
 		ij := Interject{Every: c.Count(in.Every, "interject every", 1, math.MaxInt32, 0), Template: c.Template(in.Template), ForceVerdict: in.ForceVerdict, AtStart: in.AtStart}
@@ -310,7 +319,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		cfg.Watch = append(cfg.Watch, Watch{Every: every, EveryMessages: everyMessages, Node: id, Template: c.TemplateWith(w.Template, WatchData{}), Silent: w.Silent})
 	}
 	compileExtras(c, raw, cfg)
-	if raw.Until.IsZero() && raw.Verdict == nil {
+	if raw.Until.IsZero() && raw.Verdict == nil && raw.While.IsZero() && raw.Break.IsZero() {
 		c.Warnf(c.Decl.Pos, "no verdict and no until: the conversation runs max_turns (%d) turns", cfg.MaxTurns)
 	}
 	c.SetOutput(OutputType, spec.TypeString)

@@ -289,6 +289,11 @@ type Flow interface {
 	// until): true when it holds. A dry run's worst case never ends early,
 	// so a dry host answers false after checking that it evaluates.
 	Holds(p *spec.Program, env map[string]any) (bool, error)
+	// Continues evaluates a condition under which something goes on (a
+	// conversation's while): true when it holds. A dry run's worst case
+	// goes on, so a dry host answers true after checking that it
+	// evaluates.
+	Continues(p *spec.Program, env map[string]any) (bool, error)
 	// Result returns a finished node's result.
 	Result(node string) (value.NodeResult, bool)
 	// RunNode executes another node in the current scope (watchers).
