@@ -19,7 +19,7 @@ import (
 // ended it here; the dry run plans all M turns.
 func TestConverseWhileBreakProperty(t *testing.T) {
 	srv := llmtest.New(t, keyed(answerOf))
-	for seed := uint64(0); seed < 25; seed++ {
+	for seed := uint64(0); seed < 15; seed++ {
 		r := rand.New(rand.NewPCG(seed, 3))
 		m, l, e := 1+r.IntN(6), r.IntN(8), 1+r.IntN(5)
 		useWhile, useBreak := r.IntN(3) > 0, r.IntN(3) > 0
