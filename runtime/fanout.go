@@ -178,6 +178,7 @@ func (it *iteration) setResult(node string, res value.NodeResult) {
 	if !slices.Contains(it.own, node) {
 		it.own = append(it.own, node)
 	}
+	res.Ran = true
 	results[node] = res
 	it.results = results
 }

@@ -24,14 +24,20 @@ type frame struct {
 	it *iteration
 }
 
-func (f *frame) with(name string, value any, keyPart string) *frame {
+func (f *frame) with(name string, value any, counter int, keyPart string) *frame {
 	loop := map[string]any{}
 	for k, v := range f.scope.Loop {
 		loop[k] = v
 	}
 	loop[name] = value
+	counters := make(map[string]int, len(f.scope.Counters)+1)
+	for k, v := range f.scope.Counters {
+		counters[k] = v
+	}
+	counters[name] = counter
 	s := f.scope
 	s.Loop = loop
+	s.Counters = counters
 	if f.scope.Key == "-" || f.scope.Key == "" {
 		s.Key = keyPart
 	} else {
@@ -76,7 +82,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			if err := r.countIteration(s); err != nil {
 				return err
 			}
-			inner := f.with(s.As, i, fmt.Sprintf("%s=%d", s.As, i))
+			inner := f.with(s.As, i, i, fmt.Sprintf("%s=%d", s.As, i))
 			inner.scope.Round = i
 			broke, err := r.runBody(ctx, s, i, inner)
 			if err != nil {
@@ -118,7 +124,7 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			if g, ok := item.(value.GoalView); ok {
 				key = fmt.Sprintf("%s=%s", s.As, g.ID)
 			}
-			inner := f.with(s.As, item, key)
+			inner := f.with(s.As, item, i+1, key)
 			inner.scope.Item = item
 			if g, ok := item.(value.GoalView); ok {
 				inner.scope.Goal = g
@@ -294,6 +300,7 @@ func (r *Run) setResult(node string, res value.NodeResult) {
 	for k, v := range r.results {
 		results[k] = v
 	}
+	res.Ran = true
 	results[node] = res
 	r.results = results
 }

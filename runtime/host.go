@@ -214,6 +214,23 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	return b, nil
 }
 
+func (h *host) Continues(p *spec.Program, env map[string]any) (bool, error) {
+	v, err := vm.Run(p.Program, env)
+	if d := h.run.dry; d != nil {
+		if err != nil {
+			d.note("node %q: %s cannot be evaluated on stand-in replies (%v); it is taken as true", h.node.ID, p.Source, firstLineOf(err))
+		} else {
+			d.note("node %q runs to its bound: %s may end it earlier", h.node.ID, p.Source)
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+	}
+	b, _ := v.(bool)
+	return b, nil
+}
+
 func (h *host) Event(typ event.Type, key string, data any) error {
 	if typ == event.ToolCall {
 		// key is already a full call key; keep tool calls for the result.

@@ -65,7 +65,35 @@ var denseRenders = false
 // CheckPaths walks plan's flow along its paths (see above) and reports
 // what fails on them. Required inputs without a default get a stand-in
 // text, as a dry run's placeholders.
+//
+// A spec whose counts are expressions (max_turns: vars.turns * 2) is
+// walked twice: with its counts' values for the defaults, and with every
+// count at its declared maximum (spec.Plan.AtCountMaximum), what no
+// validated run passes; what fails only there is reported as such.
 func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
+	diags := checkPaths(plan)
+	if plan == nil || plan.CountExprs == 0 {
+		return diags
+	}
+	most := plan.AtCountMaximum()
+	if most == nil {
+		return diags
+	}
+	seen := map[string]bool{}
+	for _, d := range diags {
+		seen[fmt.Sprint(d.Pos, d.Severity)] = true
+	}
+	for _, d := range checkPaths(most) {
+		if seen[fmt.Sprint(d.Pos, d.Severity)] {
+			continue
+		}
+		d.Message += " (with every count at its declared maximum)"
+		diags = append(diags, d)
+	}
+	return diags
+}
+
+func checkPaths(plan *spec.Plan) syntax.Diagnostics {
 	if plan == nil || len(plan.Flow) == 0 {
 		return nil
 	}

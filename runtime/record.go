@@ -119,6 +119,9 @@ func (h *host) record(msgs []value.Message) []value.Message {
 		if m.Goal == "" {
 			m.Goal = h.scope.Goal.ID
 		}
+		if m.Loops == nil && len(h.scope.Counters) > 0 {
+			m.Loops = h.scope.Counters // never changed: each frame makes its own
+		}
 	}
 	if it := h.iteration(); it != nil {
 		out := it.hold(msgs)

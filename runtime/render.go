@@ -68,7 +68,7 @@ func (h *host) Base(node *spec.NodePlan, agent *spec.AgentPlan) value.PromptBase
 	// setResult and history.Store.Seen), so that a call's cost does not grow
 	// with the length of the debate.
 	data := value.PromptBase{
-		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Item: h.scope.Item, Goal: h.scope.Goal,
+		Agent: agent.View(), Round: h.scope.Round, Loop: h.scope.Loop, Loops: h.scope.Counters, Item: h.scope.Item, Goal: h.scope.Goal,
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results,
 		Agents: r.agentViews(node), AllAgents: r.agentViews(nil),
 	}

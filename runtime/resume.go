@@ -238,7 +238,7 @@ func resumePlan(dir string, m result.Manifest, reg *spec.Registry, fixed string)
 		if abs, err := filepath.Abs(fixed); err == nil {
 			plan.Path = abs
 		}
-		plan, err := plan.Specialize(normalizeNumbers(m.Vars), m.ModelOverrides)
+		plan, err := plan.SpecializeFor(spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides, Inputs: normalizeNumbers(m.Inputs)})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -251,7 +251,7 @@ func resumePlan(dir string, m result.Manifest, reg *spec.Registry, fixed string)
 	// Compile under the original path so that the .env next to the spec is
 	// found again (and, for runs without saved libraries, the folders).
 	plan, diags := spec.CompileWith(m.SpecPath, source, reg, spec.CompileOptions{Libraries: savedLibraries(dir, m),
-		Overrides: spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides}})
+		Overrides: spec.Overrides{Vars: normalizeNumbers(m.Vars), Models: m.ModelOverrides, Inputs: normalizeNumbers(m.Inputs)}})
 	if diags.HasErrors() {
 		return nil, nil, fmt.Errorf("the spec saved in %s no longer compiles (resume with --spec FILE to continue with a fixed one):\n%s", dir, diags.Format())
 	}

@@ -62,6 +62,9 @@ func (r *Run) endRunSpan(span *tracing.Span, res *result.Result, err error) {
 
 // runNode executes a node inside its span.
 func (r *Run) runNode(ctx context.Context, node *spec.NodePlan, f *frame) (value.NodeResult, error) {
+	if node.CountError != "" {
+		return value.NodeResult{}, errors.New(node.CountError)
+	}
 	ctx, span := tracing.StartNode(ctx, node.ID, string(node.Kind), f.scope.Key)
 	res, err := r.execNode(ctx, node, f)
 	if errors.Is(err, kit.ErrWaiting) {

@@ -40,6 +40,11 @@ type Plan struct {
 	// ReplicaVars are the vars replicas read: a run that sets one compiles
 	// the spec again (see Specialize).
 	ReplicaVars []string
+	// CountInputs are the inputs counts read (max_turns: inputs.turns): a
+	// run given one compiles the spec again (see Specialize).
+	CountInputs []string
+	// CountExprs counts the counts written as expressions (see Count).
+	CountExprs int
 	// Overridden are the models a run put in place of the spec's (see
 	// Overrides.Models), nil when none.
 	Overridden map[string]string
@@ -339,7 +344,12 @@ type NodePlan struct {
 	ID          string
 	Kind        string
 	Description string
-	Agents      []*AgentPlan
+	// CountError says why a count of the node (see Count) is out of its
+	// range with the values the plan was compiled with: the node fails
+	// when it runs, and a spec whose flow never runs it with those values
+	// runs (samples: vars.m where an if skips the node when m is 0).
+	CountError string
+	Agents     []*AgentPlan
 	// Impl is the kind (from the plan's registry) that compiled the node
 	// and runs it.
 	Impl Kind

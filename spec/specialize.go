@@ -24,6 +24,27 @@ type Overrides struct {
 	// settings it takes, or else a model id the endpoint knows, which
 	// replaces the model's `model` and keeps its other settings.
 	Models map[string]string
+	// Inputs are input values by name, as the run resolved them: counts
+	// read them (see Count).
+	Inputs map[string]any
+	// CountsAtMaximum compiles every count written as an expression at
+	// its declared maximum (the path check's second walk).
+	CountsAtMaximum bool
+}
+
+// AtCountMaximum is the plan with every count written as an expression
+// at its declared maximum instead of its value, or nil when the spec has
+// no such count (or does not compile so): the path check walks it too, so
+// that what fails only past the defaults' counts is found.
+func (p *Plan) AtCountMaximum() *Plan {
+	if p.CountExprs == 0 {
+		return nil
+	}
+	plan, diags := CompileWith(p.Path, p.Source, p.Registry, CompileOptions{Overrides: Overrides{CountsAtMaximum: true}, Libraries: p.libraries})
+	if diags.HasErrors() {
+		return nil
+	}
+	return plan
 }
 
 // maxReplicas bounds a replicated declaration: more agents than this is a
@@ -36,7 +57,19 @@ const maxReplicas = 1000
 // replaced), else the spec compiled again with them. Errors name what to
 // change (the flag or the spec).
 func (p *Plan) Specialize(vars map[string]any, models map[string]string) (*Plan, error) {
+	return p.SpecializeFor(Overrides{Vars: vars, Models: models})
+}
+
+// SpecializeFor is Specialize with the run's inputs too: a spec whose
+// counts read inputs compiles again with the inputs a run is given.
+func (p *Plan) SpecializeFor(o Overrides) (*Plan, error) {
+	vars, models := o.Vars, o.Models
 	changed := len(models) > 0
+	for _, name := range p.CountInputs {
+		if _, ok := o.Inputs[name]; ok {
+			changed = true
+		}
+	}
 	for _, name := range p.ReplicaVars {
 		v, ok := vars[name]
 		if !ok {
@@ -57,7 +90,7 @@ func (p *Plan) Specialize(vars map[string]any, models map[string]string) (*Plan,
 			return nil, fmt.Errorf("model %q: the spec has no model of that name (its models: %s)", name, strings.Join(names, ", "))
 		}
 	}
-	plan, diags := CompileWith(p.Path, p.Source, p.Registry, CompileOptions{Overrides: Overrides{Vars: vars, Models: models}, Libraries: p.libraries})
+	plan, diags := CompileWith(p.Path, p.Source, p.Registry, CompileOptions{Overrides: o, Libraries: p.libraries})
 	if diags.HasErrors() {
 		return nil, fmt.Errorf("the spec does not compile with these values:\n%s", diags.Format())
 	}

@@ -636,7 +636,7 @@ func (c *templateChecker) fields(tree *parse.Tree, n parse.Node, base tmplType, 
 					}
 					c.reads = append(c.reads, tmplNodeRead{id: name, loc: loc})
 				}
-				if cur.what == "loop" {
+				if cur.what == "loop" || cur.what == "loops" {
 					loc := ""
 					if tree != nil && n != nil {
 						loc, _ = tree.ErrorContext(n)
@@ -744,7 +744,7 @@ func singular(what string) string {
 		return "var"
 	case "nodes":
 		return "node"
-	case "loop":
+	case "loop", "loops":
 		return "loop or foreach variable"
 	}
 	return "key"

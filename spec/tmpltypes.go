@@ -451,6 +451,7 @@ func (c *compiler) loopDomain() {
 	}
 	names := append([]string{}, c.loopNames...)
 	c.checker.domains["loop"] = names
+	c.checker.domains["loops"] = names
 }
 
 // loopRead refuses a template's read of .Loop.NAME where the node runs

@@ -502,3 +502,36 @@ func (g *exprGen) Expr(depth int) string {
 	}
 	return f.name + "(" + strings.Join(args, ", ") + ")"
 }
+
+// Count is a count expression (max_turns: vars.turns * 2): mostly over
+// vars and inputs in arithmetic, min, max and conditionals, as counts are
+// written, now and then any expression, which validate must refuse or the
+// run must take.
+func (g *exprGen) Count(depth int) string {
+	if g.r.Intn(8) == 0 {
+		return g.Expr(depth)
+	}
+	if depth <= 0 || g.r.Intn(3) == 0 {
+		switch g.r.Intn(5) {
+		case 0, 1:
+			return "vars." + g.s.name(g.r, g.s.varList)
+		case 2:
+			return pick(g.r, []string{"inputs.", "int(inputs."}) + g.s.name(g.r, g.s.inputs) + pick(g.r, []string{"", ")"})
+		}
+		return pick(g.r, []string{"0", "1", "2", "3", "-1", "10", "2.5"})
+	}
+	x, y := g.Count(depth-1), g.Count(depth-1)
+	switch g.r.Intn(6) {
+	case 0:
+		return "min(" + x + ", " + y + ")"
+	case 1:
+		return "max(" + x + ", " + y + ")"
+	case 2:
+		return "(" + x + " " + pick(g.r, []string{"+", "-", "*", "/", "%"}) + " " + y + ")"
+	case 3:
+		return "(vars." + g.s.name(g.r, g.s.varList) + " > " + x + " ? " + x + " : " + y + ")"
+	case 4:
+		return "int(" + x + ")"
+	}
+	return "abs(" + x + ")"
+}

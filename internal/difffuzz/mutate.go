@@ -263,6 +263,13 @@ func exprSlot(kw keyword) bool {
 	return strings.Contains(d, "expression") || strings.Contains(d, "condition") || strings.Contains(d, "when this holds")
 }
 
+// countSlot reports whether a kind's property is a count that takes an
+// expression over vars and inputs (see spec.Count).
+func countSlot(kw keyword) bool {
+	d, _ := kw.schema["description"].(string)
+	return strings.Contains(d, "expression over vars and inputs")
+}
+
 func (g *Generator) mutateExpr(r *rand.Rand, seed *Seed, doc *yaml.Node) string {
 	eg := &exprGen{r: r, s: seed.scope, funcs: g.efuncs}
 	e := eg.Expr(1 + r.Intn(3))
@@ -293,6 +300,11 @@ func (g *Generator) mutateExpr(r *rand.Rand, seed *Seed, doc *yaml.Node) string 
 			return ""
 		}
 		slot := pick(r, slots)
+		for _, kw := range g.kinds[kind] {
+			if kw.name == slot && countSlot(kw) && r.Intn(3) > 0 {
+				e = eg.Count(1 + r.Intn(2)) // a count, as counts are written
+			}
+		}
 		if slot == "set" {
 			set := ensureMap(n, "set")
 			mapSet(set, fmt.Sprintf("fuzz_%d", g.n), scalar(e))
@@ -417,6 +429,10 @@ func (g *Generator) mutateFlow(r *rand.Rand, seed *Seed, doc *yaml.Node) string 
 			v := pick(r, []string{"round", "item", "goal", "x", "inputs"})
 			setKey(l, "as", scalar(v))
 			return "loop as: " + v
+		case "break":
+			v := pick(r, []string{"false", "true", "round >= 2", eg.Expr(2)})
+			setKey(l, "break", scalar(v))
+			return "loop break: " + v
 		default:
 			v := pick(r, []string{"false", "true", eg.Expr(2)})
 			setKey(l, "until", scalar(v))
@@ -502,6 +518,9 @@ func (g *Generator) keywordValue(r *rand.Rand, seed *Seed, kw keyword, eg *exprG
 			}
 		}
 		types = []string{"string"}
+	}
+	if countSlot(kw) && r.Intn(2) == 0 {
+		return scalar(eg.Count(2))
 	}
 	switch pick(r, types) {
 	case "integer", "number":

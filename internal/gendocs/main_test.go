@@ -52,9 +52,9 @@ func TestTableRows(t *testing.T) {
 	for _, row := range []string{
 		"| `template` | string | required | ",
 		"| `each.record` | string | required with `each` | ",
-		"| `output.repair` | integer 0-10 | 2 | ",
+		"| `output.repair` | integer 0-10 or string | 2 | ",
 		"| `order` | `concurrent`, `sequential` | `concurrent` | ",
-		"| `max_tool_calls` | integer ≥ 0 | 4 | ",
+		"| `max_tool_calls` | integer ≥ 0 or string | 4 | ",
 		"| `record` | id |  | ",
 		"`tags` (`<name>value</name>` fields)",
 		"| `thread`, `history`, `examples` | | | chat turns",

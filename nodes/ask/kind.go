@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -203,14 +204,14 @@ type rawConfig struct {
 		Pattern    syntax.Str   `yaml:"pattern"`
 		Patterns   []syntax.Str `yaml:"patterns"`
 		Fields     []string     `yaml:"fields"`
-		Repair     *int         `yaml:"repair"`
+		Repair     syntax.Expr  `yaml:"repair"`
 		RepairMode string       `yaml:"repair_mode"`
 		Fallback   any          `yaml:"fallback"`
 	} `yaml:"output"`
-	Tools        []string `yaml:"tools"`
-	MaxToolCalls *int     `yaml:"max_tool_calls"`
-	Summarize    *bool    `yaml:"summarize"`
-	MinAnswers   *int     `yaml:"min_answers"`
+	Tools        []string    `yaml:"tools"`
+	MaxToolCalls syntax.Expr `yaml:"max_tool_calls"`
+	Summarize    *bool       `yaml:"summarize"`
+	MinAnswers   syntax.Expr `yaml:"min_answers"`
 }
 
 // Compile implements kit.Def.
@@ -238,9 +239,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 	for _, a := range c.Node.Agents {
 		c.AgentModel(a, cfg.Model)
 	}
-	if raw.MaxToolCalls != nil {
-		cfg.MaxToolCalls = *raw.MaxToolCalls
-	}
+	cfg.MaxToolCalls = c.Count(raw.MaxToolCalls, "max_tool_calls", 0, math.MaxInt32, cfg.MaxToolCalls)
 	if raw.Summarize != nil {
 		cfg.Summarize = *raw.Summarize
 	}
@@ -265,12 +264,16 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 				c.Errorf(raw.Samples.Pos, "samples is %d; it must be from 1 to %d", n, maxSamples)
 			}
 			cfg.Samples = n
+		} else if c.IsCount(raw.Samples) {
+			// Over vars and inputs only: fixed before the run (see
+			// spec.Count), so that every part of the runner sees a number.
+			cfg.Samples = c.Count(raw.Samples, "samples", 1, maxSamples, 1)
 		} else {
 			cfg.SamplesExpr = c.Expr(raw.Samples, nil, spec.IntResult, "samples")
 		}
 	}
-	if raw.MinAnswers != nil {
-		cfg.MinAnswers = *raw.MinAnswers
+	if !raw.MinAnswers.IsZero() {
+		cfg.MinAnswers = c.Count(raw.MinAnswers, "min_answers", 1, math.MaxInt32, 1)
 		calls := len(c.Node.Agents) * cfg.Samples
 		switch {
 		case cfg.MinAnswers < 1:
@@ -308,9 +311,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		if o.Format.Set {
 			cfg.Output.Format = Format(o.Format.V)
 		}
-		if o.Repair != nil {
-			cfg.Output.Repair = *o.Repair
-		}
+		cfg.Output.Repair = c.Count(o.Repair, "output.repair", 0, 10, cfg.Output.Repair)
 		cfg.Output.Fields = o.Fields
 		cfg.Output.Fallback = o.Fallback
 		cfg.Output.Resend = o.RepairMode == RepairResend

@@ -60,12 +60,12 @@ func (Kind) Example() string { return example }
 
 // rawConfig is a clarify node as written in YAML.
 type rawConfig struct {
-	Template      syntax.Str `yaml:"template"`
-	System        syntax.Str `yaml:"system"`
-	Model         syntax.Str `yaml:"model"`
-	MaxQuestions  int        `yaml:"max_questions"`
-	MaxIterations int        `yaml:"max_iterations"`
-	Repair        *int       `yaml:"repair"`
+	Template      syntax.Str  `yaml:"template"`
+	System        syntax.Str  `yaml:"system"`
+	Model         syntax.Str  `yaml:"model"`
+	MaxQuestions  syntax.Expr `yaml:"max_questions"`
+	MaxIterations syntax.Expr `yaml:"max_iterations"`
+	Repair        syntax.Expr `yaml:"repair"`
 }
 
 // OutputType is the type of a clarify node's output: every question asked,
@@ -101,15 +101,9 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 			c.Errorf(c.FieldPos("agents"), "agent %q is played by a person (human: true): a clarify node's agents are models that ask the user; leave it out of agents", a.ID)
 		}
 	}
-	if raw.MaxQuestions > 0 {
-		cfg.MaxQuestions = raw.MaxQuestions
-	}
-	if raw.MaxIterations > 0 {
-		cfg.MaxIterations = raw.MaxIterations
-	}
-	if raw.Repair != nil {
-		cfg.Repair = *raw.Repair
-	}
+	cfg.MaxQuestions = c.Count(raw.MaxQuestions, "max_questions", 1, 50, cfg.MaxQuestions)
+	cfg.MaxIterations = c.Count(raw.MaxIterations, "max_iterations", 1, 10, cfg.MaxIterations)
+	cfg.Repair = c.Count(raw.Repair, "repair", 0, 10, cfg.Repair)
 	if len(c.Node.Agents) == 0 && c.Field("agents") == nil {
 		c.Errorf(c.Decl.Pos, "has no agents: add agents: [ID, ...]")
 	}

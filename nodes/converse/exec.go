@@ -38,6 +38,9 @@ type state struct {
 	endedBy      string
 	// watched is, per watcher, the transcript's length when it last ran.
 	watched []int
+	// breakSeen is how many messages the transcript had when break was
+	// last checked.
+	breakSeen int
 	// selectCalls are the selector's calls not yet counted.
 	selectCalls int
 }
@@ -58,6 +61,12 @@ func (Kind) Execute(ctx context.Context, h kit.Host, node *spec.NodePlan, cfg *C
 	for s.turn < cfg.MaxTurns {
 		if err := ctx.Err(); err != nil {
 			return value.NodeResult{}, err
+		}
+		if stop, err := s.stops(); err != nil || stop {
+			if err != nil {
+				return value.NodeResult{}, err
+			}
+			break
 		}
 		speaker, err := s.nextSpeaker(ctx)
 		calls += s.selectCalls
@@ -163,12 +172,62 @@ func (s *state) eval(p *spec.Program, env map[string]any) (any, error) {
 	return v, nil
 }
 
+// stops reports, before a turn, whether the conversation ends there: its
+// break holds after what was posted since the last turn, or its while no
+// longer holds.
+func (s *state) stops() (bool, error) {
+	if s.cfg.Break != nil && s.posted() {
+		if stop, err := s.breaks(); err != nil || stop {
+			return stop, err
+		}
+	}
+	if s.cfg.While == nil {
+		return false, nil
+	}
+	goes, err := s.h.Continues(s.cfg.While, s.env())
+	if err != nil {
+		return false, fmt.Errorf("node %q: while (%s): %w", s.node.ID, s.cfg.While.Source, err)
+	}
+	if !goes {
+		s.endedBy = "while"
+	}
+	return !goes, nil
+}
+
+// posted reports whether a message was posted since break was last
+// checked.
+func (s *state) posted() bool {
+	n := len(s.transcript)
+	if n == s.breakSeen {
+		return false
+	}
+	s.breakSeen = n
+	return true
+}
+
+func (s *state) breaks() (bool, error) {
+	stop, err := s.h.Holds(s.cfg.Break, s.env())
+	if err != nil {
+		return false, fmt.Errorf("node %q: break (%s): %w", s.node.ID, s.cfg.Break.Source, err)
+	}
+	if stop {
+		s.endedBy = "break"
+	}
+	return stop, nil
+}
+
 // finished reports whether the conversation is over: everyone has withdrawn
-// (nobody is left to speak, whatever until says), or until holds.
+// (nobody is left to speak, whatever until says), its break holds after
+// the turn, or until holds.
 func (s *state) finished() (bool, error) {
 	if len(s.active()) == 0 {
 		s.endedBy = "everyone withdrew"
 		return true, nil
+	}
+	if s.cfg.Break != nil && s.posted() {
+		if stop, err := s.breaks(); err != nil || stop {
+			return stop, err
+		}
 	}
 	if s.cfg.Until == nil {
 		return false, nil

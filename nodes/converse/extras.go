@@ -2,6 +2,7 @@ package converse
 
 import (
 	"context"
+	"math"
 	"slices"
 	"strings"
 
@@ -23,10 +24,7 @@ func compileExtras(c *spec.NodeContext, raw *rawConfig, cfg *Config) {
 	}
 	cfg.Chat = chat.Compile(c, &raw.Raw)
 	cfg.Tools = raw.Tools
-	cfg.MaxToolCalls = 4
-	if raw.MaxToolCalls != nil {
-		cfg.MaxToolCalls = *raw.MaxToolCalls
-	}
+	cfg.MaxToolCalls = c.Count(raw.MaxToolCalls, "max_tool_calls", 0, math.MaxInt32, 4)
 	cfg.Summarize = true
 	if raw.Summarize != nil {
 		cfg.Summarize = *raw.Summarize

@@ -5,6 +5,7 @@ package converse
 import (
 	_ "embed"
 	"fmt"
+	"math"
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
@@ -61,9 +62,14 @@ type Config struct {
 	FailUndecided bool
 	Rules         []Rule
 	Until         *spec.Program
-	MaxTurns      int
-	Interject     []Interject
-	Watch         []Watch
+	// While is checked before each turn: the conversation ends when it
+	// does not hold (ended_by: while). Break is checked after every
+	// message posted (turns, time keeper and watcher posts): the
+	// conversation ends when it holds (ended_by: break).
+	While, Break *spec.Program
+	MaxTurns     int
+	Interject    []Interject
+	Watch        []Watch
 	// Chat says how turns send earlier turns (nil: system and prompt).
 	Chat *chat.Config
 	// Tools the speakers may call (with the agents' own), up to
@@ -192,42 +198,44 @@ func RuleSample() map[string]any {
 
 type rawConfig struct {
 	chat.Raw       `yaml:",inline"`
-	Tools          []string   `yaml:"tools"`
-	MaxToolCalls   *int       `yaml:"max_tool_calls"`
-	Summarize      *bool      `yaml:"summarize"`
-	Speaker        yaml.Node  `yaml:"speaker"`
-	ReplyToWhisper *float64   `yaml:"reply_to_whisper"`
-	Model          syntax.Str `yaml:"model"`
-	System         syntax.Str `yaml:"system"`
+	Tools          []string    `yaml:"tools"`
+	MaxToolCalls   syntax.Expr `yaml:"max_tool_calls"`
+	Summarize      *bool       `yaml:"summarize"`
+	Speaker        yaml.Node   `yaml:"speaker"`
+	ReplyToWhisper *float64    `yaml:"reply_to_whisper"`
+	Model          syntax.Str  `yaml:"model"`
+	System         syntax.Str  `yaml:"system"`
 	Message        struct {
 		Format   string     `yaml:"format"`
 		Template syntax.Str `yaml:"template"`
 	} `yaml:"message"`
 	Verdict *struct {
-		Options   yaml.Node `yaml:"options"`
-		Reasoning string    `yaml:"reasoning"`
-		Repair    *int      `yaml:"repair"`
-		Undecided string    `yaml:"undecided"`
+		Options   yaml.Node   `yaml:"options"`
+		Reasoning string      `yaml:"reasoning"`
+		Repair    syntax.Expr `yaml:"repair"`
+		Undecided string      `yaml:"undecided"`
 		Rules     []struct {
 			Check   syntax.Expr `yaml:"check"`
 			Message string      `yaml:"message"`
 		} `yaml:"rules"`
 	} `yaml:"verdict"`
 	Until     syntax.Expr `yaml:"until"`
-	MaxTurns  int         `yaml:"max_turns"`
+	While     syntax.Expr `yaml:"while"`
+	Break     syntax.Expr `yaml:"break"`
+	MaxTurns  syntax.Expr `yaml:"max_turns"`
 	Interject []struct {
-		Every        int         `yaml:"every"`
+		Every        syntax.Expr `yaml:"every"`
 		When         syntax.Expr `yaml:"when"`
 		Template     syntax.Str  `yaml:"template"`
 		ForceVerdict bool        `yaml:"force_verdict"`
 		AtStart      bool        `yaml:"at_start"`
 	} `yaml:"interject"`
 	Watch []struct {
-		Every         int        `yaml:"every"`
-		EveryMessages int        `yaml:"every_messages"`
-		Node          syntax.Str `yaml:"node"`
-		Template      syntax.Str `yaml:"template"`
-		Silent        []string   `yaml:"silent"`
+		Every         syntax.Expr `yaml:"every"`
+		EveryMessages syntax.Expr `yaml:"every_messages"`
+		Node          syntax.Str  `yaml:"node"`
+		Template      syntax.Str  `yaml:"template"`
+		Silent        []string    `yaml:"silent"`
 	} `yaml:"watch"`
 }
 
@@ -282,9 +290,7 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 			cfg.VerdictSet = "inline"
 		}
 		cfg.Reasoning = v.Reasoning != "optional"
-		if v.Repair != nil {
-			cfg.Repair = *v.Repair
-		}
+		cfg.Repair = c.Count(v.Repair, "verdict.repair", 0, 10, cfg.Repair)
 		cfg.FailUndecided = v.Undecided == "fail"
 		for _, r := range v.Rules {
 			if p := c.Expr(r.Check, RuleSample(), spec.BoolResult, "verdict rule"); p != nil {
@@ -293,26 +299,27 @@ func (Kind) Compile(c *spec.NodeContext, raw *rawConfig) *Config {
 		}
 	}
 	cfg.Until = c.Expr(raw.Until, ParticipantsSample(), spec.BoolResult, "until")
-	if raw.MaxTurns > 0 {
-		cfg.MaxTurns = raw.MaxTurns
-	}
+	cfg.While = c.Expr(raw.While, ParticipantsSample(), spec.BoolResult, "while")
+	cfg.Break = c.Expr(raw.Break, ParticipantsSample(), spec.BoolResult, "break")
+	cfg.MaxTurns = c.Count(raw.MaxTurns, "max_turns", 1, math.MaxInt32, cfg.MaxTurns)
 	for _, in := range raw.Interject {
-		ij := Interject{Every: in.Every, Template: c.Template(in.Template), ForceVerdict: in.ForceVerdict, AtStart: in.AtStart}
+		ij := Interject{Every: c.Count(in.Every, "interject every", 1, math.MaxInt32, 0), Template: c.Template(in.Template), ForceVerdict: in.ForceVerdict, AtStart: in.AtStart}
 		ij.When = c.Expr(in.When, ParticipantsSample(), spec.BoolResult, "interject when")
-		if in.Every == 0 && in.When.IsZero() && !in.AtStart {
+		if in.Every.IsZero() && in.When.IsZero() && !in.AtStart {
 			c.Errorf(in.Template.Pos, "interject needs every: N, when: CONDITION or at_start: true")
 		}
 		cfg.Interject = append(cfg.Interject, ij)
 	}
 	for _, w := range raw.Watch {
 		id := c.RunsNode(w.Node, "watch")
-		if (w.Every == 0) == (w.EveryMessages == 0) {
+		if w.Every.IsZero() == w.EveryMessages.IsZero() {
 			c.Errorf(w.Node.Pos, "watch needs one of every: N (turns) or every_messages: N")
 		}
-		cfg.Watch = append(cfg.Watch, Watch{Every: w.Every, EveryMessages: w.EveryMessages, Node: id, Template: c.TemplateWith(w.Template, WatchData{}), Silent: w.Silent})
+		every, everyMessages := c.Count(w.Every, "watch every", 1, math.MaxInt32, 0), c.Count(w.EveryMessages, "watch every_messages", 1, math.MaxInt32, 0)
+		cfg.Watch = append(cfg.Watch, Watch{Every: every, EveryMessages: everyMessages, Node: id, Template: c.TemplateWith(w.Template, WatchData{}), Silent: w.Silent})
 	}
 	compileExtras(c, raw, cfg)
-	if raw.Until.IsZero() && raw.Verdict == nil {
+	if raw.Until.IsZero() && raw.Verdict == nil && raw.While.IsZero() && raw.Break.IsZero() {
 		c.Warnf(c.Decl.Pos, "no verdict and no until: the conversation runs max_turns (%d) turns", cfg.MaxTurns)
 	}
 	c.SetOutput(OutputType, spec.TypeString)

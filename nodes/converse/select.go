@@ -64,7 +64,7 @@ type rawSelect struct {
 	Template syntax.Str  `yaml:"template"`
 	System   syntax.Str  `yaml:"system"`
 	Repeat   bool        `yaml:"repeat"`
-	Repair   *int        `yaml:"repair"`
+	Repair   syntax.Expr `yaml:"repair"`
 	Fallback string      `yaml:"fallback"`
 	End      syntax.Str  `yaml:"end"`
 	Expr     syntax.Expr `yaml:"expr"`
@@ -100,9 +100,7 @@ func compileSpeaker(c *spec.NodeContext, n *yaml.Node, cfg *Config, ids []string
 		// gets here.
 		sel.System = c.TemplateWith(syntax.Str{V: sel.Agent.System, Pos: s.Selector.Pos, Set: true}, SelectData{})
 	}
-	if s.Repair != nil {
-		sel.Repair = *s.Repair
-	}
+	sel.Repair = c.Count(s.Repair, "speaker.repair", 0, 10, sel.Repair)
 	if s.Fallback != "" {
 		sel.Fallback = s.Fallback
 	}

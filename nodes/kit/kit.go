@@ -224,6 +224,10 @@ type Scope struct {
 	Loop map[string]any
 	// Item is the innermost foreach element.
 	Item any
+	// Counters are every enclosing loop's iteration and foreach's item
+	// number (1-based) by the loop's name: what recorded messages carry
+	// (value.Message.Loops).
+	Counters map[string]int
 	// Key is a stable text form of the scope, e.g. "round=2" or
 	// "goal=tech/round=1", used in call keys.
 	Key string
@@ -312,6 +316,11 @@ type Flow interface {
 	// until): true when it holds. A dry run's worst case never ends early,
 	// so a dry host answers false after checking that it evaluates.
 	Holds(p *spec.Program, env map[string]any) (bool, error)
+	// Continues evaluates a condition under which something goes on (a
+	// conversation's while): true when it holds. A dry run's worst case
+	// goes on, so a dry host answers true after checking that it
+	// evaluates.
+	Continues(p *spec.Program, env map[string]any) (bool, error)
 	// Result returns a finished node's result.
 	Result(node string) (value.NodeResult, bool)
 	// RunNode executes another node in the current scope (watchers).

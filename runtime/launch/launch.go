@@ -135,10 +135,18 @@ func (pr *Preparer) Prepare(plan *spec.Plan, g Given) (*Values, error) {
 	if err != nil {
 		return nil, err
 	}
-	combo := fmt.Sprint(vars, g.Models)
+	// The inputs counts read (max_turns: inputs.turns) specialise the plan
+	// as vars do.
+	counted := map[string]any{}
+	for _, name := range plan.CountInputs {
+		if v, ok := inputs[name]; ok {
+			counted[name] = v
+		}
+	}
+	combo := fmt.Sprint(vars, g.Models, counted)
 	p, ok := pr.plans[combo]
 	if !ok {
-		if p, err = Specialize(plan, vars, g.Models); err != nil {
+		if p, err = specialize(plan, vars, g.Models, counted); err != nil {
 			return nil, err
 		}
 		if pr.plans == nil {
@@ -156,11 +164,17 @@ func (pr *Preparer) Prepare(plan *spec.Plan, g Given) (*Values, error) {
 // Specialize is plan with the replicas and models vars and model
 // overrides make; its errors name the flag that made them.
 func Specialize(plan *spec.Plan, vars map[string]any, models map[string]string) (*spec.Plan, error) {
-	p, err := plan.Specialize(vars, models)
+	return specialize(plan, vars, models, nil)
+}
+
+func specialize(plan *spec.Plan, vars map[string]any, models map[string]string, inputs map[string]any) (*spec.Plan, error) {
+	p, err := plan.SpecializeFor(spec.Overrides{Vars: vars, Models: models, Inputs: inputs})
 	if err != nil {
 		flag := "--set"
 		if len(models) > 0 {
 			flag = "--model"
+		} else if len(inputs) > 0 {
+			flag = "--input"
 		}
 		return nil, &args.FlagError{Flag: flag, Err: err}
 	}

@@ -21,6 +21,7 @@ var externalDocs = map[string]string{
 	"Message.node":       "the node that recorded it",
 	"Message.round":      "the innermost loop's counter (absent outside loops)",
 	"Message.goal":       "the goal (absent outside goals)",
+	"Message.loops":      "every enclosing loop's iteration and foreach's item number (1-based) by the loop's name (absent outside loops)",
 	"Message.turn":       "the conversation's turn (converse)",
 	"Message.from":       "the author's agent id (timekeeper for the time keeper's messages)",
 	"Message.to":         "the addressee's agent id; absent: everyone",

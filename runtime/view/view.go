@@ -324,7 +324,7 @@ func (s *Server) plan(dir string, m result.Manifest) (*spec.Plan, string) {
 		}
 		// The run's vars and models: a panel or replica count it set
 		// shows as it ran, each agent with its model.
-		if sp, err := plan.Specialize(m.Vars, m.ModelOverrides); err == nil {
+		if sp, err := plan.SpecializeFor(spec.Overrides{Vars: m.Vars, Models: m.ModelOverrides, Inputs: m.Inputs}); err == nil {
 			plan = sp
 		}
 		e.plan = plan

@@ -43,8 +43,12 @@ type Message struct {
 	Node  string `json:"node" expr:"node"`
 	Round int    `json:"round,omitempty" expr:"round"`
 	Goal  string `json:"goal,omitempty" expr:"goal"`
-	Turn  int    `json:"turn,omitempty" expr:"turn"`
-	From  string `json:"from" expr:"from"`
+	// Loops are every enclosing loop's iteration and foreach's item
+	// number (1-based) when it was recorded, by the loop's name (its as:
+	// round, goal, item...): Round is only the innermost loop's.
+	Loops map[string]int `json:"loops,omitempty" expr:"loops"`
+	Turn  int            `json:"turn,omitempty" expr:"turn"`
+	From  string         `json:"from" expr:"from"`
 	// To is the addressee's agent id; empty means everyone.
 	To string `json:"to,omitempty" expr:"to"`
 	// Whisper messages are visible to their sender and addressee only.
@@ -84,6 +88,10 @@ type NodeResult struct {
 	Text     string    `json:"text,omitempty" expr:"text"`
 	Messages []Message `json:"-" expr:"messages"`
 	Calls    int       `json:"calls" expr:"calls"`
+	// Ran is true for a node that ran (in this scope, for a concurrent
+	// foreach's iterations): the zero result a template's index .Nodes
+	// gives for a node that did not run has it false.
+	Ran bool `json:"-" expr:"ran"`
 	// Absent are the agents a node left out because their call failed
 	// after its retries or their reply stayed unusable after its repairs
 	// (an ask node's min_answers): they have no message and no output.
@@ -140,6 +148,9 @@ type PromptBase struct {
 	Round int
 	// Loop holds every loop and foreach variable in scope by its 'as' name.
 	Loop map[string]any `tmplkeys:"loop"`
+	// Loops holds every enclosing loop's iteration and foreach's item
+	// number (1-based) by the same names, as messages carry them.
+	Loops map[string]int `tmplkeys:"loops"`
 	// Item is the element of the innermost foreach.
 	Item   any
 	Goal   GoalView

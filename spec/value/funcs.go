@@ -31,6 +31,7 @@ func TemplateFuncs() template.FuncMap {
 		"byAuthors": ByAuthors,
 		"byTo":      ByTo,
 		"inRound":   InRound,
+		"inLoop":    InLoop,
 		"notFrom":   NotFrom,
 		"latest":    LatestPerAuthor,
 		"last":      LastMessage,
@@ -193,6 +194,12 @@ func ByTo(agent string, ms MessageList) ([]*Message, error) {
 // InRound keeps the messages of a round.
 func InRound(round int, ms MessageList) ([]*Message, error) {
 	return filtering("inRound", func(m *Message) bool { return m.Round == round })(ms)
+}
+
+// InLoop keeps the messages recorded in iteration n of the enclosing loop
+// (or item n of the foreach) named name, however deep it was.
+func InLoop(name string, n int, ms MessageList) ([]*Message, error) {
+	return filtering("inLoop", func(m *Message) bool { return m.Loops[name] == n })(ms)
 }
 
 // LatestPerAuthor keeps each author's last message, in order of first
