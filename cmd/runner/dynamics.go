@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/dynamics"
 )
@@ -13,14 +11,11 @@ type dynamicsCmd struct {
 }
 
 func (dynamicsCmd) Help() string {
-	return `Reads how a debate moved from a finished run's record (result.json), or from
-every finished run of a sweep: for each thread (a node on one goal), each
-participant's verdict changes with their turns, whether the participants
-ended agreeing and from which turn, and the most held verdict when they did
-not; whispers and public messages addressed to one agent, and how often the
-addressee's next verdict changed, or took the sender's verdict. A consensus
-reached with verdicts the conversation forced is marked. The definitions are
-in docs/experiments.md (Debate dynamics).
+	return `For each thread (a node on one goal) of a finished run, or summed over a
+sweep: verdict changes with their turns, consensus and the turn it formed
+(forced verdicts marked), and how often a whisper or a public message to one
+agent was followed by a change of the addressee's verdict, or by the sender's.
+Terms: docs/experiments.md (Debate dynamics).
 
 Examples:
   runner dynamics runs/<run-id>
@@ -32,13 +27,5 @@ func (c *dynamicsCmd) Run(e *env) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	if !c.JSON {
-		return rep.WriteText(e.stdout)
-	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = e.stdout.Write(append(data, '\n'))
-	return err
+	return rep.Write(e.stdout, c.JSON)
 }

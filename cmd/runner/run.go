@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/runtime/view"
 	"github.com/debate-runner/runner/spec"
-	"github.com/debate-runner/runner/spec/syntax"
 )
 
 type runCmd struct {
@@ -73,7 +71,7 @@ func (c *runCmd) Run(e *env) error {
 	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
-	plan, diags := loadSparingGC(c.File)
+	plan, diags := runtime.LoadSparingGC(c.File, nodes.Registry())
 	if plan != nil && !diags.HasErrors() {
 		diags = append(diags, spec.UnpinnedLibraries(plan)...)
 	}
@@ -135,20 +133,6 @@ func (c *runCmd) Run(e *env) error {
 	err = h.Wait(e.traced(ctx))
 	linger(e, v)
 	return err
-}
-
-// loadSparingGC is runtime.Load with the collector run a quarter as often
-// (GOGC 400 unless GOGC asks for less collecting): loading and path-checking
-// a spec is most of what a run does before its first call, and with the
-// small heap of a process starting it is a tenth of it collecting. The
-// heap it leaves is small either way; the percent is back before any call.
-func loadSparingGC(path string) (*spec.Plan, syntax.Diagnostics) {
-	if prev := debug.SetGCPercent(400); prev < 0 || prev > 400 {
-		debug.SetGCPercent(prev)
-	} else {
-		defer debug.SetGCPercent(prev)
-	}
-	return runtime.Load(path, nodes.Registry())
 }
 
 // executorName is the executor (executor.Registry) the flags choose.

@@ -1,6 +1,7 @@
 package dynamics
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -243,4 +244,17 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Write writes the report as text (WriteText), or as indented JSON.
+func (rep *Report) Write(w io.Writer, asJSON bool) error {
+	if !asJSON {
+		return rep.WriteText(w)
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
 }
