@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -204,6 +205,113 @@ func TestPanelFileErrors(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v\nwant %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestPersonaEffectsOfGeneratedPanels reads persona effects from generated
+// studies over panels (random panels of random personas, runs scored at
+// random, some items unscored by some panel) and checks each against a
+// direct reading: the items are those every panel scored, the effect is
+// the mean over them of the with-panels' mean score minus the
+// without-panels', inside its interval; renaming the panels changes no
+// effect.
+func TestPersonaEffectsOfGeneratedPanels(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 37))
+	names := []string{"p", "q", "r", "s"}
+	for range 200 {
+		st := &Study{}
+		var sums []*sweep.Summary
+		for c := range 2 + r.IntN(4) {
+			var ps []string
+			for _, n := range names {
+				if r.IntN(2) == 0 {
+					ps = append(ps, n)
+				}
+			}
+			if ps == nil {
+				ps = []string{}
+			}
+			st.Cells = append(st.Cells, Cell{Label: fmt.Sprintf("panel-%d", c), Personas: ps})
+			s := &sweep.Summary{}
+			for line := 1; line <= 12; line++ {
+				run := sweep.Run{Line: line}
+				if r.IntN(10) > 0 {
+					v := float64(r.IntN(2))
+					run.Score = &v
+				}
+				s.Runs = append(s.Runs, run)
+			}
+			sums = append(sums, s)
+		}
+		effects, _ := personaEffects(st, sums, 200, 1)
+		seen := map[string]bool{}
+		for _, e := range effects {
+			seen[e.Persona] = true
+			var with, without []int
+			for i, c := range st.Cells {
+				if slices.Contains(c.Personas, e.Persona) {
+					with = append(with, i)
+				} else {
+					without = append(without, i)
+				}
+			}
+			if len(without) == 0 {
+				// A persona on every panel has no effect to read; the
+				// study file refuses it, and its difference is against
+				// nothing here.
+				continue
+			}
+			total, items := 0.0, 0
+			for line := 1; line <= 12; line++ {
+				all := true
+				for _, s := range sums {
+					all = all && s.Runs[line-1].Score != nil
+				}
+				if !all {
+					continue
+				}
+				items++
+				a, b := 0.0, 0.0
+				for _, i := range with {
+					a += *sums[i].Runs[line-1].Score / float64(len(with))
+				}
+				for _, i := range without {
+					b += *sums[i].Runs[line-1].Score / float64(len(without))
+				}
+				total += a - b
+			}
+			if items != e.Items || e.Effect == nil || math.Abs(e.Effect.Estimate-total/float64(items)) > 1e-9 ||
+				e.Effect.Low > e.Effect.Estimate+1e-12 || e.Effect.High < e.Effect.Estimate-1e-12 {
+				t.Fatalf("%s: %+v (effect %+v); directly %d items, effect %v", e.Persona, e, e.Effect, items, total/float64(max(items, 1)))
+			}
+		}
+		common := false
+		for line := range 12 {
+			all := true
+			for _, s := range sums {
+				all = all && s.Runs[line].Score != nil
+			}
+			common = common || all
+		}
+		for _, c := range st.Cells {
+			for _, p := range c.Personas {
+				if !seen[p] && common {
+					// Every persona seated somewhere is read, when items exist.
+					t.Fatalf("persona %s has no effect: %+v", p, effects)
+				}
+			}
+		}
+		renamed := &Study{}
+		for _, c := range st.Cells {
+			c.Label = "x-" + c.Label
+			renamed.Cells = append(renamed.Cells, c)
+		}
+		again, _ := personaEffects(renamed, sums, 200, 1)
+		for i := range effects {
+			if effects[i].Effect != nil && (again[i].Effect == nil || again[i].Effect.Estimate != effects[i].Effect.Estimate) {
+				t.Fatalf("renaming the panels changed %s's effect", effects[i].Persona)
+			}
 		}
 	}
 }
