@@ -16,7 +16,7 @@ import (
 // rounds.
 func TestRoundsAndDynamicsInReport(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 37))
-	for range 20 {
+	for range 8 {
 		plan, m, res := golden(t)
 		res.Dynamics = result.Dynamics(res.Messages)
 		var shares []string

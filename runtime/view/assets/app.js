@@ -727,7 +727,7 @@
     if ((res.dynamics || []).length) {
       parts.push(el("div", { class: "card", id: "dynamics" }, el("h2", {}, "Dynamics"),
         table(["thread", "verdicts", "changes", "consensus", "agreement first → last", "whispers (changed, adopted)"], res.dynamics.map(g => [g.goal || ("node " + g.node), String(g.verdicts), String(g.changes),
-          g.consensus ? `${g.consensus} from turn ${g.formed_turn}` : (g.majority ? "none; most held " + g.majority : "none"), `${g.first_agreement.toFixed(2)} → ${g.final_agreement.toFixed(2)}`,
+          g.consensus ? `${g.consensus} from ${g.formed_turn ? "turn " + g.formed_turn : "message " + g.formed_at}` : (g.majority ? "none; most held " + g.majority : "none"), `${g.first_agreement.toFixed(2)} → ${g.final_agreement.toFixed(2)}`,
           (g.whispers || []).map(w => `${st.agent(w.from).name}→${st.agent(w.to).name} ${w.count} (${w.changed}, ${w.adopted})`).join("; ")]))));
     }
     // Tokens and cost per agent and node.
