@@ -50,7 +50,7 @@ func (Kind) Doc() spec.ProviderDoc {
 	return spec.ProviderDoc{
 		Speaks:    "Gemini's `BASE/v1beta/models/MODEL:generateContent` (and `:streamGenerateContent?alt=sse`), key in `x-goog-api-key`; system prompt as `systemInstruction`, usage from `usageMetadata` with cached tokens",
 		Settings:  "`base_url: https://generativelanguage.googleapis.com`, `api_key_env: GEMINI_API_KEY`",
-		Test:      "`TestGeminiDebateEndToEnd`",
+		Test:      "`TestNativeDebateEndToEnd`",
 		GenAIName: "gcp.gemini",
 	}
 }
