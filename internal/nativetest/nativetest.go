@@ -136,13 +136,16 @@ func (s *Server) log(req *Request) (status int, hang bool) {
 type Turn struct{ Role, Text string }
 
 // Turns reads a request back as the engine's messages: the system prompt
-// first, then each message's text parts joined (tool calls and results
-// as their JSON), assistant for Gemini's "model".
+// first, then each message's text parts joined by newlines (tool calls
+// and results as their JSON), assistant for Gemini's "model".
 func (r Request) Turns() []Turn {
 	var out []Turn
 	texts := func(raws []json.RawMessage) string {
 		var b strings.Builder
-		for _, raw := range raws {
+		for i, raw := range raws {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
 			var p struct {
 				Text string `json:"text"`
 			}
