@@ -288,7 +288,7 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 	if call != nil {
 		cost = calls.Estimate(call).Cost * kit.BatchPrice
 	}
-	res, batchID, err := t.c.await(ctx, t, api, u.String(), id, body, cost)
+	res, batchID, shared, err := t.c.await(ctx, t, api, u.String(), id, body, cost)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +296,9 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 		h := http.Header{}
 		h.Set("Content-Type", "application/json")
 		h.Set(llm.BatchHeader, batchID)
+		if shared {
+			h.Set(llm.BatchSharedHeader, "1")
+		}
 		return &http.Response{
 			StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: h, Body: io.NopCloser(bytes.NewReader(res.Body)), ContentLength: int64(len(res.Body)), Request: hr,
@@ -338,17 +341,19 @@ func (b *cancelBody) Close() error {
 
 // await waits for request id's reply: one an earlier batch gave, that of a
 // batch recorded before (polled again), or that of the wave it joins. A
-// result with Err set was not answered by its batch.
-func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, url, id string, body []byte, cost float64) (llm.BatchResult, string, error) {
+// result with Err set was not answered by its batch. shared says another
+// caller asked the same first: the batch holds the request once, billed
+// to that caller.
+func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, url, id string, body []byte, cost float64) (res llm.BatchResult, batch string, shared bool, err error) {
 	c.mu.Lock()
 	if res, ok := c.answers[id]; ok {
 		batchID := c.known[id]
 		c.mu.Unlock()
-		return res, batchID, nil
+		return res, batchID, true, nil
 	}
 	if c.closed {
 		c.mu.Unlock()
-		return llm.BatchResult{}, "", errors.New("batch: the sweep's batches are closed")
+		return llm.BatchResult{}, "", false, errors.New("batch: the sweep's batches are closed")
 	}
 	e, waiting := c.pending[id]
 	if !waiting {
@@ -377,9 +382,9 @@ func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, u
 	c.mu.Unlock()
 	select {
 	case <-e.done:
-		return e.res, e.batch, nil
+		return e.res, e.batch, waiting, nil
 	case <-ctx.Done():
-		return llm.BatchResult{}, "", ctx.Err()
+		return llm.BatchResult{}, "", false, ctx.Err()
 	}
 }
 

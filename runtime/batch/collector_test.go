@@ -103,7 +103,8 @@ func (a *aloneServer) RoundTrip(r *http.Request) (*http.Response, error) {
 // (answered, failed, missing), submissions refused and polls failing: every
 // call gets exactly one reply, from its batch or sent on its own, never
 // both; no request is submitted twice; and a request a batch answered is
-// never sent on its own.
+// never sent on its own; and of the calls a batch answered with the same
+// request, exactly one is billed for it: the others are marked shared.
 func FuzzCollector(f *testing.F) {
 	f.Add(uint64(1), uint8(20), uint8(0))
 	f.Add(uint64(7), uint8(60), uint8(1))
@@ -161,6 +162,9 @@ func FuzzCollector(f *testing.F) {
 				if resp.Header.Get(llm.BatchHeader) != "" {
 					b.WriteString(" [batch]")
 				}
+				if resp.Header.Get(llm.BatchSharedHeader) != "" {
+					b.WriteString(" [shared]")
+				}
 				got[i] = b.String()
 			}()
 		}
@@ -168,10 +172,19 @@ func FuzzCollector(f *testing.F) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
+		billed := map[string]int{}   // batched calls billed, by request
+		batchedN := map[string]int{} // batched calls, by request
 		for i, g := range got {
 			id := RequestID(nil, "http://example.invalid/v1/chat/completions", []byte(bodies[i]))
 			batched := "reply to " + bodies[i] + " [batch]"
 			single := "alone " + bodies[i]
+			if g == batched {
+				billed[bodies[i]]++
+			}
+			if g == batched || g == batched+" [shared]" {
+				batchedN[bodies[i]]++
+				g = batched
+			}
 			switch {
 			case g == batched:
 				if api.refuse || api.gone || outcomes[id] != "ok" {
@@ -183,6 +196,11 @@ func FuzzCollector(f *testing.F) {
 				}
 			default:
 				t.Errorf("call %d: %q", i, g)
+			}
+		}
+		for body, n := range batchedN {
+			if billed[body] != 1 {
+				t.Errorf("%q answered %d calls from a batch, %d of them billed, want 1", body, n, billed[body])
 			}
 		}
 		for id, k := range api.submitted {

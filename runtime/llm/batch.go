@@ -17,6 +17,13 @@ import (
 // copies it into Response.Batch, and the call's reply is priced as batched.
 const BatchHeader = "Runner-Batch"
 
+// BatchSharedHeader marks a batched reply whose request another caller
+// (another run of the sweep asking the same) put in the batch: the
+// provider answered, and billed, the request once, for that caller. The
+// client copies it into Response.BatchShared, and the reply costs nothing
+// more.
+const BatchSharedHeader = "Runner-Batch-Shared"
+
 // Batcher is a provider kind with a batch API: many requests sent as one
 // file, answered within a day at a lower price (`runner run --batch`).
 type Batcher interface {
