@@ -83,7 +83,7 @@ type Collector struct {
 	mu       sync.Mutex
 	rec      record
 	known    map[string]string // request id -> batch id, from rec
-	queues   map[*transport]*queue
+	queues   map[waveKey]*queue
 	pending  map[string]*entry // request id -> its wait for a reply
 	answers  map[string]llm.BatchResult
 	polling  map[string]bool
@@ -153,6 +153,13 @@ type entry struct {
 	batch string
 }
 
+// waveKey names a wave: an endpoint's client and the URL its requests
+// go to (one per model for Gemini, whose batches are a model's).
+type waveKey struct {
+	t   *transport
+	url string
+}
+
 // queue is the wave being gathered for one endpoint.
 type queue struct {
 	api   llm.BatchAPI
@@ -167,7 +174,7 @@ type queue struct {
 // there.
 func Open(dir string) (*Collector, error) {
 	c := &Collector{
-		known: map[string]string{}, queues: map[*transport]*queue{}, pending: map[string]*entry{},
+		known: map[string]string{}, queues: map[waveKey]*queue{}, pending: map[string]*entry{},
 		answers: map[string]llm.BatchResult{}, polling: map[string]bool{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -368,15 +375,16 @@ func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, u
 				go c.poll(api, b)
 			}
 		} else {
-			q := c.queues[t]
+			k := waveKey{t, url}
+			q := c.queues[k]
 			if q == nil {
 				q = &queue{api: api, url: url}
-				c.queues[t] = q
+				c.queues[k] = q
 			}
 			q.reqs = append(q.reqs, llm.BatchRequest{ID: id, Body: body})
 			q.cost += cost
 			c.progress.Queued++
-			c.schedule(t, q)
+			c.schedule(k, q)
 		}
 	}
 	c.mu.Unlock()
@@ -390,7 +398,7 @@ func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, u
 
 // schedule (re)starts the wave's quiet window, or submits it at once when
 // it is full. c.mu is held.
-func (c *Collector) schedule(t *transport, q *queue) {
+func (c *Collector) schedule(t waveKey, q *queue) {
 	if len(q.reqs) >= maxRequests {
 		if q.timer != nil {
 			q.timer.Stop()

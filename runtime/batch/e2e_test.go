@@ -39,6 +39,7 @@ var kinds = []struct {
 }{
 	{"openai", "/v1", "gpt-4o-mini", "OPENAI_API_KEY"},
 	{"anthropic", "", "claude-haiku-4-5", "ANTHROPIC_API_KEY"},
+	{"gemini", "", "gemini-2.5-flash", "GEMINI_API_KEY"},
 }
 
 // debatePlan is examples/reasoning-debate with its agents on a model of

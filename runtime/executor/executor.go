@@ -265,7 +265,7 @@ func batchable(ep *spec.EndpointPlan, getenv func(string) string) error {
 		return err
 	}
 	if _, ok := proto.(llm.Batcher); !ok || proto == nil {
-		return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic)", ep.Name, ep.Kind)
+		return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic, gemini)", ep.Name, ep.Kind)
 	}
 	base, where := ep.BaseURL, ep.BaseURL
 	if v := getenv("OPENAI_BASE_URL"); ep.FromEnv && v != "" {
