@@ -11,7 +11,8 @@
 // tokens, temperature and top_p in generationConfig, a JSON reply's schema
 // as responseJsonSchema), sends it, and turns the reply, or its event
 // stream (streamGenerateContent?alt=sse), back into a Chat Completions
-// reply whose usage member is Gemini's usageMetadata as sent.
+// reply whose usage member is Gemini's usageMetadata as sent. Its batch
+// mode (batch.go) serves `runner run --batch`.
 package gemini
 
 import (

@@ -1,6 +1,7 @@
 // Package batch sends the model calls that the runs of a sweep make at the
 // same time as one provider batch (`runner run --batch`): OpenAI's Batch
-// API, Anthropic's Message Batches, at half the list price, answered within
+// API, Anthropic's Message Batches, Gemini's batch mode, at half the list
+// price, answered within
 // a day.
 //
 // It sits under the endpoint client, as its HTTP transport: a run's call is
