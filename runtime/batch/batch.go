@@ -87,6 +87,9 @@ type Collector struct {
 	queues   map[waveKey]*queue
 	pending  map[string]*entry // request id -> its wait for a reply
 	answers  map[string]llm.BatchResult
+	// billedTo is the call each request was first asked by: the one its
+	// price is charged to (a retry of the same call is that call again).
+	billedTo map[string]*calls.Call
 	polling  map[string]bool
 	progress Progress
 	closed   bool
@@ -176,7 +179,7 @@ type queue struct {
 func Open(dir string) (*Collector, error) {
 	c := &Collector{
 		known: map[string]string{}, queues: map[waveKey]*queue{}, pending: map[string]*entry{},
-		answers: map[string]llm.BatchResult{}, polling: map[string]bool{},
+		answers: map[string]llm.BatchResult{}, polling: map[string]bool{}, billedTo: map[string]*calls.Call{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if dir == "" {
@@ -296,7 +299,7 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 	if call != nil {
 		cost = calls.Estimate(call).Cost * kit.BatchPrice
 	}
-	res, batchID, shared, err := t.c.await(ctx, t, api, u.String(), id, body, cost)
+	res, batchID, shared, err := t.c.await(ctx, t, api, call, u.String(), id, body, cost)
 	if err != nil {
 		return nil, err
 	}
@@ -350,14 +353,20 @@ func (b *cancelBody) Close() error {
 // await waits for request id's reply: one an earlier batch gave, that of a
 // batch recorded before (polled again), or that of the wave it joins. A
 // result with Err set was not answered by its batch. shared says another
-// caller asked the same first: the batch holds the request once, billed
-// to that caller.
-func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, url, id string, body []byte, cost float64) (res llm.BatchResult, batch string, shared bool, err error) {
+// call (of another run) asked the same first: the batch holds the request
+// once, billed to that call; a call asking again (a retry) is not
+// another.
+func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, call *calls.Call, url, id string, body []byte, cost float64) (res llm.BatchResult, batch string, shared bool, err error) {
 	c.mu.Lock()
+	first, asked := c.billedTo[id]
+	if !asked {
+		c.billedTo[id] = call
+	}
+	shared = asked && first != call
 	if res, ok := c.answers[id]; ok {
 		batchID := c.known[id]
 		c.mu.Unlock()
-		return res, batchID, true, nil
+		return res, batchID, shared, nil
 	}
 	if c.closed {
 		c.mu.Unlock()
@@ -391,7 +400,7 @@ func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, u
 	c.mu.Unlock()
 	select {
 	case <-e.done:
-		return e.res, e.batch, waiting, nil
+		return e.res, e.batch, shared, nil
 	case <-ctx.Done():
 		return llm.BatchResult{}, "", false, ctx.Err()
 	}
