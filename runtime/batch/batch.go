@@ -81,12 +81,12 @@ type Collector struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	rec      record
-	known    map[string]string // request id -> batch id, from rec
-	queues   map[waveKey]*queue
-	pending  map[string]*entry // request id -> its wait for a reply
-	answers  map[string]llm.BatchResult
+	mu      sync.Mutex
+	rec     record
+	known   map[string]string // request id -> batch id, from rec
+	queues  map[waveKey]*queue
+	pending map[string]*entry // request id -> its wait for a reply
+	answers map[string]llm.BatchResult
 	// billedTo is the call each request was first asked by: the one its
 	// price is charged to (a retry of the same call is that call again).
 	billedTo map[string]*calls.Call
