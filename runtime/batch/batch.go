@@ -32,6 +32,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -89,7 +90,8 @@ type Collector struct {
 	answers map[string]llm.BatchResult
 	// billedTo is the call each request was first asked by: the one its
 	// price is charged to (a retry of the same call is that call again).
-	billedTo map[string]*calls.Call
+	// Weak, so that a sweep's finished calls are not kept for it.
+	billedTo map[string]weak.Pointer[calls.Call]
 	polling  map[string]bool
 	progress Progress
 	closed   bool
@@ -179,7 +181,7 @@ type queue struct {
 func Open(dir string) (*Collector, error) {
 	c := &Collector{
 		known: map[string]string{}, queues: map[waveKey]*queue{}, pending: map[string]*entry{},
-		answers: map[string]llm.BatchResult{}, polling: map[string]bool{}, billedTo: map[string]*calls.Call{},
+		answers: map[string]llm.BatchResult{}, polling: map[string]bool{}, billedTo: map[string]weak.Pointer[calls.Call]{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if dir == "" {
@@ -358,11 +360,12 @@ func (b *cancelBody) Close() error {
 // another.
 func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, call *calls.Call, url, id string, body []byte, cost float64) (res llm.BatchResult, batch string, shared bool, err error) {
 	c.mu.Lock()
+	caller := weak.Make(call)
 	first, asked := c.billedTo[id]
 	if !asked {
-		c.billedTo[id] = call
+		c.billedTo[id] = caller
 	}
-	shared = asked && first != call
+	shared = asked && first != caller
 	if res, ok := c.answers[id]; ok {
 		batchID := c.known[id]
 		c.mu.Unlock()
