@@ -718,6 +718,12 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	open, err := OpenQuestions(dir)
+	if len(open) == 0 {
+		if posted, _ := PostedQuestions(dir); len(posted) > 0 {
+			s.answerPosted(w, req, dir, posted)
+			return
+		}
+	}
 	if err != nil || len(open) == 0 {
 		http.Error(w, req.ID+" is not waiting for answers (answered from elsewhere, or resumed)", http.StatusConflict)
 		return
@@ -815,6 +821,58 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"id": req.ID})
 }
 
+// answerPosted answers questions a terminal asks as the run goes: each
+// answer is claimed against the terminal's, and the first wins.
+func (s *Server) answerPosted(w http.ResponseWriter, req RunRequest, dir string, posted []Question) {
+	asked := map[string]bool{}
+	for _, q := range posted {
+		asked[q.ID] = true
+	}
+	var problems []FieldError
+	for id, ans := range req.Answers {
+		switch {
+		case !asked[id]:
+			problems = append(problems, FieldError{Field: "answer:" + id, Message: "the run asks no question " + strconv.Quote(id) + " (answered at the terminal, or asked no more)"})
+		case len([]rune(ans)) > maxAnswer:
+			problems = append(problems, FieldError{Field: "answer:" + id, Message: fmt.Sprintf("at most %d characters", maxAnswer)})
+		}
+	}
+	if len(problems) > 0 {
+		writeProblems(w, http.StatusUnprocessableEntity, problems...)
+		return
+	}
+	var lost []string
+	for _, id := range slices.Sorted(mapsKeys(req.Answers)) {
+		err := answers.AnswerPosted(dir, id, req.Answers[id])
+		switch {
+		case errors.Is(err, answers.ErrAnswered):
+			lost = append(lost, id)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	if len(lost) > 0 {
+		http.Error(w, fmt.Sprintf("%s: answered at the terminal first (%s); the run goes on with the terminal's answer", req.ID, strings.Join(lost, ", ")), http.StatusConflict)
+		return
+	}
+	writeJSON(w, map[string]any{"id": req.ID})
+}
+
+// PostedQuestions are the questions a terminal asks in the run in dir as
+// it goes (answers.OpenPosted), with the turns among them.
+func PostedQuestions(dir string) ([]Question, []answers.Turn) {
+	var qs []Question
+	var turns []answers.Turn
+	for _, p := range answers.OpenPosted(dir) {
+		qs = append(qs, Question{ID: p.Question.ID, Agent: p.Question.Agent, Question: p.Question.Question, Terminal: true})
+		if p.Turn != nil {
+			turns = append(turns, *p.Turn)
+		}
+	}
+	return qs, turns
+}
+
 // Question is an open question of a waiting run, as questions.yaml holds
 // it: its id, who asks what, and its answer so far.
 type Question struct {
@@ -823,6 +881,9 @@ type Question struct {
 	Question string `json:"question"`
 	Answer   string `json:"answer,omitempty"`
 	Answered bool   `json:"answered"`
+	// Terminal says a terminal asks it as the run goes (the run has not
+	// stopped): the page may answer it first.
+	Terminal bool `json:"terminal,omitempty"`
 }
 
 // OpenQuestions reads the questions a waiting run needs answered (its

@@ -254,6 +254,9 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		if turns, _ := OpenTurns(dir, qs); len(turns) > 0 {
 			out["open_turns"] = turns
 		}
+	} else if qs, turns := PostedQuestions(dir); len(qs) > 0 && info.Status == StatusRunning {
+		// A terminal asks them as the run goes: the page may answer.
+		out["open_questions"], out["open_turns"] = qs, turns
 	}
 	if res, err := result.Read(dir); err == nil && info.Status != StatusRunning {
 		out["result"] = res // (a run resumed from it runs again)

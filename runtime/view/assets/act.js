@@ -189,9 +189,12 @@
             el("textarea", { id: "answer-" + q.id, "data-question": q.id, rows: 5 }),
             el("div", { class: "field-error", "data-field": "answer:" + q.id }));
         };
+        const live = open.some(q => q.terminal);
         const form = el("form", { id: "answer-form" },
           el("h2", {}, turns.size && !asks.length ? "The run waits for your turn" : "The run waits for your answers"),
-          el("p", { class: "note" }, (asks.length ? "An empty answer means “not applicable”. " : "") + "The run goes on as soon as you answer (from here or from a terminal: whichever answers first)."),
+          el("p", { class: "note" }, (asks.length ? "An empty answer means “not applicable”. " : "") + (live
+            ? "A terminal asks this as the run goes: answer here or there; the first answer wins, and the other side is told."
+            : "The run goes on as soon as you answer (from here or from a terminal: whichever answers first).")),
           open.map(field),
           el("div", { class: "actions" }, el("button", { type: "submit", id: "answer", class: "primary" }, turns.size && !asks.length ? "Send and go on" : "Answer and go on")));
         form.onsubmit = async e => {
@@ -201,6 +204,14 @@
           form.querySelector("#answer").disabled = true;
           const res = await post("/api/act/answer", { id, answers });
           form.querySelector("#answer").disabled = false;
+          if (res.ok && live) {
+            // The terminal's run takes the answer within a moment.
+            note.textContent = "Answered; the run goes on.";
+            const fresh = await settle((s, f) => !(f.open_questions || []).some(q => q.id in answers));
+            asked = askedOf(fresh);
+            draw(fresh);
+            return;
+          }
           if (res.ok) { route(); return; }
           if (res.data && res.data.problems) {
             for (const p of res.data.problems) {
@@ -236,6 +247,16 @@
       }
       return api("/api/run?id=" + encodeURIComponent(id));
     }
+    // A run going on elsewhere (a terminal) may ask a question there that
+    // the page can answer too: look for one while the run runs.
+    const askedOf = i => (i.open_questions || []).filter(q => q.terminal).map(q => q.id).join(",");
+    let asked = askedOf(info);
+    const watch = setInterval(async () => {
+      if (!box.isConnected) { clearInterval(watch); return; }
+      if (!info.acting || info.going || shown !== "running") return;
+      const fresh = await api("/api/run?id=" + encodeURIComponent(id));
+      if (fresh.status === "running" && askedOf(fresh) !== asked) { asked = askedOf(fresh); draw(fresh); }
+    }, 1000);
     draw(info);
     shown = info.status;
     return {
