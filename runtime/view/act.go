@@ -472,7 +472,7 @@ func (s *Server) apiSpecs(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, info)
 		return
 	}
-	writeJSON(w, map[string]any{"acting": true, "folder": s.act.specs, "specs": s.listSpecs()})
+	writeJSON(w, map[string]any{"acting": true, "folder": s.act.specs, "specs": s.listSpecs(), "datasets": s.listDatasets(), "studies": s.listStudyFiles()})
 }
 
 // StartRequest is the start form as the page sends it.
@@ -488,6 +488,15 @@ type StartRequest struct {
 	// spaces: "cost=1, calls=200".
 	Budget string `json:"budget"`
 	Seed   string `json:"seed"`
+
+	// A sweep, as runner run's flags ask for one: Dataset is a dataset
+	// file of the specs folder (its path there) or gen:...; Matrix is
+	// --matrix NAME=V1,V2 flags, one a line; Repeat and Parallel are
+	// --repeat and --parallel (0: 1 and 4).
+	Dataset  string `json:"dataset,omitempty"`
+	Matrix   string `json:"matrix,omitempty"`
+	Repeat   int    `json:"repeat,omitempty"`
+	Parallel int    `json:"parallel,omitempty"`
 }
 
 func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
@@ -509,8 +518,9 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		writeProblems(w, http.StatusUnprocessableEntity, FieldError{Field: "spec", Message: diags.Format()})
 		return
 	}
-	given, problems := startGiven(plan, req)
-	if len(problems) > 0 {
+	sw, problems := s.sweepFlags(req)
+	given, more := startGiven(plan, req, sw.Sweeping())
+	if problems = append(problems, more...); len(problems) > 0 {
 		writeProblems(w, http.StatusUnprocessableEntity, problems...)
 		return
 	}
@@ -524,11 +534,23 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := &executor.Launch{Plan: plan, Registry: s.reg, Run: opts}
+	kind := "run"
+	if sw.Sweeping() {
+		l.Sweep, l.Out, kind = sw, quiet, "sweep"
+		if err := sw.Check(plan); err != nil {
+			writeProblems(w, http.StatusUnprocessableEntity, fieldOf(err))
+			return
+		}
+	}
 	if err := executor.Validate("local", x, l); err != nil {
 		writeProblems(w, http.StatusUnprocessableEntity, fieldOf(err))
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := s.runContext()
+	if kind == "sweep" {
+		s.startSweep(ctx, cancel, w, x, l)
+		return
+	}
 	h, err := x.Start(ctx, l)
 	if err != nil {
 		cancel()
@@ -536,12 +558,14 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.follow(ctx, h, cancel)
-	writeJSON(w, map[string]any{"id": filepath.Base(h.Dir())})
+	writeJSON(w, map[string]any{"id": filepath.Base(h.Dir()), "kind": kind})
 }
 
 // startGiven turns the form into what runner run's flags give, checking
 // what the flags' parsing would refuse at the field it concerns.
-func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) {
+// A sweep's runs take their inputs from its dataset and matrix too: its
+// required inputs are checked for each run as the sweep is planned.
+func startGiven(plan *spec.Plan, req StartRequest, sweeping bool) (launch.Given, []FieldError) {
 	var g launch.Given
 	var problems []FieldError
 	declared := map[string]*spec.InputPlan{}
@@ -561,7 +585,7 @@ func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) 
 		}
 	}
 	for _, in := range plan.Inputs {
-		if in.Required && req.Inputs[in.Name] == "" {
+		if in.Required && req.Inputs[in.Name] == "" && !sweeping {
 			problems = append(problems, FieldError{Field: "input:" + in.Name, Message: "required"})
 		}
 	}
@@ -614,7 +638,7 @@ func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) 
 			g.Seed = &n
 		}
 	}
-	if len(problems) == 0 {
+	if len(problems) == 0 && !sweeping {
 		// What runner run checks before a run starts, said at its field.
 		if _, err := launch.Prepare(plan, g); err != nil {
 			problems = append(problems, fieldOf(err))
@@ -655,6 +679,9 @@ func fieldOf(err error) FieldError {
 		return FieldError{Field: "budget", Message: fe.Err.Error()}
 	case strings.HasPrefix(flag, "--model"), flag == "--offline":
 		return FieldError{Field: "models", Message: fe.Err.Error()}
+	}
+	if f, ok := sweepField(flag); ok {
+		return FieldError{Field: f, Message: fe.Err.Error()}
 	}
 	return FieldError{Message: fe.Error()}
 }
@@ -788,8 +815,8 @@ func (s *Server) resume(w http.ResponseWriter, id, dir string, answers map[strin
 	}
 	opts := runtime.Options{Settings: runtime.Settings{Getenv: a.Getenv, Version: a.Version}}
 	opts.Answers = answers
-	l := &executor.Launch{Registry: s.reg, Run: opts}
-	ctx, cancel := context.WithCancel(a.ctx)
+	l := &executor.Launch{Registry: s.reg, Run: opts, Out: quiet}
+	ctx, cancel := s.runContext()
 	h, err := x.Resume(ctx, dir, l)
 	if err != nil {
 		cancel()

@@ -26,6 +26,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime/callview"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -109,6 +110,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/act/answer", s.acting(s.apiAnswer))
 	mux.HandleFunc("POST /api/act/resume", s.acting(s.apiResume))
 	mux.HandleFunc("POST /api/act/cancel", s.acting(s.apiCancel))
+	mux.HandleFunc("POST /api/act/study", s.acting(s.apiStartStudy))
 	return s.guard(mux)
 }
 
@@ -379,7 +381,14 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 			ids[i] = id + "/" + filepath.Base(run.Dir)
 		}
 	}
-	writeJSON(w, map[string]any{"id": id, "summary": json.RawMessage(data), "run_ids": ids})
+	pending := 0
+	for _, run := range sum.Runs {
+		if run.Status == sweep.StatusPending {
+			pending++
+		}
+	}
+	// A sweep being made: the page asks again as its runs end.
+	writeJSON(w, map[string]any{"id": id, "summary": json.RawMessage(data), "run_ids": ids, "running": s.sweepRunning(dir, pending), "acting": s.act != nil, "going": s.going(dir)})
 }
 
 func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
