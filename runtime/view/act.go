@@ -800,7 +800,8 @@ func (s *Server) resume(w http.ResponseWriter, id, dir string, answers map[strin
 	// ending (a run waits for answers by stopping): the page can show its
 	// questions, and be answered, before it has ended. Wait for it a
 	// little rather than refuse answers to the questions on the page.
-	for deadline := time.Now().Add(10 * time.Second); s.going(dir) && time.Now().Before(deadline); {
+	// (A plain resume of a run the view makes is refused at once.)
+	for deadline := time.Now().Add(10 * time.Second); answers != nil && s.going(dir) && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if s.going(dir) {

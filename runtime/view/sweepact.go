@@ -200,13 +200,51 @@ func (s *Server) apiStartStudy(w http.ResponseWriter, r *http.Request) {
 		writeProblems(w, http.StatusUnprocessableEntity, FieldError{Field: "study", Message: err.Error()})
 		return
 	}
-	if s.going(h.Dir()) {
+	dir := h.Dir()
+	if s.going(dir) {
 		cancel()
-		http.Error(w, filepath.Base(h.Dir())+" is going on in this view already", http.StatusConflict)
+		http.Error(w, filepath.Base(dir)+" is going on in this view already", http.StatusConflict)
 		return
 	}
-	s.follow(ctx, h, cancel)
-	writeJSON(w, map[string]any{"id": filepath.Base(h.Dir()), "kind": "study"})
+	a.mu.Lock()
+	a.going[dir] = cancel
+	a.mu.Unlock()
+	ended := make(chan error, 1)
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		err := h.Wait(ctx)
+		a.mu.Lock()
+		delete(a.going, dir)
+		a.mu.Unlock()
+		ended <- err
+	}()
+	// The study's page needs its study.json, written as it starts (or
+	// the reason it could not start).
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "study.json")); err == nil {
+			writeJSON(w, map[string]any{"id": filepath.Base(dir), "kind": "study"})
+			return
+		}
+		select {
+		case err := <-ended:
+			if _, serr := os.Stat(filepath.Join(dir, "study.json")); serr == nil {
+				writeJSON(w, map[string]any{"id": filepath.Base(dir), "kind": "study"})
+				return
+			}
+			if err == nil {
+				err = errors.New("the study ended before it started")
+			}
+			writeProblems(w, http.StatusUnprocessableEntity, FieldError{Field: "study", Message: err.Error()})
+			return
+		case <-tick.C:
+		case <-r.Context().Done():
+			return
+		}
+	}
 }
 
 // sweepRunning reports whether the sweep in dir is being made: by this

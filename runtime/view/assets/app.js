@@ -856,7 +856,7 @@
     document.body.setAttribute("data-pending", String(pending));
     // While the sweep is made, its rows are refreshed as its runs end.
     if (data.running) {
-      const t = setTimeout(route, 1000);
+      const t = setTimeout(route, 700);
       cleanup = () => clearTimeout(t);
     }
   }
