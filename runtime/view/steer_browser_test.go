@@ -151,9 +151,9 @@ func steerInBrowser(t *testing.T, b *browser) {
 	}
 	eval[bool](b, `(() => { document.querySelector('#dataset').value = 'data/items.jsonl'; document.querySelector('#parallel').value = '1'; document.querySelector('#start').click(); return true; })()`)
 	b.wait(`document.body.dataset.page === 'sweep' && document.body.dataset.pending === '3' && document.querySelector('#cancel') !== null`)
-	b.docShot("view-sweep")
 	step <- struct{}{}
 	b.wait(`document.body.dataset.page === 'sweep' && document.body.dataset.pending === '2'`)
+	b.docShot("view-sweep")
 	allItems()
 	b.wait(`document.body.dataset.page === 'sweep' && document.body.dataset.pending === '0'`)
 	b.wait(`document.querySelector('#cancel') === null && document.querySelectorAll('table.runs tbody tr').length === 3`)
