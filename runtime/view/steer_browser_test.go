@@ -2,6 +2,7 @@ package view_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,10 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/runtime"
+	"github.com/debate-runner/runner/runtime/answers"
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -60,8 +65,9 @@ func controls(b *browser, within string) []string {
 // (it stops, resumable) and resumed from its page to its end; a sweep
 // over a dataset is started from the same form and its page shows its
 // runs end one by one; a study of the folder is started from the start
-// page and its page shows its table. (TestStartAndAnswerInBrowser calls
-// it, with its browser.)
+// page, which opens its page; a question a terminal asks as its run goes
+// is answered on the run's page first, and the terminal told.
+// (TestStartAndAnswerInBrowser calls it, with its browser.)
 func steerInBrowser(t *testing.T, b *browser) {
 	began := time.Now()
 	lap := func(what string) { t.Logf("%s at %v", what, time.Since(began).Round(time.Millisecond)) }
@@ -165,8 +171,8 @@ func steerInBrowser(t *testing.T, b *browser) {
 	b.open(ts.URL+"/#/start", `document.querySelector('#studies button[data-study]') !== null`)
 	eval[bool](b, `(() => { document.querySelector('#studies button[data-study]').focus(); return true; })()`)
 	b.press(kb.Enter)
-	b.wait(`document.body.dataset.page === 'study' && document.querySelector('#study-chart') !== null`)
-	v.Wait()
+	b.wait(`document.body.dataset.page === 'study' && document.querySelector('#study-pending, #study-chart') !== null`)
+	v.Wait() // (TestSweepAndStudyFromTheView checks the study's table)
 	b.clean("study")
 	lap("studied")
 	if code, _ := get(t, ts, "/api/runs"); code != http.StatusOK {
@@ -175,4 +181,55 @@ func steerInBrowser(t *testing.T, b *browser) {
 	if entries, _ := os.ReadDir(root); len(entries) != 3 {
 		t.Errorf("the runs folder holds %d entries: want the run, the sweep and the study", len(entries))
 	}
+
+	// A run made at a terminal asks its questions there as it goes; its
+	// page shows the question asked, answered here first, and the
+	// terminal says so and goes on with the next.
+	plan := runtest.LoadPlan(t, filepath.Join(designDebate(t), "spec.yaml"))
+	offline, err := args.Offline(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, typed := io.Pipe()
+	t.Cleanup(func() { _ = typed.Close() })
+	var said lockedBuffer
+	r, err := runtime.Start(plan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
+		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, &said)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stopRun := context.WithTimeout(context.Background(), 30*time.Second)
+	ended := make(chan *result.Result, 1)
+	go func() {
+		res, _ := r.Execute(runCtx)
+		ended <- res
+	}()
+	t.Cleanup(func() { stopRun(); <-ended })
+	b.open(ts.URL+"/#/run/"+filepath.Base(r.Dir), `document.querySelector('#answer-form textarea[data-question]') !== null`)
+	if got := eval[string](b, `document.querySelector('#answer-form').innerText`); !strings.Contains(got, "A terminal asks this") {
+		t.Errorf("the form of a question asked at a terminal: %q", got)
+	}
+	first := eval[string](b, `document.querySelector('#answer-form textarea[data-question]').dataset.question`)
+	eval[bool](b, `(() => { document.querySelector('#answer-form textarea[data-question]').value = 'From the page: 100 a second'; document.querySelector('#answer').click(); return true; })()`)
+	// The page shows the next question the terminal asks.
+	b.wait(`document.querySelector('#answer-form textarea[data-question]') !== null && document.querySelector('#answer-form textarea[data-question]').dataset.question !== ` + strconvQuote(first))
+	b.clean("a question asked at a terminal")
+	go func() {
+		for {
+			if _, err := io.WriteString(typed, "From the terminal\n"); err != nil {
+				return
+			}
+		}
+	}()
+	res := <-ended
+	ended <- res
+	if res == nil || res.Status != result.StatusCompleted {
+		t.Fatalf("the run answered from the page and the terminal: %+v", res)
+	}
+	if !strings.Contains(said.String(), "(answered from the page: From the page: 100 a second)") {
+		t.Errorf("the terminal did not say the page answered:\n%s", said.String())
+	}
+	lap("answered a terminal's question")
 }
