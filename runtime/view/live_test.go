@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/runtest"
+	"github.com/debate-runner/runner/nodes"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
@@ -167,4 +168,23 @@ func TestAnsweredFromPageOrTerminal(t *testing.T) {
 		t.Errorf("the run left its %s folder", answers.AskingDir)
 	}
 	t.Logf("%d answers from the page, %d from the terminal", len(fromPage), len(fromTerminal))
+
+	// A question left posted by a run killed while a terminal asked it is
+	// offered no more once a process takes the run up again.
+	stale := filepath.Join(r.Dir, answers.AskingDir, "stale.json")
+	if err := os.MkdirAll(filepath.Dir(stale), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stale, []byte(`{"question": {"id": "architect.q9", "agent": "architect", "question": "Still there?"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if qs, _ := view.PostedQuestions(r.Dir); len(qs) != 1 {
+		t.Fatalf("the stale question is not read back: %v", qs)
+	}
+	if _, err := runtime.Resume(r.Dir, nodes.Registry(), runtime.Options{}); err == nil {
+		t.Fatal("a completed run was resumed")
+	}
+	if qs, _ := view.PostedQuestions(r.Dir); len(qs) != 0 {
+		t.Errorf("a question of a killed terminal is still offered: %v", qs)
+	}
 }
