@@ -247,18 +247,34 @@ func (s *Server) apiStartStudy(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// sweepRunning reports whether the sweep in dir is being made: by this
-// view, or elsewhere (runs pending, and its summary written in the last
-// minute, as each run ends).
-func (s *Server) sweepRunning(dir string, pending int) bool {
+// sweepRunning reports whether the sweep in dir, of summary sum, is being
+// made: by this view, or elsewhere (a process holds one of its runs not
+// yet ended, or its summary, written as each run ends, is under a second
+// old while runs are pending: between two runs).
+func (s *Server) sweepRunning(dir string, sum *sweepSummary) bool {
 	if s.going(dir) {
 		return true
+	}
+	pending := 0
+	ended := map[string]bool{}
+	for _, r := range sum.Runs {
+		if r.Status == sweep.StatusPending {
+			pending++
+		} else if r.Dir != "" {
+			ended[filepath.Base(r.Dir)] = true
+		}
 	}
 	if pending == 0 {
 		return false
 	}
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if e.IsDir() && !ended[e.Name()] && locked(filepath.Join(dir, e.Name(), ".lock")) {
+			return true
+		}
+	}
 	st, err := os.Stat(filepath.Join(dir, "summary.json"))
-	return err == nil && time.Since(st.ModTime()) < time.Minute
+	return err == nil && time.Since(st.ModTime()) < time.Second
 }
 
 // sweepField is the field of the start form a sweep flag's error concerns.

@@ -184,8 +184,38 @@ func TestSweepAndStudyFromTheView(t *testing.T) {
 		t.Fatalf("the sweep's summary: %v\n%s", err, summary)
 	}
 
-	// A study of the folder.
+	// Another sweep, cancelled while its first call waits, then gone on
+	// with from its page: it ends with every run completed.
+	rec = act(t, v, host, "/api/act/start", req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("start the second sweep: %d %s", rec.Code, rec.Body)
+	}
+	_ = json.Unmarshal(rec.Body.Bytes(), &started)
+	if s := state(); !s.Going {
+		t.Errorf("the second sweep is not shown as made by the view: %+v", s)
+	}
+	if rec := act(t, v, host, "/api/act/cancel", view.RunRequest{ID: started.ID}); rec.Code != http.StatusOK {
+		t.Fatalf("cancel the sweep: %d %s", rec.Code, rec.Body)
+	}
+	v.Wait()
+	// (Made elsewhere, a sweep whose summary is under a second old is
+	// taken to be between two runs.)
+	for deadline := time.Now().Add(10 * time.Second); state().Running && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := state(); s.Going || s.Running || s.ended() == items {
+		t.Errorf("the cancelled sweep: %+v", s)
+	}
 	open()
+	if rec := act(t, v, host, "/api/act/resume", view.RunRequest{ID: started.ID}); rec.Code != http.StatusOK {
+		t.Fatalf("go on with the sweep: %d %s", rec.Code, rec.Body)
+	}
+	v.Wait()
+	if summary, err := os.ReadFile(filepath.Join(root, started.ID, "summary.json")); err != nil || !strings.Contains(string(summary), `"completed": 3`) {
+		t.Fatalf("the sweep gone on with: %v\n%s", err, summary)
+	}
+
+	// A study of the folder.
 	rec = act(t, v, host, "/api/act/study", view.StudyRequest{Path: "study/study.yaml"})
 	if rec.Code != http.StatusOK {
 		t.Fatalf("start the study: %d %s", rec.Code, rec.Body)

@@ -26,7 +26,6 @@ import (
 
 	"github.com/debate-runner/runner/runtime/callview"
 	"github.com/debate-runner/runner/runtime/result"
-	"github.com/debate-runner/runner/runtime/sweep"
 	"github.com/debate-runner/runner/spec"
 )
 
@@ -381,14 +380,8 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 			ids[i] = id + "/" + filepath.Base(run.Dir)
 		}
 	}
-	pending := 0
-	for _, run := range sum.Runs {
-		if run.Status == sweep.StatusPending {
-			pending++
-		}
-	}
 	// A sweep being made: the page asks again as its runs end.
-	writeJSON(w, map[string]any{"id": id, "summary": json.RawMessage(data), "run_ids": ids, "running": s.sweepRunning(dir, pending), "acting": s.act != nil, "going": s.going(dir)})
+	writeJSON(w, map[string]any{"id": id, "summary": json.RawMessage(data), "run_ids": ids, "running": s.sweepRunning(dir, &sum), "acting": s.act != nil, "going": s.going(dir)})
 }
 
 func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {
