@@ -240,7 +240,8 @@ func (a answerer) Answer(ctx context.Context, q value.Question) (string, bool, e
 	v, ok := a.run.opts.Answers[q.ID]
 	if !ok && a.run.opts.Ask != nil {
 		var err error
-		if v, err = a.run.opts.Ask(ctx, q); err != nil {
+		// Asked at a terminal, the question is posted for the view too.
+		if v, err = a.run.opts.Ask(a.run.shared(ctx, q, nil), q); err != nil {
 			return "", false, err
 		}
 		ok = true

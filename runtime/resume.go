@@ -15,6 +15,7 @@ import (
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
@@ -59,6 +60,9 @@ func Resume(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Questions a terminal asked before the run was killed are asked no
+	// more: the view must not offer them.
+	_ = os.RemoveAll(filepath.Join(dir, answers.AskingDir))
 	r, err := resumeLocked(dir, reg, opts)
 	if err != nil {
 		_ = lock.Unlock()

@@ -39,7 +39,9 @@ func (r *Run) takeSeat(ctx context.Context, c *calls.Call) (kit.Reply, calls.Sou
 	msg, ok := r.opts.Answers[q.ID]
 	if !ok && r.opts.Ask != nil {
 		var err error
-		if msg, err = r.opts.Ask(ctx, q); err != nil {
+		// Asked at a terminal, the turn is posted for the view too.
+		turn := turnOf(c)
+		if msg, err = r.opts.Ask(r.shared(ctx, q, &turn), q); err != nil {
 			return kit.Reply{}, calls.Human, err
 		}
 		ok = true
@@ -109,4 +111,15 @@ func (r *Run) writeTurns(waiting bool) error {
 		return err
 	}
 	return answers.WriteTurns(filepath.Join(r.Dir, answers.TurnsFile), turns)
+}
+
+// shared is ctx marked so that a terminal asking q posts it in the run's
+// folder for the view to answer too (see answers.Shared), secrets taken
+// out as in questions.yaml and turns.json.
+func (r *Run) shared(ctx context.Context, q value.Question, turn *answers.Turn) context.Context {
+	p := answers.Posted{Question: q, Turn: turn}
+	if err := redactValue(r.red, &p); err != nil {
+		return ctx // not posted: the terminal alone asks
+	}
+	return answers.Shared(ctx, r.Dir, p)
 }

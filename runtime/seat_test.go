@@ -149,7 +149,7 @@ func TestSeatAtTheTerminal(t *testing.T) {
 	var shown bytes.Buffer
 	opts := Options{
 		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"question=Tabs or spaces?"}}},
-		Settings: Settings{Getenv: envFor(srv.URL), Ask: answers.Terminal(strings.NewReader("Spaces, always.\nStill spaces.\n"), &shown)},
+		Settings: Settings{Getenv: envFor(srv.URL), Ask: answers.Terminal(strings.NewReader("Spaces, always.\nThey read the same everywhere.\n\nStill spaces.\n"), &shown)},
 		Seams:    Seams{Sleep: noSleep},
 	}
 	_, res, err := execute(t, loadPlan(t, "testdata/seat.yaml"), opts)
@@ -159,8 +159,12 @@ func TestSeatAtTheTerminal(t *testing.T) {
 	if got := res.Messages[2].Content; got != "Still spaces." {
 		t.Errorf("the second turn's message = %q", got)
 	}
+	// A message is the lines typed up to an empty line.
+	if got := res.Messages[0].Content; got != "Spaces, always.\nThey read the same everywhere." {
+		t.Errorf("the first turn's message = %q", got)
+	}
 	if !strings.Contains(shown.String(), "critic: answer to t2/critic") || !strings.Contains(shown.String(), "--- user ---\nKEY=t3/you") ||
-		!strings.Contains(shown.String(), "(debate/-/t3/you)\nyou's message (one line): ") || strings.Contains(shown.String(), "empty = NA") {
+		!strings.Contains(shown.String(), "(debate/-/t3/you)\nyou's message (lines; an empty line ends it") || strings.Contains(shown.String(), "empty = NA") {
 		t.Errorf("the terminal did not show the agent's prompt:\n%s", shown.String())
 	}
 }

@@ -27,9 +27,9 @@ usage and calls, live while it runs; a sweep's accuracy and calls; two runs
 side by side. It serves nothing outside DIR, and listens on 127.0.0.1 unless
 --addr says otherwise.
 
-From the page you can also start a run of a spec in --specs DIR (its inputs,
-vars, models, offline among them, and a budget), answer the questions of a
-run waiting for them, cancel a run it started, and resume one. Each of these
+From the page you can also start a run, sweep or study of --specs DIR (inputs,
+vars, models, offline among them, a budget, a dataset), answer a run's questions
+or a seat's turn (the first answer, page or terminal, wins), cancel and resume. Each of these
 needs the token in the address it prints (RUNNER_VIEW_TOKEN sets one, of 16
 characters or more); --read-only turns them off. Ctrl-C stops it, and the
 runs it started, which can be resumed.

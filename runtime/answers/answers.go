@@ -83,15 +83,38 @@ func WriteQuestions(path, runDir string, qs []value.Question) error {
 	return rundir.WriteFile(path, append([]byte(header), data...))
 }
 
-// Terminal asks each question on out and reads one line of answer from in
-// (an empty line means "not applicable"). Questions are asked one at a
-// time, however many calls ask at once.
+// Terminal asks each question on out and reads its answer from in: one
+// line for a clarifying question (an empty line means "not applicable"),
+// and for a seat's turn the message's lines up to an empty line (or the
+// end of the input). Questions are asked one at a time, however many
+// calls ask at once. Asked with a context Shared marks, a question is
+// also posted in the run's folder for the view: whichever answers first
+// wins, and the terminal says so when it was the page.
 func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q value.Question) (string, error) {
-	// One reader goroutine owns the input: a question given up on (Ctrl-C)
-	// leaves the read pending rather than losing the next line to it.
+	// One reader goroutine owns the input: a question given up on (Ctrl-C,
+	// or answered from the page) leaves the read pending rather than
+	// losing the next line to it.
 	lines := make(chan lineRead)
 	var start sync.Once
 	var mu sync.Mutex
+	// next is the next line typed; false at the end of the input.
+	next := func(ctx context.Context) (string, bool, error) {
+		select {
+		case <-ctx.Done():
+			return "", false, ctx.Err()
+		case l, ok := <-lines:
+			if !ok {
+				return "", false, nil
+			}
+			if l.err != nil && l.line == "" {
+				if l.err == io.EOF {
+					return "", false, nil
+				}
+				return "", false, l.err
+			}
+			return strings.TrimRight(l.line, "\r\n"), true, nil
+		}
+	}
 	return func(ctx context.Context, q value.Question) (string, error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -108,24 +131,45 @@ func Terminal(in io.Reader, out io.Writer) func(ctx context.Context, q value.Que
 				}
 			}()
 		})
-		if strings.HasPrefix(q.Question, TurnPrefix) {
+		turn := strings.HasPrefix(q.Question, TurnPrefix)
+		s, isShared := sharedOf(ctx)
+		also := ""
+		if isShared {
+			also = "; or answer it in the view"
+		}
+		if turn {
 			// A seat's turn: its prompt as it is, then the message.
-			fmt.Fprintf(out, "\n%s (%s)\n%s's message (one line): ", q.Question, q.ID, q.Agent)
+			fmt.Fprintf(out, "\n%s (%s)\n%s's message (lines; an empty line ends it%s):\n", q.Question, q.ID, q.Agent, also)
 		} else {
-			fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA): ", q.Agent, q.ID, q.Question)
+			fmt.Fprintf(out, "\n%s asks (%s):\n  %s\nanswer (empty = NA%s): ", q.Agent, q.ID, q.Question, also)
 		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case l, ok := <-lines:
-			if !ok {
-				return "", fmt.Errorf("reading the answer to %s: %w", q.ID, io.EOF)
+		read := func(ctx context.Context) (string, error) {
+			var got []string
+			for {
+				line, ok, err := next(ctx)
+				if err != nil {
+					return "", fmt.Errorf("reading the answer to %s: %w", q.ID, err)
+				}
+				if !ok {
+					if len(got) > 0 {
+						break // the end of the input ends the message
+					}
+					return "", fmt.Errorf("reading the answer to %s: %w", q.ID, io.EOF)
+				}
+				if !turn {
+					return strings.TrimSpace(line), nil
+				}
+				if strings.TrimSpace(line) == "" {
+					break
+				}
+				got = append(got, line)
 			}
-			if l.err != nil && l.line == "" {
-				return "", fmt.Errorf("reading the answer to %s: %w", q.ID, l.err)
-			}
-			return strings.TrimSpace(l.line), nil
+			return strings.TrimSpace(strings.Join(got, "\n")), nil
 		}
+		if !isShared {
+			return read(ctx)
+		}
+		return askShared(ctx, s, q, read, func(msg string) { fmt.Fprintf(out, "\n(%s)\n", msg) })
 	}
 }
 

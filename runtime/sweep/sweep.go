@@ -363,7 +363,15 @@ func Sweep(ctx context.Context, plan *spec.Plan, opts Options) (*Summary, error)
 	base.Observer = nil
 	// A missing API key would fail every run the same way: say so once,
 	// before any directory is made.
-	if err := runtime.CheckEndpoints(plan, base); err != nil {
+	// The endpoints checked are those of the models the runs call: with
+	// models put in place of the spec's (--model, --offline), theirs.
+	checked := plan
+	if len(base.Models) > 0 {
+		if p, err := plan.Specialize(nil, base.Models); err == nil {
+			checked = p
+		}
+	}
+	if err := runtime.CheckEndpoints(checked, base); err != nil {
 		return nil, err
 	}
 	// The sweep directory appears whole, with what a resume needs (see

@@ -472,7 +472,7 @@ func (s *Server) apiSpecs(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, info)
 		return
 	}
-	writeJSON(w, map[string]any{"acting": true, "folder": s.act.specs, "specs": s.listSpecs()})
+	writeJSON(w, map[string]any{"acting": true, "folder": s.act.specs, "specs": s.listSpecs(), "datasets": s.listDatasets(), "studies": s.listStudyFiles()})
 }
 
 // StartRequest is the start form as the page sends it.
@@ -488,6 +488,15 @@ type StartRequest struct {
 	// spaces: "cost=1, calls=200".
 	Budget string `json:"budget"`
 	Seed   string `json:"seed"`
+
+	// A sweep, as runner run's flags ask for one: Dataset is a dataset
+	// file of the specs folder (its path there) or gen:...; Matrix is
+	// --matrix NAME=V1,V2 flags, one a line; Repeat and Parallel are
+	// --repeat and --parallel (0: 1 and 4).
+	Dataset  string `json:"dataset,omitempty"`
+	Matrix   string `json:"matrix,omitempty"`
+	Repeat   int    `json:"repeat,omitempty"`
+	Parallel int    `json:"parallel,omitempty"`
 }
 
 func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
@@ -509,8 +518,9 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		writeProblems(w, http.StatusUnprocessableEntity, FieldError{Field: "spec", Message: diags.Format()})
 		return
 	}
-	given, problems := startGiven(plan, req)
-	if len(problems) > 0 {
+	sw, problems := s.sweepFlags(req)
+	given, more := startGiven(plan, req, sw.Sweeping())
+	if problems = append(problems, more...); len(problems) > 0 {
 		writeProblems(w, http.StatusUnprocessableEntity, problems...)
 		return
 	}
@@ -524,11 +534,23 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	l := &executor.Launch{Plan: plan, Registry: s.reg, Run: opts}
+	kind := "run"
+	if sw.Sweeping() {
+		l.Sweep, l.Out, kind = sw, quiet, "sweep"
+		if err := sw.Check(plan); err != nil {
+			writeProblems(w, http.StatusUnprocessableEntity, fieldOf(err))
+			return
+		}
+	}
 	if err := executor.Validate("local", x, l); err != nil {
 		writeProblems(w, http.StatusUnprocessableEntity, fieldOf(err))
 		return
 	}
-	ctx, cancel := context.WithCancel(a.ctx)
+	ctx, cancel := s.runContext()
+	if kind == "sweep" {
+		s.startSweep(ctx, cancel, w, x, l)
+		return
+	}
 	h, err := x.Start(ctx, l)
 	if err != nil {
 		cancel()
@@ -536,12 +558,14 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.follow(ctx, h, cancel)
-	writeJSON(w, map[string]any{"id": filepath.Base(h.Dir())})
+	writeJSON(w, map[string]any{"id": filepath.Base(h.Dir()), "kind": kind})
 }
 
 // startGiven turns the form into what runner run's flags give, checking
 // what the flags' parsing would refuse at the field it concerns.
-func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) {
+// A sweep's runs take their inputs from its dataset and matrix too: its
+// required inputs are checked for each run as the sweep is planned.
+func startGiven(plan *spec.Plan, req StartRequest, sweeping bool) (launch.Given, []FieldError) {
 	var g launch.Given
 	var problems []FieldError
 	declared := map[string]*spec.InputPlan{}
@@ -561,7 +585,7 @@ func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) 
 		}
 	}
 	for _, in := range plan.Inputs {
-		if in.Required && req.Inputs[in.Name] == "" {
+		if in.Required && req.Inputs[in.Name] == "" && !sweeping {
 			problems = append(problems, FieldError{Field: "input:" + in.Name, Message: "required"})
 		}
 	}
@@ -614,7 +638,7 @@ func startGiven(plan *spec.Plan, req StartRequest) (launch.Given, []FieldError) 
 			g.Seed = &n
 		}
 	}
-	if len(problems) == 0 {
+	if len(problems) == 0 && !sweeping {
 		// What runner run checks before a run starts, said at its field.
 		if _, err := launch.Prepare(plan, g); err != nil {
 			problems = append(problems, fieldOf(err))
@@ -655,6 +679,9 @@ func fieldOf(err error) FieldError {
 		return FieldError{Field: "budget", Message: fe.Err.Error()}
 	case strings.HasPrefix(flag, "--model"), flag == "--offline":
 		return FieldError{Field: "models", Message: fe.Err.Error()}
+	}
+	if f, ok := sweepField(flag); ok {
+		return FieldError{Field: f, Message: fe.Err.Error()}
 	}
 	return FieldError{Message: fe.Error()}
 }
@@ -718,6 +745,12 @@ func (s *Server) apiAnswer(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	open, err := OpenQuestions(dir)
+	if len(open) == 0 {
+		if posted, _ := PostedQuestions(dir); len(posted) > 0 {
+			s.answerPosted(w, req, dir, posted)
+			return
+		}
+	}
 	if err != nil || len(open) == 0 {
 		http.Error(w, req.ID+" is not waiting for answers (answered from elsewhere, or resumed)", http.StatusConflict)
 		return
@@ -767,7 +800,8 @@ func (s *Server) resume(w http.ResponseWriter, id, dir string, answers map[strin
 	// ending (a run waits for answers by stopping): the page can show its
 	// questions, and be answered, before it has ended. Wait for it a
 	// little rather than refuse answers to the questions on the page.
-	for deadline := time.Now().Add(10 * time.Second); s.going(dir) && time.Now().Before(deadline); {
+	// (A plain resume of a run the view makes is refused at once.)
+	for deadline := time.Now().Add(10 * time.Second); answers != nil && s.going(dir) && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if s.going(dir) {
@@ -782,8 +816,8 @@ func (s *Server) resume(w http.ResponseWriter, id, dir string, answers map[strin
 	}
 	opts := runtime.Options{Settings: runtime.Settings{Getenv: a.Getenv, Version: a.Version}}
 	opts.Answers = answers
-	l := &executor.Launch{Registry: s.reg, Run: opts}
-	ctx, cancel := context.WithCancel(a.ctx)
+	l := &executor.Launch{Registry: s.reg, Run: opts, Out: quiet}
+	ctx, cancel := s.runContext()
 	h, err := x.Resume(ctx, dir, l)
 	if err != nil {
 		cancel()
@@ -815,6 +849,58 @@ func (s *Server) apiCancel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"id": req.ID})
 }
 
+// answerPosted answers questions a terminal asks as the run goes: each
+// answer is claimed against the terminal's, and the first wins.
+func (s *Server) answerPosted(w http.ResponseWriter, req RunRequest, dir string, posted []Question) {
+	asked := map[string]bool{}
+	for _, q := range posted {
+		asked[q.ID] = true
+	}
+	var problems []FieldError
+	for id, ans := range req.Answers {
+		switch {
+		case !asked[id]:
+			problems = append(problems, FieldError{Field: "answer:" + id, Message: "the run asks no question " + strconv.Quote(id) + " (answered at the terminal, or asked no more)"})
+		case len([]rune(ans)) > maxAnswer:
+			problems = append(problems, FieldError{Field: "answer:" + id, Message: fmt.Sprintf("at most %d characters", maxAnswer)})
+		}
+	}
+	if len(problems) > 0 {
+		writeProblems(w, http.StatusUnprocessableEntity, problems...)
+		return
+	}
+	var lost []string
+	for _, id := range slices.Sorted(mapsKeys(req.Answers)) {
+		err := answers.AnswerPosted(dir, id, req.Answers[id])
+		switch {
+		case errors.Is(err, answers.ErrAnswered):
+			lost = append(lost, id)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
+	if len(lost) > 0 {
+		http.Error(w, fmt.Sprintf("%s: answered at the terminal first (%s); the run goes on with the terminal's answer", req.ID, strings.Join(lost, ", ")), http.StatusConflict)
+		return
+	}
+	writeJSON(w, map[string]any{"id": req.ID})
+}
+
+// PostedQuestions are the questions a terminal asks in the run in dir as
+// it goes (answers.OpenPosted), with the turns among them.
+func PostedQuestions(dir string) ([]Question, []answers.Turn) {
+	var qs []Question
+	var turns []answers.Turn
+	for _, p := range answers.OpenPosted(dir) {
+		qs = append(qs, Question{ID: p.Question.ID, Agent: p.Question.Agent, Question: p.Question.Question, Terminal: true})
+		if p.Turn != nil {
+			turns = append(turns, *p.Turn)
+		}
+	}
+	return qs, turns
+}
+
 // Question is an open question of a waiting run, as questions.yaml holds
 // it: its id, who asks what, and its answer so far.
 type Question struct {
@@ -823,6 +909,9 @@ type Question struct {
 	Question string `json:"question"`
 	Answer   string `json:"answer,omitempty"`
 	Answered bool   `json:"answered"`
+	// Terminal says a terminal asks it as the run goes (the run has not
+	// stopped): the page may answer it first.
+	Terminal bool `json:"terminal,omitempty"`
 }
 
 // OpenQuestions reads the questions a waiting run needs answered (its

@@ -288,4 +288,6 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 	if w < 299 {
 		t.Errorf("the largest of two costs under $1 is %.1f px of 300", w)
 	}
+
+	steerInBrowser(t, b)
 }

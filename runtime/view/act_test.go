@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"net"
@@ -135,7 +137,7 @@ func snapshot(t testing.TB, root string) string {
 
 // guardCase is one acting request, each of its parts right or not.
 type guardCase struct {
-	Endpoint uint8  // which acting request (start, answer, resume, cancel)
+	Endpoint uint8  // which acting request (start, answer, resume, cancel, study, sweep)
 	Token    string // X-Runner-Token ("-": none)
 	Origin   string // Origin ("-": none)
 	Host     string // Host ("": the view's)
@@ -143,7 +145,7 @@ type guardCase struct {
 	Type     string // Content-Type
 }
 
-var endpoints = []string{"/api/act/start", "/api/act/answer", "/api/act/resume", "/api/act/cancel"}
+var endpoints = []string{"/api/act/start", "/api/act/answer", "/api/act/resume", "/api/act/cancel", "/api/act/study", "/api/act/start"}
 
 // legit reports whether a request carries everything an acting request
 // needs: the token, the view's own host and origin, JSON.
@@ -191,7 +193,10 @@ func (g *guardFixture) check(t *testing.T, c guardCase) {
 	if c.legit(g.host) {
 		return
 	}
-	bodies := []any{offlineStart, view.RunRequest{ID: g.id, Answers: map[string]string{"architect.q1": "yes"}}, view.RunRequest{ID: g.id}, view.RunRequest{ID: g.id}}
+	sweepStart := offlineStart
+	sweepStart.Repeat = 2
+	bodies := []any{offlineStart, view.RunRequest{ID: g.id, Answers: map[string]string{"architect.q1": "yes"}}, view.RunRequest{ID: g.id}, view.RunRequest{ID: g.id},
+		view.StudyRequest{Path: "study.yaml"}, sweepStart}
 	path := endpoints[int(c.Endpoint)%len(endpoints)]
 	data, _ := json.Marshal(bodies[int(c.Endpoint)%len(bodies)])
 	host := c.Host
@@ -260,7 +265,7 @@ func TestActingRefusedProperty(t *testing.T) {
 	}
 	refused := 0
 	for i := 0; i < 150; i++ {
-		c := guardCase{Endpoint: uint8(rng.IntN(4)), Token: testToken, Origin: pick("-", "http://"+g.host), Site: pick("", "same-origin", "none"), Type: "application/json"}
+		c := guardCase{Endpoint: uint8(rng.IntN(len(endpoints))), Token: testToken, Origin: pick("-", "http://"+g.host), Site: pick("", "same-origin", "none"), Type: "application/json"}
 		// Make one to three parts wrong.
 		for n := 1 + rng.IntN(3); n > 0; n-- {
 			switch rng.IntN(5) {
@@ -319,6 +324,19 @@ func TestActingLimits(t *testing.T) {
 	big.Inputs = map[string]string{"problem": strings.Repeat("x", view.MaxActBody)}
 	if rec := act(t, v, host, "/api/act/start", big); rec.Code != http.StatusRequestEntityTooLarge {
 		t.Errorf("a body over the limit: %d %s", rec.Code, rec.Body)
+	}
+	// A 1 GB body, sent as a stream: refused once the limit is read,
+	// the rest never read.
+	huge := &endlessInput{size: 1 << 30, stop: 2 * view.MaxActBody}
+	req := httptest.NewRequest(http.MethodPost, "http://"+host+"/api/act/start", huge)
+	req.Host = host
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "http://"+host)
+	req.Header.Set(view.TokenHeader, testToken)
+	rec := httptest.NewRecorder()
+	v.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge || huge.read > view.MaxActBody+1<<16 {
+		t.Errorf("a 1 GB body: %d %s, %d bytes of it read (the limit is %d)", rec.Code, rec.Body, huge.read, view.MaxActBody)
 	}
 	for _, spec := range []string{"../reasoning-debate/spec.yaml", "/etc/passwd", "nothing.yaml", "spec.test.yaml"} {
 		req := offlineStart
@@ -481,4 +499,32 @@ func listed(t *testing.T, ts *httptest.Server, id string) view.RunInfo {
 	}
 	t.Fatalf("%s is not listed", id)
 	return view.RunInfo{}
+}
+
+// endlessInput is the start of a start request whose input never ends:
+// size bytes in all, made as they are read; reading past stop fails (a
+// view without its limit would hold them all).
+type endlessInput struct {
+	size, stop, read int
+}
+
+func (e *endlessInput) Read(p []byte) (int, error) {
+	const head = `{"spec":"spec.yaml","inputs":{"problem":"`
+	if e.read >= e.size {
+		return 0, io.EOF
+	}
+	if e.read >= e.stop {
+		return 0, errors.New("read past twice the limit")
+	}
+	n := 0
+	for n < len(p) && e.read < e.size {
+		if e.read < len(head) {
+			p[n] = head[e.read]
+		} else {
+			p[n] = 'x'
+		}
+		n++
+		e.read++
+	}
+	return n, nil
 }

@@ -72,7 +72,8 @@ type sweepSummary struct {
 	CallsWithoutCache int             `json:"calls_without_cache"`
 	Accuracy          json.RawMessage `json:"accuracy"`
 	Runs              []struct {
-		Dir string `json:"dir"`
+		Dir    string `json:"dir"`
+		Status string `json:"status"`
 	} `json:"runs"`
 }
 

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/runtime/study"
+	"github.com/debate-runner/runner/runtime/sweep"
 )
 
 // This file serves the studies of a runs folder (runner study): the list's
@@ -87,7 +89,7 @@ func (s *Server) apiStudy(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	out := map[string]any{"id": id, "state": st}
+	out := map[string]any{"id": id, "state": st, "acting": s.act != nil, "going": s.going(dir)}
 	// A cell's sweep is linked by its id in the view: STUDY/SWEEP.
 	sweeps := make([]string, len(st.Cells))
 	for i, c := range st.Cells {
@@ -96,6 +98,26 @@ func (s *Server) apiStudy(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out["sweep_ids"] = sweeps
+	// How far each cell's sweep is: its runs, and those ended.
+	progress := make([]map[string]int, len(st.Cells))
+	for i, c := range st.Cells {
+		progress[i] = map[string]int{"runs": 0, "ended": 0}
+		if c.Sweep == "" {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, c.Sweep, "summary.json"))
+		var sum sweepSummary
+		if err != nil || json.Unmarshal(data, &sum) != nil {
+			continue
+		}
+		progress[i]["runs"] = len(sum.Runs)
+		for _, r := range sum.Runs {
+			if r.Status != sweep.StatusPending {
+				progress[i]["ended"]++
+			}
+		}
+	}
+	out["progress"] = progress
 	var present []string
 	for _, f := range studyFiles {
 		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {

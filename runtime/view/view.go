@@ -109,6 +109,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/act/answer", s.acting(s.apiAnswer))
 	mux.HandleFunc("POST /api/act/resume", s.acting(s.apiResume))
 	mux.HandleFunc("POST /api/act/cancel", s.acting(s.apiCancel))
+	mux.HandleFunc("POST /api/act/study", s.acting(s.apiStartStudy))
 	return s.guard(mux)
 }
 
@@ -254,6 +255,9 @@ func (s *Server) apiRun(w http.ResponseWriter, r *http.Request) {
 		if turns, _ := OpenTurns(dir, qs); len(turns) > 0 {
 			out["open_turns"] = turns
 		}
+	} else if qs, turns := PostedQuestions(dir); len(qs) > 0 && info.Status == StatusRunning {
+		// A terminal asks them as the run goes: the page may answer.
+		out["open_questions"], out["open_turns"] = qs, turns
 	}
 	if res, err := result.Read(dir); err == nil && info.Status != StatusRunning {
 		out["result"] = res // (a run resumed from it runs again)
@@ -376,7 +380,8 @@ func (s *Server) apiSweep(w http.ResponseWriter, r *http.Request) {
 			ids[i] = id + "/" + filepath.Base(run.Dir)
 		}
 	}
-	writeJSON(w, map[string]any{"id": id, "summary": json.RawMessage(data), "run_ids": ids})
+	// A sweep being made: the page asks again as its runs end.
+	writeJSON(w, map[string]any{"id": id, "summary": json.RawMessage(data), "run_ids": ids, "running": s.sweepRunning(dir, &sum), "acting": s.act != nil, "going": s.going(dir)})
 }
 
 func (s *Server) apiFile(w http.ResponseWriter, r *http.Request) {

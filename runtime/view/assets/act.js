@@ -48,7 +48,8 @@
     pick.onchange = () => { history.replaceState(null, "", "#/start?" + new URLSearchParams({ spec: pick.value })); draw(); };
     app.replaceChildren(
       el("div", { class: "pagehead" }, el("div", {}, el("h1", {}, "Start a run"), el("div", { class: "sub mono" }, data.folder))),
-      el("div", { class: "card" }, el("label", { class: "field" }, el("span", { class: "flabel" }, "Spec"), pick), formBox));
+      el("div", { class: "card" }, el("label", { class: "field" }, el("span", { class: "flabel" }, "Spec"), pick), formBox),
+      studiesCard(K, data));
     draw();
 
     async function draw() {
@@ -87,6 +88,13 @@
         return el("div", { class: "field" }, el("label", { class: "flabel", for: "model-" + m.name }, "in place of " + m.name), sel, errBox("model:" + m.name));
       });
       const allOffline = sp.offline ? el("button", { type: "button", id: "all-offline", onclick: () => { for (const s of formBox.querySelectorAll("select[data-model]")) s.value = "offline"; } }, "All offline") : null;
+      // A sweep: over a dataset of the folder (or a generated one), a
+      // matrix of values, repeats; as runner run --dataset/--matrix/--repeat.
+      const dataset = el("input", { type: "text", id: "dataset", list: "dataset-files", placeholder: "none: one run", "aria-describedby": "err-dataset" });
+      const datasetFiles = el("datalist", { id: "dataset-files" }, (data.datasets || []).map(d => el("option", { value: d })), el("option", { value: "gen:arithmetic?n=5&seed=1" }));
+      const matrix = el("textarea", { id: "matrix", rows: 2, placeholder: "NAME=V1,V2 (one a line)", "aria-describedby": "err-matrix" });
+      const repeat = el("input", { type: "number", id: "repeat", min: "1", step: "1", value: "1" });
+      const parallel = el("input", { type: "number", id: "parallel", min: "1", step: "1", value: "4" });
       const budget = el("input", { type: "text", id: "budget", placeholder: "e.g. cost=1, calls=200" });
       const seed = el("input", { type: "number", id: "seed", step: "1", placeholder: "the spec's" });
       const submit = el("button", { type: "submit", id: "start", class: "primary" }, "Start the run");
@@ -101,13 +109,21 @@
         el("div", { class: "vars" },
           el("div", { class: "field" }, el("label", { class: "flabel", for: "budget" }, "budget"), budget, errBox("budget")),
           el("div", { class: "field" }, el("label", { class: "flabel", for: "seed" }, "seed"), seed, errBox("seed"))),
+        el("h2", {}, "A sweep (optional)"),
+        el("p", { class: "note" }, "Give a dataset (a line's fields are inputs, its expected value is scored), a matrix or repeats to run many times, as runner run --dataset, --matrix and --repeat do; the sweep's page shows each run as it ends."),
+        el("div", { class: "vars" },
+          el("div", { class: "field" }, el("label", { class: "flabel", for: "dataset" }, "dataset"), dataset, datasetFiles, errBox("dataset")),
+          el("div", { class: "field" }, el("label", { class: "flabel", for: "matrix" }, "matrix"), matrix, errBox("matrix")),
+          el("div", { class: "field" }, el("label", { class: "flabel", for: "repeat" }, "repeat"), repeat, errBox("repeat")),
+          el("div", { class: "field" }, el("label", { class: "flabel", for: "parallel" }, "runs at once"), parallel, errBox("parallel"))),
         el("div", { class: "actions" }, submit));
       form.onsubmit = async e => {
         e.preventDefault();
         for (const b of form.querySelectorAll(".field-error")) b.textContent = "";
         for (const b of form.querySelectorAll(".invalid")) b.classList.remove("invalid");
         general.textContent = "";
-        const req = { spec: sp.path, inputs: {}, vars: {}, models: {}, budget: budget.value, seed: seed.value };
+        const req = { spec: sp.path, inputs: {}, vars: {}, models: {}, budget: budget.value, seed: seed.value,
+          dataset: dataset.value.trim(), matrix: matrix.value, repeat: +repeat.value || 0, parallel: +parallel.value || 0 };
         for (const inp of sp.inputs) req.inputs[inp.name] = document.getElementById("in-" + inp.name).value;
         for (const c of form.querySelectorAll("[data-var]")) {
           const v = c.type === "checkbox" ? String(c.checked) : c.value;
@@ -117,7 +133,7 @@
         submit.disabled = true;
         try {
           const res = await post("/api/act/start", req);
-          if (res.ok) { go("/run/" + res.data.id); return; }
+          if (res.ok) { go((res.data.kind === "sweep" ? "/sweep/" : "/run/") + res.data.id); return; }
           const problems = res.data && res.data.problems ? res.data.problems : [{ field: "", message: refusal(res) }];
           let first = null;
           for (const p of problems) {
@@ -139,6 +155,45 @@
       };
       formBox.replaceChildren(form);
     }
+  }
+
+  // The study files of the folder, each started (or gone on with) as
+  // runner study FILE does.
+  function studiesCard(K, data) {
+    const { el, go } = K;
+    if (!(data.studies || []).length) return null;
+    const note = el("div", { class: "note", id: "study-note", role: "status" });
+    return el("div", { class: "card", id: "studies" }, el("h2", {}, "Or start a study"),
+      el("p", { class: "note" }, "A study runs each of its specs over its dataset (a sweep each) and writes one table, as runner study FILE does; started again, it goes on where it stopped."),
+      el("ul", { class: "studies" }, data.studies.map(st => el("li", {},
+        el("button", { type: "button", "data-study": st.path, "aria-label": `start the study ${st.name} (${st.path})`, onclick: async e => {
+          e.target.disabled = true;
+          const res = await post("/api/act/study", { path: st.path });
+          e.target.disabled = false;
+          if (res.ok) { go("/study/" + res.data.id); return; }
+          note.textContent = res.data && res.data.problems ? res.data.problems.map(p => p.message).join("\n") : refusal(res);
+        } }, "Start"), " ", el("b", {}, st.name), " ", el("span", { class: "mono note" }, st.path), st.description ? el("div", { class: "note" }, st.description) : null))),
+      note);
+  }
+
+  // ---- a sweep's or study's actions: cancel, go on ----
+  // batchActions is the card of a sweep's or study's page that cancels it
+  // (when this view makes it) or goes on with it (when it stopped before
+  // its end), or null.
+  function batchActions(K, id, data, unfinished) {
+    const { el, route } = K;
+    if (!data.acting) return null;
+    const note = el("div", { class: "note", id: "act-note", role: "status" });
+    const act = (path, label, btnId, after) => el("button", { id: btnId, onclick: async e => {
+      e.target.disabled = true;
+      const res = await post(path, { id });
+      if (!res.ok) { note.textContent = refusal(res); e.target.disabled = false; return; }
+      note.textContent = after;
+      setTimeout(route, 300);
+    } }, label);
+    if (data.going) return el("div", { class: "card acts" }, el("p", {}, "This view is making it. "), act("/api/act/cancel", "Cancel", "cancel", "Stopping…"), note);
+    if (unfinished && !data.running) return el("div", { class: "card acts" }, el("p", {}, "It stopped before its end. "), act("/api/act/resume", "Go on with it", "resume", "Going on…"), note);
+    return null;
   }
 
   // ---- a run's actions: answer, cancel, resume ----
@@ -189,9 +244,12 @@
             el("textarea", { id: "answer-" + q.id, "data-question": q.id, rows: 5 }),
             el("div", { class: "field-error", "data-field": "answer:" + q.id }));
         };
+        const live = open.some(q => q.terminal);
         const form = el("form", { id: "answer-form" },
           el("h2", {}, turns.size && !asks.length ? "The run waits for your turn" : "The run waits for your answers"),
-          el("p", { class: "note" }, (asks.length ? "An empty answer means “not applicable”. " : "") + "The run goes on as soon as you answer (from here or from a terminal: whichever answers first)."),
+          el("p", { class: "note" }, (asks.length ? "An empty answer means “not applicable”. " : "") + (live
+            ? "A terminal asks this as the run goes: answer here or there; the first answer wins, and the other side is told."
+            : "The run goes on as soon as you answer (from here or from a terminal: whichever answers first).")),
           open.map(field),
           el("div", { class: "actions" }, el("button", { type: "submit", id: "answer", class: "primary" }, turns.size && !asks.length ? "Send and go on" : "Answer and go on")));
         form.onsubmit = async e => {
@@ -201,6 +259,14 @@
           form.querySelector("#answer").disabled = true;
           const res = await post("/api/act/answer", { id, answers });
           form.querySelector("#answer").disabled = false;
+          if (res.ok && live) {
+            // The terminal's run takes the answer within a moment.
+            note.textContent = "Answered; the run goes on.";
+            const fresh = await settle((s, f) => !(f.open_questions || []).some(q => q.id in answers));
+            asked = askedOf(fresh);
+            draw(fresh);
+            return;
+          }
           if (res.ok) { route(); return; }
           if (res.data && res.data.problems) {
             for (const p of res.data.problems) {
@@ -236,6 +302,16 @@
       }
       return api("/api/run?id=" + encodeURIComponent(id));
     }
+    // A run going on elsewhere (a terminal) may ask a question there that
+    // the page can answer too: look for one while the run runs.
+    const askedOf = i => (i.open_questions || []).filter(q => q.terminal).map(q => q.id).join(",");
+    let asked = askedOf(info);
+    const watch = setInterval(async () => {
+      if (!box.isConnected) { clearInterval(watch); return; }
+      if (!info.acting || info.going || shown !== "running") return;
+      const fresh = await api("/api/run?id=" + encodeURIComponent(id));
+      if (fresh.status === "running" && askedOf(fresh) !== asked) { asked = askedOf(fresh); draw(fresh); }
+    }, 1000);
     draw(info);
     shown = info.status;
     return {
@@ -249,5 +325,5 @@
     };
   }
 
-  window.Act = { startPage, runActions };
+  window.Act = { startPage, runActions, batchActions };
 })();

@@ -875,8 +875,17 @@
     });
     const headRow = ["", "#", "run", ...axes, ...(s.dataset ? ["line"] : []), ...(s.repeat > 1 ? ["sample"] : []), "status", ...outputs, "expected", "score", "calls", "sent", "tokens", "duration"];
     cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows, { class: "runs" })));
-    app.replaceChildren(head, ...cards);
+    const pending = s.runs.filter(r => r.status === "pending").length;
+    const acts = window.Act ? window.Act.batchActions(kit, id, data, pending > 0) : null;
+    app.replaceChildren(head, ...(acts ? [acts] : []), ...cards);
     app.classList.add("wide");
+    document.body.setAttribute("data-page", "sweep");
+    document.body.setAttribute("data-pending", String(pending));
+    // While the sweep is made, its rows are refreshed as its runs end.
+    if (data.running) {
+      const t = setTimeout(route, 700);
+      cleanup = () => clearTimeout(t);
+    }
   }
 
   // A sweep's accuracy after each round (and its agents' own), with the
@@ -942,7 +951,8 @@
     if (!rep) {
       cards.push(el("div", { class: "card", id: "study-pending" }, el("h2", {}, "Not finished"),
         el("p", {}, data.report_error ? "The study's report cannot be read: " + data.report_error : "The study's table and chart are written when its last sweep ends. Continue a stopped study with: ", el("code", {}, "runner study " + id)),
-        table(["protocol", "model", "sweep"], st.cells.map((c, i) => [c.label + (c.baseline ? " (baseline)" : ""), c.model || "(spec's)", sweepLink(i)]))));
+        table(["protocol", "model", "sweep", "runs ended"], st.cells.map((c, i) => [c.label + (c.baseline ? " (baseline)" : ""), c.model || "(spec's)", sweepLink(i),
+          data.progress && data.progress[i].runs ? `${data.progress[i].ended} of ${data.progress[i].runs}` : ""]))));
     } else {
       cards.push(el("div", { class: "card", id: "study-chart" }, el("h2", {}, "Accuracy and difference from " + rep.baseline),
         el("div", { class: "chartbox", html: data.chart }),
@@ -969,8 +979,14 @@
           table(data.personas_table.header, data.personas_table.rows, { class: "personas" })));
       }
     }
-    app.replaceChildren(head, ...cards);
+    const acts = window.Act ? window.Act.batchActions(kit, id, data, !rep) : null;
+    app.replaceChildren(head, ...(acts ? [acts] : []), ...cards);
     app.classList.add("wide");
+    // While the view makes the study, its sweeps' progress is refreshed.
+    if (data.going) {
+      const t = setTimeout(route, 1000);
+      cleanup = () => clearTimeout(t);
+    }
   }
 
   async function callPage(params) {
