@@ -404,25 +404,58 @@ func (c *compiler) summarize() {
 	if s == nil {
 		return
 	}
-	sp := &SummarizePlan{OverChars: s.OverChars, MaxChars: s.MaxChars, Template: s.Template.V, Records: s.Records.Values()}
+	if s.Keep != nil {
+		c.r.Errorf(s.Pos, "history.summarize.keep is for a conversation's own summaries (a converse node's summarize:); history summaries keep the current round whole")
+	}
+	c.plan.Summarize = c.summarizePlan(s, "history.summarize")
+}
+
+// summarizePlan compiles a summarize mapping (history.summarize, or a
+// conversation's summarize:): its template is typed against SummaryData,
+// its model and condition checked, its threshold in characters or
+// tokens. what names it in problems.
+func (c *compiler) summarizePlan(s *syntax.Summarize, what string) *SummarizePlan {
+	pos := s.Pos
+	sp := &SummarizePlan{OverChars: s.OverChars, OverTokens: s.OverTokens, MaxChars: s.MaxChars, Template: s.Template.V, Records: s.Records.Values()}
+	switch {
+	case s.OverChars > 0 && s.OverTokens > 0:
+		c.r.Errorf(pos, "%s has both over_chars and over_tokens: the threshold is one or the other", what)
+	case s.OverChars <= 0 && s.OverTokens <= 0:
+		c.r.Errorf(pos, "%s needs a threshold: over_chars (characters) or over_tokens (tokens)", what)
+	}
 	for _, rec := range s.Records {
-		c.requireRecord(rec, "history.summarize.records")
+		c.requireRecord(rec, what+".records")
 	}
 	if sp.MaxChars == 0 {
 		sp.MaxChars = sp.OverChars / 2
+		if s.OverTokens > 0 {
+			// About four characters a token: half the threshold.
+			sp.MaxChars = max(s.OverTokens*2, 1)
+		}
+		sp.MaxChars = max(sp.MaxChars, 1)
 	}
 	if s.Model.Set {
-		sp.Model = c.modelRef(s.Model, "history.summarize")
+		sp.Model = c.modelRef(s.Model, what)
 	}
 	if !s.When.IsZero() {
-		sp.When = c.compileExpr(s.When, nil, BoolResult, "history.summarize.when")
+		sp.When = c.compileExpr(s.When, nil, BoolResult, what+".when")
 	}
 	sp.Measure = MeasureBytes
 	if s.Measure.Set {
 		sp.Measure = s.Measure.V
 	}
-	c.templateRef(s.Template, reflect.TypeOf(value.SummaryData{}), nil)
-	c.plan.Summarize = sp
+	if s.OverTokens > 0 {
+		if s.Measure.Set {
+			c.r.Errorf(s.Measure.Pos, "%s.measure is for over_chars; over_tokens counts tokens", what)
+		}
+		sp.Measure = MeasureTokens
+	}
+	if s.Template.Set || s.Template.V != "" {
+		c.templateRef(s.Template, reflect.TypeOf(value.SummaryData{}), nil)
+	} else {
+		c.r.Errorf(pos, "%s needs a template that asks for the summary", what)
+	}
+	return sp
 }
 
 // --- templates --------------------------------------------------------------

@@ -324,12 +324,26 @@ type SummarizePlan struct {
 	// summary prompt shows it, headers included; a summary once it passes
 	// OverChars), the default.
 	Measure string
+	// OverTokens, when not 0, is the threshold in tokens (MeasureTokens)
+	// instead of OverChars.
+	OverTokens int
+	// Thread marks a conversation's own summaries (a converse node's
+	// summarize: mapping): made again whenever the messages after the
+	// latest one pass the threshold, each covering the one before and the
+	// messages since but the last Keep; a speaker's prompts see its latest
+	// summary and only the conversation's messages after it.
+	Thread bool
+	Keep   int
 }
 
 // Summary measures (history.summarize.measure).
 const (
 	MeasureChars = "chars"
 	MeasureBytes = "bytes"
+	// MeasureTokens is the measure of over_tokens: the tokens of the
+	// history as the summary prompt shows it, by the summary model's
+	// tokenizer.
+	MeasureTokens = "tokens"
 )
 
 // TemplateSource records where a template was defined.

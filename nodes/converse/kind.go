@@ -79,6 +79,10 @@ type Config struct {
 	// Summarize gives turn prompts the speaker's history summary when the
 	// spec asks for summaries.
 	Summarize bool
+	// Thread, when set (summarize: given as a mapping), is the
+	// conversation's own summaries, in place of history.summarize: see
+	// spec.SummarizePlan.Thread.
+	Thread *spec.SummarizePlan
 	// Select is the selector when Speaker is SpeakerSelect.
 	Select *Select
 }
@@ -200,7 +204,7 @@ type rawConfig struct {
 	chat.Raw       `yaml:",inline"`
 	Tools          []string    `yaml:"tools"`
 	MaxToolCalls   syntax.Expr `yaml:"max_tool_calls"`
-	Summarize      *bool       `yaml:"summarize"`
+	Summarize      yaml.Node   `yaml:"summarize"`
 	Speaker        yaml.Node   `yaml:"speaker"`
 	ReplyToWhisper *float64    `yaml:"reply_to_whisper"`
 	Model          syntax.Str  `yaml:"model"`
