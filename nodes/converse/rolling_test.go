@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/launch"
+	"github.com/debate-runner/runner/spec/value"
 )
 
 const rollingSpec = "testdata/rolling.yaml"
@@ -194,4 +195,34 @@ func checkRolling(t *testing.T, c rollingCase, o outcome) {
 		}
 		keys[e.Key] = true
 	}
+}
+
+// TestRollingSummariesResume: a run that fails at a generated call (a
+// turn's or a summary's) and is resumed ends with the messages a run that
+// never failed records, summaries included: the summaries made before the
+// failure come from the journal, so the speakers' views are rebuilt as
+// they were.
+func TestRollingSummariesResume(t *testing.T) {
+	rng := rand.New(rand.NewPCG(38, 9))
+	c := rollingCase{turns: 18, over: 60, keep: 1, longest: 40, seed: 7, thread: true}
+	plan := variant(t, rollingSpec, "default: 12,", "default: 18,", "over_chars: 300", "over_chars: 60", "keep: 2", "keep: 1",
+		"speaker: round_robin", "speaker: round_robin\n    thread: talk")
+	clean := execute(t, plan, rollingHandler(c), flags{Seed: 1}).must(t)
+	want := fmt.Sprint(messageLines(clean.res.Messages))
+	total := clean.srv.Count()
+	for range 3 {
+		failAt := 2 + rng.IntN(total-2)
+		_, res, _ := failThenResume(t, plan, rollingHandler(c), failAt)
+		if got := fmt.Sprint(messageLines(res.Messages)); got != want {
+			t.Errorf("failed at call %d and resumed, the run recorded\n%s\nwant\n%s", failAt, got, want)
+		}
+	}
+}
+
+func messageLines(ms []value.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, fmt.Sprintf("%s/%s/%d/%v: %s", m.From, m.Record, m.Turn, m.Private, m.Content))
+	}
+	return out
 }
