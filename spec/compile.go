@@ -401,11 +401,8 @@ func (c *compiler) agents() {
 
 func (c *compiler) summarize() {
 	s := c.file.History.Summarize
-	if s == nil {
-		return
-	}
-	if s.Keep != nil {
-		c.r.Errorf(s.Pos, "history.summarize.keep is for a conversation's own summaries (a converse node's summarize:); history summaries keep the current round whole")
+	if s == nil || s.Pos.Line == 0 {
+		return // absent, or not a mapping (reported as such)
 	}
 	c.plan.Summarize = c.summarizePlan(s, "history.summarize")
 }

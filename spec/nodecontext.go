@@ -159,16 +159,13 @@ func (n *NodeContext) UseSummaries() {
 
 // ThreadSummaries compiles a conversation's own summaries (a converse
 // node's summarize: mapping) as history.summarize is compiled, marked
-// Thread, with keep (default 0) and without records (the summaries cover
-// the conversation's messages); the summary model (else each agent's)
+// Thread, with keep (default 0; its schema has no records: the summaries
+// cover the conversation's messages); the summary model (else each agent's)
 // is declared used and the record summary declared.
 func (n *NodeContext) ThreadSummaries(s *syntax.Summarize) *SummarizePlan {
 	what := fmt.Sprintf("node %q: summarize", n.Node.ID)
 	sp := n.c.summarizePlan(s, what)
 	sp.Thread = true
-	if len(s.Records) > 0 {
-		n.c.r.Errorf(s.Records[0].Pos, "%s.records: a conversation's summaries cover its own messages; records is for history.summarize", what)
-	}
 	if s.Keep != nil {
 		if *s.Keep < 0 || *s.Keep > 1000 {
 			n.c.r.Errorf(s.Pos, "%s.keep is %d; it must be a whole number from 0 to 1000", what, *s.Keep)
