@@ -341,5 +341,12 @@ func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
 	default:
 		d += fmt.Sprintf(", each speaker chosen by %s (a call per turn)", sel.Agent.ID)
 	}
+	if sp := cfg.Thread; sp != nil {
+		over := fmt.Sprintf("%d characters", sp.OverChars)
+		if sp.OverTokens > 0 {
+			over = fmt.Sprintf("%d tokens", sp.OverTokens)
+		}
+		d += fmt.Sprintf(", a summary before a turn whose unsummarised messages pass %s", over)
+	}
 	return d
 }
