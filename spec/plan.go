@@ -401,6 +401,13 @@ type FlowStep struct {
 	// Max bounds a loop: MaxConst when the spec wrote a number, else MaxExpr.
 	MaxConst int
 	MaxExpr  *Program
+	// MaxBound is MaxExpr's declared maximum: the largest value the
+	// domains of the vars and inputs it reads allow, or the cap written in
+	// it (min(nodes.plan.output.steps, 10)); 0 when they give none, which
+	// only an expression fixed before the run (MaxExpr.ReadsRun false) may
+	// leave. The dry run and the path check plan a loop whose max reads
+	// the run to it, and a run refuses a value above it.
+	MaxBound int
 	Until    *Program // StepLoop, optional
 	// Break, for a loop, is checked after each step of its body and ends
 	// the loop there when it holds (optional).
