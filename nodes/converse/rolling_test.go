@@ -1,6 +1,7 @@
 package converse_test
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/dryrun"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/spec/value"
@@ -197,11 +199,11 @@ func checkRolling(t *testing.T, c rollingCase, o outcome) {
 	}
 }
 
-// TestRollingSummariesResume: a run that fails at a generated call (a
-// turn's or a summary's) and is resumed ends with the messages a run that
-// never failed records, summaries included: the summaries made before the
-// failure come from the journal, so the speakers' views are rebuilt as
-// they were.
+// TestRollingSummariesResume: a replay of a conversation that summarises
+// itself, and a run of it that fails at a generated call (a turn's or a
+// summary's) and is resumed, end with the messages the run recorded,
+// summaries included: the summaries come from the recording or the
+// journal, so the speakers' views are rebuilt as they were.
 func TestRollingSummariesResume(t *testing.T) {
 	rng := rand.New(rand.NewPCG(38, 9))
 	c := rollingCase{turns: 18, over: 60, keep: 1, longest: 40, seed: 7, thread: true}
@@ -210,6 +212,26 @@ func TestRollingSummariesResume(t *testing.T) {
 	clean := execute(t, plan, rollingHandler(c), flags{Seed: 1}).must(t)
 	want := fmt.Sprint(messageLines(clean.res.Messages))
 	total := clean.srv.Count()
+	// A replay of the run, with no endpoint, records the same.
+	rec, _, _, err := runtime.LoadRecording(clean.run.Dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: 400, ErrorMessage: "replays send nothing"} })
+	r, err := runtime.Start(plan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Seed: new(int64(1))}, Recording: rec},
+		Settings: runtime.Settings{RunsDir: runsDir(t), Getenv: envFor(srv.URL)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Execute(context.Background())
+	if err != nil || srv.Count() != 0 {
+		t.Fatalf("replay: %v, %d requests sent", err, srv.Count())
+	}
+	if got := fmt.Sprint(messageLines(res.Messages)); got != want {
+		t.Errorf("the replay recorded\n%s\nwant\n%s", got, want)
+	}
 	for range 3 {
 		failAt := 2 + rng.IntN(total-2)
 		_, res, _ := failThenResume(t, plan, rollingHandler(c), failAt)
