@@ -217,7 +217,9 @@ func TestRollingSummariesResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: 400, ErrorMessage: "replays send nothing"} })
+	srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Status: 400, ErrorMessage: "replays send nothing"}
+	})
 	r, err := runtime.Start(plan, runtime.Options{
 		Launch:   launch.Launch{Given: launch.Given{Seed: new(int64(1))}, Recording: rec},
 		Settings: runtime.Settings{RunsDir: runsDir(t), Getenv: envFor(srv.URL)},
