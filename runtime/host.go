@@ -114,6 +114,11 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 		}
 		return kit.Reply{}, err
 	}
+	if source == calls.Shared && rep.Batch != "" {
+		// An identical call of another run was the one in the batch, and
+		// is billed for it.
+		rep.BatchShared = true
+	}
 	r.noteText(rep.Content) // messages that repeat it refer to it
 	if source != calls.FromJournal {
 		if source == calls.Network {

@@ -16,6 +16,7 @@ import (
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/runtime/dynamics"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/sweep"
 )
 
 // panelists answers a chain-of-debate panel at random (seeded by the
@@ -79,7 +80,7 @@ func TestDynamicsOfARunAndASweep(t *testing.T) {
 	if len(runDirs) != 2 {
 		t.Fatalf("want two finished runs in the sweep, found %v", runDirs)
 	}
-	var each []*dynamics.Run
+	var each [][]result.GoalDynamics
 	whispered := 0
 	for _, rj := range runDirs {
 		dir := filepath.Dir(rj)
@@ -102,12 +103,15 @@ func TestDynamicsOfARunAndASweep(t *testing.T) {
 			}
 		}
 		whispered += n
-		if rep.Totals.Whispers.Messages != n || rep.Totals.Threads != 2 || rep.Sweep {
+		// The command prints result.json's dynamics, computed again from
+		// the run's messages by the one definition.
+		if !reflect.DeepEqual(rep.Threads, result.Dynamics(res.Messages)) || !reflect.DeepEqual(rep.Threads, res.Dynamics) {
+			t.Errorf("%s: the command's threads are not result.json's dynamics", dir)
+		}
+		if rep.Totals.Whispers.Count != n || rep.Totals.Threads != 2 || rep.Sweep {
 			t.Errorf("%s: totals %+v for %d whispers over 2 goals", dir, rep.Totals, n)
 		}
-		for _, r := range rep.Runs {
-			each = append(each, r)
-		}
+		each = append(each, res.Dynamics)
 		code, text, _ := invoke(t, nil, "dynamics", dir)
 		if code != exitcode.OK || !strings.Contains(text, "goal first (node panel)") || !strings.Contains(text, "goal second (node panel)") {
 			t.Errorf("dynamics %s: exit %d\n%s", dir, code, text)
@@ -124,8 +128,11 @@ func TestDynamicsOfARunAndASweep(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if want := dynamics.Sum(each...); !rep.Sweep || !reflect.DeepEqual(rep.Totals, want) {
-		t.Errorf("the sweep's totals %+v are not its runs' summed, %+v", rep.Totals, want)
+	if want := sweep.SumDynamics(each); !rep.Sweep || rep.Runs != 2 || !reflect.DeepEqual(rep.Goals, want) {
+		t.Errorf("the sweep's dynamics %+v are not its runs' summed, %+v", rep.Goals, want)
+	}
+	if rep.Totals.Threads != 4 || rep.Totals.Whispers.Count != whispered || rep.Totals.ConsensusRate == nil {
+		t.Errorf("the sweep's totals %+v, want 4 threads and %d whispers", rep.Totals, whispered)
 	}
 	code, _, errOut = invoke(t, nil, "dynamics", t.TempDir())
 	if code != exitcode.Usage || !strings.Contains(errOut, "neither a run's result.json nor a sweep's summary.json") {

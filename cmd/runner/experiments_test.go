@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -303,10 +304,21 @@ func TestExperimentUsageErrors(t *testing.T) {
 		{[]string{"--batch"}, "--batch sends the calls of a sweep's runs as provider batches; it needs --dataset"},
 		{[]string{"--batch", "--repeat", "2", "--offline"}, `endpoint "offline" is of kind offline, which has no batch API`},
 		{[]string{"--batch", "--repeat", "2", "--temporal", "127.0.0.1:1"}, "--batch: the temporal executor does not gather"},
+		// A model axis that puts an endpoint without batches in the
+		// default model's place, and the implicit endpoint moved to this
+		// machine by OPENAI_BASE_URL.
+		{[]string{"--batch", "--matrix", "model=gpt-4o,offline"}, `endpoint "offline" is of kind offline, which has no batch API`},
+		{[]string{"--batch", "--repeat", "2", "--env", "OPENAI_BASE_URL=http://127.0.0.1:8080/v1"}, `endpoint "default" (OPENAI_BASE_URL=http://127.0.0.1:8080/v1) runs on this machine`},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			env := map[string]string{"OPENAI_API_KEY": "k"}
+			if i := slices.Index(tc.args, "--env"); i >= 0 {
+				name, value, _ := strings.Cut(tc.args[i+1], "=")
+				env[name] = value
+				tc.args = slices.Delete(slices.Clone(tc.args), i, i+2)
+			}
 			args := append([]string{"run", debateSpec, "-i", "question=q", "--runs-dir", t.TempDir()}, tc.args...)
-			code, _, stderr := invoke(t, map[string]string{"OPENAI_API_KEY": "k"}, args...)
+			code, _, stderr := invoke(t, env, args...)
 			if code != exitcode.Usage || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, exitcode.Usage, stderr)
 			}

@@ -1,11 +1,14 @@
 // Package batchtest is a local server for tests that speaks the batch APIs
-// as OpenAI and Anthropic document them: OpenAI's Files and Batches (a JSONL
+// as OpenAI, Anthropic and Gemini document them: OpenAI's Files and Batches (a JSONL
 // file uploaded for purpose "batch", a batch that goes validating,
 // in_progress, finalizing and ends completed, expired, failed or
 // cancelled, its output and error files) and Anthropic's Message Batches
 // (in_progress, canceling, ended; each request succeeded, errored,
-// canceled or expired; results as JSONL at results_url), beside each one's
-// ordinary endpoint (Chat Completions, Messages) for the requests a batch
+// canceled or expired; results as JSONL at results_url) and Gemini's batch
+// mode (batchGenerateContent with inlined requests, a batch operation
+// PENDING, RUNNING, then SUCCEEDED, FAILED, CANCELLED or EXPIRED, its
+// inlined responses with each request's key), beside each one's ordinary
+// endpoint (Chat Completions, Messages, generateContent) for the requests a batch
 // did not answer. It counts what it was sent and what it would bill, so
 // that a test can check that no request was paid twice.
 package batchtest
@@ -60,6 +63,7 @@ type Server struct {
 	files    map[string][]byte
 	oai      map[string]*oaiBatch
 	ant      map[string]*antBatch
+	gem      map[string]*gemBatch
 	seq      int
 
 	// Submissions counts the batches created; Submitted counts each
@@ -106,7 +110,7 @@ type antRequest struct {
 // New starts a server, closed when the test ends.
 func New(t testing.TB) *Server {
 	s := &Server{
-		files: map[string][]byte{}, oai: map[string]*oaiBatch{}, ant: map[string]*antBatch{},
+		files: map[string][]byte{}, oai: map[string]*oaiBatch{}, ant: map[string]*antBatch{}, gem: map[string]*gemBatch{},
 		Submitted: map[string]int{}, Billed: map[string]int{},
 		Answer: func(string) string { return "The answer is \\boxed{42}." },
 	}
@@ -153,6 +157,11 @@ func (s *Server) Pending() int {
 			n++
 		}
 	}
+	for _, b := range s.gem {
+		if !b.done {
+			n++
+		}
+	}
 	return n
 }
 
@@ -186,6 +195,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	p := r.URL.Path
 	switch {
+	case strings.HasPrefix(p, "/v1beta/"):
+		s.serveGemini(w, r, body)
 	case r.Method == http.MethodPost && p == "/v1/chat/completions":
 		s.direct(w, body, false)
 	case r.Method == http.MethodPost && p == "/v1/messages":

@@ -196,6 +196,11 @@ type Reply struct {
 	// (`runner run --batch`), "" for a call answered on its own: a batched
 	// call is priced at BatchPrice times the model's prices.
 	Batch string `json:"batch,omitempty"`
+	// BatchShared is set on a batched reply whose request was another
+	// caller's (another run of the sweep asked the same, and the batch
+	// held it once): the provider billed it to that caller, so this reply
+	// costs nothing.
+	BatchShared bool `json:"batch_shared,omitempty"`
 	// Replayed is set when the reply came from a journal, not the network.
 	Replayed bool `json:"-"`
 }
@@ -206,8 +211,12 @@ type Reply struct {
 const BatchPrice = 0.5
 
 // PriceFactor is what the reply's cost is of its model's prices: BatchPrice
-// for a batched reply, else 1.
+// for a batched reply, 0 for one another caller's identical request was
+// billed for (BatchShared), else 1.
 func (r Reply) PriceFactor() float64 {
+	if r.Batch != "" && r.BatchShared {
+		return 0
+	}
 	if r.Batch != "" {
 		return BatchPrice
 	}

@@ -55,7 +55,7 @@ func (Kind) Doc() spec.ProviderDoc {
 	return spec.ProviderDoc{
 		Speaks:    "Anthropic's Messages API at `BASE/v1/messages` (Anthropic's Go SDK), key in `x-api-key`; system prompt as `system`, cache breakpoints as `cache_control`, usage with cache reads and writes",
 		Settings:  "`base_url: https://api.anthropic.com`, `api_key_env: ANTHROPIC_API_KEY`; `extra: {thinking: ...}` for extended thinking",
-		Test:      "`TestAnthropicDebateEndToEnd`",
+		Test:      "`TestNativeDebateEndToEnd`",
 		GenAIName: "anthropic",
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/internal/nativetest"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -21,8 +22,8 @@ func TestMain(m *testing.M) { os.Exit(runtest.IsolateCache(m)) }
 
 const key = "sk-ant-test-0123456789abcdef"
 
-func client(f *fake, edit func(*llm.Endpoint)) *llm.Client {
-	ep := llm.Endpoint{Name: "claude", BaseURL: f.srv.URL, APIKey: key, Provider: anthropic.Kind{}, MaxRetries: 3,
+func client(f *nativetest.Server, edit func(*llm.Endpoint)) *llm.Client {
+	ep := llm.Endpoint{Name: "claude", BaseURL: f.URL, APIKey: key, Provider: anthropic.Kind{}, MaxRetries: 3,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	if edit != nil {
 		edit(&ep)
@@ -211,7 +212,7 @@ func TestAnthropicRetriesAndErrors(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
 			f := newFake(t, key, func(fakeRequest) fakeReply { return fakeReply{Text: "fine"} })
-			f.fail = func(n int, _ fakeRequest) (int, bool) {
+			f.Fail = func(n int, _ fakeRequest) (int, bool) {
 				switch n {
 				case 1:
 					return 429, false
@@ -251,7 +252,7 @@ func TestAnthropicRetriesAndErrors(t *testing.T) {
 			if len(f.Requests()) != n {
 				t.Errorf("the refused key's request was recorded as served")
 			}
-			f.fail = func(int, fakeRequest) (int, bool) { return 400, false }
+			f.Fail = func(int, fakeRequest) (int, bool) { return 400, false }
 			_, err = c.Complete(context.Background(), req, nil)
 			if !errors.As(err, &e) || e.Status != 400 || e.Attempts != 1 || !strings.Contains(err.Error(), "invalid_request_error") && !strings.Contains(err.Error(), "injected") {
 				t.Errorf("invalid request: %v", err)

@@ -33,21 +33,11 @@ func (Kind) BatchAPI(req *http.Request, hc *http.Client) (llm.BatchAPI, error) {
 	if h.Get("anthropic-version") == "" {
 		h.Set("anthropic-version", apiVersion)
 	}
-	return &batches{base: u, header: h, hc: hc}, nil
+	return &batches{site: llm.BatchSite{Base: u, Header: h, HC: hc}}, nil
 }
 
 // batches is the Message Batches API at one base URL.
-type batches struct {
-	base   url.URL
-	header http.Header
-	hc     *http.Client
-}
-
-func (b *batches) url(path string) string {
-	u := b.base
-	u.Path += path
-	return u.String()
-}
+type batches struct{ site llm.BatchSite }
 
 // messageBatch is a batch as the API describes it.
 type messageBatch struct {
@@ -89,7 +79,7 @@ func (b *batches) Submit(ctx context.Context, reqs []llm.BatchRequest) (string, 
 		return "", err
 	}
 	var batch messageBatch
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodPost, b.url(batchesPath), b.header, "application/json", data, &batch); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodPost, batchesPath, "application/json", data, &batch); err != nil {
 		return "", err
 	}
 	if batch.ID == "" {
@@ -102,7 +92,7 @@ func (b *batches) Submit(ctx context.Context, reqs []llm.BatchRequest) (string, 
 // status is "ended" (in_progress and canceling have not).
 func (b *batches) Poll(ctx context.Context, id string) (llm.BatchState, error) {
 	var batch messageBatch
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodGet, b.url(batchesPath+"/"+url.PathEscape(id)), b.header, "", nil, &batch); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodGet, batchesPath+"/"+url.PathEscape(id), "", nil, &batch); err != nil {
 		return llm.BatchState{}, err
 	}
 	c := batch.RequestCounts
@@ -117,14 +107,14 @@ func (b *batches) Poll(ctx context.Context, id string) (llm.BatchState, error) {
 // each message turned into the Chat Completions reply it would have been.
 func (b *batches) Results(ctx context.Context, id string) (map[string]llm.BatchResult, error) {
 	var batch messageBatch
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodGet, b.url(batchesPath+"/"+url.PathEscape(id)), b.header, "", nil, &batch); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodGet, batchesPath+"/"+url.PathEscape(id), "", nil, &batch); err != nil {
 		return nil, err
 	}
 	where := batch.ResultsURL
 	if where == "" {
-		where = b.url(batchesPath + "/" + url.PathEscape(id) + "/results")
+		where = b.site.URL(batchesPath + "/" + url.PathEscape(id) + "/results")
 	}
-	raw, err := llm.BatchCall(ctx, b.hc, http.MethodGet, where, b.header, "", nil, nil)
+	raw, err := b.site.Call(ctx, http.MethodGet, where, "", nil, nil)
 	if err != nil {
 		return nil, err
 	}

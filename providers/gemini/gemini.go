@@ -11,7 +11,8 @@
 // tokens, temperature and top_p in generationConfig, a JSON reply's schema
 // as responseJsonSchema), sends it, and turns the reply, or its event
 // stream (streamGenerateContent?alt=sse), back into a Chat Completions
-// reply whose usage member is Gemini's usageMetadata as sent.
+// reply whose usage member is Gemini's usageMetadata as sent. Its batch
+// mode (batch.go) serves `runner run --batch`.
 package gemini
 
 import (
@@ -50,7 +51,7 @@ func (Kind) Doc() spec.ProviderDoc {
 	return spec.ProviderDoc{
 		Speaks:    "Gemini's `BASE/v1beta/models/MODEL:generateContent` (and `:streamGenerateContent?alt=sse`), key in `x-goog-api-key`; system prompt as `systemInstruction`, usage from `usageMetadata` with cached tokens",
 		Settings:  "`base_url: https://generativelanguage.googleapis.com`, `api_key_env: GEMINI_API_KEY`",
-		Test:      "`TestGeminiDebateEndToEnd`",
+		Test:      "`TestNativeDebateEndToEnd`",
 		GenAIName: "gcp.gemini",
 	}
 }

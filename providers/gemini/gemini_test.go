@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/internal/nativetest"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -21,8 +22,8 @@ func TestMain(m *testing.M) { os.Exit(runtest.IsolateCache(m)) }
 
 const key = "AIzaTestKey-0123456789abcdefghij"
 
-func client(f *fake, edit func(*llm.Endpoint)) *llm.Client {
-	ep := llm.Endpoint{Name: "gemini", BaseURL: f.srv.URL, APIKey: key, Provider: gemini.Kind{}, MaxRetries: 3,
+func client(f *nativetest.Server, edit func(*llm.Endpoint)) *llm.Client {
+	ep := llm.Endpoint{Name: "gemini", BaseURL: f.URL, APIKey: key, Provider: gemini.Kind{}, MaxRetries: 3,
 		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }}
 	if edit != nil {
 		edit(&ep)
@@ -103,10 +104,10 @@ func TestGeminiGenerateContentProperty(t *testing.T) {
 		req := genRequest(r)
 		want = fakeReply{Text: fmt.Sprintf("reply %d: %s", i, strings.Repeat("ok ", r.IntN(20)))}
 		if r.IntN(3) == 0 {
-			want.Calls = []fakeCall{{Name: "lookup0", Args: `{"q":"beta"}`}}
+			want.Tools = []fakeTool{{Name: "lookup0", Input: `{"q":"beta"}`}}
 		}
 		if r.IntN(5) == 0 {
-			want.Finish = "MAX_TOKENS"
+			want.Stop = "MAX_TOKENS"
 		}
 		resp, err := c.Complete(context.Background(), req, nil)
 		if err != nil {
@@ -117,15 +118,15 @@ func TestGeminiGenerateContentProperty(t *testing.T) {
 		if resp.Content != want.Text {
 			t.Errorf("request %d: content %q, want %q", i, resp.Content, want.Text)
 		}
-		wantFinish := map[string]string{"": "stop", "MAX_TOKENS": "length"}[want.Finish]
-		if len(want.Calls) > 0 && want.Finish == "" {
+		wantFinish := map[string]string{"": "stop", "MAX_TOKENS": "length"}[want.Stop]
+		if len(want.Tools) > 0 && want.Stop == "" {
 			wantFinish = "tool_calls"
 		}
 		if resp.FinishReason != wantFinish {
 			t.Errorf("request %d: finish %q, want %q", i, resp.FinishReason, wantFinish)
 		}
-		if len(resp.ToolCalls) != len(want.Calls) || len(want.Calls) > 0 && (resp.ToolCalls[0].ID == "" || resp.ToolCalls[0].Name != "lookup0" || resp.ToolCalls[0].Arguments != want.Calls[0].Args) {
-			t.Errorf("request %d: tool calls %+v, want %+v", i, resp.ToolCalls, want.Calls)
+		if len(resp.ToolCalls) != len(want.Tools) || len(want.Tools) > 0 && (resp.ToolCalls[0].ID == "" || resp.ToolCalls[0].Name != "lookup0" || resp.ToolCalls[0].Arguments != want.Tools[0].Input) {
+			t.Errorf("request %d: tool calls %+v, want %+v", i, resp.ToolCalls, want.Tools)
 		}
 		if resp.UsageError != "" || resp.PromptTokens <= 0 || resp.CompletionTokens <= 0 || resp.CachedTokens > resp.PromptTokens {
 			t.Errorf("request %d: usage %+v", i, resp)
@@ -194,7 +195,7 @@ func TestGeminiRetriesAndErrors(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
 			f := newFake(t, key, func(fakeRequest) fakeReply { return fakeReply{Text: "fine"} })
-			f.fail = func(n int, _ fakeRequest) int { return map[int]int{1: 429, 2: 500, 3: 503}[n] }
+			f.Fail = func(n int, _ fakeRequest) (int, bool) { return map[int]int{1: 429, 2: 500, 3: 503}[n], false }
 			var waits []time.Duration
 			c := client(f, func(ep *llm.Endpoint) {
 				ep.Sleep = func(ctx context.Context, d time.Duration) error { waits = append(waits, d); return ctx.Err() }

@@ -25,21 +25,13 @@ func (Kind) BatchAPI(req *http.Request, hc *http.Client) (llm.BatchAPI, error) {
 	u.Path, u.RawPath, u.RawQuery, u.User = path, "", "", nil
 	// The batch file names the endpoint by its path from the host:
 	// /v1/chat/completions at OpenAI.
-	return &batches{base: u, endpoint: path + "/chat/completions", header: llm.BatchHeaders(req.Header), hc: hc}, nil
+	return &batches{site: llm.BatchSite{Base: u, Header: llm.BatchHeaders(req.Header), HC: hc}, endpoint: path + "/chat/completions"}, nil
 }
 
 // batches is OpenAI's Batch API at one base URL.
 type batches struct {
-	base     url.URL
+	site     llm.BatchSite
 	endpoint string
-	header   http.Header
-	hc       *http.Client
-}
-
-func (b *batches) url(path string) string {
-	u := b.base
-	u.Path += path
-	return u.String()
 }
 
 // batchObject is a batch as the API describes it.
@@ -92,7 +84,7 @@ func (b *batches) Submit(ctx context.Context, reqs []llm.BatchRequest) (string, 
 	var uploaded struct {
 		ID string `json:"id"`
 	}
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodPost, b.url("/files"), b.header, mw.FormDataContentType(), form.Bytes(), &uploaded); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodPost, "/files", mw.FormDataContentType(), form.Bytes(), &uploaded); err != nil {
 		return "", err
 	}
 	create, _ := json.Marshal(map[string]any{
@@ -100,7 +92,7 @@ func (b *batches) Submit(ctx context.Context, reqs []llm.BatchRequest) (string, 
 		"metadata": map[string]string{"made_by": "runner"},
 	})
 	var batch batchObject
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodPost, b.url("/batches"), b.header, "application/json", create, &batch); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodPost, "/batches", "application/json", create, &batch); err != nil {
 		return "", err
 	}
 	if batch.ID == "" {
@@ -128,7 +120,7 @@ func unstreamed(body []byte) (json.RawMessage, error) {
 // failed, expired or cancelled.
 func (b *batches) Poll(ctx context.Context, id string) (llm.BatchState, error) {
 	var batch batchObject
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodGet, b.url("/batches/"+url.PathEscape(id)), b.header, "", nil, &batch); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, &batch); err != nil {
 		return llm.BatchState{}, err
 	}
 	return stateOf(&batch), nil
@@ -148,7 +140,7 @@ func stateOf(batch *batchObject) llm.BatchState {
 // expired).
 func (b *batches) Results(ctx context.Context, id string) (map[string]llm.BatchResult, error) {
 	var batch batchObject
-	if _, err := llm.BatchCall(ctx, b.hc, http.MethodGet, b.url("/batches/"+url.PathEscape(id)), b.header, "", nil, &batch); err != nil {
+	if _, err := b.site.Call(ctx, http.MethodGet, "/batches/"+url.PathEscape(id), "", nil, &batch); err != nil {
 		return nil, err
 	}
 	out := map[string]llm.BatchResult{}
@@ -156,7 +148,7 @@ func (b *batches) Results(ctx context.Context, id string) (map[string]llm.BatchR
 		if file == "" {
 			continue
 		}
-		raw, err := llm.BatchCall(ctx, b.hc, http.MethodGet, b.url("/files/"+url.PathEscape(file)+"/content"), b.header, "", nil, nil)
+		raw, err := b.site.Call(ctx, http.MethodGet, "/files/"+url.PathEscape(file)+"/content", "", nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 // Package batch sends the model calls that the runs of a sweep make at the
 // same time as one provider batch (`runner run --batch`): OpenAI's Batch
-// API, Anthropic's Message Batches, at half the list price, answered within
+// API, Anthropic's Message Batches, Gemini's batch mode, at half the list
+// price, answered within
 // a day.
 //
 // It sits under the endpoint client, as its HTTP transport: a run's call is
@@ -31,6 +32,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -80,12 +82,16 @@ type Collector struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex
-	rec      record
-	known    map[string]string // request id -> batch id, from rec
-	queues   map[*transport]*queue
-	pending  map[string]*entry // request id -> its wait for a reply
-	answers  map[string]llm.BatchResult
+	mu      sync.Mutex
+	rec     record
+	known   map[string]string // request id -> batch id, from rec
+	queues  map[waveKey]*queue
+	pending map[string]*entry // request id -> its wait for a reply
+	answers map[string]llm.BatchResult
+	// billedTo is the call each request was first asked by: the one its
+	// price is charged to (a retry of the same call is that call again).
+	// Weak, so that a sweep's finished calls are not kept for it.
+	billedTo map[string]weak.Pointer[calls.Call]
 	polling  map[string]bool
 	progress Progress
 	closed   bool
@@ -153,6 +159,13 @@ type entry struct {
 	batch string
 }
 
+// waveKey names a wave: an endpoint's client and the URL its requests
+// go to (one per model for Gemini, whose batches are a model's).
+type waveKey struct {
+	t   *transport
+	url string
+}
+
 // queue is the wave being gathered for one endpoint.
 type queue struct {
 	api   llm.BatchAPI
@@ -167,8 +180,8 @@ type queue struct {
 // there.
 func Open(dir string) (*Collector, error) {
 	c := &Collector{
-		known: map[string]string{}, queues: map[*transport]*queue{}, pending: map[string]*entry{},
-		answers: map[string]llm.BatchResult{}, polling: map[string]bool{},
+		known: map[string]string{}, queues: map[waveKey]*queue{}, pending: map[string]*entry{},
+		answers: map[string]llm.BatchResult{}, polling: map[string]bool{}, billedTo: map[string]weak.Pointer[calls.Call]{},
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if dir == "" {
@@ -288,7 +301,7 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 	if call != nil {
 		cost = calls.Estimate(call).Cost * kit.BatchPrice
 	}
-	res, batchID, err := t.c.await(ctx, t, api, u.String(), id, body, cost)
+	res, batchID, shared, err := t.c.await(ctx, t, api, call, u.String(), id, body, cost)
 	if err != nil {
 		return nil, err
 	}
@@ -296,6 +309,9 @@ func (t *transport) RoundTrip(hr *http.Request) (*http.Response, error) {
 		h := http.Header{}
 		h.Set("Content-Type", "application/json")
 		h.Set(llm.BatchHeader, batchID)
+		if shared {
+			h.Set(llm.BatchSharedHeader, "1")
+		}
 		return &http.Response{
 			StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: h, Body: io.NopCloser(bytes.NewReader(res.Body)), ContentLength: int64(len(res.Body)), Request: hr,
@@ -338,17 +354,26 @@ func (b *cancelBody) Close() error {
 
 // await waits for request id's reply: one an earlier batch gave, that of a
 // batch recorded before (polled again), or that of the wave it joins. A
-// result with Err set was not answered by its batch.
-func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, url, id string, body []byte, cost float64) (llm.BatchResult, string, error) {
+// result with Err set was not answered by its batch. shared says another
+// call (of another run) asked the same first: the batch holds the request
+// once, billed to that call; a call asking again (a retry) is not
+// another.
+func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, call *calls.Call, url, id string, body []byte, cost float64) (res llm.BatchResult, batch string, shared bool, err error) {
 	c.mu.Lock()
+	caller := weak.Make(call)
+	first, asked := c.billedTo[id]
+	if !asked {
+		c.billedTo[id] = caller
+	}
+	shared = asked && first != caller
 	if res, ok := c.answers[id]; ok {
 		batchID := c.known[id]
 		c.mu.Unlock()
-		return res, batchID, nil
+		return res, batchID, shared, nil
 	}
 	if c.closed {
 		c.mu.Unlock()
-		return llm.BatchResult{}, "", errors.New("batch: the sweep's batches are closed")
+		return llm.BatchResult{}, "", false, errors.New("batch: the sweep's batches are closed")
 	}
 	e, waiting := c.pending[id]
 	if !waiting {
@@ -363,29 +388,30 @@ func (c *Collector) await(ctx context.Context, t *transport, api llm.BatchAPI, u
 				go c.poll(api, b)
 			}
 		} else {
-			q := c.queues[t]
+			k := waveKey{t, url}
+			q := c.queues[k]
 			if q == nil {
 				q = &queue{api: api, url: url}
-				c.queues[t] = q
+				c.queues[k] = q
 			}
 			q.reqs = append(q.reqs, llm.BatchRequest{ID: id, Body: body})
 			q.cost += cost
 			c.progress.Queued++
-			c.schedule(t, q)
+			c.schedule(k, q)
 		}
 	}
 	c.mu.Unlock()
 	select {
 	case <-e.done:
-		return e.res, e.batch, nil
+		return e.res, e.batch, shared, nil
 	case <-ctx.Done():
-		return llm.BatchResult{}, "", ctx.Err()
+		return llm.BatchResult{}, "", false, ctx.Err()
 	}
 }
 
 // schedule (re)starts the wave's quiet window, or submits it at once when
 // it is full. c.mu is held.
-func (c *Collector) schedule(t *transport, q *queue) {
+func (c *Collector) schedule(t waveKey, q *queue) {
 	if len(q.reqs) >= maxRequests {
 		if q.timer != nil {
 			q.timer.Stop()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	callctx "github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/llm"
 )
 
@@ -103,7 +104,9 @@ func (a *aloneServer) RoundTrip(r *http.Request) (*http.Response, error) {
 // (answered, failed, missing), submissions refused and polls failing: every
 // call gets exactly one reply, from its batch or sent on its own, never
 // both; no request is submitted twice; and a request a batch answered is
-// never sent on its own.
+// never sent on its own; and of the calls a batch answered with the same
+// request, exactly one is billed for it: the others are marked shared,
+// and a call that asks again (a retry) is not another caller.
 func FuzzCollector(f *testing.F) {
 	f.Add(uint64(1), uint8(20), uint8(0))
 	f.Add(uint64(7), uint8(60), uint8(1))
@@ -142,12 +145,24 @@ func FuzzCollector(f *testing.F) {
 			bodies[i] = fmt.Sprintf("request %d", rng.IntN(calls)) // some the same
 		}
 		got := make([]string, calls)
+		retries := make([]bool, calls)
+		for i := range retries {
+			retries[i] = rng.IntN(4) == 0
+		}
 		var wg sync.WaitGroup
 		for i := range calls {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				req, _ := http.NewRequest(http.MethodPost, "http://example.invalid/v1/chat/completions", strings.NewReader(bodies[i]))
+				// Each goroutine is a call of its own; some ask twice.
+				ctx := callctx.WithCall(context.Background(), &callctx.Call{Key: "k"})
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://example.invalid/v1/chat/completions", strings.NewReader(bodies[i]))
+				if retries[i] {
+					if resp, err := rt.RoundTrip(req.Clone(ctx)); err == nil {
+						resp.Body.Close()
+					}
+					req, _ = http.NewRequestWithContext(ctx, http.MethodPost, "http://example.invalid/v1/chat/completions", strings.NewReader(bodies[i]))
+				}
 				resp, err := rt.RoundTrip(req)
 				if err != nil {
 					got[i] = "error: " + err.Error()
@@ -161,6 +176,9 @@ func FuzzCollector(f *testing.F) {
 				if resp.Header.Get(llm.BatchHeader) != "" {
 					b.WriteString(" [batch]")
 				}
+				if resp.Header.Get(llm.BatchSharedHeader) != "" {
+					b.WriteString(" [shared]")
+				}
 				got[i] = b.String()
 			}()
 		}
@@ -168,10 +186,19 @@ func FuzzCollector(f *testing.F) {
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
+		billed := map[string]int{}   // batched calls billed, by request
+		batchedN := map[string]int{} // batched calls, by request
 		for i, g := range got {
-			id := RequestID(nil, "http://example.invalid/v1/chat/completions", []byte(bodies[i]))
+			id := RequestID(&callctx.Call{Key: "k"}, "http://example.invalid/v1/chat/completions", []byte(bodies[i]))
 			batched := "reply to " + bodies[i] + " [batch]"
 			single := "alone " + bodies[i]
+			if g == batched {
+				billed[bodies[i]]++
+			}
+			if g == batched || g == batched+" [shared]" {
+				batchedN[bodies[i]]++
+				g = batched
+			}
 			switch {
 			case g == batched:
 				if api.refuse || api.gone || outcomes[id] != "ok" {
@@ -185,20 +212,28 @@ func FuzzCollector(f *testing.F) {
 				t.Errorf("call %d: %q", i, g)
 			}
 		}
+		for body, n := range batchedN {
+			if billed[body] != 1 {
+				t.Errorf("%q answered %d calls from a batch, %d of them billed, want 1", body, n, billed[body])
+			}
+		}
 		for id, k := range api.submitted {
 			if k != 1 {
 				t.Errorf("request %s submitted %d times", id, k)
 			}
 		}
 		for body, k := range alone.count {
-			want := 0
-			for _, b := range bodies {
+			want := 0 // one per attempt: a call asking again sends again
+			for i, b := range bodies {
 				if b == body {
 					want++
+					if retries[i] {
+						want++
+					}
 				}
 			}
 			if k > want {
-				t.Errorf("%q sent on its own %d times for %d calls", body, k, want)
+				t.Errorf("%q sent on its own %d times for %d attempts", body, k, want)
 			}
 		}
 	})

@@ -39,6 +39,7 @@ var kinds = []struct {
 }{
 	{"openai", "/v1", "gpt-4o-mini", "OPENAI_API_KEY"},
 	{"anthropic", "", "claude-haiku-4-5", "ANTHROPIC_API_KEY"},
+	{"gemini", "", "gemini-2.5-flash", "GEMINI_API_KEY"},
 }
 
 // debatePlan is examples/reasoning-debate with its agents on a model of
@@ -450,5 +451,55 @@ func TestBatchStreamedModel(t *testing.T) {
 	checkOnce(t, srv, sum, 2*3)
 	if srv.Direct != 0 {
 		t.Errorf("%d requests were sent on their own, want 0", srv.Direct)
+	}
+}
+
+// TestBatchSharedRequestsBilledOnce: a dataset whose lines repeat makes
+// runs ask identical calls in one wave; the batch holds each request once,
+// the provider bills it once, and the sweep's cost is that of the distinct
+// lines at batch prices: the runs that shared a request are not charged
+// for it again (their replies are marked batch_shared).
+func TestBatchSharedRequestsBilledOnce(t *testing.T) {
+	k := kinds[0]
+	const distinct, rounds = 2, 1
+	srv := batchtest.New(t)
+	plan := debatePlan(t, k.kind, srv.URL+k.path, k.model, k.key, rounds)
+	twice := dataset(t, distinct)
+	data, err := os.ReadFile(twice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(twice, append(data, data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := sweep.Sweep(context.Background(), plan, sweep.Options{Run: runOptions(t, k.key), Dataset: twice, Batch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := distinct * rounds * 3
+	if got := srv.BilledCount(); got != calls {
+		t.Errorf("the server billed %d requests, want %d (the repeated lines ask the same)", got, calls)
+	}
+	plain, err := sweep.Sweep(context.Background(), plan, sweep.Options{Run: runOptions(t, k.key), Dataset: dataset(t, distinct)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ratio := sum.Usage.Cost / plain.Usage.Cost; !(plain.Usage.Cost > 0) || math.Abs(ratio-0.5) > 1e-6 {
+		t.Errorf("batch sweep of the lines twice cost %g, the distinct lines alone %g at list price: ratio %g, want 0.5", sum.Usage.Cost, plain.Usage.Cost, ratio)
+	}
+	shared := 0
+	for _, r := range sum.Runs {
+		evs, err := journal.Read(filepath.Join(r.Dir, "journal.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Type == event.ModelResponse && strings.Contains(string(ev.Data), `"batch_shared":true`) {
+				shared++
+			}
+		}
+	}
+	if shared != calls {
+		t.Errorf("%d replies marked batch_shared, want %d (one per call of the repeated lines)", shared, calls)
 	}
 }

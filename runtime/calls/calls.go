@@ -187,12 +187,16 @@ func Send(client func(endpoint string) Client, sent *atomic.Int64) Stage {
 			Content: resp.Content, FinishReason: resp.FinishReason, Model: resp.Model,
 			PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens, CachedTokens: resp.CachedTokens, CacheWriteTokens: resp.CacheWriteTokens, UsageEstimated: resp.UsageEstimated,
 			UsageError: resp.UsageError, UsageRaw: resp.UsageRaw,
-			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts, Batch: resp.Batch,
+			LatencyMS: resp.Latency.Milliseconds(), Attempts: resp.Attempts, Batch: resp.Batch, BatchShared: resp.BatchShared,
 		}
 		if rep.LatencyMS == 0 {
 			rep.LatencyMS = time.Since(start).Milliseconds()
 		}
 		rep.ToolCalls = append(rep.ToolCalls, resp.ToolCalls...)
+		if rep.BatchShared {
+			// Another run's identical request was the one in the batch.
+			return rep, Shared, nil
+		}
 		return rep, Network, nil
 	})
 }

@@ -1,3 +1,8 @@
+// Package dynamics is `runner dynamics`: it reads and prints how a debate
+// moved, as its record keeps it. It computes nothing of its own: a run's
+// dynamics are result.json's `dynamics` (runtime/result, the one
+// definition), a sweep's are summary.json's (runtime/sweep adds the runs'
+// up), so the command, the files and spec tests say the same thing.
 package dynamics
 
 import (
@@ -13,26 +18,41 @@ import (
 	"github.com/debate-runner/runner/runtime/sweep"
 )
 
-// Report is the dynamics of a run directory, or of every finished run of a
-// sweep directory.
+// Report is the dynamics of a run directory, or of a sweep directory.
 type Report struct {
 	Dir string `json:"dir"`
-	// Sweep is true for a sweep directory; Runs then holds each finished
-	// run's dynamics by its folder name, and Unfinished counts the runs
-	// without a result.
-	Sweep      bool            `json:"sweep"`
-	Runs       map[string]*Run `json:"runs"`
-	Unfinished int             `json:"unfinished,omitempty"`
-	Totals     Totals          `json:"totals"`
-	// ConsensusRate is the share of threads with verdicts that ended in
-	// consensus, with its 95 % (Wilson) interval.
-	ConsensusRate *sweep.Accuracy `json:"consensus_rate,omitempty"`
+	// Sweep is true for a sweep directory: Goals then holds its threads
+	// added up over its finished runs (summary.json's dynamics), Runs
+	// those runs and Unfinished the runs without a result.
+	Sweep      bool `json:"sweep"`
+	Runs       int  `json:"runs"`
+	Unfinished int  `json:"unfinished,omitempty"`
+	// Threads are a run's threads (result.json's dynamics).
+	Threads []result.GoalDynamics `json:"threads,omitempty"`
+	Goals   []sweep.GoalDynamics  `json:"goals"`
+	Totals  Totals                `json:"totals"`
+}
+
+// Totals adds up every thread.
+type Totals struct {
+	Threads         int            `json:"threads"`
+	WithVerdicts    int            `json:"with_verdicts"`
+	Consensus       int            `json:"consensus"`
+	ForcedConsensus int            `json:"forced_consensus"`
+	Changes         int            `json:"changes"`
+	ChangesByAgent  map[string]int `json:"changes_by_agent"`
+	// ConsensusRate is Consensus over WithVerdicts with its 95 % (Wilson)
+	// interval.
+	ConsensusRate *sweep.Accuracy    `json:"consensus_rate,omitempty"`
+	Whispers      result.Influence   `json:"whispers"`
+	Public        result.Influence   `json:"public"`
+	WhisperGraph  []result.Influence `json:"whisper_graph"`
 }
 
 // Read reads the dynamics of dir: a run directory (result.json) or a
 // sweep directory (summary.json).
 func Read(dir string) (*Report, error) {
-	rep := &Report{Dir: dir, Runs: map[string]*Run{}}
+	rep := &Report{Dir: dir}
 	if _, err := os.Stat(filepath.Join(dir, "summary.json")); err == nil {
 		s, err := sweep.Load(dir)
 		if err != nil {
@@ -40,90 +60,92 @@ func Read(dir string) (*Report, error) {
 		}
 		rep.Sweep = true
 		for _, r := range s.Runs {
-			if r.Dir == "" {
+			if r.Status == result.StatusCompleted || r.Status == result.StatusInconclusive || r.Status == result.StatusFailed {
+				rep.Runs++
+			} else {
 				rep.Unfinished++
-				continue
 			}
-			rd := r.Dir
-			if !filepath.IsAbs(rd) {
-				rd = filepath.Join(dir, filepath.Base(rd))
-			}
-			res, err := result.Read(rd)
-			if err != nil {
-				rep.Unfinished++
-				continue
-			}
-			rep.Runs[filepath.Base(rd)] = Of(res.Messages)
 		}
-		if len(rep.Runs) == 0 {
+		if rep.Runs == 0 {
 			return nil, fmt.Errorf("%s: no run of the sweep has finished", dir)
 		}
+		rep.Goals = s.Dynamics
 	} else {
 		res, err := result.Read(dir)
 		if err != nil {
 			return nil, fmt.Errorf("%s has neither a run's result.json nor a sweep's summary.json: %w", dir, err)
 		}
-		rep.Runs[filepath.Base(dir)] = Of(res.Messages)
+		rep.Runs, rep.Threads = 1, res.Dynamics
+		rep.Goals = sweep.SumDynamics([][]result.GoalDynamics{res.Dynamics})
 	}
-	runs := make([]*Run, 0, len(rep.Runs))
-	var agreed []float64
-	for _, name := range rep.names() {
-		r := rep.Runs[name]
-		runs = append(runs, r)
-		for _, th := range r.Threads {
-			if verdicts(th) {
-				agreed = append(agreed, boolScore(th.Consensus != ""))
-			}
-		}
-	}
-	rep.Totals = Sum(runs...)
-	rep.ConsensusRate = sweep.MeanCI(agreed)
+	rep.Totals = total(rep.Goals)
 	return rep, nil
 }
 
-func (rep *Report) names() []string {
-	names := make([]string, 0, len(rep.Runs))
-	for n := range rep.Runs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func verdicts(th Thread) bool {
-	for _, a := range th.Participants {
-		if a.Verdicts > 0 {
-			return true
+// total adds up the threads of a sweep's (or one run's) dynamics.
+func total(goals []sweep.GoalDynamics) Totals {
+	t := Totals{ChangesByAgent: map[string]int{}, WhisperGraph: []result.Influence{}}
+	edges := map[[2]string]*result.Influence{}
+	for _, g := range goals {
+		t.Threads += g.Runs
+		t.WithVerdicts += g.WithVerdicts
+		t.Consensus += g.Consensus
+		t.ForcedConsensus += g.ForcedConsensus
+		t.Changes += g.Changes
+		for a, n := range g.ByAgent {
+			t.ChangesByAgent[a] += n
+		}
+		for _, e := range g.Whispers {
+			t.Whispers.Add(e)
+			k := [2]string{e.From, e.To}
+			if edges[k] == nil {
+				edges[k] = &result.Influence{From: e.From, To: e.To}
+			}
+			edges[k].Add(e)
+		}
+		for _, e := range g.Public {
+			t.Public.Add(e)
 		}
 	}
-	return false
-}
-
-func boolScore(b bool) float64 {
-	if b {
-		return 1
+	if t.WithVerdicts > 0 {
+		scores := make([]float64, t.WithVerdicts)
+		for i := range t.Consensus {
+			scores[i] = 1
+		}
+		t.ConsensusRate = sweep.MeanCI(scores)
 	}
-	return 0
+	for _, e := range edges {
+		t.WhisperGraph = append(t.WhisperGraph, *e)
+	}
+	sort.Slice(t.WhisperGraph, func(i, j int) bool {
+		a, b := t.WhisperGraph[i], t.WhisperGraph[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		return a.From+"\x00"+a.To < b.From+"\x00"+b.To
+	})
+	return t
 }
 
 // WriteText writes the report for a reader: each thread of a single run,
-// or the totals of a sweep with each agent's changes and the whisper
-// graph summed over its runs.
+// or each thread's line over a sweep, then the totals and the whisper
+// graph.
 func (rep *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	t := rep.Totals
 	if rep.Sweep {
-		fmt.Fprintf(&b, "Dynamics of sweep %s: %d finished runs", rep.Dir, t.Runs)
+		fmt.Fprintf(&b, "Dynamics of sweep %s: %d finished runs", rep.Dir, rep.Runs)
 		if rep.Unfinished > 0 {
 			fmt.Fprintf(&b, " (%d not finished, left out)", rep.Unfinished)
 		}
 		b.WriteString("\n")
+		for _, g := range rep.Goals {
+			fmt.Fprintf(&b, "%s\n", strings.SplitN(g.String(), "\n", 2)[0])
+		}
 	} else {
 		fmt.Fprintf(&b, "Dynamics of run %s\n", rep.Dir)
-		for _, name := range rep.names() {
-			for _, th := range rep.Runs[name].Threads {
-				writeThread(&b, th)
-			}
+		for _, th := range rep.Threads {
+			writeThread(&b, th)
 		}
 	}
 	b.WriteString("\n")
@@ -131,7 +153,7 @@ func (rep *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "No verdicts: %d threads, none with a verdict to follow.\n", t.Threads)
 	} else {
 		fmt.Fprintf(&b, "Consensus: %d of %d threads with verdicts (%s)", t.Consensus, t.WithVerdicts, Share(t.Consensus, t.WithVerdicts))
-		if a := rep.ConsensusRate; a != nil && rep.Sweep {
+		if a := t.ConsensusRate; a != nil && rep.Sweep {
 			fmt.Fprintf(&b, ", 95 %% interval %.0f-%.0f %%", 100*a.Low, 100*a.High)
 		}
 		b.WriteString("\n")
@@ -155,55 +177,36 @@ func (rep *Report) WriteText(w io.Writer) error {
 	}
 	writeInfluence(&b, "Whispers", t.Whispers)
 	writeInfluence(&b, "Public messages to one agent", t.Public)
-	var edges []Edge
-	whispers := map[[2]string]*Influence{}
-	for _, name := range rep.names() {
-		for _, e := range rep.Runs[name].Whispers {
-			k := [2]string{e.From, e.To}
-			if whispers[k] == nil {
-				whispers[k] = &Influence{}
-			}
-			whispers[k].add(e.Influence)
-		}
-	}
-	for k, in := range whispers {
-		edges = append(edges, Edge{From: k[0], To: k[1], Influence: *in})
-	}
-	sort.Slice(edges, func(i, j int) bool {
-		if edges[i].Messages != edges[j].Messages {
-			return edges[i].Messages > edges[j].Messages
-		}
-		return edges[i].From+"\x00"+edges[i].To < edges[j].From+"\x00"+edges[j].To
-	})
-	if len(edges) > 0 {
+	if len(t.WhisperGraph) > 0 {
 		b.WriteString("Whisper graph (sender -> addressee: whispers, addressee changed next, adopted the sender's verdict):\n")
-		for _, e := range edges {
-			fmt.Fprintf(&b, "  %s -> %s: %d, %d changed, %d adopted\n", e.From, e.To, e.Messages, e.Changed, e.Adopted)
+		for _, e := range t.WhisperGraph {
+			fmt.Fprintf(&b, "  %s -> %s: %d, %d changed, %d adopted\n", e.From, e.To, e.Count, e.Changed, e.Adopted)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeThread(b *strings.Builder, th Thread) {
-	name := th.Node
+func writeThread(b *strings.Builder, th result.GoalDynamics) {
+	name := "node " + th.Node
 	if th.Goal != "" {
 		name = "goal " + th.Goal + " (node " + th.Node + ")"
 	}
 	fmt.Fprintf(b, "\n%s: %s, %s\n", name, count(th.Messages, "message"), count(len(th.Participants), "participant"))
-	if !verdicts(th) {
+	switch {
+	case th.Verdicts == 0:
 		b.WriteString("  no verdicts\n")
 		return
-	}
-	switch {
 	case th.Consensus != "":
 		fmt.Fprintf(b, "  consensus: %s, all %d, from turn %d", th.Consensus, len(th.Participants), th.FormedTurn)
 		if th.Forced > 0 {
 			fmt.Fprintf(b, " (%d verdicts forced)", th.Forced)
 		}
 		b.WriteString("\n")
+	case th.Majority != "":
+		fmt.Fprintf(b, "  no consensus: most held %s (%.0f %% of those with a verdict)\n", th.Majority, 100*th.FinalAgreement)
 	default:
-		fmt.Fprintf(b, "  no consensus: most held %s (%.0f %% of participants)\n", th.Majority, 100*th.MajorityShare)
+		b.WriteString("  no consensus, and no verdict held by more than any other\n")
 	}
 	for _, a := range th.Participants {
 		fmt.Fprintf(b, "  %s: %s, final %s, %s", a.Agent, count(a.Messages, "message"), orNone(a.Final), count(a.Changes, "change"))
@@ -222,13 +225,21 @@ func writeThread(b *strings.Builder, th Thread) {
 	}
 }
 
-func writeInfluence(b *strings.Builder, what string, in Influence) {
-	if in.Messages == 0 {
+func writeInfluence(b *strings.Builder, what string, in result.Influence) {
+	if in.Count == 0 {
 		fmt.Fprintf(b, "%s: none\n", what)
 		return
 	}
 	fmt.Fprintf(b, "%s: %d; the addressee's next verdict changed after %d (%s), took the sender's after %d of the %d sent with a verdict (%s)\n",
-		what, in.Messages, in.Changed, Share(in.Changed, in.Messages), in.Adopted, in.WithVerdict, Share(in.Adopted, in.WithVerdict))
+		what, in.Count, in.Changed, Share(in.Changed, in.Count), in.Adopted, in.WithVerdict, Share(in.Adopted, in.WithVerdict))
+}
+
+// Share is n of d as a percentage for text, "-" when d is 0.
+func Share(n, d int) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f %%", 100*float64(n)/float64(d))
 }
 
 func orNone(s string) string {

@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -219,29 +220,62 @@ func checkBatch(name string, caps Capabilities, l *Launch) error {
 }
 
 // batchEndpoints refuses --batch for a sweep whose models (with the
-// launch's model overrides, --offline's among them) call an endpoint whose
-// kind has no batch API, or one on this machine.
+// launch's model overrides, --offline's among them, and every model a
+// --matrix model axis puts in their place) call an endpoint whose kind
+// has no batch API, or one on this machine (the implicit endpoint's
+// OPENAI_BASE_URL included).
 func batchEndpoints(l *Launch) error {
+	swept, err := sweep.ModelAxes(l.Plan, l.Sweep.Matrix)
+	if err != nil {
+		return err
+	}
+	getenv := l.Run.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
 	seen := map[string]bool{}
-	for _, m := range l.Plan.UsedModels {
-		if o, ok := l.Run.Models[m.Name]; ok && l.Plan.Models[o] != nil {
-			m = l.Plan.Models[o] // --model NAME=OTHER, --offline
+	for _, used := range l.Plan.UsedModels {
+		models := []*spec.ModelPlan{used}
+		if o, ok := l.Run.Models[used.Name]; ok && l.Plan.Models[o] != nil {
+			models[0] = l.Plan.Models[o] // --model NAME=OTHER, --offline
 		}
-		ep := m.Endpoint
-		if ep == nil || seen[ep.Name] {
-			continue
+		for _, v := range swept[used.Name] {
+			if m := l.Plan.Models[v]; m != nil { // a model id keeps the endpoint
+				models = append(models, m)
+			}
 		}
-		seen[ep.Name] = true
-		proto, err := llm.ProtocolOf(ep)
-		if err != nil {
-			return err
+		for _, m := range models {
+			ep := m.Endpoint
+			if ep == nil || seen[ep.Name] {
+				continue
+			}
+			seen[ep.Name] = true
+			if err := batchable(ep, getenv); err != nil {
+				return err
+			}
 		}
-		if _, ok := proto.(llm.Batcher); !ok || proto == nil {
-			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic)", ep.Name, ep.Kind)
-		}
-		if proto.Local(ep.BaseURL) {
-			return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers", ep.Name, ep.BaseURL)
-		}
+	}
+	return nil
+}
+
+// batchable says why endpoint ep cannot take batches, or nil.
+func batchable(ep *spec.EndpointPlan, getenv func(string) string) error {
+	proto, err := llm.ProtocolOf(ep)
+	if err != nil {
+		return err
+	}
+	if _, ok := proto.(llm.Batcher); !ok || proto == nil {
+		return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q is of kind %s, which has no batch API (kinds with one: openai, anthropic, gemini)", ep.Name, ep.Kind)
+	}
+	base, where := ep.BaseURL, ep.BaseURL
+	if v := getenv("OPENAI_BASE_URL"); ep.FromEnv && v != "" {
+		base, where = strings.TrimRight(v, "/"), "OPENAI_BASE_URL="+v
+	}
+	if expanded, err := spec.ExpandEnv(base, getenv); err == nil {
+		base = expanded
+	}
+	if proto.Local(base) {
+		return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers", ep.Name, where)
 	}
 	return nil
 }

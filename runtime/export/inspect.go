@@ -366,8 +366,41 @@ func inspectLog(runs []runRecord, sum *sweep.Summary) *InspectLog {
 		log.Results.Scores = append(log.Results.Scores, inspectScore{Name: "score", Scorer: "score", ScoredSamples: len(scores),
 			UnscoredSamples: len(runs) - len(scores), Params: map[string]any{"interval": acc.Method}, Metrics: metrics})
 	}
+	// Each judge's mean score over the samples it graded, and the judges'
+	// agreement (kappa) from the sweep's summary.
+	var judges []string
+	byJudge := map[string][]float64{}
+	for _, r := range runs {
+		for _, j := range r.res.Judgements {
+			if _, ok := byJudge[j.Judge]; !ok {
+				judges = append(judges, j.Judge)
+				byJudge[j.Judge] = nil
+			}
+			if j.Score != nil {
+				byJudge[j.Judge] = append(byJudge[j.Judge], *j.Score)
+			}
+		}
+	}
+	for _, name := range judges {
+		xs := byJudge[name]
+		sc := inspectScore{Name: judgeScorer(name), Scorer: "judge", ScoredSamples: len(xs), UnscoredSamples: len(runs) - len(xs),
+			Params: map[string]any{"judge": name}, Metrics: map[string]inspectMetric{}}
+		if acc := sweep.MeanCI(xs); acc != nil {
+			sc.Params["interval"] = acc.Method
+			sc.Metrics["mean"] = inspectMetric{Name: "mean", Value: acc.Mean, Params: map[string]any{}}
+			sc.Metrics["ci_low"] = inspectMetric{Name: "ci_low", Value: acc.Low, Params: map[string]any{}}
+			sc.Metrics["ci_high"] = inspectMetric{Name: "ci_high", Value: acc.High, Params: map[string]any{}}
+		}
+		log.Results.Scores = append(log.Results.Scores, sc)
+	}
+	if sum != nil && sum.Judges != nil {
+		log.Results.Metadata["judges"] = sum.Judges
+	}
 	return log
 }
+
+// judgeScorer is a judge's scorer name in the log.
+func judgeScorer(judge string) string { return "judge/" + judge }
 
 // sample is a run as a sample: its inputs as the user's message, each
 // agent's message as an assistant message (the agent, node, round and
@@ -406,8 +439,36 @@ func sample(i int, r runRecord) InspectSample {
 		s.ModelUsage[name] = usageOf(u)
 	}
 	if r.res.Score != nil {
-		s.Scores = map[string]score{"score": {History: []any{}, Value: *r.res.Score, Answer: completion,
-			Explanation: fmt.Sprintf("the spec's score expression gave %g against the expected %s", *r.res.Score, targetText(r.res.Expected)), Metadata: map[string]any{}}}
+		explanation := fmt.Sprintf("the spec's score expression gave %g against the expected %s", *r.res.Score, targetText(r.res.Expected))
+		if len(r.res.Judgements) > 0 {
+			explanation = fmt.Sprintf("the mean of %d judges' levels (0 for the lowest, 1 for the highest): %g", len(r.res.Judgements), *r.res.Score)
+		}
+		s.Scores = map[string]score{"score": {History: []any{}, Value: *r.res.Score, Answer: completion, Explanation: explanation, Metadata: map[string]any{}}}
+	}
+	// Each judge of a judged score is a scorer of its own: its level's
+	// score, the level as the answer, its reasoning as the explanation.
+	for _, j := range r.res.Judgements {
+		if s.Scores == nil {
+			s.Scores = map[string]score{}
+		}
+		md := map[string]any{"model": j.Model, "key": j.Key}
+		if j.LevelIndex != nil {
+			md["level_index"] = *j.LevelIndex
+		}
+		if j.Error != "" {
+			md["error"] = j.Error
+		}
+		var value any
+		if j.Score != nil {
+			value = *j.Score
+		} else {
+			value = "N" // Inspect's value for no answer; the error says why
+		}
+		var answer any
+		if j.Level != "" {
+			answer = j.Level
+		}
+		s.Scores[judgeScorer(j.Judge)] = score{History: []any{}, Value: value, Answer: answer, Explanation: j.Reasoning, Metadata: md}
 	}
 	if r.res.Status == result.StatusFailed {
 		s.Error = &evalError{Message: r.res.Error, Traceback: "", TracebackANSI: ""}

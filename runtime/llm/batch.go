@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -16,6 +18,13 @@ import (
 // runtime/batch) took from a provider's batch: the batch's id. The client
 // copies it into Response.Batch, and the call's reply is priced as batched.
 const BatchHeader = "Runner-Batch"
+
+// BatchSharedHeader marks a batched reply whose request another caller
+// (another run of the sweep asking the same) put in the batch: the
+// provider answered, and billed, the request once, for that caller. The
+// client copies it into Response.BatchShared, and the reply costs nothing
+// more.
+const BatchSharedHeader = "Runner-Batch-Shared"
 
 // Batcher is a provider kind with a batch API: many requests sent as one
 // file, answered within a day at a lower price (`runner run --batch`).
@@ -131,4 +140,31 @@ func StatusOf(err error) int {
 		return he.StatusCode
 	}
 	return 0
+}
+
+// BatchSite is where a batch API answers: the base URL its paths are
+// below, the headers every request carries (BatchHeaders) and the client
+// that reaches it. The kinds' batch APIs are only their wire format over
+// it.
+type BatchSite struct {
+	Base   url.URL
+	Header http.Header
+	HC     *http.Client
+}
+
+// URL is path below the site's base URL.
+func (s BatchSite) URL(path string) string {
+	u := s.Base
+	u.Path += path
+	return u.String()
+}
+
+// Call is BatchCall to path below the site (a full URL when it has a
+// scheme), with the site's headers and client.
+func (s BatchSite) Call(ctx context.Context, method, path, contentType string, body []byte, out any) ([]byte, error) {
+	where := path
+	if !strings.Contains(path, "://") {
+		where = s.URL(path)
+	}
+	return BatchCall(ctx, s.HC, method, where, s.Header, contentType, body, out)
 }

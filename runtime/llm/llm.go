@@ -275,6 +275,9 @@ type Response struct {
 	// Batch is the id of the provider's batch that answered the request
 	// (the BatchHeader of the reply), "" for a request answered on its own.
 	Batch string
+	// BatchShared says another caller's identical request was the one
+	// the batch answered and billed (BatchSharedHeader).
+	BatchShared bool
 }
 
 // Attempt describes one failed attempt that is about to be retried, for the

@@ -345,6 +345,7 @@ func (c *Client) send(ctx context.Context, st *attemptState, req *Request, sh sh
 	if batch := resp.Header.Get(BatchHeader); batch != "" {
 		out, err := readCompletion(st, resp.Body)
 		out.Batch = batch
+		out.BatchShared = resp.Header.Get(BatchSharedHeader) != ""
 		return out, err
 	}
 	if !req.Stream {

@@ -119,6 +119,7 @@ func (d *doc) render(plan *spec.Plan, m result.Manifest, res *result.Result) {
 	}
 	d.cut()
 	d.rounds(res)
+	d.dynamics(res)
 	d.judgements(res)
 	d.usage(plan, res.Usage)
 	if len(res.Warnings) > 0 {
@@ -153,6 +154,82 @@ func (d *doc) rounds(res *result.Result) {
 			Inline(strings.Join(r.RightToWrong, ", ")), Inline(strings.Join(r.WrongToRight, ", ")), Inline(strings.Join(r.ChangedWhileWrong, ", ")), changed, r.Agreement)
 	}
 	d.w("\n")
+	// The share of agents right after each round, as a line.
+	var xs, ys []string
+	for _, r := range res.Rounds {
+		if len(r.Agents) == 0 {
+			continue
+		}
+		sum := 0.0
+		for _, v := range r.Agents {
+			sum += v
+		}
+		xs, ys = append(xs, fmt.Sprint(r.Round)), append(ys, fmt.Sprintf("%.4g", 100*sum/float64(len(r.Agents))))
+	}
+	if len(xs) > 0 {
+		var b strings.Builder
+		b.WriteString("xychart-beta\n    title \"Agents right by round (%)\"\n")
+		fmt.Fprintf(&b, "    x-axis \"round\" [%s]\n    y-axis \"agents right (%%)\" 0 --> 100\n    line [%s]\n", strings.Join(xs, ", "), strings.Join(ys, ", "))
+		d.w("%s\n\n", CodeBlock("mermaid", b.String()))
+	}
+}
+
+// dynamics is the section of a run whose agents gave verdicts or
+// whispered: result.json's dynamics, thread by thread.
+func (d *doc) dynamics(res *result.Result) {
+	if len(res.Dynamics) == 0 {
+		return
+	}
+	d.w("## Dynamics\n\nHow the verdicts moved, thread by thread (a node on a goal): who changed verdict and when, whether the participants ended agreeing, and what messages addressed to one agent did to its next verdict.\n\n")
+	for _, th := range res.Dynamics {
+		name := "node " + th.Node
+		if th.Goal != "" {
+			name = "goal " + th.Goal + " (node " + th.Node + ")"
+		}
+		d.w("### %s\n\n", Inline(name))
+		switch {
+		case th.Verdicts == 0:
+			d.w("No verdicts.\n\n")
+		case th.Consensus != "":
+			d.w("Consensus on %s from turn %d (message %d of %d)", Inline(th.Consensus), th.FormedTurn, th.FormedAt, th.Messages)
+			if th.Forced > 0 {
+				d.w(", with %d forced verdict(s)", th.Forced)
+			}
+			d.w(". ")
+		case th.Majority != "":
+			d.w("No consensus: most held %s (%.0f%% of those with a verdict). ", Inline(th.Majority), 100*th.FinalAgreement)
+		default:
+			d.w("No consensus, and no verdict held by more than any other. ")
+		}
+		if th.Verdicts > 0 {
+			d.w("%d verdicts, %d changes, the plurality changed %d time(s); agreement %.2f at the first verdicts and %.2f at the end.\n\n", th.Verdicts, th.Changes, th.MajorityChanges, th.FirstAgreement, th.FinalAgreement)
+			d.w("| agent | messages | verdicts | final | changes |\n| --- | --- | --- | --- | --- |\n")
+			for _, a := range th.Participants {
+				var ts []string
+				for _, tr := range a.Transitions {
+					t := fmt.Sprintf("%s → %s at turn %d", tr.From, tr.To, tr.Turn)
+					if tr.Forced {
+						t += " (forced)"
+					}
+					ts = append(ts, t)
+				}
+				d.w("| %s | %d | %d | %s | %s |\n", d.who(a.Agent), a.Messages, a.Verdicts, Inline(a.Final), Inline(strings.Join(ts, "; ")))
+			}
+			d.w("\n")
+		}
+		edges := func(title string, es []result.Influence) {
+			if len(es) == 0 {
+				return
+			}
+			d.w("| %s | to | count | with a verdict | followed | changed | adopted |\n| --- | --- | --- | --- | --- | --- | --- |\n", title)
+			for _, e := range es {
+				d.w("| %s | %s | %d | %d | %d | %d | %d |\n", d.who(e.From), d.who(e.To), e.Count, e.WithVerdict, e.Followed, e.Changed, e.Adopted)
+			}
+			d.w("\n")
+		}
+		edges("whisper from", th.Whispers)
+		edges("public message from", th.Public)
+	}
 }
 
 // judgements is the section of a judged score: each judge's level and

@@ -53,7 +53,7 @@ type Env struct {
 	Nodes      map[string]Node       `expr:"nodes"`
 	Whispers   []map[string]any      `expr:"whispers"`
 	// Dynamics are result.json's dynamics: verdict changes, consensus and
-	// whisper influence per goal.
+	// whisper influence per thread (a node on a goal).
 	Dynamics []map[string]any `expr:"dynamics"`
 	// Score is the run's score (nil without one), Judgements a judged
 	// score's judgements (result.json's).

@@ -199,6 +199,18 @@ func TestEqualComputeStudy(t *testing.T) {
 			t.Errorf("results.md lacks %q:\n%s", w, md)
 		}
 	}
+	// What the study prints also has the debate's accuracy and flips per
+	// round, as its sweep summed them.
+	if len(ds.Rounds) != 2 || !strings.Contains(md, "## Per round") {
+		t.Errorf("the debate's sweep has %d rounds; results.md:\n%s", len(ds.Rounds), md)
+	}
+	for _, rd := range ds.Rounds {
+		row := fmt.Sprintf("| debate | (spec's) | %d | %.3f (%.3f–%.3f) | %.3f | %d | %d | %d | %d |", rd.Round, rd.Accuracy.Mean, rd.Accuracy.Low, rd.Accuracy.High,
+			rd.AgentAccuracy.Mean, rd.RightToWrong, rd.WrongToRight, rd.ChangedWhileWrong, rd.MajorityChanges)
+		if !strings.Contains(strings.Join(strings.Fields(md), " "), strings.Join(strings.Fields(row), " ")) {
+			t.Errorf("results.md lacks the debate's round %d as %s", rd.Round, row)
+		}
+	}
 	csv := rep.CSV()
 	if !strings.Contains(strings.Split(csv, "\n")[0], "ec_p_holm") {
 		t.Errorf("results.csv header: %s", strings.Split(csv, "\n")[0])

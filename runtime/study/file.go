@@ -10,9 +10,11 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -102,10 +104,23 @@ func (e *EqualCompute) LabelOr() string {
 	return e.Label
 }
 
-// SpecEntry is one spec of a study: a path, and its label in the table.
+// SpecEntry is one spec of a study: a path, its label in the table, the
+// vars its sweep sets (as --set does: a panel chosen by name), and the
+// personas its panel seats, for a study over panels.
 type SpecEntry struct {
-	Path  string `yaml:"path" json:"path"`
-	Label string `yaml:"label" json:"label,omitempty"`
+	Path     string            `yaml:"path" json:"path"`
+	Label    string            `yaml:"label" json:"label,omitempty"`
+	Set      map[string]string `yaml:"set" json:"set,omitempty"`
+	Personas []string          `yaml:"personas" json:"personas,omitempty"`
+}
+
+// Sets are the entry's vars as --set takes them, sorted by name.
+func (s SpecEntry) Sets() []string {
+	out := make([]string, 0, len(s.Set))
+	for _, k := range slices.Sorted(maps.Keys(s.Set)) {
+		out = append(out, k+"="+s.Set[k])
+	}
+	return out
 }
 
 // UnmarshalYAML takes a spec as a path alone or as {path, label}.

@@ -42,6 +42,8 @@ type Report struct {
 	// OwnSamples is set when each sweep kept its samples its own: no
 	// reply was shared between them through the cache.
 	OwnSamples bool `json:"own_samples,omitempty"`
+	// Personas are each persona's effect, in a study over panels.
+	Personas []PersonaEffect `json:"personas,omitempty"`
 }
 
 // Row is one sweep of a study.
@@ -84,6 +86,10 @@ type Row struct {
 	// Judges are a judged score's judges over the row's sweep: their
 	// mean scores and agreement (kappa).
 	Judges *sweep.Judges `json:"judges,omitempty"`
+	// Personas are the personas the row's panel seats.
+	Personas []string `json:"personas,omitempty"`
+	// Dynamics are the verdict dynamics of the row's sweep, per thread.
+	Dynamics []sweep.GoalDynamics `json:"dynamics,omitempty"`
 	// EqualCompute, on a protocol's row, is its comparison with its
 	// self-consistency row.
 	EqualCompute *EqualComputeRow `json:"equal_compute,omitempty"`
@@ -135,7 +141,7 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 			N: s.Completed + s.Inconclusive, Accuracy: s.Accuracy,
 			Calls: s.Usage.Calls, SentCalls: sentCalls(s), Tokens: s.Usage.PromptTokens + s.Usage.CompletionTokens,
 			Cost: s.Usage.Cost, Priced: s.Usage.Priced, Seconds: float64(s.DurationMS) / 1000,
-			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds, Judges: s.Judges}
+			Inconclusive: s.Inconclusive, Failed: s.Failed, Rounds: s.Rounds, Judges: s.Judges, Personas: c.Personas, Dynamics: s.Dynamics}
 		if row.Model == "" {
 			row.Model = "(spec's)"
 		}
@@ -202,6 +208,9 @@ func report(st *Study, rec *record, sums []*sweep.Summary) (*Report, error) {
 		}
 	}
 	rep.Comparisons = len(ps)
+	var notes []string
+	rep.Personas, notes = personaEffects(st, sums, rep.Resamples, rep.Seed)
+	rep.Notes = append(rep.Notes, notes...)
 	for i, p := range stats.Holm(ps) {
 		if i < len(pRows) {
 			rep.Rows[pRows[i]].PHolm = &p
@@ -378,6 +387,15 @@ func (r *Report) Markdown() string {
 	if t := r.RoundsTable(); len(t.Rows) > 0 {
 		b.WriteString("\n## Per round\n\nEach round's accuracy had the runs stopped after it (their outputs over the messages so far), the agents' own answers' accuracy, their flips from the round before, and the mean share of agents giving the most common answer.\n\n")
 		b.WriteString(t.Markdown(80))
+	}
+	if t := r.PersonasTable(); len(t.Rows) > 0 {
+		b.WriteString("\n## Personas\n\nEach persona's effect: over the items every panel scored, the mean score of the panels that seat it minus that of the panels that do not, paired by item, with a bootstrap 95% interval over items; p: paired t-test, Holm-adjusted across the personas.\n\n")
+		b.WriteString(t.Markdown(80))
+	}
+	for _, row := range r.Rows {
+		for _, g := range row.Dynamics {
+			fmt.Fprintf(&b, "\n%s with %s: %s\n", row.Protocol, row.Model, strings.ReplaceAll(g.String(), "\n", "; "))
+		}
 	}
 	for _, row := range r.Rows {
 		if row.Judges != nil {

@@ -40,8 +40,12 @@ type Cell struct {
 	Baseline bool   `json:"baseline,omitempty"`
 	// EqualComputeOf, on a self-consistency cell of the equal-compute
 	// baseline, is the label of the protocol whose compute it is given.
-	EqualComputeOf string     `json:"equal_compute_of,omitempty"`
-	Plan           *spec.Plan `json:"-"`
+	EqualComputeOf string `json:"equal_compute_of,omitempty"`
+	// Sets are the vars the cell's sweep sets (NAME=VALUE), Personas the
+	// personas its panel seats (a study over panels).
+	Sets     []string   `json:"sets,omitempty"`
+	Personas []string   `json:"personas,omitempty"`
+	Plan     *spec.Plan `json:"-"`
 }
 
 // Prepare compiles the study's specs: a spec that does not compile, two
@@ -52,9 +56,11 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 	var errs yamljson.Errors
 	labels := map[string]bool{}
 	type entry struct {
-		label string
-		plan  *spec.Plan
-		path  string
+		label    string
+		plan     *spec.Plan
+		path     string
+		sets     []string
+		personas []string
 	}
 	var entries []entry
 	for i, e := range f.Specs {
@@ -76,11 +82,19 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 			errs = append(errs, f.errorAt(f.specPos[i], "spec %s has no score expression: its runs would have no accuracy to compare", e.Path))
 			continue
 		}
+		for _, k := range slices.Sorted(maps.Keys(e.Set)) {
+			if !slices.ContainsFunc(plan.Vars, func(v *spec.VarPlan) bool { return v.Name == k }) {
+				errs = append(errs, f.errorAt(f.specPos[i], "set: spec %s declares no var %q", e.Path, k))
+			}
+		}
 		labels[label] = true
-		entries = append(entries, entry{label, plan, path})
+		entries = append(entries, entry{label, plan, path, e.Sets(), e.Personas})
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	if err := checkPanels(f); err != nil {
+		return nil, yamljson.Errors{err}
 	}
 	if !labels[f.Baseline] {
 		var names []string
@@ -102,6 +116,9 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 	h.Write(settings)
 	for _, e := range entries {
 		fmt.Fprintf(h, "\x00%s\x00%s", e.label, e.plan.Digest)
+		if len(e.sets) > 0 || e.personas != nil {
+			fmt.Fprintf(h, "\x00sets\x00%s\x00personas\x00%s", strings.Join(e.sets, "\x00"), strings.Join(e.personas, "\x00"))
+		}
 	}
 	if f.OwnSamples {
 		h.Write([]byte("\x00own samples"))
@@ -122,13 +139,13 @@ func Prepare(f *File, reg *spec.Registry) (*Study, error) {
 		if labels[ec.LabelOr()] {
 			return nil, yamljson.Errors{f.errorAt(f.ecPos, "equal_compute: its label %q is a spec's label: give it another (label:)", ec.LabelOr())}
 		}
-		sc = &entry{ec.LabelOr(), plan, path}
+		sc = &entry{label: ec.LabelOr(), plan: plan, path: path}
 		fmt.Fprintf(h, "\x00equal compute\x00%s\x00%s\x00%s\x00%s", sc.label, plan.Digest, ec.VarName(), ec.Matched())
 	}
 	st.Digest = hex.EncodeToString(h.Sum(nil))
 	for _, m := range models {
 		for _, e := range entries {
-			st.Cells = append(st.Cells, Cell{Label: e.label, SpecPath: e.path, Model: m, Baseline: e.label == f.Baseline, Plan: e.plan})
+			st.Cells = append(st.Cells, Cell{Label: e.label, SpecPath: e.path, Model: m, Baseline: e.label == f.Baseline, Sets: e.sets, Personas: e.personas, Plan: e.plan})
 		}
 		// The self-consistency cells come after the model's protocols:
 		// their number of samples is read from the protocols' sweeps
@@ -284,6 +301,9 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 			if c.Model != "" {
 				o.Models = map[string]string{"default": c.Model}
 			}
+			if len(c.Sets) > 0 {
+				o.Sets = append(slices.Clone(o.Sets), c.Sets...)
+			}
 			if c.EqualComputeOf != "" {
 				o.Sets = append(slices.Clone(o.Sets), fmt.Sprintf("%s=%d", f.EqualCompute.VarName(), cr.Compute.Samples))
 			}
@@ -323,6 +343,40 @@ func Run(ctx context.Context, st *Study, opts Options) (*Report, error) {
 		return nil, err
 	}
 	return rep, failed
+}
+
+// checkPanels checks the personas of a study over panels: when a spec
+// lists them every spec does, and each persona sits on some panels and is
+// missing from others, or its effect could not be read.
+func checkPanels(f *File) *yamljson.Error {
+	listed := -1
+	for i, e := range f.Specs {
+		if e.Personas != nil {
+			listed = i
+		}
+	}
+	if listed < 0 {
+		return nil
+	}
+	seats := map[string]int{}
+	var order []string
+	for i, e := range f.Specs {
+		if e.Personas == nil {
+			return f.errorAt(f.specPos[i], "spec %s lists no personas while %s does: give every panel its personas (personas: [] for none)", e.Path, f.Specs[listed].Path)
+		}
+		for _, p := range e.Personas {
+			if seats[p] == 0 {
+				order = append(order, p)
+			}
+			seats[p]++
+		}
+	}
+	for _, p := range order {
+		if seats[p] == len(f.Specs) {
+			return f.errorAt(f.specPos[0], "persona %q sits on every panel: its effect needs a panel without it", p)
+		}
+	}
+	return nil
 }
 
 // cellSummary is the sweep of the protocol labelled label under model,

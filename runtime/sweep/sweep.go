@@ -305,6 +305,31 @@ func modelAxis(plan *spec.Plan, axis string) (string, bool) {
 	return name, declared
 }
 
+// ModelAxes reads the --matrix flags that sweep models: for each model of
+// the plan a model axis sweeps, the values it takes (a model's name in
+// the plan, or a model id on the same endpoint). An axis named as a var or
+// an input of the plan sweeps that, not a model.
+func ModelAxes(plan *spec.Plan, matrix []string) (map[string][]string, error) {
+	declared := map[string]bool{}
+	for _, v := range plan.Vars {
+		declared[v.Name] = true
+	}
+	for _, in := range plan.Inputs {
+		declared[in.Name] = true
+	}
+	out := map[string][]string{}
+	for _, m := range matrix {
+		a, err := ParseAxis(m)
+		if err != nil {
+			return nil, err
+		}
+		if model, ok := modelAxis(plan, a.Name); ok && !declared[a.Name] {
+			out[model] = append(out[model], a.Values...)
+		}
+	}
+	return out, nil
+}
+
 // mergeModels adds a run's model overrides to the sweep's.
 func mergeModels(base, job map[string]string) map[string]string {
 	if len(base) == 0 {

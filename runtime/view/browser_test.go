@@ -308,6 +308,10 @@ func TestPagesInBrowser(t *testing.T) {
 			if n := eval[int](b, `document.querySelectorAll('#chart-verdicts svg rect').length`); n < 3 {
 				t.Errorf("the verdict chart has %d bars", n)
 			}
+			// result.json's dynamics, a row per goal (the panel has 3).
+			if n := eval[int](b, `document.querySelectorAll('#dynamics tbody tr').length`); n != 3 {
+				t.Errorf("the dynamics table has %d rows, want one per goal", n)
+			}
 		}},
 		{"run-usage", "/run/" + f.panel + "?tab=usage", `document.querySelectorAll('#pane table').length === 4`, nil},
 		{"judged-transcript", "/run/" + f.judged, `document.body.dataset.status === 'completed' && document.querySelectorAll('#transcript .msg').length > 5`, nil},

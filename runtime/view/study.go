@@ -111,6 +111,14 @@ func (s *Server) apiStudy(w http.ResponseWriter, r *http.Request) {
 	default:
 		t := rep.Table()
 		out["report"], out["table"], out["chart"] = rep, studyTable{Header: t.Header, Rows: t.Rows}, rep.ChartSVG()
+		// Per-round accuracy and flips, and each persona's effect, as
+		// results.md prints them.
+		if rt := rep.RoundsTable(); len(rt.Rows) > 0 {
+			out["rounds_table"] = studyTable{Header: rt.Header, Rows: rt.Rows}
+		}
+		if pt := rep.PersonasTable(); len(pt.Rows) > 0 {
+			out["personas_table"] = studyTable{Header: pt.Header, Rows: pt.Rows}
+		}
 	}
 	writeJSON(w, out)
 }

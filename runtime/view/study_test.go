@@ -312,16 +312,60 @@ func TestStudyPageInBrowser(t *testing.T) {
 			t.Errorf("the study page lacks %q", want)
 		}
 	}
+	// Accuracy by round: a point per round of each row whose spec loops,
+	// and the rounds' flips in a table of a row per round.
+	rep, err := study.ReadReport(filepath.Join(root, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	points, rounds := 0, 0
+	for _, row := range rep.Rows {
+		rounds += len(row.Rounds)
+		for _, rd := range row.Rounds {
+			if rd.Accuracy != nil {
+				points++
+			}
+		}
+	}
+	if points == 0 {
+		t.Fatal("no row of the study has per-round accuracy: the chart is not checked")
+	}
+	if n := eval[int](b, `document.querySelectorAll('#study-rounds svg circle').length`); n != points {
+		t.Errorf("the rounds chart has %d points, want %d", n, points)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#study-rounds table.rounds tbody tr').length`); n != rounds {
+		t.Errorf("the rounds table has %d rows, want %d", n, rounds)
+	}
 	b.shot("study")
 	b.look("study", ready)
 	b.clean("study")
 
 	// A sweep of the study opens from its table, with the study in the crumbs.
 	b.open(base+"/study/"+id, ready)
-	href := eval[string](b, `document.querySelector('table.study tbody a').getAttribute('href')`)
+	href := eval[string](b, `[...document.querySelectorAll('table.study tbody a')].find(a => a.textContent === 'debate').getAttribute('href')`)
 	b.open(base+strings.TrimPrefix(href, "#"), `document.querySelector('#chart-accuracy svg') !== null`)
 	if got := eval[string](b, `document.querySelector('header').innerText`); !strings.Contains(got, id) {
 		t.Errorf("the sweep's crumbs do not name its study: %q", got)
 	}
+	// The debate's sweep plots its accuracy and its agents' by round.
+	var debate *study.Row
+	for i := range rep.Rows {
+		if strings.HasSuffix(href, rep.Rows[i].Sweep) {
+			debate = &rep.Rows[i]
+		}
+	}
+	if debate == nil || len(debate.Rounds) == 0 {
+		t.Fatalf("the link %s is no debate row with rounds", href)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#chart-rounds svg circle').length`); n != 2*len(debate.Rounds) {
+		t.Errorf("the sweep's rounds chart has %d points, want %d (accuracy and agents' accuracy per round)", n, 2*len(debate.Rounds))
+	}
 	b.clean("a sweep of the study")
+	// One of its runs plots its score by round on its charts tab.
+	run := eval[string](b, `document.querySelector('table.runs a.runid').getAttribute('href')`)
+	b.open(base+strings.TrimPrefix(run, "#")+"?tab=charts", `document.querySelector('#chart-rounds svg') !== null`)
+	if n := eval[int](b, `document.querySelectorAll('#chart-rounds svg circle').length`); n != 2*len(debate.Rounds) {
+		t.Errorf("the run's rounds chart has %d points, want %d", n, 2*len(debate.Rounds))
+	}
+	b.clean("a run of the study, charts")
 }

@@ -389,6 +389,7 @@
     (info.agents || []).forEach((a, i) => { st.agents[a.id] = { name: a.name, role: a.role, model: a.model, color: colors[i % colors.length] }; });
     st.agent = id => st.agents[id] || (st.agents[id] = { name: id, color: id === "timekeeper" ? "#a8710d" : "#6d7a8c" });
     if (info.result) {
+      st.result = info.result;
       st.outputs = info.result.outputs;
       st.order = info.result.output_order;
       st.warnings = (info.result.warnings || []).slice();
@@ -708,6 +709,27 @@
     }
     parts.push(el("div", { class: "card", id: "chart-confidence" }, el("h2", {}, "Judge confidence over rounds"),
       series.size ? C.line([...series.values()], { yMax: 100, xLabel: "round", label: "confidence over rounds" }) : el("p", { class: "note" }, "No message of this run rates its confidence (an output with a confidence field).")));
+    // A finished run's score by round, its judges and its dynamics
+    // (result.json's rounds, judgements and dynamics).
+    const res = st.result || {};
+    if ((res.rounds || []).length) {
+      const share = rd => { const v = Object.values(rd.agents || {}); return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null; };
+      const series = [{ name: "score of the outputs", color: "#3157c4", points: res.rounds.filter(rd => typeof rd.score === "number").map(rd => ({ x: rd.round, y: rd.score })) },
+        { name: "share of agents right", color: "#1f9d6b", points: res.rounds.filter(rd => share(rd) !== null).map(rd => ({ x: rd.round, y: share(rd) })) }].filter(sr => sr.points.length);
+      parts.push(el("div", { class: "card", id: "chart-rounds" }, el("h2", {}, "Score by round"), C.line(series, { yMax: 1, xLabel: "round", label: "score by round" }),
+        table(["round", "score", "right→wrong", "wrong→right", "changed while wrong", "agreement"], res.rounds.map(rd => [String(rd.round), typeof rd.score === "number" ? String(rd.score) : "",
+          (rd.right_to_wrong || []).map(a => st.agent(a).name).join(", "), (rd.wrong_to_right || []).map(a => st.agent(a).name).join(", "), (rd.changed_while_wrong || []).map(a => st.agent(a).name).join(", "), rd.agreement.toFixed(2)]))));
+    }
+    if ((res.judgements || []).length) {
+      parts.push(el("div", { class: "card", id: "judgements" }, el("h2", {}, "Judgements"),
+        table(["judge", "level", "score", "reasoning"], res.judgements.map(j => [j.judge, j.level || ("none: " + (j.error || "")), typeof j.score === "number" ? String(j.score) : "", j.reasoning || ""]))));
+    }
+    if ((res.dynamics || []).length) {
+      parts.push(el("div", { class: "card", id: "dynamics" }, el("h2", {}, "Dynamics"),
+        table(["thread", "verdicts", "changes", "consensus", "agreement first → last", "whispers (changed, adopted)"], res.dynamics.map(g => [g.goal || ("node " + g.node), String(g.verdicts), String(g.changes),
+          g.consensus ? `${g.consensus} from ${g.formed_turn ? "turn " + g.formed_turn : "message " + g.formed_at}` : (g.majority ? "none; most held " + g.majority : "none"), `${g.first_agreement.toFixed(2)} → ${g.final_agreement.toFixed(2)}`,
+          (g.whispers || []).map(w => `${st.agent(w.from).name}→${st.agent(w.to).name} ${w.count} (${w.changed}, ${w.adopted})`).join("; ")]))));
+    }
     // Tokens and cost per agent and node.
     const byAgent = st.usageBy(c => c.agent || "(none)"), byNode = st.usageBy(c => c.node);
     const tokenRows = (m, name) => [...m.entries()].sort((a, b) => (b[1].prompt + b[1].completion) - (a[1].prompt + a[1].completion)).map(([k, u]) => ({
@@ -833,6 +855,11 @@
       el("div", { class: "card", id: "chart-cache" }, el("h2", {}, "Calls made and without the cache"),
         C.stacked([{ label: "made", segments: [{ value: s.calls_made, color: "#3157c4", label: "calls made" }] }, { label: "without the cache", segments: [{ value: s.calls_without_cache, color: "#8a93a3", label: "calls" }] }], { labelWidth: 130, width: 300, inside: false }),
         el("p", { class: "note" }, s.calls_without_cache ? `The cache and shared calls saved ${(100 * saved).toFixed(0)}% of the calls.` : ""), about))];
+    if ((s.rounds || []).length) cards.push(roundsCard(s.rounds));
+    if ((s.dynamics || []).length) cards.push(dynamicsCard(s.dynamics));
+    if (s.judges) cards.push(el("div", { class: "card", id: "sweep-judges" }, el("h2", {}, "Judges"),
+      table(["judge", "mean score", "runs graded"], (s.judges.judges || []).map(j => [j.judge, j.mean !== undefined ? j.mean.toFixed(3) : "", j.n !== undefined ? String(j.n) : ""])),
+      el("p", { class: "note" }, s.judges.agreement ? `${s.judges.method}: ${s.judges.agreement.kappa.toFixed(3)} over ${s.judges.items} run(s)` : (s.judges.note || ""))));
     const outputs = [...new Set(s.runs.flatMap(r => r.output_order || []))];
     const axes = (s.matrix || []).map(a => a.name);
     const selected = new Set();
@@ -850,6 +877,28 @@
     cards.push(el("div", { class: "card" }, el("h2", {}, "Runs"), el("div", { class: "filters" }, compareBtn), table(headRow, rows, { class: "runs" })));
     app.replaceChildren(head, ...cards);
     app.classList.add("wide");
+  }
+
+  // A sweep's accuracy after each round (and its agents' own), with the
+  // flips between rounds.
+  function roundsCard(rounds) {
+    const pts = f => rounds.filter(f).map(rd => ({ x: rd.round, y: f(rd).mean }));
+    const series = [{ name: "accuracy", color: "#3157c4", points: pts(rd => rd.accuracy) }, { name: "agents' accuracy", color: "#1f9d6b", points: pts(rd => rd.agent_accuracy) }].filter(sr => sr.points.length);
+    return el("div", { class: "card", id: "chart-rounds" }, el("h2", {}, "Accuracy by round"),
+      C.line(series, { yMax: 1, xLabel: "round", label: "accuracy by round" }),
+      table(["round", "accuracy", "agents' accuracy", "right→wrong", "wrong→right", "changed while wrong", "majority changed", "agreement"],
+        rounds.map(rd => [String(rd.round), rd.accuracy ? rd.accuracy.mean.toFixed(3) : "", rd.agent_accuracy ? rd.agent_accuracy.mean.toFixed(3) : "",
+          String(rd.right_to_wrong), String(rd.wrong_to_right), String(rd.changed_while_wrong), String(rd.majority_changes), rd.agreement.toFixed(2)]), { class: "rounds" }));
+  }
+
+  // A sweep's (or a run's) verdict dynamics, thread by thread.
+  function dynamicsCard(goals) {
+    const edges = g => (g.whispers || []).map(w => `${w.from}→${w.to} ${w.count} (changed ${w.changed}, adopted ${w.adopted})`).join("; ");
+    return el("div", { class: "card", id: "dynamics" }, el("h2", {}, "Dynamics"),
+      table(["thread", "runs", "verdicts", "changes", "plurality changes", "consensus", "agreement first → last", "whispers"],
+        goals.map(g => [g.goal || ("node " + g.node), String(g.runs), String(g.verdicts), String(g.changes), String(g.majority_changes),
+          g.consensus_rate ? `${g.consensus} of ${g.with_verdicts} (${(100 * g.consensus_rate.low).toFixed(0)}–${(100 * g.consensus_rate.high).toFixed(0)}%)` : "",
+          `${g.mean_first_agreement.toFixed(2)} → ${g.mean_final_agreement.toFixed(2)}`, edges(g)]), { class: "dynamics" }));
   }
 
   function accuracyChart(s) {
@@ -903,6 +952,22 @@
         // A protocol's name opens its sweep.
         table(data.table.header, data.table.rows.map((r, i) => [rep.rows[i].sweep ? el("a", { href: "#/sweep/" + id + "/" + rep.rows[i].sweep, title: "sweep " + rep.rows[i].sweep }, r[0]) : r[0], ...r.slice(1)]), { num: nums, class: "study" }),
         ...(rep.notes || []).map(n => el("p", { class: "note" }, "Note: " + n))));
+      // Accuracy after each round, a line per protocol and model whose spec
+      // loops, with the rounds' flips in a table below.
+      const looped = rep.rows.filter(r => (r.rounds || []).length);
+      if (looped.length) {
+        const series = looped.map((r, i) => ({ name: `${r.protocol} (${r.model})`, color: C.palette[i % C.palette.length],
+          points: r.rounds.filter(rd => rd.accuracy).map(rd => ({ x: rd.round, y: rd.accuracy.mean })) }));
+        cards.push(el("div", { class: "card", id: "study-rounds" }, el("h2", {}, "Accuracy by round"),
+          C.line(series, { yMax: 1, xLabel: "round", label: "accuracy by round" }),
+          el("p", { class: "note" }, "The accuracy each sweep would have had had its runs stopped after the round; below, the agents' flips from the round before."),
+          ...(data.rounds_table ? [table(data.rounds_table.header, data.rounds_table.rows, { class: "rounds" })] : [])));
+      }
+      if (data.personas_table) {
+        cards.push(el("div", { class: "card", id: "study-personas" }, el("h2", {}, "Personas"),
+          el("p", { class: "note" }, "Each persona's effect: the panels that seat it against those that do not, paired by item (bootstrap 95% interval; paired t, Holm-adjusted)."),
+          table(data.personas_table.header, data.personas_table.rows, { class: "personas" })));
+      }
     }
     app.replaceChildren(head, ...cards);
     app.classList.add("wide");
