@@ -309,7 +309,23 @@ func (l *dryLoop) iterated(i int, err error) {
 	}
 }
 
-func (d *dryState) loop(_ *spec.FlowStep, max int) (int, walkSpan) { return max, d.span(max) }
+func (d *dryState) loop(s *spec.FlowStep, max int) (int, walkSpan) {
+	if planned := plannedMax(s, max); planned != max {
+		d.note("the loop at %s counts %d iterations, its max's declared maximum: max (%s) reads what the run records", posString(d.plan, s.Pos), planned, s.MaxExpr.Source)
+		max = planned
+	}
+	return max, d.span(max)
+}
+
+// plannedMax is the iterations a dry run or the path check plans a loop
+// for: its max, or, when the max reads what the run records (which
+// stand-in replies do not tell), its declared maximum.
+func plannedMax(s *spec.FlowStep, max int) int {
+	if s.MaxExpr != nil && s.MaxExpr.ReadsRun && s.MaxBound > 0 {
+		return s.MaxBound
+	}
+	return max
+}
 
 func (d *dryState) until(s *spec.FlowStep, _, max int, holds func() (any, error)) (bool, error) {
 	if _, err := holds(); err != nil {

@@ -74,6 +74,9 @@ func (r *Run) runStep(ctx context.Context, s *spec.FlowStep, f *frame) error {
 			if !ok || n < 0 {
 				return fmt.Errorf("%s: loop max (%s) gave %v, not a count", posString(r.Plan, s.Pos), s.MaxExpr.Source, v)
 			}
+			if s.MaxBound > 0 && n > s.MaxBound {
+				return fmt.Errorf("%s: loop max (%s) gave %d, above its declared maximum %d", posString(r.Plan, s.Pos), s.MaxExpr.Source, n, s.MaxBound)
+			}
 			max = n
 		}
 		obs := r.observer()
@@ -314,7 +317,7 @@ func (r *Run) env(s kit.Scope) *spec.Env {
 	defer r.mu.Unlock()
 	return &spec.Env{
 		Inputs: r.inputs, Vars: r.vars, Nodes: r.results, Goals: r.Plan.Goals, Verdicts: r.Plan.Verdicts,
-		Messages: r.messagesSoFar(), Round: s.Round, Goal: s.Goal, Loop: s.Loop,
+		Messages: r.messagesSoFar(), Round: s.Round, Goal: s.Goal, Loop: s.Loop, Loops: s.Counters,
 		Extra: map[string]any{"goal_verdicts": r.hist.GoalVerdicts(), "latest": r.hist.Latest},
 		Seed:  r.seed,
 	}

@@ -496,6 +496,7 @@ func (w *pathWalk) next() (map[string]int, bool) {
 }
 
 func (w *pathWalk) loop(s *spec.FlowStep, max int) (int, walkSpan) {
+	max = plannedMax(s, max)
 	if s.Until != nil && s.Until.ReadsRun && max > 1 {
 		if w.choose(s, 2) == 1 {
 			return 1, noSpan{}

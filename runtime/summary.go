@@ -11,6 +11,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/llm/tokens"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
@@ -133,17 +134,8 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	if sp == nil {
 		return ""
 	}
-	if sp.When != nil {
-		// Evaluated directly (not with Holds): a switch such as
-		// vars.summaries has its value in a dry run too.
-		v, err := vm.Run(sp.When.Program, h.Env().Map())
-		if err != nil {
-			h.Warn("history.summarize.when (%s): %s; using the full history", sp.When.Source, firstLineOf(err))
-			return ""
-		}
-		if b, _ := v.(bool); !b {
-			return ""
-		}
+	if !h.summaryWhen(sp, "history.summarize.when") {
+		return ""
 	}
 	key := agent.ID + "/" + h.scope.Key
 	r.mu.Lock()
@@ -166,7 +158,10 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	covered := perspective(msgs, agent.ID, h.scope.Round, sp.Records)
 	text := formatMessages(covered)
 	size := historySize(covered, text, sp.Measure, r.dry)
-	if !summaryDue(size, sp) {
+	if sp.Measure == spec.MeasureTokens {
+		size = h.tokensOf(sp, agent, text)
+	}
+	if !h.SummaryDue(sp, size) {
 		// Not long enough yet: measured again at the agent's next call of
 		// this scope (a conversation's next turn), rather than remembered.
 		r.mu.Lock()
@@ -211,6 +206,103 @@ func (h *host) Summary(ctx context.Context, agent *spec.AgentPlan, system string
 	r.pendingSummaries = append(r.pendingSummaries, sum)
 	r.mu.Unlock()
 	return e.text
+}
+
+// summaryWhen reports whether a summary plan's when holds (true without
+// one); what names it in the warning an error gives.
+func (h *host) summaryWhen(sp *spec.SummarizePlan, what string) bool {
+	if sp.When == nil {
+		return true
+	}
+	// Evaluated directly (not with Holds): a switch such as
+	// vars.summaries has its value in a dry run too.
+	v, err := vm.Run(sp.When.Program, h.Env().Map())
+	if err != nil {
+		h.Warn("%s (%s): %s; using the full history", what, sp.When.Source, firstLineOf(err))
+		return false
+	}
+	b, _ := v.(bool)
+	return b
+}
+
+// SummarySize implements kit.Prompter.
+func (h *host) SummarySize(sp *spec.SummarizePlan, agent *spec.AgentPlan, msgs []value.Message) int {
+	text := formatMessages(msgs)
+	if sp.Measure == spec.MeasureTokens {
+		return h.tokensOf(sp, agent, text)
+	}
+	return historySize(msgs, text, sp.Measure, h.run.dry)
+}
+
+// SummaryDue implements kit.Prompter.
+func (h *host) SummaryDue(sp *spec.SummarizePlan, size int) bool {
+	if sp.Measure == spec.MeasureTokens {
+		return size > sp.OverTokens
+	}
+	return summaryDue(size, sp)
+}
+
+// tokensOf counts text's tokens with the summary model's tokenizer (the
+// agent's model's when the plan names none); in a dry run, scaled by how
+// much longer the replies its stand-ins stand for are.
+func (h *host) tokensOf(sp *spec.SummarizePlan, agent *spec.AgentPlan, text string) int {
+	model := sp.Model
+	if model == nil {
+		model = agent.Model
+	}
+	name := ""
+	if model != nil {
+		name = model.Model
+	}
+	n := tokens.Count(name, text)
+	if d := h.run.dry; d != nil && d.Size != nil && len(text) > 0 {
+		n = int(int64(n) * int64(d.size(text)) / int64(len(text)))
+	}
+	return n
+}
+
+// Condense implements kit.Prompter: one of a conversation's own
+// summaries, asked as the agent with its system prompt, of its summary so
+// far and the messages it now covers.
+func (h *host) Condense(ctx context.Context, c kit.Condense) string {
+	sp := c.Plan
+	what := fmt.Sprintf("node %q: summarize.when", h.node.ID)
+	if !h.summaryWhen(sp, what) {
+		return ""
+	}
+	text := formatMessages(c.Messages)
+	if c.Previous != "" {
+		text = "[summary of the conversation before]\n" + c.Previous + "\n\n" + text
+	}
+	data := &value.SummaryData{
+		PromptBase: h.Base(h.node, c.Agent), Text: text, MaxChars: sp.MaxChars, Chars: len(text),
+		Extra: map[string]any{"max_chars": sp.MaxChars, "chars": len(text)},
+	}
+	fail := func(err error) string {
+		if ctx.Err() == nil {
+			h.Warn("node %q: summary of the conversation for %s failed (%v); its prompts keep the messages since its last summary", h.node.ID, c.Agent.ID, err)
+		}
+		return ""
+	}
+	prompt, err := h.Render(sp.Template, data)
+	if err != nil {
+		return fail(err)
+	}
+	model := sp.Model
+	if model == nil {
+		model = c.Agent.Model
+	}
+	rep, err := h.Complete(ctx, kit.Call{Key: c.Key, Node: h.node.ID, Agent: c.Agent, Model: model, Messages: kit.Messages(c.System, prompt), Aside: true})
+	if err == nil && strings.TrimSpace(rep.Content) == "" {
+		err = fmt.Errorf("the reply is empty")
+	}
+	if err != nil {
+		return fail(err)
+	}
+	out := cutToChars(strings.TrimSpace(rep.Content), sp.MaxChars)
+	_ = h.Event(event.Summary, c.Key, map[string]any{"agent": c.Agent.ID, "before_chars": len(text), "after_chars": len(out), "max_chars": sp.MaxChars, "turn": c.Turn, "messages": len(c.Messages)})
+	h.Record(value.Message{From: c.Agent.ID, Private: true, Record: "summary", Content: out, Turn: c.Turn})
+	return out
 }
 
 // historySize is the size of the history a summary would condense, by the

@@ -401,28 +401,58 @@ func (c *compiler) agents() {
 
 func (c *compiler) summarize() {
 	s := c.file.History.Summarize
-	if s == nil {
-		return
+	if s == nil || s.Pos.Line == 0 {
+		return // absent, or not a mapping (reported as such)
 	}
-	sp := &SummarizePlan{OverChars: s.OverChars, MaxChars: s.MaxChars, Template: s.Template.V, Records: s.Records.Values()}
+	c.plan.Summarize = c.summarizePlan(s, "history.summarize")
+}
+
+// summarizePlan compiles a summarize mapping (history.summarize, or a
+// conversation's summarize:): its template is typed against SummaryData,
+// its model and condition checked, its threshold in characters or
+// tokens. what names it in problems.
+func (c *compiler) summarizePlan(s *syntax.Summarize, what string) *SummarizePlan {
+	pos := s.Pos
+	sp := &SummarizePlan{OverChars: s.OverChars, OverTokens: s.OverTokens, MaxChars: s.MaxChars, Template: s.Template.V, Records: s.Records.Values()}
+	switch {
+	case s.OverChars > 0 && s.OverTokens > 0:
+		c.r.Errorf(pos, "%s has both over_chars and over_tokens: the threshold is one or the other", what)
+	case s.OverChars <= 0 && s.OverTokens <= 0:
+		c.r.Errorf(pos, "%s needs a threshold: over_chars (characters) or over_tokens (tokens)", what)
+	}
 	for _, rec := range s.Records {
-		c.requireRecord(rec, "history.summarize.records")
+		c.requireRecord(rec, what+".records")
 	}
 	if sp.MaxChars == 0 {
 		sp.MaxChars = sp.OverChars / 2
+		if s.OverTokens > 0 {
+			// About four characters a token: half the threshold.
+			sp.MaxChars = max(s.OverTokens*2, 1)
+		}
+		sp.MaxChars = max(sp.MaxChars, 1)
 	}
 	if s.Model.Set {
-		sp.Model = c.modelRef(s.Model, "history.summarize")
+		sp.Model = c.modelRef(s.Model, what)
 	}
 	if !s.When.IsZero() {
-		sp.When = c.compileExpr(s.When, nil, BoolResult, "history.summarize.when")
+		sp.When = c.compileExpr(s.When, nil, BoolResult, what+".when")
 	}
 	sp.Measure = MeasureBytes
 	if s.Measure.Set {
 		sp.Measure = s.Measure.V
 	}
-	c.templateRef(s.Template, reflect.TypeOf(value.SummaryData{}), nil)
-	c.plan.Summarize = sp
+	if s.OverTokens > 0 {
+		if s.Measure.Set {
+			c.r.Errorf(s.Measure.Pos, "%s.measure is for over_chars; over_tokens counts tokens", what)
+		}
+		sp.Measure = MeasureTokens
+	}
+	if s.Template.Set || s.Template.V != "" {
+		c.templateRef(s.Template, reflect.TypeOf(value.SummaryData{}), nil)
+	} else {
+		c.r.Errorf(pos, "%s needs a template that asks for the summary", what)
+	}
+	return sp
 }
 
 // --- templates --------------------------------------------------------------
@@ -1175,6 +1205,14 @@ func (c *compiler) runCycles() {
 	}
 }
 
+// loopsName refuses a loop or foreach named loops: expressions read every
+// loop's counter under that name (loops.NAME), which it would hide.
+func (c *compiler) loopsName(as syntax.Str) {
+	if as.V == "loops" {
+		c.r.Errorf(as.Pos, "as: loops is the name of every loop's counter in expressions (loops.NAME); call this one something else")
+	}
+}
+
 func (c *compiler) collectLoopNames(steps []syntax.Step) {
 	for _, s := range steps {
 		switch {
@@ -1239,6 +1277,7 @@ func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 		case s.Loop != nil:
 			l := s.Loop
 			fs := &FlowStep{Kind: StepLoop, Pos: s.Pos, As: orDefault(l.As.V, "round"), Path: p + ".loop"}
+			c.loopsName(l.As)
 			if l.Max.IsZero() && l.Until.IsZero() {
 				c.r.Errorf(s.Pos, "loop has neither max nor until: it could run forever; add max: N")
 			} else if l.Max.IsZero() {
@@ -1262,6 +1301,7 @@ func (c *compiler) flow(steps []syntax.Step, path string) []*FlowStep {
 		case s.Foreach != nil:
 			f := s.Foreach
 			fs := &FlowStep{Kind: StepForeach, Pos: s.Pos, As: orDefault(f.As.V, foreachDefault(f.In)), Path: p + ".foreach"}
+			c.loopsName(f.As)
 			if strings.TrimSpace(f.In.Source) == "goals" && len(c.plan.Goals) == 0 {
 				c.r.Errorf(f.In.Pos, "foreach over goals, but the spec declares no goals")
 			}
@@ -1337,10 +1377,18 @@ func (c *compiler) loopMaxConst(e syntax.Expr) (int, bool) {
 // checkLoopMaxes evaluates the loop bounds that read only vars with the
 // vars' defaults: a bound a run with those defaults would refuse (negative,
 // or not a number) is reported now.
+//
+// It also gives each bound its declared maximum (FlowStep.MaxBound), which
+// a bound that reads what the run records must have: the dry run plans the
+// loop to it.
 func (c *compiler) checkLoopMaxes() {
 	for _, fs := range c.loopMaxes {
 		p := fs.MaxExpr
-		if p == nil || p.Program == nil || !readsOnlyVars(p.Source) {
+		if p == nil || p.Program == nil {
+			continue
+		}
+		c.loopMaxBound(fs)
+		if !readsOnlyVars(p.Source) {
 			continue
 		}
 		v, err := expr.Run(p.Program, c.envSample(nil))
@@ -1353,6 +1401,30 @@ func (c *compiler) checkLoopMaxes() {
 				c.r.Errorf(p.Pos, "loop max %s is %d with the spec's defaults; a loop runs 0 or more times (fix the default, or guard it: max(0, %s))", p.Source, n, p.Source)
 			}
 		}
+	}
+}
+
+// loopMaxBound works out a loop max expression's declared maximum, as a
+// count's (see count.go): required, at most maxLoop and at least 0, when
+// the expression reads what the run records.
+func (c *compiler) loopMaxBound(fs *FlowStep) {
+	p := fs.MaxExpr
+	tree, err := parser.Parse(p.Source)
+	if err != nil {
+		return
+	}
+	r := c.countRangeOf(tree.Node)
+	switch {
+	case math.IsInf(r.hi, 1) || math.IsNaN(r.hi):
+		if p.ReadsRun {
+			c.r.Errorf(p.Pos, "loop max (%s) reads what the run records, so it needs a declared maximum for the dry run and the budget to plan with: cap it, e.g. min(%s, 10), or read vars and inputs with a maximum", p.Source, p.Source)
+		}
+	case r.hi > maxLoop:
+		c.r.Errorf(p.Pos, "loop max (%s) may be %.0f, more than a loop's %d", p.Source, r.hi, maxLoop)
+	case r.hi < 0:
+		c.r.Errorf(p.Pos, "loop max (%s) is at most %.0f: the loop would never run", p.Source, r.hi)
+	default:
+		fs.MaxBound = int(math.Floor(r.hi))
 	}
 }
 

@@ -32,6 +32,10 @@ type Env struct {
 	// Loop holds loop and foreach variables by their 'as' name; they are
 	// also visible as top-level names.
 	Loop map[string]any
+	// Loops holds every enclosing loop's iteration and foreach's item
+	// number (1-based) by the loop's name, as messages carry them
+	// (msg.loops) and templates see them (.Loops).
+	Loops map[string]int
 	// Extra holds kind-specific names (participants, turn, undecided...).
 	Extra map[string]any
 	// Seed is the run's seed: mode(list, "random") breaks ties with it.
@@ -55,6 +59,7 @@ func (e *Env) Map() map[string]any {
 		"round":    e.Round,
 		"goal":     e.Goal,
 		"loop":     orEmpty(e.Loop),
+		"loops":    orNoCounters(e.Loops),
 		"latest":   func(record string) []value.Message { return latestOf(e.Messages, record) },
 		SeedName:   e.Seed,
 	}
@@ -79,6 +84,13 @@ func (e *Env) Map() map[string]any {
 	}
 	for k, v := range e.Extra {
 		m[k] = v
+	}
+	return m
+}
+
+func orNoCounters(m map[string]int) map[string]int {
+	if m == nil {
+		return map[string]int{}
 	}
 	return m
 }
@@ -370,7 +382,7 @@ func (v *refChecker) Visit(node *ast.Node) {
 			return
 		}
 	}
-	what := map[string]string{"nodes": "node", "vars": "var", "inputs": "input", "verdicts": "verdict set"}[id.Value]
+	what := map[string]string{"nodes": "node", "vars": "var", "inputs": "input", "verdicts": "verdict set", "loops": "loop"}[id.Value]
 	v.errs = append(v.errs, refError{
 		offset: m.Location().From,
 		msg:    fmt.Sprintf("unknown %s %q%s", what, prop.Value, syntax.DidYouMean(prop.Value, names)),

@@ -71,8 +71,10 @@ type nodeRef struct {
 
 func (c *compiler) envSample(extra map[string]any) map[string]any {
 	loop := map[string]any{}
+	loops := map[string]int{}
 	for _, n := range c.loopNames {
 		loop[n] = 0
+		loops[n] = 0
 	}
 	if extra == nil {
 		extra = map[string]any{}
@@ -86,6 +88,7 @@ func (c *compiler) envSample(extra map[string]any) map[string]any {
 		Nodes:    map[string]value.NodeResult{},
 		Verdicts: c.plan.Verdicts,
 		Loop:     loop,
+		Loops:    loops,
 		Extra:    extra,
 	}
 	for _, v := range c.plan.Vars {
@@ -201,6 +204,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		"vars":     c.file.Vars.Names(),
 		"inputs":   c.file.Inputs.Names(),
 		"verdicts": sortedKeys(c.plan.Verdicts),
+		"loops":    c.loopNames,
 	}}
 	// A collection that is not a mapping (reported) has no known names.
 	for name, invalid := range map[string]bool{"nodes": c.file.Nodes.Invalid, "vars": c.file.Vars.Invalid, "inputs": c.file.Inputs.Invalid, "verdicts": c.file.Verdicts.Invalid} {

@@ -157,6 +157,33 @@ func (n *NodeContext) UseSummaries() {
 	}
 }
 
+// ThreadSummaries compiles a conversation's own summaries (a converse
+// node's summarize: mapping) as history.summarize is compiled, marked
+// Thread, with keep (default 0; its schema has no records: the summaries
+// cover the conversation's messages); the summary model (else each agent's)
+// is declared used and the record summary declared.
+func (n *NodeContext) ThreadSummaries(s *syntax.Summarize) *SummarizePlan {
+	what := fmt.Sprintf("node %q: summarize", n.Node.ID)
+	sp := n.c.summarizePlan(s, what)
+	sp.Thread = true
+	if s.Keep != nil {
+		if *s.Keep < 0 || *s.Keep > 1000 {
+			n.c.r.Errorf(s.Pos, "%s.keep is %d; it must be a whole number from 0 to 1000", what, *s.Keep)
+		} else {
+			sp.Keep = *s.Keep
+		}
+	}
+	for _, a := range n.Node.Agents {
+		if sp.Model != nil {
+			n.UseModel(sp.Model)
+		} else {
+			n.UseModel(a.Model)
+		}
+	}
+	n.DeclareRecord("summary")
+	return sp
+}
+
 // RunsNode declares that this node runs another node itself (what names
 // the key, e.g. "watch"), which then need not appear in flow. It reports an
 // unknown node, the node itself, and (once every node compiled) cycles of

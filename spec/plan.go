@@ -324,12 +324,26 @@ type SummarizePlan struct {
 	// summary prompt shows it, headers included; a summary once it passes
 	// OverChars), the default.
 	Measure string
+	// OverTokens, when not 0, is the threshold in tokens (MeasureTokens)
+	// instead of OverChars.
+	OverTokens int
+	// Thread marks a conversation's own summaries (a converse node's
+	// summarize: mapping): made again whenever the messages after the
+	// latest one pass the threshold, each covering the one before and the
+	// messages since but the last Keep; a speaker's prompts see its latest
+	// summary and only the conversation's messages after it.
+	Thread bool
+	Keep   int
 }
 
 // Summary measures (history.summarize.measure).
 const (
 	MeasureChars = "chars"
 	MeasureBytes = "bytes"
+	// MeasureTokens is the measure of over_tokens: the tokens of the
+	// history as the summary prompt shows it, by the summary model's
+	// tokenizer.
+	MeasureTokens = "tokens"
 )
 
 // TemplateSource records where a template was defined.
@@ -387,6 +401,13 @@ type FlowStep struct {
 	// Max bounds a loop: MaxConst when the spec wrote a number, else MaxExpr.
 	MaxConst int
 	MaxExpr  *Program
+	// MaxBound is MaxExpr's declared maximum: the largest value the
+	// domains of the vars and inputs it reads allow, or the cap written in
+	// it (min(nodes.plan.output.steps, 10)); 0 when they give none, which
+	// only an expression fixed before the run (MaxExpr.ReadsRun false) may
+	// leave. The dry run and the path check plan a loop whose max reads
+	// the run to it, and a run refuses a value above it.
+	MaxBound int
 	Until    *Program // StepLoop, optional
 	// Break, for a loop, is checked after each step of its body and ends
 	// the loop there when it holds (optional).

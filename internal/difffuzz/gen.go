@@ -40,6 +40,8 @@ type scope struct {
 	goals   []string
 	outputs []string
 	verdict []string
+	// templates are the names of the spec's templates.
+	templates []string
 }
 
 type nodeInfo struct {
@@ -80,6 +82,14 @@ func scopeOf(p *spec.Plan, records []string) *scope {
 		s.verdict = append(s.verdict, name)
 	}
 	sort.Strings(s.verdict)
+	if p.Templates != nil {
+		for _, t := range p.Templates.Templates() {
+			if name := t.Name(); name != "" && !strings.HasPrefix(name, "_") {
+				s.templates = append(s.templates, name)
+			}
+		}
+		sort.Strings(s.templates)
+	}
 	var walk func([]*spec.FlowStep)
 	walk = func(steps []*spec.FlowStep) {
 		for _, st := range steps {
@@ -436,8 +446,11 @@ func (g *exprGen) path() string {
 		return pick(g.r, []string{"round", "goal.id", "goal.index", "goals", "len(goals)", "goals[0].id", "messages", "messages[0].content", "messages[-1].from"})
 	case 8:
 		l := s.name(g.r, s.loops)
-		if g.r.Intn(2) == 0 {
+		switch g.r.Intn(3) {
+		case 0:
 			return "loop." + l
+		case 1:
+			return "loops." + l // the loop's counter, 0 outside it
 		}
 		return l
 	case 9:

@@ -422,11 +422,13 @@ func (g *Generator) mutateFlow(r *rand.Rand, seed *Seed, doc *yaml.Node) string 
 		l := pick(r, loops)
 		switch kw := pick(r, g.steps["loop"]); kw {
 		case "max":
-			v := pick(r, []string{"0", "1", "-1", "1000000", "2.5", `"3"`, "vars." + seed.scope.name(r, seed.scope.varList), eg.Expr(1)})
+			v := pick(r, []string{"0", "1", "-1", "1000000", "2.5", `"3"`, "vars." + seed.scope.name(r, seed.scope.varList), eg.Expr(1),
+				// what the run records, capped (a declared maximum) or not
+				"min(" + eg.Expr(1) + ", " + pick(r, []string{"0", "2", "3"}) + ")", "min(len(messages), 2)", "len(messages) + 1"})
 			setKey(l, "max", scalar(v))
 			return "loop max: " + v
 		case "as":
-			v := pick(r, []string{"round", "item", "goal", "x", "inputs"})
+			v := pick(r, []string{"round", "item", "goal", "x", "inputs", "loops"})
 			setKey(l, "as", scalar(v))
 			return "loop as: " + v
 		case "break":
@@ -530,6 +532,11 @@ func (g *Generator) keywordValue(r *rand.Rand, seed *Seed, kw keyword, eg *exprG
 	case "string":
 		if exprSlot(kw) {
 			return scalar(eg.Expr(2))
+		}
+		if kw.name == "template" && len(s.templates) > 0 && r.Intn(2) == 0 {
+			// one of the spec's templates (a summary's, a message's), whose
+			// dot may or may not fit
+			return scalar(pick(r, s.templates))
 		}
 		var names []string
 		for _, n := range s.nodes {

@@ -279,6 +279,13 @@ type Host interface {
 
 // data templates (closing) are rendered with, base its PromptBase.
 func Build(h Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, data any, system, prompt string) (*Request, error) {
+	return BuildSkipping(h, cfg, agent, base, data, system, prompt, 0)
+}
+
+// BuildSkipping is Build leaving out the first skip messages of the
+// agent's thread: those a summary of the conversation stands for (the
+// thread itself keeps them, and goes on growing).
+func BuildSkipping(h Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, data any, system, prompt string, skip int) (*Request, error) {
 	req := &Request{}
 	if system != "" {
 		req.Messages = append(req.Messages, kit.ChatMessage{Role: "system", Content: system})
@@ -301,7 +308,8 @@ func Build(h Host, cfg *Config, agent *spec.AgentPlan, base *value.PromptBase, d
 			return nil, err
 		}
 		req.thread, req.prompt, prompt = t, sent, sent
-		req.Messages = append(req.Messages, t.Turns()...)
+		turns := t.Turns()
+		req.Messages = append(req.Messages, turns[min(skip, len(turns)):]...)
 	}
 	var turns []kit.ChatMessage
 	if cfg.History != nil {

@@ -43,6 +43,9 @@ type state struct {
 	breakSeen int
 	// selectCalls are the selector's calls not yet counted.
 	selectCalls int
+	// sums are the speakers' latest summaries of the conversation
+	// (summarize: as a mapping), by agent id.
+	sums map[string]*threadSummary
 }
 
 // Execute implements kit.Def: turns until the until-condition holds,
@@ -368,6 +371,10 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		if system, err = s.summarize(ctx, agent, data, system); err != nil {
 			return calls, err
 		}
+		skip := 0
+		if system, skip, err = s.condense(ctx, agent, data, system); err != nil {
+			return calls, err
+		}
 		user, err := s.h.Render(s.cfg.Template, data)
 		if err != nil {
 			return calls, err
@@ -380,7 +387,7 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Started: true, Expected: s.expected()})
 		var reply kit.Reply
 		reply, req, err = s.complete(ctx, agent, data, kit.Call{Key: key, Node: s.node.ID, Agent: agent, Model: model,
-			Shape: s.shape(mustDecide), Repairs: s.repairs()}, system, user)
+			Shape: s.shape(mustDecide), Repairs: s.repairs()}, system, user, skip)
 		s.h.Progress(kit.ProgressEvent{Node: s.node.ID, Agent: speaker, Finished: true, Expected: s.expected()})
 		calls++
 		if err != nil {

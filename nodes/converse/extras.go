@@ -2,6 +2,7 @@ package converse
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/spec"
+	"github.com/debate-runner/runner/spec/syntax"
+	"gopkg.in/yaml.v3"
 )
 
 // compileExtras compiles what a conversation shares with ask nodes: chat
@@ -26,8 +29,18 @@ func compileExtras(c *spec.NodeContext, raw *rawConfig, cfg *Config) {
 	cfg.Tools = raw.Tools
 	cfg.MaxToolCalls = c.Count(raw.MaxToolCalls, "max_tool_calls", 0, math.MaxInt32, 4)
 	cfg.Summarize = true
-	if raw.Summarize != nil {
-		cfg.Summarize = *raw.Summarize
+	switch raw.Summarize.Kind {
+	case yaml.ScalarNode:
+		var on bool
+		if err := raw.Summarize.Decode(&on); err == nil {
+			cfg.Summarize = on
+		}
+	case yaml.MappingNode:
+		var sum syntax.Summarize
+		if err := raw.Summarize.Decode(&sum); err == nil {
+			cfg.Thread = c.ThreadSummaries(&sum)
+			cfg.Summarize = false
+		}
 	}
 	if cfg.Summarize {
 		c.UseSummaries()
@@ -47,11 +60,89 @@ func (s *state) summarize(ctx context.Context, agent *spec.AgentPlan, data *Prom
 	return kit.SystemPrompt(s.h, s.cfg.System, agent, data)
 }
 
+// threadSummary is a speaker's latest summary of the conversation.
+type threadSummary struct {
+	text string
+	// cut is how many of the transcript's messages it covers.
+	cut int
+	// threadLen is how long the speaker's chat thread was when it was
+	// made: requests leave those turns out.
+	threadLen int
+}
+
+// condense applies the conversation's own summaries (summarize: as a
+// mapping) to a turn's prompt data: when the speaker's messages of the
+// conversation since its latest summary pass the threshold, a new summary
+// takes in that one and all of them but the last keep (as many of those
+// as fit under the threshold); then the data's history and inbox lose the
+// messages the summary covers (and the conversation's earlier summary
+// records), and .Summary is the summary. It returns the system prompt,
+// rendered again when the summary changed the data, and how many of the
+// speaker's thread messages requests leave out.
+func (s *state) condense(ctx context.Context, agent *spec.AgentPlan, data *PromptData, system string) (string, int, error) {
+	sp := s.cfg.Thread
+	if sp == nil {
+		return system, 0, nil
+	}
+	if s.sums == nil {
+		s.sums = map[string]*threadSummary{}
+	}
+	sum := s.sums[agent.ID]
+	if sum == nil {
+		sum = &threadSummary{}
+		s.sums[agent.ID] = sum
+	}
+	at := make(map[string]int, len(s.transcript))
+	for i, m := range s.transcript {
+		at[m.ID] = i
+	}
+	var recent []value.Message
+	for _, m := range data.History {
+		if i, ok := at[m.ID]; ok && i >= sum.cut {
+			recent = append(recent, *m)
+		}
+	}
+	if s.h.SummaryDue(sp, s.h.SummarySize(sp, agent, recent)) {
+		keep := min(sp.Keep, len(recent))
+		for keep > 0 && s.h.SummaryDue(sp, s.h.SummarySize(sp, agent, recent[len(recent)-keep:])) {
+			keep--
+		}
+		covered := recent[:len(recent)-keep]
+		if len(covered) > 0 {
+			text := s.h.Condense(ctx, kit.Condense{Plan: sp, Agent: agent, System: system, Previous: sum.text, Messages: covered,
+				Key: fmt.Sprintf("summary/%s/t%d", agent.ID, s.turn+1), Turn: s.turn})
+			if err := ctx.Err(); err != nil {
+				return system, 0, err
+			}
+			if text != "" {
+				sum.text, sum.cut = text, at[covered[len(covered)-1].ID]+1
+				if s.cfg.Chat != nil && s.cfg.Chat.Thread != "" {
+					sum.threadLen = len(s.h.Thread(s.cfg.Chat.Thread, agent.ID).Turns())
+				}
+			}
+		}
+	}
+	if sum.text == "" {
+		return system, 0, nil
+	}
+	gone := func(m *value.Message) bool {
+		if i, ok := at[m.ID]; ok {
+			return i < sum.cut
+		}
+		return m.Record == "summary" && m.Node == s.node.ID && m.From == agent.ID
+	}
+	data.History = slices.DeleteFunc(slices.Clone(data.History), gone)
+	data.Inbox = slices.DeleteFunc(slices.Clone(data.Inbox), gone)
+	data.Summary = sum.text
+	system, err := kit.SystemPrompt(s.h, s.cfg.System, agent, data)
+	return system, sum.threadLen, err
+}
+
 // complete makes a turn's call: its messages laid out as the node's chat
 // keys say, with the tools the speaker may use. The request's thread turn
 // is added once the turn is accepted (see chat.Request.Done).
-func (s *state) complete(ctx context.Context, agent *spec.AgentPlan, data *PromptData, call kit.Call, system, user string) (kit.Reply, *chat.Request, error) {
-	req, err := chat.Build(s.h, s.cfg.Chat, agent, &data.PromptBase, data, system, user)
+func (s *state) complete(ctx context.Context, agent *spec.AgentPlan, data *PromptData, call kit.Call, system, user string, skip int) (kit.Reply, *chat.Request, error) {
+	req, err := chat.BuildSkipping(s.h, s.cfg.Chat, agent, &data.PromptBase, data, system, user, skip)
 	if err != nil {
 		return kit.Reply{}, nil, err
 	}

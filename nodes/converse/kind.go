@@ -79,6 +79,10 @@ type Config struct {
 	// Summarize gives turn prompts the speaker's history summary when the
 	// spec asks for summaries.
 	Summarize bool
+	// Thread, when set (summarize: given as a mapping), is the
+	// conversation's own summaries, in place of history.summarize: see
+	// spec.SummarizePlan.Thread.
+	Thread *spec.SummarizePlan
 	// Select is the selector when Speaker is SpeakerSelect.
 	Select *Select
 }
@@ -200,7 +204,7 @@ type rawConfig struct {
 	chat.Raw       `yaml:",inline"`
 	Tools          []string    `yaml:"tools"`
 	MaxToolCalls   syntax.Expr `yaml:"max_tool_calls"`
-	Summarize      *bool       `yaml:"summarize"`
+	Summarize      yaml.Node   `yaml:"summarize"`
 	Speaker        yaml.Node   `yaml:"speaker"`
 	ReplyToWhisper *float64    `yaml:"reply_to_whisper"`
 	Model          syntax.Str  `yaml:"model"`
@@ -336,6 +340,13 @@ func (Kind) Detail(n *spec.NodePlan, cfg *Config) string {
 		d += fmt.Sprintf(", the first speaker chosen by %s", sel.Agent.ID)
 	default:
 		d += fmt.Sprintf(", each speaker chosen by %s (a call per turn)", sel.Agent.ID)
+	}
+	if sp := cfg.Thread; sp != nil {
+		over := fmt.Sprintf("%d characters", sp.OverChars)
+		if sp.OverTokens > 0 {
+			over = fmt.Sprintf("%d tokens", sp.OverTokens)
+		}
+		d += fmt.Sprintf(", a summary before a turn whose unsummarised messages pass %s", over)
 	}
 	return d
 }

@@ -286,6 +286,34 @@ type Prompter interface {
 	// agent's system prompt, "" for none); a failed summary gives "" and a
 	// warning, so prompts fall back to the full history.
 	Summary(ctx context.Context, agent *spec.AgentPlan, system string) string
+	// SummarySize is the size of messages as a summary plan's threshold
+	// measures them (characters, bytes or tokens; in a dry run stand-ins
+	// count as the replies they stand for).
+	SummarySize(sp *spec.SummarizePlan, agent *spec.AgentPlan, msgs []value.Message) int
+	// SummaryDue reports whether messages of that size are summarised.
+	SummaryDue(sp *spec.SummarizePlan, size int) bool
+	// Condense asks for one of a conversation's own summaries
+	// (spec.SummarizePlan.Thread) as its own call, journaled with the
+	// summary event and recorded as a private message of record summary;
+	// "" and a warning when it fails or the plan's when does not hold.
+	Condense(ctx context.Context, c Condense) string
+}
+
+// Condense is what a conversation's summary covers.
+type Condense struct {
+	Plan  *spec.SummarizePlan
+	Agent *spec.AgentPlan
+	// System is the agent's system prompt ("" for none): the summary is
+	// asked as the agent.
+	System string
+	// Previous is the agent's summary so far ("" for none), which the new
+	// one takes in; Messages are the messages it covers beyond it.
+	Previous string
+	Messages []value.Message
+	// Key is the call's key, unique in the node's scope.
+	Key string
+	// Turn is the conversation's turn the summary is made before.
+	Turn int
 }
 
 // History is the run's messages and the agents' chat threads.

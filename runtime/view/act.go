@@ -251,6 +251,9 @@ type InputField struct {
 	Description string `json:"description,omitempty"`
 	Default     string `json:"default,omitempty"`
 	MaxChars    int    `json:"max_chars,omitempty"`
+	// Domain is what values it may take (enum, minimum, maximum, pattern),
+	// nil for any: the form offers them, and a start checks them.
+	Domain *spec.Domain `json:"domain,omitempty"`
 }
 
 // VarField is a var of a spec: its type is its default's.
@@ -258,6 +261,8 @@ type VarField struct {
 	Name    string `json:"name"`
 	Type    string `json:"type"`
 	Default string `json:"default"`
+	// Domain is what values it may take, nil for any.
+	Domain *spec.Domain `json:"domain,omitempty"`
 }
 
 // ModelField is a model the spec declares: its name, the model id and the
@@ -370,14 +375,14 @@ func (s *Server) specInfo(path string) (SpecInfo, bool) {
 			info.Description = strings.TrimSpace(plan.File.Description)
 		}
 		for _, in := range plan.Inputs {
-			f := InputField{Name: in.Name, Required: in.Required, Description: in.Description, MaxChars: in.MaxChars}
+			f := InputField{Name: in.Name, Required: in.Required, Description: in.Description, MaxChars: in.MaxChars, Domain: in.Domain}
 			if in.HasDefault && in.Default != nil {
 				f.Default = fmt.Sprint(in.Default)
 			}
 			info.Inputs = append(info.Inputs, f)
 		}
 		for _, v := range plan.Vars {
-			info.Vars = append(info.Vars, VarField{Name: v.Name, Type: typeOf(v.Default), Default: formatVar(v.Default)})
+			info.Vars = append(info.Vars, VarField{Name: v.Name, Type: typeOf(v.Default), Default: formatVar(v.Default), Domain: v.Domain})
 		}
 		for _, name := range modelNames(plan) {
 			m := plan.Models[name]

@@ -590,13 +590,34 @@ type History struct {
 
 // Summarize turns a long history into a model-written summary.
 type Summarize struct {
-	OverChars int     `yaml:"over_chars"`
-	MaxChars  int     `yaml:"max_chars"`
-	Template  Str     `yaml:"template"`
-	Model     Str     `yaml:"model"`
-	Records   StrList `yaml:"records"`
-	When      Expr    `yaml:"when"`
-	Measure   Str     `yaml:"measure"`
+	OverChars int `yaml:"over_chars"`
+	// OverTokens is the threshold in tokens (of the summary model's
+	// tokenizer), instead of OverChars.
+	OverTokens int `yaml:"over_tokens"`
+	// Keep is, for a conversation's own summaries (a converse node's
+	// summarize: mapping), how many of the latest messages stay verbatim
+	// when a summary is made.
+	Keep     *int    `yaml:"keep"`
+	MaxChars int     `yaml:"max_chars"`
+	Template Str     `yaml:"template"`
+	Model    Str     `yaml:"model"`
+	Records  StrList `yaml:"records"`
+	When     Expr    `yaml:"when"`
+	Measure  Str     `yaml:"measure"`
+	// Pos is where the mapping starts.
+	Pos Pos `yaml:"-"`
+}
+
+// UnmarshalYAML keeps the mapping's position.
+func (s *Summarize) UnmarshalYAML(n *yaml.Node) error {
+	type plain Summarize
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*s = Summarize(p)
+	s.Pos = NodePos(n)
+	return nil
 }
 
 // NodeDecl is a node as declared. The fields every kind shares are decoded

@@ -62,6 +62,12 @@
         formBox.replaceChildren(el("p", {}, "This spec is invalid, and cannot be started:"), el("pre", { class: "problems" }, sp.problems));
         return;
       }
+      // What a domain allows, said beside the field: a start checks it.
+      const domainNote = d => !d ? "" : [
+        d.enum ? "one of " + d.enum.map(String).join(", ") : "",
+        d.minimum !== undefined ? "at least " + d.minimum : "",
+        d.maximum !== undefined ? "at most " + d.maximum : "",
+        d.pattern ? "matching " + d.pattern : ""].filter(Boolean).join("; ");
       const errBox = field => el("div", { class: "field-error", "data-field": field, id: "err-" + field.replace(/[^\w-]/g, "_") });
       const inputs = sp.inputs.map(inp => {
         const area = el("textarea", { id: "in-" + inp.name, name: inp.name, rows: inp.name === "context" ? 4 : 3, required: inp.required, placeholder: inp.default || "", "aria-describedby": "err-input_" + inp.name });
@@ -69,16 +75,21 @@
         return el("div", { class: "field" },
           el("label", { class: "flabel", for: "in-" + inp.name }, inp.name, inp.required ? el("span", { class: "req", title: "required" }, " *") : null),
           inp.description ? el("div", { class: "note" }, inp.description, inp.max_chars ? ` (at most ${inp.max_chars.toLocaleString("en-US")} characters)` : "") : null,
+          inp.domain ? el("div", { class: "note" }, domainNote(inp.domain)) : null,
           area, el("div", { class: "fileline" }, "or from a file: ", file), errBox("input:" + inp.name));
       });
       const vars = sp.vars.map(v => {
         let ctl;
+        const d = v.domain || {};
         if (v.type === "bool") ctl = el("input", { type: "checkbox", id: "var-" + v.name, checked: v.default === "true" });
-        else if (v.type === "int" || v.type === "number") ctl = el("input", { type: "number", id: "var-" + v.name, value: v.default, step: v.type === "int" ? "1" : "any" });
+        else if (d.enum) {
+          ctl = el("select", { id: "var-" + v.name }, d.enum.map(o => el("option", { value: String(o) }, String(o))));
+          ctl.value = v.default;
+        } else if (v.type === "int" || v.type === "number") ctl = el("input", { type: "number", id: "var-" + v.name, value: v.default, step: v.type === "int" ? "1" : "any", min: d.minimum, max: d.maximum });
         else ctl = el("input", { type: "text", id: "var-" + v.name, value: v.default });
         ctl.dataset.var = v.name;
         ctl.dataset.default = v.default;
-        return el("div", { class: "field var" }, el("label", { class: "flabel", for: "var-" + v.name }, v.name, el("span", { class: "note" }, " " + v.type)), ctl, errBox("var:" + v.name));
+        return el("div", { class: "field var" }, el("label", { class: "flabel", for: "var-" + v.name }, v.name, el("span", { class: "note" }, " " + v.type + (v.domain ? ", " + domainNote(v.domain) : ""))), ctl, errBox("var:" + v.name));
       });
       const models = sp.models.map(m => {
         const sel = el("select", { id: "model-" + m.name, "data-model": m.name },
