@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -617,21 +616,6 @@ func Load(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
 // validate's, from a file's bytes or an editor's unsaved buffer.
 func CheckPathsOnce(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics {
 	return checkedPaths.check(plan, reg)
-}
-
-// LoadSparingGC is Load with the collector run a quarter as often (GOGC
-// 400 unless GOGC asks for less collecting), for runner run: loading and
-// path-checking a spec is most of what a run does before its first call,
-// and with the small heap of a process starting it is a tenth of it
-// collecting. The heap it leaves is small either way; the percent is back
-// before any call.
-func LoadSparingGC(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
-	if prev := debug.SetGCPercent(400); prev < 0 || prev > 400 {
-		debug.SetGCPercent(prev)
-	} else {
-		defer debug.SetGCPercent(prev)
-	}
-	return Load(path, reg)
 }
 
 // checkedPaths remembers path checks. CheckPaths is a function of the

@@ -71,7 +71,8 @@ func (c *runCmd) Run(e *env) error {
 	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
-	plan, diags := runtime.LoadSparingGC(c.File, nodes.Registry())
+	defer runtime.PaceGC()()
+	plan, diags := runtime.Load(c.File, nodes.Registry())
 	if plan != nil && !diags.HasErrors() {
 		diags = append(diags, spec.UnpinnedLibraries(plan)...)
 	}
@@ -234,6 +235,7 @@ Examples:
 
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
+	defer runtime.PaceGC()()
 	if err := args.RunDir(c.Dir); err != nil {
 		return err
 	}
