@@ -635,6 +635,12 @@ type pathMemo struct {
 }
 
 func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics {
+	return m.checkWith(plan, reg, CheckPaths)
+}
+
+// checkWith is check with walk in place of CheckPaths on a miss (one that
+// remembers verdicts on disk: LoadRemembering).
+func (m *pathMemo) checkWith(plan *spec.Plan, reg *spec.Registry, walk func(*spec.Plan) syntax.Diagnostics) syntax.Diagnostics {
 	key := planKey(plan, reg)
 	m.mu.Lock()
 	d, ok := m.diags[key]
@@ -642,7 +648,7 @@ func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics
 	if ok {
 		return slices.Clone(d)
 	}
-	d = CheckPaths(plan)
+	d = walk(plan)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.diags == nil {
@@ -661,6 +667,12 @@ func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics
 
 // planKey digests everything plan was compiled from.
 func planKey(plan *spec.Plan, reg *spec.Registry) [sha256.Size]byte {
+	return planDigest(fmt.Sprintf("%p", reg), plan.Path, plan)
+}
+
+// planDigest digests what plan was compiled from, its file named path,
+// with its kinds named by kinds.
+func planDigest(kinds, path string, plan *spec.Plan) [sha256.Size]byte {
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -668,8 +680,8 @@ func planKey(plan *spec.Plan, reg *spec.Registry) [sha256.Size]byte {
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	field(fmt.Sprintf("%p", reg))
-	field(plan.Path)
+	field(kinds)
+	field(path)
 	field(string(plan.Source))
 	libs := slices.Clone(plan.Libraries)
 	slices.SortFunc(libs, func(a, b *spec.Library) int { return strings.Compare(a.Use+"\x00"+a.Name, b.Use+"\x00"+b.Name) })
