@@ -43,10 +43,10 @@ type gcPacer struct {
 }
 
 // gcSentinel is an object left unreachable for a collection to find: its
-// finalizer runs after that collection, and paces the next.
+// finalizer runs after that collection, and paces the next. It holds a
+// pointer, so the tiny allocator never shares its block with another.
 type gcSentinel struct {
-	p   *gcPacer
-	pad [2]uint64 // past the tiny allocator's 16 bytes: an object of its own
+	p *gcPacer
 }
 
 func paceGC(headroom uint64, getenv func(string) string) (stop func()) {
