@@ -184,10 +184,17 @@ func designWall(t testing.TB, latency time.Duration) wallTimes {
 // it from the runtime's start, in a `runner version` run beside it).
 func designWallBinary(t testing.TB, bin string, latency time.Duration) wallTimes {
 	t.Helper()
+	return designWallBinaryIn(t, bin, latency, t.TempDir())
+}
+
+// designWallBinaryIn is designWallBinary with cacheDir as the run's cache
+// directory.
+func designWallBinaryIn(t testing.TB, bin string, latency time.Duration, cacheDir string) wallTimes {
+	t.Helper()
 	srv, calls := designServer(t, latency)
 	runs := t.TempDir()
 	args := []string{"run", "design-debate/spec.yaml", "--input", designProblem, "--seed", strconv.Itoa(designSeed),
-		"--runs-dir", runs, "--cache-dir", t.TempDir(), "-q"}
+		"--runs-dir", runs, "--cache-dir", cacheDir, "-q"}
 	for _, s := range designSets {
 		args = append(args, "--set", s)
 	}
@@ -278,11 +285,27 @@ func BenchmarkDesignDebateWall(b *testing.B) {
 // exec to exit: start-up includes the process's start, init-ms its part
 // until main, load-ms from exec to the run's first journal event and
 // start-ms from there to the first call; wind-down ends when the process
-// has exited.
+// has exited. In cold, the spec is new to the cache directory, whose
+// verdicts of path checks are empty; in warm, it holds the verdict an
+// earlier run of the same spec left (a spec run again unchanged), and the
+// responses stay empty.
 func BenchmarkDesignDebateWallBinary(b *testing.B) {
 	latency := wallLatency(b)
 	path := bin.Path(b, "../cmd/runner")
-	benchWall(b, latency, func() wallTimes { return designWallBinary(b, path, latency) })
+	b.Run("cold", func(b *testing.B) {
+		benchWall(b, latency, func() wallTimes { return designWallBinary(b, path, latency) })
+	})
+	b.Run("warm", func(b *testing.B) {
+		warm := b.TempDir()
+		designWallBinaryIn(b, path, latency, warm)
+		benchWall(b, latency, func() wallTimes {
+			dir := b.TempDir()
+			if err := os.CopyFS(filepath.Join(dir, "paths"), os.DirFS(filepath.Join(warm, "paths"))); err != nil {
+				b.Fatalf("no verdict of the path check left by the first run: %v", err)
+			}
+			return designWallBinaryIn(b, path, latency, dir)
+		})
+	})
 }
 
 // benchWall reports the mean of run's times over the benchmark's loop.

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -620,21 +619,6 @@ func CheckPathsOnce(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics {
 	return checkedPaths.check(plan, reg)
 }
 
-// LoadSparingGC is Load with the collector run a quarter as often (GOGC
-// 400 unless GOGC asks for less collecting), for runner run: loading and
-// path-checking a spec is most of what a run does before its first call,
-// and with the small heap of a process starting it is a tenth of it
-// collecting. The heap it leaves is small either way; the percent is back
-// before any call.
-func LoadSparingGC(path string, reg *spec.Registry) (*spec.Plan, syntax.Diagnostics) {
-	if prev := debug.SetGCPercent(400); prev < 0 || prev > 400 {
-		debug.SetGCPercent(prev)
-	} else {
-		defer debug.SetGCPercent(prev)
-	}
-	return Load(path, reg)
-}
-
 // checkedPaths remembers path checks. CheckPaths is a function of the
 // plan, and a plan is a function of what it is compiled from: the spec's
 // bytes and path (which anchors its folders), each library's files, and
@@ -652,6 +636,12 @@ type pathMemo struct {
 }
 
 func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics {
+	return m.checkWith(plan, reg, CheckPaths)
+}
+
+// checkWith is check with walk in place of CheckPaths on a miss (one that
+// remembers verdicts on disk: LoadRemembering).
+func (m *pathMemo) checkWith(plan *spec.Plan, reg *spec.Registry, walk func(*spec.Plan) syntax.Diagnostics) syntax.Diagnostics {
 	key := planKey(plan, reg)
 	m.mu.Lock()
 	d, ok := m.diags[key]
@@ -659,7 +649,7 @@ func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics
 	if ok {
 		return slices.Clone(d)
 	}
-	d = CheckPaths(plan)
+	d = walk(plan)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.diags == nil {
@@ -678,6 +668,12 @@ func (m *pathMemo) check(plan *spec.Plan, reg *spec.Registry) syntax.Diagnostics
 
 // planKey digests everything plan was compiled from.
 func planKey(plan *spec.Plan, reg *spec.Registry) [sha256.Size]byte {
+	return planDigest(fmt.Sprintf("%p", reg), plan.Path, plan)
+}
+
+// planDigest digests what plan was compiled from, its file named path,
+// with its kinds named by kinds.
+func planDigest(kinds, path string, plan *spec.Plan) [sha256.Size]byte {
 	h := sha256.New()
 	field := func(s string) {
 		var n [8]byte
@@ -685,8 +681,8 @@ func planKey(plan *spec.Plan, reg *spec.Registry) [sha256.Size]byte {
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	field(fmt.Sprintf("%p", reg))
-	field(plan.Path)
+	field(kinds)
+	field(path)
 	field(string(plan.Source))
 	libs := slices.Clone(plan.Libraries)
 	slices.SortFunc(libs, func(a, b *spec.Library) int { return strings.Compare(a.Use+"\x00"+a.Name, b.Use+"\x00"+b.Name) })

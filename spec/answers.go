@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/expr-lang/expr"
 )
@@ -26,13 +27,14 @@ func init() {
 // thousands separators, a fraction part, an exponent ("1.5e-7").
 const numberPart = `[-−+]?[$€£]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?`
 
-var (
-	// answerTokenRE finds numbers and fractions: a LaTeX \frac{P}{Q}
-	// (\dfrac, \tfrac; a sign may stand before it), P/Q, or a number.
-	answerTokenRE = regexp.MustCompile(`([-−+]?)\\[dt]?frac\{\s*(` + numberPart + `)\s*\}\{\s*(` + numberPart + `)\s*\}` +
+// answerTokenRE finds numbers and fractions: a LaTeX \frac{P}{Q} (\dfrac,
+// \tfrac; a sign may stand before it), P/Q, or a number. Compiled on first
+// use, not at every start of the binary.
+var answerTokenRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([-−+]?)\\[dt]?frac\{\s*(` + numberPart + `)\s*\}\{\s*(` + numberPart + `)\s*\}` +
 		`|(` + numberPart + `)\s*/\s*(` + numberPart + `)` +
 		`|(` + numberPart + `)`)
-)
+})
 
 // boxed is the content of the last \boxed{...} of a text, braces inside
 // it included (\boxed{\frac{1}{2}}); ok is false when there is none.
@@ -86,7 +88,7 @@ func AnswerNumber(v any) any {
 	} else if b, ok := boxed(s); ok {
 		s = b
 	}
-	all := answerTokenRE.FindAllStringSubmatch(s, -1)
+	all := answerTokenRE().FindAllStringSubmatch(s, -1)
 	if len(all) == 0 {
 		return nil
 	}

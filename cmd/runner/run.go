@@ -13,6 +13,7 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/cache"
 	"github.com/debate-runner/runner/runtime/executor"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/progress"
@@ -71,7 +72,8 @@ func (c *runCmd) Run(e *env) error {
 	if err := args.SpecPath(c.File); err != nil {
 		return err
 	}
-	plan, diags := runtime.LoadSparingGC(c.File, nodes.Registry())
+	defer runtime.PaceGC()()
+	plan, diags := runtime.LoadRemembering(c.File, nodes.Registry(), cache.Where(c.CacheDir, c.NoCache, e.getenv))
 	if plan != nil && !diags.HasErrors() {
 		diags = append(diags, spec.UnpinnedLibraries(plan)...)
 	}
@@ -234,15 +236,15 @@ Examples:
 
 func (c *resumeCmd) Run(e *env) error {
 	e.jsonLines = c.JSON
+	defer runtime.PaceGC()()
 	if err := args.RunDir(c.Dir); err != nil {
 		return err
 	}
 	opts := runtime.Options{
-		Launch:   launch.Launch{Given: launch.Given{Budget: c.Budget}, ContextDir: c.Context},
+		Launch:   launch.Launch{Given: launch.Given{Budget: c.Budget}, ContextDir: c.Context, Recording: launch.Recording{Strict: c.Strict}},
 		Settings: runtime.Settings{Getenv: e.getenv, Observer: progress.For(e.stderr, c.Quiet, c.Verbose, c.JSON), Version: Version()},
 		Resuming: runtime.Resuming{Spec: c.Spec, Resample: c.Resample},
 	}
-	opts.Strict = c.Strict
 	if err := args.ContextDir(c.Context); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
@@ -39,9 +40,10 @@ func (Kind) Description() string {
 
 // Schema implements spec.Kind: the kind's keys and the chat keys (thread,
 // history, examples).
-func (Kind) Schema() []byte { return fullSchema }
+func (Kind) Schema() []byte { return fullSchema() }
 
-var fullSchema = chat.Schema(schema)
+// fullSchema is built on first use, not at every start of the binary.
+var fullSchema = sync.OnceValue(func() []byte { return chat.Schema(schema) })
 
 // From says whose messages an each: node answers.
 type From string

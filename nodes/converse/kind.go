@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
@@ -31,9 +32,10 @@ func (Kind) Description() string {
 
 // Schema implements spec.Kind: the kind's keys and the chat keys (thread,
 // history, examples).
-func (Kind) Schema() []byte { return fullSchema }
+func (Kind) Schema() []byte { return fullSchema() }
 
-var fullSchema = chat.Schema(schema)
+// fullSchema is built on first use, not at every start of the binary.
+var fullSchema = sync.OnceValue(func() []byte { return chat.Schema(schema) })
 
 // Speaker selection strategies.
 const (

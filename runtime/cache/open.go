@@ -54,3 +54,17 @@ func OpenExisting(dir string, getenv func(string) string) (*Store, error) {
 	}
 	return st, nil
 }
+
+// Where is the cache directory a command that makes runs uses besides
+// its responses (runtime.LoadRemembering keeps path checks' verdicts in
+// it): dir (--cache-dir), else the default folder; "" with noCache
+// (--no-cache reads and writes nothing there) or no default known.
+func Where(dir string, noCache bool, getenv func(string) string) string {
+	if noCache {
+		return ""
+	}
+	if dir == "" {
+		dir, _ = DefaultDir(getenv)
+	}
+	return dir
+}

@@ -1,0 +1,96 @@
+package runtime
+
+import (
+	"os"
+	goruntime "runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// gcHeadroom is how far past the live heap the collector lets a paced
+// process's heap grow before it collects (see PaceGC).
+const gcHeadroom = 4 << 20
+
+// PaceGC has the collector let the heap grow a fixed few megabytes past
+// what is live (gcHeadroom), rather than by the live heap again, for the
+// rest of a command that makes a run (until stop is called): a long run's
+// peak memory then grows with what it keeps, not with twice that. After
+// each collection the percent (debug.SetGCPercent) is set to the headroom
+// over the live heap, at most the default's 100 (a small heap collects as
+// by default) and at least 25 (a heap past 16 MB: at most four times the
+// default's collections, each of them of the same heap). A GOGC or
+// GOMEMLIMIT in the environment is the user's choice and is left alone.
+func PaceGC() (stop func()) {
+	return paceGC(gcHeadroom, os.Getenv)
+}
+
+// gcPercent is the percent PaceGC sets for a live heap of live bytes.
+func gcPercent(live, headroom uint64) int {
+	if live == 0 {
+		return 100
+	}
+	return int(max(25, min(100, headroom*100/live)))
+}
+
+type gcPacer struct {
+	headroom uint64
+	sample   []metrics.Sample
+
+	mu      sync.Mutex
+	stopped bool
+	percent int // the percent last set
+}
+
+// gcSentinel is an object left unreachable for a collection to find: its
+// finalizer runs after that collection, and paces the next. It holds a
+// pointer, so the tiny allocator never shares its block with another.
+type gcSentinel struct {
+	p *gcPacer
+}
+
+func paceGC(headroom uint64, getenv func(string) string) (stop func()) {
+	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	p := &gcPacer{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	p.percent = gcPercent(p.live(), headroom)
+	prev := debug.SetGCPercent(p.percent)
+	p.arm()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if !p.stopped {
+			p.stopped = true
+			debug.SetGCPercent(prev)
+		}
+	}
+}
+
+// live is the heap the last collection found live.
+func (p *gcPacer) live() uint64 {
+	metrics.Read(p.sample)
+	if p.sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return p.sample[0].Value.Uint64()
+}
+
+func (p *gcPacer) arm() {
+	goruntime.SetFinalizer(&gcSentinel{p: p}, func(s *gcSentinel) { s.p.collected() })
+}
+
+// collected sets the percent for the live heap a collection left, and
+// waits for the next.
+func (p *gcPacer) collected() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	if pc := gcPercent(p.live(), p.headroom); pc != p.percent {
+		p.percent = pc
+		debug.SetGCPercent(pc)
+	}
+	p.arm()
+}
