@@ -240,6 +240,7 @@ func (c *compiler) compile() {
 	c.runCycles()
 	c.budget()
 	c.agentSystems()
+	c.recruitModels()
 	c.usedModels()
 	// Expressions are typed by the outputs nodes declare, so they are
 	// compiled last.
@@ -358,7 +359,9 @@ func (c *compiler) agents() {
 			ap.systemPos = a.System.Pos
 		}
 		var members []*AgentPlan
-		if a.Replicas.From.Source != "" {
+		if a.Recruit != nil {
+			members = c.recruitDecl(k.V, a, ap)
+		} else if a.Replicas.From.Source != "" {
 			members = c.panel(k.V, a, ap, a.Replicas.From)
 		} else if n := c.replicas(k.V, a.Replicas.Count); n > 0 {
 			// A replicated declaration is a group of identical agents, each
@@ -373,7 +376,7 @@ func (c *compiler) agents() {
 			}
 		}
 		if len(members) == 0 {
-			if a.Topology.Set && a.Replicas.IsZero() {
+			if a.Topology.Set && a.Replicas.IsZero() && a.Recruit == nil {
 				c.r.Errorf(a.Topology.Pos, "agent %q: topology is among the agents of a replicated declaration; add replicas: (a number or {from: LIST})", k.V)
 			}
 			// (also after a replicas error, so nodes naming it are not

@@ -37,6 +37,10 @@ type Plan struct {
 	// Groups are the agents of each replicated declaration (replicas:), by
 	// the declaration's id, which nodes name to mean all of them.
 	Groups map[string][]*AgentPlan
+	// Recruits are the declarations whose agents a recruit node makes at
+	// run time (recruit:), by id; each is also a group of Groups, of its
+	// Max slots.
+	Recruits map[string]*RecruitPlan
 	// ReplicaVars are the vars replicas read: a run that sets one compiles
 	// the spec again (see Specialize).
 	ReplicaVars []string
