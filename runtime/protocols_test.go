@@ -157,7 +157,7 @@ func TestProtocolsPlanAndMakeTheirCalls(t *testing.T) {
 		}
 	}) {
 		plan := loadPlan(t, "testdata/protocols/"+name+".yaml")
-		for trial := range 4 {
+		for trial := range 2 {
 			sc := protocols[name](rng)
 			dry, err := NewDry(plan, Options{Launch: launch.Launch{Given: launch.Given{Sets: sc.sets}}}, Dry{Stage: &calls.Placeholders{}})
 			if err != nil {

@@ -256,7 +256,13 @@ func (c *compiler) compile() {
 func (c *compiler) inputsAndVars() {
 	for _, k := range c.file.Inputs.Keys {
 		in := c.file.Inputs.Values[k.V]
-		ip := &InputPlan{Name: k.V, Required: in.Required, Description: in.Description, MaxChars: in.MaxChars}
+		ip := &InputPlan{Name: k.V, Required: in.Required, Description: in.Description, MaxChars: in.MaxChars, Image: in.Kind.V == "image", MaxBytes: in.MaxBytes}
+		if in.MaxBytes > 0 && !ip.Image {
+			c.r.Errorf(k.Pos, "input %q: max_bytes bounds an image; add kind: image, or remove max_bytes", k.V)
+		}
+		if ip.Image && (in.Default != nil || in.MaxChars > 0 || in.Domain.HasDomain()) {
+			c.r.Errorf(in.Kind.Pos, "input %q: an image input takes no default, max_chars, enum, minimum, maximum or pattern (its value is a file or a URL)", k.V)
+		}
 		if in.Default != nil {
 			ip.Default, ip.HasDefault = *in.Default, true
 			if in.Required {

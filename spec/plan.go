@@ -131,6 +131,11 @@ type InputPlan struct {
 	Default     any
 	HasDefault  bool
 	MaxChars    int
+	// Image says the input is an image (kind: image): its value is a file
+	// or URL the run reads and sends as an image part; MaxBytes bounds a
+	// file (0: the default).
+	Image    bool
+	MaxBytes int
 	// Domain is what values it may take (nil: any); runtime/args checks
 	// what a run is given against it.
 	Domain *Domain

@@ -291,7 +291,10 @@ type Input struct {
 	Description string `yaml:"description"`
 	Default     *any   `yaml:"default"`
 	MaxChars    int    `yaml:"max_chars"`
-	Domain      `yaml:",inline"`
+	// Kind is "" or text, or image (a file or URL sent as an image part).
+	Kind     Str `yaml:"kind"`
+	MaxBytes int `yaml:"max_bytes"`
+	Domain   `yaml:",inline"`
 	// DefaultPos is where the default is written.
 	DefaultPos Pos `yaml:"-"`
 }
