@@ -38,8 +38,8 @@ func (h *host) Recruit(group string, list func() ([]any, error)) ([]*spec.AgentP
 		if _, err := list(); err != nil {
 			r.dry.note("node %q: its list cannot be made from stand-in replies (%v)", h.node.ID, firstLineOf(err))
 		}
-		members = rp.Slots
-		r.dry.note("node %q plans %q at its recruit.max, %d agents", h.node.ID, group, rp.Max)
+		members = rp.WorstCase()
+		r.dry.note("node %q plans %q at its recruit.max, %d agents on %s", h.node.ID, group, rp.Max, members[0].Model.Name)
 	} else {
 		l, err := list()
 		if err != nil {

@@ -305,3 +305,33 @@ func (n *NodeContext) VarsValue(e syntax.Expr) (any, bool) {
 	}
 	return v, true
 }
+
+// WorstCase are the group's slots as a dry run plans them: every slot, on
+// the costliest of the models a member may use (by the spec's price, else
+// the built-in one), so that the plan's cost is the most a run can spend.
+func (rp *RecruitPlan) WorstCase() []*AgentPlan {
+	var costliest *ModelPlan
+	most := -1.0
+	for _, m := range rp.Models {
+		p := m.Price
+		if p == nil {
+			p = BuiltinPrice(m.Model)
+		}
+		c := 0.0
+		if p != nil {
+			c = p.Prompt + p.Completion
+		}
+		if c > most {
+			costliest, most = m, c
+		}
+	}
+	out := make([]*AgentPlan, len(rp.Slots))
+	for i, s := range rp.Slots {
+		a := *s
+		if costliest != nil {
+			a.Model = costliest
+		}
+		out[i] = &a
+	}
+	return out
+}
