@@ -247,9 +247,13 @@ func Save(runDir, text string) error {
 	return nil
 }
 
-// LoadDir reads the images a run directory keeps, checking each against
+// LoadDir reads the images a run directory (or the directory of a
+// journal file) keeps, checking each against
 // its digest, so that a resume or a replay of the run sends them again.
 func LoadDir(runDir string) error {
+	if info, err := os.Stat(runDir); err == nil && !info.IsDir() {
+		runDir = filepath.Dir(runDir) // a recording named by its journal
+	}
 	entries, err := os.ReadDir(Dir(runDir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
