@@ -10,6 +10,7 @@ import (
 	"github.com/debate-runner/runner/nodes/compute"
 	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/nodes/recruit"
 	"github.com/debate-runner/runner/providers"
 	"github.com/debate-runner/runner/spec"
 )
@@ -21,6 +22,7 @@ func Kinds() []kit.Kind {
 		kit.Typed(converse.Kind{}),
 		kit.Typed(clarify.Kind{}),
 		kit.Typed(compute.Kind{}),
+		kit.Typed(recruit.Kind{}),
 	}
 }
 

@@ -251,7 +251,13 @@ func (r *Run) execNode(ctx context.Context, node *spec.NodePlan, f *frame) (valu
 	if err := r.event(event.NodeStarted, h.prefix, map[string]any{"node": node.ID, "kind": node.Kind, "scope": f.scope.Key}); err != nil {
 		return value.NodeResult{}, err
 	}
-	res, err := exec.Execute(ctx, h, node)
+	var res value.NodeResult
+	if node, err = r.withRecruits(node); err != nil {
+		node = h.node
+	} else {
+		h.node = node
+		res, err = exec.Execute(ctx, h, node)
+	}
 	if err == nil && res.Calls > 0 {
 		// The next call waits for the node's replies to be durable (see
 		// syncedEvents): their fsync starts now, while the run records

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/images"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -126,6 +127,10 @@ func resumeLocked(dir string, reg *spec.Registry, opts Options) (*Run, error) {
 	r := newRun(plan, opts)
 	r.ID, r.Dir = m.RunID, dir
 	r.inputs, r.vars, r.seed = normalizeNumbers(m.Inputs), normalizeNumbers(m.Vars), m.Seed
+	// Its image inputs' bytes, from the directory (checked by digest).
+	if err := images.LoadDir(dir); err != nil {
+		return nil, err
+	}
 	r.manifest = m
 	r.recorded, r.requests, r.already, r.tools = prior.replies, prior.requests, prior.already, prior.tools
 	r.absent = prior.absent

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/images"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -204,6 +205,12 @@ type Run struct {
 // every endpoint the run needs has its key, creates the run directory and
 // journals the start. Nothing is sent to a model yet.
 func Start(plan *spec.Plan, opts Options) (*Run, error) {
+	if opts.ReplayFrom != "" {
+		// The recording's image inputs, which its inputs name by digest.
+		if err := images.LoadDir(opts.ReplayFrom); err != nil {
+			return nil, err
+		}
+	}
 	v, err := launch.Prepare(plan, opts.Given)
 	if err != nil {
 		return nil, err
@@ -319,6 +326,9 @@ func (r *Run) setUp(budget *spec.BudgetPlan) (*rundir.Batch, error) {
 	}
 	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
 	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
+	if err := r.stageImages(&files); err != nil {
+		return nil, err
+	}
 	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red, FolderSynced: true})
 	if err != nil {
 		return nil, err

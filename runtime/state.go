@@ -32,7 +32,9 @@ type runState struct {
 	messages []value.Message
 	results  map[string]value.NodeResult
 	// views are agent views by node (nil: every agent), made once.
-	views       map[*spec.NodePlan][]value.AgentView
+	views map[*spec.NodePlan][]value.AgentView
+	// recruited are the members recruit nodes made.
+	recruited   recruitState
 	usage       *usageBook
 	occurrences map[string]int
 	// evaluations counts node executions, against the plan's bound.

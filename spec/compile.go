@@ -240,6 +240,7 @@ func (c *compiler) compile() {
 	c.runCycles()
 	c.budget()
 	c.agentSystems()
+	c.recruitModels()
 	c.usedModels()
 	// Expressions are typed by the outputs nodes declare, so they are
 	// compiled last.
@@ -255,7 +256,13 @@ func (c *compiler) compile() {
 func (c *compiler) inputsAndVars() {
 	for _, k := range c.file.Inputs.Keys {
 		in := c.file.Inputs.Values[k.V]
-		ip := &InputPlan{Name: k.V, Required: in.Required, Description: in.Description, MaxChars: in.MaxChars}
+		ip := &InputPlan{Name: k.V, Required: in.Required, Description: in.Description, MaxChars: in.MaxChars, Image: in.Kind.V == "image", MaxBytes: in.MaxBytes}
+		if in.MaxBytes > 0 && !ip.Image {
+			c.r.Errorf(k.Pos, "input %q: max_bytes bounds an image; add kind: image, or remove max_bytes", k.V)
+		}
+		if ip.Image && (in.Default != nil || in.MaxChars > 0 || in.Domain.HasDomain()) {
+			c.r.Errorf(in.Kind.Pos, "input %q: an image input takes no default, max_chars, enum, minimum, maximum or pattern (its value is a file or a URL)", k.V)
+		}
 		if in.Default != nil {
 			ip.Default, ip.HasDefault = *in.Default, true
 			if in.Required {
@@ -358,7 +365,9 @@ func (c *compiler) agents() {
 			ap.systemPos = a.System.Pos
 		}
 		var members []*AgentPlan
-		if a.Replicas.From.Source != "" {
+		if a.Recruit != nil {
+			members = c.recruitDecl(k.V, a, ap)
+		} else if a.Replicas.From.Source != "" {
 			members = c.panel(k.V, a, ap, a.Replicas.From)
 		} else if n := c.replicas(k.V, a.Replicas.Count); n > 0 {
 			// A replicated declaration is a group of identical agents, each
@@ -373,7 +382,7 @@ func (c *compiler) agents() {
 			}
 		}
 		if len(members) == 0 {
-			if a.Topology.Set && a.Replicas.IsZero() {
+			if a.Topology.Set && a.Replicas.IsZero() && a.Recruit == nil {
 				c.r.Errorf(a.Topology.Pos, "agent %q: topology is among the agents of a replicated declaration; add replicas: (a number or {from: LIST})", k.V)
 			}
 			// (also after a replicas error, so nodes naming it are not

@@ -37,6 +37,10 @@ type Plan struct {
 	// Groups are the agents of each replicated declaration (replicas:), by
 	// the declaration's id, which nodes name to mean all of them.
 	Groups map[string][]*AgentPlan
+	// Recruits are the declarations whose agents a recruit node makes at
+	// run time (recruit:), by id; each is also a group of Groups, of its
+	// Max slots.
+	Recruits map[string]*RecruitPlan
 	// ReplicaVars are the vars replicas read: a run that sets one compiles
 	// the spec again (see Specialize).
 	ReplicaVars []string
@@ -127,6 +131,11 @@ type InputPlan struct {
 	Default     any
 	HasDefault  bool
 	MaxChars    int
+	// Image says the input is an image (kind: image): its value is a file
+	// or URL the run reads and sends as an image part; MaxBytes bounds a
+	// file (0: the default).
+	Image    bool
+	MaxBytes int
 	// Domain is what values it may take (nil: any); runtime/args checks
 	// what a run is given against it.
 	Domain *Domain

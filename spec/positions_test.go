@@ -46,7 +46,7 @@ func TestSchemaErrorPositions(t *testing.T) {
 		{"unknown top key", "base: &base {name: A}\n", `3:1: unknown key "base" in the spec (did you mean "name"?)`},
 		{"list item mapping", "goals:\n  - {id: g1}\n  - description: no id\n", `5:5: goals[1] is missing required key "id"`},
 		{"anyOf mapping branch", "history:\n  summarize: {over_chars: 10, templte: x}\n", `4:3: history.summarize is missing required key "template"`},
-		{"key with a quote", "inputs:\n  q: {\"it's\": true}\n", `4:7: unknown key "it's" in inputs.q; allowed: default, description, enum, max_chars, maximum, minimum, pattern, required`},
+		{"key with a quote", "inputs:\n  q: {\"it's\": true}\n", `4:7: unknown key "it's" in inputs.q; allowed: default, description, enum, kind, max_bytes, max_chars, maximum, minimum, pattern, required`},
 		{"key with a zero-width space", "inputs:\n  q: {description: x, \"\\u200brequired\": true}\n", `4:23: unknown key "\u200brequired" in inputs.q (did you mean "required"?)`},
 		{"quoted key", "\"inputs\":\n  q: {requird: true}\n", `4:7: unknown key "requird" in inputs.q (did you mean "required"?)`},
 	}

@@ -362,6 +362,12 @@ type Flow interface {
 	Result(node string) (value.NodeResult, bool)
 	// RunNode executes another node in the current scope (watchers).
 	RunNode(ctx context.Context, id string) (value.NodeResult, error)
+	// Recruit makes the members of a recruited group (an agent declared
+	// with recruit:) from the list list gives (spec.Plan.Recruit) and puts
+	// them in the group's place in every node that runs after, until the
+	// group is recruited again. A dry run (and the path check) takes the
+	// worst case, every slot of the group, whatever list gives.
+	Recruit(group string, list func() ([]any, error)) ([]*spec.AgentPlan, error)
 }
 
 // Randomness gives a node deterministic random numbers.

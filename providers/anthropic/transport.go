@@ -76,6 +76,11 @@ func Translate(body []byte) (sdk.MessageNewParams, bool, error) {
 	}
 	leading := true
 	for i, m := range req.Messages {
+		if parts := relay.ImageParts(m.Content); parts != nil && m.Role == "user" {
+			leading = false
+			p.Messages = appendTurn(p.Messages, "user", imageBlocks(parts))
+			continue
+		}
 		texts, err := textBlocks(m.Content)
 		if err != nil {
 			return p, false, fmt.Errorf("message %d: %w", i, err)
@@ -185,6 +190,25 @@ func textBlocks(raw json.RawMessage) ([]sdk.TextBlockParam, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// imageBlocks are a user message's text and image parts as the Messages
+// API's blocks: an image's bytes as a base64 source, a URL as a URL source.
+func imageBlocks(parts []relay.ContentPart) []sdk.ContentBlockParamUnion {
+	var out []sdk.ContentBlockParamUnion
+	for _, pt := range parts {
+		switch {
+		case pt.Type == "image_url":
+			if mt, data, ok := relay.DataURL(pt.ImageURL.URL); ok {
+				out = append(out, sdk.NewImageBlockBase64(mt, data))
+			} else {
+				out = append(out, sdk.NewImageBlock(sdk.URLImageSourceParam{URL: pt.ImageURL.URL}))
+			}
+		case pt.Text != "":
+			out = append(out, sdk.NewTextBlock(pt.Text))
+		}
+	}
+	return out
 }
 
 func contentOf(texts []sdk.TextBlockParam) []sdk.ContentBlockParamUnion {

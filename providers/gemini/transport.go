@@ -30,9 +30,19 @@ type (
 	}
 	part struct {
 		Text             string        `json:"text,omitempty"`
+		InlineData       *inlineData   `json:"inlineData,omitempty"`
+		FileData         *fileData     `json:"fileData,omitempty"`
 		Thought          bool          `json:"thought,omitempty"`
 		FunctionCall     *functionCall `json:"functionCall,omitempty"`
 		FunctionResponse *functionResp `json:"functionResponse,omitempty"`
+	}
+	inlineData struct {
+		MimeType string `json:"mimeType"`
+		Data     string `json:"data"`
+	}
+	fileData struct {
+		MimeType string `json:"mimeType,omitempty"`
+		FileURI  string `json:"fileUri"`
 	}
 	functionCall struct {
 		ID   string          `json:"id,omitempty"`
@@ -107,6 +117,10 @@ func Translate(body []byte) ([]byte, error) {
 		out.Contents = append(out.Contents, content{Role: role, Parts: parts})
 	}
 	for i, m := range req.Messages {
+		if parts := relay.ImageParts(m.Content); parts != nil && m.Role == "user" {
+			add("user", imageParts(parts)...)
+			continue
+		}
 		text, err := textOf(m.Content)
 		if err != nil {
 			return nil, fmt.Errorf("message %d: %w", i, err)
@@ -172,6 +186,25 @@ func Translate(body []byte) ([]byte, error) {
 
 // textOf is a message's text: a string, or text parts joined (Gemini's
 // caching is implicit: the breakpoints runner may mark are not sent).
+// imageParts are a user message's text and image parts as Gemini's: an
+// image's bytes inline, a URL as file data.
+func imageParts(parts []relay.ContentPart) []part {
+	var out []part
+	for _, pt := range parts {
+		switch {
+		case pt.Type == "image_url":
+			if mt, data, ok := relay.DataURL(pt.ImageURL.URL); ok {
+				out = append(out, part{InlineData: &inlineData{MimeType: mt, Data: data}})
+			} else {
+				out = append(out, part{FileData: &fileData{FileURI: pt.ImageURL.URL}})
+			}
+		case pt.Text != "":
+			out = append(out, part{Text: pt.Text})
+		}
+	}
+	return out
+}
+
 func textOf(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil

@@ -7,6 +7,7 @@ package args
 import (
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/images"
 	"maps"
 	"math"
 	"os"
@@ -55,6 +56,17 @@ func resolveInputs(plan *spec.Plan, flags []string, standIns map[string]bool) (m
 		in, known := declared[name]
 		if !known {
 			return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("the spec declares no input %q%s", name, hint(name, names))}
+		}
+		if in.Image && !standIns[name] {
+			v, err := imageValue(value, in.MaxBytes)
+			if err != nil {
+				return nil, &FlagError{Flag: "--input " + name, Err: err}
+			}
+			if _, dup := out[name]; dup {
+				return nil, &FlagError{Flag: "--input " + name, Err: fmt.Errorf("given twice")}
+			}
+			out[name] = v
+			continue
 		}
 		if strings.HasPrefix(value, "@") {
 			path := value[1:]
@@ -271,6 +283,15 @@ func Inputs(plan *spec.Plan, flags []string, values map[string]any) (map[string]
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(values)) {
+		if declared[name].Image {
+			s, _ := values[name].(string)
+			v, err := imageValue(s, declared[name].MaxBytes)
+			if err != nil {
+				return nil, &FlagError{Flag: "input " + name, Err: err}
+			}
+			out[name] = v
+			continue
+		}
 		v, err := typedInput(declared[name], values[name])
 		if err == nil {
 			err = declared[name].Domain.Check(v)
@@ -431,4 +452,14 @@ func Context(path string) (dir, input string, err error) {
 		return "", "", &FlagError{Flag: "--context " + path, Err: err}
 	}
 	return "", "context=" + string(data), nil
+}
+
+// imageValue is an image input's value: the marker of the image a file
+// path or URL names (see runtime/images), or a marker already made (a
+// recorded run's value, whose bytes its directory keeps); "" stays "".
+func imageValue(value string, maxBytes int) (string, error) {
+	if value == "" || images.IsMarker(value) {
+		return value, nil
+	}
+	return images.Read(value, maxBytes)
 }

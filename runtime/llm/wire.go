@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/debate-runner/runner/runtime/images"
 	"io"
 	"net/http"
 	"slices"
@@ -84,6 +85,44 @@ type cachedPart struct {
 	Type         string        `json:"type"`
 	Text         string        `json:"text"`
 	CacheControl *cacheControl `json:"cache_control,omitempty"`
+}
+
+// partsMessage is a message sent as content parts: text and images
+// (OpenAI's image_url parts, which the provider kinds that translate the
+// request read too).
+type partsMessage struct {
+	Role       string `json:"role"`
+	Content    []any  `json:"content"`
+	Name       string `json:"name,omitempty"`
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+type textPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type imagePart struct {
+	Type     string `json:"type"`
+	ImageURL struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+// imageMessage is a message whose text holds image markers, as text and
+// image parts (see runtime/images).
+func imageMessage(m Message) partsMessage {
+	out := partsMessage{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+	for _, p := range images.Split(m.Content) {
+		if !p.IsImage {
+			out.Content = append(out.Content, textPart{Type: "text", Text: p.Text})
+			continue
+		}
+		ip := imagePart{Type: "image_url"}
+		ip.ImageURL.URL = p.URL
+		out.Content = append(out.Content, ip)
+	}
+	return out
 }
 
 type cacheControl struct {
@@ -194,6 +233,10 @@ func encode(req *Request, sh shape) ([]byte, error) {
 	}
 	marks := cacheBreakpoints(req)
 	for i, m := range req.Messages {
+		if len(m.ToolCalls) == 0 && images.Has(m.Content) {
+			w.Messages[i] = imageMessage(m)
+			continue
+		}
 		if b, ok := marks[i]; ok {
 			w.Messages[i] = cachedMessage{Role: m.Role, Content: b.content(m.Content, m.CacheSplit), Name: m.Name, ToolCallID: m.ToolCallID}
 			continue

@@ -291,7 +291,10 @@ type Input struct {
 	Description string `yaml:"description"`
 	Default     *any   `yaml:"default"`
 	MaxChars    int    `yaml:"max_chars"`
-	Domain      `yaml:",inline"`
+	// Kind is "" or text, or image (a file or URL sent as an image part).
+	Kind     Str `yaml:"kind"`
+	MaxBytes int `yaml:"max_bytes"`
+	Domain   `yaml:",inline"`
 	// DefaultPos is where the default is written.
 	DefaultPos Pos `yaml:"-"`
 }
@@ -511,6 +514,35 @@ type Agent struct {
 	// hear which: complete, ring, star, tree, or a mapping of agent id to
 	// the ids it hears.
 	Topology Topology `yaml:"topology"`
+	// Recruit, when set, makes the declaration a group of up to Max
+	// agents whose names, personas and models a recruit node gives at
+	// run time from a list.
+	Recruit *Recruit `yaml:"recruit"`
+}
+
+// Recruit is an agent's recruit: as written.
+type Recruit struct {
+	// Max is the most agents the group has: a whole number or an
+	// expression over vars.
+	Max Expr `yaml:"max"`
+	// Models are the models a member may name (default: the
+	// declaration's model).
+	Models StrList `yaml:"models"`
+	Pos    Pos     `yaml:"-"`
+}
+
+// UnmarshalYAML keeps where recruit: is.
+func (r *Recruit) UnmarshalYAML(n *yaml.Node) error {
+	n = ResolveAlias(n)
+	r.Pos = NodePos(n)
+	type plain Recruit
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	p.Pos = r.Pos
+	*r = Recruit(p)
+	return nil
 }
 
 // Replicas is an agent's replicas: as written: a count (Count), or a list

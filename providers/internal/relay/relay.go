@@ -294,3 +294,48 @@ func ReadChunks(r io.Reader) (Relayed, error) {
 	out.Text = text.String()
 	return out, sc.Err()
 }
+
+// ContentPart is a part of a message's content as the engine sends it:
+// text, or an image (image_url: a data: URL of the bytes, or an http(s)
+// URL; see runtime/images).
+type ContentPart struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	ImageURL struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+// ImageParts are a message's content parts when it holds an image, else
+// nil: the kinds that translate requests send such a user message as
+// their own text and image parts.
+func ImageParts(raw json.RawMessage) []ContentPart {
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var parts []ContentPart
+	if json.Unmarshal(raw, &parts) != nil {
+		return nil
+	}
+	for _, p := range parts {
+		if p.Type == "image_url" {
+			return parts
+		}
+	}
+	return nil
+}
+
+// DataURL reads a data: URL of base64 bytes as its media type and the
+// base64 text; ok is false for any other URL.
+func DataURL(u string) (mediaType, base64Data string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	head, data, found := strings.Cut(rest, ",")
+	mediaType, isBase64 := strings.CutSuffix(head, ";base64")
+	if !found || !isBase64 || mediaType == "" {
+		return "", "", false
+	}
+	return mediaType, data, true
+}
