@@ -287,7 +287,7 @@ func (c *compiler) count(e syntax.Expr, what string, lo, hi, def int) (int, stri
 		evaluated = evaluated && known[in]
 	}
 	if evaluated {
-		prog, err := expr.Compile(src, exprOptions(env, AnyResult)...)
+		prog, err := CompileExpr(src, exprOptions(env, AnyResult)...)
 		if err != nil {
 			return def, "" // the type check says why
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
+	"github.com/expr-lang/expr/vm"
 )
 
 // Expressions are compiled once every node has compiled, so that they are
@@ -154,7 +155,7 @@ func (c *compiler) resolveOutputs() {
 			return TypeAny
 		}
 		typed := p.withTypedExtra(c.typedEnvSample(c.envSample(p.extra)))
-		tp, err := expr.Compile(p.prog.Source, exprOptions(typed, p.want)...)
+		tp, err := CompileExpr(p.prog.Source, exprOptions(typed, p.want)...)
 		if err != nil {
 			return TypeAny
 		}
@@ -194,7 +195,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		return
 	}
 	env := c.envSample(p.extra)
-	prog, err := expr.Compile(src, exprOptions(env, p.want)...)
+	prog, err := CompileExpr(src, exprOptions(env, p.want)...)
 	if err != nil {
 		c.exprError(e, src, err, env, what)
 		return
@@ -230,7 +231,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	// Compiling once more with them as structs of the declared types
 	// catches a string used as a condition before a run fails on it.
 	typed := p.withTypedExtra(c.typedEnvSample(env))
-	tprog, err := expr.Compile(src, exprOptions(typed, p.want)...)
+	tprog, err := CompileExpr(src, exprOptions(typed, p.want)...)
 	result := prog.Node().Type()
 	if err != nil {
 		if !strings.Contains(err.Error(), "struct {") {
@@ -240,7 +241,7 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		// expr refuses it over the structs that stand for objects: once
 		// more over the mappings a run holds (keys(x) takes those).
 		mapped := c.mapViewEnv(env)
-		mprog, err := expr.Compile(src, exprOptions(mapped, p.want)...)
+		mprog, err := CompileExpr(src, exprOptions(mapped, p.want)...)
 		if err != nil && !strings.Contains(err.Error(), "struct {") {
 			c.exprError(e, src, err, mapped, what)
 			return
@@ -670,4 +671,30 @@ func neverBool(n ast.Node) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// CompileExpr compiles an expression as expr.Compile does, except where
+// expr's optimiser breaks its own compiler: it rewrites filter(xs, p)[0]
+// into find(xs, p) and types the result without its struct's fields, so
+// reading a field of it (filter(latest("a"), .content != "")[0].content)
+// panics inside expr, which reports the panic as an error. Such an
+// expression is compiled once more without the optimiser, which gives the
+// same values; a panic left then is reported as its first line.
+func CompileExpr(src string, opts ...expr.Option) (*vm.Program, error) {
+	prog, err := expr.Compile(src, opts...)
+	if err == nil || !internalPanic(err) {
+		return prog, err
+	}
+	prog, err = expr.Compile(src, append(opts[:len(opts):len(opts)], expr.Optimize(false))...)
+	if err != nil && internalPanic(err) {
+		return nil, errors.New("expr cannot compile this expression: " + firstLine(err.Error()))
+	}
+	return prog, err
+}
+
+// internalPanic tells a panic inside expr's compiler, which expr returns
+// as an error with its stack, from an error in the expression.
+func internalPanic(err error) bool {
+	var fe *file.Error
+	return !errors.As(err, &fe) && strings.Contains(err.Error(), "\ngoroutine ")
 }

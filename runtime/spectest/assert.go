@@ -138,7 +138,7 @@ func exprOptions() []expr.Option {
 
 // compile compiles an assertion, or says where it is wrong.
 func compile(path string, src Source) (*Assertion, error) {
-	prog, err := expr.Compile(src.Text, exprOptions()...)
+	prog, err := spec.CompileExpr(src.Text, exprOptions()...)
 	if err != nil {
 		line, col := src.Line, src.Col
 		msg := err.Error()
@@ -183,7 +183,7 @@ func (a *Assertion) values(env *Env) string {
 			continue
 		}
 		seen[p.text] = true
-		prog, err := expr.Compile(p.text, append([]expr.Option{expr.Env(Env{})}, spec.ExprFunctions()...)...)
+		prog, err := spec.CompileExpr(p.text, append([]expr.Option{expr.Env(Env{})}, spec.ExprFunctions()...)...)
 		if err != nil {
 			continue // a part that reads a closure's variables
 		}
