@@ -178,13 +178,21 @@ func TestDifferential(t *testing.T) {
 	}
 	c := &Campaign{Gen: gen, Seeds: seeds, Pool: pool, Seed: seed, Parallel: parallel(),
 		FalseRefusals: d > 0 || os.Getenv("RUNNER_FUZZ_FALSE_REFUSALS") != "", FalseRefusalEvery: 1}
-	if d >= 10*time.Minute {
-		// a long run tells its counts and findings every five minutes
+	if d > 0 {
+		// a long run tells its counts and findings every five minutes; and
+		// should a timed run not stop within a minute of its deadline, it
+		// tells them then, before a test timeout can end it without them
 		stop := make(chan struct{})
 		defer close(stop)
+		every := 5 * time.Minute
+		if d < 10*time.Minute {
+			every = 1000 * time.Hour
+		}
 		go func() {
-			tick := time.NewTicker(5 * time.Minute)
+			tick := time.NewTicker(every)
 			defer tick.Stop()
+			late := time.NewTimer(time.Until(deadline) + time.Minute)
+			defer late.Stop()
 			for {
 				select {
 				case <-stop:
@@ -192,6 +200,10 @@ func TestDifferential(t *testing.T) {
 				case <-tick.C:
 					if r := c.Report(); r != nil {
 						t.Logf("so far (%s):\n%s", time.Since(processStart).Round(time.Second), r.Progress())
+					}
+				case <-late.C:
+					if r := c.Report(); r != nil {
+						t.Errorf("the campaign did not stop within a minute of its deadline; so far (%s):\n%s", time.Since(processStart).Round(time.Second), r.Progress())
 					}
 				}
 			}
