@@ -53,6 +53,8 @@ type Verdict struct {
 	// checks were off); Baseline the seed's own runs under each profile.
 	Runs     []Outcome `json:"runs,omitempty"`
 	Baseline []Outcome `json:"baseline,omitempty"`
+	// Warnings are the warnings of an accepted one, formatted.
+	Warnings []string `json:"warnings,omitempty"`
 	// Panic is a panic of validate (spec.Load).
 	Panic string `json:"panic,omitempty"`
 	// Unchecked is set when a refused mutant could not be compiled with
@@ -70,8 +72,13 @@ const (
 	ClassAccepted       Class = "accepted"         // accepted, every profile ended well
 	ClassSpecFailure    Class = "accepted-then-failing"
 	ClassReplyFailure   Class = "accepted-reply-failing" // fails under some profiles only: depends on replies
-	ClassHang           Class = "hang"
-	ClassPanic          Class = "panic"
+	// ClassWarned fails under some profiles only, and validate warned
+	// about it (the node and the failure) as depending only on the
+	// replies, naming the guard to add: what the design asks for such a
+	// failure (validate --strict refuses it at its position).
+	ClassWarned Class = "accepted-warned"
+	ClassHang   Class = "hang"
+	ClassPanic  Class = "panic"
 )
 
 // Classify says what a verdict means. A run failure under a profile the
@@ -106,11 +113,52 @@ func (v Verdict) Classify() Class {
 	switch {
 	case failed == 0:
 		return ClassAccepted
+	case okRuns > 0 && v.warnedOfEveryFailure():
+		return ClassWarned
 	case okRuns > 0:
 		return ClassReplyFailure
 	}
 	return ClassSpecFailure
 }
+
+// nodeNamed finds the node a run's error names first.
+var nodeNamed = regexp.MustCompile(`node "[^"]+"`)
+
+// warnedOfEveryFailure says whether each run failure not the seed's has a
+// warning at a position that names its node and its failure and says it
+// depends only on the replies (the path check's reply-dependent
+// warnings).
+func (v Verdict) warnedOfEveryFailure() bool {
+	for i, o := range v.Runs {
+		if o.ok() || (i < len(v.Baseline) && !v.Baseline[i].ok()) {
+			continue
+		}
+		node := nodeNamed.FindString(o.Error)
+		if node == "" {
+			return false
+		}
+		// the failure's own words: its last clause, past the node and
+		// the expression or template it is in
+		gist := o.Error
+		if j := strings.LastIndex(gist, "): "); j >= 0 {
+			gist = gist[j+3:]
+		}
+		warned := false
+		for _, w := range v.Warnings {
+			if strings.Contains(w, node) && strings.Contains(w, "it depends only on the replies") && strings.Contains(w, gist) && placed.MatchString(w) {
+				warned = true
+				break
+			}
+		}
+		if !warned {
+			return false
+		}
+	}
+	return true
+}
+
+// placed is a diagnostic's file:line:col.
+var placed = regexp.MustCompile(`^[^ :]+:\d+:\d+: `)
 
 // FirstFailure is the first run failure not the seed's, for reports.
 func (v Verdict) FirstFailure() Outcome {
@@ -195,6 +243,11 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 	if panicked != "" {
 		v.Panic = panicked
 		return v
+	}
+	for _, d := range diags {
+		if d.Severity == syntax.Warning {
+			v.Warnings = append(v.Warnings, strings.ReplaceAll(d.String(), filepath.Dir(path)+string(filepath.Separator), ""))
+		}
 	}
 	if diags.HasErrors() {
 		v.Refused = true
