@@ -35,6 +35,8 @@ type Finding struct {
 	Class   Class
 	Detail  string
 	Verdict Verdict
+	// Why is a justified refusal's reasons (its kinds of error).
+	Why string
 }
 
 // Report is a campaign's numbers and findings.
@@ -266,7 +268,7 @@ func (r *Report) addUnchecked(m Mutant, v Verdict) {
 	}
 	if why, ok := justified(v.Errors); ok {
 		c.Justified++
-		r.Justified = append(r.Justified, Finding{Mutant: m, Class: "justified-refusal", Detail: why + ": " + strings.Join(v.Errors, "; "), Verdict: v})
+		r.Justified = append(r.Justified, Finding{Mutant: m, Class: "justified-refusal", Detail: why + ": " + strings.Join(v.Errors, "; "), Verdict: v, Why: why})
 		return
 	}
 	c.FalseRefusals++
@@ -293,6 +295,43 @@ var latentDefects = []struct {
 	// in a branch or a template no profile's run reached.
 	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
 }
+
+// deliberateRules are the refusals the language makes on purpose of a
+// spec whatever its runs do: rules on what a spec says, not on what a run
+// trips on. A mutant refused by them alone may run well with checks off
+// (the value is never looked up, the node never runs); the refusal is
+// right all the same, and counted as justified under the rule's kind.
+// Errors about values of an untyped or any-typed kind ("interface", "any
+// type") are never matched: those may be the checker's imprecision.
+var deliberateRules = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z]+, found)|loop max must be (at least|a whole number)`),
+		"schema: a keyword's value breaks the spec language's schema (its type, range or form), refused as a schema validator refuses an instance"},
+	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name) "|uses unknown model "|no node records "|no input named "|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
+		"names: a name that names nothing declared (a typo), refused wherever it is written, though the runs never looked it up"},
+	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when)|runs outside every foreach`),
+		"dead: a node no step runs, or a read of a node that cannot have run there (its value is always nil), or of a foreach's item outside every foreach"},
+	{regexp.MustCompile(`may not have run when the flow has finished`),
+		"unguarded: an output reads, without a guard, a node some runs skip (an if, a foreach over a list that can be empty); the runs here ran it"},
+	{regexp.MustCompile(`no reply can satisfy it`),
+		"unsatisfiable: an output schema no reply satisfies (every call of the node is repaired, then fails: the run goes on without its answers)"},
+	{regexp.MustCompile(`use one of them|cannot be combined with|, not both|appl(y|ies) only to format|needs (record|history)|is listed twice|calls no model and has no agents|could never go on without one|must stand alone as an action|is the user turn after the history turns`),
+		"contradiction: keywords that contradict each other, or one that does nothing where it is written"},
+	{regexp.MustCompile(`output schema[^:]*: (expected an? [a-z]+, found|must be > |items at index \d+ and \d+ are equal)`),
+		"schema keyword: an output schema that is not valid JSON Schema (the draft 2020-12 meta-schema refuses it)"},
+	{regexp.MustCompile(`is read by name, but a (message|node)`),
+		"by name: a read by name of a key a reply decides (its tags, choice labels, the agents that answered), which fails on a reply without it; index gives \"\""},
+	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below`),
+		"template types: a template action over a value of a type its function or command does not take, which text/template refuses whenever it is evaluated (no run evaluated it)"},
+	{regexp.MustCompile(`syntax error: |non-bool expression .* used as condition|mismatched types? |cannot use .+ as (argument|type)|has no field \w|is undefined|can only be selected using an integer|is not callable`),
+		"expression types: an expression expr does not compile (its syntax, or types it refuses), which cannot run wherever it is evaluated (no run evaluated it)"},
+}
+
+// imprecise are the words of a type the checker did not know.
+// A list or a map of them ([]interface {}) is known to be a list or a map.
+var imprecise = regexp.MustCompile(`(^|[^\]])interface \{\}|any type|is a interface|an interface value`)
 
 // mismatch is expr's refusal of an operator over operands of types it
 // does not take.
@@ -377,6 +416,15 @@ func justified(errs []string) (string, bool) {
 				break
 			}
 			if l.re.MatchString(e) {
+				found = l.why
+				break
+			}
+		}
+		for _, l := range deliberateRules {
+			if found != "" || imprecise.MatchString(e) {
+				break
+			}
+			if l.re.MatchString(diagHead.ReplaceAllString(e, "")) {
 				found = l.why
 				break
 			}
@@ -497,9 +545,32 @@ func reason(errs []string) string {
 // refusal, most first.
 func (r *Report) FalseRefusalReasons() string { return reasons(r.FalseRefusals) }
 
-// JustifiedReasons counts the justified refusals by the gist of their
-// refusal, most first.
-func (r *Report) JustifiedReasons() string { return reasons(r.Justified) }
+// JustifiedReasons counts the justified refusals by their kinds (the
+// kinds of their errors), most first.
+func (r *Report) JustifiedReasons() string {
+	counts := map[string]int{}
+	for _, f := range r.Justified {
+		counts[f.Why]++
+	}
+	return countLines(counts)
+}
+
+func countLines(counts map[string]int) string {
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range counts {
+		all = append(all, kv{k, n})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n || all[i].n == all[j].n && all[i].k < all[j].k })
+	var b strings.Builder
+	for _, x := range all {
+		fmt.Fprintf(&b, "%4d  %s\n", x.n, x.k)
+	}
+	return b.String()
+}
 
 func reasons(fs []Finding) string {
 	counts := map[string]int{}
