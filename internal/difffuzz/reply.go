@@ -33,7 +33,7 @@ const (
 	// long texts.
 	Maximal Profile = "maximal"
 	// Empty: empty lists and strings wherever allowed, optional properties
-	// left out.
+	// left out (a text reply, which may not be empty, is one character).
 	Empty Profile = "empty"
 	// Boundary: numbers at their bounds' edges (0, negative, huge when
 	// unbounded), one item lists.
@@ -101,7 +101,13 @@ func (g *replyGen) Reply(shape kit.Shape, label string) string {
 		}
 		return b.String()
 	}
-	return g.text(label)
+	// a text reply is read as its trimmed text, and an empty one is
+	// refused (nodes/parse): the empty profile's shortest text that fits
+	// is one character
+	if t := g.text(label); strings.TrimSpace(t) != "" {
+		return t
+	}
+	return "."
 }
 
 // fitting is the profile's value for schema when it fits the schema;
