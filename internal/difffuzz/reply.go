@@ -540,10 +540,18 @@ func (t *transport) count() int {
 	return t.calls
 }
 
-// answer answers a clarifying question.
+// answer answers a clarifying question, or a human seat's turn. The
+// question is the prompt, history and all: the answer names its start
+// only, as a call's reply names its key. A maximal answer quoting all of
+// it ten times grew each turn's prompt tenfold, and a loop of human turns
+// past the worker's memory (runtime/testdata/seat.yaml in a loop): a
+// growth no person's answer makes.
 func (t *transport) answer(q string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if r := []rune(q); len(r) > 60 {
+		q = string(r[:60]) + "..."
+	}
 	return t.gen.text("the question " + q)
 }
 
