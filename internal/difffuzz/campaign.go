@@ -307,32 +307,32 @@ var deliberateRules = []struct {
 	re  *regexp.Regexp
 	why string
 }{
-	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z]+, found)|loop max must be (at least|a whole number)`),
+	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z ]+, found)|loop max must be (at least|a whole number)`),
 		"schema: a keyword's value breaks the spec language's schema (its type, range or form), refused as a schema validator refuses an instance"},
-	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|uses unknown model "|no node records "|no input named "|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
+	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
 		"names: a name that names nothing declared (a typo), refused wherever it is written, though the runs never looked it up"},
-	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when)|runs outside every foreach`),
+	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when|before)|runs outside every foreach`),
 		"dead: a node no step runs, or a read of a node that cannot have run there (its value is always nil), or of a foreach's item outside every foreach"},
 	{regexp.MustCompile(`may not have run when the flow has finished`),
 		"unguarded: an output reads, without a guard, a node some runs skip (an if, a foreach over a list that can be empty); the runs here ran it"},
-	{regexp.MustCompile(`a count is fixed before the run starts|has no declared maximum, which the dry run`),
-		"counts: a count (max_turns, min_answers, samples...) that reads what only the run decides, or that has no declared maximum, which the dry run, the path check and the budget need before the run starts"},
+	{regexp.MustCompile(`a count is fixed before the run starts|has no declared maximum, which the dry run|^node "[^"]+": [a-z_.]+ \(.+\)(: .+ \(\d+:\d+\)$| is at (most|least) .+ by the domains it reads| gave .+, not a whole number)|must be a whole number, but .* may have a fraction|bad number syntax`),
+		"counts: a count (max_turns, min_answers, samples...) that reads what only the run decides, has no declared maximum, or fails or falls out of its range over the declared values (the dry run, the path check and the budget need it before the run starts)"},
 	{regexp.MustCompile(`no reply can satisfy it`),
 		"unsatisfiable: an output schema no reply satisfies (every call of the node is repaired, then fails: the run goes on without its answers)"},
-	{regexp.MustCompile(`use one of them|cannot be combined with|, not both|appl(y|ies) only to format|needs (record|history)|is listed twice|calls no model and has no agents|could never go on without one|must stand alone as an action|is the user turn after the history turns`),
+	{regexp.MustCompile(`use one of them|needs a pattern|cacheBreak\}\} inside|cannot be combined with|, not both|appl(y|ies) only to format|needs (record|history)|is listed twice|calls no model and has no agents|could never go on without one|must stand alone as an action|is the user turn after the history turns`),
 		"contradiction: keywords that contradict each other, or one that does nothing where it is written"},
 	{regexp.MustCompile(`output schema[^:]*: (expected an? [a-z]+, found|must be > |items at index \d+ and \d+ are equal)`),
 		"schema keyword: an output schema that is not valid JSON Schema (the draft 2020-12 meta-schema refuses it)"},
 	{regexp.MustCompile(`is read by name, but a (message|node)`),
 		"by name: a read by name of a key a reply decides (its tags, choice labels, the agents that answered), which fails on a reply without it; index gives \"\""},
-	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but`),
+	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but|but the mapping's keys are|not a function, so rendering would fail|has no argument \(the format has|its format \(argument \d+\) is`),
 		"template types: a template action over a value of a type its function or command does not take, which text/template refuses whenever it is evaluated (no run evaluated it)"},
-	{regexp.MustCompile(`syntax error: |unexpected token |not enough arguments to call|too many arguments to call|predicate should return|builtin \w+ takes only|interface conversion: interface \{\} is \w+, not \w+|must be a number, but .* is (a string|a boolean|a list|a mapping)|invalid argument for \w+ \(type|invalid number of arguments \(expected|cannot use .+ to get an element|non-bool expression .* used as condition|mismatched types? |cannot use .+ as (argument|type)|has no field \w|is undefined|can only be selected using an integer|is not callable`),
+	{regexp.MustCompile(`syntax error: |unexpected token |not enough arguments to call|too many arguments to call|predicate should return|builtin \w+ takes only|interface conversion: interface \{\} is \w+, not \w+|must be a number, but .* is (a string|a boolean|a list|a mapping)|invalid argument for \w+ \(type|invalid number of arguments \(expected|cannot use .+ to get an element|cannot slice |non-bool expression .* used as condition|mismatched types? |cannot use .+ as (argument|type)|has no field \w|is undefined|can only be selected using an integer|is not callable`),
 		"expression types: an expression expr does not compile (its syntax, or types it refuses), which cannot run wherever it is evaluated (no run evaluated it)"},
 }
 
 // knownConversion is a value's failed conversion, its type known.
-var knownConversion = regexp.MustCompile(`interface conversion: interface \{\} is \w+`)
+var knownConversion = regexp.MustCompile(`interface conversion: interface \{\} is \w+|func\(\.\.\.interface \{\}\) \(interface \{\}, error\)`)
 
 // imprecise are the words of a type the checker did not know.
 // A list or a map of them ([]interface {}) is known to be a list or a map.
