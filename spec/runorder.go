@@ -2,6 +2,11 @@ package spec
 
 import (
 	"fmt"
+	"reflect"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/parser"
 )
 
 // This file checks that expressions and templates read only nodes that can
@@ -144,10 +149,28 @@ func (ro *runOrder) step(s *FlowStep, in ranSet) ranSet {
 			// does a foreach over the declared goals.
 			return out
 		}
+		switch listLength(s.In) {
+		case nonEmpty:
+			return out // over a list that has an item in every run
+		case empty:
+			return in // its body never runs
+		}
 		return ranSet{may: out.may, must: in.must}
 	case StepIf:
 		ro.stepExprs(s, false, in)
 		then, els := ro.steps(s.Do, in), ro.steps(s.Else, in)
+		if s.Cond != nil {
+			// a condition that reads nothing of the run takes the same
+			// branch in every run
+			if v, ok := constant(s.Cond.Source); ok {
+				if b, isBool := v.(bool); isBool {
+					if b {
+						return then
+					}
+					return els
+				}
+			}
+		}
 		then.may.or(els.may)
 		for i := range then.must {
 			then.must[i] &= els.must[i]
@@ -248,4 +271,85 @@ func (ro *runOrder) templateRead(np *NodePlan, use templateUse, r tmplNodeRead, 
 	case !ro.must(in, r.id):
 		ro.c.r.Warnf(use.pos, "node %q: %s reads .Nodes.%s, but node %q may not have run yet when node %q runs; read it with {{with index .Nodes %q}}...{{end}}", np.ID, where, r.id, r.id, np.ID, r.id)
 	}
+}
+
+// constant evaluates an expression that reads nothing of the run (no
+// name: literals, operators and expr's builtins but now): its value is
+// the same in every run. ok is false for any other expression, or one
+// whose evaluation fails (reported where it is compiled or run).
+func constant(src string) (v any, ok bool) {
+	tree, err := parser.Parse(src)
+	if err != nil {
+		return nil, false
+	}
+	pure := true
+	ast.Walk(&tree.Node, visitorFunc(func(n *ast.Node) {
+		switch x := (*n).(type) {
+		case *ast.IdentifierNode, *ast.VariableDeclaratorNode, *ast.CallNode:
+			pure = false
+		case *ast.BuiltinNode:
+			if x.Name == "now" {
+				pure = false
+			}
+		}
+	}))
+	if !pure {
+		return nil, false
+	}
+	defer func() {
+		if recover() != nil {
+			v, ok = nil, false
+		}
+	}()
+	prog, err := expr.Compile(src, expr.MaxNodes(2000))
+	if err != nil {
+		return nil, false
+	}
+	v, err = expr.Run(prog, nil)
+	return v, err == nil
+}
+
+type lengthKind int
+
+const (
+	unknownLength lengthKind = iota
+	empty
+	nonEmpty
+)
+
+// listLength says whether a foreach's list is empty or has an item in
+// every run, where that does not depend on the run: a constant list, a
+// list literal with items (whatever they hold), or split over a constant
+// separator that is not empty (which gives one item at the least).
+func listLength(p *Program) lengthKind {
+	if p == nil {
+		return unknownLength
+	}
+	if v, ok := constant(p.Source); ok {
+		rv := reflect.ValueOf(v)
+		if rv.Kind() == reflect.Slice || rv.Kind() == reflect.Array {
+			if rv.Len() == 0 {
+				return empty
+			}
+			return nonEmpty
+		}
+		return unknownLength
+	}
+	tree, err := parser.Parse(p.Source)
+	if err != nil {
+		return unknownLength
+	}
+	switch x := tree.Node.(type) {
+	case *ast.ArrayNode:
+		if len(x.Nodes) > 0 {
+			return nonEmpty
+		}
+	case *ast.BuiltinNode:
+		if x.Name == "split" && len(x.Arguments) == 2 {
+			if sep, ok := x.Arguments[1].(*ast.StringNode); ok && sep.Value != "" {
+				return nonEmpty
+			}
+		}
+	}
+	return unknownLength
 }

@@ -360,7 +360,7 @@ func (c *templateChecker) checkCall(tree *parse.Tree, cmd *parse.CommandNode, na
 		c.checkCallArgs(tree, cmd, name, combo, nodes, piped)
 		if len(c.errs) > before {
 			if len(combos) > 1 {
-				c.errs[len(c.errs)-1] += " (an argument may be either of several values: and, or and default give one of their arguments)"
+				c.errs[len(c.errs)-1] += " (the value may be of several kinds, and each must fit: and, or and default give one of their arguments, and a list's items or a map's values may mix kinds)"
 			}
 			break
 		}
@@ -699,10 +699,12 @@ func kindWords(t reflect.Type) string {
 	case reflect.Map:
 		return "a map"
 	case reflect.Float32, reflect.Float64:
-		return "a number"
+		// text/template gives a decimal number to no function that takes
+		// a whole one: the words must tell them apart
+		return "a decimal number"
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "a number"
+		return "a whole number"
 	case reflect.Interface:
 		return "an interface value"
 	case reflect.Func:

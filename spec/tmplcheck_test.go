@@ -42,7 +42,7 @@ func TestTemplateChecker(t *testing.T) {
 		{"agent typo", `{{.Agent.Nmae}}`, nil, `main:1:8: .Agent (AgentView) has no field "Nmae" (did you mean "Name"?)`},
 		{"root typo", `{{.Rund}}`, nil, `main:1:2: the prompt data has no field "Rund" (did you mean "Round"?)`},
 		{"deep typo", `{{.Agent.Persona.Titel}}`, nil, `has no field "Titel" (did you mean "Title"?)`},
-		{"field of int", `{{.Round.Count}}`, nil, `main:1:8: cannot read field "Count": .Round is a number, not a struct`},
+		{"field of int", `{{.Round.Count}}`, nil, `main:1:8: cannot read field "Count": .Round is a whole number, not a struct`},
 		{"any and extra", `{{.Item.whatever}} {{.Extra.anything.deeper}} {{.Loop.round}}`, nil, ""},
 		{"second line", "line one\n  {{.Agent.Rol}}", nil, `main:2:10: .Agent (AgentView) has no field "Rol" (did you mean "Role"?)`},
 

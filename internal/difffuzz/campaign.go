@@ -22,7 +22,7 @@ import (
 
 // Counts are one grammar's numbers.
 type Counts struct {
-	Generated, Refused, RefusedNoPlace, Accepted, AcceptedThenFailing, ReplyFailing, Hangs, Panics int
+	Generated, Refused, RefusedNoPlace, Accepted, AcceptedThenFailing, ReplyFailing, Warned, Hangs, Panics int
 	// CheckedOff are the refused mutants run with checks off;
 	// FalseRefusals those of them that ended well under every profile,
 	// but for the Justified ones (see justified).
@@ -35,6 +35,8 @@ type Finding struct {
 	Class   Class
 	Detail  string
 	Verdict Verdict
+	// Why is a justified refusal's reasons (its kinds of error).
+	Why string
 }
 
 // Report is a campaign's numbers and findings.
@@ -215,6 +217,11 @@ func (r *Report) add(m Mutant, v Verdict, class Class) {
 		c.ReplyFailing++
 		f := v.FirstFailure()
 		detail = fmt.Sprintf("fails under %s only (%s: %s)", failingProfiles(v), f.Status, f.Error)
+	case ClassWarned:
+		// what the design asks for: counted, not a finding
+		c.Accepted++
+		c.Warned++
+		return
 	case ClassHang:
 		c.Hangs++
 		if !v.Refused {
@@ -261,7 +268,7 @@ func (r *Report) addUnchecked(m Mutant, v Verdict) {
 	}
 	if why, ok := justified(v.Errors); ok {
 		c.Justified++
-		r.Justified = append(r.Justified, Finding{Mutant: m, Class: "justified-refusal", Detail: why + ": " + strings.Join(v.Errors, "; "), Verdict: v})
+		r.Justified = append(r.Justified, Finding{Mutant: m, Class: "justified-refusal", Detail: why + ": " + strings.Join(v.Errors, "; "), Verdict: v, Why: why})
 		return
 	}
 	c.FalseRefusals++
@@ -288,6 +295,48 @@ var latentDefects = []struct {
 	// in a branch or a template no profile's run reached.
 	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
 }
+
+// deliberateRules are the refusals the language makes on purpose of a
+// spec whatever its runs do: rules on what a spec says, not on what a run
+// trips on. A mutant refused by them alone may run well with checks off
+// (the value is never looked up, the node never runs); the refusal is
+// right all the same, and counted as justified under the rule's kind.
+// Errors about values of an untyped or any-typed kind ("interface", "any
+// type") are never matched: those may be the checker's imprecision.
+var deliberateRules = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z ]+, found)|loop max must be (at least|a whole number)`),
+		"schema: a keyword's value breaks the spec language's schema (its type, range or form), refused as a schema validator refuses an instance"},
+	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
+		"names: a name that names nothing declared (a typo), refused wherever it is written, though the runs never looked it up"},
+	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when|before)|runs outside every foreach`),
+		"dead: a node no step runs, or a read of a node that cannot have run there (its value is always nil), or of a foreach's item outside every foreach"},
+	{regexp.MustCompile(`may not have run when the flow has finished`),
+		"unguarded: an output reads, without a guard, a node some runs skip (an if, a foreach over a list that can be empty); the runs here ran it"},
+	{regexp.MustCompile(`a count is fixed before the run starts|has no declared maximum, which the dry run|^node "[^"]+": [a-z_.]+ \(.+\)(: .+ \(\d+:\d+\)$| is at (most|least) .+ by the domains it reads| gave .+, not a whole number)|must be a whole number, but .* may have a fraction|bad number syntax`),
+		"counts: a count (max_turns, min_answers, samples...) that reads what only the run decides, has no declared maximum, or fails or falls out of its range over the declared values (the dry run, the path check and the budget need it before the run starts)"},
+	{regexp.MustCompile(`no reply can satisfy it`),
+		"unsatisfiable: an output schema no reply satisfies (every call of the node is repaired, then fails: the run goes on without its answers)"},
+	{regexp.MustCompile(`use one of them|needs a pattern|cacheBreak\}\} inside|cannot be combined with|, not both|appl(y|ies) only to format|needs (record|history)|is listed twice|calls no model and has no agents|could never go on without one|must stand alone as an action|is the user turn after the history turns`),
+		"contradiction: keywords that contradict each other, or one that does nothing where it is written"},
+	{regexp.MustCompile(`output schema[^:]*: (expected an? [a-z]+, found|must be > |items at index \d+ and \d+ are equal)`),
+		"schema keyword: an output schema that is not valid JSON Schema (the draft 2020-12 meta-schema refuses it)"},
+	{regexp.MustCompile(`is read by name, but a (message|node)`),
+		"by name: a read by name of a key a reply decides (its tags, choice labels, the agents that answered), which fails on a reply without it; index gives \"\""},
+	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but|but the mapping's keys are|not a function, so rendering would fail|has no argument \(the format has|its format \(argument \d+\) is`),
+		"template types: a template action over a value of a type its function or command does not take, which text/template refuses whenever it is evaluated (no run evaluated it)"},
+	{regexp.MustCompile(`syntax error: |unexpected token |not enough arguments to call|too many arguments to call|predicate should return|builtin \w+ takes only|interface conversion: interface \{\} is \w+, not \w+|must be a number, but .* is (a string|a boolean|a list|a mapping)|invalid argument for \w+ \(type|invalid number of arguments \(expected|cannot use .+ to get an element|cannot slice |non-bool expression .* used as condition|mismatched types? |cannot use .+ as (argument|type)|has no field \w|is undefined|can only be selected using an integer|is not callable`),
+		"expression types: an expression expr does not compile (its syntax, or types it refuses), which cannot run wherever it is evaluated (no run evaluated it)"},
+}
+
+// knownConversion is a value's failed conversion, its type known.
+var knownConversion = regexp.MustCompile(`interface conversion: interface \{\} is \w+|func\(\.\.\.interface \{\}\) \(interface \{\}, error\)`)
+
+// imprecise are the words of a type the checker did not know.
+// A list or a map of them ([]interface {}) is known to be a list or a map.
+var imprecise = regexp.MustCompile(`(^|[^\]])interface \{\}|any type|is a interface|an interface value`)
 
 // mismatch is expr's refusal of an operator over operands of types it
 // does not take.
@@ -376,6 +425,15 @@ func justified(errs []string) (string, bool) {
 				break
 			}
 		}
+		for _, l := range deliberateRules {
+			if found != "" || imprecise.MatchString(knownConversion.ReplaceAllString(e, "")) {
+				break
+			}
+			if l.re.MatchString(diagHead.ReplaceAllString(e, "")) {
+				found = l.why
+				break
+			}
+		}
 		if found == "" {
 			return "", false
 		}
@@ -400,24 +458,25 @@ func (r *Report) Table() string { return r.table() }
 func (r *Report) table() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\thangs\tpanics\tchecked-off\tfalse-refusals\tjustified\t")
+	fmt.Fprintln(tw, "grammar\tgenerated\trefused\tno-position\taccepted\taccepted-then-failing\treply-failing\twarned\thangs\tpanics\tchecked-off\tfalse-refusals\tjustified\t")
 	var t Counts
 	for _, g := range Grammars {
 		c := r.ByGrammar[g]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals, c.Justified)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", g, c.Generated, c.Refused, c.RefusedNoPlace, c.Accepted, c.AcceptedThenFailing, c.ReplyFailing, c.Warned, c.Hangs, c.Panics, c.CheckedOff, c.FalseRefusals, c.Justified)
 		t.Generated += c.Generated
 		t.Refused += c.Refused
 		t.RefusedNoPlace += c.RefusedNoPlace
 		t.Accepted += c.Accepted
 		t.AcceptedThenFailing += c.AcceptedThenFailing
 		t.ReplyFailing += c.ReplyFailing
+		t.Warned += c.Warned
 		t.Hangs += c.Hangs
 		t.Panics += c.Panics
 		t.CheckedOff += c.CheckedOff
 		t.FalseRefusals += c.FalseRefusals
 		t.Justified += c.Justified
 	}
-	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals, t.Justified)
+	fmt.Fprintf(tw, "all\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.Generated, t.Refused, t.RefusedNoPlace, t.Accepted, t.AcceptedThenFailing, t.ReplyFailing, t.Warned, t.Hangs, t.Panics, t.CheckedOff, t.FalseRefusals, t.Justified)
 	_ = tw.Flush()
 	return b.String()
 }
@@ -491,9 +550,35 @@ func reason(errs []string) string {
 // refusal, most first.
 func (r *Report) FalseRefusalReasons() string { return reasons(r.FalseRefusals) }
 
-// JustifiedReasons counts the justified refusals by the gist of their
-// refusal, most first.
-func (r *Report) JustifiedReasons() string { return reasons(r.Justified) }
+// JustifiedReasons counts the justified refusals by their kinds (the
+// kinds of their errors), most first.
+func (r *Report) JustifiedReasons() string {
+	counts := map[string]int{}
+	for _, f := range r.Justified {
+		// a refusal of several kinds counts under each
+		for _, k := range strings.Split(f.Why, "; ") {
+			counts[k]++
+		}
+	}
+	return countLines(counts)
+}
+
+func countLines(counts map[string]int) string {
+	type kv struct {
+		k string
+		n int
+	}
+	var all []kv
+	for k, n := range counts {
+		all = append(all, kv{k, n})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].n > all[j].n || all[i].n == all[j].n && all[i].k < all[j].k })
+	var b strings.Builder
+	for _, x := range all {
+		fmt.Fprintf(&b, "%4d  %s\n", x.n, x.k)
+	}
+	return b.String()
+}
 
 func reasons(fs []Finding) string {
 	counts := map[string]int{}

@@ -53,6 +53,8 @@ type Verdict struct {
 	// checks were off); Baseline the seed's own runs under each profile.
 	Runs     []Outcome `json:"runs,omitempty"`
 	Baseline []Outcome `json:"baseline,omitempty"`
+	// Warnings are the warnings of an accepted one, formatted.
+	Warnings []string `json:"warnings,omitempty"`
 	// Panic is a panic of validate (spec.Load).
 	Panic string `json:"panic,omitempty"`
 	// Unchecked is set when a refused mutant could not be compiled with
@@ -70,8 +72,13 @@ const (
 	ClassAccepted       Class = "accepted"         // accepted, every profile ended well
 	ClassSpecFailure    Class = "accepted-then-failing"
 	ClassReplyFailure   Class = "accepted-reply-failing" // fails under some profiles only: depends on replies
-	ClassHang           Class = "hang"
-	ClassPanic          Class = "panic"
+	// ClassWarned fails under some profiles only, and validate warned
+	// about it (the node and the failure) as depending only on the
+	// replies, naming the guard to add: what the design asks for such a
+	// failure (validate --strict refuses it at its position).
+	ClassWarned Class = "accepted-warned"
+	ClassHang   Class = "hang"
+	ClassPanic  Class = "panic"
 )
 
 // Classify says what a verdict means. A run failure under a profile the
@@ -106,11 +113,52 @@ func (v Verdict) Classify() Class {
 	switch {
 	case failed == 0:
 		return ClassAccepted
+	case okRuns > 0 && v.warnedOfEveryFailure():
+		return ClassWarned
 	case okRuns > 0:
 		return ClassReplyFailure
 	}
 	return ClassSpecFailure
 }
+
+// nodeNamed finds the node a run's error names first.
+var nodeNamed = regexp.MustCompile(`node "[^"]+"`)
+
+// warnedOfEveryFailure says whether each run failure not the seed's has a
+// warning at a position that names its node and its failure and says it
+// depends only on the replies (the path check's reply-dependent
+// warnings).
+func (v Verdict) warnedOfEveryFailure() bool {
+	for i, o := range v.Runs {
+		if o.ok() || (i < len(v.Baseline) && !v.Baseline[i].ok()) {
+			continue
+		}
+		node := nodeNamed.FindString(o.Error)
+		if node == "" {
+			return false
+		}
+		// the failure's own words: its last clause, past the node and
+		// the expression or template it is in
+		gist := o.Error
+		if j := strings.LastIndex(gist, "): "); j >= 0 {
+			gist = gist[j+3:]
+		}
+		warned := false
+		for _, w := range v.Warnings {
+			if strings.Contains(w, node) && strings.Contains(w, "it depends only on the replies") && strings.Contains(w, gist) && placed.MatchString(w) {
+				warned = true
+				break
+			}
+		}
+		if !warned {
+			return false
+		}
+	}
+	return true
+}
+
+// placed is a diagnostic's file:line:col.
+var placed = regexp.MustCompile(`^[^ :]+:\d+:\d+: `)
 
 // FirstFailure is the first run failure not the seed's, for reports.
 func (v Verdict) FirstFailure() Outcome {
@@ -126,8 +174,11 @@ func (v Verdict) FirstFailure() Outcome {
 // folders (mutants are written beside their seeds' copies, to find the
 // same libraries and data files) and the seeds' own runs.
 type Checker struct {
-	Root       string
-	work       string
+	Root string
+	work string
+	// dog, when set, stops a phase that does not end (see watchdog.go);
+	// without one, a run is stopped after RunTimeout of wall time
+	dog        *watchdog
 	RunTimeout time.Duration
 	mu         sync.Mutex
 	baseline   map[string][]Outcome
@@ -186,10 +237,17 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 		return v
 	}
 	defer os.Remove(path)
+	c.dog.start("validate", nil, nil)
 	plan, diags, panicked := load(path)
+	c.dog.end()
 	if panicked != "" {
 		v.Panic = panicked
 		return v
+	}
+	for _, d := range diags {
+		if d.Severity == syntax.Warning {
+			v.Warnings = append(v.Warnings, strings.ReplaceAll(d.String(), filepath.Dir(path)+string(filepath.Separator), ""))
+		}
 	}
 	if diags.HasErrors() {
 		v.Refused = true
@@ -204,7 +262,9 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 			return v
 		}
 		var err error
+		c.dog.start("validate with checks off", nil, nil)
 		plan, err = compileUnchecked(path, []byte(m.Text))
+		c.dog.end()
 		if err != nil {
 			v.Unchecked = err.Error()
 			return v
@@ -215,7 +275,7 @@ func (c *Checker) Check(m Mutant, checksOff bool, only ...Profile) (v Verdict) {
 		v.Panic = "the seed does not load: " + err.Error()
 		return v
 	}
-	v.Runs = c.runAll(plan, inputs, only)
+	v.Runs = c.runAll(plan, inputs, only, "run")
 	for _, o := range v.Runs {
 		if !o.ok() {
 			// only a failure asks whether the seed fails alike
@@ -278,14 +338,14 @@ func (c *Checker) seedRuns(seed *Seed) []Outcome {
 	if ok {
 		return b
 	}
-	b = c.runAll(seed.plan, seed.Inputs, nil)
+	b = c.runAll(seed.plan, seed.Inputs, nil, "the seed's run")
 	c.mu.Lock()
 	c.baseline[seed.Rel] = b
 	c.mu.Unlock()
 	return b
 }
 
-func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile) []Outcome {
+func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile, what string) []Outcome {
 	var out []Outcome
 	profiles := Profiles
 	if len(only) > 0 {
@@ -296,7 +356,7 @@ func (c *Checker) runAll(plan *spec.Plan, inputs map[string]any, only []Profile)
 		for k, v := range inputs {
 			given[k] = v
 		}
-		o := c.run(plan, given, p)
+		o := c.run(plan, given, p, what)
 		out = append(out, o)
 		if o.Status == "hang" {
 			break // one is enough, and each costs the timeout
@@ -329,7 +389,7 @@ func testGetenv(name string) string {
 }
 
 // run runs plan once under profile p against replies of that profile.
-func (c *Checker) run(plan *spec.Plan, inputs map[string]any, p Profile) (o Outcome) {
+func (c *Checker) run(plan *spec.Plan, inputs map[string]any, p Profile, what string) (o Outcome) {
 	o.Profile = p
 	defer func() {
 		if r := recover(); r != nil {
@@ -359,8 +419,19 @@ func (c *Checker) run(plan *spec.Plan, inputs map[string]any, p Profile) (o Outc
 	if err != nil {
 		return Outcome{Profile: p, Status: "start", Error: scrub(err.Error(), dir)}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.RunTimeout)
-	defer cancel()
+	// the watchdog cancels a run that does not end, with the reason as
+	// the context's cause; without one, wall time does
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var backstop <-chan time.Time
+	if c.dog != nil {
+		c.dog.start(what+" under "+string(p), cancel, tr.count)
+		defer c.dog.end()
+	} else {
+		t := time.AfterFunc(c.RunTimeout, func() { cancel(hangError{"no end within " + c.RunTimeout.String()}) })
+		defer t.Stop()
+		backstop = time.After(c.RunTimeout + 5*time.Second)
+	}
 	type done struct {
 		res *result.Result
 		err error
@@ -386,18 +457,17 @@ func (c *Checker) run(plan *spec.Plan, inputs map[string]any, p Profile) (o Outc
 			} else if d.err != nil && d.res.Status != result.StatusCompleted {
 				o.Error = d.err.Error()
 			}
-		case errors.Is(d.err, context.DeadlineExceeded):
-			o.Status, o.Error = "hang", "no end within "+c.RunTimeout.String()
 		default:
 			o.Status = result.StatusFailed
 			if d.err != nil {
 				o.Error = d.err.Error()
 			}
 		}
-		if errors.Is(d.err, context.DeadlineExceeded) || ctx.Err() != nil {
-			o.Status, o.Error = "hang", "no end within "+c.RunTimeout.String()
+		var h hangError
+		if errors.As(context.Cause(ctx), &h) {
+			o.Status, o.Error = "hang", h.msg
 		}
-	case <-time.After(c.RunTimeout + 5*time.Second):
+	case <-backstop:
 		o.Status, o.Error = "hang", "no end within "+c.RunTimeout.String()+", and the cancelled run went on"
 	}
 	o.Error = scrub(scrub(o.Error, dir), c.work)

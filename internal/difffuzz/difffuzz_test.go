@@ -147,7 +147,7 @@ func isEnforced(e map[string]bool, grammar string, class Class) bool {
 }
 
 func violation(c Class) bool {
-	return c != ClassRefused && c != ClassAccepted
+	return c != ClassRefused && c != ClassAccepted && c != ClassWarned
 }
 
 // TestDifferential is the fuzzer's run: a short deterministic one by
@@ -178,13 +178,21 @@ func TestDifferential(t *testing.T) {
 	}
 	c := &Campaign{Gen: gen, Seeds: seeds, Pool: pool, Seed: seed, Parallel: parallel(),
 		FalseRefusals: d > 0 || os.Getenv("RUNNER_FUZZ_FALSE_REFUSALS") != "", FalseRefusalEvery: 1}
-	if d >= 10*time.Minute {
-		// a long run tells its counts and findings every five minutes
+	if d > 0 {
+		// a long run tells its counts and findings every five minutes; and
+		// should a timed run not stop within a minute of its deadline, it
+		// tells them then, before a test timeout can end it without them
 		stop := make(chan struct{})
 		defer close(stop)
+		every := 5 * time.Minute
+		if d < 10*time.Minute {
+			every = 1000 * time.Hour
+		}
 		go func() {
-			tick := time.NewTicker(5 * time.Minute)
+			tick := time.NewTicker(every)
 			defer tick.Stop()
+			late := time.NewTimer(time.Until(deadline) + time.Minute)
+			defer late.Stop()
 			for {
 				select {
 				case <-stop:
@@ -192,6 +200,10 @@ func TestDifferential(t *testing.T) {
 				case <-tick.C:
 					if r := c.Report(); r != nil {
 						t.Logf("so far (%s):\n%s", time.Since(processStart).Round(time.Second), r.Progress())
+					}
+				case <-late.C:
+					if r := c.Report(); r != nil {
+						t.Errorf("the campaign did not stop within a minute of its deadline; so far (%s):\n%s", time.Since(processStart).Round(time.Second), r.Progress())
 					}
 				}
 			}
@@ -250,6 +262,9 @@ func TestRegressions(t *testing.T) {
 				if sub == "known" && os.Getenv("RUNNER_FUZZ_KNOWN") == "" {
 					t.Skipf("known failure, not fixed yet (RUNNER_FUZZ_KNOWN=1 checks it again): %s", oneLine(found, 300))
 				}
+				if why, ok := slowCase(m.Text); ok && raceSlowdown > 1 {
+					t.Skipf("checked in a plain go test, not under the race detector: %s", why)
+				}
 				v, err := pool.Check(m, false)
 				if err != nil {
 					t.Fatal(err)
@@ -266,6 +281,21 @@ func TestRegressions(t *testing.T) {
 			})
 		}
 	}
+}
+
+// slowCase is a case's "# difffuzz slow:" line: one whose runs cost too
+// much under the race detector, which adds nothing to its verdict.
+func slowCase(text string) (string, bool) {
+	for _, line := range strings.Split(text, "\n") {
+		rest, ok := strings.CutPrefix(line, "# difffuzz ")
+		if !ok {
+			break
+		}
+		if why, ok := strings.CutPrefix(rest, "slow: "); ok {
+			return why, true
+		}
+	}
+	return "", false
 }
 
 func describe(v Verdict) string {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +50,16 @@ func ServeWorker() error {
 	if d, err := time.ParseDuration(os.Getenv("RUNNER_FUZZ_RUN_TIMEOUT")); err == nil {
 		c.RunTimeout = d
 	}
+	mem := uint64(2 << 30)
+	if n, err := strconv.ParseUint(os.Getenv("RUNNER_FUZZ_MEMORY_MB"), 10, 64); err == nil && n > 0 {
+		mem = n << 20
+	}
+	// a phase's budget is the run timeout in CPU time, and as much wall
+	// time without any CPU used
+	c.dog = newWatchdog(Limits{CPU: c.RunTimeout, Idle: c.RunTimeout, Memory: mem})
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go c.dog.run(ctx, 200*time.Millisecond)
 	if err := checkSeam(root); err == nil {
 		seamChecked = true
 	}
@@ -223,8 +234,11 @@ func (p *Pool) CheckContext(ctx context.Context, m Mutant, checksOff bool, only 
 		p.idle <- nil
 		return Verdict{Panic: "the worker ended: " + w.stderr.String()}, nil
 	}
-	// the seed's runs and the mutant's, each within the run timeout
-	deadline := time.Duration(2*len(Profiles)+2)*(p.RunTimeout+5*time.Second) + 20*time.Second
+	// the worker's watchdog ends a check that makes no progress (by CPU
+	// time, not wall time); this is the backstop should the worker itself
+	// stall: the seed's runs and the mutant's, each within its budget and
+	// its grace, on a machine four times as busy as the budget allows for
+	deadline := time.Duration(2*len(Profiles)+2)*4*(2*p.RunTimeout+5*time.Second) + 20*time.Second
 	timer := time.NewTimer(deadline)
 	defer timer.Stop()
 	select {
@@ -237,6 +251,9 @@ func (p *Pool) CheckContext(ctx context.Context, m Mutant, checksOff bool, only 
 			w.kill()
 			p.idle <- nil
 			if errors.Is(a.err, io.EOF) {
+				if v, ok := watchdogVerdict(w.stderr.All()); ok {
+					return v, nil
+				}
 				return Verdict{Panic: "the worker died: " + w.stderr.String()}, nil
 			}
 			return Verdict{}, a.err
@@ -265,6 +282,13 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 		t.buf = *bytes.NewBuffer(append([]byte(nil), keep...))
 	}
 	return len(b), nil
+}
+
+// All is what the buffer keeps.
+func (t *tailBuffer) All() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.buf.String()
 }
 
 func (t *tailBuffer) String() string {

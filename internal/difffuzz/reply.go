@@ -33,7 +33,7 @@ const (
 	// long texts.
 	Maximal Profile = "maximal"
 	// Empty: empty lists and strings wherever allowed, optional properties
-	// left out.
+	// left out (a text reply, which may not be empty, is one character).
 	Empty Profile = "empty"
 	// Boundary: numbers at their bounds' edges (0, negative, huge when
 	// unbounded), one item lists.
@@ -101,7 +101,13 @@ func (g *replyGen) Reply(shape kit.Shape, label string) string {
 		}
 		return b.String()
 	}
-	return g.text(label)
+	// a text reply is read as its trimmed text, and an empty one is
+	// refused (nodes/parse): the empty profile's shortest text that fits
+	// is one character
+	if t := g.text(label); strings.TrimSpace(t) != "" {
+		return t
+	}
+	return "."
 }
 
 // fitting is the profile's value for schema when it fits the schema;
@@ -534,10 +540,18 @@ func (t *transport) count() int {
 	return t.calls
 }
 
-// answer answers a clarifying question.
+// answer answers a clarifying question, or a human seat's turn. The
+// question is the prompt, history and all: the answer names its start
+// only, as a call's reply names its key. A maximal answer quoting all of
+// it ten times grew each turn's prompt tenfold, and a loop of human turns
+// past the worker's memory (runtime/testdata/seat.yaml in a loop): a
+// growth no person's answer makes.
 func (t *transport) answer(q string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if r := []rune(q); len(r) > 60 {
+		q = string(r[:60]) + "..."
+	}
 	return t.gen.text("the question " + q)
 }
 

@@ -6,9 +6,13 @@ import (
 	"regexp/syntax"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/spec"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 
 // StandIn is a reply of the shape a call expects, made without a model:
@@ -36,7 +40,7 @@ func standIn(shape kit.Shape, label string, long bool) string {
 			_ = json.Unmarshal(shape.Schema, &schema)
 		}
 		g := jsonGen{root: schema, long: long}
-		v := g.value(schema, text, 0)
+		v := fitSchema(shape.Schema, g.value(schema, text, 0))
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
@@ -355,4 +359,132 @@ func classRune(ranges []rune) rune {
 		return ranges[0]
 	}
 	return 'x'
+}
+
+// compiledStandInSchemas caches the schemas stand-ins are fitted to.
+var compiledStandInSchemas sync.Map // string -> *jsonschema.Schema (nil: does not compile)
+
+// fitSchema fits a stand-in to its schema where the keyword-by-keyword
+// build above missed: it leaves out of an object the properties the
+// schema refuses there and does not require, one at a time, while that
+// removes failures (an optional property no value satisfies, such as
+// `enum: [1, 2]` beside a $ref to an object). A stand-in the schema
+// refuses would make a path check report a failure no real reply has.
+func fitSchema(raw json.RawMessage, v any) any {
+	if len(raw) == 0 {
+		return v
+	}
+	c, ok := compiledStandInSchemas.Load(string(raw))
+	if !ok {
+		sch, err := spec.CompileJSONSchema("stand-in", raw)
+		if err != nil {
+			sch = nil
+		}
+		c, _ = compiledStandInSchemas.LoadOrStore(string(raw), sch)
+	}
+	sch, _ := c.(*jsonschema.Schema)
+	if sch == nil {
+		return v
+	}
+	fails := failingAt(sch, v)
+	for try := 0; try < 32 && len(fails) > 0; try++ {
+		improved := false
+		for _, loc := range fails {
+			segs := strings.Split(strings.TrimPrefix(loc, "/"), "/")
+			// from the deepest property to the top one
+			for n := len(segs); n >= 1 && !improved; n-- {
+				parent, ok := lookup(v, segs[:n-1])
+				obj, isObj := parent.(map[string]any)
+				if !ok || !isObj {
+					continue
+				}
+				key := strings.ReplaceAll(strings.ReplaceAll(segs[n-1], "~1", "/"), "~0", "~")
+				old, had := obj[key]
+				if !had {
+					continue
+				}
+				delete(obj, key)
+				if after := failingAt(sch, v); len(after) < len(fails) {
+					fails, improved = after, true
+					break
+				}
+				obj[key] = old
+			}
+			if improved {
+				break
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return v
+}
+
+// failingAt is where the schema refuses v: the instance locations of its
+// innermost validation errors (nil when it accepts v).
+func failingAt(sch *jsonschema.Schema, v any) []string {
+	err := sch.Validate(roundTrip(v))
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return []string{""}
+	}
+	seen := map[string]bool{}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			if !seen[e.InstanceLocation] {
+				seen[e.InstanceLocation] = true
+				out = append(out, e.InstanceLocation)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	sort.Strings(out)
+	return out
+}
+
+// roundTrip is v as the validator sees a reply: decoded JSON.
+func roundTrip(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	var out any
+	if json.Unmarshal(data, &out) != nil {
+		return v
+	}
+	return out
+}
+
+// lookup follows an instance location's segments into v.
+func lookup(v any, segs []string) (any, bool) {
+	cur := v
+	for _, s := range segs {
+		if s == "" {
+			continue
+		}
+		s = strings.ReplaceAll(strings.ReplaceAll(s, "~1", "/"), "~0", "~")
+		switch x := cur.(type) {
+		case map[string]any:
+			cur = x[s]
+		case []any:
+			i := 0
+			if _, err := fmt.Sscan(s, &i); err != nil || i < 0 || i >= len(x) {
+				return nil, false
+			}
+			cur = x[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, true
 }

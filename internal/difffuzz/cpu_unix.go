@@ -1,0 +1,19 @@
+//go:build unix
+
+package difffuzz
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU is the CPU time this process has used (user and system): a
+// run's progress, which a busy machine slows as it slows the run, where
+// wall time goes on.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
