@@ -147,7 +147,8 @@ func (c *compiler) checkGoalIndex(m *ast.MemberNode, fail func(int, string, ...a
 
 // checkNumberOfText refuses int(X) and float(X) of a var or input whose
 // default is text that is not a number (every run with the default fails),
-// and warns for an input of free text (a run fails when it is not a number).
+// and for an input of free text: a run fails when it is not a number, and
+// declaring the input a number moves that check to --input, before any call.
 func (c *compiler) checkNumberOfText(p *pendingExpr, b *ast.BuiltinNode, fail func(int, string, ...any)) {
 	if (b.Name != "int" && b.Name != "float") || len(b.Arguments) != 1 {
 		return
@@ -189,7 +190,7 @@ func (c *compiler) checkNumberOfText(p *pendingExpr, b *ast.BuiltinNode, fail fu
 			case in.HasDefault && !parses(s):
 				fail(b.Location().From, "%s(inputs.%s) fails: the input's default %q is not a number", b.Name, prop.Value, s)
 			default:
-				c.r.Warnf(c.offsetPos(p.e, p.prog.Source, b.Location().From), "%s: %s(inputs.%s) reads a number from free text: a run whose input %q is not a number fails here; declare the input with a number default (default: 0), which makes it a number that --input checks", p.what, b.Name, prop.Value, prop.Value)
+				fail(b.Location().From, "%s(inputs.%s) reads a number from free text: a run whose input %q is not a number would fail here, after the calls before it; declare the input with a number default (default: 0), which makes it a number that --input checks", b.Name, prop.Value, prop.Value)
 			}
 		}
 	}
