@@ -275,7 +275,8 @@ outputs:
 
 // TestUploadedFileReadByRun: a run started from the view with a file
 // reads it with read_file through the local OpenAI-compatible server: the
-// model is given the uploaded bytes, and the run's output says them.
+// model is given the uploaded bytes, and the run's output says them. A run
+// that cannot start (no key) leaves none of its files.
 func TestUploadedFileReadByRun(t *testing.T) {
 	root, specs := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(specs, "spec.yaml"), []byte(readSpec), 0o644); err != nil {
@@ -289,11 +290,25 @@ func TestUploadedFileReadByRun(t *testing.T) {
 		}
 		return llmtest.Reply{ToolCalls: []kit.ToolCall{{ID: "c1", Name: "read_file", Arguments: `{"path": "brief.md"}`}}}
 	})
+	secret := "the launch is on the 3rd of March"
+	start := view.StartRequest{Spec: "spec.yaml", Inputs: map[string]string{"question": "When is the launch?"},
+		Files: []view.UploadFile{{Name: "brief.md", Data: []byte(secret)}}}
+
+	// Without its key the run does not start: the files written for it
+	// are removed with it.
+	keyless := t.TempDir()
+	kts, kv := actingServer(t, keyless, specs, nil)
+	if rec := act(t, kv, strings.TrimPrefix(kts.URL, "http://"), "/api/act/start", start); rec.Code == http.StatusOK {
+		t.Fatalf("a run without its key started: %s", rec.Body)
+	}
+	kv.Wait()
+	if entries, _ := os.ReadDir(keyless); len(entries) != 0 {
+		t.Errorf("a run that did not start left %d entries in the runs folder", len(entries))
+	}
+
 	ts, v := actingServer(t, root, specs, runtest.Env(srv.URL, "sk-view-test"))
 	host := strings.TrimPrefix(ts.URL, "http://")
-	secret := "the launch is on the 3rd of March"
-	rec := act(t, v, host, "/api/act/start", view.StartRequest{Spec: "spec.yaml", Inputs: map[string]string{"question": "When is the launch?"},
-		Files: []view.UploadFile{{Name: "brief.md", Data: []byte(secret)}}})
+	rec := act(t, v, host, "/api/act/start", start)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)
 	}
