@@ -111,19 +111,19 @@ func randomUploads(rng *rand.Rand, unsafe bool) []view.UploadFile {
 // exactly those files with the same bytes (and run.json names it); a set
 // with one unsafe name is refused at the files field with nothing written.
 func TestUploadsProperty(t *testing.T) {
-	root := t.TempDir()
-	ts, v := actingServer(t, root, designDebate(t), nil)
+	root, specs := t.TempDir(), readSpecs(t)
+	srv := llmtest.New(t, func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "read"} })
+	ts, v := actingServer(t, root, specs, runtest.Env(srv.URL, "sk-view-test"))
 	host := strings.TrimPrefix(ts.URL, "http://")
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 36))
 	t.Logf("seed %d", seed)
 	started := 0
 	for i := 0; i < 40; i++ {
-		unsafe := i%5 != 0 // most draws unsafe: a refusal costs no run
+		unsafe := i%4 != 0
 		files := randomUploads(rng, unsafe)
 		before := snapshot(t, root)
-		req := offlineStart
-		req.Files = files
+		req := view.StartRequest{Spec: "spec.yaml", Inputs: map[string]string{"question": "What do the files say?"}, Files: files}
 		rec := act(t, v, host, "/api/act/start", req)
 		v.Wait()
 		if unsafe {
@@ -153,6 +153,9 @@ func TestUploadsProperty(t *testing.T) {
 				t.Fatalf("%q: %d bytes read back of %d (%v)", f.Name, len(data), len(f.Data), err)
 			}
 		}
+		if res, err := result.Read(dir); err != nil || res.Status != result.StatusCompleted {
+			t.Fatalf("files %q: the run %v %v", names(files), res, err)
+		}
 		m, err := result.ReadManifest(dir)
 		if err != nil || m.ContextDir != ctxDir {
 			t.Fatalf("run.json's context folder %q, want %q (%v)", m.ContextDir, ctxDir, err)
@@ -181,24 +184,25 @@ type endlessUpload struct {
 }
 
 func (e *endlessUpload) Read(p []byte) (int, error) {
-	const head = `{"spec":"spec.yaml","inputs":{"problem":"p"},"files":[{"name":"big.bin","data":"`
+	const head = `{"spec":"spec.yaml","inputs":{"question":"q"},"files":[{"name":"big.bin","data":"`
 	if e.read >= e.size {
 		return 0, io.EOF
 	}
 	if e.read >= e.stop {
 		return 0, errors.New("read past twice the limit")
 	}
+	p = p[:min(len(p), e.size-e.read)]
 	n := 0
-	for ; n < len(p) && e.read < e.size; n++ {
-		if e.read < len(head) {
-			p[n] = head[e.read]
-		} else {
-			p[n] = 'A'
-		}
-		e.read++
+	if e.read < len(head) {
+		n = copy(p, head[e.read:])
 	}
+	copy(p[n:], aaaa[:min(len(p)-n, len(aaaa))])
+	n = min(len(p), n+len(aaaa))
+	e.read += n
 	return n, nil
 }
+
+var aaaa = bytes.Repeat([]byte("A"), 64<<10)
 
 // TestUploadLimits: a file over MaxUploadFile, files over MaxUploadTotal
 // together, too many files: each refused at the files field; a 1 GB
@@ -206,7 +210,7 @@ func (e *endlessUpload) Read(p []byte) (int, error) {
 // the limit is read when it is not. Nothing is written.
 func TestUploadLimits(t *testing.T) {
 	root := t.TempDir()
-	ts, v := actingServer(t, root, designDebate(t), nil)
+	ts, v := actingServer(t, root, readSpecs(t), nil)
 	host := strings.TrimPrefix(ts.URL, "http://")
 	over := []struct {
 		what  string
@@ -223,8 +227,7 @@ func TestUploadLimits(t *testing.T) {
 		}()},
 	}
 	for _, c := range over {
-		req := offlineStart
-		req.Files = c.files
+		req := view.StartRequest{Spec: "spec.yaml", Inputs: map[string]string{"question": "q"}, Files: c.files}
 		if rec := act(t, v, host, "/api/act/start", req); rec.Code != http.StatusUnprocessableEntity || !strings.Contains(rec.Body.String(), `"field":"files"`) {
 			t.Errorf("%s: %d %s", c.what, rec.Code, rec.Body)
 		}
@@ -273,15 +276,22 @@ outputs:
   first: map(latest("first"), {.content})
 `
 
+// readSpecs is a specs folder holding readSpec as spec.yaml.
+func readSpecs(t *testing.T) string {
+	t.Helper()
+	specs := t.TempDir()
+	if err := os.WriteFile(filepath.Join(specs, "spec.yaml"), []byte(readSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return specs
+}
+
 // TestUploadedFileReadByRun: a run started from the view with a file
 // reads it with read_file through the local OpenAI-compatible server: the
 // model is given the uploaded bytes, and the run's output says them. A run
 // that cannot start (no key) leaves none of its files.
 func TestUploadedFileReadByRun(t *testing.T) {
-	root, specs := t.TempDir(), t.TempDir()
-	if err := os.WriteFile(filepath.Join(specs, "spec.yaml"), []byte(readSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	root, specs := t.TempDir(), readSpecs(t)
 	srv := llmtest.New(t, func(r llmtest.Request) llmtest.Reply {
 		for _, m := range r.Messages {
 			if m.Role == "tool" {
