@@ -79,6 +79,12 @@ type Settings struct {
 	// folder itself before Execute. If the folder cannot be put in place,
 	// Execute fails saying why, removes it and empties Run.Dir.
 	EarlyCalls bool
+	// ContextFrom, when set, is a folder of files (the view's uploads)
+	// that Start moves into the new run's directory as context/ and gives
+	// the run as its context folder, as --context DIR would. It must be
+	// on the runs folder's file system; a run that fails to start leaves
+	// neither.
+	ContextFrom string
 }
 
 // Seams are what tests put in place of the network and the clock.
@@ -229,6 +235,13 @@ func Start(plan *spec.Plan, opts Options) (*Run, error) {
 		return nil, err
 	}
 	r.ID, r.Dir = id, staging
+	if opts.ContextFrom != "" {
+		if err := os.Rename(opts.ContextFrom, filepath.Join(staging, "context")); err != nil {
+			_ = os.RemoveAll(staging)
+			return nil, fmt.Errorf("context folder: %w", err)
+		}
+		r.opts.ContextDir = filepath.Join(final, "context")
+	}
 	files, err := r.setUp(budget)
 	if err != nil {
 		if r.journal != nil {

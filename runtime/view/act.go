@@ -181,6 +181,10 @@ func (s *Server) allowed(w http.ResponseWriter, r *http.Request) bool {
 	if subtle.ConstantTimeCompare(got[:], s.act.digest[:]) != 1 {
 		return refuse(http.StatusForbidden, "the view's token is missing or wrong: open the address runner view printed (it carries the token)")
 	}
+	if r.ContentLength > MaxActBody {
+		// Said to be too big: refused before a byte of it is read.
+		return refuse(http.StatusRequestEntityTooLarge, fmt.Sprintf("the request is over %d MB", MaxActBody>>20))
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxActBody)
 	return true
 }
@@ -502,6 +506,9 @@ type StartRequest struct {
 	Matrix   string `json:"matrix,omitempty"`
 	Repeat   int    `json:"repeat,omitempty"`
 	Parallel int    `json:"parallel,omitempty"`
+
+	// Files are the run's context folder (see UploadFile).
+	Files []UploadFile `json:"files,omitempty"`
 }
 
 func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
@@ -525,7 +532,11 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 	}
 	sw, problems := s.sweepFlags(req)
 	given, more := startGiven(plan, req, sw.Sweeping())
-	if problems = append(problems, more...); len(problems) > 0 {
+	problems = append(problems, more...)
+	if problems = append(problems, checkUploads(req.Files)...); len(req.Files) > 0 && sw.Sweeping() {
+		problems = append(problems, FieldError{Field: "files", Message: "files go to a single run's context, not a sweep's"})
+	}
+	if len(problems) > 0 {
 		writeProblems(w, http.StatusUnprocessableEntity, problems...)
 		return
 	}
@@ -555,6 +566,17 @@ func (s *Server) apiStart(w http.ResponseWriter, r *http.Request) {
 	if kind == "sweep" {
 		s.startSweep(ctx, cancel, w, x, l)
 		return
+	}
+	if len(req.Files) > 0 {
+		dir, err := writeUploads(s.root, req.Files)
+		if err != nil {
+			cancel()
+			http.Error(w, "the files could not be written: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		l.Run.ContextFrom = dir
+		// Start moves the folder into the run; what is left is removed.
+		defer os.RemoveAll(dir)
 	}
 	h, err := x.Start(ctx, l)
 	if err != nil {

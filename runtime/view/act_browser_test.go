@@ -19,6 +19,7 @@ import (
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
+	"github.com/debate-runner/runner/runtime/view"
 )
 
 func strconvQuote(s string) string { return strconv.Quote(s) }
@@ -163,10 +164,12 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 	if got := eval[string](b, `document.activeElement.id`); got != "in-problem" {
 		t.Errorf("the focus is on %q, not on the field in error", got)
 	}
-	// A budget the CLI refuses is refused at its field, in the CLI's words.
-	eval[bool](b, `(() => { document.querySelector('#in-problem').value = 'A URL shortener for 100 requests a second'; document.querySelector('#budget').value = 'dollars=3'; return true; })()`)
+	// A budget the CLI refuses is refused at its field, in the CLI's words;
+	// a context file over the limit at its own.
+	eval[bool](b, `(() => { document.querySelector('#in-problem').value = 'A URL shortener for 100 requests a second'; document.querySelector('#budget').value = 'dollars=3';
+	  const dt = new DataTransfer(); dt.items.add(new File([new Uint8Array(`+fmt.Sprint(view.MaxUploadFile+1)+`)], 'big.bin')); document.querySelector('#context-files').files = dt.files; return true; })()`)
 	eval[bool](b, submit)
-	b.wait(`document.querySelector('.field-error[data-field="budget"]').innerText.includes('is no limit')`)
+	b.wait(`document.querySelector('.field-error[data-field="budget"]').innerText.includes('is no limit') && document.querySelector('.field-error[data-field="files"]').innerText.includes('big.bin')`)
 	if got := eval[string](b, `document.querySelector('.field-error[data-field="input:problem"]').innerText`); got != "" {
 		t.Errorf("the fixed field still says %q", got)
 	}
@@ -176,6 +179,7 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 		t.Fatalf("a refused form left %d entries in the runs folder", len(entries))
 	}
 
+	eval[bool](b, `(() => { const dt = new DataTransfer(); dt.items.add(new File(['the notes say 42'], 'notes.md')); document.querySelector('#context-files').files = dt.files; return true; })()`)
 	eval[bool](b, `(() => { document.querySelector('#budget').value = 'cost=0.50'; for (const e of document.querySelectorAll('.field-error')) e.textContent = ''; for (const e of document.querySelectorAll('.invalid')) e.classList.remove('invalid'); return true; })()`)
 	b.docShot("view-start")
 
@@ -188,6 +192,9 @@ func TestStartAndAnswerInBrowser(t *testing.T) {
 	dir := filepath.Join(root, id)
 	if res, err := result.Read(dir); err != nil || res.Status != result.StatusWaiting {
 		t.Fatalf("the run started from the form: %v %v", res, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "context", "notes.md")); string(data) != "the notes say 42" {
+		t.Errorf("the context file picked in the form: %q %v", data, err)
 	}
 	if got := eval[string](b, `document.querySelector('#answer-form').innerText`); !strings.Contains(got, "architect asks") {
 		t.Errorf("the questions are not shown with who asks: %q", got)

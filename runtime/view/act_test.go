@@ -137,7 +137,7 @@ func snapshot(t testing.TB, root string) string {
 
 // guardCase is one acting request, each of its parts right or not.
 type guardCase struct {
-	Endpoint uint8  // which acting request (start, answer, resume, cancel, study, sweep)
+	Endpoint uint8  // which acting request (start, answer, resume, cancel, study, sweep, start with files)
 	Token    string // X-Runner-Token ("-": none)
 	Origin   string // Origin ("-": none)
 	Host     string // Host ("": the view's)
@@ -145,7 +145,7 @@ type guardCase struct {
 	Type     string // Content-Type
 }
 
-var endpoints = []string{"/api/act/start", "/api/act/answer", "/api/act/resume", "/api/act/cancel", "/api/act/study", "/api/act/start"}
+var endpoints = []string{"/api/act/start", "/api/act/answer", "/api/act/resume", "/api/act/cancel", "/api/act/study", "/api/act/start", "/api/act/start"}
 
 // legit reports whether a request carries everything an acting request
 // needs: the token, the view's own host and origin, JSON.
@@ -195,8 +195,10 @@ func (g *guardFixture) check(t *testing.T, c guardCase) {
 	}
 	sweepStart := offlineStart
 	sweepStart.Repeat = 2
+	uploadStart := offlineStart // a start with files (uploads)
+	uploadStart.Files = []view.UploadFile{{Name: "notes.md", Data: []byte("the notes")}}
 	bodies := []any{offlineStart, view.RunRequest{ID: g.id, Answers: map[string]string{"architect.q1": "yes"}}, view.RunRequest{ID: g.id}, view.RunRequest{ID: g.id},
-		view.StudyRequest{Path: "study.yaml"}, sweepStart}
+		view.StudyRequest{Path: "study.yaml"}, sweepStart, uploadStart}
 	path := endpoints[int(c.Endpoint)%len(endpoints)]
 	data, _ := json.Marshal(bodies[int(c.Endpoint)%len(bodies)])
 	host := c.Host

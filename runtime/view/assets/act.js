@@ -108,11 +108,17 @@
       const parallel = el("input", { type: "number", id: "parallel", min: "1", step: "1", value: "4" });
       const budget = el("input", { type: "text", id: "budget", placeholder: "e.g. cost=1, calls=200" });
       const seed = el("input", { type: "number", id: "seed", step: "1", placeholder: "the spec's" });
+      // Files for the run's context folder (<run>/context), which its
+      // file tools read, as runner run --context DIR gives.
+      const files = el("input", { type: "file", id: "context-files", multiple: true, "aria-describedby": "err-files" });
       const submit = el("button", { type: "submit", id: "start", class: "primary" }, "Start the run");
       const form = el("form", { id: "start-form", novalidate: true },
         general,
         sp.description ? el("p", { class: "note" }, sp.description) : null,
         el("h2", {}, "Inputs"), inputs.length ? inputs : el("p", { class: "note" }, "The spec takes no input."),
+        el("div", { class: "field" }, el("label", { class: "flabel", for: "context-files" }, "context files"),
+          el("div", { class: "note" }, "Files the run's tools (read_file, list_files) may read: a plain name each, at most 1 MB a file and 2 MB in all."),
+          files, errBox("files")),
         vars.length ? [el("h2", {}, "Vars"), el("div", { class: "vars" }, vars)] : null,
         el("h2", {}, "Models"), el("p", { class: "note" }, "Models are chosen by name; their keys stay in the environment of runner view."),
         models, allOffline, errBox("models"),
@@ -143,6 +149,7 @@
         for (const s of form.querySelectorAll("select[data-model]")) req.models[s.dataset.model] = s.value;
         submit.disabled = true;
         try {
+          if (files.files.length) req.files = await Promise.all([...files.files].map(async f => ({ name: f.name, data: await base64(f) })));
           const res = await post("/api/act/start", req);
           if (res.ok) { go((res.data.kind === "sweep" ? "/sweep/" : "/run/") + res.data.id); return; }
           const problems = res.data && res.data.problems ? res.data.problems : [{ field: "", message: refusal(res) }];
@@ -166,6 +173,14 @@
       };
       formBox.replaceChildren(form);
     }
+  }
+
+  // base64 is a file's bytes as JSON carries them.
+  async function base64(file) {
+    const bytes = new Uint8Array(await file.arrayBuffer());
+    let bin = "";
+    for (let i = 0; i < bytes.length; i += 0x8000) bin += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+    return btoa(bin);
   }
 
   // The study files of the folder, each started (or gone on with) as
