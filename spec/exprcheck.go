@@ -147,8 +147,9 @@ func (c *compiler) checkGoalIndex(m *ast.MemberNode, fail func(int, string, ...a
 
 // checkNumberOfText refuses int(X) and float(X) of a var or input whose
 // default is text that is not a number (every run with the default fails),
-// and for an input of free text: a run fails when it is not a number, and
-// declaring the input a number moves that check to --input, before any call.
+// and for an input of free text with no default: a run fails when it is not
+// a number, and declaring the input a number moves that check to --input,
+// before any call. An input whose text default is a number is warned of.
 func (c *compiler) checkNumberOfText(p *pendingExpr, b *ast.BuiltinNode, fail func(int, string, ...any)) {
 	if (b.Name != "int" && b.Name != "float") || len(b.Arguments) != 1 {
 		return
@@ -189,6 +190,10 @@ func (c *compiler) checkNumberOfText(p *pendingExpr, b *ast.BuiltinNode, fail fu
 				// A number default makes the input a number.
 			case in.HasDefault && !parses(s):
 				fail(b.Location().From, "%s(inputs.%s) fails: the input's default %q is not a number", b.Name, prop.Value, s)
+			case in.HasDefault:
+				// Text that is a number: the default runs; another value
+				// given with --input may not.
+				c.r.Warnf(c.offsetPos(p.e, p.prog.Source, b.Location().From), "%s: %s(inputs.%s) reads a number from text: a run whose input %q is not a number fails here; give the input a number default (default: %s, unquoted), which makes it a number that --input checks", p.what, b.Name, prop.Value, prop.Value, strings.TrimSpace(s))
 			default:
 				fail(b.Location().From, "%s(inputs.%s) reads a number from free text: a run whose input %q is not a number would fail here, after the calls before it; declare the input with a number default (default: 0), which makes it a number that --input checks", b.Name, prop.Value, prop.Value)
 			}

@@ -209,7 +209,7 @@ func (g *replyGen) value(schema any, label string, depth int) any {
 		if b, ok := schema.(bool); ok && !b {
 			return nil
 		}
-		return g.text(label)
+		return g.untyped(label, depth)
 	}
 	if ref, ok := s["$ref"].(string); ok {
 		if t, ok := g.resolve(ref).(map[string]any); ok {
@@ -306,7 +306,31 @@ func (g *replyGen) value(schema any, label string, depth int) any {
 	case "null":
 		return nil
 	}
+	if s["type"] == nil && typ == "string" && !hasStringKeywords(s) {
+		return g.untyped(label, depth)
+	}
 	return g.str(s, label)
+}
+
+// untyped is a part of a reply its schema leaves untyped (no type, or no
+// schema): a model may put any value there, so the boundary profile puts a
+// number where the others put text.
+func (g *replyGen) untyped(label string, depth int) any {
+	if g.p == Boundary && depth > 0 {
+		return 7
+	}
+	return g.text(label)
+}
+
+// hasStringKeywords says whether an untyped schema constrains strings
+// (a pattern, a length, a format), which a number would not meet.
+func hasStringKeywords(s map[string]any) bool {
+	for _, k := range []string{"pattern", "minLength", "maxLength", "format"} {
+		if _, ok := s[k]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (g *replyGen) resolve(ref string) any {

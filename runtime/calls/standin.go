@@ -138,7 +138,7 @@ func (g jsonGen) alternative(s map[string]any, key string, alt any) any {
 func (g jsonGen) value(schema any, text string, depth int) any {
 	s, ok := schema.(map[string]any)
 	if !ok || depth > maxStandInDepth {
-		return text
+		return g.untyped(text, depth)
 	}
 	if ref, ok := s["$ref"].(string); ok {
 		if target := g.resolve(ref); target != nil {
@@ -266,6 +266,19 @@ func (g jsonGen) value(schema any, text string, depth int) any {
 			out[n] = g.value(props[n], text, depth+1)
 		}
 		return out
+	}
+	return g.untyped(text, depth)
+}
+
+// untyped stands in for a part of a reply its schema leaves untyped (an
+// item or property with no type, or none): text in the shortest replies
+// and a number in the longest, so that what a model may put there is
+// tried as both kinds, and an expression that works for one only (sorting
+// or comparing such items with typed ones) fails on some paths, which
+// validate warns of. The reply as a whole keeps its label.
+func (g jsonGen) untyped(text string, depth int) any {
+	if g.long && depth > 0 {
+		return int64(depth)
 	}
 	return text
 }
