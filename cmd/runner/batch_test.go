@@ -21,7 +21,7 @@ func TestRunBatchFlag(t *testing.T) {
 	t.Cleanup(func() { sweep.BatchWindow, sweep.BatchPoll = window, poll })
 	srv := batchtest.New(t)
 	runs := t.TempDir()
-	code, _, stderr := invoke(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "sk-batch-test"},
+	code, _, stderr := invoke(t, map[string]string{"OPENAI_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "sk-batch-test", "RUNNER_BATCH_LOCAL": "1"},
 		"run", debateSpec, "--dataset", datasetFile, "--batch", "--no-cache", "--runs-dir", runs, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, stderr)

@@ -274,8 +274,8 @@ func batchable(ep *spec.EndpointPlan, getenv func(string) string) error {
 	if expanded, err := spec.ExpandEnv(base, getenv); err == nil {
 		base = expanded
 	}
-	if proto.Local(base) {
-		return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers", ep.Name, where)
+	if proto.Local(base) && getenv("RUNNER_BATCH_LOCAL") == "" {
+		return exitcode.Errorf(exitcode.Usage, "--batch: endpoint %q (%s) runs on this machine, where no batch API answers (a local gateway that serves one: set RUNNER_BATCH_LOCAL=1)", ep.Name, where)
 	}
 	return nil
 }
