@@ -143,10 +143,10 @@ func (v Verdict) warnedOfEveryFailure() bool {
 		if j := strings.LastIndex(gist, "): "); j >= 0 {
 			gist = gist[j+3:]
 		}
-		gist = numberKinds.ReplaceAllString(gist, "number")
+		gist = sameFailure(gist)
 		warned := false
 		for _, w := range v.Warnings {
-			if strings.Contains(w, node) && strings.Contains(w, "it depends only on the replies") && strings.Contains(numberKinds.ReplaceAllString(w, "number"), gist) && placed.MatchString(w) {
+			if strings.Contains(w, node) && strings.Contains(w, "it depends only on the replies") && strings.Contains(sameFailure(w), gist) && placed.MatchString(w) {
 				warned = true
 				break
 			}
@@ -163,6 +163,26 @@ func (v Verdict) warnedOfEveryFailure() bool {
 // the same place (a decimal where the reply held a whole number), so
 // "string < float64" warned of is the run's "string < int".
 var numberKinds = regexp.MustCompile(`\b(int|int8|int16|int32|int64|uint|uint8|uint16|uint32|uint64|float32|float64)\b`)
+
+// binaryOp is expr's message for an operator over values of kinds it does
+// not take, with the operator's place in the expression.
+var binaryOp = regexp.MustCompile(`invalid operation: (\S+) (\S+) (\S+) (\(\d+:\d+\))`)
+
+// sameFailure words a failure so that the path check's warning and a run's
+// failure of the same operation read alike: number kinds as one, and the
+// operands of an operator in either order (a stand-in may put the number
+// on the side where a model's reply put the text).
+func sameFailure(msg string) string {
+	msg = numberKinds.ReplaceAllString(msg, "number")
+	return binaryOp.ReplaceAllStringFunc(msg, func(m string) string {
+		p := binaryOp.FindStringSubmatch(m)
+		a, b := p[1], p[3]
+		if b < a {
+			a, b = b, a
+		}
+		return "invalid operation: " + p[2] + " over " + a + " and " + b + " " + p[4]
+	})
+}
 
 // placed is a diagnostic's file:line:col.
 var placed = regexp.MustCompile(`^[^ :]+:\d+:\d+: `)

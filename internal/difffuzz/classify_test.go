@@ -1,7 +1,9 @@
 package difffuzz
 
 import (
+	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +54,42 @@ func TestWarnedNeedsItsWarning(t *testing.T) {
 		}
 		if got != want {
 			t.Fatalf("%q, %d of %d profiles failing: %s, want %s", w, failing, len(Profiles), got, want)
+		}
+	}
+}
+
+// TestSameFailureReadsOperandsAlike: a failure of one operator at one
+// place reads alike whichever side holds which kind and whatever kind of
+// number it is, and unlike one of another operator, place or pair of kinds.
+func TestSameFailureReadsOperandsAlike(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	kinds := []string{"string", "int", "float64", "int64", "bool", "<nil>", "map"}
+	ops := []string{"<", ">", "<=", ">=", "+", "-"}
+	msg := func(a, op, b string, pos int) string {
+		return fmt.Sprintf(`node "n": value (x): invalid operation: %s %s %s (1:%d)`, a, op, b, pos)
+	}
+	kind := func(k string) string {
+		if strings.HasPrefix(k, "int") || strings.HasPrefix(k, "float") {
+			return "number"
+		}
+		return k
+	}
+	pair := func(a, b string) [2]string {
+		a, b = kind(a), kind(b)
+		if b < a {
+			a, b = b, a
+		}
+		return [2]string{a, b}
+	}
+	for trial := 0; trial < 3000; trial++ {
+		a, b, op, pos := kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], ops[rng.Intn(len(ops))], 1+rng.Intn(3)
+		c, d, op2, pos2 := kinds[rng.Intn(len(kinds))], kinds[rng.Intn(len(kinds))], ops[rng.Intn(len(ops))], 1+rng.Intn(3)
+		if sameFailure(msg(a, op, b, pos)) != sameFailure(msg(b, op, a, pos)) {
+			t.Fatalf("%s and its operands swapped read differently", msg(a, op, b, pos))
+		}
+		want := pair(a, b) == pair(c, d) && op == op2 && pos == pos2
+		if got := sameFailure(msg(a, op, b, pos)) == sameFailure(msg(c, op2, d, pos2)); got != want {
+			t.Fatalf("%q and %q read alike: %v, want %v", msg(a, op, b, pos), msg(c, op2, d, pos2), got, want)
 		}
 	}
 }

@@ -39,7 +39,7 @@ func standIn(shape kit.Shape, label string, long bool) string {
 		if len(shape.Schema) > 0 {
 			_ = json.Unmarshal(shape.Schema, &schema)
 		}
-		g := jsonGen{root: schema, long: long}
+		g := jsonGen{root: schema, long: long, untypedSeen: new(int)}
 		v := fitSchema(shape.Schema, g.value(schema, text, 0))
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
@@ -79,6 +79,8 @@ type jsonGen struct {
 	root any
 	// long makes lists up to three items long, not as short as allowed.
 	long bool
+	// untypedSeen counts the untyped parts a long reply has made so far.
+	untypedSeen *int
 }
 
 // resolve follows a local reference ("#/$defs/name", "#/definitions/x").
@@ -271,14 +273,18 @@ func (g jsonGen) value(schema any, text string, depth int) any {
 }
 
 // untyped stands in for a part of a reply its schema leaves untyped (an
-// item or property with no type, or none): text in the shortest replies
-// and a number in the longest, so that what a model may put there is
-// tried as both kinds, and an expression that works for one only (sorting
-// or comparing such items with typed ones) fails on some paths, which
-// validate warns of. The reply as a whole keeps its label.
+// item or property with no type, or none): text in the shortest replies,
+// and in the longest a number and text in turn (a number first), so that
+// what a model may put there is tried as both kinds, alone and mixed in
+// one list, and an expression that works for one only (sorting or
+// comparing such parts with typed ones or each other) fails on some paths,
+// which validate warns of. The reply as a whole keeps its label.
 func (g jsonGen) untyped(text string, depth int) any {
-	if g.long && depth > 0 {
-		return int64(depth)
+	if g.long && depth > 0 && g.untypedSeen != nil {
+		*g.untypedSeen++
+		if *g.untypedSeen%2 == 1 {
+			return int64(depth)
+		}
 	}
 	return text
 }
