@@ -68,8 +68,15 @@ func Line(w io.Writer, typ string, data any) {
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"type": typ, "error": err.Error()})
 	}
+	lineMu.Lock()
+	defer lineMu.Unlock()
 	fmt.Fprintln(w, string(b))
 }
+
+// lineMu keeps whole the lines that a command's goroutines tell at once
+// (a sweep's runs ending while its batches report), and their writer safe
+// when it is no file (a buffer in tests, a pipe's writer).
+var lineMu sync.Mutex
 
 // calls counts a node's model calls as they are requested: first asks,
 // repairs (a reply re-asked after it did not parse) and tool round trips

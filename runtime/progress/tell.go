@@ -22,6 +22,8 @@ func (t Teller) Say(typ string, data any, text string) {
 		Line(t.W, typ, data)
 		return
 	}
+	lineMu.Lock()
+	defer lineMu.Unlock()
 	fmt.Fprintln(t.W, text)
 }
 
@@ -34,6 +36,8 @@ func (t Teller) Warn(msg string) {
 // JSON line each.
 func (t Teller) Diagnostics(diags syntax.Diagnostics) {
 	if !t.JSON {
+		lineMu.Lock()
+		defer lineMu.Unlock()
 		fmt.Fprint(t.W, diags.Format())
 		return
 	}
