@@ -57,22 +57,53 @@ func freePort(t testing.TB) int {
 // devServer starts a Temporal development server (in memory, no UI) for
 // the test, with args added to its command line, and returns its frontend
 // address.
+//
+// Its ports are picked free and then handed to the server, so another
+// process may take one in between (CI once saw the HTTP port taken by a
+// parallel test package). A server that says a port is in use, or ends
+// before it answers, is started again on new ports, up to four times.
 func devServer(t testing.TB, args ...string) string {
 	t.Helper()
 	cli := temporalCLI(t)
+	var last string
+	for attempt := 0; attempt < 4; attempt++ {
+		addr, out, ok := startDevServer(t, cli, args)
+		if ok {
+			return addr
+		}
+		last = out
+		if !strings.Contains(out, "address already in use") {
+			break
+		}
+		t.Logf("the Temporal dev server found a port taken; starting it again on new ports")
+	}
+	t.Fatalf("the Temporal dev server did not come up:\n%s", last)
+	return ""
+}
+
+// startDevServer makes one try at starting the dev server. It gives the
+// address and true once the server answers a health check; else what the
+// server printed and false, the server stopped.
+func startDevServer(t testing.TB, cli string, args []string) (string, string, bool) {
+	t.Helper()
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(cli, append([]string{"server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port", fmt.Sprint(port),
 		"--http-port", fmt.Sprint(freePort(t)), "--metrics-port", fmt.Sprint(freePort(t)), "--log-level", "error"}, args...)...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+	ended := make(chan struct{})
+	go func() {
 		_ = cmd.Wait()
-	})
+		close(ended)
+	}()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-ended
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
@@ -81,11 +112,18 @@ func devServer(t testing.TB, args ...string) string {
 			_, err = c.CheckHealth(ctx, nil)
 			c.Close()
 			if err == nil {
-				return addr
+				t.Cleanup(stop)
+				return addr, "", true
 			}
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("the Temporal dev server did not come up at %s: %v\n%s", addr, err, out.String())
+		select {
+		case <-ended:
+			return addr, fmt.Sprintf("it ended before answering at %s: %v\n%s", addr, err, out.String()), false
+		default:
+		}
+		if strings.Contains(out.String(), "address already in use") || ctx.Err() != nil {
+			stop()
+			return addr, fmt.Sprintf("no answer at %s: %v\n%s", addr, err, out.String()), false
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
