@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -46,29 +47,54 @@ func startMockLLM(t *testing.T) string {
 	if _, err := os.Stat(command); err != nil {
 		t.Fatalf("RUNNER_MOCK_LLM: %v", err)
 	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mock-llm.yaml")
+	if err := os.WriteFile(cfg, []byte(mockLLMConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The port is picked free and then handed to mock-llm, so another
+	// process may take it in between: a server that ends before it answers
+	// is started again on a new port, up to four times.
+	var last string
+	for attempt := 0; attempt < 4; attempt++ {
+		root, out, ok := tryMockLLM(t, command, dir, cfg)
+		if ok {
+			return root + "/v1"
+		}
+		last = out
+	}
+	t.Fatalf("mock-llm did not come up: %s", last)
+	return ""
+}
+
+// tryMockLLM makes one try at starting mock-llm on a free port. It gives
+// the server's root and true once /health answers 200; else what went wrong
+// and false, the server stopped.
+func tryMockLLM(t *testing.T, command, dir, cfg string) (string, string, bool) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "mock-llm.yaml")
-	if err := os.WriteFile(cfg, []byte(mockLLMConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(command, "--config", cfg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port))
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting mock-llm: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
+	ended := make(chan struct{})
+	go func() {
 		_ = cmd.Wait()
-	})
+		close(ended)
+	}()
+	stop := func() {
+		_ = cmd.Process.Kill()
+		<-ended
+	}
 	root := fmt.Sprintf("http://127.0.0.1:%d", port)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -76,14 +102,39 @@ func startMockLLM(t *testing.T) string {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return root + "/v1"
+				t.Cleanup(stop)
+				return root, "", true
 			}
 		}
+		select {
+		case <-ended:
+			return root, fmt.Sprintf("it ended before answering on %s: %v\n%s", root, err, log.String()), false
+		default:
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("mock-llm did not come up on %s within 30s: %v\n%s", root, err, log.String())
+			stop()
+			return root, fmt.Sprintf("no answer on %s within 30s: %v\n%s", root, err, log.String()), false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// lockedBuffer is a buffer a process writes to while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestReasoningDebateOnMockLLM runs examples/reasoning-debate with the real
