@@ -7,7 +7,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/spec/syntax"
@@ -63,12 +66,77 @@ func rememberedCheck(plan *spec.Plan, dir, binary string) syntax.Diagnostics {
 	if data, err := os.ReadFile(file); err == nil {
 		var v pathVerdict
 		if json.Unmarshal(data, &v) == nil && v.Version == pathVerdictVersion {
+			// Used: it counts as new for pruning (see pruneVerdicts).
+			now := time.Now()
+			_ = os.Chtimes(file, now, now)
 			return v.Diagnostics
 		}
 	}
 	diags := CheckPaths(plan)
-	_ = writeVerdict(file, pathVerdict{Version: pathVerdictVersion, Diagnostics: diags})
+	if writeVerdict(file, pathVerdict{Version: pathVerdictVersion, Diagnostics: diags}) == nil {
+		pruneVerdicts(filepath.Dir(file), filepath.Base(file), time.Now(), maxPathVerdicts, maxPathVerdictAge)
+	}
 	return diags
+}
+
+// Pruning of the verdicts' folder, done when a verdict is written: a
+// verdict is kept while it is among the newest maxPathVerdicts and younger
+// than maxPathVerdictAge (by modification time, which a verdict read back
+// renews), so the folder stays small however many specs and binaries
+// (each build names its own verdicts) it has seen. Temporary files of
+// writes that never finished are removed after the same age.
+const (
+	maxPathVerdicts   = 256
+	maxPathVerdictAge = 30 * 24 * time.Hour
+)
+
+// pruneVerdicts removes from dir the verdicts pruning drops (see above: at
+// most most verdicts, none older than age), as of now, never keep (the
+// verdict just written, which counts among the most). What cannot be read
+// or removed is left: pruning only keeps the folder small.
+func pruneVerdicts(dir, keep string, now time.Time, most int, age time.Duration) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	type verdictFile struct {
+		name string
+		mod  time.Time
+	}
+	var verdicts []verdictFile
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || name == keep {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		switch {
+		case now.Sub(info.ModTime()) > age:
+			if strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".tmp-") {
+				_ = os.Remove(filepath.Join(dir, name))
+			}
+		case strings.HasSuffix(name, ".json"):
+			verdicts = append(verdicts, verdictFile{name, info.ModTime()})
+		}
+	}
+	// The verdict just written is the newest; of the others the newest
+	// most-1 stay (at the same time: by name, so the choice is the same
+	// whichever order the folder lists them in).
+	if len(verdicts) < most {
+		return
+	}
+	slices.SortFunc(verdicts, func(a, b verdictFile) int {
+		if c := b.mod.Compare(a.mod); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	for _, v := range verdicts[max(0, most-1):] {
+		_ = os.Remove(filepath.Join(dir, v.name))
+	}
 }
 
 // writeVerdict writes v to file whole or not at all: a temporary file in

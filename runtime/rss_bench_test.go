@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/debate-runner/runner/internal/runtest"
 )
@@ -25,33 +26,40 @@ import (
 // the run's end builds to write result.json and the reports) per kept
 // message: the peak less that of a run of 10 turns (the least of three),
 // over the messages of result.json, at 1,000, 5,000 and 20,000 turns
-// (KB/msg@1k, @5k, @20k), and the peaks themselves (peak-MB@...).
+// (KB/msg@1k, @5k, @20k), the peaks themselves (peak-MB@...), and the
+// process's CPU time per kept message (cpu-us/msg@...).
+// RUNNER_RSS_BINARY=FILE measures that binary instead of building one, so
+// that two builds can be measured in turn (interleaved rounds).
 func BenchmarkPeakRSSPerMessage(b *testing.B) {
 	var bin runtest.Binary
 	defer bin.Remove()
-	path := bin.Path(b, "../cmd/runner")
+	path := os.Getenv("RUNNER_RSS_BINARY")
+	if path == "" {
+		path = bin.Path(b, "../cmd/runner")
+	}
 	sizes := []int{1000, 5000, 20000}
 	for b.Loop() {
 		// The least of three: a short run's peak varies by a few MB.
-		base, _ := peakRSS(b, path, 10)
+		base, _, _ := peakRSS(b, path, 10)
 		for range 2 {
-			kb, _ := peakRSS(b, path, 10)
+			kb, _, _ := peakRSS(b, path, 10)
 			base = min(base, kb)
 		}
 		for _, n := range sizes {
-			peak, msgs := peakRSS(b, path, n)
+			peak, msgs, cpu := peakRSS(b, path, n)
 			label := fmt.Sprintf("@%dk", n/1000)
 			b.ReportMetric(float64(peak-base)/float64(msgs), "KB/msg"+label)
 			b.ReportMetric(float64(peak)/1024, "peak-MB"+label)
+			b.ReportMetric(float64(cpu.Microseconds())/float64(msgs), "cpu-us/msg"+label)
 		}
 		b.ReportMetric(float64(base)/1024, "peak-MB@10")
 	}
 }
 
 // peakRSS runs the long conversation for turns turns with the binary at
-// path and returns its peak resident memory in KB and the messages its
-// result.json keeps.
-func peakRSS(b *testing.B, path string, turns int) (kb int64, messages int) {
+// path and returns its peak resident memory in KB, the messages its
+// result.json keeps and the CPU time (user and system) it took.
+func peakRSS(b *testing.B, path string, turns int) (kb int64, messages int, cpu time.Duration) {
 	b.Helper()
 	tr := newConverseTransport(8)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -90,5 +98,6 @@ func peakRSS(b *testing.B, path string, turns int) (kb int64, messages int) {
 	if err := json.Unmarshal(data, &res); err != nil {
 		b.Fatal(err)
 	}
-	return ru.Maxrss, len(res.Messages)
+	cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru.Maxrss, len(res.Messages), cpu
 }
