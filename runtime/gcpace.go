@@ -6,11 +6,19 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 )
 
 // gcHeadroom is how far past the live heap the collector lets a paced
 // process's heap grow before it collects (see PaceGC).
 const gcHeadroom = 4 << 20
+
+// gcTightHeadroom is the headroom of a paced process during work that
+// makes garbage fast over a heap holding little else (see tightGC).
+const gcTightHeadroom = 1 << 20
+
+// pacing is the pacer PaceGC started, while it paces.
+var pacing atomic.Pointer[gcPacer]
 
 // PaceGC has the collector let the heap grow a fixed few megabytes past
 // what is live (gcHeadroom), rather than by the live heap again, for the
@@ -34,8 +42,10 @@ func gcPercent(live, headroom uint64) int {
 }
 
 type gcPacer struct {
-	headroom uint64
-	sample   []metrics.Sample
+	usual  uint64 // the headroom it was started with
+	sample []metrics.Sample
+
+	headroom uint64 // the headroom now: usual, or tighter (tightGC); under mu
 
 	mu      sync.Mutex
 	stopped bool
@@ -53,17 +63,51 @@ func paceGC(headroom uint64, getenv func(string) string) (stop func()) {
 	if getenv("GOGC") != "" || getenv("GOMEMLIMIT") != "" {
 		return func() {}
 	}
-	p := &gcPacer{headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
+	p := &gcPacer{usual: headroom, headroom: headroom, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}}
 	p.percent = gcPercent(p.live(), headroom)
 	prev := debug.SetGCPercent(p.percent)
 	p.arm()
+	pacing.Store(p)
 	return func() {
+		pacing.CompareAndSwap(p, nil)
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if !p.stopped {
 			p.stopped = true
 			debug.SetGCPercent(prev)
 		}
+	}
+}
+
+// tightGC has the pacer, if one paces (PaceGC), let the heap grow only
+// gcTightHeadroom past what is live, until the returned func is called.
+// For the work a run does before its first call and after its last (the
+// path check's walks, the result and the reports written): their garbage
+// is most of what they allocate, and at a few megabytes of live heap the
+// usual headroom over it set a run's peak memory, not what the run keeps.
+// The percent still stays at least 25 (see gcPercent), so a large heap
+// collects as often as before.
+func tightGC() (restore func()) {
+	p := pacing.Load()
+	if p == nil {
+		return func() {}
+	}
+	p.setHeadroom(gcTightHeadroom)
+	return func() { p.setHeadroom(p.usual) }
+}
+
+// setHeadroom sets the headroom and the percent for it at once, so that a
+// collection already due under the tighter headroom starts now.
+func (p *gcPacer) setHeadroom(h uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.headroom == h {
+		return
+	}
+	p.headroom = h
+	if pc := gcPercent(p.live(), h); pc != p.percent {
+		p.percent = pc
+		debug.SetGCPercent(pc)
 	}
 }
 

@@ -69,3 +69,53 @@ func TestPaceGCFollowsTheLiveHeap(t *testing.T) {
 		t.Errorf("stopped: percent %d, want %d as before", after, before)
 	}
 }
+
+// TestTightGCNarrowsTheHeadroomUntilRestored: paced with a headroom of
+// 4 MB over a live heap of 8 MB and more (at most 50 percent), tightGC
+// collects at the tight headroom's percent (the least, 25) and restoring
+// puts back the pacer's own; without a pacer, or once it stopped, tightGC leaves the
+// percent alone.
+func TestTightGCNarrowsTheHeadroomUntilRestored(t *testing.T) {
+	before := currentGCPercent()
+	tightGC()()
+	if got := currentGCPercent(); got != before {
+		t.Fatalf("no pacer: tightGC changed the percent from %d to %d", before, got)
+	}
+	stop := paceGC(4<<20, func(string) string { return "" })
+	defer stop()
+	live := make([][]byte, 8)
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	settle := func(want int) int {
+		deadline := time.Now().Add(5 * time.Second)
+		for currentGCPercent() != want && time.Now().Before(deadline) {
+			goruntime.GC()
+			time.Sleep(time.Millisecond) // the finalizer runs after the collection
+		}
+		return currentGCPercent()
+	}
+	// The live heap is 8 MB and what the test process holds besides.
+	goruntime.GC()
+	usual := settle(gcPercent(pacing.Load().live(), 4<<20))
+	if usual <= 25 || usual > 50 {
+		t.Fatalf("paced over 8 MB live and more: percent %d, want within (25, 50]", usual)
+	}
+	restore := tightGC()
+	if got := settle(25); got != 25 {
+		t.Errorf("tight: percent %d, want 25 (1 MB over 8 MB is under the least)", got)
+	}
+	restore()
+	if got := settle(usual); got != usual {
+		t.Errorf("restored: percent %d, want %d", got, usual)
+	}
+	goruntime.KeepAlive(live)
+	stop()
+	if got := currentGCPercent(); got != before {
+		t.Errorf("stopped: percent %d, want %d as before", got, before)
+	}
+	tightGC()()
+	if got := currentGCPercent(); got != before {
+		t.Errorf("stopped pacer: tightGC changed the percent from %d to %d", before, got)
+	}
+}

@@ -686,6 +686,8 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	if status == result.StatusCompleted && r.Plan.Judge != nil {
 		judgements = r.judge(ctx, outputs)
 	}
+	// What is built and written from here on is garbage once on disk.
+	defer tightGC()()
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	res.Conclusion = conclusion
 	switch {

@@ -128,10 +128,14 @@ func Addressed(m value.Message) bool { return m.To != "" && m.To != m.From }
 func Dynamics(msgs []value.Message) []GoalDynamics {
 	type key struct{ node, goal string }
 	var order []key
-	threads := map[key][]value.Message{}
+	// A thread's messages are pointed at, not copied: a copy of every
+	// message at the end of a long run was most of the memory its result
+	// took to make.
+	threads := map[key][]*value.Message{}
 	listed := map[key]bool{}
-	for _, m := range msgs {
-		if !Speech(m) {
+	for i := range msgs {
+		m := &msgs[i]
+		if !Speech(*m) {
 			continue
 		}
 		k := key{m.Node, m.Goal}
@@ -139,7 +143,7 @@ func Dynamics(msgs []value.Message) []GoalDynamics {
 			order = append(order, k)
 		}
 		threads[k] = append(threads[k], m)
-		listed[k] = listed[k] || m.Verdict != "" || (m.Whisper && Addressed(m))
+		listed[k] = listed[k] || m.Verdict != "" || (m.Whisper && Addressed(*m))
 	}
 	var out []GoalDynamics
 	for _, k := range order {
@@ -157,7 +161,7 @@ type pending struct {
 }
 
 // thread reads one thread's messages, in order.
-func thread(node, goal string, ms []value.Message) GoalDynamics {
+func thread(node, goal string, ms []*value.Message) GoalDynamics {
 	d := GoalDynamics{Node: node, Goal: goal, Messages: len(ms)}
 	idx := map[string]int{}
 	voters := map[string]bool{}
@@ -178,7 +182,7 @@ func thread(node, goal string, ms []value.Message) GoalDynamics {
 	for i, m := range ms {
 		a := &d.Participants[idx[m.From]]
 		a.Messages++
-		if Addressed(m) {
+		if Addressed(*m) {
 			edges := public
 			if m.Whisper {
 				edges = whispers
