@@ -46,6 +46,7 @@ type gcPacer struct {
 	sample []metrics.Sample
 
 	headroom uint64 // the headroom now: usual, or tighter (tightGC); under mu
+	tight    int    // tightGC calls not yet restored; under mu
 
 	mu      sync.Mutex
 	stopped bool
@@ -80,27 +81,35 @@ func paceGC(headroom uint64, getenv func(string) string) (stop func()) {
 }
 
 // tightGC has the pacer, if one paces (PaceGC), let the heap grow only
-// gcTightHeadroom past what is live, until the returned func is called.
-// For the work a run does before its first call and after its last (the
-// path check's walks, the result and the reports written): their garbage
-// is most of what they allocate, and at a few megabytes of live heap the
-// usual headroom over it set a run's peak memory, not what the run keeps.
-// The percent still stays at least 25 (see gcPercent), so a large heap
-// collects as often as before.
+// gcTightHeadroom past what is live, until the returned func is called
+// (and every other tightGC's of the time: the runs of a sweep end in one
+// process). For the work a run does before its first call and after its
+// last (the path check's walks, the result and the reports written): their
+// garbage is most of what they allocate, and at a few megabytes of live
+// heap the usual headroom over it set a run's peak memory, not what the
+// run keeps. The percent still stays at least 25 (see gcPercent), so a
+// large heap collects as often as before.
 func tightGC() (restore func()) {
 	p := pacing.Load()
 	if p == nil {
 		return func() {}
 	}
-	p.setHeadroom(gcTightHeadroom)
-	return func() { p.setHeadroom(p.usual) }
+	p.tighten(1)
+	var once sync.Once
+	return func() { once.Do(func() { p.tighten(-1) }) }
 }
 
-// setHeadroom sets the headroom and the percent for it at once, so that a
-// collection already due under the tighter headroom starts now.
-func (p *gcPacer) setHeadroom(h uint64) {
+// tighten counts a tightGC begun (+1) or ended (-1) and sets the headroom
+// and the percent for it at once, so that a collection already due under
+// the tighter headroom starts now.
+func (p *gcPacer) tighten(by int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.tight += by
+	h := p.usual
+	if p.tight > 0 {
+		h = gcTightHeadroom
+	}
 	if p.stopped || p.headroom == h {
 		return
 	}
