@@ -71,7 +71,7 @@ func TestPaceGCFollowsTheLiveHeap(t *testing.T) {
 }
 
 // TestTightGCNarrowsTheHeadroomUntilRestored: paced with a headroom of
-// 4 MB over a live heap of 8 MB and more (at most 50 percent), tightGC
+// 64 MB over a live heap of 8 MB and more (over 25 percent), tightGC
 // collects at the tight headroom's percent (the least, 25) until every
 // tightGC of the time is restored (a restore called twice counts once),
 // and then the pacer's own is back; without a pacer, or once it stopped, tightGC leaves the
@@ -82,7 +82,9 @@ func TestTightGCNarrowsTheHeadroomUntilRestored(t *testing.T) {
 	if got := currentGCPercent(); got != before {
 		t.Fatalf("no pacer: tightGC changed the percent from %d to %d", before, got)
 	}
-	stop := paceGC(4<<20, func(string) string { return "" })
+	// A usual headroom of 64 MB: whatever else the test process holds
+	// (the package's other tests), under 256 MB it collects above 25.
+	stop := paceGC(64<<20, func(string) string { return "" })
 	defer stop()
 	live := make([][]byte, 8)
 	for i := range live {
@@ -98,9 +100,9 @@ func TestTightGCNarrowsTheHeadroomUntilRestored(t *testing.T) {
 	}
 	// The live heap is 8 MB and what the test process holds besides.
 	goruntime.GC()
-	usual := settle(gcPercent(pacing.Load().live(), 4<<20))
-	if usual <= 25 || usual > 50 {
-		t.Fatalf("paced over 8 MB live and more: percent %d, want within (25, 50]", usual)
+	usual := settle(gcPercent(pacing.Load().live(), 64<<20))
+	if usual <= 25 {
+		t.Fatalf("paced at 64 MB over 8 MB live and more: percent %d, want over 25", usual)
 	}
 	restore := tightGC()
 	if got := settle(25); got != 25 {
