@@ -71,8 +71,6 @@ var denseRenders = false
 // count at its declared maximum (spec.Plan.AtCountMaximum), what no
 // validated run passes; what fails only there is reported as such.
 func CheckPaths(plan *spec.Plan) syntax.Diagnostics {
-	// The walks' runs are garbage once walked (see tightGC).
-	defer tightGC()()
 	diags := checkPaths(plan)
 	if plan == nil || plan.CountExprs == 0 {
 		return diags
