@@ -21,6 +21,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/prefix"
 	"github.com/debate-runner/runner/runtime/report"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
@@ -30,10 +31,8 @@ import (
 type usageBook struct {
 	mu     sync.Mutex
 	report result.UsageReport
-	// recent are each agent's latest requests (see prefixTokens).
-	recent map[string][]recentRequest
-	// recentByModel are the latest requests to each model (see cacheable).
-	recentByModel map[string][]recentCall
+	// recent are the run's latest requests, by agent and by model.
+	recent prefix.Book
 }
 
 func newUsageBook() *usageBook {
@@ -48,7 +47,7 @@ type usageKey struct {
 	node, agent string
 	round       int
 	goal        string
-	// call is the call key; see prefixTokens.
+	// call is the call key; see prefix.Book.Tokens.
 	call string
 }
 
@@ -60,7 +59,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens) * rep.PriceFactor()
 		priced, builtin = true, model.Price.Builtin
 	}
-	prefix, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
+	repeated, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
 	var rules result.CacheRules
 	one := func(u result.Usage) result.Usage {
 		if u.Calls == 0 {
@@ -71,7 +70,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.CompletionTokens += rep.CompletionTokens
 		u.CachedTokens += rep.CachedTokens
 		u.CacheWriteTokens += rep.CacheWriteTokens
-		u.PrefixTokens += prefix
+		u.PrefixTokens += repeated
 		u.CacheableTokens += cacheAgent
 		u.RunCacheableTokens += cacheModel
 		u.CacheableByRule.Add(rules, u.PromptTokens)
@@ -96,7 +95,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	prefix = b.prefixTokens(k.agent, k.call, request, rep.PromptTokens)
+	repeated = b.recent.Tokens(k.agent, k.call, request, rep.PromptTokens)
 	if model != nil {
 		id := model.Model
 		if model.Endpoint != nil {
@@ -363,3 +362,14 @@ func redactResult(red *journal.Redactor, res *result.Result) error {
 	}
 	return redactValue(red, res)
 }
+
+// cacheable is the usage book's cacheable tokens of a request (see
+// prefix.Book.Cacheable). Call with b.mu held.
+func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, marks []int, promptTokens int) (byAgent, byModel int, rules result.CacheRules) {
+	return b.recent.Cacheable(agent, model, key, msgs, marks, promptTokens)
+}
+
+// The names the usage book's tests know the prompt-prefix accounting by.
+const prefixExact, prefixBlock, modelWindow = prefix.Exact, prefix.Block, prefix.ModelWindow
+
+func callGroup(key string) string { return prefix.Group(key) }
