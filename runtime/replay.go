@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/drift"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 
@@ -109,7 +110,7 @@ func LoadRecording(path string, missingLive bool) (launch.Recording, result.Mani
 	if rec.ReplayThreads, err = LoadReplayThreads(path); err != nil {
 		return rec, result.Manifest{}, false, err
 	}
-	if rec.ReplayRequests, err = LoadReplayRequests(path); err != nil {
+	if rec.ReplayRequests, err = drift.LoadRequests(path); err != nil {
 		return rec, result.Manifest{}, false, err
 	}
 	dir := path

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/images"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/debate-runner/runner/runtime/images"
 
 	"github.com/debate-runner/runner/runtime/mcpclient"
 
@@ -475,4 +476,41 @@ func normalizeNumbers(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// CompletedError refuses to resume a run that completed: its result.json
+// is there and stays as the runner that finished it wrote it.
+type CompletedError struct {
+	Dir, Status, Runner string
+	// MissingReports are report files the run lacks (a run of a runner
+	// from before reports, or killed while writing them).
+	MissingReports []string
+}
+
+func (e *CompletedError) Error() string {
+	by := ""
+	if e.Runner != "" {
+		by = ", by runner " + e.Runner
+	}
+	msg := fmt.Sprintf("the run already completed (status %s%s); nothing to resume, and nothing in %s was changed", e.Status, by, e.Dir)
+	if len(e.MissingReports) > 0 {
+		msg += fmt.Sprintf(" (it has no %s: runner show and runner view read the run as it is)", strings.Join(e.MissingReports, " or "))
+	}
+	return msg
+}
+
+// Is makes a CompletedError an ErrCompleted.
+func (e *CompletedError) Is(target error) bool { return target == ErrCompleted }
+
+func completedError(dir string, m result.Manifest, res *result.Result) error {
+	e := &CompletedError{Dir: dir, Status: res.Status, Runner: m.RunnerVersion}
+	if m.RunnerCommit != "" {
+		e.Runner += " (commit " + m.RunnerCommit + ")"
+	}
+	for _, name := range []string{"report.md", "report.html"} {
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.Size() == 0 {
+			e.MissingReports = append(e.MissingReports, name)
+		}
+	}
+	return e
 }
