@@ -36,7 +36,7 @@ func (r *Run) mcpTools() *mcpclient.Client {
 		for name, l := range r.mcpKnown {
 			known[name] = l
 		}
-		opts := mcpclient.Options{Getenv: r.getenv, Known: known, Dir: filepath.Dir(r.Plan.Path), Journal: func(l mcpclient.Listing) {
+		opts := mcpclient.Options{Getenv: r.conn.Getenv, Known: known, Dir: filepath.Dir(r.Plan.Path), Journal: func(l mcpclient.Listing) {
 			_ = r.event(event.MCPTools, l.Server, l)
 		}}
 		if r.opts.Replay != nil && !r.opts.ReplayMissingLive {

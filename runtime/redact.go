@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/connect"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/rundir"
 )
@@ -99,17 +100,17 @@ func (r *Run) redactNotice(n Notice) Notice {
 }
 
 // redactingCache keeps secrets out of cache entries, and writes them in
-// the background (see writeBehind).
+// the background (see connect.WriteBehind).
 type redactingCache struct {
 	calls.Cache
 	red    *journal.Redactor
-	writes *writeBehind
+	writes *connect.WriteBehind
 	// run counts the run's own writes, which Execute waits for.
 	run *sync.WaitGroup
 }
 
 func (c redactingCache) Get(key string) (kit.Reply, bool) {
-	if rep, ok := c.writes.get(key); ok {
+	if rep, ok := c.writes.Get(key); ok {
 		return rep, true
 	}
 	return c.Cache.Get(key)
@@ -117,5 +118,5 @@ func (c redactingCache) Get(key string) (kit.Reply, bool) {
 
 func (c redactingCache) Put(key string, rep kit.Reply) {
 	_ = redactValue(c.red, &rep)
-	c.writes.put(c.Cache, key, rep, c.run)
+	c.writes.Put(c.Cache, key, rep, c.run)
 }

@@ -10,8 +10,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/images"
-	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -21,6 +19,9 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/connect"
+	"github.com/debate-runner/runner/runtime/images"
+
 	"github.com/debate-runner/runner/runtime/mcpclient"
 	"github.com/debate-runner/runner/runtime/tmplguard"
 
@@ -28,7 +29,6 @@ import (
 
 	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/event"
-	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 
@@ -88,12 +88,7 @@ type Settings struct {
 }
 
 // Seams are what tests put in place of the network and the clock.
-type Seams struct {
-	// HTTPClient is used for all endpoints (tests); nil means the default.
-	HTTPClient *http.Client
-	// Sleep replaces time.Sleep in retries (tests).
-	Sleep func(ctx context.Context, d time.Duration) error
-}
+type Seams = connect.Seams
 
 // Wiring are the parts of a run the executor that makes it supplies: a
 // sweep whose runs share endpoint clients, Temporal, whose workers make
@@ -178,6 +173,8 @@ type Run struct {
 	threads threads
 	// red keeps the endpoints' secrets out of what the run writes.
 	red *journal.Redactor
+	// secrets are those of the endpoints connected so far, which red holds.
+	secrets []string
 	// budget is what the run may still spend (nil: no limits).
 	budget *calls.Budget
 	// requests are the request digests an earlier attempt journaled, by
@@ -202,7 +199,7 @@ type Run struct {
 	toolMu    sync.Mutex
 	toolCount map[string]int
 
-	*endpoints
+	conn *connect.Endpoints
 	*eventLog
 	*runState
 }
@@ -408,14 +405,8 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		opts:      opts,
 		templates: hist.Templates(tmplguard.Guard(plan.Templates)),
 		recorded:  map[string]kit.Reply{},
-		endpoints: &endpoints{
-			pool:    pool,
-			bases:   map[string]string{},
-			getenv:  getenv,
-			envPath: filepath.Join(filepath.Dir(plan.Path), ".env"),
-			clients: map[string]*llm.Client{},
-		},
-		eventLog: &eventLog{},
+		conn:      connect.New(pool, getenv, filepath.Join(filepath.Dir(plan.Path), ".env")),
+		eventLog:  &eventLog{},
 		runState: &runState{
 			hist:        hist,
 			seenText:    map[[sha256.Size]byte]bool{},
@@ -444,78 +435,10 @@ func (r *Run) connect() error {
 	if r.opts.Replay != nil && !r.opts.ReplayMissingLive || r.opts.Remote != nil {
 		return nil
 	}
-	if err := r.readDotEnv(); err != nil {
-		return &args.FlagError{Flag: ".env file", Err: err}
-	}
-	for _, m := range usedModels(r.Plan) {
-		ep := m.Endpoint
-		if ep == nil || r.clients[ep.Name] != nil {
-			continue
-		}
-		base := ep.BaseURL
-		if ep.FromEnv {
-			if v := r.getenv("OPENAI_BASE_URL"); v != "" {
-				base = strings.TrimRight(v, "/")
-			}
-		}
-		base, err := spec.ExpandEnv(base, r.getenv)
-		if err != nil {
-			return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
-		}
-		proto, err := llm.ProtocolOf(ep)
-		if err != nil {
-			return err
-		}
-		key := ""
-		if ep.APIKeyEnv != "" {
-			key = r.getenv(ep.APIKeyEnv)
-		}
-		if key == "" && !isLocal(proto, base) {
-			return &args.FlagError{
-				Flag: "environment variable " + ep.APIKeyEnv,
-				Err:  fmt.Errorf("endpoint %q (%s) needs an API key: set %s (or put it in a .env file next to the spec)", ep.Name, base, ep.APIKeyEnv),
-			}
-		}
-		if key != "" {
-			r.secrets = append(r.secrets, key)
-		}
-		var headers map[string]string
-		if len(ep.Headers) > 0 {
-			headers = make(map[string]string, len(ep.Headers))
-			for name, raw := range ep.Headers {
-				v, err := spec.ExpandEnv(raw, r.getenv)
-				if err != nil {
-					return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q header %s: %w", ep.Name, name, err)}
-				}
-				if v != raw {
-					// What came from the environment is a secret (a gateway
-					// key, Azure's api-key): the journal never holds it.
-					r.secrets = append(r.secrets, v)
-				}
-				headers[name] = v
-			}
-		}
-		r.bases[ep.Name] = base
-		r.red = journal.NewRedactor(r.secrets...)
-		lep := llm.Endpoint{
-			Name: ep.Name, Provider: proto, BaseURL: base, Settings: ep.Settings, APIKey: key, KeyHeader: ep.APIKeyHeader,
-			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
-			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, MaxRetryWait: ep.MaxRetryWait, Headers: headers,
-			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
-		}
-		variant := ""
-		if b, ok := proto.(llm.Batcher); ok && r.opts.Batch != nil {
-			variant = fmt.Sprintf("batch %p", r.opts.Batch)
-			// The calls wait in the provider's batch queue, not the
-			// endpoint's limits, for up to a day; a request the batch
-			// does not answer is sent on its own with the endpoint's
-			// timeout.
-			lep.Batch = r.opts.Batch.Wrap(b, ep.Timeout)
-			lep.Timeout, lep.MaxConcurrency, lep.RequestsPerMinute, lep.TokensPerMinute = batch.MaxWait, 0, 0, 0
-		}
-		r.clients[ep.Name] = r.pool.clientFor(lep, variant)
-	}
-	return nil
+	return r.conn.Connect(usedModels(r.Plan), r.opts.Seams, r.opts.Batch, func(secrets []string) {
+		r.secrets = secrets
+		r.red = journal.NewRedactor(secrets...)
+	})
 }
 
 // warnSimulated says, once, that the run's replies are made by a simulated
@@ -534,15 +457,6 @@ func (r *Run) warnSimulated() {
 	if len(names) > 0 {
 		r.warnOnce("simulated", "simulated run: the replies of model %s are made by runner's offline model (kind offline), not by a language model; its calls are not priced", strings.Join(names, ", "))
 	}
-}
-
-// isLocal reports whether an endpoint at base runs on this machine, by
-// its provider kind (nil: any OpenAI-compatible server).
-func isLocal(p llm.Protocol, base string) bool {
-	if p == nil {
-		return llm.IsLocal(base)
-	}
-	return p.Local(base)
 }
 
 func (r *Run) buildManifest() result.Manifest {
@@ -591,7 +505,7 @@ func (r *Run) buildManifest() result.Manifest {
 			mi.Simulated = llm.Simulated(mp.Endpoint)
 			// A URL written with ${NAME} is recorded as written: what the
 			// environment gave it may be a secret.
-			if b := r.bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
+			if b := r.conn.Bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
 				mi.BaseURL = b
 			}
 		}
