@@ -412,7 +412,7 @@ func readPrior(path string) (*prior, error) {
 	if err := readAbsent(events, p.absent); err != nil {
 		return nil, err
 	}
-	if p.mcp, err = readMCPTools(events); err != nil {
+	if p.mcp, err = mcpclient.ReadJournal(events); err != nil {
 		return nil, err
 	}
 	if p.threads, err = threadPrompts(events); err != nil {
@@ -458,7 +458,7 @@ func (r *Run) loadReplayTools() error {
 	if err := readAbsent(events, r.absent); err != nil {
 		return &args.FlagError{Flag: "--replay", Err: err}
 	}
-	if r.mcpReplay, err = readMCPTools(events); err != nil {
+	if r.mcpReplay, err = mcpclient.ReadJournal(events); err != nil {
 		return err
 	}
 	return readToolCalls(events, r.replayTools)

@@ -336,7 +336,15 @@ func (r *Run) setUp(budget *spec.BudgetPlan) (*rundir.Batch, error) {
 	}
 	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
 	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
-	if err := r.stageImages(&files); err != nil {
+	// The images its image inputs name go into the run's directory, for a
+	// resume or a replay to send the same bytes.
+	var ims []images.Input
+	for _, in := range r.Plan.Inputs {
+		if s, _ := r.inputs[in.Name].(string); in.Image && s != "" {
+			ims = append(ims, images.Input{Name: in.Name, Text: s})
+		}
+	}
+	if err := images.Stage(r.Dir, ims, &files); err != nil {
 		return nil, err
 	}
 	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red, FolderSynced: true})
