@@ -123,15 +123,6 @@ type Resuming struct {
 	Resample bool
 }
 
-// Notice is something that happened in a run, for progress displays and
-// --json output.
-type Notice struct {
-	Event    *journal.Event     // a journaled event, or nil
-	Progress *kit.ProgressEvent // a progress update, or nil
-	Scope    string
-	Message  string // a warning or status line
-}
-
 // Run is one execution of a plan, with its directory and journal. It ties
 // together parts with one job each: the connections to the endpoints the
 // plan uses, the log of the run's events (the journal, and what observers
@@ -171,10 +162,8 @@ type Run struct {
 	emb  *Embedded
 	// threads are the agents' chat threads (see kit.Thread).
 	threads threads
-	// red keeps the endpoints' secrets out of what the run writes.
-	red *journal.Redactor
-	// secrets are those of the endpoints connected so far, which red holds.
-	secrets []string
+	// redaction keeps the endpoints' secrets out of what the run writes.
+	redaction
 	// budget is what the run may still spend (nil: no limits).
 	budget *calls.Budget
 	// requests are the request digests an earlier attempt journaled, by
