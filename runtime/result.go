@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/debate-runner/runner/internal/buildinfo"
 	"io"
 	"math"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/debate-runner/runner/internal/buildinfo"
 
 	"github.com/debate-runner/runner/spec/value"
 
@@ -149,52 +150,6 @@ func copyUsage(m map[string]result.Usage) map[string]result.Usage {
 func roundCost(u result.Usage) result.Usage {
 	u.Cost = math.Round(u.Cost*1e10) / 1e10
 	return u
-}
-
-// goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
-// per goal and node, in the order they were first given.
-func goalVerdicts(plan *spec.Plan, msgs []value.Message) []value.GoalVerdicts {
-	type group struct{ goal, node string }
-	type key struct {
-		group
-		agent string
-	}
-	latest := map[key]value.Message{}
-	withdrawn := map[key]bool{}
-	var groups []group
-	agentsOf := map[group][]string{}
-	for _, m := range msgs {
-		g := group{m.Goal, m.Node}
-		k := key{g, m.From}
-		if m.Withdrawn {
-			withdrawn[k] = true
-		}
-		if m.Verdict == "" {
-			continue
-		}
-		if _, ok := latest[k]; !ok {
-			if len(agentsOf[g]) == 0 {
-				groups = append(groups, g)
-			}
-			agentsOf[g] = append(agentsOf[g], m.From)
-		}
-		latest[k] = m
-	}
-	var out []value.GoalVerdicts
-	for _, g := range groups {
-		gv := value.GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
-		for _, a := range agentsOf[g] {
-			k := key{g, a}
-			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, value.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
-			gv.Counts[m.Verdict]++
-		}
-		for v, n := range gv.Counts {
-			gv.Percent[v] = math.Round(float64(n)*10000/float64(len(gv.Verdicts))) / 100
-		}
-		out = append(out, gv)
-	}
-	return out
 }
 
 func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d time.Duration) *result.Result {

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/debate-runner/runner/nodes/kit"
@@ -36,7 +35,7 @@ func (r *Run) score(res *result.Result) {
 		return
 	}
 	res.Score = &f
-	res.Rounds = r.roundScores(r.opts.Expected)
+	res.Rounds = roundScores(r.Plan, r.env(kit.Scope{}), r.opts.Expected)
 }
 
 // scoreInconclusive scores a run that did not reach its purpose: an answer
@@ -54,7 +53,7 @@ func (r *Run) scoreInconclusive(res *result.Result) {
 	}
 	zero := 0.0
 	res.Expected, res.Score = r.opts.Expected, &zero
-	res.Rounds = r.roundScores(r.opts.Expected)
+	res.Rounds = roundScores(r.Plan, r.env(kit.Scope{}), r.opts.Expected)
 }
 
 // scoreJudged scores a completed run by its judges: the mean of the
@@ -70,25 +69,4 @@ func (r *Run) scoreJudged(res *result.Result, js []result.Judgement) {
 			res.Warnings = append(res.Warnings, msg)
 		}
 	}
-}
-
-// scoreValue reads a score: true is 1, false 0, numbers as they are.
-func scoreValue(v any) (float64, bool) {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return 1, true
-		}
-		return 0, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, false
-		}
-		return x, true
-	}
-	return 0, false
 }
