@@ -1,97 +1,19 @@
 package runtime
 
 import (
-	"errors"
-	"math"
-	"strings"
-
+	"github.com/debate-runner/runner/runtime/outcome"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/spec/value"
-	"github.com/expr-lang/expr/vm"
 )
 
-// Values the run's expressions are evaluated over and give, with nothing
-// of a Run: a program's result, the goals' verdicts over messages, a
-// score.
+// The names the engine knows runtime/outcome's shared values by.
 
-// evalProgram runs an expression of the spec over env, its error the
-// first line of expr's.
-func evalProgram(p *spec.Program, env *spec.Env) (any, error) {
-	v, err := vm.Run(p.Program, env.Map())
-	if err != nil {
-		return nil, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
-	}
-	return v, nil
-}
+func evalProgram(p *spec.Program, env *spec.Env) (any, error) { return outcome.Eval(p, env) }
 
-// goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
-// per goal and node, in the order they were first given.
 func goalVerdicts(plan *spec.Plan, msgs []value.Message) []value.GoalVerdicts {
-	type group struct{ goal, node string }
-	type key struct {
-		group
-		agent string
-	}
-	latest := map[key]value.Message{}
-	withdrawn := map[key]bool{}
-	var groups []group
-	agentsOf := map[group][]string{}
-	for _, m := range msgs {
-		g := group{m.Goal, m.Node}
-		k := key{g, m.From}
-		if m.Withdrawn {
-			withdrawn[k] = true
-		}
-		if m.Verdict == "" {
-			continue
-		}
-		if _, ok := latest[k]; !ok {
-			if len(agentsOf[g]) == 0 {
-				groups = append(groups, g)
-			}
-			agentsOf[g] = append(agentsOf[g], m.From)
-		}
-		latest[k] = m
-	}
-	var out []value.GoalVerdicts
-	for _, g := range groups {
-		gv := value.GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
-		for _, a := range agentsOf[g] {
-			k := key{g, a}
-			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, value.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
-			gv.Counts[m.Verdict]++
-		}
-		for v, n := range gv.Counts {
-			gv.Percent[v] = math.Round(float64(n)*10000/float64(len(gv.Verdicts))) / 100
-		}
-		out = append(out, gv)
-	}
-	return out
+	return outcome.GoalVerdicts(plan, msgs)
 }
 
-// scoreValue reads a score: true is 1, false 0, numbers as they are.
-func scoreValue(v any) (float64, bool) {
-	switch x := v.(type) {
-	case bool:
-		if x {
-			return 1, true
-		}
-		return 0, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return 0, false
-		}
-		return x, true
-	}
-	return 0, false
-}
+func jsonable(v any) any { return outcome.JSONable(v) }
 
-// jsonable turns expression results into values encoding/json can write:
-// mappings keyed by anything but text (expr's fromPairs gives map[any]any,
-// groupBy map[any][]any) become mappings keyed by the keys' text.
-func jsonable(v any) any { return spec.JSONValue(v) }
+func firstLineOf(err error) string { return outcome.FirstLine(err) }

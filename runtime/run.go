@@ -21,6 +21,7 @@ import (
 
 	"github.com/debate-runner/runner/runtime/connect"
 	"github.com/debate-runner/runner/runtime/images"
+	"github.com/debate-runner/runner/runtime/outcome"
 
 	"github.com/debate-runner/runner/runtime/mcpclient"
 	"github.com/debate-runner/runner/runtime/tmplguard"
@@ -576,7 +577,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	if status == result.StatusCompleted {
 		// The outputs are written either way; whether they answer the
 		// spec's purpose is the status.
-		if conclusion = r.conclude(outputs); !conclusion.Concluded {
+		if conclusion = outcome.Conclude(r.Plan, r.env(kit.Scope{}), r.hist.GoalVerdicts, outputs, r.warn); !conclusion.Concluded {
 			status = result.StatusInconclusive
 		}
 	}
@@ -599,13 +600,14 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	}
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	res.Conclusion = conclusion
+	sc := outcome.Scoring{Plan: r.Plan, Expected: r.opts.Expected, Env: func() *spec.Env { return r.env(kit.Scope{}) }, Warn: r.warn}
 	switch {
 	case judgements != nil:
-		r.scoreJudged(res, judgements)
+		sc.Judged(res, judgements)
 	case status == result.StatusCompleted:
-		r.score(res)
+		sc.Score(res)
 	case status == result.StatusInconclusive:
-		r.scoreInconclusive(res)
+		sc.Inconclusive(res)
 	}
 	if err := redactResult(r.red, res); err != nil && runErr == nil {
 		runErr = err
@@ -691,9 +693,6 @@ func (r *Run) Outputs() []string {
 	}
 	return out
 }
-
-// firstLineOf is the first line of an error, for a warning or a note.
-func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
 
 // requestRecord is what the journal says of a call's request.
 type requestRecord struct {

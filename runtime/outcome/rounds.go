@@ -1,4 +1,4 @@
-package runtime
+package outcome
 
 import (
 	"encoding/json"
@@ -98,14 +98,14 @@ func outputsOver(plan *spec.Plan, env *spec.Env, msgs []value.Message) (map[stri
 	}
 	// latest() reads these messages, not the run's index.
 	delete(alt.Extra, "latest")
-	alt.Extra["goal_verdicts"] = goalVerdicts(plan, msgs)
+	alt.Extra["goal_verdicts"] = GoalVerdicts(plan, msgs)
 	out := map[string]any{}
 	for _, o := range plan.Outputs {
-		v, err := evalProgram(o.Program, &alt)
+		v, err := Eval(o.Program, &alt)
 		if err != nil {
 			return nil, false
 		}
-		out[o.Name] = jsonable(v)
+		out[o.Name] = JSONable(v)
 	}
 	return out, true
 }
