@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/drift"
-	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -23,15 +21,6 @@ import (
 // averages). An agent whose reply stayed unusable is not recorded so: its
 // replies are in the journal, and the node judges them again (with a
 // fixed spec, it may now accept them).
-
-// absentRecord is the payload of an "absent" event.
-type absentRecord struct {
-	Agent  string `json:"agent"`
-	Reason string `json:"reason"`
-	// RequestDigest is the request of the call that failed (see
-	// drift.RequestDigest); "" when the agent's reply was unusable.
-	RequestDigest string `json:"request_digest,omitempty"`
-}
 
 // noteFailure remembers the request of a call of this node that failed
 // after its retries, for an "absent" event about it.
@@ -69,24 +58,6 @@ func (h *host) noteAbsence(key string, data any) any {
 	r.absences = append(r.absences, a)
 	r.mu.Unlock()
 	return rec
-}
-
-// readAbsent reads the "absent" events of failed calls from a journal's
-// events into m, by call key.
-func readAbsent(events []journal.Event, m map[string]absentRecord) error {
-	for _, ev := range events {
-		if ev.Type != event.Absent {
-			continue
-		}
-		var rec absentRecord
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
-			return fmt.Errorf("journal event %d: %w", ev.Seq, err)
-		}
-		if rec.RequestDigest != "" {
-			m[ev.Key] = rec
-		}
-	}
-	return nil
 }
 
 // leftOut answers a call that an earlier attempt of the run (or the run

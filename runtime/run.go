@@ -655,9 +655,6 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	return res, runErr
 }
 
-// ErrInterrupted is a run stopped by a signal (Ctrl-C); it can be resumed.
-var ErrInterrupted = errors.New("interrupted")
-
 func (r *Run) evalOutputs() (map[string]any, error) {
 	env := r.env(kit.Scope{})
 	out := map[string]any{}
@@ -692,12 +689,4 @@ func (r *Run) Outputs() []string {
 		out = append(out, o.Name)
 	}
 	return out
-}
-
-// requestRecord is what the journal says of a call's request.
-type requestRecord struct {
-	Digest string `json:"request_digest"`
-	Prompt string `json:"prompt_digest"`
-	// Messages say which message of a changed prompt differs first.
-	Messages []launch.RecordedMessage `json:"messages"`
 }
