@@ -151,7 +151,7 @@ type Run struct {
 	// (*atomic.Int64), to size the next rendering.
 	renderSizes sync.Map
 	// cacheWrites are the run's replies on their way into the response
-	// cache (see writeBehind).
+	// cache (see connect.WriteBehind).
 	cacheWrites sync.WaitGroup
 	lock        *rundir.Lock
 	result      *result.Result
