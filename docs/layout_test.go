@@ -325,6 +325,43 @@ func TestRuntimeRootOneWay(t *testing.T) {
 	}
 	slices.Sort(listed)
 
+	// The packages the paragraph puts below the root are imported by it
+	// and import nothing that imports it.
+	_, below, ok := strings.Cut(para, "are packages below the root (")
+	if !ok {
+		t.Fatal("docs/layout.md's paragraph on runtime's root names no packages \"below the root (\"")
+	}
+	below, _, _ = strings.Cut(below, ")")
+	pkgs := packages(t)
+	reaches := func(from, to string) bool {
+		seen := map[string]bool{}
+		var walk func(p string) bool
+		walk = func(p string) bool {
+			if p == to {
+				return true
+			}
+			if seen[p] {
+				return false
+			}
+			seen[p] = true
+			return slices.ContainsFunc(pkgs[p], walk)
+		}
+		return walk(from)
+	}
+	for _, m := range code.FindAllStringSubmatch(below, -1) {
+		p := m[1]
+		if _, ok := pkgs[p]; !ok {
+			t.Errorf("docs/layout.md puts %s below runtime's root, but it is no package", p)
+			continue
+		}
+		if !slices.Contains(pkgs["runtime"], p) {
+			t.Errorf("docs/layout.md puts %s below runtime's root, but the root does not import it", p)
+		}
+		if reaches(p, "runtime") {
+			t.Errorf("%s, below runtime's root, imports it (through its imports): an import back up", p)
+		}
+	}
+
 	files, refs := rootFileGraph(t)
 	if len(files) < 5 || len(refs) < 5 {
 		t.Fatalf("runtime's root: %d files, %d of them referencing others", len(files), len(refs))
