@@ -47,10 +47,3 @@ func (r *Run) mcpTools() *mcpclient.Client {
 	})
 	return r.mcp
 }
-
-// closeMCP stops the MCP servers the run started.
-func (r *Run) closeMCP() {
-	if r.mcp != nil {
-		r.mcp.Close()
-	}
-}

@@ -12,8 +12,6 @@ import (
 
 	"github.com/debate-runner/runner/runtime/images"
 
-	"github.com/debate-runner/runner/runtime/mcpclient"
-
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
 	"github.com/debate-runner/runner/runtime/answers"
@@ -310,33 +308,6 @@ func saveReplacedSpec(dir string, plan *spec.Plan, m *result.Manifest) (map[stri
 	}
 	m.SpecPath, m.SpecName, m.SpecDigest, m.TemplateSources = plan.Path, plan.Name, plan.Digest, plan.TemplateSources
 	return libs, nil
-}
-
-// loadReplayTools reads the tool results of the recording being replayed,
-// so that a replay never runs a tool (reads a file) again.
-func (r *Run) loadReplayTools() error {
-	if r.opts.Replay == nil || r.opts.ReplayFrom == "" {
-		return nil
-	}
-	path := r.opts.ReplayFrom
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		path = filepath.Join(path, "journal.jsonl")
-	}
-	events, err := journal.Read(path)
-	if err != nil {
-		return &args.FlagError{Flag: "--replay", Err: err}
-	}
-	r.replayTools = &toolBook{source: string(calls.FromReplay)}
-	if r.absent == nil {
-		r.absent = map[string]absentRecord{}
-	}
-	if err := readAbsent(events, r.absent); err != nil {
-		return &args.FlagError{Flag: "--replay", Err: err}
-	}
-	if r.mcpReplay, err = mcpclient.ReadJournal(events); err != nil {
-		return err
-	}
-	return readToolCalls(events, r.replayTools)
 }
 
 // normalizeNumbers turns JSON numbers that are whole back into ints, as the

@@ -19,6 +19,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/connect"
 	"github.com/debate-runner/runner/runtime/images"
 	"github.com/debate-runner/runner/runtime/outcome"
@@ -424,6 +425,40 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 // usedModels are the models the run can call: those its nodes declared
 // (the compiler records them), so an agent no node uses needs no key.
 func usedModels(plan *spec.Plan) []*spec.ModelPlan { return plan.UsedModels }
+
+// loadReplayTools reads the tool results of the recording being replayed,
+// so that a replay never runs a tool (reads a file) again.
+func (r *Run) loadReplayTools() error {
+	if r.opts.Replay == nil || r.opts.ReplayFrom == "" {
+		return nil
+	}
+	path := r.opts.ReplayFrom
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, "journal.jsonl")
+	}
+	events, err := journal.Read(path)
+	if err != nil {
+		return &args.FlagError{Flag: "--replay", Err: err}
+	}
+	r.replayTools = &toolBook{source: string(calls.FromReplay)}
+	if r.absent == nil {
+		r.absent = map[string]absentRecord{}
+	}
+	if err := readAbsent(events, r.absent); err != nil {
+		return &args.FlagError{Flag: "--replay", Err: err}
+	}
+	if r.mcpReplay, err = mcpclient.ReadJournal(events); err != nil {
+		return err
+	}
+	return readToolCalls(events, r.replayTools)
+}
+
+// closeMCP stops the MCP servers the run started.
+func (r *Run) closeMCP() {
+	if r.mcp != nil {
+		r.mcp.Close()
+	}
+}
 
 // connect creates one client per endpoint the run uses, after checking that
 // each has its API key and every environment variable its URL and headers
