@@ -1,7 +1,15 @@
 package docs
 
 import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"maps"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -161,6 +169,234 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 			if !edge {
 				t.Errorf("docs/layout.md's import chain has %v → %v, but none of the first imports any of the second", g, groups[i+1])
 			}
+		}
+	}
+}
+
+// rootFileGraph is which files of runtime's root package (its Go files
+// other than tests) reference which others, with the names referenced: a
+// file references another when it uses a name the other declares (a
+// package-level name, a method, a field of a struct). It type-checks the
+// package on its own, with every import an empty package, which resolves
+// every use of the package's own names.
+func rootFileGraph(t *testing.T) (files []string, refs map[string]map[string][]string) {
+	t.Helper()
+	dir := filepath.Join("..", "runtime")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var parsed []*ast.File
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parsed = append(parsed, f)
+		files = append(files, name)
+	}
+	empty := importerFunc(func(path string) (*types.Package, error) {
+		name := path[strings.LastIndex(path, "/")+1:]
+		p := types.NewPackage(path, name)
+		p.MarkComplete()
+		return p, nil
+	})
+	conf := types.Config{Importer: empty, Error: func(error) {}}
+	info := &types.Info{Uses: map[*ast.Ident]types.Object{}}
+	pkg, _ := conf.Check(module+"runtime", fset, parsed, info)
+	fileOf := func(p token.Pos) string { return filepath.Base(fset.Position(p).Filename) }
+	refs = map[string]map[string][]string{}
+	for id, obj := range info.Uses {
+		if obj.Pkg() != pkg || !obj.Pos().IsValid() {
+			continue
+		}
+		switch o := obj.(type) {
+		case *types.Func:
+		case *types.Var:
+			if !o.IsField() && o.Parent() != pkg.Scope() {
+				continue
+			}
+		case *types.TypeName, *types.Const:
+			if o.Parent() != pkg.Scope() {
+				continue
+			}
+		default:
+			continue
+		}
+		from, to := fileOf(id.Pos()), fileOf(obj.Pos())
+		if from == to {
+			continue
+		}
+		if refs[from] == nil {
+			refs[from] = map[string][]string{}
+		}
+		if !slices.Contains(refs[from][to], obj.Name()) {
+			refs[from][to] = append(refs[from][to], obj.Name())
+		}
+	}
+	for _, m := range refs {
+		for _, names := range m {
+			slices.Sort(names)
+		}
+	}
+	return files, refs
+}
+
+type importerFunc func(path string) (*types.Package, error)
+
+func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
+
+// cycles are the groups of files that reference each other (strongly
+// connected components of more than one file), each sorted.
+func cycles(files []string, refs map[string]map[string][]string) [][]string {
+	index, low := map[string]int{}, map[string]int{}
+	var stack []string
+	on := map[string]bool{}
+	var out [][]string
+	var visit func(v string)
+	visit = func(v string) {
+		index[v], low[v] = len(index), len(index)
+		stack = append(stack, v)
+		on[v] = true
+		for _, w := range slices.Sorted(maps.Keys(refs[v])) {
+			if _, seen := index[w]; !seen {
+				visit(w)
+				low[v] = min(low[v], low[w])
+			} else if on[w] {
+				low[v] = min(low[v], index[w])
+			}
+		}
+		if low[v] == index[v] {
+			var group []string
+			for {
+				w := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				on[w] = false
+				group = append(group, w)
+				if w == v {
+					break
+				}
+			}
+			if len(group) > 1 {
+				slices.Sort(group)
+				out = append(out, group)
+			}
+		}
+	}
+	for _, f := range files {
+		if _, seen := index[f]; !seen {
+			visit(f)
+		}
+	}
+	return out
+}
+
+// TestRuntimeRootOneWay keeps what docs/layout.md says of runtime's root
+// package true: its files reference each other one way, but for the
+// Run's orchestration, the one group of files that reference each other,
+// which the page lists. A file outside it that comes to reference one of
+// it while the orchestration references the file (a reference back up),
+// or files that come to reference each other elsewhere, fail; so does a
+// file that joins the orchestration without the page saying so, or one
+// that left it while the page still lists it.
+func TestRuntimeRootOneWay(t *testing.T) {
+	page, err := Page("layout.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, para, ok := strings.Cut(page, "Inside `runtime`'s root")
+	if !ok {
+		t.Fatal("docs/layout.md has no paragraph \"Inside `runtime`'s root\"")
+	}
+	para, _, _ = strings.Cut(para, "\n\n")
+	_, list, ok := strings.Cut(para, "the Run's orchestration (")
+	if !ok {
+		t.Fatal("docs/layout.md's paragraph on runtime's root names no \"the Run's orchestration (\"")
+	}
+	list, _, _ = strings.Cut(list, ")")
+	var listed []string
+	for _, m := range code.FindAllStringSubmatch(list, -1) {
+		listed = append(listed, m[1])
+	}
+	slices.Sort(listed)
+
+	// The packages the paragraph puts below the root are imported by it
+	// and import nothing that imports it.
+	_, below, ok := strings.Cut(para, "are packages below the root (")
+	if !ok {
+		t.Fatal("docs/layout.md's paragraph on runtime's root names no packages \"below the root (\"")
+	}
+	below, _, _ = strings.Cut(below, ")")
+	pkgs := packages(t)
+	reaches := func(from, to string) bool {
+		seen := map[string]bool{}
+		var walk func(p string) bool
+		walk = func(p string) bool {
+			if p == to {
+				return true
+			}
+			if seen[p] {
+				return false
+			}
+			seen[p] = true
+			return slices.ContainsFunc(pkgs[p], walk)
+		}
+		return walk(from)
+	}
+	for _, m := range code.FindAllStringSubmatch(below, -1) {
+		p := m[1]
+		if _, ok := pkgs[p]; !ok {
+			t.Errorf("docs/layout.md puts %s below runtime's root, but it is no package", p)
+			continue
+		}
+		if !slices.Contains(pkgs["runtime"], p) {
+			t.Errorf("docs/layout.md puts %s below runtime's root, but the root does not import it", p)
+		}
+		if reaches(p, "runtime") {
+			t.Errorf("%s, below runtime's root, imports it (through its imports): an import back up", p)
+		}
+	}
+
+	files, refs := rootFileGraph(t)
+	if len(files) < 5 || len(refs) < 5 {
+		t.Fatalf("runtime's root: %d files, %d of them referencing others", len(files), len(refs))
+	}
+	groups := cycles(files, refs)
+	var core []string
+	for _, g := range groups {
+		if slices.Contains(g, "run.go") {
+			core = g
+			continue
+		}
+		t.Errorf("files of runtime's root reference each other outside the Run's orchestration: %s", strings.Join(g, ", "))
+	}
+	for _, f := range core {
+		if slices.Contains(listed, f) {
+			continue
+		}
+		// Say which references tie it in: those into the orchestration
+		// and those back to it.
+		var into, back []string
+		for _, to := range slices.Sorted(maps.Keys(refs[f])) {
+			if slices.Contains(core, to) {
+				into = append(into, fmt.Sprintf("%s (%s)", to, strings.Join(refs[f][to], ", ")))
+			}
+		}
+		for _, from := range core {
+			if names, ok := refs[from][f]; ok {
+				back = append(back, fmt.Sprintf("%s (%s)", from, strings.Join(names, ", ")))
+			}
+		}
+		t.Errorf("runtime/%s is in the cycle of the Run's orchestration, which docs/layout.md does not list it in: it references %s, and is referenced by %s; keep references one way (move what both use below them) or list it", f, strings.Join(into, "; "), strings.Join(back, "; "))
+	}
+	for _, f := range listed {
+		if !slices.Contains(core, f) {
+			t.Errorf("docs/layout.md lists runtime/%s in the Run's orchestration, but it is not in its cycle (or not a file of runtime's root): take it off the list", f)
 		}
 	}
 }

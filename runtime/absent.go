@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
-	"github.com/debate-runner/runner/runtime/journal"
+	"github.com/debate-runner/runner/runtime/drift"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -23,19 +22,10 @@ import (
 // replies are in the journal, and the node judges them again (with a
 // fixed spec, it may now accept them).
 
-// absentRecord is the payload of an "absent" event.
-type absentRecord struct {
-	Agent  string `json:"agent"`
-	Reason string `json:"reason"`
-	// RequestDigest is the request of the call that failed (see
-	// requestDigest); "" when the agent's reply was unusable.
-	RequestDigest string `json:"request_digest,omitempty"`
-}
-
 // noteFailure remembers the request of a call of this node that failed
 // after its retries, for an "absent" event about it.
 func (h *host) noteFailure(c *calls.Call) {
-	digest := requestDigest(c)
+	digest := drift.RequestDigest(c)
 	h.repliesMu.Lock()
 	if h.failed == nil {
 		h.failed = map[string]string{}
@@ -70,24 +60,6 @@ func (h *host) noteAbsence(key string, data any) any {
 	return rec
 }
 
-// readAbsent reads the "absent" events of failed calls from a journal's
-// events into m, by call key.
-func readAbsent(events []journal.Event, m map[string]absentRecord) error {
-	for _, ev := range events {
-		if ev.Type != event.Absent {
-			continue
-		}
-		var rec absentRecord
-		if err := json.Unmarshal(ev.Data, &rec); err != nil {
-			return fmt.Errorf("journal event %d: %w", ev.Seq, err)
-		}
-		if rec.RequestDigest != "" {
-			m[ev.Key] = rec
-		}
-	}
-	return nil
-}
-
 // leftOut answers a call that an earlier attempt of the run (or the run
 // being replayed) left out of a node that completed without it, with the
 // failure it had then and without calling: the node goes on without that
@@ -95,7 +67,7 @@ func readAbsent(events []journal.Event, m map[string]absentRecord) error {
 // spec) goes on to next and is made.
 func (r *Run) leftOut(next calls.Stage) calls.Stage {
 	return calls.StageFunc(func(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
-		if rec, ok := r.absent[c.Key]; ok && rec.RequestDigest == requestDigest(c) {
+		if rec, ok := r.absent[c.Key]; ok && rec.RequestDigest == drift.RequestDigest(c) {
 			why := strings.TrimPrefix(rec.Reason, "model call "+c.Key+" failed: ")
 			return kit.Reply{}, calls.FromJournal, &calls.EndpointError{Key: c.Key, Err: fmt.Errorf("%s (when the run first made it; the node went on without %s, and so does this attempt, without asking again)", why, rec.Agent)}
 		}

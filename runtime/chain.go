@@ -38,16 +38,16 @@ func (r *Run) durableWhileSent(next calls.Stage) calls.Stage {
 // flight shared, the budget, and the network.
 func (r *Run) buildChain() calls.Stage {
 	var live calls.Stage = calls.Send(func(endpoint string) calls.Client {
-		if c := r.clients[endpoint]; c != nil {
+		if c := r.conn.Clients[endpoint]; c != nil {
 			return c
 		}
 		return nil
-	}, &r.pool.sent)
+	}, r.conn.Pool.Counter())
 	// The budget meets only calls that go to an endpoint: replies from the
 	// journal, a recording or the cache cost nothing more.
 	live = calls.Limited(r.budget, live)
 	if r.opts.Cache != nil {
-		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red, writes: &r.pool.cacheWrites, run: &r.cacheWrites}, &r.pool.flights, live)
+		live = calls.Cached(redactingCache{Cache: r.opts.Cache, red: r.red, writes: r.conn.Pool.Writes(), run: &r.cacheWrites}, r.conn.Pool.Flights(), live)
 	}
 	if r.opts.Remote != nil {
 		live = r.opts.Remote // made elsewhere, with the cache there

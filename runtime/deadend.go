@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
-	"github.com/debate-runner/runner/nodes/kit"
-	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
@@ -34,6 +30,9 @@ import (
 // run is refused (exit 2) unless something feeds it anew: --spec with a
 // spec other than the run's, or --resample, which asks the failed node's
 // calls afresh.
+
+// ErrInterrupted is a run stopped by a signal (Ctrl-C); it can be resumed.
+var ErrInterrupted = errors.New("interrupted")
 
 // Kinds of the error event that ends a failed attempt.
 const (
@@ -130,75 +129,6 @@ func (a *attempt) replays() bool {
 		len(a.unanswered) == 0 && a.modelErrors == 0
 }
 
-// failedCalls are the journaled calls of the node occurrence that failed
-// the last attempt, in journal order: those of the one agent its error
-// names when it names one, else all of them (with their repairs). When no
-// node failed (an output or a condition of the flow did), they are the
-// calls whose replies gave way to a node's fallback output, with their
-// repairs: the values the failure may rest on that a new sample can
-// change. They are what --resample asks afresh.
-func (p *prior) failedCalls() []string {
-	a := p.last
-	if a.prefix == "" {
-		return p.fallbackCalls()
-	}
-	var keys []string
-	agents := map[string]bool{}
-	for _, k := range p.order {
-		if strings.HasPrefix(k, a.prefix+"/") {
-			keys = append(keys, k)
-			if ag := p.agents[k]; ag != "" {
-				agents[ag] = true
-			}
-		}
-	}
-	var named []string
-	for ag := range agents {
-		if strings.Contains(a.nodeErr, fmt.Sprintf("agent %q", ag)) {
-			named = append(named, ag)
-		}
-	}
-	if len(named) != 1 {
-		return keys
-	}
-	var out []string
-	for _, k := range keys {
-		if p.agents[k] == named[0] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// chainOf is the first call of a chain of repairs (KEY for KEY#repairN).
-func chainOf(key string) string {
-	return kit.RepairChain(key)
-}
-
-// noteFallback keeps the chains whose last reply gave way to a fallback
-// output, as the journal says now: a new request in a chain (a resample, a
-// changed prompt) makes its fallback history until it falls back again.
-func (p *prior) noteFallback(typ event.Type, key string) {
-	switch typ {
-	case event.Fallback:
-		p.fallbacks[chainOf(key)] = true
-	case event.ModelRequest:
-		delete(p.fallbacks, chainOf(key))
-	}
-}
-
-// fallbackCalls are the journaled calls of the chains that fell back, in
-// journal order.
-func (p *prior) fallbackCalls() []string {
-	var out []string
-	for _, k := range p.order {
-		if p.fallbacks[chainOf(k)] {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // StuckError is a run that a resume as it is cannot move on: it failed on
 // what its journal holds. The CLI exits 2 with its advice.
 type StuckError struct {
@@ -262,74 +192,6 @@ func (e *StuckError) Advice() string {
 	}
 	fmt.Fprintf(&b, "  runner resume %s --spec FIXED.yaml\n      continue with a fixed spec (%s); calls whose request it leaves unchanged are served from the journal", e.Dir, fix)
 	return b.String()
-}
-
-// stuck returns the dead end the journal shows, or nil.
-func (p *prior) stuck(dir string) *StuckError {
-	if !p.last.replays() {
-		return nil
-	}
-	e := &StuckError{Dir: dir, Err: p.last.err, Node: p.last.node, Calls: p.failedCalls(), Fallback: p.last.prefix == ""}
-	for _, k := range e.Calls {
-		e.Resamples = max(e.Resamples, p.fresh[k])
-	}
-	return e
-}
-
-// Stuck reads a run directory's journal and returns the dead end a resume
-// as it is would meet (see StuckError), or nil: the CLI asks after a
-// failed run, so that it never advises a resume that cannot go on.
-func Stuck(dir string) *StuckError {
-	p, err := readPrior(filepath.Join(dir, "journal.jsonl"))
-	if err != nil {
-		return nil
-	}
-	return p.stuck(dir)
-}
-
-// resample sets up --resample: the calls of the node occurrence that
-// failed the last attempt are taken out of the replies the journal serves
-// and get their next resample number (see calls.Call.Resample), and the
-// events the node journaled are no longer taken for ones it repeats. It
-// returns the calls, sorted.
-func (r *Run) resample(p *prior) ([]string, error) {
-	keys := p.failedCalls()
-	if p.last.status != result.StatusFailed || p.last.prefix == "" && len(keys) == 0 {
-		why := "it did not fail"
-		switch {
-		case p.last.status == result.StatusFailed && p.last.err != "":
-			why = fmt.Sprintf("no node failed and no reply gave way to a fallback output; the run failed on: %s; continue it with a fixed spec (--spec FIXED.yaml)", firstLineOf(errors.New(p.last.err)))
-		case p.last.status == "":
-			why = "its last attempt did not finish (it was killed): resume it without --resample"
-		case p.last.status != result.StatusFailed:
-			why = fmt.Sprintf("its last attempt ended %s", p.last.status)
-		}
-		return nil, &args.FlagError{Flag: "--resample", Err: fmt.Errorf("nothing to ask afresh: %s", why)}
-	}
-	if len(keys) == 0 {
-		return nil, &args.FlagError{Flag: "--resample", Err: fmt.Errorf("node %q failed without a journaled model reply to ask afresh (%s); fix the spec and resume with --spec FILE", p.last.node, firstLineOf(errors.New(p.last.nodeErr)))}
-	}
-	if r.fresh == nil {
-		r.fresh = map[string]int{}
-	}
-	for _, k := range keys {
-		delete(r.recorded, k)
-		r.fresh[k] = p.fresh[k] + 1
-	}
-	// The events of the failed node (of the calls asked afresh, for
-	// fallbacks) are journaled again as the new samples make them.
-	prefix, resampled := p.last.prefix, map[string]bool{}
-	for _, k := range keys {
-		resampled[k] = true
-	}
-	for k := range r.already {
-		_, key, _ := strings.Cut(k, "\x00")
-		if prefix != "" && (key == prefix || strings.HasPrefix(key, prefix+"/")) || resampled[key] {
-			delete(r.already, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys, nil
 }
 
 // ExitCode is 2: the resume as asked is a usage the run cannot take.

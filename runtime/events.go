@@ -8,8 +8,18 @@ import (
 	"time"
 
 	"github.com/debate-runner/runner/internal/event"
+	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/journal"
 )
+
+// Notice is something that happened in a run, for progress displays and
+// --json output.
+type Notice struct {
+	Event    *journal.Event     // a journaled event, or nil
+	Progress *kit.ProgressEvent // a progress update, or nil
+	Scope    string
+	Message  string // a warning or status line
+}
 
 // eventLog is where a run's events go: appended to its journal before
 // their effect is reported, then told to the observer in journal order. A

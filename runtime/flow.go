@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
@@ -14,7 +13,6 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/spec"
-	"github.com/expr-lang/expr/vm"
 )
 
 // frame is the scope of the flow being walked.
@@ -327,14 +325,6 @@ func (r *Run) env(s kit.Scope) *spec.Env {
 		Extra: map[string]any{"goal_verdicts": r.hist.GoalVerdicts(), "latest": r.hist.Latest},
 		Seed:  r.seed,
 	}
-}
-
-func evalProgram(p *spec.Program, env *spec.Env) (any, error) {
-	v, err := vm.Run(p.Program, env.Map())
-	if err != nil {
-		return nil, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
-	}
-	return v, nil
 }
 
 func toInt(v any) (int, bool) {

@@ -2,19 +2,16 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/nodes/tools"
 	"github.com/debate-runner/runner/runtime/calls"
-	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
 	"github.com/debate-runner/runner/spec"
@@ -66,71 +63,6 @@ func savedLibraries(dir string, m result.Manifest) map[string]fs.FS {
 		out[use] = os.DirFS(filepath.Join(dir, filepath.FromSlash(rel)))
 	}
 	return out
-}
-
-// toolRecord is a tool call as journaled: what the model asked and what it
-// was answered, with the context files read to answer it.
-type toolRecord struct {
-	Agent     string         `json:"agent"`
-	Tool      string         `json:"tool"`
-	ID        string         `json:"id,omitempty"`
-	Arguments string         `json:"arguments"`
-	Result    string         `json:"result"`
-	Files     []kit.FileRead `json:"files,omitempty"`
-	Source    string         `json:"source,omitempty"`
-}
-
-// toolBook serves tool results journaled before, by the key of the model
-// call that asked for them, in the order they were asked.
-type toolBook struct {
-	mu     sync.Mutex
-	byKey  map[string][]toolRecord
-	served map[string]int
-	// source is what served results are marked with in a new journal
-	// ("replay"), "" when they come from the run's own journal.
-	source string
-}
-
-func (b *toolBook) add(key string, t toolRecord) {
-	if b.byKey == nil {
-		b.byKey = map[string][]toolRecord{}
-	}
-	b.byKey[key] = append(b.byKey[key], t)
-}
-
-// next returns the next journaled result for a tool call of key, if it is
-// the same call (tool and arguments) as the one journaled.
-func (b *toolBook) next(key string, tc kit.ToolCall) (toolRecord, bool) {
-	if b == nil {
-		return toolRecord{}, false
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	i := b.served[key]
-	list := b.byKey[key]
-	if i >= len(list) || list[i].Tool != tc.Name || list[i].Arguments != tc.Arguments {
-		return toolRecord{}, false
-	}
-	if b.served == nil {
-		b.served = map[string]int{}
-	}
-	b.served[key] = i + 1
-	return list[i], true
-}
-
-// readToolCalls reads the tool_call events of a journal.
-func readToolCalls(events []journal.Event, b *toolBook) error {
-	for _, ev := range events {
-		if ev.Type != event.ToolCall {
-			continue
-		}
-		var t toolRecord
-		if err := json.Unmarshal(ev.Data, &t); err != nil {
-			return fmt.Errorf("journal event %d: %w", ev.Seq, err)
-		}
-		b.add(ev.Key, t)
-	}
-	return nil
 }
 
 // RunTool implements kit.Host: a tool result journaled before (by the run
@@ -209,14 +141,6 @@ func (r *Run) checkContextFiles(files []kit.FileRead) {
 			r.warnOnce("context:"+f.Path, "context file %s changed since a tool read it; the run keeps what was read then", f.Path)
 		}
 	}
-}
-
-// answerEvent is the payload of an "answer" event: an answer a clarifying
-// question got, from --answers or a person at the terminal.
-type answerEvent struct {
-	Agent    string `json:"agent,omitempty"`
-	Question string `json:"question"`
-	Answer   string `json:"answer"`
 }
 
 // mergeAnswers gives a resumed run its answers: those given when it

@@ -74,7 +74,7 @@ func (h *host) Complete(ctx context.Context, c kit.Call) (kit.Reply, error) {
 	if c.Agent != nil {
 		call.Agent = c.Agent.ID
 	}
-	call.BaseURL = r.bases[model.Endpoint.Name]
+	call.BaseURL = r.conn.Bases[model.Endpoint.Name]
 	call.Sample = r.sampleKey(call.Key)
 	call.Resample = r.fresh[call.Key]
 	call.Scope = r.opts.CacheScope

@@ -125,20 +125,3 @@ func levelNames(levels []value.JudgeLevel) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// judgedScore is the run's score from its judgements: the mean of the
-// judges' scores, nil when none gave a level.
-func judgedScore(js []result.Judgement) *float64 {
-	sum, n := 0.0, 0
-	for _, j := range js {
-		if j.Score != nil {
-			sum += *j.Score
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	s := sum / float64(n)
-	return &s
-}

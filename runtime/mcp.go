@@ -1,13 +1,10 @@
 package runtime
 
 import (
-	"encoding/json"
-	"fmt"
 	"path/filepath"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/tools"
-	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/mcpclient"
 )
 
@@ -36,7 +33,7 @@ func (r *Run) mcpTools() *mcpclient.Client {
 		for name, l := range r.mcpKnown {
 			known[name] = l
 		}
-		opts := mcpclient.Options{Getenv: r.getenv, Known: known, Dir: filepath.Dir(r.Plan.Path), Journal: func(l mcpclient.Listing) {
+		opts := mcpclient.Options{Getenv: r.conn.Getenv, Known: known, Dir: filepath.Dir(r.Plan.Path), Journal: func(l mcpclient.Listing) {
 			_ = r.event(event.MCPTools, l.Server, l)
 		}}
 		if r.opts.Replay != nil && !r.opts.ReplayMissingLive {
@@ -49,28 +46,4 @@ func (r *Run) mcpTools() *mcpclient.Client {
 		}
 	})
 	return r.mcp
-}
-
-// closeMCP stops the MCP servers the run started.
-func (r *Run) closeMCP() {
-	if r.mcp != nil {
-		r.mcp.Close()
-	}
-}
-
-// readMCPTools reads the mcp_tools events of a journal: the tool list of
-// each server, the last one journaled.
-func readMCPTools(events []journal.Event) (map[string]mcpclient.Listing, error) {
-	out := map[string]mcpclient.Listing{}
-	for _, ev := range events {
-		if ev.Type != event.MCPTools {
-			continue
-		}
-		var l mcpclient.Listing
-		if err := json.Unmarshal(ev.Data, &l); err != nil {
-			return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
-		}
-		out[l.Server] = l
-	}
-	return out, nil
 }

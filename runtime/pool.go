@@ -1,185 +1,21 @@
 package runtime
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"maps"
-	"slices"
-	"sort"
-	"sync"
-	"sync/atomic"
-
-	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
-	"github.com/debate-runner/runner/runtime/llm"
+	"github.com/debate-runner/runner/runtime/connect"
 )
 
-// ClientPool holds the endpoint clients of one or more runs. Runs that share
-// a pool (the runs of a sweep) share each endpoint's concurrency and rate
-// limits, so the limits hold for the sweep as a whole, and identical cached
-// requests in flight at the same time are sent once.
-type ClientPool struct {
-	mu      sync.Mutex
-	clients map[string]*llm.Client
-	flights calls.Flights
-	sent    atomic.Int64
-	// cacheWrites are the replies on their way into the response cache.
-	cacheWrites writeBehind
-}
-
-// writeBehind stores replies in the response cache off the calls' way: a
-// reply goes on to the run at once while a goroutine writes its entry (a
-// folder, a file and a rename, milliseconds on a busy disk, on the path
-// from one wave of a debate to the next). Until the entry is on disk the
-// pool serves it from memory, so an identical call of any run of the pool
-// that comes after the reply finds it, as it found the entry written before
-// its flight ended. A run waits for its writes before Execute returns.
-type writeBehind struct {
-	mu      sync.Mutex
-	pending map[string]pendingWrite
-	seq     uint64
-}
-
-// pendingWrite is a reply on its way into the cache; seq tells a later
-// write of the same key from it.
-type pendingWrite struct {
-	rep kit.Reply
-	seq uint64
-}
-
-// put stores rep under key in cache, in the background; run counts the
-// write among the run's own, which the run waits for (the pool is shared
-// by the runs of a sweep, each waiting for its own writes only).
-func (w *writeBehind) put(cache calls.Cache, key string, rep kit.Reply, run *sync.WaitGroup) {
-	w.mu.Lock()
-	if w.pending == nil {
-		w.pending = map[string]pendingWrite{}
-	}
-	w.seq++
-	seq := w.seq
-	w.pending[key] = pendingWrite{rep, seq}
-	w.mu.Unlock()
-	run.Add(1)
-	go func() {
-		defer run.Done()
-		cache.Put(key, rep)
-		w.mu.Lock()
-		if w.pending[key].seq == seq {
-			// Not put again meanwhile: that write still has it to serve.
-			delete(w.pending, key)
-		}
-		w.mu.Unlock()
-	}()
-}
-
-// get returns a reply not yet written.
-func (w *writeBehind) get(key string) (kit.Reply, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	p, ok := w.pending[key]
-	return p.rep, ok
-}
+// ClientPool holds the endpoint clients of one or more runs (see
+// connect.Pool): runs that share one (a sweep's) share endpoint limits and
+// identical calls in flight.
+type ClientPool = connect.Pool
 
 // NewClientPool returns an empty pool.
-func NewClientPool() *ClientPool {
-	return &ClientPool{clients: map[string]*llm.Client{}}
-}
-
-// Sent is the number of model calls that went to an endpoint through the
-// pool (not served by a cache, a replay or another run's identical call).
-func (p *ClientPool) Sent() int64 { return p.sent.Load() }
-
-// clientFor returns the pool's client for ep, creating it on first use. Two
-// runs get the same client when they name the same endpoint at the same URL
-// with the same kind, key and headers; secrets enter the identity only as a
-// digest.
-// Clients of another variant are others: the clients of a sweep's batches
-// (their variant names the sweep's collector) are the sweep's own, not
-// those of another sweep sharing the pool.
-func (p *ClientPool) clientFor(ep llm.Endpoint, variant string) *llm.Client {
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00", variant)
-	fmt.Fprintf(h, "%s\x00%s\x00%s\x00", ep, ep.KeyHeader, ep.APIKey)
-	for _, k := range slices.Sorted(maps.Keys(ep.Settings)) {
-		fmt.Fprintf(h, "%s=%s\x00", k, ep.Settings[k])
-	}
-	names := make([]string, 0, len(ep.Headers))
-	for k := range ep.Headers {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		fmt.Fprintf(h, "%s\x00%s\x00", k, ep.Headers[k])
-	}
-	id := fmt.Sprintf("%s\x00%s\x00%s", ep.Name, ep.BaseURL, hex.EncodeToString(h.Sum(nil)[:8]))
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if c, ok := p.clients[id]; ok {
-		return c
-	}
-	c := llm.New(ep)
-	p.clients[id] = c
-	return c
-}
+func NewClientPool() *ClientPool { return connect.NewPool() }
 
 // CallCounts say where a run's model calls were answered from.
-type CallCounts struct {
-	// Network calls were sent to an endpoint by this run.
-	Network int `json:"network"`
-	// Cache calls were answered from the response cache.
-	Cache int `json:"cache"`
-	// Shared calls waited for an identical call of another run (or of this
-	// one) that was in flight, and took its reply.
-	Shared int `json:"shared"`
-	// Replay calls came from the recording given with --replay.
-	Replay int `json:"replay"`
-	// Journal calls came from this run's own journal (resume).
-	Journal int `json:"journal"`
-	// Resampled of the calls above were asked afresh with resume
-	// --resample instead of being served their journaled reply.
-	Resampled int `json:"resampled,omitempty"`
-	// Human are the turns of agents a person plays that were given a
-	// message in this attempt (no model call; not in Total). Those given
-	// before are served from the journal, a recording's from the replay.
-	Human int `json:"human,omitempty"`
-}
+type CallCounts = calls.Counts
 
-// Total is the number of calls however they were answered.
-func (c CallCounts) Total() int { return c.Network + c.Cache + c.Shared + c.Replay + c.Journal }
-
-// CallCounts returns where the run's calls were answered from so far.
-func (r *Run) CallCounts() CallCounts {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.callCounts
-}
-
-// countCall notes where a call was answered from ("" is the network).
-func (r *Run) countCall(source string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	switch source {
-	case "":
-		r.callCounts.Network++
-	case "cache":
-		r.callCounts.Cache++
-	case "shared":
-		r.callCounts.Shared++
-	case "replay":
-		r.callCounts.Replay++
-	case "journal":
-		r.callCounts.Journal++
-	case "human":
-		r.callCounts.Human++
-	}
-}
-
-// sampleKey is the sample discriminator of a call's cache key: the call key,
-// extended by the sample index of a repeated run so repeats draw new samples.
-func (r *Run) sampleKey(callKey string) string {
-	if r.opts.Sample > 0 {
-		return fmt.Sprintf("%s#sample%d", callKey, r.opts.Sample)
-	}
-	return callKey
-}
+// writeBehind are the replies on their way into the response cache (see
+// connect.WriteBehind).
+type writeBehind = connect.WriteBehind

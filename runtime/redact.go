@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
+	"github.com/debate-runner/runner/runtime/connect"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/rundir"
 )
@@ -19,13 +20,22 @@ import (
 // through the run's redactor here. A model that echoes a key, or an input
 // that holds one, leaves [REDACTED] in its place.
 
+// redaction is the part of a run that keeps its secrets out of what it
+// writes and tells.
+type redaction struct {
+	// red holds the secrets of the endpoints connected so far.
+	red *journal.Redactor
+	// secrets are those of the endpoints connected so far, which red holds.
+	secrets []string
+}
+
 // redactor returns the run's redactor, made when the run connected to its
 // endpoints and learnt their secrets (nil redacts nothing).
-func (r *Run) redactor() *journal.Redactor { return r.red }
+func (r *redaction) redactor() *journal.Redactor { return r.red }
 
 // Redact returns s with the run's secrets replaced by [REDACTED], for what
 // the CLI prints about the run (errors, outputs).
-func (r *Run) Redact(s string) string { return r.redactor().Redact(s) }
+func (r *redaction) Redact(s string) string { return r.redactor().Redact(s) }
 
 // redactValue replaces secrets in v, a JSON-encodable value, by encoding
 // it and decoding the redacted JSON into a fresh value. v is left alone
@@ -51,7 +61,7 @@ func redactValue[T any](red *journal.Redactor, v *T) error {
 }
 
 // writeJSON writes v as indented JSON with the run's secrets redacted.
-func (r *Run) writeJSON(path string, v any) error {
+func (r *redaction) writeJSON(path string, v any) error {
 	data, err := r.jsonFile(v)
 	if err != nil {
 		return err
@@ -60,7 +70,7 @@ func (r *Run) writeJSON(path string, v any) error {
 }
 
 // jsonFile is what writeJSON writes.
-func (r *Run) jsonFile(v any) ([]byte, error) {
+func (r *redaction) jsonFile(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -75,7 +85,7 @@ func (r *Run) jsonFile(v any) ([]byte, error) {
 }
 
 // textFile is a text file of the run with its secrets redacted.
-func (r *Run) textFile(data []byte) []byte {
+func (r *redaction) textFile(data []byte) []byte {
 	red := r.redactor()
 	if red.Active() {
 		data = []byte(red.Redact(string(data)))
@@ -84,7 +94,7 @@ func (r *Run) textFile(data []byte) []byte {
 }
 
 // redactNotice returns n with secrets redacted from what it says.
-func (r *Run) redactNotice(n Notice) Notice {
+func (r *redaction) redactNotice(n Notice) Notice {
 	red := r.redactor()
 	if !red.Active() {
 		return n
@@ -99,17 +109,17 @@ func (r *Run) redactNotice(n Notice) Notice {
 }
 
 // redactingCache keeps secrets out of cache entries, and writes them in
-// the background (see writeBehind).
+// the background (see connect.WriteBehind).
 type redactingCache struct {
 	calls.Cache
 	red    *journal.Redactor
-	writes *writeBehind
+	writes *connect.WriteBehind
 	// run counts the run's own writes, which Execute waits for.
 	run *sync.WaitGroup
 }
 
 func (c redactingCache) Get(key string) (kit.Reply, bool) {
-	if rep, ok := c.writes.get(key); ok {
+	if rep, ok := c.writes.Get(key); ok {
 		return rep, true
 	}
 	return c.Cache.Get(key)
@@ -117,5 +127,5 @@ func (c redactingCache) Get(key string) (kit.Reply, bool) {
 
 func (c redactingCache) Put(key string, rep kit.Reply) {
 	_ = redactValue(c.red, &rep)
-	c.writes.put(c.Cache, key, rep, c.run)
+	c.writes.Put(c.Cache, key, rep, c.run)
 }

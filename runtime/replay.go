@@ -8,6 +8,7 @@ import (
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/drift"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 
@@ -109,7 +110,7 @@ func LoadRecording(path string, missingLive bool) (launch.Recording, result.Mani
 	if rec.ReplayThreads, err = LoadReplayThreads(path); err != nil {
 		return rec, result.Manifest{}, false, err
 	}
-	if rec.ReplayRequests, err = LoadReplayRequests(path); err != nil {
+	if rec.ReplayRequests, err = drift.LoadRequests(path); err != nil {
 		return rec, result.Manifest{}, false, err
 	}
 	dir := path
@@ -118,4 +119,30 @@ func LoadRecording(path string, missingLive bool) (launch.Recording, result.Mani
 	}
 	m, err := result.ReadManifest(dir)
 	return rec, m, err == nil, nil
+}
+
+// threadTurn is the payload of a thread_turn event: the user prompt of a
+// thread's turn, as it was sent.
+type threadTurn struct {
+	Thread string `json:"thread"`
+	Agent  string `json:"agent"`
+	Goal   string `json:"goal,omitempty"`
+	Turn   int    `json:"turn"`
+	Prompt string `json:"prompt"`
+}
+
+// threadPrompts reads the prompts of thread turns from journal events.
+func threadPrompts(events []journal.Event) (map[string][]string, error) {
+	out := map[string][]string{}
+	for _, ev := range events {
+		if ev.Type != event.ThreadTurn {
+			continue
+		}
+		var tt threadTurn
+		if err := json.Unmarshal(ev.Data, &tt); err != nil {
+			return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+		}
+		out[ev.Key] = append(out[ev.Key], tt.Prompt)
+	}
+	return out, nil
 }

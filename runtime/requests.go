@@ -4,6 +4,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/calls"
 	"github.com/debate-runner/runner/runtime/digest"
+	"github.com/debate-runner/runner/runtime/drift"
+	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/llm"
 )
 
@@ -27,7 +30,7 @@ func (r *Run) journalRequest(c *calls.Call) error {
 	ev := requestEvent{
 		Node: c.Node, Agent: c.Agent, Target: c.Kit.Target, Model: model.Model, ModelName: model.Name,
 		Endpoint: model.Endpoint.Name, Params: newCallParams(&c.Request), PromptDigest: digest.Prompt(c.Kit.Messages),
-		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages), RequestDigest: requestDigest(c),
+		PromptChars: promptChars, Messages: r.messagesForJournal(c.Kit.Messages), RequestDigest: drift.RequestDigest(c),
 		Resample: c.Resample, Human: c.Kit.Seat(),
 	}
 	if len(c.Kit.Tools) > 0 {
@@ -55,7 +58,7 @@ type requestEvent struct {
 	Params       callParams       `json:"params"`
 	PromptChars  int              `json:"prompt_chars"`
 	PromptDigest string           `json:"prompt_digest"`
-	// RequestDigest identifies the whole request (see requestDigest).
+	// RequestDigest identifies the whole request (see drift.RequestDigest).
 	RequestDigest string `json:"request_digest,omitempty"`
 	// Resample is the call's resample number (resume --resample), 0 for
 	// its first sample.
@@ -64,25 +67,13 @@ type requestEvent struct {
 	Tools    []string `json:"tools,omitempty"`
 }
 
-// requestDigest identifies what a call asks of its model: the request's
-// content address (calls.RequestKey) with the endpoint's URL as the spec
-// writes it, so that the digest does not change when the run resumes
-// against another address of the same endpoint.
-//
-// A call of a cache scope has the scope in its digest, so that a compare
-// of two sweeps does not take requests only one of them could be served
-// for shared ones.
-func requestDigest(c *calls.Call) string {
-	return calls.ScopedKey(calls.RequestKey(c.Model, "", c.Request, c.Sample), c.Scope)
-}
-
 // sameRequest reports whether a call asks what the journaled call of its
 // key asked, so that the journaled reply answers it. A call whose request
 // changed (a resume with a fixed spec) is made again, with a warning that
 // says why. Journals without request digests are trusted by key.
 func (r *Run) sameRequest(c *calls.Call) bool {
 	rec, ok := r.requests[c.Key]
-	if !ok || rec.Digest == "" || rec.Digest == requestDigest(c) {
+	if !ok || rec.Digest == "" || rec.Digest == drift.RequestDigest(c) {
 		return true
 	}
 	why := "its parameters, reply format or tools changed"
@@ -147,4 +138,68 @@ func (r *Run) messagesForJournal(ms []kit.ChatMessage) []journalMessage {
 		}
 	}
 	return out
+}
+
+// noteDrift records a call served despite a changed request: a warning
+// naming it, and the call among the run's changed prompts.
+func (r *Run) noteDrift(key, source, what string) {
+	r.mu.Lock()
+	r.drifted = append(r.drifted, key)
+	r.mu.Unlock()
+	r.warn("model call %s is served from the %s although %s", key, source, what)
+}
+
+// replayDrift checks the calls a replay serves against the recording's
+// requests, before next (the replay stage) serves them.
+func (r *Run) replayDrift(next calls.Stage) calls.Stage {
+	return calls.StageFunc(func(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
+		if _, served := r.opts.Replay[c.Key]; served {
+			rec, ok := r.opts.ReplayRequests[c.Key]
+			if !ok || rec.Digest == "" {
+				// A recording of a runner from before request digests (or
+				// of a call it did not journal): nothing to compare with.
+				what := "the recording does not say what its request was (a runner from before request digests), so whether its prompt changed cannot be told"
+				if r.opts.Strict {
+					return kit.Reply{}, calls.FromReplay, &drift.Error{Key: c.Key, What: what}
+				}
+				r.warnOnce("replay-unverified", "model call %s and others like it are served from the recording unchecked: %s", c.Key, what)
+			}
+			if ok {
+				if what := drift.Of(c, rec); what != "" {
+					if r.opts.Strict {
+						return kit.Reply{}, calls.FromReplay, &drift.Error{Key: c.Key, What: what}
+					}
+					r.noteDrift(c.Key, "recording", what)
+				}
+			}
+		}
+		return next.Complete(ctx, c)
+	})
+}
+
+// journalDrift fails a resume under --strict at a call whose journaled
+// request differs (without it, such a call is made again with a warning:
+// see sameRequest).
+func (r *Run) journalDrift(next calls.Stage) calls.Stage {
+	if !r.opts.Strict {
+		return next
+	}
+	return calls.StageFunc(func(ctx context.Context, c *calls.Call) (kit.Reply, calls.Source, error) {
+		if _, ok := r.recorded[c.Key]; ok {
+			if rec, ok := r.requests[c.Key]; ok {
+				if what := drift.Of(c, launch.RecordedRequest{Digest: rec.Digest, Prompt: rec.Prompt, Messages: rec.Messages}); what != "" {
+					return kit.Reply{}, calls.FromJournal, &drift.Error{Key: c.Key, What: what}
+				}
+			}
+		}
+		return next.Complete(ctx, c)
+	})
+}
+
+// DriftError is a call whose request differs from the recorded one, under
+// --strict (see drift.Error).
+type DriftError = drift.Error
+
+func firstMessageDrift(now []kit.ChatMessage, was []launch.RecordedMessage) string {
+	return drift.FirstMessage(now, was)
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/debate-runner/runner/internal/buildinfo"
 	"io"
 	"math"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/debate-runner/runner/internal/buildinfo"
 
 	"github.com/debate-runner/runner/spec/value"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/debate-runner/runner/runtime/journal"
 
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/prefix"
 	"github.com/debate-runner/runner/runtime/report"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/rundir"
@@ -30,10 +32,8 @@ import (
 type usageBook struct {
 	mu     sync.Mutex
 	report result.UsageReport
-	// recent are each agent's latest requests (see prefixTokens).
-	recent map[string][]recentRequest
-	// recentByModel are the latest requests to each model (see cacheable).
-	recentByModel map[string][]recentCall
+	// recent are the run's latest requests, by agent and by model.
+	recent prefix.Book
 }
 
 func newUsageBook() *usageBook {
@@ -48,7 +48,7 @@ type usageKey struct {
 	node, agent string
 	round       int
 	goal        string
-	// call is the call key; see prefixTokens.
+	// call is the call key; see prefix.Book.Tokens.
 	call string
 }
 
@@ -60,7 +60,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		cost = model.Price.CostWritten(rep.PromptTokens, rep.CachedTokens, rep.CacheWriteTokens, rep.CompletionTokens) * rep.PriceFactor()
 		priced, builtin = true, model.Price.Builtin
 	}
-	prefix, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
+	repeated, cacheAgent, cacheModel := 0, 0, 0 // set below, under the lock
 	var rules result.CacheRules
 	one := func(u result.Usage) result.Usage {
 		if u.Calls == 0 {
@@ -71,7 +71,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 		u.CompletionTokens += rep.CompletionTokens
 		u.CachedTokens += rep.CachedTokens
 		u.CacheWriteTokens += rep.CacheWriteTokens
-		u.PrefixTokens += prefix
+		u.PrefixTokens += repeated
 		u.CacheableTokens += cacheAgent
 		u.RunCacheableTokens += cacheModel
 		u.CacheableByRule.Add(rules, u.PromptTokens)
@@ -96,7 +96,7 @@ func (b *usageBook) add(k usageKey, model *spec.ModelPlan, rep kit.Reply, reques
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	prefix = b.prefixTokens(k.agent, k.call, request, rep.PromptTokens)
+	repeated = b.recent.Tokens(k.agent, k.call, request, rep.PromptTokens)
 	if model != nil {
 		id := model.Model
 		if model.Endpoint != nil {
@@ -150,52 +150,6 @@ func copyUsage(m map[string]result.Usage) map[string]result.Usage {
 func roundCost(u result.Usage) result.Usage {
 	u.Cost = math.Round(u.Cost*1e10) / 1e10
 	return u
-}
-
-// goalVerdicts keeps every goal's verdicts: the latest verdict of each agent
-// per goal and node, in the order they were first given.
-func goalVerdicts(plan *spec.Plan, msgs []value.Message) []value.GoalVerdicts {
-	type group struct{ goal, node string }
-	type key struct {
-		group
-		agent string
-	}
-	latest := map[key]value.Message{}
-	withdrawn := map[key]bool{}
-	var groups []group
-	agentsOf := map[group][]string{}
-	for _, m := range msgs {
-		g := group{m.Goal, m.Node}
-		k := key{g, m.From}
-		if m.Withdrawn {
-			withdrawn[k] = true
-		}
-		if m.Verdict == "" {
-			continue
-		}
-		if _, ok := latest[k]; !ok {
-			if len(agentsOf[g]) == 0 {
-				groups = append(groups, g)
-			}
-			agentsOf[g] = append(agentsOf[g], m.From)
-		}
-		latest[k] = m
-	}
-	var out []value.GoalVerdicts
-	for _, g := range groups {
-		gv := value.GoalVerdicts{Goal: g.goal, Node: g.node, Counts: map[string]int{}, Percent: map[string]float64{}}
-		for _, a := range agentsOf[g] {
-			k := key{g, a}
-			m := latest[k]
-			gv.Verdicts = append(gv.Verdicts, value.AgentVerdict{Agent: a, Verdict: m.Verdict, Reasoning: m.Reasoning, Withdrawn: withdrawn[k], Forced: m.Forced})
-			gv.Counts[m.Verdict]++
-		}
-		for v, n := range gv.Counts {
-			gv.Percent[v] = math.Round(float64(n)*10000/float64(len(gv.Verdicts))) / 100
-		}
-		out = append(out, gv)
-	}
-	return out
 }
 
 func (r *Run) buildResult(status string, outputs map[string]any, runErr error, d time.Duration) *result.Result {
@@ -363,3 +317,14 @@ func redactResult(red *journal.Redactor, res *result.Result) error {
 	}
 	return redactValue(red, res)
 }
+
+// cacheable is the usage book's cacheable tokens of a request (see
+// prefix.Book.Cacheable). Call with b.mu held.
+func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, marks []int, promptTokens int) (byAgent, byModel int, rules result.CacheRules) {
+	return b.recent.Cacheable(agent, model, key, msgs, marks, promptTokens)
+}
+
+// The names the usage book's tests know the prompt-prefix accounting by.
+const prefixExact, prefixBlock, modelWindow = prefix.Exact, prefix.Block, prefix.ModelWindow
+
+func callGroup(key string) string { return prefix.Group(key) }

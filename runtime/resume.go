@@ -1,21 +1,19 @@
 package runtime
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/images"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
-	"github.com/debate-runner/runner/runtime/mcpclient"
+	"github.com/debate-runner/runner/runtime/images"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/internal/exitcode"
-	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/answers"
 	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/calls"
@@ -312,157 +310,6 @@ func saveReplacedSpec(dir string, plan *spec.Plan, m *result.Manifest) (map[stri
 	return libs, nil
 }
 
-// prior is what a run's journal says of its earlier attempts.
-type prior struct {
-	replies  map[string]kit.Reply
-	requests map[string]requestRecord
-	// models are the model names of journaled requests by call key, and
-	// network the keys whose reply came from an endpoint (for the budget).
-	models  map[string]string
-	nodes   map[string]string
-	network []string
-	answers map[string]string
-	tools   *toolBook
-	mcp     map[string]mcpclient.Listing
-	already map[string]int
-	// absent are the failed calls nodes completed without (see leftOut).
-	absent map[string]absentRecord
-	// threads are the journaled prompts of thread turns (see threads.sent).
-	threads   map[string][]string
-	completed bool
-	// last is the last attempt (see attempt); order the keys of journaled
-	// replies in journal order, agents their agents, fresh their resample
-	// numbers (see calls.Call.Resample).
-	last   attempt
-	order  []string
-	agents map[string]string
-	fresh  map[string]int
-	// fallbacks are the chains of calls (by first key) whose last reply
-	// gave way to a fallback output (see noteFallback).
-	fallbacks map[string]bool
-}
-
-// readPrior reads a journal for a resume.
-func readPrior(path string) (*prior, error) {
-	events, err := journal.Read(path)
-	if err != nil {
-		return nil, err
-	}
-	p := &prior{
-		replies: map[string]kit.Reply{}, requests: map[string]requestRecord{}, models: map[string]string{},
-		nodes: map[string]string{}, answers: map[string]string{}, tools: &toolBook{}, already: map[string]int{},
-		agents: map[string]string{}, fresh: map[string]int{}, fallbacks: map[string]bool{}, last: attempt{unanswered: map[string]bool{}},
-		absent: map[string]absentRecord{},
-	}
-	for _, ev := range events {
-		p.already[string(ev.Type)+"\x00"+ev.Key]++
-		p.last.note(ev)
-		p.noteFallback(ev.Type, ev.Key)
-		switch ev.Type {
-		case event.ModelRequest:
-			var req struct {
-				requestRecord
-				Node      string `json:"node"`
-				Agent     string `json:"agent"`
-				ModelName string `json:"model_name"`
-				Resample  int    `json:"resample"`
-			}
-			if err := json.Unmarshal(ev.Data, &req); err != nil {
-				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
-			}
-			p.requests[ev.Key], p.models[ev.Key], p.nodes[ev.Key] = req.requestRecord, req.ModelName, req.Node
-			p.agents[ev.Key] = req.Agent
-			if req.Resample > 0 {
-				p.fresh[ev.Key] = req.Resample
-			}
-		case event.ModelResponse:
-			var rep replayedReply
-			if err := json.Unmarshal(ev.Data, &rep); err != nil {
-				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
-			}
-			if _, seen := p.replies[ev.Key]; !seen {
-				p.order = append(p.order, ev.Key)
-			}
-			p.replies[ev.Key] = rep.Reply
-			if rep.Source == "" {
-				p.network = append(p.network, ev.Key)
-			}
-		case event.Answer:
-			var a answerEvent
-			if err := json.Unmarshal(ev.Data, &a); err != nil {
-				return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
-			}
-			p.answers[ev.Key] = a.Answer
-		case event.RunFinished:
-			var fin struct {
-				Status string `json:"status"`
-			}
-			_ = json.Unmarshal(ev.Data, &fin)
-			p.completed = result.Finished(fin.Status)
-		case "run_resumed":
-			// A resume after the run completed (to write its records) has
-			// not finished until it says so again.
-			p.completed = false
-		}
-	}
-	if err := readToolCalls(events, p.tools); err != nil {
-		return nil, err
-	}
-	if err := readAbsent(events, p.absent); err != nil {
-		return nil, err
-	}
-	if p.mcp, err = readMCPTools(events); err != nil {
-		return nil, err
-	}
-	if p.threads, err = threadPrompts(events); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// spent is what the journaled calls that went to an endpoint spent, by
-// node, priced with plan's models.
-func (p *prior) spent(plan *spec.Plan) map[string]calls.Spend {
-	out := map[string]calls.Spend{}
-	for _, key := range p.network {
-		rep := p.replies[key]
-		c := &calls.Call{Key: key, Model: plan.Models[p.models[key]]}
-		node := p.nodes[key]
-		if node == "" {
-			node, _, _ = strings.Cut(key, "/")
-		}
-		out[node] = out[node].Plus(calls.Actual(c, rep))
-	}
-	return out
-}
-
-// loadReplayTools reads the tool results of the recording being replayed,
-// so that a replay never runs a tool (reads a file) again.
-func (r *Run) loadReplayTools() error {
-	if r.opts.Replay == nil || r.opts.ReplayFrom == "" {
-		return nil
-	}
-	path := r.opts.ReplayFrom
-	if info, err := os.Stat(path); err == nil && info.IsDir() {
-		path = filepath.Join(path, "journal.jsonl")
-	}
-	events, err := journal.Read(path)
-	if err != nil {
-		return &args.FlagError{Flag: "--replay", Err: err}
-	}
-	r.replayTools = &toolBook{source: string(calls.FromReplay)}
-	if r.absent == nil {
-		r.absent = map[string]absentRecord{}
-	}
-	if err := readAbsent(events, r.absent); err != nil {
-		return &args.FlagError{Flag: "--replay", Err: err}
-	}
-	if r.mcpReplay, err = readMCPTools(events); err != nil {
-		return err
-	}
-	return readToolCalls(events, r.replayTools)
-}
-
 // normalizeNumbers turns JSON numbers that are whole back into ints, as the
 // spec typed them.
 func normalizeNumbers(m map[string]any) map[string]any {
@@ -475,4 +322,86 @@ func normalizeNumbers(m map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// CompletedError refuses to resume a run that completed: its result.json
+// is there and stays as the runner that finished it wrote it.
+type CompletedError struct {
+	Dir, Status, Runner string
+	// MissingReports are report files the run lacks (a run of a runner
+	// from before reports, or killed while writing them).
+	MissingReports []string
+}
+
+func (e *CompletedError) Error() string {
+	by := ""
+	if e.Runner != "" {
+		by = ", by runner " + e.Runner
+	}
+	msg := fmt.Sprintf("the run already completed (status %s%s); nothing to resume, and nothing in %s was changed", e.Status, by, e.Dir)
+	if len(e.MissingReports) > 0 {
+		msg += fmt.Sprintf(" (it has no %s: runner show and runner view read the run as it is)", strings.Join(e.MissingReports, " or "))
+	}
+	return msg
+}
+
+// Is makes a CompletedError an ErrCompleted.
+func (e *CompletedError) Is(target error) bool { return target == ErrCompleted }
+
+func completedError(dir string, m result.Manifest, res *result.Result) error {
+	e := &CompletedError{Dir: dir, Status: res.Status, Runner: m.RunnerVersion}
+	if m.RunnerCommit != "" {
+		e.Runner += " (commit " + m.RunnerCommit + ")"
+	}
+	for _, name := range []string{"report.md", "report.html"} {
+		if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.Size() == 0 {
+			e.MissingReports = append(e.MissingReports, name)
+		}
+	}
+	return e
+}
+
+// resample sets up --resample: the calls of the node occurrence that
+// failed the last attempt are taken out of the replies the journal serves
+// and get their next resample number (see calls.Call.Resample), and the
+// events the node journaled are no longer taken for ones it repeats. It
+// returns the calls, sorted.
+func (r *Run) resample(p *prior) ([]string, error) {
+	keys := p.failedCalls()
+	if p.last.status != result.StatusFailed || p.last.prefix == "" && len(keys) == 0 {
+		why := "it did not fail"
+		switch {
+		case p.last.status == result.StatusFailed && p.last.err != "":
+			why = fmt.Sprintf("no node failed and no reply gave way to a fallback output; the run failed on: %s; continue it with a fixed spec (--spec FIXED.yaml)", firstLineOf(errors.New(p.last.err)))
+		case p.last.status == "":
+			why = "its last attempt did not finish (it was killed): resume it without --resample"
+		case p.last.status != result.StatusFailed:
+			why = fmt.Sprintf("its last attempt ended %s", p.last.status)
+		}
+		return nil, &args.FlagError{Flag: "--resample", Err: fmt.Errorf("nothing to ask afresh: %s", why)}
+	}
+	if len(keys) == 0 {
+		return nil, &args.FlagError{Flag: "--resample", Err: fmt.Errorf("node %q failed without a journaled model reply to ask afresh (%s); fix the spec and resume with --spec FILE", p.last.node, firstLineOf(errors.New(p.last.nodeErr)))}
+	}
+	if r.fresh == nil {
+		r.fresh = map[string]int{}
+	}
+	for _, k := range keys {
+		delete(r.recorded, k)
+		r.fresh[k] = p.fresh[k] + 1
+	}
+	// The events of the failed node (of the calls asked afresh, for
+	// fallbacks) are journaled again as the new samples make them.
+	prefix, resampled := p.last.prefix, map[string]bool{}
+	for _, k := range keys {
+		resampled[k] = true
+	}
+	for k := range r.already {
+		_, key, _ := strings.Cut(k, "\x00")
+		if prefix != "" && (key == prefix || strings.HasPrefix(key, prefix+"/")) || resampled[key] {
+			delete(r.already, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
 }

@@ -10,8 +10,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/debate-runner/runner/runtime/images"
-	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -21,6 +19,11 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/debate-runner/runner/runtime/args"
+	"github.com/debate-runner/runner/runtime/connect"
+	"github.com/debate-runner/runner/runtime/images"
+	"github.com/debate-runner/runner/runtime/outcome"
+
 	"github.com/debate-runner/runner/runtime/mcpclient"
 	"github.com/debate-runner/runner/runtime/tmplguard"
 
@@ -28,7 +31,6 @@ import (
 
 	"github.com/debate-runner/runner/internal/buildinfo"
 	"github.com/debate-runner/runner/internal/event"
-	"github.com/debate-runner/runner/runtime/args"
 	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 
@@ -88,12 +90,7 @@ type Settings struct {
 }
 
 // Seams are what tests put in place of the network and the clock.
-type Seams struct {
-	// HTTPClient is used for all endpoints (tests); nil means the default.
-	HTTPClient *http.Client
-	// Sleep replaces time.Sleep in retries (tests).
-	Sleep func(ctx context.Context, d time.Duration) error
-}
+type Seams = connect.Seams
 
 // Wiring are the parts of a run the executor that makes it supplies: a
 // sweep whose runs share endpoint clients, Temporal, whose workers make
@@ -128,15 +125,6 @@ type Resuming struct {
 	Resample bool
 }
 
-// Notice is something that happened in a run, for progress displays and
-// --json output.
-type Notice struct {
-	Event    *journal.Event     // a journaled event, or nil
-	Progress *kit.ProgressEvent // a progress update, or nil
-	Scope    string
-	Message  string // a warning or status line
-}
-
 // Run is one execution of a plan, with its directory and journal. It ties
 // together parts with one job each: the connections to the endpoints the
 // plan uses, the log of the run's events (the journal, and what observers
@@ -164,7 +152,7 @@ type Run struct {
 	// (*atomic.Int64), to size the next rendering.
 	renderSizes sync.Map
 	// cacheWrites are the run's replies on their way into the response
-	// cache (see writeBehind).
+	// cache (see connect.WriteBehind).
 	cacheWrites sync.WaitGroup
 	lock        *rundir.Lock
 	result      *result.Result
@@ -176,8 +164,8 @@ type Run struct {
 	emb  *Embedded
 	// threads are the agents' chat threads (see kit.Thread).
 	threads threads
-	// red keeps the endpoints' secrets out of what the run writes.
-	red *journal.Redactor
+	// redaction keeps the endpoints' secrets out of what the run writes.
+	redaction
 	// budget is what the run may still spend (nil: no limits).
 	budget *calls.Budget
 	// requests are the request digests an earlier attempt journaled, by
@@ -202,7 +190,7 @@ type Run struct {
 	toolMu    sync.Mutex
 	toolCount map[string]int
 
-	*endpoints
+	conn *connect.Endpoints
 	*eventLog
 	*runState
 }
@@ -339,7 +327,15 @@ func (r *Run) setUp(budget *spec.BudgetPlan) (*rundir.Batch, error) {
 	}
 	files.Stage(filepath.Join(r.Dir, "run.json"), manifest)
 	files.Stage(filepath.Join(r.Dir, "spec.yaml"), r.textFile(plan.Source))
-	if err := r.stageImages(&files); err != nil {
+	// The images its image inputs name go into the run's directory, for a
+	// resume or a replay to send the same bytes.
+	var ims []images.Input
+	for _, in := range r.Plan.Inputs {
+		if s, _ := r.inputs[in.Name].(string); in.Image && s != "" {
+			ims = append(ims, images.Input{Name: in.Name, Text: s})
+		}
+	}
+	if err := images.Stage(r.Dir, ims, &files); err != nil {
 		return nil, err
 	}
 	j, err := journal.CreateWith(filepath.Join(r.Dir, "journal.jsonl"), journal.Options{Redact: r.red, FolderSynced: true})
@@ -408,14 +404,8 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 		opts:      opts,
 		templates: hist.Templates(tmplguard.Guard(plan.Templates)),
 		recorded:  map[string]kit.Reply{},
-		endpoints: &endpoints{
-			pool:    pool,
-			bases:   map[string]string{},
-			getenv:  getenv,
-			envPath: filepath.Join(filepath.Dir(plan.Path), ".env"),
-			clients: map[string]*llm.Client{},
-		},
-		eventLog: &eventLog{},
+		conn:      connect.New(pool, getenv, filepath.Join(filepath.Dir(plan.Path), ".env")),
+		eventLog:  &eventLog{},
 		runState: &runState{
 			hist:        hist,
 			seenText:    map[[sha256.Size]byte]bool{},
@@ -436,6 +426,40 @@ func newRun(plan *spec.Plan, opts Options) *Run {
 // (the compiler records them), so an agent no node uses needs no key.
 func usedModels(plan *spec.Plan) []*spec.ModelPlan { return plan.UsedModels }
 
+// loadReplayTools reads the tool results of the recording being replayed,
+// so that a replay never runs a tool (reads a file) again.
+func (r *Run) loadReplayTools() error {
+	if r.opts.Replay == nil || r.opts.ReplayFrom == "" {
+		return nil
+	}
+	path := r.opts.ReplayFrom
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		path = filepath.Join(path, "journal.jsonl")
+	}
+	events, err := journal.Read(path)
+	if err != nil {
+		return &args.FlagError{Flag: "--replay", Err: err}
+	}
+	r.replayTools = &toolBook{source: string(calls.FromReplay)}
+	if r.absent == nil {
+		r.absent = map[string]absentRecord{}
+	}
+	if err := readAbsent(events, r.absent); err != nil {
+		return &args.FlagError{Flag: "--replay", Err: err}
+	}
+	if r.mcpReplay, err = mcpclient.ReadJournal(events); err != nil {
+		return err
+	}
+	return readToolCalls(events, r.replayTools)
+}
+
+// closeMCP stops the MCP servers the run started.
+func (r *Run) closeMCP() {
+	if r.mcp != nil {
+		r.mcp.Close()
+	}
+}
+
 // connect creates one client per endpoint the run uses, after checking that
 // each has its API key and every environment variable its URL and headers
 // name. A run served wholly from a recording (--replay without live calls)
@@ -444,78 +468,10 @@ func (r *Run) connect() error {
 	if r.opts.Replay != nil && !r.opts.ReplayMissingLive || r.opts.Remote != nil {
 		return nil
 	}
-	if err := r.readDotEnv(); err != nil {
-		return &args.FlagError{Flag: ".env file", Err: err}
-	}
-	for _, m := range usedModels(r.Plan) {
-		ep := m.Endpoint
-		if ep == nil || r.clients[ep.Name] != nil {
-			continue
-		}
-		base := ep.BaseURL
-		if ep.FromEnv {
-			if v := r.getenv("OPENAI_BASE_URL"); v != "" {
-				base = strings.TrimRight(v, "/")
-			}
-		}
-		base, err := spec.ExpandEnv(base, r.getenv)
-		if err != nil {
-			return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q base_url %s: %w", ep.Name, ep.BaseURL, err)}
-		}
-		proto, err := llm.ProtocolOf(ep)
-		if err != nil {
-			return err
-		}
-		key := ""
-		if ep.APIKeyEnv != "" {
-			key = r.getenv(ep.APIKeyEnv)
-		}
-		if key == "" && !isLocal(proto, base) {
-			return &args.FlagError{
-				Flag: "environment variable " + ep.APIKeyEnv,
-				Err:  fmt.Errorf("endpoint %q (%s) needs an API key: set %s (or put it in a .env file next to the spec)", ep.Name, base, ep.APIKeyEnv),
-			}
-		}
-		if key != "" {
-			r.secrets = append(r.secrets, key)
-		}
-		var headers map[string]string
-		if len(ep.Headers) > 0 {
-			headers = make(map[string]string, len(ep.Headers))
-			for name, raw := range ep.Headers {
-				v, err := spec.ExpandEnv(raw, r.getenv)
-				if err != nil {
-					return &args.FlagError{Flag: "environment", Err: fmt.Errorf("endpoint %q header %s: %w", ep.Name, name, err)}
-				}
-				if v != raw {
-					// What came from the environment is a secret (a gateway
-					// key, Azure's api-key): the journal never holds it.
-					r.secrets = append(r.secrets, v)
-				}
-				headers[name] = v
-			}
-		}
-		r.bases[ep.Name] = base
-		r.red = journal.NewRedactor(r.secrets...)
-		lep := llm.Endpoint{
-			Name: ep.Name, Provider: proto, BaseURL: base, Settings: ep.Settings, APIKey: key, KeyHeader: ep.APIKeyHeader,
-			MaxConcurrency: ep.MaxConcurrency, RequestsPerMinute: ep.RequestsPerMinute, TokensPerMinute: ep.TokensPerMinute,
-			Timeout: ep.Timeout, MaxRetries: ep.MaxRetries, MaxRetryWait: ep.MaxRetryWait, Headers: headers,
-			HTTPClient: r.opts.HTTPClient, Sleep: r.opts.Sleep,
-		}
-		variant := ""
-		if b, ok := proto.(llm.Batcher); ok && r.opts.Batch != nil {
-			variant = fmt.Sprintf("batch %p", r.opts.Batch)
-			// The calls wait in the provider's batch queue, not the
-			// endpoint's limits, for up to a day; a request the batch
-			// does not answer is sent on its own with the endpoint's
-			// timeout.
-			lep.Batch = r.opts.Batch.Wrap(b, ep.Timeout)
-			lep.Timeout, lep.MaxConcurrency, lep.RequestsPerMinute, lep.TokensPerMinute = batch.MaxWait, 0, 0, 0
-		}
-		r.clients[ep.Name] = r.pool.clientFor(lep, variant)
-	}
-	return nil
+	return r.conn.Connect(usedModels(r.Plan), r.opts.Seams, r.opts.Batch, func(secrets []string) {
+		r.secrets = secrets
+		r.red = journal.NewRedactor(secrets...)
+	})
 }
 
 // warnSimulated says, once, that the run's replies are made by a simulated
@@ -534,15 +490,6 @@ func (r *Run) warnSimulated() {
 	if len(names) > 0 {
 		r.warnOnce("simulated", "simulated run: the replies of model %s are made by runner's offline model (kind offline), not by a language model; its calls are not priced", strings.Join(names, ", "))
 	}
-}
-
-// isLocal reports whether an endpoint at base runs on this machine, by
-// its provider kind (nil: any OpenAI-compatible server).
-func isLocal(p llm.Protocol, base string) bool {
-	if p == nil {
-		return llm.IsLocal(base)
-	}
-	return p.Local(base)
 }
 
 func (r *Run) buildManifest() result.Manifest {
@@ -591,7 +538,7 @@ func (r *Run) buildManifest() result.Manifest {
 			mi.Simulated = llm.Simulated(mp.Endpoint)
 			// A URL written with ${NAME} is recorded as written: what the
 			// environment gave it may be a secret.
-			if b := r.bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
+			if b := r.conn.Bases[mp.Endpoint.Name]; b != "" && !strings.Contains(mp.Endpoint.BaseURL, "${") {
 				mi.BaseURL = b
 			}
 		}
@@ -665,7 +612,7 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	if status == result.StatusCompleted {
 		// The outputs are written either way; whether they answer the
 		// spec's purpose is the status.
-		if conclusion = r.conclude(outputs); !conclusion.Concluded {
+		if conclusion = outcome.Conclude(r.Plan, r.env(kit.Scope{}), r.hist.GoalVerdicts, outputs, r.warn); !conclusion.Concluded {
 			status = result.StatusInconclusive
 		}
 	}
@@ -690,13 +637,14 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	defer tightGC()()
 	res := r.buildResult(status, outputs, runErr, r.now().Sub(started))
 	res.Conclusion = conclusion
+	sc := outcome.Scoring{Plan: r.Plan, Expected: r.opts.Expected, Env: func() *spec.Env { return r.env(kit.Scope{}) }, Warn: r.warn}
 	switch {
 	case judgements != nil:
-		r.scoreJudged(res, judgements)
+		sc.Judged(res, judgements)
 	case status == result.StatusCompleted:
-		r.score(res)
+		sc.Score(res)
 	case status == result.StatusInconclusive:
-		r.scoreInconclusive(res)
+		sc.Inconclusive(res)
 	}
 	if err := redactResult(r.red, res); err != nil && runErr == nil {
 		runErr = err
@@ -744,9 +692,6 @@ func (r *Run) Execute(ctx context.Context) (*result.Result, error) {
 	return res, runErr
 }
 
-// ErrInterrupted is a run stopped by a signal (Ctrl-C); it can be resumed.
-var ErrInterrupted = errors.New("interrupted")
-
 func (r *Run) evalOutputs() (map[string]any, error) {
 	env := r.env(kit.Scope{})
 	out := map[string]any{}
@@ -781,15 +726,4 @@ func (r *Run) Outputs() []string {
 		out = append(out, o.Name)
 	}
 	return out
-}
-
-// firstLineOf is the first line of an error, for a warning or a note.
-func firstLineOf(err error) string { return strings.SplitN(err.Error(), "\n", 2)[0] }
-
-// requestRecord is what the journal says of a call's request.
-type requestRecord struct {
-	Digest string `json:"request_digest"`
-	Prompt string `json:"prompt_digest"`
-	// Messages say which message of a changed prompt differs first.
-	Messages []launch.RecordedMessage `json:"messages"`
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -65,4 +66,40 @@ type runState struct {
 	// seenText are the SHA-256 of texts already in the journal, which
 	// messages repeating them refer to.
 	seenText map[[sha256.Size]byte]bool
+}
+
+// CallCounts returns where the run's calls were answered from so far.
+func (r *Run) CallCounts() CallCounts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.callCounts
+}
+
+// countCall notes where a call was answered from ("" is the network).
+func (r *Run) countCall(source string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch source {
+	case "":
+		r.callCounts.Network++
+	case "cache":
+		r.callCounts.Cache++
+	case "shared":
+		r.callCounts.Shared++
+	case "replay":
+		r.callCounts.Replay++
+	case "journal":
+		r.callCounts.Journal++
+	case "human":
+		r.callCounts.Human++
+	}
+}
+
+// sampleKey is the sample discriminator of a call's cache key: the call key,
+// extended by the sample index of a repeated run so repeats draw new samples.
+func (r *Run) sampleKey(callKey string) string {
+	if r.opts.Sample > 0 {
+		return fmt.Sprintf("%s#sample%d", callKey, r.opts.Sample)
+	}
+	return callKey
 }

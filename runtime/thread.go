@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 
 	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
-	"github.com/debate-runner/runner/runtime/journal"
 )
 
 // threads are the agents' chat threads of a run (see kit.Thread), and the
@@ -33,16 +31,6 @@ type thread struct {
 	turns []kit.ChatMessage
 	// tries counts the prompts of the next turn fixed so far (attempts).
 	tries int
-}
-
-// threadTurn is the payload of a thread_turn event: the user prompt of a
-// thread's turn, as it was sent.
-type threadTurn struct {
-	Thread string `json:"thread"`
-	Agent  string `json:"agent"`
-	Goal   string `json:"goal,omitempty"`
-	Turn   int    `json:"turn"`
-	Prompt string `json:"prompt"`
 }
 
 // Thread implements kit.Host: the agent's thread of that name in the
@@ -119,20 +107,4 @@ func (t *thread) Add(prompt, reply string) {
 	defer t.mu.Unlock()
 	t.turns = append(t.turns, kit.ChatMessage{Role: "user", Content: prompt}, kit.ChatMessage{Role: "assistant", Content: reply})
 	t.tries = 0
-}
-
-// threadPrompts reads the prompts of thread turns from journal events.
-func threadPrompts(events []journal.Event) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, ev := range events {
-		if ev.Type != event.ThreadTurn {
-			continue
-		}
-		var tt threadTurn
-		if err := json.Unmarshal(ev.Data, &tt); err != nil {
-			return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
-		}
-		out[ev.Key] = append(out[ev.Key], tt.Prompt)
-	}
-	return out, nil
 }

@@ -60,7 +60,7 @@ func TestWriteBehind(t *testing.T) {
 	if rep, ok := slow.Get("k1"); !ok || rep.Content != "one" {
 		t.Fatalf("after wait the cache holds %q, %v", rep.Content, ok)
 	}
-	if _, ok := w.get("k1"); ok {
+	if _, ok := w.Get("k1"); ok {
 		t.Error("the written reply is still held in memory")
 	}
 }
@@ -111,12 +111,12 @@ func TestWriteBehindSameKeyTwice(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(5 * time.Millisecond) // the first write's goroutine takes its lock after Put
-	if rep, ok := w.get("k"); !ok || rep.Content != "two" {
+	if rep, ok := w.Get("k"); !ok || rep.Content != "two" {
 		t.Errorf("with the second write on its way, memory holds %q, %v; want two", rep.Content, ok)
 	}
 	close(second.release)
 	run.Wait()
-	if _, ok := w.get("k"); ok {
+	if _, ok := w.Get("k"); ok {
 		t.Error("both written, the reply is still held in memory")
 	}
 }

@@ -18,11 +18,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -276,6 +278,42 @@ func LoadDir(runDir string) error {
 			return fmt.Errorf("%s: the image does not match its digest", filepath.Join(Dir(runDir), name))
 		}
 		Put(im)
+	}
+	return nil
+}
+
+// Input is an image input of a run: its name and its value as the run
+// holds it (markers).
+type Input struct{ Name, Text string }
+
+// Stager queues the files of a new run's directory (rundir.Batch).
+type Stager interface {
+	Folder(path string)
+	Stage(path string, data []byte)
+}
+
+// Stage queues the images the run's image inputs name into the new run's
+// directory (images/, by digest), so that a resume or a replay of the run
+// sends the same bytes; the paths they were read from are not kept. An
+// image input whose bytes are not held (a recorded run's, whose directory
+// lacks them) stops the run before it starts.
+func Stage(runDir string, inputs []Input, files Stager) error {
+	made := false
+	for _, in := range inputs {
+		fs, err := Files(runDir, in.Text)
+		if err != nil {
+			return fmt.Errorf("input %s: %w", in.Name, err)
+		}
+		if len(fs) > 0 && !made {
+			if err := os.MkdirAll(Dir(runDir), 0o755); err != nil {
+				return err
+			}
+			files.Folder(Dir(runDir))
+			made = true
+		}
+		for _, p := range slices.Sorted(maps.Keys(fs)) {
+			files.Stage(p, fs[p])
+		}
 	}
 	return nil
 }

@@ -24,7 +24,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/debate-runner/runner/internal/event"
 	"github.com/debate-runner/runner/nodes/kit"
+	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/spec"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -501,4 +503,21 @@ func (t *tail) String() string {
 		b = b[len(b)-tailBytes:]
 	}
 	return string(b)
+}
+
+// ReadJournal reads the mcp_tools events of a journal: the tool list of
+// each server, the last one journaled.
+func ReadJournal(events []journal.Event) (map[string]Listing, error) {
+	out := map[string]Listing{}
+	for _, ev := range events {
+		if ev.Type != event.MCPTools {
+			continue
+		}
+		var l Listing
+		if err := json.Unmarshal(ev.Data, &l); err != nil {
+			return nil, fmt.Errorf("journal event %d: %w", ev.Seq, err)
+		}
+		out[l.Server] = l
+	}
+	return out, nil
 }

@@ -1,4 +1,8 @@
-package runtime
+// Package prefix keeps a run's recent model requests, signed to be compared
+// cheaply, and says how much of a new request's start repeats one of them:
+// what a provider's prompt cache could serve (the prefix and cacheable
+// tokens of a run's usage, and each provider's rule of them).
+package prefix
 
 import (
 	"hash/maphash"
@@ -9,17 +13,24 @@ import (
 	"github.com/debate-runner/runner/runtime/result"
 )
 
-// prefixWindow is how many of an agent's latest requests a new request is
+// agentWindow is how many of an agent's latest requests a new request is
 // compared with. Calls of one agent may run at once (samples, each:), so
 // "the previous request" is the closest of the last few, not only the
 // very last one started.
-const prefixWindow = 8
+const agentWindow = 8
 
-// modelWindow is how many of the run's latest requests to a model a new
+// ModelWindow is how many of the run's latest requests to a model a new
 // request is compared with for the cacheable share over the run.
-const modelWindow = 32
+const ModelWindow = 32
 
-// cacheable are a request's prompt tokens that lie in a start it shares
+// Book is a run's recent requests: each agent's latest (see Tokens) and
+// each model's (see Cacheable). The zero Book is empty and ready.
+type Book struct {
+	recent        map[string][]Request
+	recentByModel map[string][]recentCall
+}
+
+// Cacheable are a request's prompt tokens that lie in a start it shares
 // with an earlier request, from when such a start is long enough for a
 // provider's cache (result.CacheMinTokens): agent with one of the same agent's,
 // model with one of any agent's to the same model (endpoint and model
@@ -27,15 +38,15 @@ const modelWindow = 32
 // same time: none is earlier). rules are the tokens of the start shared
 // with any agent's as each provider's rule serves it (see cacheRules);
 // marks are where the request would carry cache breakpoints
-// (llm.BreakpointOffsets). Call with b.mu held; it remembers the request.
-func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, marks []int, promptTokens int) (byAgent, byModel int, rules result.CacheRules) {
+// (llm.BreakpointOffsets). Not safe for concurrent use; it remembers the request.
+func (b *Book) Cacheable(agent, model, key string, msgs []kit.ChatMessage, marks []int, promptTokens int) (byAgent, byModel int, rules result.CacheRules) {
 	if model == "" || len(msgs) == 0 || promptTokens <= 0 {
 		return 0, 0, rules
 	}
 	if b.recentByModel == nil {
 		b.recentByModel = map[string][]recentCall{}
 	}
-	group := callGroup(key)
+	group := Group(key)
 	req, total := comparing(group, msgs)
 	bounds := blockBounds(msgs)
 	last := -1
@@ -47,7 +58,7 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 		if prev.group == group {
 			continue
 		}
-		n := sharedPrefix(prev.recentRequest, req)
+		n := Shared(prev.Request, req)
 		sharedModel = max(sharedModel, n)
 		if prev.agent == agent && agent != "" {
 			sharedAgent = max(sharedAgent, n)
@@ -57,12 +68,12 @@ func (b *usageBook) cacheable(agent, model, key string, msgs []kit.ChatMessage, 
 	signed := signMarks(req, marks)
 	req.raw = nil
 	recent := b.recentByModel[model]
-	if len(recent) == modelWindow {
+	if len(recent) == ModelWindow {
 		// Shifted in place: the window's array is the model's for the run.
 		copy(recent, recent[1:])
-		recent = recent[:modelWindow-1]
+		recent = recent[:ModelWindow-1]
 	}
-	b.recentByModel[model] = append(recent, recentCall{recentRequest: req, agent: agent, marks: signed})
+	b.recentByModel[model] = append(recent, recentCall{Request: req, agent: agent, marks: signed})
 	share := func(shared int) int {
 		if total == 0 {
 			return 0
@@ -109,7 +120,7 @@ func cacheRules(shared, marked int) result.CacheRules {
 // (the end of a message, or of its first part when it is split: bounds)
 // and not after req's last breakpoint (last), where its cache lookup
 // starts and looks back from.
-func markedPrefix(prev recentCall, req recentRequest, n int, bounds map[int]bool, last int) int {
+func markedPrefix(prev recentCall, req Request, n int, bounds map[int]bool, last int) int {
 	best := 0
 	for _, m := range prev.marks {
 		if m.at > last || !bounds[m.at] || m.at <= best || n < m.at-m.n || m.msg >= len(req.msgs) {
@@ -120,7 +131,7 @@ func markedPrefix(prev recentCall, req recentRequest, n int, bounds map[int]bool
 			continue
 		}
 		same := false
-		if m.n <= prefixExact {
+		if m.n <= Exact {
 			same = x.text[:m.n] == y.text[:m.n]
 		} else if req.raw != nil {
 			same = wholeOf(req.hashes[y.first:], req.raw[m.msg].Content, m.n) == m.hash
@@ -134,7 +145,7 @@ func markedPrefix(prev recentCall, req recentRequest, n int, bounds map[int]bool
 
 // cacheMark is a breakpoint of a recent request: its offset (as a shared
 // start is counted), the message it is in, the bytes of that message's
-// content before it and, for a message longer than prefixExact, their hash.
+// content before it and, for a message longer than Exact, their hash.
 type cacheMark struct {
 	at, msg, n int
 	hash       uint64
@@ -143,7 +154,7 @@ type cacheMark struct {
 // signMarks are a request's breakpoints (offsets) signed to be compared
 // once its messages are gone: each with its message and the hash of the
 // content before it (req.raw must be at hand).
-func signMarks(req recentRequest, offsets []int) []cacheMark {
+func signMarks(req Request, offsets []int) []cacheMark {
 	if len(offsets) == 0 {
 		return nil
 	}
@@ -157,7 +168,7 @@ func signMarks(req recentRequest, offsets []int) []cacheMark {
 				continue
 			}
 			c := cacheMark{at: p, msg: i, n: p - start}
-			if m.n > prefixExact {
+			if m.n > Exact {
 				c.hash = wholeOf(req.hashes[m.first:], req.raw[i].Content, c.n)
 			}
 			out = append(out, c)
@@ -186,13 +197,13 @@ func blockBounds(msgs []kit.ChatMessage) map[int]bool {
 // recentCall is one of the run's recent requests to a model, with its
 // agent.
 type recentCall struct {
-	recentRequest
+	Request
 	agent string
-	// marks are where it would carry cache breakpoints (see cacheable).
+	// marks are where it would carry cache breakpoints (see Cacheable).
 	marks []cacheMark
 }
 
-// prefixTokens is how many of a request's prompt tokens repeat, from the
+// Tokens is how many of a request's prompt tokens repeat, from the
 // start, one of the agent's recent requests (leaving out those of the same
 // call group, the concurrent siblings of one node run: which of them
 // finishes first is chance, and the count must not depend on it, so that a
@@ -200,29 +211,29 @@ type recentCall struct {
 // cache, which matches requests by their leading bytes, can serve. It is
 // the prompt tokens in proportion to the characters repeated (roles and
 // contents, message by message, then the common start of the first message
-// that differs; see prefixBlock). Call with b.mu held; it remembers the
+// that differs; see Block). Not safe for concurrent use; it remembers the
 // request.
-func (b *usageBook) prefixTokens(agent, key string, msgs []kit.ChatMessage, promptTokens int) int {
+func (b *Book) Tokens(agent, key string, msgs []kit.ChatMessage, promptTokens int) int {
 	if agent == "" || len(msgs) == 0 {
 		return 0
 	}
 	if b.recent == nil {
-		b.recent = map[string][]recentRequest{}
+		b.recent = map[string][]Request{}
 	}
-	group := callGroup(key)
+	group := Group(key)
 	req, total := comparing(group, msgs)
 	shared := 0
 	for _, prev := range b.recent[agent] {
 		if prev.group != group {
-			shared = max(shared, sharedPrefix(prev, req))
+			shared = max(shared, Shared(prev, req))
 		}
 	}
 	req.raw = nil
 	recent := b.recent[agent]
-	if len(recent) == prefixWindow {
+	if len(recent) == agentWindow {
 		// Shifted in place: the window's array is the agent's for the run.
 		copy(recent, recent[1:])
-		recent = recent[:prefixWindow-1]
+		recent = recent[:agentWindow-1]
 	}
 	b.recent[agent] = append(recent, req)
 	if total == 0 {
@@ -231,27 +242,27 @@ func (b *usageBook) prefixTokens(agent, key string, msgs []kit.ChatMessage, prom
 	return int(math.Round(float64(promptTokens) * float64(shared) / float64(total)))
 }
 
-// A recent request keeps the first prefixExact bytes of each message's
-// content and hashes of the content in blocks of prefixBlock bytes, each
+// A recent request keeps the first Exact bytes of each message's
+// content and hashes of the content in blocks of Block bytes, each
 // hash covering its block and all before it. Keeping whole prompts, 8 for
 // each agent, kept about 0.4 MB for a conversation of 8 agents, and as much
 // again of the heap in use, the prompts pinning spans otherwise filled with
 // the calls' garbage; this is a quarter of a long prompt's size. The common
-// start of two messages is exact when it is shorter than prefixExact or
+// start of two messages is exact when it is shorter than Exact or
 // the whole of the earlier message; else it is counted in whole blocks,
-// short by fewer than prefixBlock characters (8 tokens or so).
-const prefixBlock, prefixExact = 32, 512
+// short by fewer than Block characters (8 tokens or so).
+const Block, Exact = 32, 512
 
 // prefixSeed seeds the hashes: they are compared within a process only.
 var prefixSeed = maphash.MakeSeed()
 
-// recentRequest is one of an agent's recent requests, as sharedPrefix
+// Request is one of an agent's recent requests, as Shared
 // compares them: each message's role and name, whether it has tool calls,
 // and hashes of its content.
-type recentRequest struct {
+type Request struct {
 	group string
 	msgs  []signedMessage
-	// hashes are, per message longer than prefixExact, the hash of each
+	// hashes are, per message longer than Exact, the hash of each
 	// whole block of its content, then the hash of the whole content (see
 	// blockHashes).
 	hashes []uint64
@@ -265,42 +276,42 @@ type signedMessage struct {
 	tools      bool
 	n          int    // the content's length
 	first      int    // the message's first hash in hashes, if it has any
-	text       string // the content's first prefixExact bytes
+	text       string // the content's first Exact bytes
 }
 
 // comparing is a request signed to be compared with recent ones, its
 // messages still at hand (raw), and its size in characters (roles and
 // contents) that shared prefixes are a part of.
-func comparing(group string, msgs []kit.ChatMessage) (recentRequest, int) {
+func comparing(group string, msgs []kit.ChatMessage) (Request, int) {
 	total := 0
 	for _, m := range msgs {
 		total += len(m.Role) + len(m.Content)
 	}
-	req := signRequest(group, msgs)
+	req := Sign(group, msgs)
 	req.raw = msgs
 	return req, total
 }
 
-func signRequest(group string, msgs []kit.ChatMessage) recentRequest {
+func Sign(group string, msgs []kit.ChatMessage) Request {
 	count := 0
 	for _, m := range msgs {
-		if len(m.Content) > prefixExact {
-			count += len(m.Content)/prefixBlock + 1
+		if len(m.Content) > Exact {
+			count += len(m.Content)/Block + 1
 		}
 	}
-	r := recentRequest{group: group, msgs: make([]signedMessage, len(msgs))}
+	r := Request{group: group, msgs: make([]signedMessage, len(msgs))}
 	if count > 0 {
 		r.hashes = make([]uint64, 0, count)
 	}
 	for i, m := range msgs {
 		r.msgs[i] = signedMessage{role: m.Role, name: m.Name, tools: len(m.ToolCalls) > 0, n: len(m.Content), first: len(r.hashes)}
-		if len(m.Content) <= prefixExact {
+		if len(m.Content) <= Exact {
 			// Compared by its text only.
 			r.msgs[i].text = m.Content
 			continue
 		}
 		// A copy: a slice would keep the whole prompt.
-		r.msgs[i].text = strings.Clone(m.Content[:prefixExact])
+		r.msgs[i].text = strings.Clone(m.Content[:Exact])
 		var whole uint64
 		r.hashes, whole = blockHashes(r.hashes, m.Content)
 		r.hashes = append(r.hashes, whole)
@@ -313,11 +324,11 @@ func signRequest(group string, msgs []kit.ChatMessage) recentRequest {
 // rest: the hash of a prefix of s can be made from s's block hashes.
 func blockHashes(hashes []uint64, s string) ([]uint64, uint64) {
 	var whole uint64
-	for len(s) >= prefixBlock {
-		h := maphash.String(prefixSeed, s[:prefixBlock])
+	for len(s) >= Block {
+		h := maphash.String(prefixSeed, s[:Block])
 		hashes = append(hashes, h)
 		whole = fold(whole, h)
-		s = s[prefixBlock:]
+		s = s[Block:]
 	}
 	return hashes, fold(whole, maphash.String(prefixSeed, s))
 }
@@ -326,19 +337,19 @@ func blockHashes(hashes []uint64, s string) ([]uint64, uint64) {
 // len(s)), from s's block hashes.
 func wholeOf(blocks []uint64, s string, n int) uint64 {
 	var whole uint64
-	for _, h := range blocks[:n/prefixBlock] {
+	for _, h := range blocks[:n/Block] {
 		whole = fold(whole, h)
 	}
-	return fold(whole, maphash.String(prefixSeed, s[n/prefixBlock*prefixBlock:n]))
+	return fold(whole, maphash.String(prefixSeed, s[n/Block*Block:n]))
 }
 
 func fold(whole, h uint64) uint64 { return (whole ^ h) * 0x9e3779b97f4a7c15 }
 
-// sharedPrefix is the number of characters two requests share from their
+// Shared is the number of characters two requests share from their
 // start: whole messages of the same role and content, then the common
 // start of the first that differs (when its role is the same), in whole
 // blocks.
-func sharedPrefix(a, b recentRequest) int {
+func Shared(a, b Request) int {
 	n := 0
 	for i := 0; i < len(a.msgs) && i < len(b.msgs); i++ {
 		x, y := a.msgs[i], b.msgs[i]
@@ -346,8 +357,8 @@ func sharedPrefix(a, b recentRequest) int {
 			return n
 		}
 		n += len(x.role)
-		blocks := x.n / prefixBlock
-		if x.n == y.n && x.text == y.text && (x.n <= prefixExact || a.hashes[x.first+blocks] == b.hashes[y.first+blocks]) {
+		blocks := x.n / Block
+		if x.n == y.n && x.text == y.text && (x.n <= Exact || a.hashes[x.first+blocks] == b.hashes[y.first+blocks]) {
 			// The same content.
 			n += x.n
 			if x.name == y.name && !x.tools && !y.tools {
@@ -359,29 +370,29 @@ func sharedPrefix(a, b recentRequest) int {
 		for j < len(x.text) && j < len(y.text) && x.text[j] == y.text[j] {
 			j++
 		}
-		if j < prefixExact || j == x.n || j == y.n {
+		if j < Exact || j == x.n || j == y.n {
 			return n + j
 		}
-		// Both are longer than prefixExact, so hashed.
+		// Both are longer than Exact, so hashed.
 		if x.n < y.n && b.raw != nil && wholeOf(b.hashes[y.first:], b.raw[i].Content, x.n) == a.hashes[x.first+blocks] {
 			// b's content goes on from the whole of a's.
 			return n + x.n
 		}
 		k := 0
-		for k < blocks && k < y.n/prefixBlock && a.hashes[x.first+k] == b.hashes[y.first+k] {
+		for k < blocks && k < y.n/Block && a.hashes[x.first+k] == b.hashes[y.first+k] {
 			k++
 		}
-		return n + k*prefixBlock
+		return n + k*Block
 	}
 	return n
 }
 
-// callGroup is a call key without its last part (agent, target, sample)
+// Group is a call key without its last part (agent, target, sample)
 // and repair suffix: the calls one node run makes at once share it
 // ("critique/round=1/a>b" and "critique/round=1/a>c"), while a
 // conversation's turns ("panel/t3/ann", "panel/t5/ann") and a call's tool
 // rounds ("KEY/tool1") do not.
-func callGroup(key string) string {
+func Group(key string) string {
 	if i := strings.LastIndexByte(key, '/'); i >= 0 {
 		if strings.HasPrefix(key[i+1:], "tool") {
 			return key

@@ -1,4 +1,4 @@
-package runtime
+package outcome
 
 import (
 	"fmt"
@@ -6,13 +6,12 @@ import (
 
 	"github.com/debate-runner/runner/spec/value"
 
-	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 	"github.com/expr-lang/expr/vm"
 )
 
-// conclude decides whether a run that ran to its end reached its purpose.
+// Conclude decides whether a run that ran to its end reached its purpose.
 //
 // Goals first: a goal of a spec whose conversations ask for verdicts is
 // concluded when its condition (goals[].concluded) holds, by default when
@@ -24,8 +23,11 @@ import (
 // agent's reply fell back, and an answer that is the fallback does not.
 // Last the run: the spec's concluded condition, by default no goal
 // inconclusive and no output from a fallback or a forced verdict.
-func (r *Run) conclude(outputs map[string]any) *result.Conclusion {
-	env := r.env(kit.Scope{})
+//
+// env is the expressions' environment at the run's end, verdicts the
+// goals' verdicts as the run's history holds them, and warn says what
+// could not be evaluated.
+func Conclude(plan *spec.Plan, env *spec.Env, verdicts func() []value.GoalVerdicts, outputs map[string]any, warn func(format string, args ...any)) *result.Conclusion {
 	c := &result.Conclusion{Concluded: true}
 	for _, m := range env.Messages {
 		if m.Fallback {
@@ -35,23 +37,23 @@ func (r *Run) conclude(outputs map[string]any) *result.Conclusion {
 			c.ForcedVerdicts++
 		}
 	}
-	c.InconclusiveGoals = r.inconclusiveGoals(env)
+	c.InconclusiveGoals = inconclusiveGoals(plan, env, verdicts, warn)
 	if c.Fallbacks+c.ForcedVerdicts > 0 {
-		c.FallbackOutputs = r.fallbackOutputs(env, outputs)
+		c.FallbackOutputs = fallbackOutputs(plan, env, outputs)
 	}
-	if r.Plan.Concluded == nil {
+	if plan.Concluded == nil {
 		c.Concluded = len(c.InconclusiveGoals) == 0 && len(c.FallbackOutputs) == 0
 		return c
 	}
-	c.Condition = r.Plan.Concluded.Source
+	c.Condition = plan.Concluded.Source
 	m := env.Map()
 	m["outputs"] = outputs
 	m["fallback_outputs"] = orNone(c.FallbackOutputs)
 	m["inconclusive_goals"] = orNone(c.InconclusiveGoals)
-	v, err := vm.Run(r.Plan.Concluded.Program, m)
+	v, err := vm.Run(plan.Concluded.Program, m)
 	if err != nil {
-		c.Problem = fmt.Sprintf("concluded (%s) could not be evaluated: %s", c.Condition, firstLineOf(err))
-		r.warn("%s", c.Problem)
+		c.Problem = fmt.Sprintf("concluded (%s) could not be evaluated: %s", c.Condition, FirstLine(err))
+		warn("%s", c.Problem)
 		c.Concluded = false
 		return c
 	}
@@ -69,28 +71,28 @@ func orNone(l []string) []string {
 
 // inconclusiveGoals lists the goals that reached no conclusion, in the
 // spec's order.
-func (r *Run) inconclusiveGoals(env *spec.Env) []string {
-	if len(r.Plan.Goals) == 0 {
+func inconclusiveGoals(plan *spec.Plan, env *spec.Env, verdicts func() []value.GoalVerdicts, warn func(format string, args ...any)) []string {
+	if len(plan.Goals) == 0 {
 		return nil
 	}
 	// A watcher's verdicts (a moderation panel's decisions) are about the
 	// conversation, not the goal.
 	watchers := map[string]bool{}
-	for _, n := range r.Plan.Nodes {
+	for _, n := range plan.Nodes {
 		for _, w := range n.Runs {
 			watchers[w] = true
 		}
 	}
 	asks := false
-	for id, n := range r.Plan.Nodes {
+	for id, n := range plan.Nodes {
 		if va, ok := n.Config.(spec.VerdictAsker); ok && va.AsksVerdicts() && !watchers[id] {
 			asks = true
 		}
 	}
-	gvs := r.hist.GoalVerdicts()
+	gvs := verdicts()
 	var out []string
-	for _, g := range r.Plan.Goals {
-		prog := r.Plan.GoalConcluded[g.ID]
+	for _, g := range plan.Goals {
+		prog := plan.GoalConcluded[g.ID]
 		if prog == nil && !asks {
 			continue
 		}
@@ -113,7 +115,7 @@ func (r *Run) inconclusiveGoals(env *spec.Env) []string {
 			m["consensus"] = consensus
 			v, err := vm.Run(prog.Program, m)
 			if err != nil {
-				r.warn("goal %q: concluded (%s) could not be evaluated: %s; the goal counts as inconclusive", g.ID, prog.Source, firstLineOf(err))
+				warn("goal %q: concluded (%s) could not be evaluated: %s; the goal counts as inconclusive", g.ID, prog.Source, FirstLine(err))
 			}
 			ok, _ = v.(bool)
 		}
@@ -141,7 +143,7 @@ func consensusOf(vs []value.AgentVerdict) string {
 // fallbackOutputs lists the outputs whose values change when the fallback
 // outputs and forced verdicts do (or that cannot be evaluated without
 // them), in declaration order.
-func (r *Run) fallbackOutputs(env *spec.Env, outputs map[string]any) []string {
+func fallbackOutputs(plan *spec.Plan, env *spec.Env, outputs map[string]any) []string {
 	alt := *env
 	alt.Messages = make([]value.Message, len(env.Messages))
 	for i, m := range env.Messages {
@@ -158,11 +160,11 @@ func (r *Run) fallbackOutputs(env *spec.Env, outputs map[string]any) []string {
 	// latest() of the environment reads the messages (not the run's
 	// index), and the verdicts are counted again from the changed ones.
 	delete(alt.Extra, "latest")
-	alt.Extra["goal_verdicts"] = goalVerdicts(r.Plan, alt.Messages)
+	alt.Extra["goal_verdicts"] = GoalVerdicts(plan, alt.Messages)
 	var out []string
-	for _, o := range r.Plan.Outputs {
-		v, err := evalProgram(o.Program, &alt)
-		if err != nil || !reflect.DeepEqual(jsonable(v), outputs[o.Name]) {
+	for _, o := range plan.Outputs {
+		v, err := Eval(o.Program, &alt)
+		if err != nil || !reflect.DeepEqual(JSONable(v), outputs[o.Name]) {
 			out = append(out, o.Name)
 		}
 	}

@@ -1,23 +1,21 @@
-package runtime
+package outcome
 
 import (
 	"encoding/json"
 	"sort"
 
-	"github.com/debate-runner/runner/nodes/kit"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/spec/value"
 	"github.com/expr-lang/expr/vm"
 )
 
-// roundScores says how a scored run stood after each loop round (see
-// result.Round): the outputs are evaluated again over the messages up to
+// roundScores says how a scored run of plan (its expressions' environment
+// env) stood after each loop round (see result.Round): the outputs are evaluated again over the messages up to
 // the round's last one, and over each agent's own messages up to then, and
 // each is scored. Outputs that read nodes rather than messages keep their
 // final values, so only outputs built from messages move with the rounds.
-func (r *Run) roundScores(expected any) []result.Round {
-	env := r.env(kit.Scope{})
+func roundScores(plan *spec.Plan, env *spec.Env, expected any) []result.Round {
 	msgs := env.Messages
 	last := map[int]int{} // round -> index of its last message
 	for i, m := range msgs {
@@ -40,8 +38,8 @@ func (r *Run) roundScores(expected any) []result.Round {
 	for i, n := range rounds {
 		upTo := msgs[:last[n]+1]
 		rd := result.Round{Round: n, Agents: map[string]float64{}}
-		if outs, ok := r.outputsOver(env, upTo); ok {
-			rd.Score = r.scoreOf(env, outs, expected)
+		if outs, ok := outputsOver(plan, env, upTo); ok {
+			rd.Score = scoreOf(plan, env, outs, expected)
 			b, _ := json.Marshal(outs)
 			rd.MajorityChanged = i > 0 && prevOutputs != string(b)
 			prevOutputs = string(b)
@@ -61,11 +59,11 @@ func (r *Run) roundScores(expected any) []result.Round {
 					own = append(own, m)
 				}
 			}
-			outs, ok := r.outputsOver(env, own)
+			outs, ok := outputsOver(plan, env, own)
 			if !ok {
 				continue
 			}
-			s := r.scoreOf(env, outs, expected)
+			s := scoreOf(plan, env, outs, expected)
 			if s != nil {
 				rd.Agents[a] = *s
 			}
@@ -91,7 +89,7 @@ func (r *Run) roundScores(expected any) []result.Round {
 
 // outputsOver evaluates the spec's outputs as if msgs were all the run
 // wrote; ok is false when one cannot be evaluated.
-func (r *Run) outputsOver(env *spec.Env, msgs []value.Message) (map[string]any, bool) {
+func outputsOver(plan *spec.Plan, env *spec.Env, msgs []value.Message) (map[string]any, bool) {
 	alt := *env
 	alt.Messages = msgs
 	alt.Extra = map[string]any{}
@@ -100,24 +98,24 @@ func (r *Run) outputsOver(env *spec.Env, msgs []value.Message) (map[string]any, 
 	}
 	// latest() reads these messages, not the run's index.
 	delete(alt.Extra, "latest")
-	alt.Extra["goal_verdicts"] = goalVerdicts(r.Plan, msgs)
+	alt.Extra["goal_verdicts"] = GoalVerdicts(plan, msgs)
 	out := map[string]any{}
-	for _, o := range r.Plan.Outputs {
-		v, err := evalProgram(o.Program, &alt)
+	for _, o := range plan.Outputs {
+		v, err := Eval(o.Program, &alt)
 		if err != nil {
 			return nil, false
 		}
-		out[o.Name] = jsonable(v)
+		out[o.Name] = JSONable(v)
 	}
 	return out, true
 }
 
 // scoreOf is the score of outputs, nil when it cannot be computed.
-func (r *Run) scoreOf(env *spec.Env, outputs map[string]any, expected any) *float64 {
+func scoreOf(plan *spec.Plan, env *spec.Env, outputs map[string]any, expected any) *float64 {
 	m := env.Map()
 	m["outputs"] = outputs
 	m["expected"] = expected
-	v, err := vm.Run(r.Plan.Score.Program, m)
+	v, err := vm.Run(plan.Score.Program, m)
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package runtime
+package prefix
 
 import (
 	"math/rand/v2"
@@ -10,7 +10,7 @@ import (
 
 // exactShared is the number of characters two requests share from their
 // start, counted character by character over the whole requests: what
-// sharedPrefix counts from what a recent request keeps.
+// Shared counts from what a recent request keeps.
 func exactShared(a, b []kit.ChatMessage) (n int, long bool) {
 	for i := 0; i < len(a) && i < len(b); i++ {
 		if a[i].Role != b[i].Role {
@@ -26,15 +26,15 @@ func exactShared(a, b []kit.ChatMessage) (n int, long bool) {
 		for j < len(x) && j < len(y) && x[j] == y[j] {
 			j++
 		}
-		return n + j, j >= prefixExact && j < len(x)
+		return n + j, j >= Exact && j < len(x)
 	}
 	return n, false
 }
 
-// TestSharedPrefixFromHashes: compared through what recentRequest keeps,
+// TestSharedPrefixFromHashes: compared through what Request keeps,
 // requests share exactly the characters they share, except where the
-// earlier request's message goes on after a common start of prefixExact
-// bytes or more: then fewer, by less than prefixBlock.
+// earlier request's message goes on after a common start of Exact
+// bytes or more: then fewer, by less than Block.
 func TestSharedPrefixFromHashes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(23, 3))
 	text := func(n int) string {
@@ -82,12 +82,12 @@ func TestSharedPrefixFromHashes(t *testing.T) {
 			b[i].Role = "tool"
 		}
 		want, isLong := exactShared(a, b)
-		next := signRequest("g", b)
+		next := Sign("g", b)
 		next.raw = b
-		got := sharedPrefix(signRequest("g", a), next)
+		got := Shared(Sign("g", a), next)
 		if isLong {
 			long++
-			if got > want || got <= want-prefixBlock {
+			if got > want || got <= want-Block {
 				t.Fatalf("a long common start of %d characters counted as %d", want, got)
 			}
 			continue
