@@ -213,7 +213,7 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+		return false, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
 	}
 	b, _ := v.(bool)
 	return b, nil
@@ -230,7 +230,7 @@ func (h *host) Continues(p *spec.Program, env map[string]any) (bool, error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+		return false, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
 	}
 	b, _ := v.(bool)
 	return b, nil

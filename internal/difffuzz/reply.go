@@ -86,6 +86,12 @@ func (g *replyGen) Reply(shape kit.Shape, label string) string {
 			if v == "" {
 				v = g.text(label)
 			}
+			// a tag the node refuses empty (a conversation's
+			// <Content>) holds one character at the least, as a text
+			// reply does
+			if t.Filled && strings.TrimSpace(v) == "" {
+				v = "."
+			}
 			fmt.Fprintf(&b, "<%s>%s</%s>\n", t.Name, v, t.Name)
 		}
 		return b.String()

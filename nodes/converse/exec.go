@@ -170,7 +170,7 @@ func (s *state) undecided() []string {
 func (s *state) eval(p *spec.Program, env map[string]any) (any, error) {
 	v, err := vm.Run(p.Program, env)
 	if err != nil {
-		return nil, fmt.Errorf("node %q: %s (%s): %w", s.node.ID, "expression", p.Source, errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
+		return nil, fmt.Errorf("node %q: %s (%s): %w", s.node.ID, "expression", p.Source, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0])))
 	}
 	return v, nil
 }
@@ -452,9 +452,11 @@ func (s *state) shape(mustDecide bool) kit.Shape {
 	if s.cfg.Format == "text" {
 		return kit.Shape{}
 	}
-	tags := []kit.Tag{{Name: "SpeakingTo", Value: "All"}, {Name: "Content"}}
+	// a message without content is refused (ParseMessage), and so is a
+	// verdict without its reasons when they are needed
+	tags := []kit.Tag{{Name: "SpeakingTo", Value: "All"}, {Name: "Content", Filled: true}}
 	if mustDecide && len(s.cfg.Options) > 0 {
-		tags = append(tags, kit.Tag{Name: "Verdict", Value: s.cfg.Options[0]}, kit.Tag{Name: "VerdictReasoning"})
+		tags = append(tags, kit.Tag{Name: "Verdict", Value: s.cfg.Options[0]}, kit.Tag{Name: "VerdictReasoning", Filled: s.cfg.Reasoning})
 	}
 	return kit.Shape{Format: "tags", Tags: tags}
 }
