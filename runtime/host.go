@@ -198,10 +198,7 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 			// (expr's own "(line:col)" counts in the compiled source,
 			// which may be the negation: the diagnostic's place is the
 			// condition's)
-			msg := exprPlace.ReplaceAllString(firstLineOf(err), "")
-			if m := notBool.FindStringSubmatch(msg); m != nil {
-				msg = "it gives " + goTypeWords(m[1]) + " where a boolean is wanted"
-			}
+			msg := spec.ConditionError(errors.New(exprPlace.ReplaceAllString(firstLineOf(err), ""))).Error()
 			w.fail("", pos, fmt.Sprintf("node %q: %s: %s", h.node.ID, src, msg), h.scope.Key)
 			return false, fmt.Errorf("%s: %s", src, msg)
 		}
@@ -325,24 +322,6 @@ func (r *Run) noteText(s string) {
 
 // exprPlace is the "(line:col)" expr ends its run-time errors with.
 var exprPlace = regexp.MustCompile(` \(\d+:\d+\)$`)
-
-// notBool is expr's error for a condition whose value is no boolean.
-var notBool = regexp.MustCompile(`^interface conversion: interface \{\} is (.+), not bool$`)
-
-// goTypeWords names a Go type of a run's value for a spec author.
-func goTypeWords(t string) string {
-	switch {
-	case t == "string":
-		return "text"
-	case t == "int" || t == "float64":
-		return "a number"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	case strings.HasPrefix(t, "map["):
-		return "a mapping"
-	}
-	return "a " + t
-}
 
 // shownCondition is the source and position of a condition as written: a
 // program compiled from syntax.Expr.Negated (an ask's when, checked as the

@@ -507,7 +507,7 @@ func (w *pathWalk) loop(s *spec.FlowStep, max int) (int, walkSpan) {
 func (w *pathWalk) until(s *spec.FlowStep, i, max int, holds func() (any, error)) (bool, error) {
 	v, err := holds()
 	if err != nil {
-		w.fail("", s.Until.Pos, fmt.Sprintf("loop until (%s): %v", s.Until.Source, err), "")
+		w.fail("", s.Until.Pos, fmt.Sprintf("loop until (%s): %v", s.Until.Source, spec.ConditionError(err)), "")
 		return false, err
 	}
 	if s.Until.ReadsRun {
@@ -520,7 +520,7 @@ func (w *pathWalk) until(s *spec.FlowStep, i, max int, holds func() (any, error)
 func (w *pathWalk) breaks(s *spec.FlowStep, _ int, holds func() (any, error)) (bool, error) {
 	v, err := holds()
 	if err != nil {
-		w.fail("", s.Break.Pos, fmt.Sprintf("loop break (%s): %v", s.Break.Source, err), "")
+		w.fail("", s.Break.Pos, fmt.Sprintf("loop break (%s): %v", s.Break.Source, spec.ConditionError(err)), "")
 		return false, err
 	}
 	if s.Break.ReadsRun {
@@ -557,7 +557,7 @@ func (w *pathWalk) items(*spec.FlowStep, int) walkSpan { return noSpan{} }
 func (w *pathWalk) branches(s *spec.FlowStep, cond func() (any, error)) ([]bool, error) {
 	v, err := cond()
 	if err != nil {
-		w.fail("", s.Cond.Pos, fmt.Sprintf("if (%s): %v", s.Cond.Source, err), "")
+		w.fail("", s.Cond.Pos, fmt.Sprintf("if (%s): %v", s.Cond.Source, spec.ConditionError(err)), "")
 		return nil, err
 	}
 	if s.Cond.ReadsRun {

@@ -116,7 +116,9 @@ func neverBoolWhy(n ast.Node) (string, ast.Node, bool) {
 
 // notBoolRun is expr's message when a condition's value, read as a
 // boolean where the run evaluates it, is not one.
-var notBoolRun = regexp.MustCompile(`interface conversion: interface \{\} is (.+?), not bool`)
+// (a condition's root gives "bool(T)"; an operand of !, && or || the
+// interface conversion).
+var notBoolRun = regexp.MustCompile(`interface conversion: interface \{\} is (.+?), not bool|invalid operation: bool\((.+?)\)`)
 
 // ConditionError words expr's failure to read a condition's value as a
 // boolean in the spec's words ("a boolean is wanted, but it gives nil")
@@ -130,7 +132,12 @@ func ConditionError(err error) error {
 	if m == nil {
 		return err
 	}
-	got := msg[m[2]:m[3]]
+	var got string
+	if m[2] >= 0 {
+		got = msg[m[2]:m[3]]
+	} else {
+		got = msg[m[4]:m[5]]
+	}
 	words := "a value of type " + got
 	switch {
 	case got == "nil":

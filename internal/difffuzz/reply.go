@@ -582,7 +582,14 @@ func (t *transport) answer(q string) string {
 	if r := []rune(q); len(r) > 60 {
 		q = string(r[:60]) + "..."
 	}
-	return t.gen.text("the question " + q)
+	// a person's answer holds a character at the least, as a text reply
+	// does: a conversation refuses an empty message in its tags format,
+	// and a person told so writes something (the empty profile's answer
+	// asked again and again never did)
+	if a := t.gen.text("the question " + q); strings.TrimSpace(a) != "" {
+		return a
+	}
+	return "."
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
