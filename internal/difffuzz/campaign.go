@@ -286,7 +286,11 @@ var latentDefects = []struct {
 	// repairs. The profiles' replies always can be, so no run used it;
 	// one outside the schema would hand the expressions, templates and
 	// outputs typed by that schema a value of another shape.
-	{regexp.MustCompile(`output fallback( .*)? does not satisfy the output schema`), "a fallback outside the output schema (used only when a reply cannot be read)"},
+	{regexp.MustCompile(`output fallback( .*)? (does not satisfy the output schema|must be a mapping)`), "a fallback outside the output schema (used only when a reply cannot be read)"},
+	// int(vars.x) or float(vars.x) of a var whose default is text that is
+	// no number: the var holds that text on every run (--set gives text
+	// too), so the conversion fails whenever it is evaluated.
+	{regexp.MustCompile(`\w+\(vars\.\w+\) fails: the var's default .* is not a number`), "a number read from a var whose default is text that is no number, which fails whenever it is evaluated (no run evaluated it)"},
 	// text/template counts a call's arguments when it makes it, as the
 	// checker does: for its own functions with the same counts
 	// (TestBuiltinArityIsTextTemplates in spec checks them against it),
@@ -294,6 +298,12 @@ var latentDefects = []struct {
 	// reads them. So a run that ended well never made that call: it lies
 	// in a branch or a template no profile's run reached.
 	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
+	// A part of an expression where a boolean is wanted that gives a
+	// number, text or nil (an answer normaliser, arithmetic): it fails
+	// whenever it gives what is not nil there, and a run that ended well
+	// never evaluated it, or evaluated it only to nil (a normaliser that
+	// found no answer in the profile's reply), or short-circuited past it.
+	{regexp.MustCompile(`a boolean is wanted here, but .* never a boolean`), "a part where a boolean is wanted that never gives one (a normaliser or arithmetic), which fails whenever it gives a value there (no run did)"},
 }
 
 // deliberateRules are the refusals the language makes on purpose of a
@@ -309,7 +319,7 @@ var deliberateRules = []struct {
 }{
 	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z ]+, found)|loop max must be (at least|a whole number)`),
 		"schema: a keyword's value breaks the spec language's schema (its type, range or form), refused as a schema validator refuses an instance"},
-	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
+	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|has no var "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is the name of every loop's counter|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
 		"names: a name that names nothing declared (a typo), refused wherever it is written, though the runs never looked it up"},
 	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when|before)|runs outside every foreach`),
 		"dead: a node no step runs, or a read of a node that cannot have run there (its value is always nil), or of a foreach's item outside every foreach"},
@@ -317,6 +327,8 @@ var deliberateRules = []struct {
 		"unguarded: an output reads, without a guard, a node some runs skip (an if, a foreach over a list that can be empty); the runs here ran it"},
 	{regexp.MustCompile(`a count is fixed before the run starts|has no declared maximum, which the dry run|^node "[^"]+": [a-z_.]+ \(.+\)(: .+ \(\d+:\d+\)$| is at (most|least) .+ by the domains it reads| gave .+, not a whole number)|must be a whole number, but .* may have a fraction|bad number syntax`),
 		"counts: a count (max_turns, min_answers, samples...) that reads what only the run decides, has no declared maximum, or fails or falls out of its range over the declared values (the dry run, the path check and the budget need it before the run starts)"},
+	{regexp.MustCompile(`reads a number from free text: a run whose input`),
+		"free text: a number read from an input declared as free text (no number default), which a person may give as any text; the runs here gave a number"},
 	{regexp.MustCompile(`no reply can satisfy it`),
 		"unsatisfiable: an output schema no reply satisfies (every call of the node is repaired, then fails: the run goes on without its answers)"},
 	{regexp.MustCompile(`use one of them|needs a pattern|cacheBreak\}\} inside|cannot be combined with|, not both|appl(y|ies) only to format|needs (record|history)|is listed twice|calls no model and has no agents|could never go on without one|must stand alone as an action|is the user turn after the history turns`),
