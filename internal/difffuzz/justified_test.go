@@ -21,7 +21,9 @@ import (
 func TestRefusalsByDesignAreJustified(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewSource(29))
-	name := func() string { return pick(r, []string{"setting", "mode", "x", "style", "tone"}) + strconv.Itoa(r.Intn(9)) }
+	name := func() string {
+		return pick(r, []string{"setting", "mode", "x", "style", "tone"}) + strconv.Itoa(r.Intn(9))
+	}
 	text := func() string { return pick(r, []string{"one_by_one", "fast", "n/a", "many words here", "x1"}) }
 	const head = "version: 1\nname: j\nagents: {a: {}, b: {}}\n"
 	makers := []func() string{
