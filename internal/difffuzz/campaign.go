@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -319,7 +320,7 @@ var deliberateRules = []struct {
 }{
 	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z ]+, found)|loop max must be (at least|a whole number)`),
 		"schema: a keyword's value breaks the spec language's schema (its type, range or form), refused as a schema validator refuses an instance"},
-	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|has no var "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is the name of every loop's counter|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
+	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|has no var "|no node named "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is the name of every loop's counter|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
 		"names: a name that names nothing declared (a typo), refused wherever it is written, though the runs never looked it up"},
 	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when|before)|runs outside every foreach`),
 		"dead: a node no step runs, or a read of a node that cannot have run there (its value is always nil), or of a foreach's item outside every foreach"},
@@ -337,7 +338,7 @@ var deliberateRules = []struct {
 		"schema keyword: an output schema that is not valid JSON Schema (the draft 2020-12 meta-schema refuses it)"},
 	{regexp.MustCompile(`is read by name, but a (message|node)`),
 		"by name: a read by name of a key a reply decides (its tags, choice labels, the agents that answered), which fails on a reply without it; index gives \"\""},
-	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but|but the mapping's keys are|not a function, so rendering would fail|has no argument \(the format has|its format \(argument \d+\) is`),
+	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but|: %[a-zA-Z] wants an? [a-z ]+, but|but the mapping's keys are|not a function, so rendering would fail|has no argument \(the format has|its format \(argument \d+\) is`),
 		"template types: a template action over a value of a type its function or command does not take, which text/template refuses whenever it is evaluated (no run evaluated it)"},
 	{regexp.MustCompile(`syntax error: |unexpected token |not enough arguments to call|too many arguments to call|predicate should return|builtin \w+ takes only|interface conversion: interface \{\} is \w+, not \w+|must be a number, but .* is (a string|a boolean|a list|a mapping)|invalid argument for \w+ \(type|invalid number of arguments \(expected|cannot use .+ to get an element|cannot slice |non-bool expression .* used as condition|mismatched types? |cannot use .+ as (argument|type)|has no field \w|is undefined|can only be selected using an integer|is not callable`),
 		"expression types: an expression expr does not compile (its syntax, or types it refuses), which cannot run wherever it is evaluated (no run evaluated it)"},
@@ -352,7 +353,8 @@ var imprecise = regexp.MustCompile(`(^|[^\]])interface \{\}|any type|is a interf
 
 // mismatch is expr's refusal of an operator over operands of types it
 // does not take.
-var mismatch = regexp.MustCompile(`invalid operation: (\S+) \(mismatched types? (\w+)(?: and (\w+))?\)`)
+// (a value of any type is "interface {}", read as interface).
+var mismatch = regexp.MustCompile(`invalid operation: (\S+) \(mismatched types? (\w+)(?: \{\})?(?: and (\w+)(?: \{\})?)?\)`)
 
 // sampleValues are values of the basic types expr names in a mismatch.
 var sampleValues = map[string][]any{
@@ -390,14 +392,27 @@ func certainMismatch(e string) bool {
 
 // alwaysFails runs "OP x" (t2 empty) or "x OP y", compiled untyped, over
 // every pair of values of types t1 and t2, and says whether each run fails.
+// An operand expr types as interface (a value of any type) is tried with
+// every sample value, nil among them: "x" - any fails for each.
 func alwaysFails(op, t1, t2 string, values map[string][]any) bool {
-	xs, ok := values[t1]
+	of := func(t string) ([]any, bool) {
+		if t != "interface" {
+			xs, ok := values[t]
+			return xs, ok
+		}
+		all := []any{nil}
+		for _, k := range slices.Sorted(maps.Keys(values)) {
+			all = append(all, values[k]...)
+		}
+		return all, true
+	}
+	xs, ok := of(t1)
 	if !ok {
 		return false
 	}
 	src, ys := op+" x", []any{nil}
 	if t2 != "" {
-		if ys, ok = values[t2]; !ok {
+		if ys, ok = of(t2); !ok {
 			return false
 		}
 		src = "x " + op + " y"

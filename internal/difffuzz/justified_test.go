@@ -15,9 +15,11 @@ import (
 // well with checks off, though right (a loop named loops, a text var read
 // as a number, a free-text input read as a number, an agent var no agent
 // has, a fallback not of the output's shape, a normaliser where a boolean
-// is wanted), are told apart from false refusals whatever names and
-// values they are written with: specs of each, with random names and
-// values, are refused by the real checker and every error is justified.
+// is wanted, a node no spec declares read by a template, a printf verb
+// given text, text in arithmetic with a value of any type), are told
+// apart from false refusals whatever names and values they are written
+// with: specs of each, with random names and values, are refused by the
+// real checker and every error is justified.
 func TestRefusalsByDesignAreJustified(t *testing.T) {
 	dir := t.TempDir()
 	r := rand.New(rand.NewSource(29))
@@ -52,8 +54,19 @@ func TestRefusalsByDesignAreJustified(t *testing.T) {
 			}
 			return head + fmt.Sprintf("inputs: {q: {default: hi}}\ntemplates: {define: {t: hi}}\nnodes:\n  n: {kind: ask, agents: [a], template: t, record: r}\n  m: {kind: ask, agents: [b], template: t}\nflow:\n  - n\n  - if: %q\n    then: [m]\n", cond)
 		},
+		func() string {
+			return head + fmt.Sprintf("templates: {define: {t: 'hi {{.Nodes.%s.Output}}'}}\nnodes:\n  n: {kind: ask, agents: [a], template: t}\nflow: [n]\n", name())
+		},
+		func() string {
+			verb := pick(r, []string{"%d", "%f", "%o"})
+			return head + fmt.Sprintf("templates: {define: {t: 'hi {{printf \"%s\" .Agent.Name}}'}}\nnodes:\n  n: {kind: ask, agents: [a], template: t}\nflow: [n]\n", verb)
+		},
+		func() string {
+			op := pick(r, []string{"-", "*", "/"})
+			return head + fmt.Sprintf("templates: {define: {t: hi}}\nnodes:\n  n: {kind: ask, agents: [a], template: t, max_tool_calls: '1 + (\"%s\" %s vars.%s)'}\nflow: [n]\n", text(), op, name())
+		},
 	}
-	for trial := 0; trial < 120; trial++ {
+	for trial := 0; trial < 135; trial++ {
 		data := makers[trial%len(makers)]()
 		path := filepath.Join(dir, "j.yaml")
 		plan, diags := spec.Compile(path, []byte(data), nodes.Registry())
