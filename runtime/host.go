@@ -216,9 +216,18 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 	return b, nil
 }
 
+// Continues evaluates a condition that keeps something going (a
+// conversation's while). In a dry run it always holds: the worst case goes
+// on to the bound. A path check fails where it cannot be evaluated, as
+// Holds does: the run would fail there.
 func (h *host) Continues(p *spec.Program, env map[string]any) (bool, error) {
 	v, err := vm.Run(p.Program, env)
 	if d := h.run.dry; d != nil {
+		if w, ok := h.run.walk.(*pathWalk); ok && err != nil {
+			msg := spec.ConditionError(errors.New(exprPlace.ReplaceAllString(firstLineOf(err), ""))).Error()
+			w.fail("", p.Pos, fmt.Sprintf("node %q: %s: %s", h.node.ID, p.Source, msg), h.scope.Key)
+			return false, fmt.Errorf("%s: %s", p.Source, msg)
+		}
 		if err != nil {
 			d.note("node %q: %s cannot be evaluated on stand-in replies (%v); it is taken as true", h.node.ID, p.Source, firstLineOf(err))
 		} else {

@@ -14,6 +14,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 
 	"github.com/debate-runner/runner/nodes"
+	"github.com/debate-runner/runner/nodes/converse"
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/spec"
 	"github.com/debate-runner/runner/spec/syntax"
@@ -42,7 +43,7 @@ vars:
   flag: true
   words: ["a", "b"]
   scores: [1.5, 2]
-agents: {x: {}}
+agents: {x: {}, y: {}}
 templates: {define: {t: "hi"}}
 nodes:
   a: {kind: ask, agents: [x], template: t, record: answer}
@@ -55,10 +56,12 @@ nodes:
       format: json
       schema: {type: object, properties: {ok: {type: boolean}, score: {type: integer}, pick: {type: string}}, required: [ok, score, pick]}
   c: {kind: compute, set: {n: 1, s: '"t"', b: 'true'}}
+  talk: {kind: converse, agents: [x, y], message: {format: text, template: t}, max_turns: 2, while: %s}
 flow:
   - a
   - j
   - c
+  - talk
   - loop:
       as: r
       max: 2
@@ -71,7 +74,7 @@ flow:
 // boolSlotEnv is an environment of the spec's declared types, as a run
 // past its first nodes holds it, with values drawn at random: texts that
 // hold an answer or none, numbers at edges, lists empty or not.
-func boolSlotEnv(r *rand.Rand) map[string]any {
+func boolSlotEnv(r *rand.Rand, inLoop bool) map[string]any {
 	texts := []string{"yes", "no", "The answer is B.", "42", "", "none here", "(C) 3/4"}
 	text := func() string { return texts[r.Intn(len(texts))] }
 	judged := map[string]any{"ok": r.Intn(2) == 0, "score": r.Intn(7) - 2, "pick": text()}
@@ -97,14 +100,16 @@ func boolSlotEnv(r *rand.Rand) map[string]any {
 		Vars:   map[string]any{"n": r.Intn(5) - 1, "flag": r.Intn(2) == 0, "words": words, "scores": scores},
 		Nodes: map[string]value.NodeResult{
 			"a": {Text: at, Output: at, Outputs: map[string]any{"x": at}, Messages: msgs, Calls: 1},
-			"j": {Text: "{}", Output: judged, Outputs: map[string]any{"x": judged}, Calls: 1},
-			"c": {Output: map[string]any{"n": 1, "s": "t", "b": true}},
+			"j": {Text: "{}", Output: judged, Outputs: map[string]any{"x": judged}, Calls: 1,
+				Messages: []value.Message{{From: "x", Record: "judged", Content: "{}", Output: judged, Round: 1}}},
+			"c": {Text: `{"b":true,"n":1,"s":"t"}`, Output: map[string]any{"n": 1, "s": "t", "b": true}},
 		},
 		Messages: msgs,
 		Round:    1 + r.Intn(2),
-		Loop:     map[string]any{"r": 1 + r.Intn(2)},
-		Loops:    map[string]int{"r": 1 + r.Intn(2)},
 		Goals:    []value.GoalView{},
+	}
+	if inLoop { // loop r's until and break, not the if and the conversation after it
+		env.Loop, env.Loops = map[string]any{"r": 1 + r.Intn(2)}, map[string]int{"r": 1 + r.Intn(2)}
 	}
 	return env.Map()
 }
@@ -155,12 +160,16 @@ func boolSlotCheck(t testing.TB, dir string, g *Generator, sc *scope, seed int64
 			cond += pick(r, []string{` == "B"`, ` != nil`, " > 1", ` ?? false`, ` == "yes"`})
 		}
 	}
-	slot := pick(r, []string{"until", "break", "if"})
-	loopKey, loopCond, ifCond := slot, strconv.Quote(cond), "true"
-	if slot == "if" {
+	slot := pick(r, []string{"until", "break", "if", "while"})
+	inLoop := slot == "until" || slot == "break"
+	whileCond, loopKey, loopCond, ifCond := "true", slot, strconv.Quote(cond), "true"
+	switch slot {
+	case "if":
 		loopKey, loopCond, ifCond = "until", "true", strconv.Quote(cond)
+	case "while":
+		loopKey, loopCond, whileCond = "until", "true", strconv.Quote(cond)
 	}
-	data := fmt.Sprintf(boolSlotSpec, loopKey, loopCond, ifCond)
+	data := fmt.Sprintf(boolSlotSpec, whileCond, loopKey, loopCond, ifCond)
 	plan, diags := spec.Compile(filepath.Join(dir, "b.yaml"), []byte(data), nodes.Registry())
 	if plan != nil {
 		// validate's path check: what fails on a path is refused there,
@@ -179,15 +188,15 @@ func boolSlotCheck(t testing.TB, dir string, g *Generator, sc *scope, seed int64
 		}
 		out.refusedSlot++
 		// with checks off: no boolean on some environment
-		prog, err := expr.Compile(cond, append([]expr.Option{expr.Env(boolSlotEnv(r))}, spec.ExprFunctions()...)...)
+		prog, err := expr.Compile(cond, append([]expr.Option{expr.Env(boolSlotEnv(r, inLoop))}, spec.ExprFunctions()...)...)
 		if err != nil {
 			return
 		}
 		// as a run evaluates it: a condition that gives no boolean says
 		// so in the spec's words
-		if asBool, err := expr.Compile(cond, append([]expr.Option{expr.Env(boolSlotEnv(r)), expr.AsBool()}, spec.ExprFunctions()...)...); err == nil {
+		if asBool, err := expr.Compile(cond, append([]expr.Option{expr.Env(boolSlotEnv(r, inLoop)), expr.AsBool()}, spec.ExprFunctions()...)...); err == nil {
 			for i := 0; i < 4; i++ {
-				if _, err := runCondition(asBool, boolSlotEnv(r)); notBoolean(err) {
+				if _, err := runCondition(asBool, boolSlotEnv(r, inLoop)); notBoolean(err) {
 					if msg := spec.ConditionError(err).Error(); notBoolean(errors.New(msg)) || !strings.Contains(msg, "a boolean is wanted") {
 						out.failures = append(out.failures, desc+"\n  a run's message in Go's words: "+msg)
 					}
@@ -195,7 +204,7 @@ func boolSlotCheck(t testing.TB, dir string, g *Generator, sc *scope, seed int64
 			}
 		}
 		for i := 0; i < 16; i++ {
-			v, err := runCondition(prog, boolSlotEnv(r))
+			v, err := runCondition(prog, boolSlotEnv(r, inLoop))
 			if _, isBool := v.(bool); err != nil || !isBool {
 				return
 			}
@@ -217,11 +226,36 @@ func boolSlotCheck(t testing.TB, dir string, g *Generator, sc *scope, seed int64
 			prog = st.Break
 		}
 	}
-	if prog == nil || prog.Program == nil {
+	var program *vm.Program
+	if prog != nil {
+		program = prog.Program
+	}
+	env := func() map[string]any { return boolSlotEnv(r, inLoop) }
+	if slot == "while" {
+		// a conversation's condition, over its names too
+		env = func() map[string]any {
+			m := boolSlotEnv(r, inLoop)
+			for k, v := range converse.ParticipantsSample() {
+				m[k] = v
+			}
+			return m
+		}
+		p, err := expr.Compile(cond, append([]expr.Option{expr.Env(env()), expr.AsBool()}, spec.ExprFunctions()...)...)
+		if err != nil {
+			return
+		}
+		program = p
+	}
+	if program == nil {
 		return // a constant the plan folded
 	}
+	failed := 0
+	var last error
 	for i := 0; i < 12; i++ {
-		_, err := runCondition(prog.Program, boolSlotEnv(r))
+		_, err := runCondition(program, env())
+		if err != nil {
+			failed, last = failed+1, err
+		}
 		if strings.HasPrefix(fmt.Sprint(err), "panic:") {
 			out.failures = append(out.failures, desc+"\n  "+err.Error())
 			return
@@ -235,6 +269,13 @@ func boolSlotCheck(t testing.TB, dir string, g *Generator, sc *scope, seed int64
 			out.failures = append(out.failures, desc+"\n  accepted, then gives no boolean: "+firstLine(msg))
 			return
 		}
+	}
+	// a condition that fails on every environment fails every run that
+	// evaluates it: validate refuses it, or warns when replies decide it
+	// (a conversation's while, whose node is under way: the other slots
+	// read nodes this environment leaves out, as conversation's output)
+	if slot == "while" && failed == 12 && !warnedOf(diags, slot) {
+		out.failures = append(out.failures, desc+"\n  accepted, then fails on every environment: "+firstLine(last.Error()))
 	}
 }
 
@@ -252,7 +293,7 @@ func warnedOf(diags syntax.Diagnostics, slot string) bool {
 func firstLine(s string) string { return strings.SplitN(s, "\n", 2)[0] }
 
 func boolSlotScope(t testing.TB, dir string) *scope {
-	data := fmt.Sprintf(boolSlotSpec, "until", "true", "true")
+	data := fmt.Sprintf(boolSlotSpec, "true", "until", "true", "true")
 	plan, diags := spec.Compile(filepath.Join(dir, "b.yaml"), []byte(data), nodes.Registry())
 	if plan == nil {
 		t.Fatalf("the property's spec does not compile: %s", diags.Error())
