@@ -198,10 +198,7 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 			// (expr's own "(line:col)" counts in the compiled source,
 			// which may be the negation: the diagnostic's place is the
 			// condition's)
-			msg := exprPlace.ReplaceAllString(firstLineOf(err), "")
-			if m := notBool.FindStringSubmatch(msg); m != nil {
-				msg = "it gives " + goTypeWords(m[1]) + " where a boolean is wanted"
-			}
+			msg := spec.ConditionError(errors.New(exprPlace.ReplaceAllString(firstLineOf(err), ""))).Error()
 			w.fail("", pos, fmt.Sprintf("node %q: %s: %s", h.node.ID, src, msg), h.scope.Key)
 			return false, fmt.Errorf("%s: %s", src, msg)
 		}
@@ -213,15 +210,24 @@ func (h *host) Holds(p *spec.Program, env map[string]any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+		return false, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
 	}
 	b, _ := v.(bool)
 	return b, nil
 }
 
+// Continues evaluates a condition that keeps something going (a
+// conversation's while). In a dry run it always holds: the worst case goes
+// on to the bound. A path check fails where it cannot be evaluated, as
+// Holds does: the run would fail there.
 func (h *host) Continues(p *spec.Program, env map[string]any) (bool, error) {
 	v, err := vm.Run(p.Program, env)
 	if d := h.run.dry; d != nil {
+		if w, ok := h.run.walk.(*pathWalk); ok && err != nil {
+			msg := spec.ConditionError(errors.New(exprPlace.ReplaceAllString(firstLineOf(err), ""))).Error()
+			w.fail("", p.Pos, fmt.Sprintf("node %q: %s: %s", h.node.ID, p.Source, msg), h.scope.Key)
+			return false, fmt.Errorf("%s: %s", p.Source, msg)
+		}
 		if err != nil {
 			d.note("node %q: %s cannot be evaluated on stand-in replies (%v); it is taken as true", h.node.ID, p.Source, firstLineOf(err))
 		} else {
@@ -230,7 +236,7 @@ func (h *host) Continues(p *spec.Program, env map[string]any) (bool, error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, errors.New(strings.SplitN(err.Error(), "\n", 2)[0])
+		return false, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
 	}
 	b, _ := v.(bool)
 	return b, nil
@@ -325,24 +331,6 @@ func (r *Run) noteText(s string) {
 
 // exprPlace is the "(line:col)" expr ends its run-time errors with.
 var exprPlace = regexp.MustCompile(` \(\d+:\d+\)$`)
-
-// notBool is expr's error for a condition whose value is no boolean.
-var notBool = regexp.MustCompile(`^interface conversion: interface \{\} is (.+), not bool$`)
-
-// goTypeWords names a Go type of a run's value for a spec author.
-func goTypeWords(t string) string {
-	switch {
-	case t == "string":
-		return "text"
-	case t == "int" || t == "float64":
-		return "a number"
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	case strings.HasPrefix(t, "map["):
-		return "a mapping"
-	}
-	return "a " + t
-}
 
 // shownCondition is the source and position of a condition as written: a
 // program compiled from syntax.Expr.Negated (an ask's when, checked as the

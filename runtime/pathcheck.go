@@ -408,8 +408,22 @@ func inFirstRound(scope, as string) bool {
 	return false
 }
 
+// maxChoice marks the choice of a loop's count (see loop) after its step's
+// path.
+const maxChoice = "#max"
+
 // describe names a choice made.
 func (w *pathWalk) describe(c pathChoice) string {
+	if path, ok := strings.CutSuffix(c.step, maxChoice); ok {
+		s := w.stepAt(path)
+		if s == nil || s.MaxExpr == nil {
+			return ""
+		}
+		if c.made == 1 {
+			return fmt.Sprintf("when loop `%s` (%d:%d) runs as many times as its max (%s) gives on the path's values", s.As, s.Pos.Line, s.Pos.Col, s.MaxExpr.Source)
+		}
+		return fmt.Sprintf("when loop `%s` (%d:%d) runs to its max's declared bound", s.As, s.Pos.Line, s.Pos.Col)
+	}
 	if node, ok := strings.CutPrefix(c.step, "reply:"); ok {
 		if c.made == 1 {
 			return fmt.Sprintf("when node %q replies with the longest lists its schema allows", node)
@@ -495,6 +509,15 @@ func (w *pathWalk) next() (map[string]int, bool) {
 }
 
 func (w *pathWalk) loop(s *spec.FlowStep, max int) (int, walkSpan) {
+	// A max that reads the run is walked to its declared bound, and also
+	// as the path's values give it (min(len(messages), 2) before any
+	// message is 0: a run skips the loop, and what reads its nodes after
+	// it finds them not run).
+	if s.MaxExpr != nil && s.MaxExpr.ReadsRun && s.MaxBound > 0 && max < s.MaxBound {
+		if w.chooseKey(s.Path+maxChoice, 2) == 1 {
+			return max, noSpan{}
+		}
+	}
 	max = plannedMax(s, max)
 	if s.Until != nil && s.Until.ReadsRun && max > 1 {
 		if w.choose(s, 2) == 1 {
@@ -507,7 +530,7 @@ func (w *pathWalk) loop(s *spec.FlowStep, max int) (int, walkSpan) {
 func (w *pathWalk) until(s *spec.FlowStep, i, max int, holds func() (any, error)) (bool, error) {
 	v, err := holds()
 	if err != nil {
-		w.fail("", s.Until.Pos, fmt.Sprintf("loop until (%s): %v", s.Until.Source, err), "")
+		w.fail("", s.Until.Pos, fmt.Sprintf("loop until (%s): %v", s.Until.Source, spec.ConditionError(err)), "")
 		return false, err
 	}
 	if s.Until.ReadsRun {
@@ -520,7 +543,7 @@ func (w *pathWalk) until(s *spec.FlowStep, i, max int, holds func() (any, error)
 func (w *pathWalk) breaks(s *spec.FlowStep, _ int, holds func() (any, error)) (bool, error) {
 	v, err := holds()
 	if err != nil {
-		w.fail("", s.Break.Pos, fmt.Sprintf("loop break (%s): %v", s.Break.Source, err), "")
+		w.fail("", s.Break.Pos, fmt.Sprintf("loop break (%s): %v", s.Break.Source, spec.ConditionError(err)), "")
 		return false, err
 	}
 	if s.Break.ReadsRun {
@@ -557,7 +580,7 @@ func (w *pathWalk) items(*spec.FlowStep, int) walkSpan { return noSpan{} }
 func (w *pathWalk) branches(s *spec.FlowStep, cond func() (any, error)) ([]bool, error) {
 	v, err := cond()
 	if err != nil {
-		w.fail("", s.Cond.Pos, fmt.Sprintf("if (%s): %v", s.Cond.Source, err), "")
+		w.fail("", s.Cond.Pos, fmt.Sprintf("if (%s): %v", s.Cond.Source, spec.ConditionError(err)), "")
 		return nil, err
 	}
 	if s.Cond.ReadsRun {

@@ -167,7 +167,15 @@ func (g *flowGen) step() []string {
 	case 0:
 		as := fmt.Sprintf("r%d", g.loops)
 		g.loops++
-		max := g.rnd.Intn(4)
+		max := fmt.Sprint(g.rnd.Intn(4))
+		var pre []string
+		if g.rnd.Intn(3) == 0 {
+			// a max that reads the run: the length of a reply's list,
+			// empty or three long, under a declared bound
+			list := g.list()
+			pre = append(pre, list)
+			max = fmt.Sprintf("'min(len(nodes.%s.output.items), %d)'", list, 1+g.rnd.Intn(3))
+		}
 		g.scope = append(g.scope, as)
 		do := g.stepList()
 		until := ""
@@ -180,7 +188,16 @@ func (g *flowGen) step() []string {
 			until = fmt.Sprintf(", until: '%s >= %d'", as, 1+g.rnd.Intn(3))
 		}
 		g.scope = g.scope[:len(g.scope)-1]
-		return []string{fmt.Sprintf("{loop: {as: %s, max: %d%s, do: %s}}", as, max, until, do)}
+		steps := append(pre, fmt.Sprintf("{loop: {as: %s, max: %s%s, do: %s}}", as, max, until, do))
+		// now and then a read, after the loop, of a node it ran (none
+		// when it ran no round)
+		if first, _, _ := strings.Cut(strings.TrimPrefix(do, "["), ","); strings.HasPrefix(first, "say_") && !strings.ContainsAny(first, "{]") && g.rnd.Intn(2) == 0 {
+			name := fmt.Sprintf("calc_%d", g.calcs)
+			g.calcs++
+			g.nodes = append(g.nodes, fmt.Sprintf("  %s: {kind: compute, value: 'nodes.%s.output + \"!\"'}", name, first))
+			steps = append(steps, name)
+		}
+		return steps
 	case 1:
 		as := fmt.Sprintf("x%d", g.foreachs)
 		g.foreachs++

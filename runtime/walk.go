@@ -85,7 +85,7 @@ func (liveWalk) loop(_ *spec.FlowStep, max int) (int, walkSpan) { return max, no
 func (w liveWalk) until(s *spec.FlowStep, _, _ int, holds func() (any, error)) (bool, error) {
 	v, err := holds()
 	if err != nil {
-		return false, fmt.Errorf("%s: loop until (%s): %w", posString(w.r.Plan, s.Pos), s.Until.Source, err)
+		return false, fmt.Errorf("%s: loop until (%s): %w", posString(w.r.Plan, s.Pos), s.Until.Source, spec.ConditionError(err))
 	}
 	b, _ := v.(bool)
 	return b, nil
@@ -94,7 +94,7 @@ func (w liveWalk) until(s *spec.FlowStep, _, _ int, holds func() (any, error)) (
 func (w liveWalk) breaks(s *spec.FlowStep, _ int, holds func() (any, error)) (bool, error) {
 	v, err := holds()
 	if err != nil {
-		return false, fmt.Errorf("%s: loop break (%s): %w", posString(w.r.Plan, s.Pos), s.Break.Source, err)
+		return false, fmt.Errorf("%s: loop break (%s): %w", posString(w.r.Plan, s.Pos), s.Break.Source, spec.ConditionError(err))
 	}
 	b, _ := v.(bool)
 	return b, nil
@@ -114,7 +114,7 @@ func (liveWalk) oneByOne() bool { return false }
 func (w liveWalk) branches(s *spec.FlowStep, cond func() (any, error)) ([]bool, error) {
 	v, err := cond()
 	if err != nil {
-		return nil, fmt.Errorf("%s: if (%s): %w", posString(w.r.Plan, s.Pos), s.Cond.Source, err)
+		return nil, fmt.Errorf("%s: if (%s): %w", posString(w.r.Plan, s.Pos), s.Cond.Source, spec.ConditionError(err))
 	}
 	b, _ := v.(bool)
 	return []bool{b}, nil

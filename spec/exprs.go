@@ -256,11 +256,11 @@ func (c *compiler) compilePending(p *pendingExpr) {
 	} else if t := tprog.Node().Type(); t != nil && t.Kind() != reflect.Interface {
 		result = t
 	}
-	if p.want == BoolResult {
-		if op, ok := neverBool(tree.Node); ok {
-			c.r.Errorf(e.TextPos(), "%s: condition must be a boolean, but %q gives a number or text (its operator %q never gives a boolean)", what, src, op)
-			return
+	if errs := boolSlotErrors(tree.Node, p.want == BoolResult); len(errs) > 0 {
+		for _, be := range errs {
+			c.r.Errorf(c.offsetPos(e, src, be.offset), "%s: a boolean is wanted here, but %s", what, be.msg)
 		}
+		return
 	}
 	if !c.exprStatic(p, tree.Node, result) {
 		return
@@ -652,25 +652,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// neverBool reports the operator at the root of an expression whose value
-// is never a boolean whatever its operands hold (arithmetic, a sign,
-// concatenation). Over operands of any type expr accepts it as a
-// condition when it compiles, and the run then fails converting it.
-func neverBool(n ast.Node) (string, bool) {
-	switch x := n.(type) {
-	case *ast.UnaryNode:
-		if x.Operator == "-" || x.Operator == "+" {
-			return x.Operator, true
-		}
-	case *ast.BinaryNode:
-		switch x.Operator {
-		case "+", "-", "*", "/", "%", "**", "^", "..":
-			return x.Operator, true
-		}
-	}
-	return "", false
 }
 
 // CompileExpr compiles an expression as expr.Compile does, except where

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -286,7 +287,11 @@ var latentDefects = []struct {
 	// repairs. The profiles' replies always can be, so no run used it;
 	// one outside the schema would hand the expressions, templates and
 	// outputs typed by that schema a value of another shape.
-	{regexp.MustCompile(`output fallback( .*)? does not satisfy the output schema`), "a fallback outside the output schema (used only when a reply cannot be read)"},
+	{regexp.MustCompile(`output fallback( .*)? (does not satisfy the output schema|must be a mapping)`), "a fallback outside the output schema (used only when a reply cannot be read)"},
+	// int(vars.x) or float(vars.x) of a var whose default is text that is
+	// no number: the var holds that text on every run (--set gives text
+	// too), so the conversion fails whenever it is evaluated.
+	{regexp.MustCompile(`\w+\(vars\.\w+\) fails: the var's default .* is not a number`), "a number read from a var whose default is text that is no number, which fails whenever it is evaluated (no run evaluated it)"},
 	// text/template counts a call's arguments when it makes it, as the
 	// checker does: for its own functions with the same counts
 	// (TestBuiltinArityIsTextTemplates in spec checks them against it),
@@ -294,6 +299,12 @@ var latentDefects = []struct {
 	// reads them. So a run that ended well never made that call: it lies
 	// in a branch or a template no profile's run reached.
 	{regexp.MustCompile(`: [A-Za-z]+ takes (at (most|least) )?\d+ arguments?, but is given \d+`), "a template call with a wrong number of arguments, which fails whenever it is made (no run reached it)"},
+	// A part of an expression where a boolean is wanted that gives a
+	// number, text or nil (an answer normaliser, arithmetic): it fails
+	// whenever it gives what is not nil there, and a run that ended well
+	// never evaluated it, or evaluated it only to nil (a normaliser that
+	// found no answer in the profile's reply), or short-circuited past it.
+	{regexp.MustCompile(`a boolean is wanted here, but .* never a boolean`), "a part where a boolean is wanted that never gives one (a normaliser or arithmetic), which fails whenever it gives a value there (no run did)"},
 }
 
 // deliberateRules are the refusals the language makes on purpose of a
@@ -309,7 +320,7 @@ var deliberateRules = []struct {
 }{
 	{regexp.MustCompile(`^(nodes|flow|agents|inputs|vars|outputs|templates|budget|goals|models|endpoints)[.\[][^ ]*:? .*(is too (small|large)|is not a valid id|is not one of|must have at least one entry|expected an? [a-z ]+, found)|loop max must be (at least|a whole number)`),
 		"schema: a keyword's value breaks the spec language's schema (its type, range or form), refused as a schema validator refuses an instance"},
-	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
+	{regexp.MustCompile(`unknown (template|model|agent|verdict set|tool|input|var|node|name|schema) "|no var named "|has no var "|no node named "|no loop or foreach variable named "|uses unknown model "|no node records "|no input named "|is the name of every loop's counter|is neither a built-in tool|but the spec declares no goals|watch runs unknown node|has no topology`),
 		"names: a name that names nothing declared (a typo), refused wherever it is written, though the runs never looked it up"},
 	{regexp.MustCompile(`is never run: no flow step names it|cannot have run (at this point|when|before)|runs outside every foreach`),
 		"dead: a node no step runs, or a read of a node that cannot have run there (its value is always nil), or of a foreach's item outside every foreach"},
@@ -317,6 +328,8 @@ var deliberateRules = []struct {
 		"unguarded: an output reads, without a guard, a node some runs skip (an if, a foreach over a list that can be empty); the runs here ran it"},
 	{regexp.MustCompile(`a count is fixed before the run starts|has no declared maximum, which the dry run|^node "[^"]+": [a-z_.]+ \(.+\)(: .+ \(\d+:\d+\)$| is at (most|least) .+ by the domains it reads| gave .+, not a whole number)|must be a whole number, but .* may have a fraction|bad number syntax`),
 		"counts: a count (max_turns, min_answers, samples...) that reads what only the run decides, has no declared maximum, or fails or falls out of its range over the declared values (the dry run, the path check and the budget need it before the run starts)"},
+	{regexp.MustCompile(`reads a number from free text: a run whose input`),
+		"free text: a number read from an input declared as free text (no number default), which a person may give as any text; the runs here gave a number"},
 	{regexp.MustCompile(`no reply can satisfy it`),
 		"unsatisfiable: an output schema no reply satisfies (every call of the node is repaired, then fails: the run goes on without its answers)"},
 	{regexp.MustCompile(`use one of them|needs a pattern|cacheBreak\}\} inside|cannot be combined with|, not both|appl(y|ies) only to format|needs (record|history)|is listed twice|calls no model and has no agents|could never go on without one|must stand alone as an action|is the user turn after the history turns`),
@@ -325,7 +338,7 @@ var deliberateRules = []struct {
 		"schema keyword: an output schema that is not valid JSON Schema (the draft 2020-12 meta-schema refuses it)"},
 	{regexp.MustCompile(`is read by name, but a (message|node)`),
 		"by name: a read by name of a key a reply decides (its tags, choice labels, the agents that answered), which fails on a reply without it; index gives \"\""},
-	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but|but the mapping's keys are|not a function, so rendering would fail|has no argument \(the format has|its format \(argument \d+\) is`),
+	{regexp.MustCompile(`argument \d+ is .*(, but .* is wanted|cannot take)|values of different types cannot be compared|the value piped in(to it)? is .*(but .* is wanted|has no length)|cannot range over|cannot order|which cannot be (indexed|sliced)|which has no length|condition must be a boolean|is not declared here|has no field "|an index is never below|the format has \d+ verbs?, but|: %[a-zA-Z] wants an? [a-z ]+, but|but the mapping's keys are|not a function, so rendering would fail|has no argument \(the format has|its format \(argument \d+\) is`),
 		"template types: a template action over a value of a type its function or command does not take, which text/template refuses whenever it is evaluated (no run evaluated it)"},
 	{regexp.MustCompile(`syntax error: |unexpected token |not enough arguments to call|too many arguments to call|predicate should return|builtin \w+ takes only|interface conversion: interface \{\} is \w+, not \w+|must be a number, but .* is (a string|a boolean|a list|a mapping)|invalid argument for \w+ \(type|invalid number of arguments \(expected|cannot use .+ to get an element|cannot slice |non-bool expression .* used as condition|mismatched types? |cannot use .+ as (argument|type)|has no field \w|is undefined|can only be selected using an integer|is not callable`),
 		"expression types: an expression expr does not compile (its syntax, or types it refuses), which cannot run wherever it is evaluated (no run evaluated it)"},
@@ -340,7 +353,8 @@ var imprecise = regexp.MustCompile(`(^|[^\]])interface \{\}|any type|is a interf
 
 // mismatch is expr's refusal of an operator over operands of types it
 // does not take.
-var mismatch = regexp.MustCompile(`invalid operation: (\S+) \(mismatched types? (\w+)(?: and (\w+))?\)`)
+// (a value of any type is "interface {}", read as interface).
+var mismatch = regexp.MustCompile(`invalid operation: (\S+) \(mismatched types? (\w+)(?: \{\})?(?: and (\w+)(?: \{\})?)?\)`)
 
 // sampleValues are values of the basic types expr names in a mismatch.
 var sampleValues = map[string][]any{
@@ -378,14 +392,27 @@ func certainMismatch(e string) bool {
 
 // alwaysFails runs "OP x" (t2 empty) or "x OP y", compiled untyped, over
 // every pair of values of types t1 and t2, and says whether each run fails.
+// An operand expr types as interface (a value of any type) is tried with
+// every sample value, nil among them: "x" - any fails for each.
 func alwaysFails(op, t1, t2 string, values map[string][]any) bool {
-	xs, ok := values[t1]
+	of := func(t string) ([]any, bool) {
+		if t != "interface" {
+			xs, ok := values[t]
+			return xs, ok
+		}
+		all := []any{nil}
+		for _, k := range slices.Sorted(maps.Keys(values)) {
+			all = append(all, values[k]...)
+		}
+		return all, true
+	}
+	xs, ok := of(t1)
 	if !ok {
 		return false
 	}
 	src, ys := op+" x", []any{nil}
 	if t2 != "" {
-		if ys, ok = values[t2]; !ok {
+		if ys, ok = of(t2); !ok {
 			return false
 		}
 		src = "x " + op + " y"

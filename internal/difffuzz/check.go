@@ -121,8 +121,9 @@ func (v Verdict) Classify() Class {
 	return ClassSpecFailure
 }
 
-// nodeNamed finds the node a run's error names first.
-var nodeNamed = regexp.MustCompile(`node "[^"]+"`)
+// nodeNamed finds the node (or the spec's output) a run's error names
+// first: an output's failure is warned of by its name as a node's is.
+var nodeNamed = regexp.MustCompile(`(node|output) "[^"]+"`)
 
 // warnedOfEveryFailure says whether each run failure not the seed's has a
 // warning at a position that names its node and its failure and says it

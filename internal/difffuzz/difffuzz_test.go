@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	goruntime "runtime"
 	"strconv"
 	"strings"
@@ -534,6 +535,32 @@ func TestMismatchedOperationsFailWhenRun(t *testing.T) {
 		for _, y := range typed {
 			for _, op := range binary {
 				try("x "+op+" y", map[string]any{"x": x, "y": y})
+			}
+		}
+	}
+	// y of any type, as expr types a name whose type the checker does not
+	// know: "x" - y fails whatever y holds
+	anyType := reflect.TypeOf((*any)(nil)).Elem()
+	for _, x := range typed {
+		st := reflect.StructOf([]reflect.StructField{
+			{Name: "X", Type: reflect.TypeOf(x), Tag: `expr:"x"`},
+			{Name: "Y", Type: anyType, Tag: `expr:"y"`},
+		})
+		env := reflect.New(st).Elem().Interface()
+		for _, op := range binary {
+			src := "x " + op + " y"
+			_, err := expr.Compile(src, expr.Env(env))
+			if err == nil || !mismatch.MatchString(err.Error()) {
+				continue
+			}
+			refused++
+			if !certainMismatch(err.Error()) {
+				continue
+			}
+			counted++
+			m := mismatch.FindStringSubmatch(err.Error())
+			if !alwaysFails(m[1], m[2], m[3], other) {
+				t.Errorf("%s over x %T and y of any type: counted as a mismatch that always fails, but some run of it ends well", src, x)
 			}
 		}
 	}

@@ -86,6 +86,12 @@ func (g *replyGen) Reply(shape kit.Shape, label string) string {
 			if v == "" {
 				v = g.text(label)
 			}
+			// a tag the node refuses empty (a conversation's
+			// <Content>) holds one character at the least, as a text
+			// reply does
+			if t.Filled && strings.TrimSpace(v) == "" {
+				v = "."
+			}
 			fmt.Fprintf(&b, "<%s>%s</%s>\n", t.Name, v, t.Name)
 		}
 		return b.String()
@@ -576,7 +582,14 @@ func (t *transport) answer(q string) string {
 	if r := []rune(q); len(r) > 60 {
 		q = string(r[:60]) + "..."
 	}
-	return t.gen.text("the question " + q)
+	// a person's answer holds a character at the least, as a text reply
+	// does: a conversation refuses an empty message in its tags format,
+	// and a person told so writes something (the empty profile's answer
+	// asked again and again never did)
+	if a := t.gen.text("the question " + q); strings.TrimSpace(a) != "" {
+		return a
+	}
+	return "."
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {

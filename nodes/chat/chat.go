@@ -15,6 +15,7 @@ package chat
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -395,7 +396,7 @@ func historyTurns(h Host, hc *History, agent *spec.AgentPlan, base *value.Prompt
 			env["msg"], env["agent"] = m, base.Agent
 			v, err := vm.Run(hc.Where.Program, env)
 			if err != nil {
-				return nil, fmt.Errorf("history.where (%s): %s", hc.Where.Source, strings.SplitN(err.Error(), "\n", 2)[0])
+				return nil, fmt.Errorf("history.where (%s): %w", hc.Where.Source, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0])))
 			}
 			if keep, _ := v.(bool); !keep {
 				continue

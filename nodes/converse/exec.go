@@ -170,7 +170,7 @@ func (s *state) undecided() []string {
 func (s *state) eval(p *spec.Program, env map[string]any) (any, error) {
 	v, err := vm.Run(p.Program, env)
 	if err != nil {
-		return nil, fmt.Errorf("node %q: %s (%s): %w", s.node.ID, "expression", p.Source, errors.New(strings.SplitN(err.Error(), "\n", 2)[0]))
+		return nil, fmt.Errorf("node %q: %s (%s): %w", s.node.ID, "expression", p.Source, spec.ConditionError(errors.New(strings.SplitN(err.Error(), "\n", 2)[0])))
 	}
 	return v, nil
 }
@@ -449,12 +449,21 @@ func (s *state) takeTurn(ctx context.Context, speaker string) (int, error) {
 // shape is what a turn's reply must look like: the tags of a message to
 // everyone, with a verdict when the speaker must give one now.
 func (s *state) shape(mustDecide bool) kit.Shape {
-	if s.cfg.Format == "text" {
+	return MessageShape(s.cfg.Format, s.cfg.Options, s.cfg.Reasoning, mustDecide)
+}
+
+// MessageShape is what a turn's reply must look like in a conversation of
+// that format, verdict options and need of reasons: the tags of a message
+// to everyone, with a verdict when the speaker must give one now. A
+// message without content is refused (ParseMessage), and so is a verdict
+// without its reasons when they are needed: those tags are Filled.
+func MessageShape(format string, options []string, reasoning, mustDecide bool) kit.Shape {
+	if format == "text" {
 		return kit.Shape{}
 	}
-	tags := []kit.Tag{{Name: "SpeakingTo", Value: "All"}, {Name: "Content"}}
-	if mustDecide && len(s.cfg.Options) > 0 {
-		tags = append(tags, kit.Tag{Name: "Verdict", Value: s.cfg.Options[0]}, kit.Tag{Name: "VerdictReasoning"})
+	tags := []kit.Tag{{Name: "SpeakingTo", Value: "All"}, {Name: "Content", Filled: true}}
+	if mustDecide && len(options) > 0 {
+		tags = append(tags, kit.Tag{Name: "Verdict", Value: options[0]}, kit.Tag{Name: "VerdictReasoning", Filled: reasoning})
 	}
 	return kit.Shape{Format: "tags", Tags: tags}
 }

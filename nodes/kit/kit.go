@@ -164,6 +164,9 @@ type Shape struct {
 // Tag is a tag of a tags-formatted reply.
 type Tag struct {
 	Name, Value string
+	// Filled says the node refuses a reply whose tag is empty (a
+	// conversation's <Content>): a stand-in gives it some text.
+	Filled bool
 }
 
 // Reply is a model's answer to a Call.
