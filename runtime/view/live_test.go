@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +20,6 @@ import (
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/view"
 )
-
-// lockedBuffer is what the terminal prints, read while it prints.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestAnsweredFromPageOrTerminal: a run of design-debate (offline) made
 // at a terminal asks its clarifying questions there as it goes, and the
@@ -56,12 +37,10 @@ func TestAnsweredFromPageOrTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, typed := io.Pipe()
-	t.Cleanup(func() { _ = typed.Close() })
-	var out lockedBuffer
+	in, typed, out := runtest.Terminal(t)
 	r, err := runtime.Start(plan, runtime.Options{
 		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
-		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, &out)},
+		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, out)},
 	})
 	if err != nil {
 		t.Fatal(err)

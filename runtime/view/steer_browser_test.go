@@ -190,12 +190,10 @@ func steerInBrowser(t *testing.T, b *browser) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, typed := io.Pipe()
-	t.Cleanup(func() { _ = typed.Close() })
-	var said lockedBuffer
+	in, typed, said := runtest.Terminal(t)
 	r, err := runtime.Start(plan, runtime.Options{
 		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
-		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, &said)},
+		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, said)},
 	})
 	if err != nil {
 		t.Fatal(err)
