@@ -1,7 +1,6 @@
 package view_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -21,6 +20,29 @@ import (
 	"github.com/debate-runner/runner/runtime/view"
 )
 
+// runAtTerminal starts a run of design-debate (offline, one round) in
+// root, made at a terminal: it asks its clarifying questions there as it
+// goes. What the test writes to typed is read there, and out is what the
+// terminal prints; done gets the run's result when it ends (executing,
+// within 30 s).
+func runAtTerminal(t *testing.T, root string) (r *runtime.Run, typed io.Writer, out *runtest.Output, done chan *result.Result) {
+	t.Helper()
+	plan := runtest.LoadPlan(t, filepath.Join(designDebate(t), "spec.yaml"))
+	offline, err := args.Offline(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, typed, out := runtest.Terminal(t)
+	r, err = runtime.Start(plan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
+		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, out)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, typed, out, executing(t, r, 30*time.Second)
+}
+
 // TestAnsweredFromPageOrTerminal: a run of design-debate (offline) made
 // at a terminal asks its clarifying questions there as it goes, and the
 // view shows each one as a form too. The questions are answered in turn
@@ -32,28 +54,7 @@ func TestAnsweredFromPageOrTerminal(t *testing.T) {
 	root := t.TempDir()
 	ts, v := actingServer(t, root, designDebate(t), nil)
 	host := strings.TrimPrefix(ts.URL, "http://")
-	plan := runtest.LoadPlan(t, filepath.Join(designDebate(t), "spec.yaml"))
-	offline, err := args.Offline(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, typed, out := runtest.Terminal(t)
-	r, err := runtime.Start(plan, runtime.Options{
-		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
-		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, out)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	done := make(chan *result.Result, 1)
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		res, _ := r.Execute(ctx)
-		done <- res
-	}()
-	t.Cleanup(func() { cancel(); <-ended })
+	r, typed, out, done := runAtTerminal(t, root)
 	id := filepath.Base(r.Dir)
 
 	// posted is the question the terminal asks now, as the page sees it
