@@ -282,29 +282,15 @@ type ModelField struct {
 // cases, studies, datasets).
 var looksLikeSpec = regexp.MustCompile(`(?m)^flow:`)
 
-// listSpecs lists the specs in the specs folder (three levels deep).
+// listSpecs lists the specs in the specs folder (three levels deep);
+// unlike walkSpecs it keeps links, which specHead follows.
 func (s *Server) listSpecs() []SpecInfo {
-	a := s.act
-	if a.specs == "" {
-		return []SpecInfo{}
-	}
 	var paths []string
-	_ = filepath.WalkDir(a.specs, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(a.specs, path)
-		if d.IsDir() {
-			if path != a.specs && (strings.HasPrefix(d.Name(), ".") || strings.Count(rel, string(filepath.Separator)) >= 3 || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	s.walkSpecFolder(func(path, _ string, d fs.DirEntry) {
 		name := d.Name()
 		if (strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) && !strings.Contains(name, ".test.") {
 			paths = append(paths, path)
 		}
-		return nil
 	})
 	out := []SpecInfo{}
 	for _, p := range paths {

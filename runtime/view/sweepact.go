@@ -43,9 +43,20 @@ var (
 // maxMatrixLines is how many --matrix lines the form may give.
 const maxMatrixLines = 8
 
-// walkSpecs calls visit with every file of the specs folder the page may
-// name (three levels deep, hidden folders and testdata left out).
+// walkSpecs calls visit with every regular file of the specs folder the
+// page may name (walkSpecFolder).
 func (s *Server) walkSpecs(visit func(path, rel string)) {
+	s.walkSpecFolder(func(path, rel string, d fs.DirEntry) {
+		if d.Type().IsRegular() {
+			visit(path, rel)
+		}
+	})
+}
+
+// walkSpecFolder calls visit with every entry but folders of the specs
+// folder, three levels deep, hidden folders and testdata left out; rel is
+// the path relative to the folder, with slashes.
+func (s *Server) walkSpecFolder(visit func(path, rel string, d fs.DirEntry)) {
 	a := s.act
 	if a == nil || a.specs == "" {
 		return
@@ -61,9 +72,7 @@ func (s *Server) walkSpecs(visit func(path, rel string)) {
 			}
 			return nil
 		}
-		if d.Type().IsRegular() {
-			visit(path, filepath.ToSlash(rel))
-		}
+		visit(path, filepath.ToSlash(rel), d)
 		return nil
 	})
 }
