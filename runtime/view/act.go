@@ -706,15 +706,28 @@ func (s *Server) follow(ctx context.Context, h executor.Handle, cancel context.C
 	a.mu.Lock()
 	a.going[dir] = cancel
 	a.mu.Unlock()
+	s.finish(ctx, h, cancel, func() string { return dir }) // the outcome is in the run's directory
+}
+
+// finish makes what h started to its end in the background, counted in
+// the view's wait group, then calls cancel and takes the folder dir names
+// off what the view is making; dir is asked once h has ended (a sweep's
+// folder is known only once it is made). The channel gets what the wait
+// returned.
+func (s *Server) finish(ctx context.Context, h executor.Handle, cancel context.CancelFunc, dir func() string) <-chan error {
+	a := s.act
+	ended := make(chan error, 1)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer cancel()
-		_ = h.Wait(ctx) // the outcome is in the run's directory
+		err := h.Wait(ctx)
 		a.mu.Lock()
-		delete(a.going, dir)
+		delete(a.going, dir())
 		a.mu.Unlock()
+		ended <- err
 	}()
+	return ended
 }
 
 // going reports whether the view is making the run in dir.

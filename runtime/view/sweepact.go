@@ -218,17 +218,7 @@ func (s *Server) apiStartStudy(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.going[dir] = cancel
 	a.mu.Unlock()
-	ended := make(chan error, 1)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer cancel()
-		err := h.Wait(ctx)
-		a.mu.Lock()
-		delete(a.going, dir)
-		a.mu.Unlock()
-		ended <- err
-	}()
+	ended := s.finish(ctx, h, cancel, func() string { return dir })
 	// The study's page needs its study.json, written as it starts (or
 	// the reason it could not start).
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -326,17 +316,7 @@ func (s *Server) startSweep(ctx context.Context, cancel context.CancelFunc, w ht
 		writeProblems(w, http.StatusUnprocessableEntity, fieldOf(err))
 		return
 	}
-	ended := make(chan error, 1)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer cancel()
-		err := h.Wait(ctx)
-		a.mu.Lock()
-		delete(a.going, h.Dir())
-		a.mu.Unlock()
-		ended <- err
-	}()
+	ended := s.finish(ctx, h, cancel, h.Dir)
 	select {
 	case dir := <-started:
 		writeJSON(w, map[string]any{"id": filepath.Base(dir), "kind": "sweep"})
