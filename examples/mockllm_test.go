@@ -10,9 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/debate-runner/runner/internal/runtest"
 )
 
 // mockLLMConfig makes @dwmkerr/mock-llm answer every chat completion with
@@ -81,7 +82,7 @@ func tryMockLLM(t *testing.T, command, dir, cfg string) (string, string, bool) {
 	cmd := exec.Command(command, "--config", cfg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "HOST=127.0.0.1", fmt.Sprintf("PORT=%d", port))
-	log := &lockedBuffer{}
+	log := &runtest.Output{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting mock-llm: %v", err)
@@ -117,24 +118,6 @@ func tryMockLLM(t *testing.T, command, dir, cfg string) (string, string, bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// lockedBuffer is a buffer a process writes to while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestReasoningDebateOnMockLLM runs examples/reasoning-debate with the real

@@ -9,7 +9,6 @@ import (
 
 	"github.com/debate-runner/runner/spec/syntax"
 	"github.com/debate-runner/runner/spec/value"
-	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/parser"
 )
@@ -282,24 +281,7 @@ func (n *NodeContext) VarsValue(e syntax.Expr) (any, bool) {
 	if !only {
 		return nil, false
 	}
-	c := n.c
-	for _, m := range varRef.FindAllStringSubmatch(src, -1) {
-		if !slices.Contains(c.plan.ReplicaVars, m[1]) {
-			c.plan.ReplicaVars = append(c.plan.ReplicaVars, m[1])
-		}
-	}
-	vars := map[string]any{}
-	for _, v := range c.plan.Vars {
-		vars[v.Name] = v.Default
-	}
-	for k, v := range c.overrides.Vars {
-		vars[k] = v
-	}
-	prog, err := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
-	if err != nil {
-		return nil, false
-	}
-	v, err := expr.Run(prog, map[string]any{"vars": vars})
+	v, err := n.c.evalVars(src)
 	if err != nil {
 		return nil, false
 	}

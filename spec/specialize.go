@@ -110,7 +110,18 @@ func (c *compiler) replicaValue(id string, e syntax.Expr) (any, bool) {
 // varsValue evaluates an agent's expression over vars (what names its key
 // in errors), as replicaValue does.
 func (c *compiler) varsValue(id, what string, e syntax.Expr) (any, bool) {
-	src := strings.TrimSpace(e.Source)
+	v, err := c.evalVars(strings.TrimSpace(e.Source))
+	if err != nil {
+		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(err.Error()))
+		return nil, false
+	}
+	return v, true
+}
+
+// evalVars evaluates src with vars bound to the run's var values (the
+// defaults when validating), noting the vars it reads in the plan's
+// ReplicaVars, so that a run that sets one compiles the spec again.
+func (c *compiler) evalVars(src string) (any, error) {
 	for _, m := range varRef.FindAllStringSubmatch(src, -1) {
 		if !slices.Contains(c.plan.ReplicaVars, m[1]) {
 			c.plan.ReplicaVars = append(c.plan.ReplicaVars, m[1])
@@ -123,17 +134,11 @@ func (c *compiler) varsValue(id, what string, e syntax.Expr) (any, bool) {
 	for k, v := range c.overrides.Vars {
 		vars[k] = v
 	}
-	prog, cerr := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
-	if cerr != nil {
-		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(cerr.Error()))
-		return nil, false
+	prog, err := expr.Compile(src, expr.Env(map[string]any{"vars": vars}))
+	if err != nil {
+		return nil, err
 	}
-	v, rerr := expr.Run(prog, map[string]any{"vars": vars})
-	if rerr != nil {
-		c.r.Errorf(e.Pos, "agent %q: %s: %s", id, what, firstLine(rerr.Error()))
-		return nil, false
-	}
-	return v, true
+	return expr.Run(prog, map[string]any{"vars": vars})
 }
 
 // replicas is how many agents a declaration makes: 0 when it is not

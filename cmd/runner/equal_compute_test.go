@@ -4,17 +4,14 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
-
-var arithItem = regexp.MustCompile(`What is the result of (\d+)\+(\d+)\*(\d+)\+(\d+)-(\d+)\*(\d+)\?`)
 
 // samplingSolver draws afresh each time the same messages come again (as
 // a model at a temperature above 0 does): right with chance p, else off
@@ -23,15 +20,10 @@ func samplingSolver(p float64) llmtest.Handler {
 	var mu sync.Mutex
 	seen := map[uint64]int{}
 	return func(r llmtest.Request) llmtest.Reply {
-		m := arithItem.FindStringSubmatch(r.LastUser())
-		if m == nil {
+		v, ok := runtest.Arithmetic(r.LastUser())
+		if !ok {
 			return llmtest.Reply{Content: `\boxed{0}`}
 		}
-		n := make([]int, 6)
-		for i := range n {
-			n[i], _ = strconv.Atoi(m[i+1])
-		}
-		v := n[0] + n[1]*n[2] + n[3] - n[4]*n[5]
 		h := fnv.New64a()
 		for _, msg := range r.Messages {
 			h.Write([]byte(msg.Content))

@@ -17,6 +17,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -118,6 +120,25 @@ func RoundsPlan(t testing.TB, temp string) *spec.Plan {
 // AnswerSeven answers 7 to every call, naming the call so replies differ.
 func AnswerSeven(r llmtest.Request) llmtest.Reply {
 	return llmtest.Reply{Content: fmt.Sprintf("%s: ANSWER=7", CallKey(r))}
+}
+
+// arithmeticItem is a question of the arithmetic dataset
+// (gen:arithmetic): a+b*c+d-e*f.
+var arithmeticItem = regexp.MustCompile(`What is the result of (\d+)\+(\d+)\*(\d+)\+(\d+)-(\d+)\*(\d+)\?`)
+
+// Arithmetic is the right answer to the arithmetic dataset's question
+// (gen:arithmetic) in text, for scripted models that answer it; false
+// when text asks none.
+func Arithmetic(text string) (int, bool) {
+	m := arithmeticItem.FindStringSubmatch(text)
+	if m == nil {
+		return 0, false
+	}
+	n := make([]int, 6)
+	for i := range n {
+		n[i], _ = strconv.Atoi(m[i+1])
+	}
+	return n[0] + n[1]*n[2] + n[3] - n[4]*n[5], true
 }
 
 // MemCache is a response cache in memory (it satisfies runtime.Cache) that

@@ -13,27 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/spec/value"
 )
-
-// syncBuffer is a strings.Builder safe to write from the terminal's
-// goroutine and read from the test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestTerminalOrPageFirst draws races between a person at the terminal
 // and the view's page answering the same questions, each after a random
@@ -45,10 +27,8 @@ func TestTerminalOrPageFirst(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 36))
 	t.Logf("seed %d", seed)
 	dir := t.TempDir()
-	in, typed := io.Pipe()
-	t.Cleanup(func() { _ = typed.Close() })
-	var out syncBuffer
-	ask := Terminal(in, &out)
+	in, typed, out := runtest.Terminal(t)
+	ask := Terminal(in, out)
 	pageWins, terminalWins := 0, 0
 	for i := 0; i < 24; i++ {
 		turn := rng.IntN(3) == 0

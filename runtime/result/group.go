@@ -32,6 +32,12 @@ import (
 //     message, and was adopted when it is the sender's (the message's own
 //     verdict, else the sender's standing one). Public messages to one
 //     agent are the baseline a whisper's effect is read against.
+//
+// The types below are result.json's format, apart from spec/value on
+// purpose though AgentDynamics looks like value.Participant: that is a
+// converse node's standing as its expressions see it while it goes; these
+// are read from every node's messages after the run, by the definitions
+// above, and a change to spec/value must not change result.json's bytes.
 
 // GoalDynamics is how the verdicts of one thread (a node on a goal) moved
 // over a run.

@@ -7,8 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +17,6 @@ import (
 	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
-
-var arithQ = regexp.MustCompile(`What is the result of (\d+)\+(\d+)\*(\d+)\+(\d+)-(\d+)\*(\d+)\?`)
 
 // sampler is a scripted model that samples: each time a request's
 // messages come again it draws afresh (the draw is a hash of the
@@ -41,15 +37,10 @@ func newSampler(first, later float64) *sampler {
 }
 
 func (s *sampler) reply(r llmtest.Request) llmtest.Reply {
-	m := arithQ.FindStringSubmatch(r.LastUser())
-	if m == nil {
+	v, ok := runtest.Arithmetic(r.LastUser())
+	if !ok {
 		return llmtest.Reply{Content: `\boxed{0}`}
 	}
-	n := make([]int, 6)
-	for i := range n {
-		n[i], _ = strconv.Atoi(m[i+1])
-	}
-	v := n[0] + n[1]*n[2] + n[3] - n[4]*n[5]
 	h := fnv.New64a()
 	for _, msg := range r.Messages {
 		h.Write([]byte(msg.Role + "\x00" + msg.Content + "\x00"))
@@ -79,7 +70,6 @@ func runEqualStudy(t *testing.T, n int, match string) (*Report, *Study, Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "study.yaml")
 	src := fmt.Sprintf(`version: 1
 name: equal
 dataset: gen:arithmetic?n=%d&seed=7
@@ -91,6 +81,15 @@ resamples: 2000
 parallel: 8
 equal_compute: {spec: %s, match: %s}
 `, n, filepath.Join(ex, "baseline.yaml"), filepath.Join(ex, "spec.yaml"), filepath.Join(ex, "self-consistency.yaml"), match)
+	return runScriptedStudy(t, "equal", src, newSampler(0.5, 0.8).reply)
+}
+
+// runScriptedStudy writes src as the study file NAME.yaml and runs the
+// study, every call answered by reply on the local server (the API key
+// sk-study-NAME), its runs in a temporary folder.
+func runScriptedStudy(t *testing.T, name, src string, reply llmtest.Handler) (*Report, *Study, Options) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +101,9 @@ equal_compute: {spec: %s, match: %s}
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := llmtest.New(t, newSampler(0.5, 0.8).reply)
+	srv := llmtest.New(t, reply)
 	root := t.TempDir()
-	opts := Options{Run: runtime.Options{Settings: runtime.Settings{RunsDir: root, Getenv: runtest.Env(srv.URL, "sk-study-equal")},
+	opts := Options{Run: runtime.Options{Settings: runtime.Settings{RunsDir: root, Getenv: runtest.Env(srv.URL, "sk-study-"+name)},
 		Seams: runtime.Seams{Sleep: runtest.NoSleep}}, Dir: DefaultDir(root, f), Registry: nodes.Registry()}
 	rep, err := Run(context.Background(), st, opts)
 	if err != nil {

@@ -1,7 +1,6 @@
 package study
 
 import (
-	"context"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -9,14 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/sweep"
 )
 
@@ -25,15 +22,10 @@ import (
 // of its request, and wrong by 1 to 4 otherwise.
 func personaModel(chance map[string]float64) func(llmtest.Request) llmtest.Reply {
 	return func(r llmtest.Request) llmtest.Reply {
-		m := arithQ.FindStringSubmatch(r.LastUser())
-		if m == nil {
+		v, ok := runtest.Arithmetic(r.LastUser())
+		if !ok {
 			return llmtest.Reply{Content: `\boxed{0}`}
 		}
-		n := make([]int, 6)
-		for i := range n {
-			n[i], _ = strconv.Atoi(m[i+1])
-		}
-		v := n[0] + n[1]*n[2] + n[3] - n[4]*n[5]
 		p := 0.5
 		h := fnv.New64a()
 		for _, msg := range r.Messages {
@@ -67,26 +59,7 @@ func runPersonaStudy(t *testing.T, n, rounds int) (*Report, *Study) {
 		text = strings.ReplaceAll(text, "set: {panel: ", fmt.Sprintf("set: {rounds: %d, panel: ", rounds))
 	}
 	text = strings.Replace(text, "gen:arithmetic?n=200&seed=1", fmt.Sprintf("gen:arithmetic?n=%d&seed=3", n), 1) + "resamples: 2000\nparallel: 8\n"
-	path := filepath.Join(t.TempDir(), "personas.yaml")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := Prepare(f, nodes.Registry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := llmtest.New(t, personaModel(map[string]float64{"Checker": 0.9, "Skeptic": 0.6, "Intuitive": 0.3}))
-	root := t.TempDir()
-	opts := Options{Run: runtime.Options{Settings: runtime.Settings{RunsDir: root, Getenv: runtest.Env(srv.URL, "sk-study-personas")},
-		Seams: runtime.Seams{Sleep: runtest.NoSleep}}, Dir: DefaultDir(root, f), Registry: nodes.Registry()}
-	rep, err := Run(context.Background(), st, opts)
-	if err != nil {
-		t.Fatalf("study: %v", err)
-	}
+	rep, st, _ := runScriptedStudy(t, "personas", text, personaModel(map[string]float64{"Checker": 0.9, "Skeptic": 0.6, "Intuitive": 0.3}))
 	return rep, st
 }
 

@@ -282,29 +282,15 @@ type ModelField struct {
 // cases, studies, datasets).
 var looksLikeSpec = regexp.MustCompile(`(?m)^flow:`)
 
-// listSpecs lists the specs in the specs folder (three levels deep).
+// listSpecs lists the specs in the specs folder (three levels deep);
+// unlike walkSpecs it keeps links, which specHead follows.
 func (s *Server) listSpecs() []SpecInfo {
-	a := s.act
-	if a.specs == "" {
-		return []SpecInfo{}
-	}
 	var paths []string
-	_ = filepath.WalkDir(a.specs, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		rel, _ := filepath.Rel(a.specs, path)
-		if d.IsDir() {
-			if path != a.specs && (strings.HasPrefix(d.Name(), ".") || strings.Count(rel, string(filepath.Separator)) >= 3 || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
+	s.walkSpecFolder(func(path, _ string, d fs.DirEntry) {
 		name := d.Name()
 		if (strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")) && !strings.Contains(name, ".test.") {
 			paths = append(paths, path)
 		}
-		return nil
 	})
 	out := []SpecInfo{}
 	for _, p := range paths {
@@ -720,15 +706,28 @@ func (s *Server) follow(ctx context.Context, h executor.Handle, cancel context.C
 	a.mu.Lock()
 	a.going[dir] = cancel
 	a.mu.Unlock()
+	s.finish(ctx, h, cancel, func() string { return dir }) // the outcome is in the run's directory
+}
+
+// finish makes what h started to its end in the background, counted in
+// the view's wait group, then calls cancel and takes the folder dir names
+// off what the view is making; dir is asked once h has ended (a sweep's
+// folder is known only once it is made). The channel gets what the wait
+// returned.
+func (s *Server) finish(ctx context.Context, h executor.Handle, cancel context.CancelFunc, dir func() string) <-chan error {
+	a := s.act
+	ended := make(chan error, 1)
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
 		defer cancel()
-		_ = h.Wait(ctx) // the outcome is in the run's directory
+		err := h.Wait(ctx)
 		a.mu.Lock()
-		delete(a.going, dir)
+		delete(a.going, dir())
 		a.mu.Unlock()
+		ended <- err
 	}()
+	return ended
 }
 
 // going reports whether the view is making the run in dir.

@@ -18,9 +18,6 @@ import (
 	cdpruntime "github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/internal/runtest"
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -456,21 +453,8 @@ func TestPagesInBrowser(t *testing.T) {
 func TestLiveRunInBrowser(t *testing.T) {
 	b := newBrowser(t)
 	root := t.TempDir()
-	p := &panelist{delay: 120 * time.Millisecond}
-	srv := llmtest.New(t, p.handle)
-	plan := runtest.LoadPlan(t, hiringSpec)
-	opts := options(root, srv)
-	opts.Inputs = []string{"resume=Jane Doe: ten years of Go."}
-	r, err := runtime.Start(plan, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, done := liveHiring(t, root, 120*time.Millisecond, "Jane Doe: ten years of Go.")
 	ts := serve(t, root)
-	done := make(chan *result.Result, 1)
-	go func() {
-		res, _ := r.Execute(context.Background())
-		done <- res
-	}()
 	id := filepath.Base(r.Dir)
 	b.open(ts.URL+"/#/run/"+id, `window.__viewStats && window.__viewStats.caughtUp`)
 	running := `document.body.dataset.status === 'running'`

@@ -254,6 +254,43 @@ func execute(t testing.TB, plan *spec.Plan, opts runtime.Options) (*runtime.Run,
 	return r, res
 }
 
+// executing runs r to its end in the background: done gets its result.
+// When the test ends the run is cancelled and waited for, so that it
+// does not outlive the test; a timeout above 0 bounds it too.
+func executing(t *testing.T, r *runtime.Run, timeout time.Duration) (done chan *result.Result) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if timeout > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	}
+	done = make(chan *result.Result, 1)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		res, _ := r.Execute(ctx)
+		done <- res
+	}()
+	t.Cleanup(func() { cancel(); <-ended })
+	return done
+}
+
+// liveHiring starts the hiring panel in root on a resume, against a
+// scripted panel whose replies each take delay, and runs it in the
+// background (executing).
+func liveHiring(t *testing.T, root string, delay time.Duration, resume string) (*runtime.Run, chan *result.Result) {
+	t.Helper()
+	p := &panelist{delay: delay}
+	srv := llmtest.New(t, p.handle)
+	plan := runtest.LoadPlan(t, hiringSpec)
+	opts := options(root, srv)
+	opts.Inputs = []string{"resume=" + resume}
+	r, err := runtime.Start(plan, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, executing(t, r, 0)
+}
+
 func makeFixtures(t testing.TB) *fixtures {
 	t.Helper()
 	f := &fixtures{root: t.TempDir()}

@@ -1,14 +1,12 @@
 package view_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,22 +20,27 @@ import (
 	"github.com/debate-runner/runner/runtime/view"
 )
 
-// lockedBuffer is what the terminal prints, read while it prints.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+// runAtTerminal starts a run of design-debate (offline, one round) in
+// root, made at a terminal: it asks its clarifying questions there as it
+// goes. What the test writes to typed is read there, and out is what the
+// terminal prints; done gets the run's result when it ends (executing,
+// within 30 s).
+func runAtTerminal(t *testing.T, root string) (r *runtime.Run, typed io.Writer, out *runtest.Output, done chan *result.Result) {
+	t.Helper()
+	plan := runtest.LoadPlan(t, filepath.Join(designDebate(t), "spec.yaml"))
+	offline, err := args.Offline(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, typed, out := runtest.Terminal(t)
+	r, err = runtime.Start(plan, runtime.Options{
+		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
+		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, out)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, typed, out, executing(t, r, 30*time.Second)
 }
 
 // TestAnsweredFromPageOrTerminal: a run of design-debate (offline) made
@@ -51,30 +54,7 @@ func TestAnsweredFromPageOrTerminal(t *testing.T) {
 	root := t.TempDir()
 	ts, v := actingServer(t, root, designDebate(t), nil)
 	host := strings.TrimPrefix(ts.URL, "http://")
-	plan := runtest.LoadPlan(t, filepath.Join(designDebate(t), "spec.yaml"))
-	offline, err := args.Offline(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, typed := io.Pipe()
-	t.Cleanup(func() { _ = typed.Close() })
-	var out lockedBuffer
-	r, err := runtime.Start(plan, runtime.Options{
-		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
-		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, &out)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	done := make(chan *result.Result, 1)
-	ended := make(chan struct{})
-	go func() {
-		defer close(ended)
-		res, _ := r.Execute(ctx)
-		done <- res
-	}()
-	t.Cleanup(func() { cancel(); <-ended })
+	r, typed, out, done := runAtTerminal(t, root)
 	id := filepath.Base(r.Dir)
 
 	// posted is the question the terminal asks now, as the page sees it

@@ -16,10 +16,6 @@ import (
 
 	"github.com/debate-runner/runner/internal/llmtest"
 	"github.com/debate-runner/runner/internal/runtest"
-	"github.com/debate-runner/runner/runtime"
-	"github.com/debate-runner/runner/runtime/answers"
-	"github.com/debate-runner/runner/runtime/args"
-	"github.com/debate-runner/runner/runtime/launch"
 	"github.com/debate-runner/runner/runtime/result"
 )
 
@@ -185,28 +181,7 @@ func steerInBrowser(t *testing.T, b *browser) {
 	// A run made at a terminal asks its questions there as it goes; its
 	// page shows the question asked, answered here first, and the
 	// terminal says so and goes on with the next.
-	plan := runtest.LoadPlan(t, filepath.Join(designDebate(t), "spec.yaml"))
-	offline, err := args.Offline(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, typed := io.Pipe()
-	t.Cleanup(func() { _ = typed.Close() })
-	var said lockedBuffer
-	r, err := runtime.Start(plan, runtime.Options{
-		Launch:   launch.Launch{Given: launch.Given{Inputs: []string{"problem=A URL shortener"}, Sets: []string{"max_rounds=1"}, Models: offline}},
-		Settings: runtime.Settings{RunsDir: root, Getenv: func(string) string { return "" }, Ask: answers.Terminal(in, &said)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stopRun := context.WithTimeout(context.Background(), 30*time.Second)
-	ended := make(chan *result.Result, 1)
-	go func() {
-		res, _ := r.Execute(runCtx)
-		ended <- res
-	}()
-	t.Cleanup(func() { stopRun(); <-ended })
+	r, typed, said, ended := runAtTerminal(t, root)
 	b.open(ts.URL+"/#/run/"+filepath.Base(r.Dir), `document.querySelector('#answer-form textarea[data-question]') !== null`)
 	if got := eval[string](b, `document.querySelector('#answer-form').innerText`); !strings.Contains(got, "A terminal asks this") {
 		t.Errorf("the form of a question asked at a terminal: %q", got)
@@ -224,7 +199,6 @@ func steerInBrowser(t *testing.T, b *browser) {
 		}
 	}()
 	res := <-ended
-	ended <- res
 	if res == nil || res.Status != result.StatusCompleted {
 		t.Fatalf("the run answered from the page and the terminal: %+v", res)
 	}

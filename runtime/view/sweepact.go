@@ -43,9 +43,20 @@ var (
 // maxMatrixLines is how many --matrix lines the form may give.
 const maxMatrixLines = 8
 
-// walkSpecs calls visit with every file of the specs folder the page may
-// name (three levels deep, hidden folders and testdata left out).
+// walkSpecs calls visit with every regular file of the specs folder the
+// page may name (walkSpecFolder).
 func (s *Server) walkSpecs(visit func(path, rel string)) {
+	s.walkSpecFolder(func(path, rel string, d fs.DirEntry) {
+		if d.Type().IsRegular() {
+			visit(path, rel)
+		}
+	})
+}
+
+// walkSpecFolder calls visit with every entry but folders of the specs
+// folder, three levels deep, hidden folders and testdata left out; rel is
+// the path relative to the folder, with slashes.
+func (s *Server) walkSpecFolder(visit func(path, rel string, d fs.DirEntry)) {
 	a := s.act
 	if a == nil || a.specs == "" {
 		return
@@ -61,9 +72,7 @@ func (s *Server) walkSpecs(visit func(path, rel string)) {
 			}
 			return nil
 		}
-		if d.Type().IsRegular() {
-			visit(path, filepath.ToSlash(rel))
-		}
+		visit(path, filepath.ToSlash(rel), d)
 		return nil
 	})
 }
@@ -209,17 +218,7 @@ func (s *Server) apiStartStudy(w http.ResponseWriter, r *http.Request) {
 	a.mu.Lock()
 	a.going[dir] = cancel
 	a.mu.Unlock()
-	ended := make(chan error, 1)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer cancel()
-		err := h.Wait(ctx)
-		a.mu.Lock()
-		delete(a.going, dir)
-		a.mu.Unlock()
-		ended <- err
-	}()
+	ended := s.finish(ctx, h, cancel, func() string { return dir })
 	// The study's page needs its study.json, written as it starts (or
 	// the reason it could not start).
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -317,17 +316,7 @@ func (s *Server) startSweep(ctx context.Context, cancel context.CancelFunc, w ht
 		writeProblems(w, http.StatusUnprocessableEntity, fieldOf(err))
 		return
 	}
-	ended := make(chan error, 1)
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer cancel()
-		err := h.Wait(ctx)
-		a.mu.Lock()
-		delete(a.going, h.Dir())
-		a.mu.Unlock()
-		ended <- err
-	}()
+	ended := s.finish(ctx, h, cancel, h.Dir)
 	select {
 	case dir := <-started:
 		writeJSON(w, map[string]any{"id": filepath.Base(dir), "kind": "sweep"})

@@ -17,10 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/debate-runner/runner/internal/llmtest"
-	"github.com/debate-runner/runner/internal/runtest"
 	"github.com/debate-runner/runner/nodes"
-	"github.com/debate-runner/runner/runtime"
 	"github.com/debate-runner/runner/runtime/journal"
 	"github.com/debate-runner/runner/runtime/result"
 	"github.com/debate-runner/runner/runtime/view"
@@ -299,20 +296,7 @@ func sum(m map[string]int) int {
 // the delay from an event's journaling to its arrival is logged.
 func TestEventsFollowALiveRun(t *testing.T) {
 	root := t.TempDir()
-	p := &panelist{delay: 40 * time.Millisecond}
-	srv := llmtest.New(t, p.handle)
-	plan := runtest.LoadPlan(t, hiringSpec)
-	opts := options(root, srv)
-	opts.Inputs = []string{"resume=Jane Doe"}
-	r, err := runtime.Start(plan, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan *result.Result, 1)
-	go func() {
-		res, _ := r.Execute(context.Background())
-		done <- res
-	}()
+	r, done := liveHiring(t, root, 40*time.Millisecond, "Jane Doe")
 	ts := serve(t, root)
 	id := filepath.Base(r.Dir)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
