@@ -22,8 +22,16 @@ import (
 // goes on (runner run or resume at a terminal, the run not stopped): the
 // question is posted in the run's folder (asking/), the view shows it, and
 // whichever answers first, the person at the terminal or the page, wins.
-// The two claim the answer by creating the same file, which only one can
-// do (a hard link fails when the name exists); the other is told.
+//
+// The two claim the question by renaming its one file, which only one of
+// them can do: the terminal to NAME.term, the page to NAME.RAND.won once
+// its answer is written beside it as NAME.RAND.answer. The other's rename
+// fails because the file is gone, so it knows it lost; a page that comes
+// after the terminal is done finds no question to rename. One file and one
+// rename leave no moment where both sides can think they won, or where the
+// page is told it lost while its answer is used (two files, a claimed
+// answer and the question, had such moments: the terminal could take the
+// page's answer and clear both between the page's claim and its check).
 
 // AskingDir is the folder of a run's directory that holds the questions a
 // terminal asks while the run goes on; it is empty once they are answered.
@@ -62,78 +70,82 @@ func sharedOf(ctx context.Context) (shared, bool) {
 }
 
 // postedName is the file name of a question's post (its id may hold any
-// character).
+// character): hex digits, which glob patterns read as themselves.
 func postedName(id string) string {
 	sum := sha256.Sum256([]byte(id))
 	return hex.EncodeToString(sum[:12])
 }
 
-// post is a question posted in the run's asking folder: its file, and
-// the file its answer is claimed by.
+// Suffixes of a post's files besides its question (NAME.json).
+const (
+	termSuffix   = ".term"   // NAME.term: the terminal claimed it
+	wonSuffix    = ".won"    // NAME.RAND.won: the page whose answer is NAME.RAND.answer claimed it
+	answerSuffix = ".answer" // NAME.RAND.answer: a page's answer
+)
+
+// post is a question posted in the run's asking folder: its folder and
+// file name.
 type post struct {
-	question, answer string
+	dir, name string
 }
 
+func (p *post) question() string { return filepath.Join(p.dir, p.name+".json") }
+
 func newPost(s shared) (*post, error) {
-	q := s.post.Question
 	dir := filepath.Join(s.dir, AskingDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	name := postedName(q.ID)
-	p := &post{question: filepath.Join(dir, name+".json"), answer: filepath.Join(dir, name+".answer")}
-	// An answer left from an earlier ask of the same id is not this one's.
-	_ = os.Remove(p.answer)
+	p := &post{dir: dir, name: postedName(s.post.Question.ID)}
+	// What an earlier ask of the same id left is not this one's.
+	p.removeClaims()
 	data, err := json.MarshalIndent(s.post, "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	return p, rundir.WriteFile(p.question, append(data, '\n'))
+	return p, rundir.WriteFile(p.question(), append(data, '\n'))
 }
 
-// claim makes answer the question's answer unless the other side's came
-// first; it returns the answer that won and whether it was this one.
-func claim(answerPath, answer string) (string, bool, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(answerPath), ".claim-*")
-	if err != nil {
-		return "", false, err
+// claim takes the question for the terminal; false when the page took
+// it first.
+func (p *post) claim() (bool, error) {
+	err := os.Rename(p.question(), filepath.Join(p.dir, p.name+termSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.WriteString(answer); err != nil {
-		_ = tmp.Close()
-		return "", false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return "", false, err
-	}
-	if err := os.Link(tmp.Name(), answerPath); err != nil {
-		if !errors.Is(err, fs.ErrExist) {
-			return "", false, err
-		}
-		data, rerr := os.ReadFile(answerPath)
-		if rerr != nil {
-			return "", false, rerr
-		}
-		return string(data), false, nil
-	}
-	return answer, true, nil
+	return err == nil, err
 }
 
-// given reads the other side's answer, if it came.
+// given reads the page's answer, if the page claimed the question.
 func (p *post) given() (string, bool) {
-	data, err := os.ReadFile(p.answer)
+	won, _ := filepath.Glob(filepath.Join(p.dir, p.name+".*"+wonSuffix))
+	if len(won) != 1 {
+		return "", false
+	}
+	data, err := os.ReadFile(strings.TrimSuffix(won[0], wonSuffix) + answerSuffix)
 	if err != nil {
 		return "", false
 	}
 	return string(data), true
 }
 
-// clear removes the post: the question first, so that the view, which
-// checks it after claiming, knows it came too late.
+// removeClaims removes the post's files but its question: claims and
+// answers.
+func (p *post) removeClaims() {
+	_ = os.Remove(filepath.Join(p.dir, p.name+termSuffix))
+	for _, suffix := range []string{wonSuffix, answerSuffix} {
+		m, _ := filepath.Glob(filepath.Join(p.dir, p.name+".*"+suffix))
+		for _, f := range m {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+// clear removes the post, and its folder when it is the last.
 func (p *post) clear() {
-	_ = os.Remove(p.question)
-	_ = os.Remove(p.answer)
-	_ = os.Remove(filepath.Dir(p.question)) // when it is the last
+	_ = os.Remove(p.question())
+	p.removeClaims()
+	_ = os.Remove(p.dir)
 }
 
 // OpenPosted lists the questions terminals ask in the run directory dir
@@ -149,13 +161,9 @@ func OpenPosted(dir string) []Posted {
 		if !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		base := filepath.Join(dir, AskingDir, strings.TrimSuffix(name, ".json"))
-		if _, err := os.Stat(base + ".answer"); err == nil {
-			continue
-		}
-		data, err := os.ReadFile(base + ".json")
+		data, err := os.ReadFile(filepath.Join(dir, AskingDir, name))
 		if err != nil {
-			continue
+			continue // claimed since it was listed
 		}
 		var p Posted
 		if json.Unmarshal(data, &p) == nil && p.Question.ID != "" {
@@ -168,23 +176,38 @@ func OpenPosted(dir string) []Posted {
 
 // AnswerPosted answers the question id a terminal asks in the run
 // directory dir, as the view does; ErrAnswered when the terminal answered
-// it first or it is asked no more.
+// it first or it is asked no more. When it returns nil, the terminal's
+// asker gets this answer.
 func AnswerPosted(dir, id, answer string) error {
-	name := filepath.Join(dir, AskingDir, postedName(id))
-	if _, err := os.Stat(name + ".json"); err != nil {
+	p := &post{dir: filepath.Join(dir, AskingDir), name: postedName(id)}
+	if _, err := os.Stat(p.question()); err != nil {
 		return ErrAnswered
 	}
-	_, ours, err := claim(name+".answer", answer)
+	f, err := os.CreateTemp(p.dir, p.name+".*"+answerSuffix)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ErrAnswered // the terminal was done and took the folder away
+	}
 	if err != nil {
 		return err
 	}
-	if !ours {
-		return ErrAnswered
+	ans := f.Name()
+	_, werr := f.WriteString(answer)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
 	}
-	if _, err := os.Stat(name + ".json"); err != nil {
-		// The terminal was done with it before the claim landed.
-		_ = os.Remove(name + ".answer")
-		return ErrAnswered
+	if werr != nil {
+		_ = os.Remove(ans)
+		return werr
+	}
+	// The answer is whole before the question is claimed, so the terminal
+	// that finds the question gone reads all of it.
+	err = os.Rename(p.question(), strings.TrimSuffix(ans, answerSuffix)+wonSuffix)
+	if err != nil {
+		_ = os.Remove(ans)
+		if errors.Is(err, fs.ErrNotExist) {
+			return ErrAnswered
+		}
+		return err
 	}
 	return nil
 }
@@ -214,30 +237,48 @@ func askShared(ctx context.Context, s shared, q value.Question, read func(contex
 	}()
 	tick := time.NewTicker(s.poll)
 	defer tick.Stop()
+	// fromPage is the page's answer once the terminal knows the page
+	// claimed the question.
+	fromPage := func() (string, bool) {
+		ans, ok := p.given()
+		if ok {
+			tell(fmt.Sprintf("answered from the page: %s", firstLine(ans)))
+		}
+		return ans, ok
+	}
 	for {
 		select {
 		case g := <-typed:
-			if g.err != nil {
-				if ans, ok := p.given(); ok {
-					return ans, nil
-				}
-				return "", g.err
-			}
-			won, ours, err := claim(p.answer, g.s)
+			ours, err := p.claim()
 			if err != nil {
 				return "", err
 			}
 			if !ours {
-				tell(fmt.Sprintf("answered from the page first (%s); what you typed is dropped", firstLine(won)))
+				if ans, ok := p.given(); ok {
+					if g.err == nil {
+						tell(fmt.Sprintf("answered from the page first (%s); what you typed is dropped", firstLine(ans)))
+					} else {
+						tell(fmt.Sprintf("answered from the page: %s", firstLine(ans)))
+					}
+					return ans, nil
+				}
 			}
-			return won, nil
+			return g.s, g.err
 		case <-tick.C:
-			if ans, ok := p.given(); ok {
-				cancel()
-				tell(fmt.Sprintf("answered from the page: %s", firstLine(ans)))
-				return ans, nil
+			if _, err := os.Stat(p.question()); errors.Is(err, fs.ErrNotExist) {
+				if ans, ok := fromPage(); ok {
+					cancel()
+					return ans, nil
+				}
 			}
 		case <-ctx.Done():
+			// Claimed so that a page coming now is told it is too late;
+			// an answer the page gave before is not lost.
+			if ours, err := p.claim(); err == nil && !ours {
+				if ans, ok := fromPage(); ok {
+					return ans, nil
+				}
+			}
 			return "", ctx.Err()
 		}
 	}
