@@ -65,8 +65,17 @@ func TestRefusalsByDesignAreJustified(t *testing.T) {
 			op := pick(r, []string{"-", "*", "/"})
 			return head + fmt.Sprintf("templates: {define: {t: hi}}\nnodes:\n  n: {kind: ask, agents: [a], template: t, max_tool_calls: '1 + (\"%s\" %s vars.%s)'}\nflow: [n]\n", text(), op, name())
 		},
+		func() string {
+			return head + fmt.Sprintf("templates: {define: {t: hi}}\nnodes:\n  n: {kind: ask, agents: [a], template: t, record: r}\nflow:\n  - loop: {max: 'len(messages) + %d', do: [n]}\n", 1+r.Intn(3))
+		},
+		func() string {
+			return head + fmt.Sprintf("templates: {define: {t: hi}}\nnodes:\n  n: {kind: ask, agents: [a], template: t, record: r, max_tool_calls: 'latest(\"r\")[%d]'}\nflow: [n]\n", r.Intn(3))
+		},
+		func() string {
+			return head + fmt.Sprintf("inputs: {q: {default: hi}}\ntemplates: {define: {t: hi}}\nnodes:\n  n: {kind: ask, agents: [a], template: t, when: 'concat(%s)'}\nflow: [n]\n", pick(r, []string{"not true", "2", "inputs.q == \"x\""}))
+		},
 	}
-	for trial := 0; trial < 135; trial++ {
+	for trial := 0; trial < 150; trial++ {
 		data := makers[trial%len(makers)]()
 		path := filepath.Join(dir, "j.yaml")
 		plan, diags := spec.Compile(path, []byte(data), nodes.Registry())
