@@ -153,3 +153,42 @@ func ConditionError(err error) error {
 	}
 	return errors.New(msg[:m[0]] + "a boolean is wanted, but the condition gives " + words + msg[m[1]:])
 }
+
+// normaliserFieldErrors finds reads of a named field of what an answer
+// normaliser gives (yesno(x).a, number(x)["k"]): text, a number or nil has
+// no named field, so such a read fails every run that evaluates it. A
+// number's index fails alike; an index of text (a character) is left
+// alone, since it works when the answer is found, and so is a read with
+// ?., which gives nil where the field is missing.
+func normaliserFieldErrors(root ast.Node) []boolSlotError {
+	var errs []boolSlotError
+	ast.Walk(&root, visitorFunc(func(np *ast.Node) {
+		m, ok := (*np).(*ast.MemberNode)
+		if !ok || m.Optional {
+			return
+		}
+		call, ok := m.Node.(*ast.CallNode)
+		if !ok {
+			return
+		}
+		id, ok := call.Callee.(*ast.IdentifierNode)
+		if !ok {
+			return
+		}
+		r, ok := answerResults[id.Value]
+		if !ok {
+			return
+		}
+		switch p := m.Property.(type) {
+		case *ast.StringNode:
+			errs = append(errs, boolSlotError{offset: m.Location().From,
+				msg: fmt.Sprintf("%s(...) gives %s, which has no field %q: compare what it gives (%s)", id.Value, r.gives, p.Value, r.compare)})
+		case *ast.IntegerNode:
+			if id.Value == "number" {
+				errs = append(errs, boolSlotError{offset: m.Location().From,
+					msg: fmt.Sprintf("number(...) gives %s, which has no item %d", r.gives, p.Value)})
+			}
+		}
+	}))
+	return errs
+}

@@ -262,6 +262,12 @@ func (c *compiler) compilePending(p *pendingExpr) {
 		}
 		return
 	}
+	if errs := normaliserFieldErrors(tree.Node); len(errs) > 0 {
+		for _, fe := range errs {
+			c.r.Errorf(c.offsetPos(e, src, fe.offset), "%s: %s", what, fe.msg)
+		}
+		return
+	}
 	if !c.exprStatic(p, tree.Node, result) {
 		return
 	}
