@@ -125,6 +125,28 @@ func (v Verdict) Classify() Class {
 // first: an output's failure is warned of by its name as a node's is.
 var nodeNamed = regexp.MustCompile(`(node|output) "[^"]+"`)
 
+// loopNamed finds a loop's condition or count a run's error names (a
+// loop's until fails naming no node: "loop until (EXPR): ...").
+var loopNamed = regexp.MustCompile(`loop [a-z_]+ \(`)
+
+// failingPlace is what a run's failure names as its place, which the
+// path check's warning of it names too: a node, an output, or a loop's
+// condition with its expression ("loop until (a && b)").
+func failingPlace(msg string) string {
+	if node := nodeNamed.FindString(msg); node != "" {
+		return node
+	}
+	loc := loopNamed.FindStringIndex(msg)
+	if loc == nil {
+		return ""
+	}
+	end := strings.LastIndex(msg, "): ")
+	if end < loc[1] {
+		return ""
+	}
+	return msg[loc[0] : end+1]
+}
+
 // warnedOfEveryFailure says whether each run failure not the seed's has a
 // warning at a position that names its node and its failure and says it
 // depends only on the replies (the path check's reply-dependent
@@ -134,7 +156,7 @@ func (v Verdict) warnedOfEveryFailure() bool {
 		if o.ok() || (i < len(v.Baseline) && !v.Baseline[i].ok()) {
 			continue
 		}
-		node := nodeNamed.FindString(o.Error)
+		node := failingPlace(o.Error)
 		if node == "" {
 			return false
 		}

@@ -24,6 +24,15 @@ func TestWarnedNeedsItsWarning(t *testing.T) {
 			other = `node "weights"`
 		}
 		failure := place + ` value (sortBy(x, .score)): invalid operation: float64 < bool (1:27)`
+		// or a loop's condition, which names no node
+		loop := rng.Intn(3) == 0
+		if loop {
+			place, other = `loop until (x.score < y)`, `loop until (x.score > y)`
+			if rng.Intn(2) == 0 {
+				other = `node "select"`
+			}
+			failure = "spec.yaml:12:7: " + place + `: invalid operation: float64 < bool (1:27)`
+		}
 		node, what, pos, dep := rng.Intn(2) == 0, rng.Intn(2) == 0, rng.Intn(2) == 0, rng.Intn(2) == 0
 		w := ""
 		if pos {
@@ -35,9 +44,12 @@ func TestWarnedNeedsItsWarning(t *testing.T) {
 		} else {
 			w += other + ": "
 		}
-		if what {
+		switch {
+		case what && loop:
+			w += "invalid operation: float64 < bool (1:27) (in round 1)"
+		case what:
 			w += "value (...): invalid operation: float64 < bool (1:27) (in round 1)"
-		} else {
+		default:
 			w += "reads .Nodes.x, but node x may not have run yet"
 		}
 		if dep {
