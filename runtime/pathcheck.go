@@ -101,13 +101,16 @@ func checkPaths(plan *spec.Plan) syntax.Diagnostics {
 	pc.namesOf(plan.Flow)
 	// The profiles: every reply shortest, every reply longest, and each
 	// node's replies shortest or longest as a choice of the path.
-	profiles := []replyProfile{shortest, longest, mixed}
+	profiles := []replyProfile{shortest, longest, mixed, single}
 	found := make([]map[string]*pathFailure, len(profiles))
 	var order []string
 	for i, profile := range profiles {
 		found[i] = map[string]*pathFailure{}
 		if profile == mixed && !pc.varies.Load() {
 			continue // every reply the same in both: nothing to mix
+		}
+		if profile == single && !pc.variesOne.Load() {
+			continue // no reply has a list one item would change
 		}
 		forced := map[string]int{}
 		for n := 0; n < maxCheckedPaths && pc.calls < checkCallBudget; n++ {
@@ -136,13 +139,16 @@ func checkPaths(plan *spec.Plan) syntax.Diagnostics {
 	}
 	var diags syntax.Diagnostics
 	for _, k := range order {
-		short, long, mix := found[0][k], found[1][k], found[2][k]
+		short, long, mix, one := found[0][k], found[1][k], found[2][k], found[3][k]
 		f := short
 		if f == nil {
 			f = long
 		}
 		if f == nil {
 			f = mix
+		}
+		if f == nil {
+			f = one
 		}
 		d := syntax.Diagnostic{File: f.file, Pos: f.pos, Severity: syntax.Error}
 		if d.File == "" {
@@ -157,6 +163,8 @@ func checkPaths(plan *spec.Plan) syntax.Diagnostics {
 				which = "when models reply with the longest lists their schemas allow"
 			case mix:
 				which = "for some lengths of the lists models reply with"
+			case one:
+				which = "when models reply with one item in each list"
 			}
 			d.Severity = syntax.Warning
 			d.Message = fmt.Sprintf("%s (%s, %s): it depends only on the replies; guard it (test the length first: {{if gt (len X) N}} in a template, len(x) > n ? ... : ... in an expression, a default with ??) or bound the list in its schema (minItems, maxItems)",
@@ -191,6 +199,8 @@ type pathCheck struct {
 	calls int64
 	// varies is set once a call's shortest and longest replies differed.
 	varies atomic.Bool
+	// variesOne is set once a call's one-item reply differed from both.
+	variesOne atomic.Bool
 }
 
 func (pc *pathCheck) namesOf(steps []*spec.FlowStep) {
@@ -278,6 +288,9 @@ const (
 	// mixed: each node's replies shortest or longest, a choice of the
 	// path (for nodes whose replies differ).
 	mixed
+	// single: every list one item long where its schema allows, between
+	// the ends (for replies where that differs from both).
+	single
 )
 
 func (pc *pathCheck) walk(forced map[string]int, profile replyProfile) *pathWalk {
@@ -344,6 +357,15 @@ func (s standIns) Complete(_ context.Context, c *calls.Call) (kit.Reply, calls.S
 	long := calls.StandInLong(c.Kit.Shape, label)
 	if long != text {
 		s.w.pc.varies.Store(true)
+	}
+	if s.profile == single {
+		if one := calls.StandInOne(c.Kit.Shape, label); one != text && one != long {
+			text = one
+		}
+		return kit.Reply{Content: text, UsageEstimated: true, Attempts: 1}, calls.Placeholder, nil
+	}
+	if one := calls.StandInOne(c.Kit.Shape, label); one != text && one != long {
+		s.w.pc.variesOne.Store(true)
 	}
 	switch {
 	case long == text:

@@ -86,7 +86,7 @@ func (p *Placeholders) Complete(_ context.Context, c *Call) (kit.Reply, Source, 
 	if p.ByPrompt {
 		label = "reply to " + promptLabel(c.Kit.Messages)
 	}
-	text := standIn(c.Kit.Shape, label, p.Long)
+	text := standIn(c.Kit.Shape, label, p.Long, false)
 	model := c.Model
 	reply := p.ReplyTokens
 	if reply <= 0 {

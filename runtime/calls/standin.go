@@ -21,17 +21,25 @@ import (
 // 2") is the text it puts where a model would write prose, so that a prompt
 // quoting the reply shows what it stands for.
 func StandIn(shape kit.Shape, label string) string {
-	return standIn(shape, label, false)
+	return standIn(shape, label, false, false)
 }
 
 // StandInLong is StandIn with every list as long as its schema allows, up
 // to three items, rather than as short: the other end of the replies a
 // schema accepts.
 func StandInLong(shape kit.Shape, label string) string {
-	return standIn(shape, label, true)
+	return standIn(shape, label, true, false)
 }
 
-func standIn(shape kit.Shape, label string, long bool) string {
+// StandInOne is StandIn with every list one item long where its schema
+// allows (else as short as allowed): between the two ends, where a list
+// read with others of their own lengths (a score per proposal) is shorter
+// than them but not empty.
+func StandInOne(shape kit.Shape, label string) string {
+	return standIn(shape, label, false, true)
+}
+
+func standIn(shape kit.Shape, label string, long, one bool) string {
 	text := "<" + label + ">"
 	switch shape.Format {
 	case "json":
@@ -39,7 +47,7 @@ func standIn(shape kit.Shape, label string, long bool) string {
 		if len(shape.Schema) > 0 {
 			_ = json.Unmarshal(shape.Schema, &schema)
 		}
-		g := jsonGen{root: schema, long: long, untypedSeen: new(int)}
+		g := jsonGen{root: schema, long: long, one: one, untypedSeen: new(int)}
 		v := fitSchema(shape.Schema, g.value(schema, text, 0))
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
@@ -79,6 +87,8 @@ type jsonGen struct {
 	root any
 	// long makes lists up to three items long, not as short as allowed.
 	long bool
+	// one makes lists one item long where their schema allows.
+	one bool
 	// untypedSeen counts the untyped parts a long reply has made so far.
 	untypedSeen *int
 }
@@ -229,6 +239,12 @@ func (g jsonGen) value(schema any, text string, depth int) any {
 		}
 		if g.long && n < 3 {
 			n = 3
+			if m, ok := s["maxItems"].(float64); ok && int(m) < n {
+				n = max(int(m), 0)
+			}
+		}
+		if g.one && n < 1 {
+			n = 1
 			if m, ok := s["maxItems"].(float64); ok && int(m) < n {
 				n = max(int(m), 0)
 			}

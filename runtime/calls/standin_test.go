@@ -167,7 +167,7 @@ func (g arraySchemaGen) schema(depth int) map[string]any {
 
 // TestStandInsFitGeneratedSchemas: over random schemas of nested arrays
 // (tuples among them) and objects (with optional properties no value
-// satisfies among theirs), the shortest and the longest
+// satisfies among theirs), the shortest, the longest and the one-item
 // stand-ins are valid JSON the schema accepts: the path check's replies
 // are replies the run could get.
 func TestStandInsFitGeneratedSchemas(t *testing.T) {
@@ -181,14 +181,15 @@ func TestStandInsFitGeneratedSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", doc, err)
 		}
-		for _, long := range []bool{false, true} {
-			out := standIn(kit.Shape{Format: "json", Schema: doc}, "reply", long)
+		for _, m := range []struct{ long, one bool }{{false, false}, {true, false}, {false, true}} {
+			long := m.long
+			out := standIn(kit.Shape{Format: "json", Schema: doc}, "reply", m.long, m.one)
 			var v any
 			if err := json.Unmarshal([]byte(out), &v); err != nil {
-				t.Fatalf("%s (long %v): stand-in %s is not JSON: %v", doc, long, out, err)
+				t.Fatalf("%s (long %v, one %v): stand-in %s is not JSON: %v", doc, long, m.one, out, err)
 			}
 			if err := sch.Validate(v); err != nil {
-				t.Fatalf("%s (long %v): stand-in %s fails the schema: %v", doc, long, out, err)
+				t.Fatalf("%s (long %v, one %v): stand-in %s fails the schema: %v", doc, long, m.one, out, err)
 			}
 		}
 	}
