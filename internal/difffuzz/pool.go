@@ -25,6 +25,9 @@ import (
 // TestMain calls ServeWorker instead of running tests.
 const WorkerEnv = "RUNNER_DIFFFUZZ_WORKER"
 
+// workDirEnv names the folder a worker works in, made by the pool.
+const workDirEnv = "RUNNER_DIFFFUZZ_WORK"
+
 type job struct {
 	Mutant    Mutant    `json:"mutant"`
 	ChecksOff bool      `json:"checks_off"`
@@ -38,11 +41,18 @@ func ServeWorker() error {
 	if err != nil {
 		return err
 	}
-	work, err := os.MkdirTemp("", "difffuzz-worker-")
-	if err != nil {
-		return err
+	// The pool makes the worker's folder and removes it once the worker
+	// has ended, killed or not (a worker its watchdog or the pool ends
+	// runs no deferred call: its folder, up to hundreds of megabytes of
+	// copied seeds and runs, was left behind).
+	work := os.Getenv(workDirEnv)
+	if work == "" {
+		var err error
+		if work, err = os.MkdirTemp("", "difffuzz-worker-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(work)
 	}
-	defer os.RemoveAll(work)
 	c, err := NewChecker(root, work)
 	if err != nil {
 		return err
@@ -99,6 +109,8 @@ type worker struct {
 	out    *bufio.Reader
 	outF   *os.File
 	stderr *tailBuffer
+	// work is the worker's folder, removed once it has ended.
+	work string
 }
 
 // NewPool starts no worker yet; n may run at once.
@@ -115,21 +127,29 @@ func (p *Pool) start() (*worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	work, err := os.MkdirTemp("", "difffuzz-worker-")
+	if err != nil {
+		_ = r.Close()
+		_ = w.Close()
+		return nil, err
+	}
 	cmd := exec.Command(p.Bin, p.Args...)
-	cmd.Env = append(os.Environ(), WorkerEnv+"=1", "RUNNER_FUZZ_RUN_TIMEOUT="+p.RunTimeout.String())
+	cmd.Env = append(os.Environ(), WorkerEnv+"=1", "RUNNER_FUZZ_RUN_TIMEOUT="+p.RunTimeout.String(), workDirEnv+"="+work)
 	cmd.ExtraFiles = []*os.File{w}
 	tb := &tailBuffer{}
 	cmd.Stderr = tb
 	cmd.Stdout = tb
 	in, err := cmd.StdinPipe()
 	if err != nil {
+		_ = os.RemoveAll(work)
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		_ = os.RemoveAll(work)
 		return nil, err
 	}
 	w.Close()
-	wk := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(r, 1<<20), outF: r, stderr: tb}
+	wk := &worker{cmd: cmd, in: in, out: bufio.NewReaderSize(r, 1<<20), outF: r, stderr: tb, work: work}
 	p.mu.Lock()
 	p.all = append(p.all, wk)
 	p.mu.Unlock()
@@ -141,6 +161,7 @@ func (w *worker) kill() {
 	_ = w.in.Close()
 	_ = w.cmd.Wait()
 	_ = w.outF.Close()
+	_ = os.RemoveAll(w.work)
 }
 
 // Close ends every worker.
@@ -155,8 +176,10 @@ func (p *Pool) Close() {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			_ = w.cmd.Process.Kill()
+			<-done
 		}
 		_ = w.outF.Close()
+		_ = os.RemoveAll(w.work)
 	}
 	p.all = nil
 }
