@@ -238,6 +238,11 @@ func boolSlotCheck(t testing.TB, dir string, g *Generator, sc *scope, seed int64
 			for k, v := range converse.ParticipantsSample() {
 				m[k] = v
 			}
+			// a conversation always has its agents (talk: x and y), as
+			// its while sees them; the sample's empty list is a type only
+			// (go test -fuzz found participants[0] failing on it)
+			m["participants"] = []value.Participant{{ID: "x"}, {ID: "y"}}
+			m["speakers"] = []string{"x", "y"}
 			return m
 		}
 		p, err := expr.Compile(cond, append([]expr.Option{expr.Env(env()), expr.AsBool()}, spec.ExprFunctions()...)...)
